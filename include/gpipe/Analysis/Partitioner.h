@@ -1,0 +1,100 @@
+//===- Partitioner.h - Exact contiguous partitioning of a layer sequence --===//
+//
+// Splits a sequence of L layers into K contiguous, non-empty cells. Two
+// objectives, both solved exactly (never greedily):
+//   - Variance (GPipe's): minimise the variance of the cell compute costs,
+//     i.e. minimise the sum of squared cell costs (K and the total are fixed).
+//   - Bottleneck: minimise the largest cell compute cost.
+// Ties on the objective are broken by the smaller total of bytes crossing the
+// cuts, then by the lexicographically smallest vector of cell starts, so the
+// answer is deterministic.
+//
+// An optional per-device memory cap is a hard constraint on every cell,
+// with the cell memory given by `CellMemoryModel`.
+//
+// This library has no MLIR dependency.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_PARTITIONER_H
+#define GPIPE_ANALYSIS_PARTITIONER_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpipe {
+
+enum class PartitionObjective { Variance, Bottleneck };
+
+/// One layer of the sequence, in the units the partitioner balances.
+struct LayerCost {
+  std::string name;             ///< used in diagnostics only
+  uint64_t compute = 0;         ///< cost to balance (FLOPs of the layer)
+  uint64_t paramBytes = 0;      ///< bytes of the layer's parameters
+  uint64_t activationBytes = 0; ///< bytes of activations it produces, full batch
+};
+
+/// Memory of cell [i, j) on its device:
+///   paramCopies * P(i,j)                       weights, grads, optimizer state
+/// + cutBytes[i]                                 received/stashed inputs, full batch
+/// + (rematerialize ? ceil(A(i,j) / numMicrobatches) : A(i,j))
+/// where P and A are the sums of paramBytes and activationBytes over the cell.
+/// With rematerialisation only one micro-batch's activations of the cell are
+/// live at once (GPipe); without it every micro-batch's are.
+struct CellMemoryModel {
+  uint64_t paramCopies = 4; ///< weights + gradients + two optimizer slots
+  uint64_t numMicrobatches = 1;
+  bool rematerialize = true;
+};
+
+struct PartitionProblem {
+  std::vector<LayerCost> layers;
+  /// Size layers.size() + 1. cutBytes[i] is the number of bytes of values
+  /// produced by a layer < i and used by a layer >= i (the traffic of a cut
+  /// placed before layer i). cutBytes[0] and cutBytes[L] are ignored by the
+  /// objective (no cut there) but cutBytes[0] still counts in cell 0's memory.
+  std::vector<uint64_t> cutBytes;
+  unsigned numCells = 1;
+  PartitionObjective objective = PartitionObjective::Variance;
+  std::optional<uint64_t> memoryCap;
+  CellMemoryModel memoryModel;
+};
+
+struct Partition {
+  /// Size numCells; cellStarts[0] == 0, strictly increasing. Cell c spans
+  /// [cellStarts[c], cellStarts[c+1]) (the last one ends at L).
+  std::vector<unsigned> cellStarts;
+  std::vector<uint64_t> cellCompute; ///< per cell
+  std::vector<uint64_t> cellMemory;  ///< per cell, by CellMemoryModel
+  uint64_t maxCellCompute = 0;
+  unsigned __int128 sumSquaredCompute = 0;
+  uint64_t totalCutBytes = 0; ///< sum of cutBytes[cellStarts[c]] for c >= 1
+};
+
+struct PartitionOutcome {
+  std::optional<Partition> partition; ///< set on success
+  std::string error;                  ///< set on failure, a full sentence
+  bool succeeded() const { return partition.has_value(); }
+};
+
+/// Solves `problem` exactly. Fails (with a message naming the numbers) when
+/// numCells is 0, numCells > number of layers, cutBytes has the wrong size, a
+/// single layer alone exceeds the memory cap (the message names the layer), or
+/// no partition into numCells cells fits the cap (the message gives the
+/// smallest cap that would fit).
+PartitionOutcome partitionLayers(const PartitionProblem &problem);
+
+/// Memory of cell [begin, end) under the problem's memory model.
+uint64_t cellMemory(const PartitionProblem &problem, unsigned begin,
+                    unsigned end);
+
+/// Fills cellCompute, cellMemory, maxCellCompute, sumSquaredCompute and
+/// totalCutBytes of a partition given by its cell starts.
+Partition evaluatePartition(const PartitionProblem &problem,
+                            std::vector<unsigned> cellStarts);
+
+} // namespace gpipe
+
+#endif // GPIPE_ANALYSIS_PARTITIONER_H

@@ -1,0 +1,126 @@
+//===- PipelineSchedule.h - Per-device pipeline programs and their checks -===//
+//
+// A pipeline schedule is one straight-line program per device: the order in
+// which the device loads model inputs, runs its stage forward and backward
+// for each micro-batch, sends and receives activations (forward) and
+// gradients (backward), and applies the single optimizer step.
+//
+// This file builds the GPipe fill-drain schedule and verifies any schedule
+// (generated or written by hand): matching send/recv, freedom from deadlock,
+// and the dependences of every forward and backward. It has no MLIR
+// dependency; the gpipe-unroll-schedule and gpipe-verify-schedule passes
+// translate between it and IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_PIPELINESCHEDULE_H
+#define GPIPE_ANALYSIS_PIPELINESCHEDULE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpipe::schedule {
+
+enum class InstrKind {
+  LoadInput,     ///< copy micro-batch `microbatch` of model input `inputName`
+  Forward,       ///< run the forward of `stage` on micro-batch `microbatch`
+  Backward,      ///< run the backward of `stage` on `microbatch`, accumulating grads
+  Send,          ///< send `direction` tensor `channel` of `microbatch` to `peer`
+  Recv,          ///< receive it from `peer`
+  OptimizerStep, ///< apply the accumulated gradients once
+};
+
+enum class Direction { Activation, Gradient };
+
+struct Instr {
+  InstrKind kind = InstrKind::Forward;
+  unsigned stage = 0;      ///< Forward/Backward
+  unsigned microbatch = 0; ///< all but OptimizerStep
+  unsigned peer = 0;       ///< Send/Recv: the other device
+  unsigned channel = 0;    ///< Send/Recv: index of the boundary tensor
+  Direction direction = Direction::Activation; ///< Send/Recv
+  std::vector<int64_t> shape; ///< Send/Recv: the micro-batch tensor shape
+  std::string elementType;    ///< Send/Recv: e.g. "f32"
+  std::string inputName;      ///< LoadInput
+  int64_t rows = 0;           ///< rows of the micro-batch (all but OptimizerStep)
+};
+
+/// Short human-readable form used in diagnostics, e.g.
+/// "recv activation from device 0, micro-batch 2, channel 1".
+std::string describe(const Instr &instr);
+
+struct DeviceProgram {
+  unsigned device = 0;
+  std::vector<Instr> instrs;
+};
+
+struct Program {
+  unsigned numMicrobatches = 0;
+  std::vector<DeviceProgram> devices; ///< devices[d].device == d
+};
+
+/// A tensor that crosses the boundary between stage s and stage s+1 (in the
+/// forward direction; its gradient crosses back). Shapes are at the full
+/// batch, dimension 0 being the batch.
+struct BoundaryTensor {
+  std::vector<int64_t> shape;
+  std::string elementType;
+};
+
+struct PipelineSpec {
+  unsigned numStages = 1;
+  unsigned numMicrobatches = 1;
+  int64_t batchSize = 1;
+  /// Size numStages - 1: boundaries[s] are the tensors from stage s to s+1;
+  /// the index in the vector is the channel number.
+  std::vector<std::vector<BoundaryTensor>> boundaries;
+  /// Size numStages: the model inputs each stage reads (loaded per micro-batch).
+  std::vector<std::vector<std::string>> stageInputs;
+};
+
+/// Rows of each micro-batch when `batchSize` rows are split into
+/// `numMicrobatches`: the first batchSize % M micro-batches get one row more
+/// than the others (sizes differ by at most one, in order). Fails with a
+/// message when M is 0 or larger than the batch.
+struct MicrobatchSplit {
+  std::vector<int64_t> rows;
+  std::string error;
+};
+MicrobatchSplit splitMicrobatches(int64_t batchSize, unsigned numMicrobatches);
+
+/// Stage s runs on device s. For each device, in order: for every micro-batch
+/// m = 0..M-1: recv activations (s > 0), load inputs, forward, send
+/// activations (s < K-1); then for m = M-1..0 (reverse, so the last
+/// micro-batch forwarded is the first one back): recv gradients (s < K-1),
+/// backward, send gradients (s > 0); then one optimizer step.
+/// Precondition: the spec is consistent (checked by the caller); the split
+/// must succeed.
+Program buildGPipeSchedule(const PipelineSpec &spec);
+
+struct Violation {
+  unsigned device = 0;
+  std::size_t instrIndex = 0; ///< index in that device's program
+  std::string message;        ///< names the device, micro-batch and op
+};
+
+/// Checks, reporting every violation found (empty means the program is sound):
+///  - every Send has exactly one Recv with the same direction, endpoints,
+///    micro-batch and channel, and they agree on shape and element type; a
+///    Recv with no Send is reported too;
+///  - the program cannot deadlock, even when every send blocks until its
+///    receive is posted (rendezvous semantics, the strictest a transport may
+///    have); a deadlock names each blocked device and what it waits for;
+///  - per device and stage, every micro-batch in [0, numMicrobatches) has
+///    exactly one Forward and one Backward, the Forward first; a Forward
+///    comes after the activation receives and input loads of its micro-batch,
+///    a Backward after its gradient receives; a Send comes after the
+///    Forward/Backward that produces it;
+///  - exactly one OptimizerStep per device, after all of its Backwards.
+std::vector<Violation> verifySchedule(const Program &program);
+
+} // namespace gpipe::schedule
+
+#endif // GPIPE_ANALYSIS_PIPELINESCHEDULE_H

@@ -1,0 +1,10 @@
+//===- GPipe.td - gpipe dialect umbrella --------------------*- tablegen -*-===//
+
+#ifndef GPIPE_TD
+#define GPIPE_TD
+
+include "gpipe/Dialect/GPipe/IR/GPipeDialect.td"
+include "gpipe/Dialect/GPipe/IR/GPipeAttrs.td"
+include "gpipe/Dialect/GPipe/IR/GPipeOps.td"
+
+#endif // GPIPE_TD

@@ -1,0 +1,444 @@
+//===- GPipeOps.td - gpipe operations -----------------------*- tablegen -*-===//
+
+#ifndef GPIPE_OPS_TD
+#define GPIPE_OPS_TD
+
+include "gpipe/Dialect/GPipe/IR/GPipeDialect.td"
+include "gpipe/Dialect/GPipe/IR/GPipeAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+defvar CostArg = (ins OptionalAttr<GPipe_CostAttr>:$cost);
+defvar NonNegI64 = ConfinedAttr<I64Attr, [IntNonNegative]>;
+defvar PosI64 = ConfinedAttr<I64Attr, [IntPositive]>;
+
+// Element types a model may compute in. f32 today; the ops are written so that
+// bf16 and f16 flow through the same verifiers.
+def GPipe_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+def GPipe_IndexTensor : RankedTensorOf<[I32, I64]>;
+def GPipe_ScalarLoss : 0DTensorOf<[F32, BF16, F16]>;
+
+//===----------------------------------------------------------------------===//
+// Model structure
+//===----------------------------------------------------------------------===//
+
+def GPipe_ModelOp : GPipe_Op<"model", [
+    Symbol, IsolatedFromAbove, SingleBlock]> {
+  let summary = "a model: its inputs and its sequence of layers";
+  let description = [{
+    The body holds `gpipe.input`s, then `gpipe.layer`s in execution order
+    (after `gpipe-form-stages`, `gpipe.stage`s and, after
+    `gpipe-insert-send-recv`, `gpipe.send`/`gpipe.recv`), and ends with
+    `gpipe.return` of the scalar loss. `batch` is the mini-batch size: the
+    leading dimension of every input.
+
+    ```mlir
+    gpipe.model @mlp batch 32 {
+      %x = gpipe.input "x" : tensor<32x784xf32>
+      %y = gpipe.input "labels" : tensor<32xi32>
+      %h = gpipe.layer "fc1" -> tensor<32x10xf32> {
+        %w = gpipe.param "fc1.w" glorot_uniform : tensor<784x10xf32>
+        %0 = gpipe.dense %x, %w : (tensor<32x784xf32>, tensor<784x10xf32>) -> tensor<32x10xf32>
+        gpipe.yield %0 : tensor<32x10xf32>
+      }
+      %l = gpipe.layer "loss" -> tensor<f32> {
+        %0 = gpipe.softmax_cross_entropy %h, %y : (tensor<32x10xf32>, tensor<32xi32>) -> tensor<f32>
+        gpipe.yield %0 : tensor<f32>
+      }
+      gpipe.return %l : tensor<f32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, PosI64:$batch);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name `batch` $batch attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The model's terminator, which returns the loss.
+    ::gpipe::ReturnOp getReturnOp();
+    /// The stage named `name`, or null.
+    ::gpipe::StageOp lookupStage(::llvm::StringRef name);
+  }];
+}
+
+def GPipe_InputOp : GPipe_Op<"input", [HasParent<"ModelOp">, Pure]> {
+  let summary = "a model input fed per micro-batch (data, labels)";
+  let description = [{
+    ```mlir
+    %x = gpipe.input "x" : tensor<32x784xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def GPipe_ParamOp : GPipe_Op<"param", [HasParent<"LayerOp">, Pure]> {
+  let summary = "a trainable parameter owned by its layer";
+  let description = [{
+    `init` names the initializer; `scale` is the standard deviation of
+    `normal` and the bound of `uniform` (default 1).
+
+    ```mlir
+    %w = gpipe.param "fc1.w" glorot_uniform : tensor<784x256xf32>
+    %e = gpipe.param "emb" normal scale 0.02 : tensor<96x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, GPipe_InitKindAttr:$init,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat =
+      "$name $init (`scale` $scale^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def GPipe_LayerOp : GPipe_Op<"layer", [
+    ParentOneOf<["ModelOp", "StageOp"]>, SingleBlock]> {
+  let summary = "one layer: the unit the partitioner moves between cells";
+  let description = [{
+    A layer owns its `gpipe.param`s and may use any value defined before it
+    in the model (inputs, earlier layers' results). `cost` is written by the
+    user or by `gpipe-estimate-cost`; `cell` by `gpipe-partition`.
+
+    ```mlir
+    %h = gpipe.layer "act" -> tensor<32x256xf32> attributes {cell = 0 : i64} {
+      %0 = gpipe.relu %x : tensor<32x256xf32>
+      gpipe.yield %0 : tensor<32x256xf32>
+    }
+    ```
+  }];
+  let arguments = !con((ins StrAttr:$name, OptionalAttr<NonNegI64>:$cell),
+                       CostArg);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat =
+      "$name (`->` type($results)^)? attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+}
+
+// Not a Symbol (symbols may not have results); the model verifier keeps stage
+// names unique and schedule ops resolve them by name.
+def GPipe_StageOp : GPipe_Op<"stage", [
+    IsolatedFromAbove, HasParent<"ModelOp">, SingleBlock]> {
+  let summary = "a cell of consecutive layers outlined with explicit inputs and outputs";
+  let description = [{
+    Written by `gpipe-form-stages`. Stage `index` runs on device `index`. The
+    operands are the stage's inputs (model inputs it reads and values from
+    the previous stage); the block arguments stand for them inside. Values
+    needed by a later stage, including ones only passed through, are yielded.
+
+    ```mlir
+    %s:2 = gpipe.stage @stage1 index 1 (%a, %skip) : (tensor<32x64xf32>, tensor<32x64xf32>) -> (tensor<32x64xf32>, tensor<32x64xf32>) {
+    ^bb0(%arg0: tensor<32x64xf32>, %arg1: tensor<32x64xf32>):
+      ...
+      gpipe.yield %h, %arg1 : tensor<32x64xf32>, tensor<32x64xf32>
+    }
+    ```
+  }];
+  let arguments = !con((ins SymbolNameAttr:$sym_name, NonNegI64:$index,
+                            Variadic<AnyRankedTensor>:$inputs,
+                            OptionalAttr<I64Attr>:$memory_bytes),
+                       CostArg);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `index` $index ` ` `(` $inputs `)` attr-dict-with-keyword `:`
+    functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_YieldOp : GPipe_Op<"yield", [
+    Pure, Terminator, ReturnLike, ParentOneOf<["LayerOp", "StageOp"]>]> {
+  let summary = "the results of a layer or a stage";
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+  let hasVerifier = 1;
+}
+
+def GPipe_ReturnOp : GPipe_Op<"return", [
+    Pure, Terminator, ReturnLike, HasParent<"ModelOp">]> {
+  let summary = "the model's scalar loss";
+  let arguments = (ins GPipe_ScalarLoss:$loss);
+  let assemblyFormat = "$loss attr-dict `:` type($loss)";
+}
+
+def GPipe_SendOp : GPipe_Op<"send", [HasParent<"ModelOp">]> {
+  let summary = "sends a stage output to the next stage (a pipeline channel)";
+  let description = [{
+    Inserted by `gpipe-insert-send-recv` with its matching `gpipe.recv`. The
+    pair is one channel between devices `from` and `to`: in the forward the
+    activation travels from -> to; in the backward its gradient, of the same
+    type, travels to -> from. `gpipe-unroll-schedule` emits both directions per
+    micro-batch.
+
+    ```mlir
+    gpipe.send %s0 from 0 to 1 channel 0 : tensor<32x256xf32>
+    %r = gpipe.recv from 0 to 1 channel 0 : tensor<32x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$value, NonNegI64:$from, NonNegI64:$to,
+                       NonNegI64:$channel);
+  let assemblyFormat = [{
+    $value `from` $from `to` $to `channel` $channel attr-dict `:` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_RecvOp : GPipe_Op<"recv", [HasParent<"ModelOp">]> {
+  let summary = "receives a value sent by the previous stage";
+  let arguments = (ins NonNegI64:$from, NonNegI64:$to, NonNegI64:$channel);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    `from` $from `to` $to `channel` $channel attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Compute ops (inside layers)
+//===----------------------------------------------------------------------===//
+
+class GPipe_ComputeOp<string mnemonic, list<Trait> traits = []>
+    : GPipe_Op<mnemonic, !listconcat([Pure, HasParent<"LayerOp">], traits)>;
+
+class GPipe_UnaryOp<string mnemonic, string text>
+    : GPipe_ComputeOp<mnemonic, [AllTypesMatch<["input", "result"]>]> {
+  let summary = text;
+  let arguments = !con((ins GPipe_FloatTensor:$input), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def GPipe_ReluOp : GPipe_UnaryOp<"relu", "element-wise max(x, 0)">;
+def GPipe_GeluOp : GPipe_UnaryOp<"gelu", "element-wise GELU (tanh approximation)">;
+def GPipe_TanhOp : GPipe_UnaryOp<"tanh", "element-wise tanh">;
+def GPipe_SoftmaxOp : GPipe_UnaryOp<"softmax", "softmax over the last dimension">;
+
+def GPipe_AddOp : GPipe_ComputeOp<"add", [AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "element-wise sum (residual connections)";
+  let arguments = !con((ins GPipe_FloatTensor:$lhs, GPipe_FloatTensor:$rhs),
+                       CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def GPipe_DenseOp : GPipe_ComputeOp<"dense"> {
+  let summary = "matmul over the last dimension plus an optional bias";
+  let description = [{
+    `input` is [..., K], `weight` [K, N], `bias` [N]; the result is [..., N].
+
+    ```mlir
+    %y = gpipe.dense %x, %w, %b : (tensor<32x784xf32>, tensor<784x256xf32>, tensor<256xf32>) -> tensor<32x256xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input, GPipe_FloatTensor:$weight,
+                            Optional<GPipe_FloatTensor>:$bias), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_LayerNormOp : GPipe_ComputeOp<"layer_norm"> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    ```mlir
+    %y = gpipe.layer_norm %x, %gamma, %beta : (tensor<8x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input, GPipe_FloatTensor:$gamma,
+                            GPipe_FloatTensor:$beta,
+                            DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon),
+                       CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_EmbeddingOp : GPipe_ComputeOp<"embedding"> {
+  let summary = "looks up rows of a table by integer ids";
+  let description = [{
+    `ids` is [...], `table` [V, D]; the result is [..., D].
+
+    ```mlir
+    %e = gpipe.embedding %ids, %table : (tensor<8x16xi32>, tensor<96x64xf32>) -> tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_IndexTensor:$ids, GPipe_FloatTensor:$table),
+                       CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $ids `,` $table attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_AttentionOp : GPipe_ComputeOp<"attention"> {
+  let summary = "multi-head self-attention with its projections";
+  let description = [{
+    `input` is [B, S, D]; `qkv_weight` [D, 3D] projects to queries, keys and
+    values; `out_weight` [D, D] projects the concatenated heads. `heads`
+    must divide D. With `causal`, position i attends to positions <= i.
+
+    ```mlir
+    %y = gpipe.attention %x, %wqkv, %wo heads 4 causal : (tensor<8x16x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>) -> tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input,
+                            GPipe_FloatTensor:$qkv_weight,
+                            GPipe_FloatTensor:$out_weight,
+                            PosI64:$heads, UnitAttr:$causal), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $qkv_weight `,` $out_weight `heads` $heads (`causal` $causal^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_DropoutOp : GPipe_ComputeOp<"dropout", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "inverted dropout with a seeded mask";
+  let description = [{
+    Zeroes each element with probability `rate` and scales the others by
+    1/(1-rate). The mask is a function of `seed`, the micro-batch and the
+    element, so recomputation reproduces it.
+
+    ```mlir
+    %y = gpipe.dropout %x rate 0.1 seed 7 : tensor<32x256xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input, F64Attr:$rate,
+                            I64Attr:$seed), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `rate` $rate `seed` $seed attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def GPipe_SoftmaxCrossEntropyOp : GPipe_ComputeOp<"softmax_cross_entropy"> {
+  let summary = "mean softmax cross-entropy of logits against integer labels";
+  let description = [{
+    `logits` is [..., C]; `labels` [...] holds class indices in [0, C). The
+    result is the mean over all label positions.
+
+    ```mlir
+    %l = gpipe.softmax_cross_entropy %logits, %y : (tensor<32x10xf32>, tensor<32xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$logits,
+                            GPipe_IndexTensor:$labels), CostArg);
+  let results = (outs GPipe_ScalarLoss:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_MseLossOp : GPipe_ComputeOp<"mse_loss"> {
+  let summary = "mean squared error between predictions and targets";
+  let description = [{
+    ```mlir
+    %l = gpipe.mse_loss %p, %t : (tensor<32x1xf32>, tensor<32x1xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$prediction,
+                            GPipe_FloatTensor:$target), CostArg);
+  let results = (outs GPipe_ScalarLoss:$result);
+  let assemblyFormat = [{
+    $prediction `,` $target attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Unrolled schedule: one straight-line program per device
+//===----------------------------------------------------------------------===//
+
+def GPipe_ScheduleOp : GPipe_Op<"schedule", [
+    Symbol, NoTerminator, SingleBlock, IsolatedFromAbove]> {
+  let summary = "the unrolled micro-batch schedule of a model";
+  let description = [{
+    Written by `gpipe-unroll-schedule`: one `gpipe.program` per device.
+    `rows` gives the rows of each micro-batch (the first batch % M
+    micro-batches get one row more).
+
+    ```mlir
+    gpipe.schedule @mlp_schedule model @mlp microbatches 2 rows [16, 16] {
+      gpipe.program device 0 {
+        gpipe.load_input "x" mb 0 rows 16
+        gpipe.forward @stage0 mb 0 rows 16
+        gpipe.send_activation to 1 mb 0 channel 0 : tensor<16x256xf32>
+        ...
+        gpipe.optimizer_step
+      }
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$model,
+                       PosI64:$microbatches, DenseI64ArrayAttr:$rows);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `model` $model `microbatches` $microbatches `rows` $rows
+    attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_ProgramOp : GPipe_Op<"program", [
+    NoTerminator, SingleBlock, HasParent<"ScheduleOp">]> {
+  let summary = "the straight-line program of one device";
+  let arguments = (ins NonNegI64:$device);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "`device` $device attr-dict-with-keyword $body";
+}
+
+class GPipe_InstrOp<string mnemonic, list<Trait> traits = []>
+    : GPipe_Op<mnemonic, !listconcat([HasParent<"ProgramOp">], traits)>;
+
+def GPipe_LoadInputOp : GPipe_InstrOp<"load_input"> {
+  let summary = "loads one micro-batch of a model input";
+  let arguments = (ins StrAttr:$name, NonNegI64:$mb, PosI64:$rows);
+  let assemblyFormat = "$name `mb` $mb `rows` $rows attr-dict";
+}
+
+class GPipe_RunStageOp<string mnemonic, string text> : GPipe_InstrOp<mnemonic> {
+  let summary = text;
+  let arguments = (ins FlatSymbolRefAttr:$stage, NonNegI64:$mb, PosI64:$rows);
+  let assemblyFormat = "$stage `mb` $mb `rows` $rows attr-dict";
+}
+def GPipe_ForwardOp : GPipe_RunStageOp<"forward",
+    "runs a stage's forward on one micro-batch">;
+def GPipe_BackwardOp : GPipe_RunStageOp<"backward",
+    "runs a stage's backward on one micro-batch, accumulating its gradients">;
+
+class GPipe_TransferOp<string mnemonic, string peerWord, string text>
+    : GPipe_InstrOp<mnemonic> {
+  let summary = text;
+  let arguments = (ins NonNegI64:$peer, NonNegI64:$mb, NonNegI64:$channel,
+                       TypeAttrOf<AnyRankedTensor>:$type);
+  let assemblyFormat = "`" # peerWord # "` $peer `mb` $mb `channel` $channel "
+                       "attr-dict `:` $type";
+}
+def GPipe_SendActivationOp : GPipe_TransferOp<"send_activation", "to",
+    "sends a micro-batch's activation to the next device">;
+def GPipe_RecvActivationOp : GPipe_TransferOp<"recv_activation", "from",
+    "receives a micro-batch's activation from the previous device">;
+def GPipe_SendGradientOp : GPipe_TransferOp<"send_gradient", "to",
+    "sends a micro-batch's input gradient to the previous device">;
+def GPipe_RecvGradientOp : GPipe_TransferOp<"recv_gradient", "from",
+    "receives a micro-batch's output gradient from the next device">;
+
+def GPipe_OptimizerStepOp : GPipe_InstrOp<"optimizer_step"> {
+  let summary = "applies the gradients accumulated over all micro-batches once";
+  let assemblyFormat = "attr-dict";
+}
+
+#endif // GPIPE_OPS_TD

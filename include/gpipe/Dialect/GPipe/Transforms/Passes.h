@@ -1,0 +1,66 @@
+//===- Passes.h - gpipe passes ----------------------------------*- C++ -*-===//
+
+#ifndef GPIPE_DIALECT_GPIPE_TRANSFORMS_PASSES_H
+#define GPIPE_DIALECT_GPIPE_TRANSFORMS_PASSES_H
+
+#include "gpipe/Analysis/Partitioner.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include <string>
+
+namespace gpipe {
+
+/// What the backward keeps of a stage's forward activations.
+enum class RematPolicy {
+  None, ///< keep every activation of every micro-batch
+  Full, ///< keep only the stage's boundary inputs; recompute the rest (GPipe)
+};
+
+#define GEN_PASS_DECL
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
+
+/// Options of the `gpipe-compile` pipeline.
+struct CompilePipelineOptions
+    : public mlir::PassPipelineOptions<CompilePipelineOptions> {
+  Option<unsigned> numStages{*this, "num-stages",
+                             llvm::cl::desc("number of pipeline stages (K)"),
+                             llvm::cl::init(1)};
+  Option<unsigned> numMicrobatches{
+      *this, "num-microbatches",
+      llvm::cl::desc("micro-batches per mini-batch (M)"), llvm::cl::init(1)};
+  Option<PartitionObjective> objective{
+      *this, "objective", llvm::cl::desc("partition objective"),
+      llvm::cl::init(PartitionObjective::Variance),
+      llvm::cl::values(
+          clEnumValN(PartitionObjective::Variance, "variance",
+                     "minimise the variance of cell costs (GPipe)"),
+          clEnumValN(PartitionObjective::Bottleneck, "bottleneck",
+                     "minimise the largest cell cost"))};
+  Option<std::string> memoryCap{
+      *this, "memory-cap",
+      llvm::cl::desc("per-device memory cap, e.g. 512MiB or 2GiB"),
+      llvm::cl::init("")};
+  Option<RematPolicy> remat{
+      *this, "remat", llvm::cl::desc("rematerialisation policy"),
+      llvm::cl::init(RematPolicy::Full),
+      llvm::cl::values(clEnumValN(RematPolicy::None, "none", "no recompute"),
+                       clEnumValN(RematPolicy::Full, "full",
+                                  "recompute each stage's forward (GPipe)"))};
+};
+
+/// Adds estimate-cost, partition, form-stages, insert-send-recv,
+/// unroll-schedule and verify-schedule to `pm`.
+void buildCompilePipeline(mlir::OpPassManager &pm,
+                          const CompilePipelineOptions &options);
+
+#define GEN_PASS_REGISTRATION
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
+
+/// Registers every gpipe pass and the `gpipe-compile` pipeline.
+void registerGPipePassesAndPipelines();
+
+} // namespace gpipe
+
+#endif // GPIPE_DIALECT_GPIPE_TRANSFORMS_PASSES_H

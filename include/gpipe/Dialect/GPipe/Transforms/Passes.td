@@ -1,0 +1,135 @@
+//===- Passes.td - gpipe passes -----------------------------*- tablegen -*-===//
+
+#ifndef GPIPE_PASSES_TD
+#define GPIPE_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def EstimateCostPass : Pass<"gpipe-estimate-cost", "::mlir::ModuleOp"> {
+  let summary = "fills in the cost of every op and layer from shapes";
+  let description = [{
+    Writes `cost = #gpipe.cost<flops, param_bytes, activation_bytes>` on each
+    compute op that has none, from its operand and result shapes, then on each
+    layer that has none as the sum over its ops. A cost written by the user,
+    on an op or on a layer, is never replaced.
+
+    Before: `%0 = gpipe.relu %x : tensor<32x256xf32>`
+    After:  `%0 = gpipe.relu %x {cost = #gpipe.cost<flops = 8192, param_bytes = 0, activation_bytes = 32768>} : tensor<32x256xf32>`
+  }];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
+def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
+  let summary = "assigns the layers to num-stages balanced contiguous cells";
+  let description = [{
+    Needs a cost on every layer (see `gpipe-estimate-cost`). Solves the
+    partition exactly for the chosen objective: `variance` (GPipe's: the most
+    even cell costs) or `bottleneck` (the smallest largest cell). Ties go to
+    the partition that sends the fewest bytes across its cuts. With
+    `memory-cap`, every cell's memory (parameters x (2 + optimizer-slots),
+    the stashed boundary inputs of all micro-batches and, with remat, one
+    micro-batch's activations) must fit.
+
+    Writes `cell = c` on each layer and a `gpipe.partition` summary on the
+    model.
+  }];
+  let options = [
+    Option<"numStages", "num-stages", "unsigned", "1",
+           "number of cells (one pipeline stage per device)">,
+    Option<"objective", "objective", "::gpipe::PartitionObjective",
+           "::gpipe::PartitionObjective::Variance",
+           "partition objective", [{::llvm::cl::values(
+             clEnumValN(::gpipe::PartitionObjective::Variance, "variance",
+                        "minimise the variance of cell costs (GPipe)"),
+             clEnumValN(::gpipe::PartitionObjective::Bottleneck, "bottleneck",
+                        "minimise the largest cell cost"))}]>,
+    Option<"memoryCap", "memory-cap", "std::string", "\"\"",
+           "per-device memory cap, e.g. 512MiB, 2GiB or 1000000 (bytes); "
+           "empty for none">,
+    Option<"numMicrobatches", "num-microbatches", "unsigned", "1",
+           "micro-batches per mini-batch (for the memory model)">,
+    Option<"remat", "remat", "::gpipe::RematPolicy",
+           "::gpipe::RematPolicy::Full",
+           "rematerialisation policy assumed by the memory model",
+           [{::llvm::cl::values(
+             clEnumValN(::gpipe::RematPolicy::None, "none",
+                        "keep every activation of every micro-batch"),
+             clEnumValN(::gpipe::RematPolicy::Full, "full",
+                        "recompute each stage's forward in its backward"))}]>,
+    Option<"optimizerSlots", "optimizer-slots", "unsigned", "2",
+           "optimizer state tensors per parameter (Adam: 2, momentum: 1)">,
+  ];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
+def FormStagesPass : Pass<"gpipe-form-stages", "::mlir::ModuleOp"> {
+  let summary = "outlines each cell into a gpipe.stage with explicit inputs and outputs";
+  let description = [{
+    Needs `cell` on every layer. Each run of layers of one cell becomes a
+    `gpipe.stage` whose operands are the model inputs it reads and the values
+    of the previous stage it needs; a value needed by a later, non-adjacent
+    stage (a skip connection) is passed through every stage in between, so
+    each stage talks only to its neighbours.
+  }];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
+def InsertSendRecvPass : Pass<"gpipe-insert-send-recv", "::mlir::ModuleOp"> {
+  let summary = "connects adjacent stages with send/recv channels";
+  let description = [{
+    Needs stages. Every stage input that is a result of the previous stage is
+    routed through a `gpipe.send` after the producer and a `gpipe.recv` before
+    the consumer; channel i of a boundary is result i of the producing stage.
+    Each channel carries the activation forward and its gradient backward.
+  }];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
+def UnrollSchedulePass : Pass<"gpipe-unroll-schedule", "::mlir::ModuleOp"> {
+  let summary = "unrolls the GPipe micro-batch schedule into one program per device";
+  let description = [{
+    Needs send/recv channels. Writes a `gpipe.schedule` next to each model:
+    device s runs stage s; forwards for micro-batches 0..M-1 (fill), then
+    backwards for M-1..0 (drain), each with its receives before and sends
+    after, gradient accumulation across micro-batches, and exactly one
+    optimizer step. A batch not divisible by M is split into micro-batches
+    whose row counts differ by at most one (the first batch % M get one more).
+  }];
+  let options = [
+    Option<"numMicrobatches", "num-microbatches", "unsigned", "1",
+           "micro-batches per mini-batch">,
+  ];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
+def VerifySchedulePass : Pass<"gpipe-verify-schedule", "::mlir::ModuleOp"> {
+  let summary = "proves that every unrolled schedule is sound";
+  let description = [{
+    For each `gpipe.schedule`: every send has exactly one matching recv (same
+    peer, micro-batch, channel, shape and type), no ordering can deadlock even
+    when sends block until received, each stage's forward precedes its
+    backward for each micro-batch and follows the arrival of its inputs, and
+    each device steps its optimizer exactly once, last. Transfers are also
+    checked against the model's channels. Errors name the device, the
+    micro-batch and the op.
+  }];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
+def ReportPass : Pass<"gpipe-report", "::mlir::ModuleOp"> {
+  let summary = "prints the partition and schedule report";
+  let description = [{
+    For each model with stages: per cell its layers, cost, memory and bytes
+    sent; the imbalance (largest / mean cell cost); the bubble fraction
+    (K-1)/(M+K-1) of balanced cells and the one predicted by replaying the
+    schedule with the real cell costs. `format` is text or json.
+  }];
+  let options = [
+    Option<"format", "format", "std::string", "\"text\"",
+           "report format: text or json">,
+    Option<"output", "output", "std::string", "\"-\"",
+           "file to write the report to ('-' for stdout)">,
+  ];
+}
+
+#endif // GPIPE_PASSES_TD

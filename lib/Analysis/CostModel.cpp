@@ -1,0 +1,115 @@
+//===- CostModel.cpp - Forward cost of gpipe ops from their shapes --------===//
+//
+// Element-wise ops are charged a fixed number of FLOPs per element, chosen to
+// reflect their arithmetic (relu 1, add 1, dropout 2, tanh 4, softmax 5, layer
+// norm 8, gelu 8); GEMMs and attention are counted exactly. The partitioner
+// only needs costs that are proportional to the real run times.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/CostModel.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace gpipe;
+
+uint64_t gpipe::tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  uint64_t elementBytes = (tensor.getElementTypeBitWidth() + 7) / 8;
+  return static_cast<uint64_t>(tensor.getNumElements()) * elementBytes;
+}
+
+CostAttr gpipe::getCost(Operation *op) {
+  return op->getAttrOfType<CostAttr>("cost");
+}
+
+CostAttr gpipe::addCosts(MLIRContext *context, CostAttr lhs, CostAttr rhs) {
+  return CostAttr::get(context, lhs.getFlops() + rhs.getFlops(),
+                       lhs.getParamBytes() + rhs.getParamBytes(),
+                       lhs.getActivationBytes() + rhs.getActivationBytes());
+}
+
+static uint64_t numElements(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements();
+}
+
+/// Bytes of the operands that are parameters (read straight from a
+/// gpipe.param).
+static uint64_t paramOperandBytes(Operation *op) {
+  uint64_t bytes = 0;
+  for (Value operand : op->getOperands())
+    if (operand.getDefiningOp<ParamOp>())
+      bytes += tensorBytes(operand.getType());
+  return bytes;
+}
+
+/// FLOPs and extra kept bytes (beyond the result) of each kind of op.
+namespace {
+struct OpWork {
+  uint64_t flops = 0;
+  uint64_t extraActivationBytes = 0;
+};
+} // namespace
+
+static FailureOr<OpWork> estimateWork(Operation *op) {
+  return llvm::TypeSwitch<Operation *, FailureOr<OpWork>>(op)
+      .Case([](DenseOp dense) -> OpWork {
+        auto weight = cast<RankedTensorType>(dense.getWeight().getType());
+        uint64_t rows = numElements(dense.getInput()) / weight.getDimSize(0);
+        uint64_t n = weight.getDimSize(1);
+        uint64_t flops = 2 * rows * weight.getDimSize(0) * n;
+        if (dense.getBias())
+          flops += rows * n;
+        return {flops, 0};
+      })
+      .Case([](ReluOp o) -> OpWork { return {numElements(o.getInput()), 0}; })
+      .Case([](AddOp o) -> OpWork { return {numElements(o.getLhs()), 0}; })
+      .Case([](TanhOp o) -> OpWork { return {4 * numElements(o.getInput()), 0}; })
+      .Case([](SoftmaxOp o) -> OpWork {
+        return {5 * numElements(o.getInput()), 0};
+      })
+      .Case([](GeluOp o) -> OpWork { return {8 * numElements(o.getInput()), 0}; })
+      .Case([](LayerNormOp o) -> OpWork {
+        return {8 * numElements(o.getInput()), 0};
+      })
+      .Case([](DropoutOp o) -> OpWork {
+        // The mask is kept for the backward: one byte per element.
+        return {2 * numElements(o.getInput()), numElements(o.getInput())};
+      })
+      .Case([](EmbeddingOp o) -> OpWork { return {numElements(o.getResult()), 0}; })
+      .Case([](AttentionOp o) -> OpWork {
+        auto type = cast<RankedTensorType>(o.getInput().getType());
+        uint64_t b = type.getDimSize(0), s = type.getDimSize(1),
+                 d = type.getDimSize(2), h = o.getHeads();
+        uint64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
+        // QKV projection, scores, weighted sum, output projection, softmax.
+        uint64_t flops = 2 * b * s * d * 3 * d + 2 * b * s * s * d +
+                         2 * b * s * s * d + 2 * b * s * d * d +
+                         5 * b * h * s * s;
+        // Kept for the backward: q, k, v, the attention weights, the context.
+        uint64_t kept = (3 * b * s * d + b * h * s * s + b * s * d) *
+                        elementBytes;
+        return {flops, kept};
+      })
+      .Case([](SoftmaxCrossEntropyOp o) -> OpWork {
+        return {5 * numElements(o.getLogits()), 0};
+      })
+      .Case([](MseLossOp o) -> OpWork {
+        return {3 * numElements(o.getPrediction()), 0};
+      })
+      .Default([](Operation *) { return failure(); });
+}
+
+FailureOr<CostAttr> gpipe::estimateOpCost(Operation *op) {
+  FailureOr<OpWork> work = estimateWork(op);
+  if (failed(work))
+    return failure();
+  uint64_t activationBytes = work->extraActivationBytes;
+  for (Type type : op->getResultTypes())
+    activationBytes += tensorBytes(type);
+  return CostAttr::get(op->getContext(), work->flops, paramOperandBytes(op),
+                       activationBytes);
+}

@@ -1,0 +1,648 @@
+//===- PipelineSchedule.cpp - Pipeline programs and their checks ----------===//
+//
+// Builds the GPipe fill-drain schedule and verifies arbitrary schedules. The
+// verifier is linear (up to hashing) in the total number of instructions so
+// that it stays usable on programs of a million instructions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/PipelineSchedule.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <map>
+#include <utility>
+
+using namespace gpipe;
+using namespace gpipe::schedule;
+
+/// Marks "no instruction" in index tables.
+static constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+
+static const char *directionName(Direction direction) {
+  return direction == Direction::Activation ? "activation" : "gradient";
+}
+
+static bool isTransfer(const Instr &instr) {
+  return instr.kind == InstrKind::Send || instr.kind == InstrKind::Recv;
+}
+
+/// "1 row", "4 rows".
+static std::string countOf(int64_t count, const char *singular,
+                           const char *plural) {
+  return std::to_string(count) + " " + (count == 1 ? singular : plural);
+}
+
+/// Formats a tensor type the way MLIR prints it, e.g. "4x256xf32".
+static std::string formatTensor(const std::vector<int64_t> &shape,
+                                const std::string &elementType) {
+  std::string text;
+  for (int64_t dim : shape) {
+    text += dim < 0 ? "?" : std::to_string(dim);
+    text += 'x';
+  }
+  if (!elementType.empty())
+    return text + elementType;
+  if (!text.empty())
+    text.pop_back();
+  return text.empty() ? "?" : text;
+}
+
+std::string schedule::describe(const Instr &instr) {
+  std::string microbatch = ", micro-batch " + std::to_string(instr.microbatch);
+  switch (instr.kind) {
+  case InstrKind::LoadInput:
+    return "load input '" + instr.inputName + "'" + microbatch;
+  case InstrKind::Forward:
+    return "forward of stage " + std::to_string(instr.stage) + microbatch;
+  case InstrKind::Backward:
+    return "backward of stage " + std::to_string(instr.stage) + microbatch;
+  case InstrKind::Send:
+  case InstrKind::Recv: {
+    bool isSend = instr.kind == InstrKind::Send;
+    return std::string(isSend ? "send " : "recv ") +
+           directionName(instr.direction) +
+           (isSend ? " to device " : " from device ") +
+           std::to_string(instr.peer) + microbatch + ", channel " +
+           std::to_string(instr.channel);
+  }
+  case InstrKind::OptimizerStep:
+    return "optimizer step";
+  }
+  return "unknown instruction";
+}
+
+MicrobatchSplit schedule::splitMicrobatches(int64_t batchSize,
+                                            unsigned numMicrobatches) {
+  MicrobatchSplit split;
+  if (numMicrobatches == 0) {
+    split.error = "expected at least 1 micro-batch, got 0";
+    return split;
+  }
+  if (batchSize <= 0) {
+    split.error =
+        "expected a positive batch size, got " + std::to_string(batchSize);
+    return split;
+  }
+  if (static_cast<int64_t>(numMicrobatches) > batchSize) {
+    split.error = "cannot split a batch of " +
+                  countOf(batchSize, "row", "rows") + " into " +
+                  countOf(numMicrobatches, "micro-batch", "micro-batches") +
+                  ": expected at most " +
+                  countOf(batchSize, "micro-batch", "micro-batches");
+    return split;
+  }
+  int64_t base = batchSize / numMicrobatches;
+  int64_t extra = batchSize % numMicrobatches;
+  split.rows.reserve(numMicrobatches);
+  for (unsigned m = 0; m < numMicrobatches; ++m)
+    split.rows.push_back(base + (static_cast<int64_t>(m) < extra ? 1 : 0));
+  return split;
+}
+
+//===----------------------------------------------------------------------===//
+// GPipe schedule
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Appends the instructions of one device's program.
+class ProgramBuilder {
+public:
+  ProgramBuilder(DeviceProgram &program, const std::vector<int64_t> &rows)
+      : program(program), rows(rows) {}
+
+  void addCompute(InstrKind kind, unsigned stage, unsigned microbatch) {
+    Instr instr;
+    instr.kind = kind;
+    instr.stage = stage;
+    instr.microbatch = microbatch;
+    instr.rows = rows[microbatch];
+    program.instrs.push_back(std::move(instr));
+  }
+
+  void addLoad(const std::string &name, unsigned microbatch) {
+    Instr instr;
+    instr.kind = InstrKind::LoadInput;
+    instr.microbatch = microbatch;
+    instr.inputName = name;
+    instr.rows = rows[microbatch];
+    program.instrs.push_back(std::move(instr));
+  }
+
+  /// One Send or Recv per tensor of `boundary`, in channel order, so that
+  /// both ends of a boundary see the channels in the same order (required
+  /// under rendezvous semantics).
+  void addTransfers(InstrKind kind, Direction direction, unsigned peer,
+                    const std::vector<BoundaryTensor> &boundary,
+                    unsigned microbatch) {
+    for (std::size_t c = 0, e = boundary.size(); c != e; ++c) {
+      Instr instr;
+      instr.kind = kind;
+      instr.microbatch = microbatch;
+      instr.peer = peer;
+      instr.channel = static_cast<unsigned>(c);
+      instr.direction = direction;
+      instr.shape = boundary[c].shape;
+      // Boundary shapes are at the full batch; dimension 0 is the batch.
+      if (!instr.shape.empty())
+        instr.shape[0] = rows[microbatch];
+      instr.elementType = boundary[c].elementType;
+      instr.rows = rows[microbatch];
+      program.instrs.push_back(std::move(instr));
+    }
+  }
+
+  void addOptimizerStep() {
+    Instr instr;
+    instr.kind = InstrKind::OptimizerStep;
+    program.instrs.push_back(std::move(instr));
+  }
+
+private:
+  DeviceProgram &program;
+  const std::vector<int64_t> &rows;
+};
+} // namespace
+
+Program schedule::buildGPipeSchedule(const PipelineSpec &spec) {
+  Program program;
+  program.numMicrobatches = spec.numMicrobatches;
+  MicrobatchSplit split =
+      splitMicrobatches(spec.batchSize, spec.numMicrobatches);
+  assert(split.error.empty() && "the micro-batch split must succeed");
+  assert(spec.numStages >= 1 && "expected at least one stage");
+  assert(spec.boundaries.size() + 1 == spec.numStages &&
+         "expected one boundary between each pair of adjacent stages");
+  assert(spec.stageInputs.size() == spec.numStages &&
+         "expected the inputs of every stage");
+  if (!split.error.empty() || spec.numStages == 0)
+    return program;
+
+  const unsigned numStages = spec.numStages;
+  const unsigned numMicrobatches = spec.numMicrobatches;
+  static const std::vector<BoundaryTensor> noBoundary;
+  static const std::vector<std::string> noInputs;
+  program.devices.resize(numStages);
+  for (unsigned s = 0; s < numStages; ++s) {
+    DeviceProgram &device = program.devices[s];
+    device.device = s;
+    const std::vector<BoundaryTensor> &in =
+        s > 0 && s - 1 < spec.boundaries.size() ? spec.boundaries[s - 1]
+                                                : noBoundary;
+    const std::vector<BoundaryTensor> &out =
+        s + 1 < numStages && s < spec.boundaries.size() ? spec.boundaries[s]
+                                                        : noBoundary;
+    const std::vector<std::string> &inputs =
+        s < spec.stageInputs.size() ? spec.stageInputs[s] : noInputs;
+    device.instrs.reserve(
+        static_cast<std::size_t>(numMicrobatches) *
+            (2 + 2 * in.size() + 2 * out.size() + inputs.size()) +
+        1);
+
+    ProgramBuilder builder(device, split.rows);
+    // Fill: forwards in micro-batch order.
+    for (unsigned m = 0; m < numMicrobatches; ++m) {
+      builder.addTransfers(InstrKind::Recv, Direction::Activation, s - 1, in,
+                           m);
+      for (const std::string &name : inputs)
+        builder.addLoad(name, m);
+      builder.addCompute(InstrKind::Forward, s, m);
+      builder.addTransfers(InstrKind::Send, Direction::Activation, s + 1, out,
+                           m);
+    }
+    // Drain: backwards in reverse, the last micro-batch forwarded first back.
+    for (unsigned m = numMicrobatches; m-- > 0;) {
+      builder.addTransfers(InstrKind::Recv, Direction::Gradient, s + 1, out, m);
+      builder.addCompute(InstrKind::Backward, s, m);
+      builder.addTransfers(InstrKind::Send, Direction::Gradient, s - 1, in, m);
+    }
+    builder.addOptimizerStep();
+  }
+  return program;
+}
+
+//===----------------------------------------------------------------------===//
+// Verifier
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Identifies one tensor transfer: both ends name it the same way.
+struct TransferKey {
+  Direction direction;
+  unsigned source;
+  unsigned dest;
+  unsigned microbatch;
+  unsigned channel;
+
+  bool operator==(const TransferKey &other) const {
+    return direction == other.direction && source == other.source &&
+           dest == other.dest && microbatch == other.microbatch &&
+           channel == other.channel;
+  }
+};
+
+/// Indices of the Send (on the source device) and the Recv (on the
+/// destination device) of one transfer.
+struct TransferEnds {
+  std::size_t send = kNone;
+  std::size_t recv = kNone;
+};
+
+/// Open-addressing map from TransferKey to TransferEnds with a fixed
+/// capacity. A node-based std::unordered_map spent most of the verifier's
+/// time chasing pointers on large programs; this is one contiguous array.
+class TransferTable {
+public:
+  /// Room for `maxKeys` distinct keys at a load factor of at most 1/2.
+  explicit TransferTable(std::size_t maxKeys) {
+    std::size_t capacity = 16;
+    while (capacity < 2 * maxKeys)
+      capacity *= 2;
+    slots.resize(capacity);
+    mask = capacity - 1;
+  }
+
+  /// The ends of `key`, inserted empty if absent.
+  TransferEnds &operator[](const TransferKey &key) {
+    for (std::size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+      Slot &slot = slots[i];
+      if (!slot.used) {
+        slot.used = true;
+        slot.key = key;
+        return slot.ends;
+      }
+      if (slot.key == key)
+        return slot.ends;
+    }
+  }
+
+private:
+  struct Slot {
+    TransferKey key{};
+    TransferEnds ends;
+    bool used = false;
+  };
+
+  static std::size_t hash(const TransferKey &key) {
+    uint64_t hash = static_cast<uint64_t>(key.direction);
+    for (uint64_t field : {key.source, key.dest, key.microbatch, key.channel}) {
+      // splitmix64-style mixing: cheap and spreads small integers well.
+      hash = (hash ^ field) * 0x9e3779b97f4a7c15ULL;
+      hash ^= hash >> 31;
+    }
+    return static_cast<std::size_t>(hash);
+  }
+
+  std::vector<Slot> slots;
+  std::size_t mask = 0;
+};
+
+class ScheduleVerifier {
+public:
+  explicit ScheduleVerifier(const Program &program) : program(program) {}
+
+  std::vector<Violation> run();
+
+private:
+  void checkDevice(unsigned device);
+  /// Returns true when every Send and Recv found its counterpart, which the
+  /// deadlock simulation needs.
+  bool checkTransfers();
+  void checkDeadlock();
+
+  void report(unsigned device, std::size_t index, std::string message) {
+    violations.push_back({device, index, std::move(message)});
+  }
+  const Instr &instrAt(unsigned device, std::size_t index) const {
+    return program.devices[device].instrs[index];
+  }
+  /// "recv activation from device 0, micro-batch 2, channel 0 (op #6)".
+  std::string opAt(unsigned device, std::size_t index) const {
+    return describe(instrAt(device, index)) + " (op #" + std::to_string(index) +
+           ")";
+  }
+  std::string prefix(unsigned device) const {
+    return "device " + std::to_string(device) + ": ";
+  }
+
+  const Program &program;
+  std::vector<Violation> violations;
+  /// partner[d][i]: for a matched Send/Recv i of device d, the index of its
+  /// counterpart in the program of the peer device.
+  std::vector<std::vector<std::size_t>> partner;
+};
+} // namespace
+
+void ScheduleVerifier::checkDevice(unsigned d) {
+  const DeviceProgram &device = program.devices[d];
+  const std::vector<Instr> &instrs = device.instrs;
+  const unsigned numMicrobatches = program.numMicrobatches;
+  // Where to report something that is missing altogether: the last
+  // instruction (kept a valid index for callers that map it back to IR).
+  const std::size_t lastIndex = instrs.empty() ? 0 : instrs.size() - 1;
+  if (device.device != d)
+    report(d, 0,
+           prefix(d) + "program is labelled device " +
+               std::to_string(device.device));
+
+  // The device's stage is the one most of its Forward/Backward run (the
+  // lowest on a tie), so that a single stray op is the one reported rather
+  // than all the others.
+  std::map<unsigned, std::size_t> stageCounts;
+  for (const Instr &instr : instrs)
+    if (instr.kind == InstrKind::Forward || instr.kind == InstrKind::Backward)
+      ++stageCounts[instr.stage];
+  std::optional<unsigned> stage;
+  std::size_t stageCount = 0;
+  for (const auto &[candidate, count] : stageCounts) {
+    if (count > stageCount) {
+      stage = candidate;
+      stageCount = count;
+    }
+  }
+
+  // First pass: locate the Forward and Backward of each micro-batch and the
+  // optimizer steps; range and stage errors exclude an op from later checks.
+  std::vector<std::size_t> forwardAt(numMicrobatches, kNone);
+  std::vector<std::size_t> backwardAt(numMicrobatches, kNone);
+  std::vector<std::size_t> steps;
+  std::size_t lastBackward = kNone;
+  for (std::size_t i = 0, e = instrs.size(); i != e; ++i) {
+    const Instr &instr = instrs[i];
+    if (instr.kind == InstrKind::OptimizerStep) {
+      if (!steps.empty())
+        report(d, i,
+               prefix(d) + opAt(d, i) + " duplicates op #" +
+                   std::to_string(steps.front()));
+      steps.push_back(i);
+      continue;
+    }
+    if (instr.kind == InstrKind::Backward)
+      lastBackward = i;
+    if (instr.microbatch >= numMicrobatches) {
+      report(d, i,
+             prefix(d) + opAt(d, i) + " is out of range: the program has " +
+                 countOf(numMicrobatches, "micro-batch", "micro-batches"));
+      continue;
+    }
+    if (instr.kind != InstrKind::Forward && instr.kind != InstrKind::Backward)
+      continue;
+    if (instr.stage != *stage) {
+      report(d, i,
+             prefix(d) + opAt(d, i) + " belongs to stage " +
+                 std::to_string(instr.stage) + ", but device " +
+                 std::to_string(d) + " runs stage " + std::to_string(*stage));
+      continue;
+    }
+    std::vector<std::size_t> &at =
+        instr.kind == InstrKind::Forward ? forwardAt : backwardAt;
+    if (at[instr.microbatch] != kNone) {
+      report(d, i,
+             prefix(d) + opAt(d, i) + " duplicates op #" +
+                 std::to_string(at[instr.microbatch]));
+      continue;
+    }
+    at[instr.microbatch] = i;
+  }
+
+  if (!stage) {
+    if (numMicrobatches > 0)
+      report(d, 0,
+             "device " + std::to_string(d) +
+                 " runs no stage: it has no forward or backward");
+  } else {
+    std::string stagePrefix =
+        prefix(d) + "stage " + std::to_string(*stage) + " has no ";
+    for (unsigned m = 0; m < numMicrobatches; ++m) {
+      std::size_t forward = forwardAt[m], backward = backwardAt[m];
+      if (forward == kNone)
+        report(d, backward != kNone ? backward : lastIndex,
+               stagePrefix + "forward for micro-batch " + std::to_string(m));
+      if (backward == kNone)
+        report(d, forward != kNone ? forward : lastIndex,
+               stagePrefix + "backward for micro-batch " + std::to_string(m));
+      if (forward != kNone && backward != kNone && backward < forward)
+        report(d, backward,
+               prefix(d) + opAt(d, backward) +
+                   " runs before its forward (op #" + std::to_string(forward) +
+                   ")");
+    }
+  }
+
+  // Second pass: data dependences within the device. A missing Forward or
+  // Backward was reported above, so ops that depend on it are skipped.
+  for (std::size_t i = 0, e = instrs.size(); i != e; ++i) {
+    const Instr &instr = instrs[i];
+    if (instr.kind == InstrKind::OptimizerStep ||
+        instr.microbatch >= numMicrobatches)
+      continue;
+    bool isActivation = instr.direction == Direction::Activation;
+    switch (instr.kind) {
+    case InstrKind::LoadInput:
+    case InstrKind::Recv: {
+      bool feedsForward = instr.kind == InstrKind::LoadInput || isActivation;
+      std::size_t consumer = feedsForward ? forwardAt[instr.microbatch]
+                                          : backwardAt[instr.microbatch];
+      if (consumer != kNone && consumer < i)
+        report(d, consumer,
+               prefix(d) + opAt(d, consumer) + " runs before " + opAt(d, i) +
+                   (feedsForward ? " delivers its input"
+                                 : " delivers its gradient"));
+      break;
+    }
+    case InstrKind::Send: {
+      std::size_t producer = isActivation ? forwardAt[instr.microbatch]
+                                          : backwardAt[instr.microbatch];
+      if (producer != kNone && producer > i)
+        report(d, i,
+               prefix(d) + opAt(d, i) + " runs before " + opAt(d, producer) +
+                   " produces it");
+      break;
+    }
+    default:
+      break;
+    }
+  }
+
+  if (steps.empty())
+    report(d, lastIndex,
+           "device " + std::to_string(d) + " has no optimizer step");
+  // One report per misplaced step, naming the last Backward it precedes.
+  for (std::size_t step : steps)
+    if (lastBackward != kNone && step < lastBackward)
+      report(d, step,
+             prefix(d) + opAt(d, step) + " runs before " +
+                 opAt(d, lastBackward));
+}
+
+bool ScheduleVerifier::checkTransfers() {
+  const std::size_t numDevices = program.devices.size();
+  bool allPaired = true;
+  std::size_t numTransfers = 0;
+  partner.resize(numDevices);
+  for (std::size_t d = 0; d != numDevices; ++d) {
+    const std::vector<Instr> &instrs = program.devices[d].instrs;
+    partner[d].assign(instrs.size(), kNone);
+    numTransfers += std::count_if(instrs.begin(), instrs.end(), isTransfer);
+  }
+
+  // Returns the key of a well-formed Send/Recv; reports a bad peer.
+  auto keyOf = [&](unsigned d, std::size_t i,
+                   bool reportErrors) -> std::optional<TransferKey> {
+    const Instr &instr = instrAt(d, i);
+    if (instr.peer >= numDevices) {
+      if (reportErrors)
+        report(d, i,
+               prefix(d) + opAt(d, i) + " names device " +
+                   std::to_string(instr.peer) + ", but the program has " +
+                   countOf(numDevices, "device", "devices"));
+      return std::nullopt;
+    }
+    if (instr.peer == d) {
+      if (reportErrors)
+        report(d, i, prefix(d) + opAt(d, i) + " has its own device as peer");
+      return std::nullopt;
+    }
+    bool isSend = instr.kind == InstrKind::Send;
+    return TransferKey{instr.direction, isSend ? d : instr.peer,
+                       isSend ? instr.peer : d, instr.microbatch,
+                       instr.channel};
+  };
+
+  // First pass: register every Send and Recv under its key; a second one
+  // with the same key is a duplicate.
+  TransferTable transfers(numTransfers);
+  for (unsigned d = 0; d != numDevices; ++d) {
+    const std::vector<Instr> &instrs = program.devices[d].instrs;
+    for (std::size_t i = 0, e = instrs.size(); i != e; ++i) {
+      if (!isTransfer(instrs[i]))
+        continue;
+      std::optional<TransferKey> key = keyOf(d, i, /*reportErrors=*/true);
+      if (!key) {
+        allPaired = false;
+        continue;
+      }
+      bool isSend = instrs[i].kind == InstrKind::Send;
+      TransferEnds &ends = transfers[*key];
+      std::size_t &slot = isSend ? ends.send : ends.recv;
+      if (slot != kNone) {
+        report(d, i,
+               prefix(d) + opAt(d, i) +
+                   (isSend ? " is sent twice" : " is received twice") +
+                   " (also op #" + std::to_string(slot) + ")");
+        allPaired = false;
+        continue;
+      }
+      slot = i;
+    }
+  }
+
+  // Second pass, in program order so that reports are deterministic: pair
+  // each registered op with its counterpart and compare the tensors.
+  for (unsigned d = 0; d != numDevices; ++d) {
+    const std::vector<Instr> &instrs = program.devices[d].instrs;
+    for (std::size_t i = 0, e = instrs.size(); i != e; ++i) {
+      const Instr &instr = instrs[i];
+      if (!isTransfer(instr))
+        continue;
+      std::optional<TransferKey> key = keyOf(d, i, /*reportErrors=*/false);
+      if (!key)
+        continue;
+      bool isSend = instr.kind == InstrKind::Send;
+      const TransferEnds &ends = transfers[*key];
+      if ((isSend ? ends.send : ends.recv) != i)
+        continue; // A duplicate, reported above.
+      std::size_t other = isSend ? ends.recv : ends.send;
+      if (other == kNone) {
+        report(d, i,
+               prefix(d) + opAt(d, i) + " has no matching " +
+                   (isSend ? "recv" : "send") + " on device " +
+                   std::to_string(instr.peer));
+        allPaired = false;
+        continue;
+      }
+      partner[d][i] = other;
+      if (isSend)
+        continue; // Tensors are compared once, from the Recv side.
+      const Instr &send = instrAt(instr.peer, other);
+      if (send.shape != instr.shape || send.elementType != instr.elementType)
+        report(d, i,
+               prefix(d) + opAt(d, i) + " expects tensor " +
+                   formatTensor(instr.shape, instr.elementType) +
+                   " but the matching send on device " +
+                   std::to_string(instr.peer) + " (op #" +
+                   std::to_string(other) + ") sends " +
+                   formatTensor(send.shape, send.elementType));
+    }
+  }
+  return allPaired;
+}
+
+void ScheduleVerifier::checkDeadlock() {
+  // Simulates all devices under rendezvous semantics. A device runs until it
+  // reaches a Send/Recv whose counterpart is not the peer's current op; the
+  // peer completes the rendezvous when it gets there and wakes the device.
+  // Each rendezvous pushes one device, so this is linear in the program.
+  const std::size_t numDevices = program.devices.size();
+  std::vector<std::size_t> pc(numDevices, 0);
+  std::vector<unsigned> worklist;
+  worklist.reserve(numDevices);
+  for (std::size_t d = numDevices; d-- > 0;)
+    worklist.push_back(static_cast<unsigned>(d));
+  while (!worklist.empty()) {
+    unsigned d = worklist.back();
+    worklist.pop_back();
+    const std::vector<Instr> &instrs = program.devices[d].instrs;
+    while (pc[d] < instrs.size()) {
+      const Instr &instr = instrs[pc[d]];
+      if (!isTransfer(instr)) {
+        ++pc[d];
+        continue;
+      }
+      unsigned peer = instr.peer;
+      if (pc[peer] != partner[d][pc[d]])
+        break; // Blocked until the peer reaches the counterpart.
+      ++pc[d];
+      ++pc[peer];
+      worklist.push_back(peer);
+    }
+  }
+
+  for (unsigned d = 0; d != numDevices; ++d) {
+    if (pc[d] >= program.devices[d].instrs.size())
+      continue;
+    unsigned peer = instrAt(d, pc[d]).peer;
+    std::string message = "deadlock: device " + std::to_string(d) +
+                          " waits at op #" + std::to_string(pc[d]) + " (" +
+                          describe(instrAt(d, pc[d])) + ") while device " +
+                          std::to_string(peer);
+    // With every transfer paired a peer cannot finish while a device still
+    // waits on it, but say so rather than index past its program.
+    if (pc[peer] >= program.devices[peer].instrs.size())
+      message += " has finished its program";
+    else
+      message += " waits at op #" + std::to_string(pc[peer]) + " (" +
+                 describe(instrAt(peer, pc[peer])) + ")";
+    report(d, pc[d], std::move(message));
+  }
+}
+
+std::vector<Violation> ScheduleVerifier::run() {
+  for (std::size_t d = 0, e = program.devices.size(); d != e; ++d)
+    checkDevice(static_cast<unsigned>(d));
+  // Unpaired programs deadlock trivially; only simulate paired ones so that
+  // a missing op is reported once.
+  if (checkTransfers())
+    checkDeadlock();
+  std::stable_sort(violations.begin(), violations.end(),
+                   [](const Violation &lhs, const Violation &rhs) {
+                     return std::make_pair(lhs.device, lhs.instrIndex) <
+                            std::make_pair(rhs.device, rhs.instrIndex);
+                   });
+  return std::move(violations);
+}
+
+std::vector<Violation> schedule::verifySchedule(const Program &program) {
+  return ScheduleVerifier(program).run();
+}

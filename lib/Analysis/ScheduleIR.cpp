@@ -1,0 +1,142 @@
+//===- ScheduleIR.cpp - Between gpipe.schedule and schedule::Program ------===//
+
+#include "gpipe/Analysis/ScheduleIR.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace gpipe;
+namespace sched = gpipe::schedule;
+
+std::string gpipe::typeToString(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+SmallVector<StageOp> gpipe::getStages(ModelOp model) {
+  return llvm::to_vector(model.getBody().front().getOps<StageOp>());
+}
+
+FailureOr<ModelOp> gpipe::lookupScheduledModel(ScheduleOp schedule) {
+  auto model = SymbolTable::lookupNearestSymbolFrom<ModelOp>(
+      schedule, schedule.getModelAttr());
+  if (!model)
+    return schedule.emitOpError()
+           << "refers to " << schedule.getModelAttr()
+           << ", which is not a gpipe.model";
+  return model;
+}
+
+static sched::Instr transfer(sched::InstrKind kind, sched::Direction direction,
+                             int64_t peer, int64_t mb, int64_t channel,
+                             Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  sched::Instr instr;
+  instr.kind = kind;
+  instr.direction = direction;
+  instr.peer = peer;
+  instr.microbatch = mb;
+  instr.channel = channel;
+  instr.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+  instr.elementType = typeToString(tensor.getElementType());
+  instr.rows = tensor.getRank() ? tensor.getDimSize(0) : 0;
+  return instr;
+}
+
+FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
+                                            ModelOp model) {
+  SmallVector<StageOp> stages = getStages(model);
+  ScheduleInIR result;
+  result.program.numMicrobatches = schedule.getMicrobatches();
+  result.program.devices.resize(stages.size());
+  result.ops.resize(stages.size());
+  result.programs.resize(stages.size());
+  std::vector<bool> seen(stages.size(), false);
+
+  for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>()) {
+    uint64_t device = program.getDevice();
+    if (device >= stages.size())
+      return program.emitOpError()
+             << "is for device " << device << " but model @"
+             << model.getSymName() << " has " << stages.size()
+             << " stages, so devices 0.." << stages.size() - 1;
+    if (seen[device])
+      return program.emitOpError()
+             << "is a second program for device " << device;
+    seen[device] = true;
+    result.programs[device] = program;
+    sched::DeviceProgram &out = result.program.devices[device];
+    out.device = device;
+    for (Operation &op : program.getBody().front()) {
+      FailureOr<sched::Instr> instr =
+          llvm::TypeSwitch<Operation *, FailureOr<sched::Instr>>(&op)
+              .Case([&](LoadInputOp load) -> FailureOr<sched::Instr> {
+                sched::Instr instr;
+                instr.kind = sched::InstrKind::LoadInput;
+                instr.inputName = load.getName().str();
+                instr.microbatch = load.getMb();
+                instr.rows = load.getRows();
+                return instr;
+              })
+              .Case<ForwardOp, BackwardOp>([&](auto run)
+                                               -> FailureOr<sched::Instr> {
+                StageOp stage = model.lookupStage(run.getStage());
+                if (!stage)
+                  return run.emitOpError()
+                         << "refers to " << run.getStageAttr()
+                         << ", which is not a stage of model @"
+                         << model.getSymName();
+                sched::Instr instr;
+                instr.kind = isa<ForwardOp>(run.getOperation())
+                                 ? sched::InstrKind::Forward
+                                 : sched::InstrKind::Backward;
+                instr.stage = stage.getIndex();
+                instr.microbatch = run.getMb();
+                instr.rows = run.getRows();
+                return instr;
+              })
+              .Case([&](SendActivationOp o) {
+                return transfer(sched::InstrKind::Send,
+                                sched::Direction::Activation, o.getPeer(),
+                                o.getMb(), o.getChannel(), o.getType());
+              })
+              .Case([&](RecvActivationOp o) {
+                return transfer(sched::InstrKind::Recv,
+                                sched::Direction::Activation, o.getPeer(),
+                                o.getMb(), o.getChannel(), o.getType());
+              })
+              .Case([&](SendGradientOp o) {
+                return transfer(sched::InstrKind::Send,
+                                sched::Direction::Gradient, o.getPeer(),
+                                o.getMb(), o.getChannel(), o.getType());
+              })
+              .Case([&](RecvGradientOp o) {
+                return transfer(sched::InstrKind::Recv,
+                                sched::Direction::Gradient, o.getPeer(),
+                                o.getMb(), o.getChannel(), o.getType());
+              })
+              .Case([&](OptimizerStepOp) {
+                sched::Instr instr;
+                instr.kind = sched::InstrKind::OptimizerStep;
+                return instr;
+              })
+              .Default([&](Operation *other) -> FailureOr<sched::Instr> {
+                return other->emitOpError()
+                       << "is not a schedule instruction";
+              });
+      if (failed(instr))
+        return failure();
+      out.instrs.push_back(std::move(*instr));
+      result.ops[device].push_back(&op);
+    }
+  }
+  for (auto [device, present] : llvm::enumerate(seen))
+    if (!present)
+      return schedule.emitOpError() << "has no program for device " << device
+                                    << " (stage " << device << ")";
+  return result;
+}

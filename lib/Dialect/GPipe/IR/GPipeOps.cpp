@@ -1,0 +1,349 @@
+//===- GPipeOps.cpp - gpipe op verifiers ----------------------------------===//
+//
+// Every verifier names what it expected and what it found.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace gpipe;
+
+//===----------------------------------------------------------------------===//
+// Shared checks
+//===----------------------------------------------------------------------===//
+
+static RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Checks that each named value has the element type of `reference`.
+static LogicalResult
+verifySameElementType(Operation *op, Type reference,
+                      ArrayRef<std::pair<StringRef, Value>> values) {
+  for (auto [what, value] : values) {
+    if (!value)
+      continue;
+    Type element = tensorType(value).getElementType();
+    if (element != reference)
+      return op->emitOpError() << "expects the " << what
+                               << " to have element type " << reference
+                               << ", got " << element;
+  }
+  return success();
+}
+
+static LogicalResult verifyResultShape(Operation *op, Type expected,
+                                       Type actual) {
+  if (expected != actual)
+    return op->emitOpError()
+           << "expects result type " << expected << ", got " << actual;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Model structure
+//===----------------------------------------------------------------------===//
+
+ReturnOp ModelOp::getReturnOp() {
+  return dyn_cast<ReturnOp>(getBody().front().getTerminator());
+}
+
+StageOp ModelOp::lookupStage(StringRef name) {
+  for (StageOp stage : getBody().front().getOps<StageOp>())
+    if (stage.getSymName() == name)
+      return stage;
+  return {};
+}
+
+LogicalResult ModelOp::verify() {
+  Block &body = getBody().front();
+  if (body.empty() || !isa<ReturnOp>(body.back()))
+    return emitOpError() << "expects its body to end with 'gpipe.return'";
+
+  llvm::StringSet<> inputNames, stageNames, layerNames, paramNames;
+  Operation *lastComputing = nullptr;
+  for (Operation &op : body) {
+    if (auto input = dyn_cast<InputOp>(op)) {
+      if (!inputNames.insert(input.getName()).second)
+        return input.emitOpError()
+               << "name '" << input.getName() << "' is used by another input";
+    }
+    if (auto stage = dyn_cast<StageOp>(op))
+      if (!stageNames.insert(stage.getSymName()).second)
+        return stage.emitOpError() << "name @" << stage.getSymName()
+                                   << " is used by another stage";
+    if (isa<LayerOp, StageOp>(op))
+      lastComputing = &op;
+  }
+  if (!lastComputing)
+    return emitOpError() << "expects at least one 'gpipe.layer'";
+
+  // Layer and parameter names identify them in reports and checkpoints.
+  WalkResult names = walk([&](Operation *op) {
+    if (auto layer = dyn_cast<LayerOp>(op)) {
+      if (!layerNames.insert(layer.getName()).second) {
+        layer.emitOpError() << "name '" << layer.getName()
+                            << "' is used by another layer";
+        return WalkResult::interrupt();
+      }
+    } else if (auto param = dyn_cast<ParamOp>(op)) {
+      if (!paramNames.insert(param.getName()).second) {
+        param.emitOpError() << "name '" << param.getName()
+                            << "' is used by another parameter";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  if (names.wasInterrupted())
+    return failure();
+
+  Value loss = getReturnOp().getLoss();
+  if (loss.getDefiningOp() != lastComputing)
+    return emitOpError()
+           << "expects the returned loss to be a result of the last "
+           << lastComputing->getName() << " in the body";
+  return success();
+}
+
+LogicalResult InputOp::verify() {
+  auto type = cast<RankedTensorType>(getType());
+  auto model = (*this)->getParentOfType<ModelOp>();
+  if (!type.hasStaticShape() || type.getRank() == 0 ||
+      type.getDimSize(0) != static_cast<int64_t>(model.getBatch()))
+    return emitOpError() << "expects a static shape with the batch size "
+                         << model.getBatch()
+                         << " as leading dimension, got " << type;
+  return success();
+}
+
+LogicalResult ParamOp::verify() {
+  auto type = cast<RankedTensorType>(getType());
+  if (!type.hasStaticShape())
+    return emitOpError() << "expects a static shape, got " << type;
+  if (std::optional<APFloat> scaleAttr = getScale()) {
+    double scale = scaleAttr->convertToDouble();
+    if (getInit() != InitKind::Normal && getInit() != InitKind::Uniform)
+      return emitOpError() << "takes a scale only with the normal or uniform "
+                              "initializer, got "
+                           << stringifyInitKind(getInit());
+    if (!(scale > 0.0))
+      return emitOpError() << "expects a positive scale, got " << scale;
+  }
+  return success();
+}
+
+LogicalResult LayerOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "expects a non-empty name";
+  return success();
+}
+
+LogicalResult StageOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "expects " << getInputs().size()
+                         << " block arguments matching its inputs, got "
+                         << body.getNumArguments();
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(body.getArgumentTypes(),
+                                 getInputs().getTypes()))) {
+    auto [argType, inputType] = pair;
+    if (argType != inputType)
+      return emitOpError() << "expects block argument #" << i
+                           << " to have the input's type " << inputType
+                           << ", got " << argType;
+  }
+  return success();
+}
+
+LogicalResult YieldOp::verify() {
+  Operation *parent = (*this)->getParentOp();
+  TypeRange expected = parent->getResultTypes();
+  if (getValues().size() != expected.size())
+    return emitOpError() << "expects " << expected.size()
+                         << " values matching the results of "
+                         << parent->getName() << ", got "
+                         << getValues().size();
+  for (auto [i, pair] :
+       llvm::enumerate(llvm::zip(getValues().getTypes(), expected))) {
+    auto [actual, want] = pair;
+    if (actual != want)
+      return emitOpError() << "expects value #" << i << " to have type "
+                           << want << ", got " << actual;
+  }
+  return success();
+}
+
+/// Channels connect a stage to the next one only.
+static LogicalResult verifyChannelEnds(Operation *op, int64_t from,
+                                       int64_t to) {
+  if (to != from + 1)
+    return op->emitOpError()
+           << "expects 'to' to be 'from' + 1 (channels connect adjacent "
+              "stages), got from "
+           << from << " to " << to;
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyChannelEnds(*this, getFrom(), getTo());
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyChannelEnds(*this, getFrom(), getTo());
+}
+
+//===----------------------------------------------------------------------===//
+// Compute ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult DenseOp::verify() {
+  RankedTensorType input = tensorType(getInput());
+  RankedTensorType weight = tensorType(getWeight());
+  if (input.getRank() < 1 || !input.hasStaticShape())
+    return emitOpError() << "expects a static input of rank >= 1, got "
+                         << input;
+  if (weight.getRank() != 2)
+    return emitOpError() << "expects a weight of rank 2, got " << weight;
+  int64_t inFeatures = input.getShape().back();
+  if (weight.getDimSize(0) != inFeatures)
+    return emitOpError() << "expects the weight to have " << inFeatures
+                         << " rows (the input's last dimension), got "
+                         << weight;
+  int64_t outFeatures = weight.getDimSize(1);
+  if (Value bias = getBias()) {
+    RankedTensorType biasType = tensorType(bias);
+    if (biasType.getRank() != 1 || biasType.getDimSize(0) != outFeatures)
+      return emitOpError() << "expects a bias of shape [" << outFeatures
+                           << "], got " << biasType;
+  }
+  if (failed(verifySameElementType(*this, input.getElementType(),
+                                   {{"weight", getWeight()},
+                                    {"bias", getBias()},
+                                    {"result", getResult()}})))
+    return failure();
+  SmallVector<int64_t> shape(input.getShape());
+  shape.back() = outFeatures;
+  return verifyResultShape(
+      *this, RankedTensorType::get(shape, input.getElementType()),
+      getType());
+}
+
+LogicalResult LayerNormOp::verify() {
+  RankedTensorType input = tensorType(getInput());
+  if (input.getRank() < 1)
+    return emitOpError() << "expects an input of rank >= 1, got " << input;
+  int64_t features = input.getShape().back();
+  for (auto [what, value] :
+       {std::pair<StringRef, Value>{"gamma", getGamma()}, {"beta", getBeta()}}) {
+    RankedTensorType type = tensorType(value);
+    if (type.getRank() != 1 || type.getDimSize(0) != features)
+      return emitOpError() << "expects " << what << " of shape [" << features
+                           << "] (the input's last dimension), got " << type;
+  }
+  if (!(getEpsilon().convertToDouble() > 0.0))
+    return emitOpError() << "expects a positive epsilon, got "
+                         << getEpsilon().convertToDouble();
+  if (failed(verifySameElementType(*this, input.getElementType(),
+                                   {{"gamma", getGamma()},
+                                    {"beta", getBeta()}})))
+    return failure();
+  return verifyResultShape(*this, input, getType());
+}
+
+LogicalResult EmbeddingOp::verify() {
+  RankedTensorType ids = tensorType(getIds());
+  RankedTensorType table = tensorType(getTable());
+  if (table.getRank() != 2)
+    return emitOpError() << "expects a table of rank 2 [vocabulary, width], got "
+                         << table;
+  SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(table.getDimSize(1));
+  return verifyResultShape(
+      *this, RankedTensorType::get(shape, table.getElementType()), getType());
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType input = tensorType(getInput());
+  if (input.getRank() != 3)
+    return emitOpError() << "expects an input of rank 3 [batch, sequence, "
+                            "width], got "
+                         << input;
+  int64_t width = input.getDimSize(2);
+  auto expectWeight = [&](StringRef what, Value value,
+                          int64_t cols) -> LogicalResult {
+    RankedTensorType type = tensorType(value);
+    if (type.getRank() != 2 || type.getDimSize(0) != width ||
+        type.getDimSize(1) != cols)
+      return emitOpError() << "expects " << what << " of shape [" << width
+                           << ", " << cols << "], got " << type;
+    return success();
+  };
+  if (failed(expectWeight("qkv_weight", getQkvWeight(), 3 * width)) ||
+      failed(expectWeight("out_weight", getOutWeight(), width)))
+    return failure();
+  if (width % getHeads() != 0)
+    return emitOpError() << "expects the number of heads to divide the width "
+                         << width << ", got " << getHeads() << " heads";
+  if (failed(verifySameElementType(*this, input.getElementType(),
+                                   {{"qkv_weight", getQkvWeight()},
+                                    {"out_weight", getOutWeight()}})))
+    return failure();
+  return verifyResultShape(*this, input, getType());
+}
+
+LogicalResult DropoutOp::verify() {
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0.0 && rate < 1.0))
+    return emitOpError() << "expects a rate in [0, 1), got " << rate;
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyOp::verify() {
+  RankedTensorType logits = tensorType(getLogits());
+  RankedTensorType labels = tensorType(getLabels());
+  if (logits.getRank() < 1)
+    return emitOpError() << "expects logits of rank >= 1, got " << logits;
+  if (labels.getShape() != logits.getShape().drop_back())
+    return emitOpError()
+           << "expects labels of the logits' shape without the class "
+              "dimension, got "
+           << labels << " for logits " << logits;
+  return verifySameElementType(*this, logits.getElementType(),
+                               {{"result", getResult()}});
+}
+
+LogicalResult MseLossOp::verify() {
+  if (getPrediction().getType() != getTarget().getType())
+    return emitOpError() << "expects the target to have the prediction's type "
+                         << getPrediction().getType() << ", got "
+                         << getTarget().getType();
+  return verifySameElementType(
+      *this, tensorType(getPrediction()).getElementType(),
+      {{"result", getResult()}});
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScheduleOp::verify() {
+  ArrayRef<int64_t> rows = getRows();
+  if (rows.size() != getMicrobatches())
+    return emitOpError() << "expects " << getMicrobatches()
+                         << " micro-batch row counts, got " << rows.size();
+  for (auto [i, count] : llvm::enumerate(rows))
+    if (count <= 0)
+      return emitOpError() << "expects a positive row count for micro-batch "
+                           << i << ", got " << count;
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.cpp.inc"

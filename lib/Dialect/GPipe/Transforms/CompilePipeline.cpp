@@ -1,0 +1,36 @@
+//===- CompilePipeline.cpp - The gpipe-compile pipeline -------------------===//
+
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+using namespace gpipe;
+
+void gpipe::buildCompilePipeline(OpPassManager &pm,
+                                 const CompilePipelineOptions &options) {
+  pm.addPass(createEstimateCostPass());
+  PartitionPassOptions partition;
+  partition.numStages = options.numStages;
+  partition.objective = options.objective;
+  partition.memoryCap = options.memoryCap;
+  partition.numMicrobatches = options.numMicrobatches;
+  partition.remat = options.remat;
+  pm.addPass(createPartitionPass(partition));
+  pm.addPass(createFormStagesPass());
+  pm.addPass(createInsertSendRecvPass());
+  UnrollSchedulePassOptions unroll;
+  unroll.numMicrobatches = options.numMicrobatches;
+  pm.addPass(createUnrollSchedulePass(unroll));
+  pm.addPass(createVerifySchedulePass());
+}
+
+void gpipe::registerGPipePassesAndPipelines() {
+  registerGPipePasses();
+  PassPipelineRegistration<CompilePipelineOptions>(
+      "gpipe-compile",
+      "partition, outline stages, insert channels, unroll and verify the "
+      "GPipe schedule",
+      buildCompilePipeline);
+}

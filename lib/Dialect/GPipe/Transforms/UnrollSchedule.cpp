@@ -1,0 +1,184 @@
+//===- UnrollSchedule.cpp - One program per device ------------------------===//
+
+#include "gpipe/Analysis/PipelineSchedule.h"
+#include "gpipe/Analysis/ScheduleIR.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+#define DEBUG_TYPE "gpipe-unroll-schedule"
+
+namespace gpipe {
+#define GEN_PASS_DEF_UNROLLSCHEDULEPASS
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
+} // namespace gpipe
+
+using namespace mlir;
+using namespace gpipe;
+namespace sched = gpipe::schedule;
+
+namespace {
+/// The channels of a model: for each boundary s -> s+1, the full-batch type
+/// of each channel, indexed by channel number.
+using ChannelTypes = SmallVector<SmallVector<RankedTensorType>>;
+} // namespace
+
+/// Reads the stages and their channels; fails unless every value passed
+/// between stages goes through a send/recv pair.
+static FailureOr<ChannelTypes> readChannels(ModelOp model,
+                                            ArrayRef<StageOp> stages) {
+  if (stages.empty())
+    return model.emitOpError()
+           << "has no stages; run gpipe-form-stages and "
+              "gpipe-insert-send-recv first";
+  ChannelTypes channels(stages.size() - 1);
+  for (SendOp send : model.getBody().front().getOps<SendOp>()) {
+    uint64_t from = send.getFrom();
+    if (from + 1 >= stages.size())
+      return send.emitOpError() << "sends from stage " << from
+                                << " but the last stage is "
+                                << stages.size() - 1;
+    auto &boundary = channels[from];
+    if (boundary.size() <= send.getChannel())
+      boundary.resize(send.getChannel() + 1);
+    if (boundary[send.getChannel()])
+      return send.emitOpError() << "reuses channel " << send.getChannel()
+                                << " from stage " << from;
+    boundary[send.getChannel()] =
+        cast<RankedTensorType>(send.getValue().getType());
+  }
+  for (auto [from, boundary] : llvm::enumerate(channels))
+    for (auto [channel, type] : llvm::enumerate(boundary))
+      if (!type)
+        return model.emitOpError()
+               << "has no channel " << channel << " from stage " << from
+               << " to stage " << from + 1
+               << "; channels of a boundary are numbered from 0";
+  for (StageOp stage : stages)
+    for (Value input : stage.getInputs())
+      if (auto producer = input.getDefiningOp<StageOp>())
+        return stage.emitOpError()
+               << "reads a result of stage " << producer.getIndex()
+               << " without a channel; run gpipe-insert-send-recv first";
+  return channels;
+}
+
+namespace {
+struct UnrollSchedulePass
+    : public gpipe::impl::UnrollSchedulePassBase<UnrollSchedulePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    for (ModelOp model : llvm::to_vector(module.getOps<ModelOp>()))
+      if (failed(unroll(model, symbols)))
+        return signalPassFailure();
+  }
+
+  LogicalResult unroll(ModelOp model, SymbolTable &symbols) {
+    for (ScheduleOp existing : getOperation().getOps<ScheduleOp>())
+      if (existing.getModel() == model.getSymName())
+        return model.emitOpError() << "is already scheduled by @"
+                                   << existing.getSymName();
+    SmallVector<StageOp> stages = getStages(model);
+    FailureOr<ChannelTypes> channels = readChannels(model, stages);
+    if (failed(channels))
+      return failure();
+
+    sched::MicrobatchSplit split =
+        sched::splitMicrobatches(model.getBatch(), numMicrobatches);
+    if (!split.error.empty())
+      return model.emitOpError() << "cannot be scheduled: " << split.error;
+
+    sched::PipelineSpec spec;
+    spec.numStages = stages.size();
+    spec.numMicrobatches = numMicrobatches;
+    spec.batchSize = model.getBatch();
+    for (auto &boundary : *channels) {
+      auto &tensors = spec.boundaries.emplace_back();
+      for (RankedTensorType type : boundary)
+        tensors.push_back(
+            {{type.getShape().begin(), type.getShape().end()},
+             typeToString(type.getElementType())});
+    }
+    for (StageOp stage : stages) {
+      auto &names = spec.stageInputs.emplace_back();
+      for (Value input : stage.getInputs())
+        if (auto op = input.getDefiningOp<InputOp>())
+          names.push_back(op.getName().str());
+    }
+    sched::Program program = sched::buildGPipeSchedule(spec);
+    emitSchedule(model, stages, *channels, split.rows, program, symbols);
+    return success();
+  }
+
+  /// Materialises `program` as a gpipe.schedule right after the model.
+  void emitSchedule(ModelOp model, ArrayRef<StageOp> stages,
+                    const ChannelTypes &channels, ArrayRef<int64_t> rows,
+                    const sched::Program &program, SymbolTable &symbols) {
+    OpBuilder builder(model.getContext());
+    builder.setInsertionPointAfter(model);
+    Location loc = model.getLoc();
+    auto schedule = ScheduleOp::create(
+        builder, loc, (model.getSymName() + "_schedule").str(),
+        model.getSymName(), numMicrobatches, rows);
+    symbols.insert(schedule); // uniques the name if it is taken
+    builder.createBlock(&schedule.getBody());
+    for (const sched::DeviceProgram &device : program.devices) {
+      auto programOp = ProgramOp::create(builder, loc, device.device);
+      OpBuilder::InsertionGuard guard(builder);
+      builder.createBlock(&programOp.getBody());
+      for (const sched::Instr &instr : device.instrs)
+        emitInstr(builder, loc, stages, channels, device.device, instr);
+    }
+  }
+
+  void emitInstr(OpBuilder &builder, Location loc, ArrayRef<StageOp> stages,
+                 const ChannelTypes &channels, unsigned device,
+                 const sched::Instr &instr) {
+    auto microbatchType = [&](unsigned boundary) {
+      RankedTensorType full = channels[boundary][instr.channel];
+      SmallVector<int64_t> shape(full.getShape());
+      shape[0] = instr.rows;
+      return full.clone(shape);
+    };
+    switch (instr.kind) {
+    case sched::InstrKind::LoadInput:
+      LoadInputOp::create(builder, loc, instr.inputName, instr.microbatch,
+                          instr.rows);
+      return;
+    case sched::InstrKind::Forward:
+      ForwardOp::create(builder, loc, StageOp(stages[instr.stage]).getSymName(),
+                        instr.microbatch, instr.rows);
+      return;
+    case sched::InstrKind::Backward:
+      BackwardOp::create(builder, loc, StageOp(stages[instr.stage]).getSymName(),
+                         instr.microbatch, instr.rows);
+      return;
+    case sched::InstrKind::Send:
+      if (instr.direction == sched::Direction::Activation)
+        SendActivationOp::create(builder, loc, instr.peer, instr.microbatch,
+                                 instr.channel, microbatchType(device));
+      else
+        SendGradientOp::create(builder, loc, instr.peer, instr.microbatch,
+                               instr.channel, microbatchType(instr.peer));
+      return;
+    case sched::InstrKind::Recv:
+      if (instr.direction == sched::Direction::Activation)
+        RecvActivationOp::create(builder, loc, instr.peer, instr.microbatch,
+                                 instr.channel, microbatchType(instr.peer));
+      else
+        RecvGradientOp::create(builder, loc, instr.peer, instr.microbatch,
+                               instr.channel, microbatchType(device));
+      return;
+    case sched::InstrKind::OptimizerStep:
+      OptimizerStepOp::create(builder, loc);
+      return;
+    }
+  }
+};
+} // namespace

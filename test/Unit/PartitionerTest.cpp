@@ -1,0 +1,667 @@
+//===- PartitionerTest.cpp - Tests of the exact layer partitioner ---------===//
+//
+// The partitioner is checked against two independent references written here
+// from the raw layer arrays: a brute force over every set of cuts (small L),
+// and a plain O(K L^2) dynamic program (L in the hundreds).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/Partitioner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace gpipe;
+
+namespace {
+
+__extension__ typedef unsigned __int128 U128;
+
+std::string decimal(U128 value) {
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + int(value % 10)));
+    value /= 10;
+  } while (value != 0);
+  return digits;
+}
+
+/// Cell memory exactly as the header states it, from the raw arrays.
+U128 referenceMemory(const PartitionProblem &problem, unsigned begin,
+                     unsigned end) {
+  U128 params = 0, activations = 0;
+  for (unsigned i = begin; i < end; ++i) {
+    params += problem.layers[i].paramBytes;
+    activations += problem.layers[i].activationBytes;
+  }
+  const CellMemoryModel &model = problem.memoryModel;
+  U128 microbatches = std::max<uint64_t>(model.numMicrobatches, 1);
+  U128 live = model.rematerialize
+                  ? (activations + microbatches - 1) / microbatches
+                  : activations;
+  return model.paramCopies * params + problem.cutBytes[begin] + live;
+}
+
+bool fitsCap(const PartitionProblem &problem, U128 memory) {
+  return !problem.memoryCap || memory <= *problem.memoryCap;
+}
+
+std::string layerTooBigMessage(const PartitionProblem &problem, unsigned i,
+                               U128 memory) {
+  return "layer '" + problem.layers[i].name + "' (#" + std::to_string(i) +
+         ") needs " + decimal(memory) +
+         " bytes on its own, more than the memory cap of " +
+         decimal(*problem.memoryCap) + " bytes";
+}
+
+std::string noPartitionMessage(const PartitionProblem &problem,
+                               U128 smallestCap) {
+  unsigned k = problem.numCells;
+  return "no partition into " + std::to_string(k) +
+         (k == 1 ? " cell" : " cells") + " fits the memory cap of " +
+         decimal(*problem.memoryCap) + " bytes; the smallest cap that fits is " +
+         decimal(smallestCap) + " bytes";
+}
+
+/// What a reference solver expects: the lexicographic optimum of
+/// (objective, cut bytes, cell starts), or the error message.
+struct Expected {
+  std::string error;
+  std::vector<unsigned> starts;
+  U128 objective = 0;
+  U128 cutBytes = 0;
+};
+
+/// The error for a layer that alone exceeds the cap, if any.
+std::string singleLayerError(const PartitionProblem &problem) {
+  if (!problem.memoryCap)
+    return "";
+  for (unsigned i = 0; i < problem.layers.size(); ++i) {
+    U128 memory = referenceMemory(problem, i, i + 1);
+    if (memory > *problem.memoryCap)
+      return layerTooBigMessage(problem, i, memory);
+  }
+  return "";
+}
+
+/// Enumerates every set of K - 1 cuts in lexicographic order of the starts.
+/// Also returns, through `smallestCap`, the least max cell memory over all
+/// partitions (ignoring the cap).
+Expected bruteForce(const PartitionProblem &problem, U128 *smallestCap) {
+  unsigned numLayers = problem.layers.size(), numCells = problem.numCells;
+  Expected best;
+  bool found = false;
+  U128 leastMaxMemory = ~U128(0);
+  std::vector<unsigned> starts(numCells);
+  for (unsigned c = 0; c < numCells; ++c)
+    starts[c] = c;
+  while (true) {
+    U128 sumSquares = 0, maxCompute = 0, cut = 0, maxMemory = 0;
+    for (unsigned c = 0; c < numCells; ++c) {
+      unsigned begin = starts[c];
+      unsigned end = c + 1 < numCells ? starts[c + 1] : numLayers;
+      U128 compute = 0;
+      for (unsigned i = begin; i < end; ++i)
+        compute += problem.layers[i].compute;
+      sumSquares += compute * compute;
+      maxCompute = std::max(maxCompute, compute);
+      maxMemory = std::max(maxMemory, referenceMemory(problem, begin, end));
+      if (c > 0)
+        cut += problem.cutBytes[begin];
+    }
+    leastMaxMemory = std::min(leastMaxMemory, maxMemory);
+    U128 objective = problem.objective == PartitionObjective::Variance
+                         ? sumSquares
+                         : maxCompute;
+    if (fitsCap(problem, maxMemory) &&
+        (!found || objective < best.objective ||
+         (objective == best.objective && cut < best.cutBytes))) {
+      found = true;
+      best.starts = starts;
+      best.objective = objective;
+      best.cutBytes = cut;
+    }
+    // Next combination of starts[1..K-1] within [1, L - 1].
+    int c = static_cast<int>(numCells) - 1;
+    while (c >= 1 && starts[c] == numLayers - numCells + c)
+      --c;
+    if (c < 1)
+      break;
+    ++starts[c];
+    for (unsigned d = c + 1; d < numCells; ++d)
+      starts[d] = starts[d - 1] + 1;
+  }
+  if (smallestCap)
+    *smallestCap = leastMaxMemory;
+  best.error = singleLayerError(problem);
+  if (best.error.empty() && !found)
+    best.error = noPartitionMessage(problem, leastMaxMemory);
+  return best;
+}
+
+/// Plain suffix DP: O(K L^2). Level k, start i: best split of [i, L) into k
+/// cells, ties broken towards the earliest end of the first cell.
+/// Also returns, through `smallestCap`, the least max cell memory.
+Expected plainDp(const PartitionProblem &problem, U128 *smallestCap) {
+  unsigned numLayers = problem.layers.size(), numCells = problem.numCells;
+  const CellMemoryModel &model = problem.memoryModel;
+  std::vector<U128> compute(numLayers + 1, 0), params(numLayers + 1, 0),
+      activations(numLayers + 1, 0);
+  for (unsigned i = 0; i < numLayers; ++i) {
+    compute[i + 1] = compute[i] + problem.layers[i].compute;
+    params[i + 1] = params[i] + problem.layers[i].paramBytes;
+    activations[i + 1] = activations[i] + problem.layers[i].activationBytes;
+  }
+  U128 microbatches = std::max<uint64_t>(model.numMicrobatches, 1);
+  auto memory = [&](unsigned i, unsigned j) {
+    U128 a = activations[j] - activations[i];
+    return model.paramCopies * (params[j] - params[i]) + problem.cutBytes[i] +
+           (model.rematerialize ? (a + microbatches - 1) / microbatches : a);
+  };
+  auto cost = [&](unsigned i, unsigned j) { return compute[j] - compute[i]; };
+  auto cellOk = [&](unsigned i, unsigned j) {
+    return fitsCap(problem, memory(i, j));
+  };
+  const U128 none = ~U128(0);
+
+  // A generic "min over the first cell" DP whose values are pairs.
+  using Pair = std::pair<U128, U128>;
+  auto solve = [&](auto cellValue, auto combine, std::vector<unsigned> *starts) {
+    std::vector<std::vector<Pair>> value(numCells + 1,
+                                         std::vector<Pair>(numLayers + 1));
+    std::vector<std::vector<unsigned>> arg(
+        numCells + 1, std::vector<unsigned>(numLayers + 1, 0));
+    std::vector<std::vector<bool>> ok(numCells + 1,
+                                      std::vector<bool>(numLayers + 1, false));
+    for (unsigned i = 0; i < numLayers; ++i)
+      if (cellValue(i, numLayers)) {
+        ok[1][i] = true;
+        value[1][i] = {*cellValue(i, numLayers), 0};
+      }
+    for (unsigned k = 2; k <= numCells; ++k)
+      for (unsigned i = 0; i < numLayers; ++i)
+        for (unsigned j = i + 1; j < numLayers; ++j) {
+          auto first = cellValue(i, j);
+          if (!first || !ok[k - 1][j])
+            continue;
+          Pair candidate = combine(*first, value[k - 1][j], j);
+          if (!ok[k][i] || candidate < value[k][i]) {
+            ok[k][i] = true;
+            value[k][i] = candidate;
+            arg[k][i] = j;
+          }
+        }
+    if (!ok[numCells][0])
+      return Pair{none, none};
+    if (starts) {
+      starts->assign(1, 0);
+      for (unsigned k = numCells, i = 0; k >= 2; --k)
+        starts->push_back(i = arg[k][i]);
+    }
+    return value[numCells][0];
+  };
+
+  Expected expected;
+  expected.error = singleLayerError(problem);
+  // The least max memory, for the error message.
+  Pair leastMax = solve(
+      [&](unsigned i, unsigned j) { return std::optional<U128>(memory(i, j)); },
+      [](U128 first, Pair rest, unsigned) {
+        return Pair{std::max(first, rest.first), 0};
+      },
+      nullptr);
+  if (smallestCap)
+    *smallestCap = leastMax.first;
+  if (problem.objective == PartitionObjective::Variance) {
+    Pair best = solve(
+        [&](unsigned i, unsigned j) -> std::optional<U128> {
+          if (!cellOk(i, j))
+            return std::nullopt;
+          return cost(i, j) * cost(i, j);
+        },
+        [&](U128 first, Pair rest, unsigned j) {
+          return Pair{first + rest.first,
+                      rest.second + problem.cutBytes[j]};
+        },
+        &expected.starts);
+    expected.objective = best.first;
+    expected.cutBytes = best.second;
+    if (best.first == none && expected.error.empty())
+      expected.error = noPartitionMessage(problem, leastMax.first);
+    return expected;
+  }
+  Pair bottleneck = solve(
+      [&](unsigned i, unsigned j) -> std::optional<U128> {
+        if (!cellOk(i, j))
+          return std::nullopt;
+        return cost(i, j);
+      },
+      [](U128 first, Pair rest, unsigned) {
+        return Pair{std::max(first, rest.first), 0};
+      },
+      nullptr);
+  if (bottleneck.first == none) {
+    if (expected.error.empty())
+      expected.error = noPartitionMessage(problem, leastMax.first);
+    return expected;
+  }
+  Pair cuts = solve(
+      [&](unsigned i, unsigned j) -> std::optional<U128> {
+        if (!cellOk(i, j) || cost(i, j) > bottleneck.first)
+          return std::nullopt;
+        return 0;
+      },
+      [&](U128, Pair rest, unsigned j) {
+        return Pair{rest.first + problem.cutBytes[j], 0};
+      },
+      &expected.starts);
+  expected.objective = bottleneck.first;
+  expected.cutBytes = cuts.first;
+  return expected;
+}
+
+/// Checks an outcome against a reference; `context` names the case.
+void expectMatches(const PartitionProblem &problem,
+                   const PartitionOutcome &outcome, const Expected &expected,
+                   const std::string &context) {
+  SCOPED_TRACE(context);
+  ASSERT_EQ(outcome.succeeded(), expected.error.empty())
+      << "error: " << outcome.error << " / expected: " << expected.error;
+  if (!outcome.succeeded()) {
+    EXPECT_EQ(outcome.error, expected.error);
+    return;
+  }
+  const Partition &partition = *outcome.partition;
+  U128 objective = problem.objective == PartitionObjective::Variance
+                       ? partition.sumSquaredCompute
+                       : partition.maxCellCompute;
+  EXPECT_TRUE(objective == expected.objective)
+      << decimal(objective) << " vs " << decimal(expected.objective);
+  EXPECT_TRUE(partition.totalCutBytes == expected.cutBytes)
+      << partition.totalCutBytes << " vs " << decimal(expected.cutBytes);
+  EXPECT_EQ(partition.cellStarts, expected.starts);
+  ASSERT_EQ(partition.cellMemory.size(), problem.numCells);
+  for (unsigned c = 0; c < problem.numCells; ++c) {
+    unsigned end = c + 1 < problem.numCells ? partition.cellStarts[c + 1]
+                                            : problem.layers.size();
+    U128 memory = referenceMemory(problem, partition.cellStarts[c], end);
+    EXPECT_TRUE(partition.cellMemory[c] == memory);
+    EXPECT_TRUE(fitsCap(problem, memory));
+  }
+}
+
+uint64_t uniform(std::mt19937_64 &rng, uint64_t lo, uint64_t hi) {
+  return std::uniform_int_distribution<uint64_t>(lo, hi)(rng);
+}
+
+/// A random problem mixing tiny ranges (many ties), large values (up to a
+/// total near 2^64) and cut bytes that dominate the memory.
+PartitionProblem randomProblem(std::mt19937_64 &rng, unsigned numLayers,
+                               unsigned numCells,
+                               PartitionObjective objective) {
+  PartitionProblem problem;
+  problem.numCells = numCells;
+  problem.objective = objective;
+  uint64_t computeMax;
+  switch (uniform(rng, 0, 3)) {
+  case 0:
+    computeMax = 3;
+    break;
+  case 1:
+    computeMax = 100;
+    break;
+  case 2:
+    computeMax = ~uint64_t(0) / numLayers;
+    break;
+  default:
+    computeMax = 1'000'000'000'000'000ull;
+    break;
+  }
+  uint64_t bytesMax = uniform(rng, 0, 1) ? 3 : 1000;
+  // Mode 3 mixes tiny and huge cuts: starts after a huge cut reach few ends,
+  // so the memory is far from monotone in the start and splitting a cell
+  // can break the cap (more cells may not fit where fewer do).
+  unsigned cutMode = uniform(rng, 0, 3);
+  uint64_t cutMax = std::vector<uint64_t>{3, 1000, 100000, 3}[cutMode];
+  for (unsigned i = 0; i < numLayers; ++i) {
+    LayerCost layer;
+    layer.name = "l" + std::to_string(i);
+    layer.compute = uniform(rng, 0, computeMax);
+    layer.paramBytes = uniform(rng, 0, bytesMax);
+    layer.activationBytes = uniform(rng, 0, bytesMax);
+    problem.layers.push_back(layer);
+  }
+  for (unsigned i = 0; i <= numLayers; ++i)
+    problem.cutBytes.push_back(uniform(rng, 0, cutMax) +
+                               (cutMode == 3 && uniform(rng, 0, 2) == 0
+                                    ? 50 * bytesMax
+                                    : 0));
+  problem.memoryModel.paramCopies = uniform(rng, 0, 4);
+  problem.memoryModel.numMicrobatches = uniform(rng, 0, 4);
+  problem.memoryModel.rematerialize = uniform(rng, 0, 1);
+  return problem;
+}
+
+/// Picks a cap around `leastMax`, the smallest cap that fits: tight, one
+/// byte short, loose, or anything below it.
+void pickCap(std::mt19937_64 &rng, PartitionProblem &problem, U128 leastMax) {
+  uint64_t least = static_cast<uint64_t>(leastMax);
+  switch (uniform(rng, 0, 5)) {
+  case 0:
+    problem.memoryCap.reset();
+    break;
+  case 1:
+    problem.memoryCap = least;
+    break;
+  case 2:
+    problem.memoryCap = least == 0 ? 0 : least - 1;
+    break;
+  case 3:
+  case 4:
+    problem.memoryCap = least + uniform(rng, 0, least / 2);
+    break;
+  default:
+    problem.memoryCap = uniform(rng, 0, least);
+    break;
+  }
+}
+
+void runBruteForceCases(PartitionObjective objective, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  unsigned withCap = 0, failures = 0;
+  for (unsigned n = 0; n < 1500; ++n) {
+    unsigned numLayers = uniform(rng, 1, 12);
+    unsigned numCells = uniform(rng, 1, std::min(5u, numLayers));
+    PartitionProblem problem =
+        randomProblem(rng, numLayers, numCells, objective);
+    U128 leastMax = 0;
+    bruteForce(problem, &leastMax);
+    pickCap(rng, problem, leastMax);
+    Expected expected = bruteForce(problem, nullptr);
+    withCap += problem.memoryCap.has_value();
+    failures += !expected.error.empty();
+    expectMatches(problem, partitionLayers(problem), expected,
+                  "case " + std::to_string(n) + ", L=" +
+                      std::to_string(numLayers) +
+                      ", K=" + std::to_string(numCells));
+    if (::testing::Test::HasFailure())
+      return;
+  }
+  // The generator must cover both feasible and infeasible capped cases.
+  EXPECT_GT(withCap, 1000u);
+  EXPECT_GT(failures, 250u);
+  EXPECT_LT(failures, 750u);
+}
+
+void runPlainDpCases(PartitionObjective objective, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (unsigned n = 0; n < 30; ++n) {
+    unsigned numLayers = uniform(rng, 200, 320);
+    unsigned numCells = uniform(rng, 1, 16);
+    PartitionProblem problem =
+        randomProblem(rng, numLayers, numCells, objective);
+    U128 leastMax = 0;
+    plainDp(problem, &leastMax);
+    pickCap(rng, problem, leastMax);
+    expectMatches(problem, partitionLayers(problem), plainDp(problem, nullptr),
+                  "case " + std::to_string(n) + ", L=" +
+                      std::to_string(numLayers) +
+                      ", K=" + std::to_string(numCells));
+    if (::testing::Test::HasFailure())
+      return;
+  }
+}
+
+PartitionProblem problemFromCompute(const std::vector<uint64_t> &compute,
+                                    unsigned numCells,
+                                    PartitionObjective objective) {
+  PartitionProblem problem;
+  for (size_t i = 0; i < compute.size(); ++i) {
+    LayerCost layer;
+    layer.name = "layer" + std::to_string(i);
+    layer.compute = compute[i];
+    problem.layers.push_back(layer);
+  }
+  problem.cutBytes.assign(compute.size() + 1, 0);
+  problem.numCells = numCells;
+  problem.objective = objective;
+  return problem;
+}
+
+TEST(PartitionerTest, MatchesBruteForceVariance) {
+  runBruteForceCases(PartitionObjective::Variance, 0x5eed1234);
+}
+
+TEST(PartitionerTest, MatchesBruteForceBottleneck) {
+  runBruteForceCases(PartitionObjective::Bottleneck, 0xb0771e);
+}
+
+TEST(PartitionerTest, MatchesPlainDpVariance) {
+  runPlainDpCases(PartitionObjective::Variance, 42);
+}
+
+TEST(PartitionerTest, MatchesPlainDpBottleneck) {
+  runPlainDpCases(PartitionObjective::Bottleneck, 4242);
+}
+
+// Costs 1..10 (total 55) into 3 cells. Bottleneck: 20 is infeasible (greedy
+// within 20 gives 1..5 | 6,7 | 8,9,10 = 27), 21 is met by 1..5 | 6..8 | 9,10
+// = 15, 21, 19 and by 1..6 | 7,8 | 9,10 = 21, 15, 19. Both have squares
+// 225 + 441 + 361 = 1027, which is also the variance optimum (next best:
+// 15, 13, 27 -> 1123). With no cut bytes the tie goes to starts {0, 5, 8}.
+TEST(PartitionerTest, HandCheckedOneToTen) {
+  std::vector<uint64_t> compute{1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  for (PartitionObjective objective :
+       {PartitionObjective::Variance, PartitionObjective::Bottleneck}) {
+    PartitionProblem problem = problemFromCompute(compute, 3, objective);
+    PartitionOutcome outcome = partitionLayers(problem);
+    ASSERT_TRUE(outcome.succeeded()) << outcome.error;
+    EXPECT_EQ(outcome.partition->cellStarts, (std::vector<unsigned>{0, 5, 8}));
+    EXPECT_EQ(outcome.partition->cellCompute,
+              (std::vector<uint64_t>{15, 21, 19}));
+    EXPECT_EQ(outcome.partition->maxCellCompute, 21u);
+    EXPECT_TRUE(outcome.partition->sumSquaredCompute == 1027);
+    EXPECT_EQ(outcome.partition->totalCutBytes, 0u);
+
+    // A cut before layer 5 that costs bytes moves the tie to {0, 6, 8}.
+    problem.cutBytes[5] = 10;
+    outcome = partitionLayers(problem);
+    ASSERT_TRUE(outcome.succeeded()) << outcome.error;
+    EXPECT_EQ(outcome.partition->cellStarts, (std::vector<unsigned>{0, 6, 8}));
+    EXPECT_EQ(outcome.partition->cellCompute,
+              (std::vector<uint64_t>{21, 15, 19}));
+  }
+}
+
+// Costs {5, 1, 1, 1, 1, 5} into 2 cells: variance wants 7 | 7 at start 3
+// (49 + 49 = 98); bottleneck 7 allows only start 3 as well. Into 3 cells the
+// bottleneck is 5 and every split {0,1,5} has 5, 4, 5 -> unique.
+TEST(PartitionerTest, HandCheckedSymmetric) {
+  std::vector<uint64_t> compute{5, 1, 1, 1, 1, 5};
+  PartitionOutcome variance = partitionLayers(
+      problemFromCompute(compute, 2, PartitionObjective::Variance));
+  ASSERT_TRUE(variance.succeeded());
+  EXPECT_EQ(variance.partition->cellStarts, (std::vector<unsigned>{0, 3}));
+  EXPECT_TRUE(variance.partition->sumSquaredCompute == 98);
+  PartitionOutcome bottleneck = partitionLayers(
+      problemFromCompute(compute, 3, PartitionObjective::Bottleneck));
+  ASSERT_TRUE(bottleneck.succeeded());
+  EXPECT_EQ(bottleneck.partition->cellStarts,
+            (std::vector<unsigned>{0, 1, 5}));
+  EXPECT_EQ(bottleneck.partition->maxCellCompute, 5u);
+}
+
+// Memory not monotone in the start: 40 bytes per layer and cutBytes[2] = 60
+// under a cap of 120 forbid the cell [2, 4) (140 bytes) though [1, 4) fits
+// (120). Without the cap {1,1,1,1} splits 2 | 2; with it the best are 1 | 3
+// and 3 | 1 (squares 10, max 3, no cut bytes) and the earlier start wins.
+TEST(PartitionerTest, CapWithNonMonotoneMemory) {
+  PartitionProblem problem =
+      problemFromCompute({1, 1, 1, 1}, 2, PartitionObjective::Variance);
+  for (LayerCost &layer : problem.layers)
+    layer.paramBytes = 10; // 40 bytes per layer with 4 copies
+  problem.cutBytes = {0, 0, 60, 0, 0};
+  PartitionOutcome uncapped = partitionLayers(problem);
+  ASSERT_TRUE(uncapped.succeeded()) << uncapped.error;
+  EXPECT_EQ(uncapped.partition->cellStarts, (std::vector<unsigned>{0, 2}));
+  problem.memoryCap = 120;
+  PartitionOutcome outcome = partitionLayers(problem);
+  ASSERT_TRUE(outcome.succeeded()) << outcome.error;
+  EXPECT_EQ(outcome.partition->cellStarts, (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(outcome.partition->cellMemory, (std::vector<uint64_t>{40, 120}));
+  problem.objective = PartitionObjective::Bottleneck;
+  outcome = partitionLayers(problem);
+  ASSERT_TRUE(outcome.succeeded()) << outcome.error;
+  EXPECT_EQ(outcome.partition->cellStarts, (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(outcome.partition->maxCellCompute, 3u);
+}
+
+TEST(PartitionerTest, CellMemoryFormula) {
+  PartitionProblem problem;
+  problem.layers = {{"a", 1, 100, 1000}, {"b", 1, 50, 3}};
+  problem.cutBytes = {7, 11, 0};
+  problem.memoryModel = {4, 4, true};
+  // 4 * 150 + 7 + ceil(1003 / 4) = 600 + 7 + 251.
+  EXPECT_EQ(cellMemory(problem, 0, 2), 858u);
+  // 4 * 50 + 11 + ceil(3 / 4).
+  EXPECT_EQ(cellMemory(problem, 1, 2), 212u);
+  problem.memoryModel.rematerialize = false;
+  EXPECT_EQ(cellMemory(problem, 0, 2), 600u + 7 + 1003);
+
+  Partition partition = evaluatePartition(problem, {0, 1});
+  EXPECT_EQ(partition.cellCompute, (std::vector<uint64_t>{1, 1}));
+  EXPECT_EQ(partition.cellMemory, (std::vector<uint64_t>{1407, 214}));
+  EXPECT_EQ(partition.maxCellCompute, 1u);
+  EXPECT_TRUE(partition.sumSquaredCompute == 2);
+  EXPECT_EQ(partition.totalCutBytes, 11u);
+}
+
+TEST(PartitionerTest, ErrorMoreCellsThanLayers) {
+  PartitionOutcome outcome = partitionLayers(
+      problemFromCompute({1, 2, 3}, 4, PartitionObjective::Variance));
+  EXPECT_FALSE(outcome.succeeded());
+  EXPECT_EQ(outcome.error,
+            "cannot split 3 layers into 4 cells: expected at most 3 cells");
+  outcome = partitionLayers(
+      problemFromCompute({1}, 2, PartitionObjective::Bottleneck));
+  EXPECT_EQ(outcome.error,
+            "cannot split 1 layer into 2 cells: expected at most 1 cell");
+}
+
+TEST(PartitionerTest, ErrorZeroCells) {
+  PartitionOutcome outcome = partitionLayers(
+      problemFromCompute({1, 2, 3}, 0, PartitionObjective::Variance));
+  EXPECT_FALSE(outcome.succeeded());
+  EXPECT_EQ(outcome.error,
+            "cannot split 3 layers into 0 cells: expected at least 1 cell");
+}
+
+TEST(PartitionerTest, ErrorBadCutBytesSize) {
+  PartitionProblem problem =
+      problemFromCompute({1, 2, 3}, 2, PartitionObjective::Variance);
+  problem.cutBytes.resize(2);
+  PartitionOutcome outcome = partitionLayers(problem);
+  EXPECT_FALSE(outcome.succeeded());
+  EXPECT_EQ(outcome.error, "cutBytes has 2 entries for 3 layers: expected 4, "
+                           "one per cut position including both ends");
+}
+
+TEST(PartitionerTest, ErrorComputeOverflow) {
+  PartitionOutcome outcome = partitionLayers(problemFromCompute(
+      {~uint64_t(0), 2}, 2, PartitionObjective::Bottleneck));
+  EXPECT_FALSE(outcome.succeeded());
+  EXPECT_EQ(outcome.error, "the total compute of the 2 layers is "
+                           "18446744073709551617, more than 64 bits can hold");
+}
+
+TEST(PartitionerTest, ErrorLayerExceedsCap) {
+  PartitionProblem problem;
+  problem.layers = {{"fc1", 10, 100, 100}, {"fc2", 10, 1000, 1000}};
+  problem.cutBytes = {0, 200, 0};
+  problem.numCells = 2;
+  problem.memoryModel = {4, 1, true};
+  problem.memoryCap = 4096;
+  // fc2 alone: 4 * 1000 + 200 + 1000 = 5200.
+  PartitionOutcome outcome = partitionLayers(problem);
+  EXPECT_FALSE(outcome.succeeded());
+  EXPECT_EQ(outcome.error, "layer 'fc2' (#1) needs 5200 bytes on its own, "
+                           "more than the memory cap of 4096 bytes");
+}
+
+TEST(PartitionerTest, ErrorNoPartitionFits) {
+  // Six layers of 100 bytes each; cells of two layers cost 200. Into 2 cells
+  // the best is 3 | 3 = 300 bytes, so a cap of 250 fits every layer but no
+  // split; into 4 cells the best is two cells of 2 layers, 200 bytes.
+  PartitionProblem problem = problemFromCompute(
+      {1, 1, 1, 1, 1, 1}, 2, PartitionObjective::Variance);
+  for (LayerCost &layer : problem.layers)
+    layer.activationBytes = 100;
+  problem.memoryModel = {4, 1, true};
+  problem.memoryCap = 250;
+  PartitionOutcome outcome = partitionLayers(problem);
+  EXPECT_FALSE(outcome.succeeded());
+  EXPECT_EQ(outcome.error, "no partition into 2 cells fits the memory cap of "
+                           "250 bytes; the smallest cap that fits is 300 "
+                           "bytes");
+  problem.numCells = 1;
+  problem.objective = PartitionObjective::Bottleneck;
+  outcome = partitionLayers(problem);
+  EXPECT_EQ(outcome.error, "no partition into 1 cell fits the memory cap of "
+                           "250 bytes; the smallest cap that fits is 600 "
+                           "bytes");
+  problem.numCells = 4;
+  problem.memoryCap = 199;
+  outcome = partitionLayers(problem);
+  EXPECT_EQ(outcome.error, "no partition into 4 cells fits the memory cap of "
+                           "199 bytes; the smallest cap that fits is 200 "
+                           "bytes");
+  problem.memoryCap = 200;
+  outcome = partitionLayers(problem);
+  ASSERT_TRUE(outcome.succeeded()) << outcome.error;
+  // Sizes 1, 1, 2, 2 in some order all score 10; the smallest starts win.
+  EXPECT_EQ(outcome.partition->cellStarts,
+            (std::vector<unsigned>{0, 1, 2, 4}));
+}
+
+TEST(PartitionerTest, SingleCellAndOneLayerPerCell) {
+  std::vector<uint64_t> compute{4, 8, 15, 16, 23, 42};
+  for (PartitionObjective objective :
+       {PartitionObjective::Variance, PartitionObjective::Bottleneck}) {
+    PartitionOutcome whole =
+        partitionLayers(problemFromCompute(compute, 1, objective));
+    ASSERT_TRUE(whole.succeeded());
+    EXPECT_EQ(whole.partition->cellStarts, (std::vector<unsigned>{0}));
+    EXPECT_EQ(whole.partition->maxCellCompute, 108u);
+    PartitionOutcome each =
+        partitionLayers(problemFromCompute(compute, 6, objective));
+    ASSERT_TRUE(each.succeeded());
+    EXPECT_EQ(each.partition->cellStarts,
+              (std::vector<unsigned>{0, 1, 2, 3, 4, 5}));
+  }
+}
+
+TEST(PartitionerTest, Deterministic) {
+  std::mt19937_64 rng(7);
+  for (PartitionObjective objective :
+       {PartitionObjective::Variance, PartitionObjective::Bottleneck}) {
+    PartitionProblem problem = problemFromCompute({}, 24, objective);
+    for (unsigned i = 0; i < 3000; ++i)
+      problem.layers.push_back({"x", uniform(rng, 0, 3), 0, 0});
+    problem.cutBytes.assign(3001, 0);
+    for (uint64_t &cut : problem.cutBytes)
+      cut = uniform(rng, 0, 2);
+    PartitionOutcome first = partitionLayers(problem);
+    PartitionOutcome second = partitionLayers(problem);
+    ASSERT_TRUE(first.succeeded() && second.succeeded());
+    EXPECT_EQ(first.partition->cellStarts, second.partition->cellStarts);
+    EXPECT_EQ(first.partition->cellCompute, second.partition->cellCompute);
+    EXPECT_EQ(first.partition->totalCutBytes,
+              second.partition->totalCutBytes);
+  }
+}
+
+} // namespace
