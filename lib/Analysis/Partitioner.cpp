@@ -314,10 +314,17 @@ std::vector<unsigned> solveVariance(const CellCosts &costs, unsigned numCells,
   if (numCells == 1)
     return {0};
 
-  // The monotone lower bound of reach() on which divide and conquer runs.
+  // Cells can start only where the layer alone fits ("live" starts). Over
+  // those, lowReach is the monotone lower bound of reach() on which divide
+  // and conquer runs; it stays past each start since reach() does.
+  std::vector<unsigned> liveStarts;
+  for (unsigned i = 0; i < numLayers; ++i)
+    if (reach[i] > i)
+      liveStarts.push_back(i);
   std::vector<unsigned> lowReach(reach);
-  for (unsigned i = numLayers - 1; i-- > 0;)
-    lowReach[i] = std::min(lowReach[i], lowReach[i + 1]);
+  for (size_t n = liveStarts.size(); n-- > 1;)
+    lowReach[liveStarts[n - 1]] =
+        std::min(lowReach[liveStarts[n - 1]], lowReach[liveStarts[n]]);
 
   // Level k - 1 for the current level k, kept as the column term
   // h(j) = best(k - 1, j) + cutBytes[j].
@@ -329,7 +336,8 @@ std::vector<unsigned> solveVariance(const CellCosts &costs, unsigned numCells,
 
   ArgminTable argmins(numLayers, numCells);
   struct Task {
-    unsigned rowLo, rowHi, colLo, colHi;
+    size_t rowLo, rowHi;
+    unsigned colLo, colHi;
   };
   std::vector<Task> tasks;
   for (unsigned level = 2; level <= numCells; ++level) {
@@ -359,12 +367,27 @@ std::vector<unsigned> solveVariance(const CellCosts &costs, unsigned numCells,
       }
     };
 
-    // Divide and conquer over rows with an explicit stack (depth log L).
-    tasks.assign(1, {rowLo, rowHi, colLo, std::min(lowReach[rowHi], colHi)});
+    for (unsigned i = rowLo; i <= rowHi; ++i)
+      cur[i] = {0, 0, true};
+    // The live rows of this level are liveStarts[first, last).
+    size_t first = std::lower_bound(liveStarts.begin(), liveStarts.end(),
+                                    rowLo) -
+                   liveStarts.begin();
+    size_t last = std::upper_bound(liveStarts.begin(), liveStarts.end(),
+                                   rowHi) -
+                  liveStarts.begin();
+
+    // Divide and conquer over live rows with an explicit stack (depth
+    // log L); a task holds positions in liveStarts and a column range.
+    tasks.clear();
+    if (first < last)
+      tasks.push_back({first, last - 1, colLo,
+                       std::min(lowReach[liveStarts[last - 1]], colHi)});
     while (!tasks.empty()) {
       Task task = tasks.back();
       tasks.pop_back();
-      unsigned mid = task.rowLo + (task.rowHi - task.rowLo) / 2;
+      size_t midPos = task.rowLo + (task.rowHi - task.rowLo) / 2;
+      unsigned mid = liveStarts[midPos];
       unsigned lo = std::max(task.colLo, mid + 1);
       unsigned hi = std::min({task.colHi, lowReach[mid], colHi});
       assert(lo <= hi && "staircase rows always have a column");
@@ -373,15 +396,16 @@ std::vector<unsigned> solveVariance(const CellCosts &costs, unsigned numCells,
       scan(mid, lo, hi, bestEnd, best);
       argmins.at(level, mid) = bestEnd;
       cur[mid] = best;
-      if (mid > task.rowLo)
-        tasks.push_back({task.rowLo, mid - 1, task.colLo, bestEnd});
-      if (mid < task.rowHi)
-        tasks.push_back({mid + 1, task.rowHi, bestEnd, task.colHi});
+      if (midPos > task.rowLo)
+        tasks.push_back({task.rowLo, midPos - 1, task.colLo, bestEnd});
+      if (midPos < task.rowHi)
+        tasks.push_back({midPos + 1, task.rowHi, bestEnd, task.colHi});
     }
 
     // Ends past the staircase; they are right of every staircase column, so
     // only a strictly better value replaces the staircase's leftmost argmin.
-    for (unsigned i = rowLo; i <= rowHi; ++i) {
+    for (size_t pos = first; pos < last; ++pos) {
+      unsigned i = liveStarts[pos];
       unsigned lo = std::min(lowReach[i], colHi) + 1;
       unsigned hi = std::min(reach[i], colHi);
       if (lo > hi)
@@ -584,15 +608,19 @@ PartitionOutcome gpipe::partitionLayers(const PartitionProblem &problem) {
   std::vector<unsigned> reach(count, count);
   if (problem.memoryCap) {
     uint64_t cap = *problem.memoryCap;
-    for (unsigned i = 0; i < count; ++i) {
-      uint64_t alone = cellMemory(problem, i, i + 1);
-      if (alone > cap)
+    reach = costs.reach(cap);
+    // A layer whose own cell is too big may still fit inside a cell that
+    // starts earlier (fewer cut bytes), so it is only hopeless when no cell
+    // holding it fits: no start b <= i reaches past it.
+    for (unsigned i = 0, farthest = 0; i < count; ++i) {
+      farthest = std::max(farthest, reach[i]);
+      if (farthest <= i)
         return failure("layer '" + problem.layers[i].name + "' (#" +
-                       toString(i) + ") needs " + toString(alone) +
+                       toString(i) + ") needs " +
+                       toString(cellMemory(problem, i, i + 1)) +
                        " bytes on its own, more than the memory cap of " +
                        toString(cap) + " bytes");
     }
-    reach = costs.reach(cap);
     if (!splitsExactly(reach, numCells))
       return failure("no partition into " + countOf(numCells, "cell") +
                      " fits the memory cap of " + toString(cap) +

@@ -76,14 +76,18 @@ struct Expected {
   U128 cutBytes = 0;
 };
 
-/// The error for a layer that alone exceeds the cap, if any.
+/// The error for the first layer that no cell fitting the cap can hold, if
+/// any. The smallest cells holding layer i are [b, i + 1), b <= i; with
+/// cutBytes they are not always bigger than the layer alone.
 std::string singleLayerError(const PartitionProblem &problem) {
   if (!problem.memoryCap)
     return "";
   for (unsigned i = 0; i < problem.layers.size(); ++i) {
-    U128 memory = referenceMemory(problem, i, i + 1);
-    if (memory > *problem.memoryCap)
-      return layerTooBigMessage(problem, i, memory);
+    bool placeable = false;
+    for (unsigned b = 0; b <= i; ++b)
+      placeable |= fitsCap(problem, referenceMemory(problem, b, i + 1));
+    if (!placeable)
+      return layerTooBigMessage(problem, i, referenceMemory(problem, i, i + 1));
   }
   return "";
 }
@@ -590,6 +594,33 @@ TEST(PartitionerTest, ErrorLayerExceedsCap) {
   EXPECT_FALSE(outcome.succeeded());
   EXPECT_EQ(outcome.error, "layer 'fc2' (#1) needs 5200 bytes on its own, "
                            "more than the memory cap of 4096 bytes");
+}
+
+// Layer 1 alone needs 40 + 100 bytes (cutBytes[1]) but fits in [0, 2) with
+// 80 bytes, so a cap of 100 is no error for it: [0, 2) | [2, 3) fits.
+TEST(PartitionerTest, LayerTooBigAloneButFitsInALargerCell) {
+  PartitionProblem problem =
+      problemFromCompute({1, 1, 1}, 2, PartitionObjective::Variance);
+  for (LayerCost &layer : problem.layers)
+    layer.paramBytes = 10;
+  problem.cutBytes = {0, 100, 0, 0};
+  problem.memoryCap = 100;
+  PartitionOutcome outcome = partitionLayers(problem);
+  ASSERT_TRUE(outcome.succeeded()) << outcome.error;
+  EXPECT_EQ(outcome.partition->cellStarts, (std::vector<unsigned>{0, 2}));
+  EXPECT_EQ(outcome.partition->cellMemory, (std::vector<uint64_t>{80, 40}));
+  // Into 3 cells layer 1 must stand alone: the smallest cap is 140.
+  problem.numCells = 3;
+  outcome = partitionLayers(problem);
+  EXPECT_EQ(outcome.error, "no partition into 3 cells fits the memory cap of "
+                           "100 bytes; the smallest cap that fits is 140 "
+                           "bytes");
+  // Cells [0, 2) and [1, 2) both exceed 79 bytes: layer 1 cannot be placed.
+  problem.numCells = 2;
+  problem.memoryCap = 79;
+  outcome = partitionLayers(problem);
+  EXPECT_EQ(outcome.error, "layer 'layer1' (#1) needs 140 bytes on its own, "
+                           "more than the memory cap of 79 bytes");
 }
 
 TEST(PartitionerTest, ErrorNoPartitionFits) {

@@ -149,10 +149,13 @@ struct FormStagesPass
           cell + 1 < numStages ? SmallVector<Value>(crossing[cell + 1])
                                : SmallVector<Value>{loss};
 
+      // A stage has a cost only when each of its layers has one.
       CostAttr cost = CostAttr::get(model.getContext(), 0, 0, 0);
-      for (LayerOp layer : layers)
-        if (CostAttr layerCost = getCost(layer))
-          cost = addCosts(model.getContext(), cost, layerCost);
+      for (LayerOp layer : layers) {
+        CostAttr layerCost = getCost(layer);
+        cost = layerCost && cost ? addCosts(model.getContext(), cost, layerCost)
+                                 : CostAttr();
+      }
 
       builder.setInsertionPoint(layers.front());
       auto stage = StageOp::create(
