@@ -1,0 +1,117 @@
+// gpipe-estimate-cost fills in FLOPs, parameter bytes and activation bytes from shapes (values worked out by hand in the comments), and never replaces a cost the user wrote.
+// RUN: gpipe-opt %s -split-input-file -gpipe-estimate-cost | FileCheck %s
+
+// dense 4x8 * 8x16 + bias: 2*4*8*16 + 4*16 = 1088 FLOPs; params (8*16 + 16) * 4 B = 576; result 4*16*4 B = 256.
+// relu: 64 FLOPs, 256 B. The layer sums its ops and counts each parameter once.
+// CHECK-LABEL: gpipe.model @dense
+// CHECK: gpipe.layer "fc" -> tensor<4x16xf32> attributes {cost = #gpipe.cost<flops = 1152, param_bytes = 576, activation_bytes = 512>}
+// CHECK: gpipe.dense {{.*}} {cost = #gpipe.cost<flops = 1088, param_bytes = 576, activation_bytes = 256>}
+// CHECK: gpipe.relu {{.*}} {cost = #gpipe.cost<flops = 64, param_bytes = 0, activation_bytes = 256>}
+gpipe.model @dense batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xf32>
+  %h = gpipe.layer "fc" -> tensor<4x16xf32> {
+    %w = gpipe.param "w" glorot_uniform : tensor<8x16xf32>
+    %b = gpipe.param "b" zeros : tensor<16xf32>
+    %0 = gpipe.dense %x, %w, %b : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    %1 = gpipe.relu %0 : tensor<4x16xf32>
+    gpipe.yield %1 : tensor<4x16xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %h, %h : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+// A cost written on an op is kept and summed into its layer; a cost written on a layer is kept while its ops are still filled in.
+// CHECK-LABEL: gpipe.model @user
+// CHECK: gpipe.layer "mixed" -> tensor<4x16xf32> attributes {cost = #gpipe.cost<flops = 1007, param_bytes = 0, activation_bytes = 256>}
+// CHECK: gpipe.relu {{.*}} {cost = #gpipe.cost<flops = 1000, param_bytes = 0, activation_bytes = 0>}
+// CHECK: gpipe.tanh {{.*}} {cost = #gpipe.cost<flops = 7, param_bytes = 0, activation_bytes = 256>}
+// CHECK: gpipe.layer "pinned" -> tensor<f32> attributes {cost = #gpipe.cost<flops = 5, param_bytes = 6, activation_bytes = 7>}
+// CHECK: gpipe.mse_loss {{.*}} {cost = #gpipe.cost<flops = 192, param_bytes = 0, activation_bytes = 4>}
+gpipe.model @user batch 4 {
+  %x = gpipe.input "x" : tensor<4x16xf32>
+  %h = gpipe.layer "mixed" -> tensor<4x16xf32> {
+    %0 = gpipe.relu %x {cost = #gpipe.cost<flops = 1000, param_bytes = 0, activation_bytes = 0>} : tensor<4x16xf32>
+    %1 = gpipe.tanh %0 {cost = #gpipe.cost<flops = 7, param_bytes = 0, activation_bytes = 256>} : tensor<4x16xf32>
+    gpipe.yield %1 : tensor<4x16xf32>
+  }
+  %l = gpipe.layer "pinned" -> tensor<f32> attributes {cost = #gpipe.cost<flops = 5, param_bytes = 6, activation_bytes = 7>} {
+    %0 = gpipe.mse_loss %h, %h : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+// Transformer ops on [B=2, S=4, D=8] with 2 heads.
+// embedding: 2*4*8 = 64 copied elements; table 10*8*4 B = 320; result 256 B.
+// layer_norm: 8 FLOPs per element = 512; params 2*8*4 B = 64.
+// attention: QKV 2*2*4*8*24 = 3072, scores 2*2*16*8 = 512, weighted sum 512, output 2*2*4*8*8 = 1024,
+//   softmax 5*2*2*16 = 320, total 5440; params (8*24 + 8*8)*4 B = 1024;
+//   kept: result 256 + (q,k,v 192 + weights 2*2*16 = 64 + context 64) * 4 B = 1280, total 1536.
+// gelu 8*64 = 512; dropout 2*64 = 128 FLOPs and a one-byte mask per element (256 + 64 B); add 64.
+// dense to 10 classes without bias: 2*8*8*10 = 1280 FLOPs, params 320 B, result 320 B.
+// softmax_cross_entropy on 8x10 logits: 5*80 = 400 FLOPs, a 4 B scalar.
+// CHECK-LABEL: gpipe.model @transformer
+// CHECK: gpipe.embedding {{.*}} {cost = #gpipe.cost<flops = 64, param_bytes = 320, activation_bytes = 256>}
+// CHECK: gpipe.layer_norm {{.*}} {cost = #gpipe.cost<flops = 512, param_bytes = 64, activation_bytes = 256>}
+// CHECK: gpipe.attention {{.*}} {cost = #gpipe.cost<flops = 5440, param_bytes = 1024, activation_bytes = 1536>}
+// CHECK: gpipe.gelu {{.*}} {cost = #gpipe.cost<flops = 512, param_bytes = 0, activation_bytes = 256>}
+// CHECK: gpipe.dropout {{.*}} {cost = #gpipe.cost<flops = 128, param_bytes = 0, activation_bytes = 320>}
+// CHECK: gpipe.add {{.*}} {cost = #gpipe.cost<flops = 64, param_bytes = 0, activation_bytes = 256>}
+// CHECK: gpipe.dense {{.*}} {cost = #gpipe.cost<flops = 1280, param_bytes = 320, activation_bytes = 320>}
+// CHECK: gpipe.softmax_cross_entropy {{.*}} {cost = #gpipe.cost<flops = 400, param_bytes = 0, activation_bytes = 4>}
+gpipe.model @transformer batch 2 {
+  %ids = gpipe.input "ids" : tensor<2x4xi32>
+  %labels = gpipe.input "labels" : tensor<2x4xi32>
+  %e = gpipe.layer "embed" -> tensor<2x4x8xf32> {
+    %t = gpipe.param "table" normal scale 0.02 : tensor<10x8xf32>
+    %0 = gpipe.embedding %ids, %t : (tensor<2x4xi32>, tensor<10x8xf32>) -> tensor<2x4x8xf32>
+    gpipe.yield %0 : tensor<2x4x8xf32>
+  }
+  %blk = gpipe.layer "block" -> tensor<2x4x8xf32> {
+    %g = gpipe.param "ln.g" ones : tensor<8xf32>
+    %b = gpipe.param "ln.b" zeros : tensor<8xf32>
+    %wqkv = gpipe.param "wqkv" glorot_uniform : tensor<8x24xf32>
+    %wo = gpipe.param "wo" glorot_uniform : tensor<8x8xf32>
+    %0 = gpipe.layer_norm %e, %g, %b : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %1 = gpipe.attention %0, %wqkv, %wo heads 2 causal : (tensor<2x4x8xf32>, tensor<8x24xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+    %2 = gpipe.gelu %1 : tensor<2x4x8xf32>
+    %3 = gpipe.dropout %2 rate 1.000000e-01 seed 3 : tensor<2x4x8xf32>
+    %4 = gpipe.add %3, %e : tensor<2x4x8xf32>
+    gpipe.yield %4 : tensor<2x4x8xf32>
+  }
+  %loss = gpipe.layer "head" -> tensor<f32> {
+    %w = gpipe.param "head.w" glorot_uniform : tensor<8x10xf32>
+    %0 = gpipe.dense %blk, %w : (tensor<2x4x8xf32>, tensor<8x10xf32>) -> tensor<2x4x10xf32>
+    %1 = gpipe.softmax_cross_entropy %0, %labels : (tensor<2x4x10xf32>, tensor<2x4xi32>) -> tensor<f32>
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %loss : tensor<f32>
+}
+
+// -----
+
+// bf16 halves every byte count; FLOPs do not change. softmax 5 FLOPs per element.
+// CHECK-LABEL: gpipe.model @half
+// CHECK: gpipe.dense {{.*}} {cost = #gpipe.cost<flops = 1024, param_bytes = 256, activation_bytes = 128>}
+// CHECK: gpipe.softmax {{.*}} {cost = #gpipe.cost<flops = 320, param_bytes = 0, activation_bytes = 128>}
+gpipe.model @half batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xbf16>
+  %h = gpipe.layer "fc" -> tensor<4x16xbf16> {
+    %w = gpipe.param "w" glorot_uniform : tensor<8x16xbf16>
+    %0 = gpipe.dense %x, %w : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16>
+    %1 = gpipe.softmax %0 : tensor<4x16xbf16>
+    gpipe.yield %1 : tensor<4x16xbf16>
+  }
+  %l = gpipe.layer "loss" -> tensor<bf16> {
+    %0 = gpipe.mse_loss %h, %h : (tensor<4x16xbf16>, tensor<4x16xbf16>) -> tensor<bf16>
+    gpipe.yield %0 : tensor<bf16>
+  }
+  gpipe.return %l : tensor<bf16>
+}
