@@ -420,6 +420,32 @@ void runPlainDpCases(PartitionObjective objective, uint64_t seed) {
   }
 }
 
+/// Mostly zero compute and zero cuts (so many splits tie exactly), with a
+/// few huge cuts that cut short the cells starting there: exercises the tie
+/// rules where the variance search leaves its monotone staircase.
+void runTieHeavyCases(PartitionObjective objective, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (unsigned n = 0; n < 300; ++n) {
+    unsigned numLayers = uniform(rng, 10, 60);
+    unsigned numCells = uniform(rng, 2, 8);
+    PartitionProblem problem;
+    problem.numCells = numCells;
+    problem.objective = objective;
+    problem.memoryModel = {1, 1, true};
+    for (unsigned i = 0; i < numLayers; ++i)
+      problem.layers.push_back(
+          {"t" + std::to_string(i), uniform(rng, 0, 3) == 0, 1, 0});
+    for (unsigned i = 0; i <= numLayers; ++i)
+      problem.cutBytes.push_back(uniform(rng, 0, 3) == 0 ? uniform(rng, 5, 20)
+                                                         : 0);
+    problem.memoryCap = uniform(rng, 20, 30);
+    expectMatches(problem, partitionLayers(problem), plainDp(problem, nullptr),
+                  "case " + std::to_string(n));
+    if (::testing::Test::HasFailure())
+      return;
+  }
+}
+
 PartitionProblem problemFromCompute(const std::vector<uint64_t> &compute,
                                     unsigned numCells,
                                     PartitionObjective objective) {
@@ -450,6 +476,14 @@ TEST(PartitionerTest, MatchesPlainDpVariance) {
 
 TEST(PartitionerTest, MatchesPlainDpBottleneck) {
   runPlainDpCases(PartitionObjective::Bottleneck, 4242);
+}
+
+TEST(PartitionerTest, MatchesPlainDpOnTiesVariance) {
+  runTieHeavyCases(PartitionObjective::Variance, 99);
+}
+
+TEST(PartitionerTest, MatchesPlainDpOnTiesBottleneck) {
+  runTieHeavyCases(PartitionObjective::Bottleneck, 999);
 }
 
 // Costs 1..10 (total 55) into 3 cells. Bottleneck: 20 is infeasible (greedy
