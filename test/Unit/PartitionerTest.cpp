@@ -149,7 +149,7 @@ Expected bruteForce(const PartitionProblem &problem, U128 *smallestCap) {
 
 /// Plain suffix DP: O(K L^2). Level k, start i: best split of [i, L) into k
 /// cells, ties broken towards the earliest end of the first cell.
-/// Also returns, through `smallestCap`, the least max cell memory.
+/// With `smallestCap`, only computes the least max cell memory into it.
 Expected plainDp(const PartitionProblem &problem, U128 *smallestCap) {
   unsigned numLayers = problem.layers.size(), numCells = problem.numCells;
   const CellMemoryModel &model = problem.memoryModel;
@@ -161,10 +161,16 @@ Expected plainDp(const PartitionProblem &problem, U128 *smallestCap) {
     activations[i + 1] = activations[i] + problem.layers[i].activationBytes;
   }
   U128 microbatches = std::max<uint64_t>(model.numMicrobatches, 1);
+  std::vector<U128> memoryTable((numLayers + 1) * (numLayers + 1));
+  for (unsigned i = 0; i < numLayers; ++i)
+    for (unsigned j = i + 1; j <= numLayers; ++j) {
+      U128 a = activations[j] - activations[i];
+      memoryTable[i * (numLayers + 1) + j] =
+          model.paramCopies * (params[j] - params[i]) + problem.cutBytes[i] +
+          (model.rematerialize ? (a + microbatches - 1) / microbatches : a);
+    }
   auto memory = [&](unsigned i, unsigned j) {
-    U128 a = activations[j] - activations[i];
-    return model.paramCopies * (params[j] - params[i]) + problem.cutBytes[i] +
-           (model.rematerialize ? (a + microbatches - 1) / microbatches : a);
+    return memoryTable[i * (numLayers + 1) + j];
   };
   auto cost = [&](unsigned i, unsigned j) { return compute[j] - compute[i]; };
   auto cellOk = [&](unsigned i, unsigned j) {
@@ -212,14 +218,21 @@ Expected plainDp(const PartitionProblem &problem, U128 *smallestCap) {
   Expected expected;
   expected.error = singleLayerError(problem);
   // The least max memory, for the error message.
-  Pair leastMax = solve(
-      [&](unsigned i, unsigned j) { return std::optional<U128>(memory(i, j)); },
-      [](U128 first, Pair rest, unsigned) {
-        return Pair{std::max(first, rest.first), 0};
-      },
-      nullptr);
-  if (smallestCap)
-    *smallestCap = leastMax.first;
+  auto leastMaxMemory = [&] {
+    return solve(
+               [&](unsigned i, unsigned j) {
+                 return std::optional<U128>(memory(i, j));
+               },
+               [](U128 first, Pair rest, unsigned) {
+                 return Pair{std::max(first, rest.first), 0};
+               },
+               nullptr)
+        .first;
+  };
+  if (smallestCap) {
+    *smallestCap = leastMaxMemory();
+    return expected;
+  }
   if (problem.objective == PartitionObjective::Variance) {
     Pair best = solve(
         [&](unsigned i, unsigned j) -> std::optional<U128> {
@@ -235,7 +248,7 @@ Expected plainDp(const PartitionProblem &problem, U128 *smallestCap) {
     expected.objective = best.first;
     expected.cutBytes = best.second;
     if (best.first == none && expected.error.empty())
-      expected.error = noPartitionMessage(problem, leastMax.first);
+      expected.error = noPartitionMessage(problem, leastMaxMemory());
     return expected;
   }
   Pair bottleneck = solve(
@@ -250,7 +263,7 @@ Expected plainDp(const PartitionProblem &problem, U128 *smallestCap) {
       nullptr);
   if (bottleneck.first == none) {
     if (expected.error.empty())
-      expected.error = noPartitionMessage(problem, leastMax.first);
+      expected.error = noPartitionMessage(problem, leastMaxMemory());
     return expected;
   }
   Pair cuts = solve(

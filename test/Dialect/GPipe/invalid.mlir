@@ -4,7 +4,7 @@
 // A model's batch must be positive.
 // expected-error @+1 {{'gpipe.model' op attribute 'batch' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
 gpipe.model @m batch 0 {
-  %x = gpipe.input "x" : tensor<0x8xf32>
+  %x = gpipe.input "x" : tensor<4x8xf32>
   %l = gpipe.layer "loss" -> tensor<f32> {
     %0 = gpipe.mse_loss %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
     gpipe.yield %0 : tensor<f32>
@@ -249,7 +249,7 @@ gpipe.model @m batch 4 {
 gpipe.model @m batch 4 {
   %x = gpipe.input "x" : tensor<4x8xf32>
   %l = gpipe.layer "loss" -> tensor<f32> {
-    // expected-error @+2 {{expected gpipe::InitKind to be one of: zeros, ones, normal, uniform, glorot_uniform}}
+    // expected-error @+2 {{expected ::gpipe::InitKind to be one of: zeros, ones, normal, uniform, glorot_uniform}}
     // expected-error @+1 {{failed to parse GPipe_InitKindAttr parameter 'value' which is to be a `::gpipe::InitKind`}}
     %w = gpipe.param "w" xavier : tensor<8x8xf32>
     %0 = gpipe.mse_loss %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
@@ -596,6 +596,22 @@ gpipe.model @m batch 4 {
 
 // -----
 
+// dense needs a static input (a received value may be dynamic).
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xf32>
+  %dyn = gpipe.recv from 0 to 1 channel 0 : tensor<?x8xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %w = gpipe.param "w" zeros : tensor<8x2xf32>
+    // expected-error @+1 {{'gpipe.dense' op expects a static input of rank >= 1, got 'tensor<?x8xf32>'}}
+    %0 = gpipe.dense %dyn, %w : (tensor<?x8xf32>, tensor<8x2xf32>) -> tensor<?x2xf32>
+    %loss = gpipe.mse_loss %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
 // dense needs a weight of rank 2.
 gpipe.model @m batch 4 {
   %x = gpipe.input "x" : tensor<4x8xf32>
@@ -883,8 +899,24 @@ gpipe.model @m batch 4 {
   %l = gpipe.layer "l" -> tensor<f32> {
     %qkv = gpipe.param "qkv" glorot_uniform : tensor<8x24xf32>
     %out = gpipe.param "out" glorot_uniform : tensor<8x8xf32>
-    // expected-error @+1 {{'gpipe.attention' op expects an input of rank 3 [batch, sequence, width], got 'tensor<4x8xf32>'}}
+    // expected-error @+1 {{'gpipe.attention' op expects a static input of rank 3 [batch, sequence, width], got 'tensor<4x8xf32>'}}
     %0 = gpipe.attention %x, %qkv, %out heads 2 : (tensor<4x8xf32>, tensor<8x24xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %loss = gpipe.mse_loss %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+// attention needs a static input (a received value may be dynamic).
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xf32>
+  %dyn = gpipe.recv from 0 to 1 channel 0 : tensor<4x16x?xf32>
+  %w = gpipe.recv from 0 to 1 channel 1 : tensor<?x?xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    // expected-error @+1 {{'gpipe.attention' op expects a static input of rank 3 [batch, sequence, width], got 'tensor<4x16x?xf32>'}}
+    %0 = gpipe.attention %dyn, %w, %w heads 4 : (tensor<4x16x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<4x16x?xf32>
     %loss = gpipe.mse_loss %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
     gpipe.yield %loss : tensor<f32>
   }

@@ -271,9 +271,11 @@ LogicalResult EmbeddingOp::verify() {
 
 LogicalResult AttentionOp::verify() {
   RankedTensorType input = tensorType(getInput());
-  if (input.getRank() != 3)
-    return emitOpError() << "expects an input of rank 3 [batch, sequence, "
-                            "width], got "
+  // A dynamic width would make the weight checks below compare against
+  // ShapedType::kDynamic (and overflow computing 3 * width).
+  if (input.getRank() != 3 || !input.hasStaticShape())
+    return emitOpError() << "expects a static input of rank 3 [batch, "
+                            "sequence, width], got "
                          << input;
   int64_t width = input.getDimSize(2);
   auto expectWeight = [&](StringRef what, Value value,

@@ -26,29 +26,55 @@ namespace {
 using ChannelTypes = SmallVector<SmallVector<RankedTensorType>>;
 } // namespace
 
-/// Reads the stages and their channels; fails unless every value passed
-/// between stages goes through a send/recv pair.
+/// Reads the stages and their channels; fails unless the model is fully
+/// staged (every layer in a stage, stage i the i-th stage of the body) and
+/// every value passed between stages goes through a send/recv pair whose
+/// channel number is the producing stage's result number, as
+/// gpipe-insert-send-recv writes them. Channels are split per micro-batch, so
+/// each must have the batch as its leading dimension.
 static FailureOr<ChannelTypes> readChannels(ModelOp model,
                                             ArrayRef<StageOp> stages) {
   if (stages.empty())
     return model.emitOpError()
            << "has no stages; run gpipe-form-stages and "
               "gpipe-insert-send-recv first";
+  for (LayerOp layer : model.getBody().front().getOps<LayerOp>())
+    return layer.emitOpError()
+           << "is not in a stage; run gpipe-form-stages first";
+  for (auto [position, stage] : llvm::enumerate(stages))
+    if (stage.getIndex() != position)
+      return stage.emitOpError()
+             << "expects index " << position
+             << " (its position among the stages), got " << stage.getIndex();
+
   ChannelTypes channels(stages.size() - 1);
   for (SendOp send : model.getBody().front().getOps<SendOp>()) {
     uint64_t from = send.getFrom();
+    uint64_t channel = send.getChannel();
     if (from + 1 >= stages.size())
       return send.emitOpError() << "sends from stage " << from
                                 << " but the last stage is "
                                 << stages.size() - 1;
+    auto result = dyn_cast<OpResult>(send.getValue());
+    if (!result || result.getOwner() != stages[from].getOperation() ||
+        result.getResultNumber() != channel)
+      return send.emitOpError()
+             << "expects to send result #" << channel << " of stage " << from
+             << " (channel i of a boundary carries result i of the stage)";
+    auto type = cast<RankedTensorType>(send.getValue().getType());
+    if (type.getRank() == 0 ||
+        type.getDimSize(0) != static_cast<int64_t>(model.getBatch()))
+      return send.emitOpError()
+             << "expects a channel with the batch size " << model.getBatch()
+             << " as leading dimension (it is split per micro-batch), got "
+             << type;
     auto &boundary = channels[from];
-    if (boundary.size() <= send.getChannel())
-      boundary.resize(send.getChannel() + 1);
-    if (boundary[send.getChannel()])
-      return send.emitOpError() << "reuses channel " << send.getChannel()
+    if (boundary.size() <= channel)
+      boundary.resize(channel + 1);
+    if (boundary[channel])
+      return send.emitOpError() << "reuses channel " << channel
                                 << " from stage " << from;
-    boundary[send.getChannel()] =
-        cast<RankedTensorType>(send.getValue().getType());
+    boundary[channel] = type;
   }
   for (auto [from, boundary] : llvm::enumerate(channels))
     for (auto [channel, type] : llvm::enumerate(boundary))
@@ -57,6 +83,35 @@ static FailureOr<ChannelTypes> readChannels(ModelOp model,
                << "has no channel " << channel << " from stage " << from
                << " to stage " << from + 1
                << "; channels of a boundary are numbered from 0";
+
+  // Every recv must be the other end of a send, with its type.
+  SmallVector<SmallVector<bool>> received(channels.size());
+  for (auto [from, boundary] : llvm::enumerate(channels))
+    received[from].assign(boundary.size(), false);
+  for (RecvOp recv : model.getBody().front().getOps<RecvOp>()) {
+    uint64_t from = recv.getFrom();
+    uint64_t channel = recv.getChannel();
+    if (from >= channels.size() || channel >= channels[from].size())
+      return recv.emitOpError()
+             << "receives channel " << channel << " from stage " << from
+             << ", which no gpipe.send sends";
+    if (received[from][channel])
+      return recv.emitOpError() << "receives channel " << channel
+                                << " from stage " << from << " twice";
+    received[from][channel] = true;
+    if (recv.getType() != channels[from][channel])
+      return recv.emitOpError()
+             << "expects the type " << channels[from][channel]
+             << " of channel " << channel << " from stage " << from
+             << ", got " << recv.getType();
+  }
+  for (auto [from, boundary] : llvm::enumerate(received))
+    for (auto [channel, seen] : llvm::enumerate(boundary))
+      if (!seen)
+        return model.emitOpError()
+               << "sends channel " << channel << " from stage " << from
+               << " to stage " << from + 1 << " but never receives it";
+
   for (StageOp stage : stages)
     for (Value input : stage.getInputs())
       if (auto producer = input.getDefiningOp<StageOp>())
