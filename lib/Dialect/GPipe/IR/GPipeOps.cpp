@@ -106,12 +106,14 @@ LogicalResult ModelOp::verify() {
   Value loss = getReturnOp().getLoss();
   if (loss.getDefiningOp() != lastComputing)
     return emitOpError()
-           << "expects the returned loss to be a result of the last "
-           << lastComputing->getName() << " in the body";
+           << "expects the returned loss to be a result of the last '"
+           << lastComputing->getName() << "' in the body";
   return success();
 }
 
 LogicalResult InputOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "expects a non-empty name";
   auto type = cast<RankedTensorType>(getType());
   auto model = (*this)->getParentOfType<ModelOp>();
   if (!type.hasStaticShape() || type.getRank() == 0 ||
@@ -123,6 +125,8 @@ LogicalResult InputOp::verify() {
 }
 
 LogicalResult ParamOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "expects a non-empty name";
   auto type = cast<RankedTensorType>(getType());
   if (!type.hasStaticShape())
     return emitOpError() << "expects a static shape, got " << type;
@@ -167,9 +171,9 @@ LogicalResult YieldOp::verify() {
   TypeRange expected = parent->getResultTypes();
   if (getValues().size() != expected.size())
     return emitOpError() << "expects " << expected.size()
-                         << " values matching the results of "
-                         << parent->getName() << ", got "
-                         << getValues().size();
+                         << (expected.size() == 1 ? " value" : " values")
+                         << " matching the results of '" << parent->getName()
+                         << "', got " << getValues().size();
   for (auto [i, pair] :
        llvm::enumerate(llvm::zip(getValues().getTypes(), expected))) {
     auto [actual, want] = pair;

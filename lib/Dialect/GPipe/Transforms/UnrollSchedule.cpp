@@ -41,8 +41,8 @@ static FailureOr<ChannelTypes> readChannels(ModelOp model,
   for (LayerOp layer : model.getBody().front().getOps<LayerOp>())
     return layer.emitOpError()
            << "is not in a stage; run gpipe-form-stages first";
-  for (auto [position, stage] : llvm::enumerate(stages))
-    if (stage.getIndex() != position)
+  for (auto [position, stageRef] : llvm::enumerate(stages))
+    if (StageOp stage = stageRef; stage.getIndex() != position)
       return stage.emitOpError()
              << "expects index " << position
              << " (its position among the stages), got " << stage.getIndex();
@@ -56,7 +56,7 @@ static FailureOr<ChannelTypes> readChannels(ModelOp model,
                                 << " but the last stage is "
                                 << stages.size() - 1;
     auto result = dyn_cast<OpResult>(send.getValue());
-    if (!result || result.getOwner() != stages[from].getOperation() ||
+    if (!result || result.getOwner() != StageOp(stages[from]).getOperation() ||
         result.getResultNumber() != channel)
       return send.emitOpError()
              << "expects to send result #" << channel << " of stage " << from

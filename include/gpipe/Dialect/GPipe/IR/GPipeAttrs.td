@@ -31,10 +31,6 @@ def GPipe_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
     I32EnumAttrCase<"Uniform", 3, "uniform">,
     I32EnumAttrCase<"GlorotUniform", 4, "glorot_uniform">]> {
   let cppNamespace = "::gpipe";
-  let genSpecializedAttr = 0;
-}
-def GPipe_InitKindAttr : EnumAttr<GPipe_Dialect, GPipe_InitKind, "init"> {
-  let assemblyFormat = "$value";
 }
 
 #endif // GPIPE_ATTRS_TD

@@ -71,7 +71,7 @@ def GPipe_InputOp : GPipe_Op<"input", [HasParent<"ModelOp">, Pure]> {
     ```
   }];
   let arguments = (ins StrAttr:$name);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -87,7 +87,7 @@ def GPipe_ParamOp : GPipe_Op<"param", [HasParent<"LayerOp">, Pure]> {
     %e = gpipe.param "emb" normal scale 0.02 : tensor<96x64xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$name, GPipe_InitKindAttr:$init,
+  let arguments = (ins StrAttr:$name, GPipe_InitKind:$init,
                        OptionalAttr<F64Attr>:$scale);
   let results = (outs GPipe_FloatTensor:$result);
   let assemblyFormat =
@@ -112,7 +112,7 @@ def GPipe_LayerOp : GPipe_Op<"layer", [
   }];
   let arguments = !con((ins StrAttr:$name, OptionalAttr<NonNegI64>:$cell),
                        CostArg);
-  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let results = (outs Variadic<AnyStaticShapeTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat =
       "$name (`->` type($results)^)? attr-dict-with-keyword $body";
@@ -139,10 +139,10 @@ def GPipe_StageOp : GPipe_Op<"stage", [
     ```
   }];
   let arguments = !con((ins SymbolNameAttr:$sym_name, NonNegI64:$index,
-                            Variadic<AnyRankedTensor>:$inputs,
+                            Variadic<AnyStaticShapeTensor>:$inputs,
                             OptionalAttr<I64Attr>:$memory_bytes),
                        CostArg);
-  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let results = (outs Variadic<AnyStaticShapeTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `index` $index ` ` `(` $inputs `)` attr-dict-with-keyword `:`
@@ -180,7 +180,7 @@ def GPipe_SendOp : GPipe_Op<"send", [HasParent<"ModelOp">]> {
     %r = gpipe.recv from 0 to 1 channel 0 : tensor<32x256xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$value, NonNegI64:$from, NonNegI64:$to,
+  let arguments = (ins AnyStaticShapeTensor:$value, NonNegI64:$from, NonNegI64:$to,
                        NonNegI64:$channel);
   let assemblyFormat = [{
     $value `from` $from `to` $to `channel` $channel attr-dict `:` type($value)
@@ -191,7 +191,7 @@ def GPipe_SendOp : GPipe_Op<"send", [HasParent<"ModelOp">]> {
 def GPipe_RecvOp : GPipe_Op<"recv", [HasParent<"ModelOp">]> {
   let summary = "receives a value sent by the previous stage";
   let arguments = (ins NonNegI64:$from, NonNegI64:$to, NonNegI64:$channel);
-  let results = (outs AnyRankedTensor:$result);
+  let results = (outs AnyStaticShapeTensor:$result);
   let assemblyFormat = [{
     `from` $from `to` $to `channel` $channel attr-dict `:` type($result)
   }];
@@ -423,7 +423,7 @@ class GPipe_TransferOp<string mnemonic, string peerWord, string text>
     : GPipe_InstrOp<mnemonic> {
   let summary = text;
   let arguments = (ins NonNegI64:$peer, NonNegI64:$mb, NonNegI64:$channel,
-                       TypeAttrOf<AnyRankedTensor>:$type);
+                       TypeAttrOf<AnyStaticShapeTensor>:$type);
   let assemblyFormat = "`" # peerWord # "` $peer `mb` $mb `channel` $channel "
                        "attr-dict `:` $type";
 }
