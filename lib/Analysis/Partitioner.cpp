@@ -8,20 +8,23 @@
 // optima, because both (sum of squares, cut bytes) and cut bytes alone add up
 // cell by cell and their lexicographic order is translation invariant.
 //
-// Variance (sum of squared cell compute), O(K L log L + K G) time:
+// Variance (sum of squared cell compute), O(K L log L) time without a cap:
 //   the cost of the first cell (S[j] - S[i])^2 plus anything that depends
 //   only on j is a Monge matrix, so the leftmost argmin is nondecreasing in i
 //   and divide-and-conquer DP optimisation finds all of a level's argmins with
-//   O(L log L) evaluations. This holds on a "staircase" (cells (i, end(i)]
-//   with end() nondecreasing in i), but the memory cap gives every start i a
-//   last end R(i) that is not monotone: cutBytes[i] counts in the cell that
-//   starts at i. So the divide and conquer runs on the monotone lower bound
-//   Rs(i) = min over i' >= i of R(i'), and the few ends in (Rs(i), R(i)] are
-//   scanned directly. G, the sum of R(i) - Rs(i), is 0 without a cap and small
-//   when the cut bytes vary little next to a cell's memory; in the worst case
-//   it is L * W (W the most layers a cell can hold), i.e. the plain windowed DP.
+//   O(L log L) evaluations. This needs a "staircase" (ends (i, end(i)] with
+//   end() nondecreasing in i), but under a memory cap the last end R(i) of a
+//   cell starting at i is not monotone: cutBytes[i] counts in that cell. The
+//   search therefore peels rows (see solveVariance): two rounds on the running
+//   max of R, which settle every row whose relaxed argmin fits its own R, then
+//   one on the running min of R for the rest, plus a direct scan of their
+//   ends beyond it. Each round is O(L log L); the scan is small unless many
+//   rows are left whose R drops far below a later row's, and is bounded by
+//   O(L W) per level (W the most layers a cell can hold), the plain windowed
+//   DP. E.g. a near-cap cut every 50 layers only leaves the rows starting at
+//   those cuts for the later rounds, and their windows are short.
 //
-// Bottleneck (largest cell compute), O(L log L log C + K L log W) time:
+// Bottleneck (largest cell compute), O(L log W log C + K L log W) time:
 //   binary search on the bottleneck B over the compute range C. A cell
 //   starting at i may end anywhere in (i, E(i)], E(i) the last end within both
 //   B and the cap; with such interval transitions the achievable cell counts
@@ -93,7 +96,9 @@ std::string toString(U128 value) {
 std::string countOf(U128 count, const std::string &noun,
                     const std::string &plural = "") {
   return toString(count) + " " +
-         (count == 1 ? noun : plural.empty() ? noun + "s" : plural);
+         (count == 1       ? noun
+          : plural.empty() ? noun + "s"
+                           : plural);
 }
 
 uint64_t microbatchesOf(const CellMemoryModel &model) {
@@ -102,9 +107,8 @@ uint64_t microbatchesOf(const CellMemoryModel &model) {
 }
 
 U128 activationMemory(const CellMemoryModel &model, U128 activationBytes) {
-  return model.rematerialize
-             ? ceilDiv(activationBytes, microbatchesOf(model))
-             : activationBytes;
+  return model.rematerialize ? ceilDiv(activationBytes, microbatchesOf(model))
+                             : activationBytes;
 }
 
 /// Prefix sums of the layer arrays, so that a cell's compute and memory cost
@@ -138,11 +142,11 @@ public:
   /// Memory of [begin, end) without cutBytes[begin]; it only grows when the
   /// cell grows on either side.
   U128 bodyMemory(unsigned begin, unsigned end) const {
-    U128 params = saturatingMul(model.paramCopies,
-                                paramPrefix[end] - paramPrefix[begin]);
-    return saturatingAdd(
-        params, activationMemory(model, activationPrefix[end] -
-                                            activationPrefix[begin]));
+    U128 params =
+        saturatingMul(model.paramCopies, paramPrefix[end] - paramPrefix[begin]);
+    return saturatingAdd(params,
+                         activationMemory(model, activationPrefix[end] -
+                                                     activationPrefix[begin]));
   }
 
   U128 memory(unsigned begin, unsigned end) const {
@@ -237,7 +241,8 @@ template <typename Better> WindowBest<Better> makeWindowBest(Better better) {
 /// one per step, so it takes every count in [p, q].
 bool splitsExactly(const std::vector<unsigned> &ends, unsigned numCells) {
   unsigned numLayers = static_cast<unsigned>(ends.size());
-  std::vector<unsigned> fewest(numLayers + 1, kNone), most(numLayers + 1, kNone);
+  std::vector<unsigned> fewest(numLayers + 1, kNone),
+      most(numLayers + 1, kNone);
   fewest[numLayers] = most[numLayers] = 0;
   auto fewestBest = makeWindowBest(
       [&](unsigned a, unsigned b) { return fewest[a] < fewest[b]; });
@@ -307,26 +312,52 @@ struct VarianceValue {
   }
 };
 
+/// Row minima on a staircase by divide and conquer: for each rows[n]
+/// (increasing), the column argminOf picks in [rows[n] + 1, ends[n]], where
+/// ends is nondecreasing and ends[n] > rows[n]. Exact when the leftmost
+/// argmin is nondecreasing down the rows, as for a Monge cost with a
+/// column-only term. An explicit stack replaces recursion (depth log L).
+template <typename ArgminOf>
+void staircaseRowMinima(const std::vector<unsigned> &rows,
+                        const std::vector<unsigned> &ends,
+                        std::vector<unsigned> &argmins, ArgminOf argminOf) {
+  struct Task {
+    size_t rowLo, rowHi;
+    unsigned colLo, colHi;
+  };
+  argmins.resize(rows.size());
+  if (rows.empty())
+    return;
+  std::vector<Task> tasks{{0, rows.size() - 1, rows.front() + 1, ends.back()}};
+  while (!tasks.empty()) {
+    Task task = tasks.back();
+    tasks.pop_back();
+    size_t mid = task.rowLo + (task.rowHi - task.rowLo) / 2;
+    unsigned lo = std::max(task.colLo, rows[mid] + 1);
+    unsigned hi = std::min(task.colHi, ends[mid]);
+    assert(lo <= hi && "staircase rows always have a column");
+    unsigned best = argminOf(rows[mid], lo, hi);
+    argmins[mid] = best;
+    if (mid > task.rowLo)
+      tasks.push_back({task.rowLo, mid - 1, task.colLo, best});
+    if (mid < task.rowHi)
+      tasks.push_back({mid + 1, task.rowHi, best, task.colHi});
+  }
+}
+
 std::vector<unsigned> solveVariance(const CellCosts &costs, unsigned numCells,
                                     const std::vector<unsigned> &reach) {
   unsigned numLayers = costs.numLayers();
   const std::vector<uint64_t> &sums = costs.computeSums();
   if (numCells == 1)
     return {0};
-
-  // Cells can start only where the layer alone fits ("live" starts). Over
-  // those, lowReach is the monotone lower bound of reach() on which divide
-  // and conquer runs; it stays past each start since reach() does.
+  // Cells can start only where the layer alone fits.
   std::vector<unsigned> liveStarts;
   for (unsigned i = 0; i < numLayers; ++i)
     if (reach[i] > i)
       liveStarts.push_back(i);
-  std::vector<unsigned> lowReach(reach);
-  for (size_t n = liveStarts.size(); n-- > 1;)
-    lowReach[liveStarts[n - 1]] =
-        std::min(lowReach[liveStarts[n - 1]], lowReach[liveStarts[n]]);
 
-  // Level k - 1 for the current level k, kept as the column term
+  // Level k - 1 for the current level k, turned into the column term
   // h(j) = best(k - 1, j) + cutBytes[j].
   std::vector<VarianceValue> prev(numLayers + 1), cur(numLayers + 1);
   for (unsigned i = numCells - 1; i < numLayers; ++i) {
@@ -335,20 +366,16 @@ std::vector<unsigned> solveVariance(const CellCosts &costs, unsigned numCells,
   }
 
   ArgminTable argmins(numLayers, numCells);
-  struct Task {
-    size_t rowLo, rowHi;
-    unsigned colLo, colHi;
-  };
-  std::vector<Task> tasks;
+  std::vector<unsigned> rows, pending, ends, rowArgmins;
   for (unsigned level = 2; level <= numCells; ++level) {
     unsigned rowLo = numCells - level;
     unsigned rowHi = level == numCells ? 0 : numLayers - level;
     unsigned colLo = rowLo + 1, colHi = numLayers - level + 1;
     for (unsigned j = colLo; j <= colHi; ++j) {
       VarianceValue &h = prev[j];
-      h = h.infeasible ? VarianceValue{0, 0, true}
-                       : VarianceValue{h.sumSquares, h.cutBytes + costs.cut(j),
-                                       false};
+      h = h.infeasible
+              ? VarianceValue{0, 0, true}
+              : VarianceValue{h.sumSquares, h.cutBytes + costs.cut(j), false};
     }
     auto candidate = [&](unsigned i, unsigned j) {
       uint64_t cost = sums[j] - sums[i];
@@ -356,67 +383,69 @@ std::vector<unsigned> solveVariance(const CellCosts &costs, unsigned numCells,
       return VarianceValue{static_cast<U128>(cost) * cost + h.sumSquares,
                            h.cutBytes, h.infeasible};
     };
-    auto scan = [&](unsigned i, unsigned lo, unsigned hi, unsigned &bestEnd,
-                    VarianceValue &best) {
-      for (unsigned j = lo; j <= hi; ++j) {
+    auto argminOf = [&](unsigned i, unsigned lo, unsigned hi) {
+      unsigned bestEnd = lo;
+      VarianceValue best = candidate(i, lo);
+      for (unsigned j = lo + 1; j <= hi; ++j) {
         VarianceValue value = candidate(i, j);
-        if (bestEnd == kNone || value < best) {
+        if (value < best) {
           best = value;
           bestEnd = j;
         }
       }
+      return bestEnd;
+    };
+    auto limit = [&](unsigned i) { return std::min(reach[i], colHi); };
+    auto settle = [&](unsigned i, unsigned end) {
+      argmins.at(level, i) = end;
+      cur[i] = candidate(i, end);
     };
 
     for (unsigned i = rowLo; i <= rowHi; ++i)
       cur[i] = {0, 0, true};
-    // The live rows of this level are liveStarts[first, last).
-    size_t first = std::lower_bound(liveStarts.begin(), liveStarts.end(),
-                                    rowLo) -
-                   liveStarts.begin();
-    size_t last = std::upper_bound(liveStarts.begin(), liveStarts.end(),
-                                   rowHi) -
-                  liveStarts.begin();
-
-    // Divide and conquer over live rows with an explicit stack (depth
-    // log L); a task holds positions in liveStarts and a column range.
-    tasks.clear();
-    if (first < last)
-      tasks.push_back({first, last - 1, colLo,
-                       std::min(lowReach[liveStarts[last - 1]], colHi)});
-    while (!tasks.empty()) {
-      Task task = tasks.back();
-      tasks.pop_back();
-      size_t midPos = task.rowLo + (task.rowHi - task.rowLo) / 2;
-      unsigned mid = liveStarts[midPos];
-      unsigned lo = std::max(task.colLo, mid + 1);
-      unsigned hi = std::min({task.colHi, lowReach[mid], colHi});
-      assert(lo <= hi && "staircase rows always have a column");
-      unsigned bestEnd = kNone;
-      VarianceValue best{};
-      scan(mid, lo, hi, bestEnd, best);
-      argmins.at(level, mid) = bestEnd;
-      cur[mid] = best;
-      if (midPos > task.rowLo)
-        tasks.push_back({task.rowLo, midPos - 1, task.colLo, bestEnd});
-      if (midPos < task.rowHi)
-        tasks.push_back({midPos + 1, task.rowHi, bestEnd, task.colHi});
-    }
-
-    // Ends past the staircase; they are right of every staircase column, so
-    // only a strictly better value replaces the staircase's leftmost argmin.
-    for (size_t pos = first; pos < last; ++pos) {
-      unsigned i = liveStarts[pos];
-      unsigned lo = std::min(lowReach[i], colHi) + 1;
-      unsigned hi = std::min(reach[i], colHi);
-      if (lo > hi)
-        continue;
-      unsigned bestEnd = kNone;
-      VarianceValue best{};
-      scan(i, lo, hi, bestEnd, best);
-      if (best < cur[i]) {
-        cur[i] = best;
-        argmins.at(level, i) = bestEnd;
+    rows.assign(std::lower_bound(liveStarts.begin(), liveStarts.end(), rowLo),
+                std::upper_bound(liveStarts.begin(), liveStarts.end(), rowHi));
+    // The divide and conquer needs ends nondecreasing down the rows, which
+    // limit() is not. First peel: relax each row to the running max of
+    // limit(); a row whose relaxed argmin is within its own limit is solved
+    // (a leftmost argmin over a superset that lies in the subset). Without
+    // a cap every row is solved here. A huge cutBytes[i] shortens only the
+    // rows starting at i, so the leftover rows are few; peel once more among
+    // them, then finish on the running min (a subset of every row's window)
+    // plus a direct scan of each row's ends beyond it.
+    constexpr unsigned kPeelRounds = 2;
+    for (unsigned round = 0; !rows.empty(); ++round) {
+      bool finish = round == kPeelRounds;
+      ends.resize(rows.size());
+      if (!finish) {
+        for (size_t n = 0; n < rows.size(); ++n)
+          ends[n] = std::max(limit(rows[n]), n ? ends[n - 1] : 0);
+      } else {
+        for (size_t n = rows.size(); n-- > 0;)
+          ends[n] = std::min(limit(rows[n]),
+                             n + 1 < rows.size() ? ends[n + 1] : colHi);
       }
+      staircaseRowMinima(rows, ends, rowArgmins, argminOf);
+      pending.clear();
+      for (size_t n = 0; n < rows.size(); ++n) {
+        unsigned i = rows[n], end = rowArgmins[n];
+        if (!finish) {
+          if (end <= limit(i))
+            settle(i, end);
+          else
+            pending.push_back(i);
+          continue;
+        }
+        // Ends beyond the staircase lie right of it: only a strictly better
+        // value displaces the staircase's leftmost argmin.
+        if (ends[n] < limit(i)) {
+          unsigned beyond = argminOf(i, ends[n] + 1, limit(i));
+          if (candidate(i, beyond) < candidate(i, end))
+            end = beyond;
+        }
+        settle(i, end);
+      }
+      rows.swap(pending);
     }
     std::swap(prev, cur);
   }
@@ -441,8 +470,7 @@ std::vector<unsigned> boundedEnds(const CellCosts &costs, uint64_t bound,
   return ends;
 }
 
-std::vector<unsigned> solveBottleneck(const CellCosts &costs,
-                                      unsigned numCells,
+std::vector<unsigned> solveBottleneck(const CellCosts &costs, unsigned numCells,
                                       const std::vector<unsigned> &reach,
                                       bool hasCap) {
   unsigned numLayers = costs.numLayers();
@@ -481,8 +509,8 @@ std::vector<unsigned> solveBottleneck(const CellCosts &costs,
     for (unsigned j = rowLo + 1; j <= colHi; ++j)
       if (prev[j] != kInfeasible)
         prev[j] += costs.cut(j);
-    auto best =
-        makeWindowBest([&](unsigned a, unsigned b) { return prev[a] < prev[b]; });
+    auto best = makeWindowBest(
+        [&](unsigned a, unsigned b) { return prev[a] < prev[b]; });
     for (unsigned i = rowHi + 1; i-- > rowLo;) {
       if (prev[i + 1] != kInfeasible)
         best.push(i + 1);
@@ -561,8 +589,8 @@ Partition gpipe::evaluatePartition(const PartitionProblem &problem,
     partition.cellCompute.push_back(cellCompute);
     partition.cellMemory.push_back(cellMemory(problem, begin, end));
     partition.maxCellCompute = std::max(partition.maxCellCompute, cellCompute);
-    sumSquares = saturatingAdd(
-        sumSquares, saturatingMul(cellCompute, cellCompute));
+    sumSquares =
+        saturatingAdd(sumSquares, saturatingMul(cellCompute, cellCompute));
     if (c > 0)
       cutTotal += problem.cutBytes[begin];
   }
@@ -585,10 +613,10 @@ PartitionOutcome gpipe::partitionLayers(const PartitionProblem &problem) {
     return failure("cannot split " + countOf(numLayers, "layer") +
                    ": expected fewer than " + toString(kNone));
   if (problem.cutBytes.size() != numLayers + 1)
-    return failure("cutBytes has " + countOf(problem.cutBytes.size(), "entry", "entries") +
-                   " for " + countOf(numLayers, "layer") + ": expected " +
-                   toString(numLayers + 1) +
-                   ", one per cut position including both ends");
+    return failure(
+        "cutBytes has " + countOf(problem.cutBytes.size(), "entry", "entries") +
+        " for " + countOf(numLayers, "layer") + ": expected " +
+        toString(numLayers + 1) + ", one per cut position including both ends");
   // Internal sums are 64-bit (squares 128-bit); reject inputs that overflow.
   U128 totalCompute = 0, totalCut = 0;
   for (const LayerCost &layer : problem.layers)

@@ -34,7 +34,7 @@ static std::string countOf(int64_t count, const char *singular,
   return std::to_string(count) + " " + (count == 1 ? singular : plural);
 }
 
-/// Formats a tensor type the way MLIR prints it, e.g. "4x256xf32".
+/// Formats a tensor type the way MLIR prints it, e.g. "tensor<4x256xf32>".
 static std::string formatTensor(const std::vector<int64_t> &shape,
                                 const std::string &elementType) {
   std::string text;
@@ -43,10 +43,10 @@ static std::string formatTensor(const std::vector<int64_t> &shape,
     text += 'x';
   }
   if (!elementType.empty())
-    return text + elementType;
-  if (!text.empty())
+    text += elementType;
+  else if (!text.empty())
     text.pop_back();
-  return text.empty() ? "?" : text;
+  return "tensor<" + text + ">";
 }
 
 std::string schedule::describe(const Instr &instr) {
@@ -568,7 +568,7 @@ bool ScheduleVerifier::checkTransfers() {
       const Instr &send = instrAt(instr.peer, other);
       if (send.shape != instr.shape || send.elementType != instr.elementType)
         report(d, i,
-               prefix(d) + opAt(d, i) + " expects tensor " +
+               prefix(d) + opAt(d, i) + " expects " +
                    formatTensor(instr.shape, instr.elementType) +
                    " but the matching send on device " +
                    std::to_string(instr.peer) + " (op #" +

@@ -25,9 +25,8 @@ FailureOr<ModelOp> gpipe::lookupScheduledModel(ScheduleOp schedule) {
   auto model = SymbolTable::lookupNearestSymbolFrom<ModelOp>(
       schedule, schedule.getModelAttr());
   if (!model)
-    return schedule.emitOpError()
-           << "refers to " << schedule.getModelAttr()
-           << ", which is not a gpipe.model";
+    return schedule.emitOpError() << "refers to " << schedule.getModelAttr()
+                                  << ", which is not a gpipe.model";
   return model;
 }
 
@@ -50,6 +49,16 @@ static sched::Instr transfer(sched::InstrKind kind, sched::Direction direction,
 FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
                                             ModelOp model) {
   SmallVector<StageOp> stages = getStages(model);
+  if (stages.empty())
+    return schedule.emitOpError() << "refers to model @" << model.getSymName()
+                                  << ", which has no stages";
+  // Device s runs the s-th stage; its index must say so.
+  for (auto [position, stage] : llvm::enumerate(stages))
+    if (stage.getIndex() != position)
+      return schedule.emitOpError()
+             << "expects stage @" << stage.getSymName() << " of model @"
+             << model.getSymName() << " to have index " << position
+             << " (its position among the stages), got " << stage.getIndex();
   ScheduleInIR result;
   result.program.numMicrobatches = schedule.getMicrobatches();
   result.program.devices.resize(stages.size());
@@ -82,23 +91,23 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
                 instr.rows = load.getRows();
                 return instr;
               })
-              .Case<ForwardOp, BackwardOp>([&](auto run)
-                                               -> FailureOr<sched::Instr> {
-                StageOp stage = model.lookupStage(run.getStage());
-                if (!stage)
-                  return run.emitOpError()
-                         << "refers to " << run.getStageAttr()
-                         << ", which is not a stage of model @"
-                         << model.getSymName();
-                sched::Instr instr;
-                instr.kind = isa<ForwardOp>(run.getOperation())
-                                 ? sched::InstrKind::Forward
-                                 : sched::InstrKind::Backward;
-                instr.stage = stage.getIndex();
-                instr.microbatch = run.getMb();
-                instr.rows = run.getRows();
-                return instr;
-              })
+              .Case<ForwardOp, BackwardOp>(
+                  [&](auto run) -> FailureOr<sched::Instr> {
+                    StageOp stage = model.lookupStage(run.getStage());
+                    if (!stage)
+                      return run.emitOpError()
+                             << "refers to " << run.getStageAttr()
+                             << ", which is not a stage of model @"
+                             << model.getSymName();
+                    sched::Instr instr;
+                    instr.kind = isa<ForwardOp>(run.getOperation())
+                                     ? sched::InstrKind::Forward
+                                     : sched::InstrKind::Backward;
+                    instr.stage = stage.getIndex();
+                    instr.microbatch = run.getMb();
+                    instr.rows = run.getRows();
+                    return instr;
+                  })
               .Case([&](SendActivationOp o) {
                 return transfer(sched::InstrKind::Send,
                                 sched::Direction::Activation, o.getPeer(),
@@ -125,8 +134,7 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
                 return instr;
               })
               .Default([&](Operation *other) -> FailureOr<sched::Instr> {
-                return other->emitOpError()
-                       << "is not a schedule instruction";
+                return other->emitOpError() << "is not a schedule instruction";
               });
       if (failed(instr))
         return failure();

@@ -410,11 +410,11 @@ TEST(PipelineScheduleVerify, MissingSend) {
 TEST(PipelineScheduleVerify, ShapeMismatch) {
   Program program = generated(3, 4);
   instrsOf(program, 1)[6].shape = {2, 32};
-  expectViolations(program,
-                   {{1, 6,
-                     "device 1: recv activation from device 0, micro-batch 2, "
-                     "channel 0 (op #6) expects tensor 2x32xf32 but the "
-                     "matching send on device 0 (op #8) sends 2x16xf32"}});
+  expectViolations(
+      program, {{1, 6,
+                 "device 1: recv activation from device 0, micro-batch 2, "
+                 "channel 0 (op #6) expects tensor<2x32xf32> but the "
+                 "matching send on device 0 (op #8) sends tensor<2x16xf32>"}});
 }
 
 TEST(PipelineScheduleVerify, ElementTypeMismatch) {
@@ -423,11 +423,11 @@ TEST(PipelineScheduleVerify, ElementTypeMismatch) {
   ASSERT_EQ(describe(recv),
             "recv gradient from device 1, micro-batch 2, channel 0");
   recv.elementType = "bf16";
-  expectViolations(program,
-                   {{0, 14,
-                     "device 0: recv gradient from device 1, micro-batch 2, "
-                     "channel 0 (op #14) expects tensor 2x16xbf16 but the "
-                     "matching send on device 1 (op #17) sends 2x16xf32"}});
+  expectViolations(
+      program, {{0, 14,
+                 "device 0: recv gradient from device 1, micro-batch 2, "
+                 "channel 0 (op #14) expects tensor<2x16xbf16> but the "
+                 "matching send on device 1 (op #17) sends tensor<2x16xf32>"}});
 }
 
 TEST(PipelineScheduleVerify, DuplicateSend) {

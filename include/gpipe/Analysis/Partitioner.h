@@ -26,6 +26,9 @@
 
 namespace gpipe {
 
+/// Sums of squared costs need 128 bits (costs reach ~1e15).
+__extension__ typedef unsigned __int128 UInt128;
+
 enum class PartitionObjective { Variance, Bottleneck };
 
 /// One layer of the sequence, in the units the partitioner balances.
@@ -42,7 +45,8 @@ struct LayerCost {
 /// + (rematerialize ? ceil(A(i,j) / numMicrobatches) : A(i,j))
 /// where P and A are the sums of paramBytes and activationBytes over the cell.
 /// With rematerialisation only one micro-batch's activations of the cell are
-/// live at once (GPipe); without it every micro-batch's are.
+/// live at once (GPipe); without it every micro-batch's are. A
+/// numMicrobatches of 0 counts as 1.
 struct CellMemoryModel {
   uint64_t paramCopies = 4; ///< weights + gradients + two optimizer slots
   uint64_t numMicrobatches = 1;
@@ -69,7 +73,7 @@ struct Partition {
   std::vector<uint64_t> cellCompute; ///< per cell
   std::vector<uint64_t> cellMemory;  ///< per cell, by CellMemoryModel
   uint64_t maxCellCompute = 0;
-  unsigned __int128 sumSquaredCompute = 0;
+  UInt128 sumSquaredCompute = 0;
   uint64_t totalCutBytes = 0; ///< sum of cutBytes[cellStarts[c]] for c >= 1
 };
 
@@ -80,10 +84,12 @@ struct PartitionOutcome {
 };
 
 /// Solves `problem` exactly. Fails (with a message naming the numbers) when
-/// numCells is 0, numCells > number of layers, cutBytes has the wrong size, a
-/// single layer alone exceeds the memory cap (the message names the layer), or
-/// no partition into numCells cells fits the cap (the message gives the
-/// smallest cap that would fit).
+/// numCells is 0, numCells > number of layers, cutBytes has the wrong size,
+/// the total compute or the total of the inner cutBytes overflows 64 bits, a
+/// single layer alone exceeds the memory cap (the message names the layer;
+/// reported only when no larger cell holding it fits either, since a cell
+/// starting earlier may have fewer cut bytes), or no partition into numCells
+/// cells fits the cap (the message gives the smallest cap that would fit).
 PartitionOutcome partitionLayers(const PartitionProblem &problem);
 
 /// Memory of cell [begin, end) under the problem's memory model.

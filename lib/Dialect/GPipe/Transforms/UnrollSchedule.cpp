@@ -35,11 +35,11 @@ using ChannelTypes = SmallVector<SmallVector<RankedTensorType>>;
 static FailureOr<ChannelTypes> readChannels(ModelOp model,
                                             ArrayRef<StageOp> stages) {
   if (stages.empty())
-    return model.emitOpError()
-           << "has no stages; run gpipe-form-stages and "
-              "gpipe-insert-send-recv first";
-  for (LayerOp layer : model.getBody().front().getOps<LayerOp>())
-    return layer.emitOpError()
+    return model.emitOpError() << "has no stages; run gpipe-form-stages and "
+                                  "gpipe-insert-send-recv first";
+  auto layers = model.getBody().front().getOps<LayerOp>();
+  if (!layers.empty())
+    return (*layers.begin()).emitOpError()
            << "is not in a stage; run gpipe-form-stages first";
   for (auto [position, stageRef] : llvm::enumerate(stages))
     if (StageOp stage = stageRef; stage.getIndex() != position)
@@ -47,14 +47,25 @@ static FailureOr<ChannelTypes> readChannels(ModelOp model,
              << "expects index " << position
              << " (its position among the stages), got " << stage.getIndex();
 
+  for (StageOp stage : stages)
+    for (Value input : stage.getInputs())
+      if (auto producer = input.getDefiningOp<StageOp>())
+        return stage.emitOpError()
+               << "reads a result of stage " << producer.getIndex()
+               << " without a channel; run gpipe-insert-send-recv first";
+
+  // Channel c of boundary s carries result c of stage s; every result of a
+  // stage but the last is needed by the next stage.
   ChannelTypes channels(stages.size() - 1);
+  for (auto [from, boundary] : llvm::enumerate(channels))
+    boundary.resize(StageOp(stages[from]).getNumResults());
   for (SendOp send : model.getBody().front().getOps<SendOp>()) {
     uint64_t from = send.getFrom();
     uint64_t channel = send.getChannel();
     if (from + 1 >= stages.size())
-      return send.emitOpError() << "sends from stage " << from
-                                << " but the last stage is "
-                                << stages.size() - 1;
+      return send.emitOpError()
+             << "sends from stage " << from << " but the last stage is "
+             << stages.size() - 1;
     auto result = dyn_cast<OpResult>(send.getValue());
     if (!result || result.getOwner() != StageOp(stages[from]).getOperation() ||
         result.getResultNumber() != channel)
@@ -69,11 +80,9 @@ static FailureOr<ChannelTypes> readChannels(ModelOp model,
              << " as leading dimension (it is split per micro-batch), got "
              << type;
     auto &boundary = channels[from];
-    if (boundary.size() <= channel)
-      boundary.resize(channel + 1);
     if (boundary[channel])
-      return send.emitOpError() << "reuses channel " << channel
-                                << " from stage " << from;
+      return send.emitOpError()
+             << "reuses channel " << channel << " from stage " << from;
     boundary[channel] = type;
   }
   for (auto [from, boundary] : llvm::enumerate(channels))
@@ -81,8 +90,8 @@ static FailureOr<ChannelTypes> readChannels(ModelOp model,
       if (!type)
         return model.emitOpError()
                << "has no channel " << channel << " from stage " << from
-               << " to stage " << from + 1
-               << "; channels of a boundary are numbered from 0";
+               << " to stage " << from + 1 << ": result #" << channel
+               << " of stage " << from << " is never sent";
 
   // Every recv must be the other end of a send, with its type.
   SmallVector<SmallVector<bool>> received(channels.size());
@@ -101,9 +110,8 @@ static FailureOr<ChannelTypes> readChannels(ModelOp model,
     received[from][channel] = true;
     if (recv.getType() != channels[from][channel])
       return recv.emitOpError()
-             << "expects the type " << channels[from][channel]
-             << " of channel " << channel << " from stage " << from
-             << ", got " << recv.getType();
+             << "expects the type " << channels[from][channel] << " of channel "
+             << channel << " from stage " << from << ", got " << recv.getType();
   }
   for (auto [from, boundary] : llvm::enumerate(received))
     for (auto [channel, seen] : llvm::enumerate(boundary))
@@ -114,10 +122,12 @@ static FailureOr<ChannelTypes> readChannels(ModelOp model,
 
   for (StageOp stage : stages)
     for (Value input : stage.getInputs())
-      if (auto producer = input.getDefiningOp<StageOp>())
+      if (auto recv = input.getDefiningOp<RecvOp>();
+          recv && recv.getTo() != stage.getIndex())
         return stage.emitOpError()
-               << "reads a result of stage " << producer.getIndex()
-               << " without a channel; run gpipe-insert-send-recv first";
+               << "reads channel " << recv.getChannel() << " from stage "
+               << recv.getFrom() << " to stage " << recv.getTo()
+               << ", but its index is " << stage.getIndex();
   return channels;
 }
 
@@ -137,8 +147,8 @@ struct UnrollSchedulePass
   LogicalResult unroll(ModelOp model, SymbolTable &symbols) {
     for (ScheduleOp existing : getOperation().getOps<ScheduleOp>())
       if (existing.getModel() == model.getSymName())
-        return model.emitOpError() << "is already scheduled by @"
-                                   << existing.getSymName();
+        return model.emitOpError()
+               << "is already scheduled by @" << existing.getSymName();
     SmallVector<StageOp> stages = getStages(model);
     FailureOr<ChannelTypes> channels = readChannels(model, stages);
     if (failed(channels))
@@ -156,9 +166,8 @@ struct UnrollSchedulePass
     for (auto &boundary : *channels) {
       auto &tensors = spec.boundaries.emplace_back();
       for (RankedTensorType type : boundary)
-        tensors.push_back(
-            {{type.getShape().begin(), type.getShape().end()},
-             typeToString(type.getElementType())});
+        tensors.push_back({{type.getShape().begin(), type.getShape().end()},
+                           typeToString(type.getElementType())});
     }
     for (StageOp stage : stages) {
       auto &names = spec.stageInputs.emplace_back();
@@ -211,7 +220,8 @@ struct UnrollSchedulePass
                         instr.microbatch, instr.rows);
       return;
     case sched::InstrKind::Backward:
-      BackwardOp::create(builder, loc, StageOp(stages[instr.stage]).getSymName(),
+      BackwardOp::create(builder, loc,
+                         StageOp(stages[instr.stage]).getSymName(),
                          instr.microbatch, instr.rows);
       return;
     case sched::InstrKind::Send:

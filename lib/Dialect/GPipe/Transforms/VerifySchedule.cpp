@@ -13,6 +13,11 @@
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <array>
+#include <optional>
 
 #define DEBUG_TYPE "gpipe-verify-schedule"
 
@@ -27,50 +32,82 @@ namespace sched = gpipe::schedule;
 
 /// The full-batch type of channel `channel` from stage `from` to `from + 1`:
 /// the stage's result of that number.
-static RankedTensorType channelType(MutableArrayRef<StageOp> stages, unsigned from,
-                                    unsigned channel) {
-  if (from + 1 >= stages.size() ||
-      channel >= stages[from].getNumResults())
+static RankedTensorType channelType(MutableArrayRef<StageOp> stages,
+                                    unsigned from, unsigned channel) {
+  if (from + 1 >= stages.size() || channel >= stages[from].getNumResults())
     return {};
   return cast<RankedTensorType>(stages[from].getResult(channel).getType());
 }
 
+/// The names of the model inputs `stage` reads, in operand order.
+static SmallVector<StringRef> inputNames(StageOp stage) {
+  SmallVector<StringRef> names;
+  for (Value value : stage.getInputs())
+    if (auto input = value.getDefiningOp<InputOp>())
+      names.push_back(input.getName());
+  return names;
+}
+
 /// Checks what the model fixes: the stage each device runs, the rows of each
-/// micro-batch and the neighbours and types of every transfer.
+/// micro-batch, the inputs each stage loads, and the neighbours, types and
+/// presence of every transfer.
 static LogicalResult checkAgainstModel(const ScheduleInIR &schedule,
+                                       ModelOp model,
                                        MutableArrayRef<StageOp> stages,
                                        ArrayRef<int64_t> rows) {
   bool ok = true;
+  const unsigned numMicrobatches = rows.size();
+  const int64_t batch = model.getBatch();
+  // seen[direction][boundary][channel]: the micro-batches for which the
+  // transfer has an end, sent or received (0: activation, 1: gradient). A
+  // transfer with one end is reported by the schedule verifier, one with none
+  // here.
+  std::array<SmallVector<SmallVector<llvm::BitVector>>, 2> seen;
+  for (auto &direction : seen)
+    for (StageOp stage : stages.drop_back())
+      direction.emplace_back(stage.getNumResults(),
+                             llvm::BitVector(numMicrobatches));
+
   for (const sched::DeviceProgram &program : schedule.program.devices) {
     unsigned device = program.device;
+    SmallVector<StringRef> names = inputNames(stages[device]);
     for (auto [index, instr] : llvm::enumerate(program.instrs)) {
       Operation *op = schedule.ops[device][index];
-      auto fail = [&]() -> InFlightDiagnostic {
+      auto fail = [&, index = index, &instr = instr]() -> InFlightDiagnostic {
         ok = false;
-        return op->emitError() << "device " << device << ": "
-                               << sched::describe(instr) << ": ";
+        return op->emitError()
+               << "device " << device << ": " << sched::describe(instr)
+               << " (op #" << index << ") ";
       };
       if (instr.kind == sched::InstrKind::OptimizerStep)
         continue;
-      if (instr.microbatch < rows.size() &&
-          instr.rows != rows[instr.microbatch] &&
-          instr.kind != sched::InstrKind::Send &&
-          instr.kind != sched::InstrKind::Recv)
+      bool isTransfer = instr.kind == sched::InstrKind::Send ||
+                        instr.kind == sched::InstrKind::Recv;
+      if (instr.microbatch < numMicrobatches && !isTransfer &&
+          instr.rows != rows[instr.microbatch])
         fail() << "expects " << rows[instr.microbatch]
                << " rows (the schedule's micro-batch " << instr.microbatch
                << "), got " << instr.rows;
       if ((instr.kind == sched::InstrKind::Forward ||
            instr.kind == sched::InstrKind::Backward) &&
           instr.stage != device)
-        fail() << "runs stage " << instr.stage << " but device " << device
-               << " runs stage " << device;
-      if (instr.kind != sched::InstrKind::Send &&
-          instr.kind != sched::InstrKind::Recv)
+        fail() << "expects stage " << device << " (device " << device
+               << " runs stage " << device << "), got stage " << instr.stage;
+      if (instr.kind == sched::InstrKind::LoadInput) {
+        if (names.empty())
+          fail() << "loads an input, but stage " << device
+                 << " reads no model input";
+        else if (!llvm::is_contained(names, instr.inputName))
+          fail() << "expects an input that stage " << device << " reads ('"
+                 << llvm::join(names, "', '") << "'), got '" << instr.inputName
+                 << "'";
+      }
+      if (!isTransfer)
         continue;
 
       // Activations flow to device + 1, gradients to device - 1.
-      bool toNext = (instr.kind == sched::InstrKind::Send) ==
-                    (instr.direction == sched::Direction::Activation);
+      bool isActivation = instr.direction == sched::Direction::Activation;
+      bool toNext = (instr.kind == sched::InstrKind::Send) == isActivation;
       int64_t expectedPeer = toNext ? int64_t(device) + 1 : int64_t(device) - 1;
       if (int64_t(instr.peer) != expectedPeer) {
         fail() << "expects peer device " << expectedPeer << ", got "
@@ -80,25 +117,88 @@ static LogicalResult checkAgainstModel(const ScheduleInIR &schedule,
       unsigned boundary = toNext ? device : instr.peer;
       RankedTensorType full = channelType(stages, boundary, instr.channel);
       if (!full) {
-        fail() << "uses channel " << instr.channel << " but stage "
-               << boundary << " has "
-               << (boundary + 1 < stages.size()
-                       ? stages[boundary].getNumResults()
-                       : 0)
-               << " channels to stage " << boundary + 1;
+        unsigned count = stages[boundary].getNumResults();
+        fail() << "uses channel " << instr.channel << ", but stage " << boundary
+               << " has " << count << (count == 1 ? " channel" : " channels")
+               << " to stage " << boundary + 1;
         continue;
       }
-      if (instr.microbatch >= rows.size())
+      if (instr.microbatch < numMicrobatches)
+        seen[isActivation ? 0 : 1][boundary][instr.channel].set(
+            instr.microbatch);
+      if (full.getRank() == 0 || full.getDimSize(0) != batch) {
+        fail() << "uses channel " << instr.channel << " of stage " << boundary
+               << ", whose type " << full << " does not have the batch size "
+               << batch << " as leading dimension";
+        continue;
+      }
+      if (instr.microbatch >= numMicrobatches)
         continue;
       SmallVector<int64_t> shape(full.getShape());
       shape[0] = rows[instr.microbatch];
       RankedTensorType expected = full.clone(shape);
-      std::vector<int64_t> actualShape = instr.shape;
-      if (ArrayRef<int64_t>(actualShape) != expected.getShape() ||
+      if (ArrayRef<int64_t>(instr.shape) != expected.getShape() ||
           instr.elementType != typeToString(expected.getElementType()))
         fail() << "expects " << expected << " (channel " << instr.channel
-               << " of stage " << boundary << " at "
-               << rows[instr.microbatch] << " rows)";
+               << " of stage " << boundary << " at " << rows[instr.microbatch]
+               << " rows), got "
+               << op->getAttrOfType<TypeAttr>("type").getValue();
+    }
+  }
+
+  // Every micro-batch of a stage needs each model input the stage reads and
+  // each channel into it (activations from the previous stage, gradients from
+  // the next); report what is missing on the forward or backward it feeds.
+  for (const sched::DeviceProgram &program : schedule.program.devices) {
+    unsigned device = program.device;
+    SmallVector<StringRef> names = inputNames(stages[device]);
+    SmallVector<std::optional<size_t>> forwardAt(numMicrobatches);
+    SmallVector<std::optional<size_t>> backwardAt(numMicrobatches);
+    // loaded[i]: the micro-batches for which input names[i] is loaded.
+    SmallVector<llvm::BitVector> loaded(names.size(),
+                                        llvm::BitVector(numMicrobatches));
+    for (auto [index, instr] : llvm::enumerate(program.instrs)) {
+      if (instr.kind == sched::InstrKind::OptimizerStep ||
+          instr.microbatch >= numMicrobatches)
+        continue;
+      auto &firstAt =
+          instr.kind == sched::InstrKind::Forward ? forwardAt : backwardAt;
+      if ((instr.kind == sched::InstrKind::Forward ||
+           instr.kind == sched::InstrKind::Backward) &&
+          !firstAt[instr.microbatch])
+        firstAt[instr.microbatch] = index;
+      if (instr.kind == sched::InstrKind::LoadInput) {
+        const auto *name = llvm::find(names, instr.inputName);
+        if (name != names.end())
+          loaded[name - names.begin()].set(instr.microbatch);
+      }
+    }
+    auto missing = [&](std::optional<size_t> consumer) -> InFlightDiagnostic {
+      ok = false;
+      Operation *at = consumer ? schedule.ops[device][*consumer]
+                               : schedule.programs[device];
+      return at->emitError()
+             << "device " << device << ": stage " << device << " ";
+    };
+    for (unsigned m = 0; m < numMicrobatches; ++m) {
+      for (auto [name, microbatches] : llvm::zip(names, loaded))
+        if (!microbatches.test(m))
+          missing(forwardAt[m])
+              << "has no load of input '" << name << "' for micro-batch " << m;
+      for (bool isActivation : {true, false}) {
+        // Activations come over boundary device - 1, gradients over device.
+        if (isActivation ? device == 0 : device + 1 == stages.size())
+          continue;
+        unsigned boundary = isActivation ? device - 1 : device;
+        for (auto [channel, microbatches] :
+             llvm::enumerate(seen[isActivation ? 0 : 1][boundary]))
+          if (!microbatches.test(m))
+            missing(isActivation ? forwardAt[m] : backwardAt[m])
+                << "receives no " << (isActivation ? "activation" : "gradient")
+                << " on channel " << channel << " from device "
+                << (isActivation ? boundary : boundary + 1)
+                << " for micro-batch " << m;
+      }
     }
   }
   return success(ok);
@@ -125,13 +225,21 @@ struct VerifySchedulePass
     if (totalRows != static_cast<int64_t>(model->getBatch()))
       return schedule.emitOpError()
              << "expects micro-batch rows adding up to the batch size "
-             << model->getBatch() << " of @" << model->getSymName()
-             << ", got " << totalRows;
+             << model->getBatch() << " of @" << model->getSymName() << ", got "
+             << totalRows;
     FailureOr<ScheduleInIR> read = readSchedule(schedule, *model);
     if (failed(read))
       return failure();
     SmallVector<StageOp> stages = getStages(*model);
-    bool ok = succeeded(checkAgainstModel(*read, stages, schedule.getRows()));
+    bool ok =
+        succeeded(checkAgainstModel(*read, *model, stages, schedule.getRows()));
+    // A forward or backward of the wrong stage was reported above; count it
+    // as the device's own so that it is not reported again as missing.
+    for (sched::DeviceProgram &program : read->program.devices)
+      for (sched::Instr &instr : program.instrs)
+        if (instr.kind == sched::InstrKind::Forward ||
+            instr.kind == sched::InstrKind::Backward)
+          instr.stage = program.device;
     for (const sched::Violation &violation :
          sched::verifySchedule(read->program)) {
       // A violation about something missing points past the last op.
