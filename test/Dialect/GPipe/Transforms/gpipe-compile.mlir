@@ -1,9 +1,6 @@
 // gpipe-compile runs cost estimation, partitioning, stage formation, channel insertion, unrolling and verification in one pipeline.
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=3" | FileCheck %s
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 objective=bottleneck memory-cap=1MiB remat=none" | FileCheck %s --check-prefix=OPTS
-// RUN: not gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=7" 2>&1 | FileCheck %s --check-prefix=TOOMANY
-// RUN: not gpipe-opt %s -gpipe-compile="num-stages=4" 2>&1 | FileCheck %s --check-prefix=STAGES
-// RUN: not gpipe-opt %s -gpipe-compile="num-stages=2 memory-cap=64B" 2>&1 | FileCheck %s --check-prefix=CAP
 
 // Batch 6 in 3 micro-batches of 2 rows; two dense layers of equal cost, one per stage, the loss with the second.
 // CHECK-LABEL: gpipe.model @two
@@ -40,9 +37,6 @@
 // OPTS-SAME: remat = "none"
 // OPTS: gpipe.schedule @two_schedule model @two microbatches 2 rows [3, 3]
 
-// TOOMANY: error: 'gpipe.model' op cannot be scheduled: cannot split a batch of 6 rows into 7 micro-batches: expected at most 6 micro-batches
-// STAGES: error: 'gpipe.model' op cannot be partitioned: cannot split 3 layers into 4 cells: expected at most 3 cells
-// CAP: error: 'gpipe.model' op cannot be partitioned: layer 'fc1' (#0) needs {{[0-9]+}} bytes on its own, more than the memory cap of 64 bytes
 gpipe.model @two batch 6 {
   %x = gpipe.input "x" : tensor<6x4xf32>
   %y = gpipe.input "y" : tensor<6x4xf32>
