@@ -88,7 +88,11 @@ def InsertSendRecvPass : Pass<"gpipe-insert-send-recv", "::mlir::ModuleOp"> {
 def UnrollSchedulePass : Pass<"gpipe-unroll-schedule", "::mlir::ModuleOp"> {
   let summary = "unrolls the GPipe micro-batch schedule into one program per device";
   let description = [{
-    Needs send/recv channels. Writes a `gpipe.schedule` next to each model:
+    Needs the form gpipe-form-stages and gpipe-insert-send-recv produce:
+    every layer in a stage, stage i at position i, and every result of a
+    non-last stage sent to the next stage exactly once on channel c = result
+    c, with the batch as leading dimension, and received there with the same
+    type. Writes a `gpipe.schedule` next to each model:
     device s runs stage s; forwards for micro-batches 0..M-1 (fill), then
     backwards for M-1..0 (drain), each with its receives before and sends
     after, gradient accumulation across micro-batches, and exactly one
@@ -109,9 +113,11 @@ def VerifySchedulePass : Pass<"gpipe-verify-schedule", "::mlir::ModuleOp"> {
     peer, micro-batch, channel, shape and type), no ordering can deadlock even
     when sends block until received, each stage's forward precedes its
     backward for each micro-batch and follows the arrival of its inputs, and
-    each device steps its optimizer exactly once, last. Transfers are also
-    checked against the model's channels. Errors name the device, the
-    micro-batch and the op.
+    each device steps its optimizer exactly once, last. Against the model:
+    device s runs stage s, rows add up to the batch, every forward loads the
+    inputs its stage reads (and no others), every channel is sent and
+    received for every micro-batch with its type between neighbours. Errors
+    name the device, the micro-batch and the op.
   }];
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }
