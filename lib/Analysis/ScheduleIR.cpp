@@ -52,13 +52,6 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
   if (stages.empty())
     return schedule.emitOpError() << "refers to model @" << model.getSymName()
                                   << ", which has no stages";
-  // Device s runs the s-th stage; its index must say so.
-  for (auto [position, stage] : llvm::enumerate(stages))
-    if (stage.getIndex() != position)
-      return schedule.emitOpError()
-             << "expects stage @" << stage.getSymName() << " of model @"
-             << model.getSymName() << " to have index " << position
-             << " (its position among the stages), got " << stage.getIndex();
   ScheduleInIR result;
   result.program.numMicrobatches = schedule.getMicrobatches();
   result.program.devices.resize(stages.size());

@@ -1245,3 +1245,20 @@ gpipe.schedule @s model @m microbatches 1 rows [4] {
     gpipe.send_activation to 1 mb 0 channel 0 : tensor<*xf32>
   }
 }
+
+// -----
+
+// A stage's index is its position among the stages (stage s runs on device s).
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  // expected-error @+1 {{'gpipe.stage' op expects index 0 (its position among the stages), got 1}}
+  %s = gpipe.stage @stage1 index 1 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  gpipe.return %s : tensor<f32>
+}

@@ -73,10 +73,18 @@ LogicalResult ModelOp::verify() {
         return input.emitOpError()
                << "name '" << input.getName() << "' is used by another input";
     }
-    if (auto stage = dyn_cast<StageOp>(op))
+    if (auto stage = dyn_cast<StageOp>(op)) {
       if (!stageNames.insert(stage.getSymName()).second)
         return stage.emitOpError() << "name @" << stage.getSymName()
                                    << " is used by another stage";
+      // Stage s runs on device s: passes and schedules rely on the index
+      // being the stage's position.
+      uint64_t position = stageNames.size() - 1;
+      if (stage.getIndex() != position)
+        return stage.emitOpError()
+               << "expects index " << position
+               << " (its position among the stages), got " << stage.getIndex();
+    }
     if (isa<LayerOp, StageOp>(op))
       lastComputing = &op;
   }

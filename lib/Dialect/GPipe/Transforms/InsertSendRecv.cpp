@@ -17,7 +17,7 @@ using namespace mlir;
 using namespace gpipe;
 
 /// The stages of `model` in order; fails unless every layer is in a stage and
-/// stage i is the i-th stage of the body.
+/// no channel exists yet.
 static FailureOr<SmallVector<StageOp>> collectStages(ModelOp model) {
   SmallVector<StageOp> stages;
   for (Operation &op : model.getBody().front()) {
@@ -30,10 +30,6 @@ static FailureOr<SmallVector<StageOp>> collectStages(ModelOp model) {
     auto stage = dyn_cast<StageOp>(op);
     if (!stage)
       continue;
-    if (stage.getIndex() != stages.size())
-      return stage.emitOpError() << "expects index " << stages.size()
-                                 << " (its position among the stages), got "
-                                 << stage.getIndex();
     stages.push_back(stage);
   }
   return stages;

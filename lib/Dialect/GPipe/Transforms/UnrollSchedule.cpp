@@ -27,7 +27,7 @@ using ChannelTypes = SmallVector<SmallVector<RankedTensorType>>;
 } // namespace
 
 /// Reads the stages and their channels; fails unless the model is fully
-/// staged (every layer in a stage, stage i the i-th stage of the body) and
+/// staged (every layer in a stage) and
 /// every value passed between stages goes through a send/recv pair whose
 /// channel number is the producing stage's result number, as
 /// gpipe-insert-send-recv writes them. Channels are split per micro-batch, so
@@ -41,12 +41,6 @@ static FailureOr<ChannelTypes> readChannels(ModelOp model,
   if (!layers.empty())
     return (*layers.begin()).emitOpError()
            << "is not in a stage; run gpipe-form-stages first";
-  for (auto [position, stageRef] : llvm::enumerate(stages))
-    if (StageOp stage = stageRef; stage.getIndex() != position)
-      return stage.emitOpError()
-             << "expects index " << position
-             << " (its position among the stages), got " << stage.getIndex();
-
   for (StageOp stage : stages)
     for (Value input : stage.getInputs())
       if (auto producer = input.getDefiningOp<StageOp>())

@@ -1,4 +1,4 @@
-// gpipe-insert-send-recv needs stages in order that talk only to their neighbours, and inserts channels once.
+// gpipe-insert-send-recv needs stages that talk only to their neighbours, and inserts channels once.
 // RUN: gpipe-opt %s -split-input-file -gpipe-insert-send-recv -verify-diagnostics
 
 // Layers must be grouped into stages first.
@@ -10,23 +10,6 @@ gpipe.model @layers batch 2 {
     gpipe.yield %0 : tensor<f32>
   }
   gpipe.return %a : tensor<f32>
-}
-
-// -----
-
-// Stage indices follow the order of the stages.
-gpipe.model @order batch 2 {
-  %x = gpipe.input "x" : tensor<2x3xf32>
-  // expected-error @+1 {{'gpipe.stage' op expects index 0 (its position among the stages), got 1}}
-  %s = gpipe.stage @stage1 index 1 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
-  ^bb0(%arg0: tensor<2x3xf32>):
-    %a = gpipe.layer "a" -> tensor<f32> {
-      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
-      gpipe.yield %0 : tensor<f32>
-    }
-    gpipe.yield %a : tensor<f32>
-  }
-  gpipe.return %s : tensor<f32>
 }
 
 // -----

@@ -58,24 +58,6 @@ gpipe.model @partly batch 4 {
 
 // -----
 
-// Stage i runs on device i, so the i-th stage of the body must have index i.
-gpipe.model @misnumbered batch 4 {
-  %x = gpipe.input "x" : tensor<4x4xf32>
-  %labels = gpipe.input "labels" : tensor<4xi32>
-  // expected-error @+1 {{'gpipe.stage' op expects index 0 (its position among the stages), got 1}}
-  %0 = gpipe.stage @stage1 index 1 (%x, %labels) : (tensor<4x4xf32>, tensor<4xi32>) -> tensor<f32> {
-  ^bb0(%arg0: tensor<4x4xf32>, %arg1: tensor<4xi32>):
-    %1 = gpipe.layer "loss" -> tensor<f32> {
-      %2 = gpipe.softmax_cross_entropy %arg0, %arg1 : (tensor<4x4xf32>, tensor<4xi32>) -> tensor<f32>
-      gpipe.yield %2 : tensor<f32>
-    }
-    gpipe.yield %1 : tensor<f32>
-  }
-  gpipe.return %0 : tensor<f32>
-}
-
-// -----
-
 // A stage that reads the previous stage's result directly has no channel for it.
 gpipe.model @direct batch 4 {
   %x = gpipe.input "x" : tensor<4x4xf32>

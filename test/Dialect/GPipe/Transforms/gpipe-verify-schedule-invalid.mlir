@@ -1651,33 +1651,6 @@ gpipe.schedule @m_schedule model @m microbatches 1 rows [5] {
 
 // -----
 
-// Device s runs the s-th stage of the model, whose index must be s.
-gpipe.model @m batch 5 {
-  %x = gpipe.input "x" : tensor<5x4xf32>
-  %labels = gpipe.input "labels" : tensor<5xi32>
-  %0 = gpipe.stage @stage0 index 1 (%x, %labels) : (tensor<5x4xf32>, tensor<5xi32>) -> tensor<f32> {
-  ^bb0(%arg0: tensor<5x4xf32>, %arg1: tensor<5xi32>):
-    %1 = gpipe.layer "loss" -> tensor<f32> {
-      %2 = gpipe.softmax_cross_entropy %arg0, %arg1 : (tensor<5x4xf32>, tensor<5xi32>) -> tensor<f32>
-      gpipe.yield %2 : tensor<f32>
-    }
-    gpipe.yield %1 : tensor<f32>
-  }
-  gpipe.return %0 : tensor<f32>
-}
-// expected-error @+1 {{'gpipe.schedule' op expects stage @stage0 of model @m to have index 0 (its position among the stages), got 1}}
-gpipe.schedule @m_schedule model @m microbatches 1 rows [5] {
-  gpipe.program device 0 {
-    gpipe.load_input "x" mb 0 rows 5
-    gpipe.load_input "labels" mb 0 rows 5
-    gpipe.forward @stage0 mb 0 rows 5
-    gpipe.backward @stage0 mb 0 rows 5
-    gpipe.optimizer_step
-  }
-}
-
-// -----
-
 // A model channel without the batch as leading dimension cannot be split into
 // micro-batches (gpipe-unroll-schedule rejects such a model).
 gpipe.model @m batch 4 {
