@@ -347,7 +347,7 @@ gpipe.model @m batch 4 {
     %0 = gpipe.mse_loss %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
     gpipe.yield %0 : tensor<f32>
   }
-  // expected-error @+1 {{'gpipe.yield' op expects parent op to be one of 'gpipe.layer, gpipe.stage'}}
+  // expected-error @+1 {{'gpipe.yield' op expects parent op to be one of 'gpipe.layer, gpipe.stage, gpipe.stage_backward'}}
   gpipe.yield %l : tensor<f32>
   gpipe.return %l : tensor<f32>
 }
@@ -524,7 +524,7 @@ gpipe.model @m batch 4 {
 // Compute ops sit in a layer, not directly in the model.
 gpipe.model @m batch 4 {
   %x = gpipe.input "x" : tensor<4x8xf32>
-  // expected-error @+1 {{'gpipe.relu' op expects parent op 'gpipe.layer'}}
+  // expected-error @+1 {{'gpipe.relu' op expects parent op to be one of 'gpipe.layer, gpipe.stage_backward'}}
   %r = gpipe.relu %x : tensor<4x8xf32>
   %l = gpipe.layer "loss" -> tensor<f32> {
     %0 = gpipe.mse_loss %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
@@ -1259,6 +1259,214 @@ gpipe.model @m batch 2 {
       gpipe.yield %0 : tensor<f32>
     }
     gpipe.yield %a : tensor<f32>
+  }
+  gpipe.return %s : tensor<f32>
+}
+
+// -----
+
+// A stage backward names a stage of its model.
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %s = gpipe.stage @stage0 index 0 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  // expected-error @+1 {{'gpipe.stage_backward' op refers to @stage7, which is not a stage of model @m}}
+  gpipe.stage_backward @stage7 : (tensor<2x3xf32>) -> () {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    gpipe.yield
+  }
+  gpipe.return %s : tensor<f32>
+}
+
+// -----
+
+// A stage backward takes the stage's inputs (and, but for the last stage, its output gradients).
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %s = gpipe.stage @stage0 index 0 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  // expected-error @+1 {{'gpipe.stage_backward' op expects inputs matching the inputs of @stage0, got '(tensor<2x4xf32>) -> ()'}}
+  gpipe.stage_backward @stage0 : (tensor<2x4xf32>) -> () {
+  ^bb0(%arg0: tensor<2x4xf32>):
+    gpipe.yield
+  }
+  gpipe.return %s : tensor<f32>
+}
+
+// -----
+
+// dense_grad returns gradients of the input's and the weight's types.
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %s = gpipe.stage @stage0 index 0 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  gpipe.stage_backward @stage0 : (tensor<2x3xf32>) -> () {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %w = gpipe.param_ref "w" : tensor<3x5xf32>
+    %dy = gpipe.zeros : tensor<2x5xf32>
+    // expected-error @+1 {{'gpipe.dense_grad' op expects dw of type 'tensor<3x5xf32>', got 'tensor<5x3xf32>'}}
+    %dx, %dw = gpipe.dense_grad %dy, %arg0, %w : (tensor<2x5xf32>, tensor<2x3xf32>, tensor<3x5xf32>) -> (tensor<2x3xf32>, tensor<5x3xf32>)
+    gpipe.yield
+  }
+  gpipe.return %s : tensor<f32>
+}
+
+// -----
+
+// dense_grad needs dy with the weight's column count.
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %s = gpipe.stage @stage0 index 0 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  gpipe.stage_backward @stage0 : (tensor<2x3xf32>) -> () {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %w = gpipe.param_ref "w" : tensor<3x5xf32>
+    %dy = gpipe.zeros : tensor<2x4xf32>
+    // expected-error @+1 {{'gpipe.dense_grad' op expects dy with the weight's 5 columns as last dimension, got 'tensor<2x4xf32>'}}
+    %dx, %dw = gpipe.dense_grad %dy, %arg0, %w : (tensor<2x4xf32>, tensor<2x3xf32>, tensor<3x5xf32>) -> (tensor<2x3xf32>, tensor<3x5xf32>)
+    gpipe.yield
+  }
+  gpipe.return %s : tensor<f32>
+}
+
+// -----
+
+// bias_grad reduces to the last dimension.
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %s = gpipe.stage @stage0 index 0 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  gpipe.stage_backward @stage0 : (tensor<2x3xf32>) -> () {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    // expected-error @+1 {{'gpipe.bias_grad' op expects db of shape [3] (the last dimension of dy), got 'tensor<2xf32>'}}
+    %db = gpipe.bias_grad %arg0 : (tensor<2x3xf32>) -> tensor<2xf32>
+    gpipe.yield
+  }
+  gpipe.return %s : tensor<f32>
+}
+
+// -----
+
+// layer_norm_grad returns gamma's type for dgamma and dbeta.
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %s = gpipe.stage @stage0 index 0 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  gpipe.stage_backward @stage0 : (tensor<2x3xf32>) -> () {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %g = gpipe.param_ref "g" : tensor<3xf32>
+    // expected-error @+1 {{'gpipe.layer_norm_grad' op expects dbeta of type 'tensor<3xf32>', got 'tensor<2xf32>'}}
+    %dx, %dg, %db = gpipe.layer_norm_grad %arg0, %arg0, %arg0, %g : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>) -> (tensor<2x3xf32>, tensor<3xf32>, tensor<2xf32>)
+    gpipe.yield
+  }
+  gpipe.return %s : tensor<f32>
+}
+
+// -----
+
+// embedding_grad takes dy of the ids' shape plus the width.
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %s = gpipe.stage @stage0 index 0 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  gpipe.stage_backward @stage0 : (tensor<2x3xf32>) -> () {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %ids = gpipe.param_ref "ids" : tensor<2xf32>
+    %dy = gpipe.zeros : tensor<2x4xf32>
+    // expected-error @+1 {{'gpipe.embedding_grad' op operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<2xf32>'}}
+    %dt = gpipe.embedding_grad %dy, %ids : (tensor<2x4xf32>, tensor<2xf32>) -> tensor<9x4xf32>
+    gpipe.yield
+  }
+  gpipe.return %s : tensor<f32>
+}
+
+// -----
+
+// attention_grad returns gradients of its weights' types.
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %s = gpipe.stage @stage0 index 0 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  gpipe.stage_backward @stage0 : (tensor<2x3xf32>) -> () {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %y = gpipe.zeros : tensor<1x2x4xf32>
+    %wqkv = gpipe.param_ref "wqkv" : tensor<4x12xf32>
+    %wo = gpipe.param_ref "wo" : tensor<4x4xf32>
+    // expected-error @+1 {{'gpipe.attention_grad' op expects dout_weight of type 'tensor<4x4xf32>', got 'tensor<4x12xf32>'}}
+    %dx, %dqkv, %dwo = gpipe.attention_grad %y, %y, %y, %wqkv, %wo heads 2 : (tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<4x12xf32>, tensor<4x4xf32>) -> (tensor<1x2x4xf32>, tensor<4x12xf32>, tensor<4x12xf32>)
+    gpipe.yield
+  }
+  gpipe.return %s : tensor<f32>
+}
+
+// -----
+
+// softmax_cross_entropy_grad returns logits whose shape matches the labels.
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %s = gpipe.stage @stage0 index 0 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  gpipe.stage_backward @stage0 : (tensor<2x3xf32>) -> () {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %loss = gpipe.param_ref "l" : tensor<f32>
+    %labels = gpipe.zeros : tensor<2x3xf32>
+    // expected-error @+1 {{'gpipe.softmax_cross_entropy_grad' op operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<2x3xf32>'}}
+    %d = gpipe.softmax_cross_entropy_grad %loss, %labels : (tensor<f32>, tensor<2x3xf32>) -> tensor<2x3x5xf32>
+    gpipe.yield
   }
   gpipe.return %s : tensor<f32>
 }

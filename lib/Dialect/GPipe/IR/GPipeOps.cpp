@@ -177,6 +177,8 @@ LogicalResult StageOp::verify() {
 LogicalResult YieldOp::verify() {
   Operation *parent = (*this)->getParentOp();
   TypeRange expected = parent->getResultTypes();
+  if (auto backward = dyn_cast<StageBackwardOp>(parent))
+    expected = backward.getFunctionType().getResults();
   if (getValues().size() != expected.size())
     return emitOpError() << "expects " << expected.size()
                          << (expected.size() == 1 ? " value" : " values")

@@ -19,6 +19,10 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   partition.remat = options.remat;
   pm.addPass(createPartitionPass(partition));
   pm.addPass(createFormStagesPass());
+  pm.addPass(createDifferentiatePass());
+  RematerializePassOptions rematerialize;
+  rematerialize.policy = options.remat;
+  pm.addPass(createRematerializePass(rematerialize));
   pm.addPass(createInsertSendRecvPass());
   UnrollSchedulePassOptions unroll;
   unroll.numMicrobatches = options.numMicrobatches;
@@ -30,7 +34,7 @@ void gpipe::registerGPipePassesAndPipelines() {
   registerGPipePasses();
   PassPipelineRegistration<CompilePipelineOptions>(
       "gpipe-compile",
-      "partition, outline stages, insert channels, unroll and verify the "
-      "GPipe schedule",
+      "partition, outline stages, differentiate, choose what to recompute, "
+      "insert channels, unroll and verify the GPipe schedule",
       buildCompilePipeline);
 }

@@ -6,5 +6,6 @@
 include "gpipe/Dialect/GPipe/IR/GPipeDialect.td"
 include "gpipe/Dialect/GPipe/IR/GPipeAttrs.td"
 include "gpipe/Dialect/GPipe/IR/GPipeOps.td"
+include "gpipe/Dialect/GPipe/IR/GPipeBackwardOps.td"
 
 #endif // GPIPE_TD

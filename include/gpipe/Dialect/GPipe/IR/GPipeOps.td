@@ -152,8 +152,9 @@ def GPipe_StageOp : GPipe_Op<"stage", [
 }
 
 def GPipe_YieldOp : GPipe_Op<"yield", [
-    Pure, Terminator, ReturnLike, ParentOneOf<["LayerOp", "StageOp"]>]> {
-  let summary = "the results of a layer or a stage";
+    Pure, Terminator, ReturnLike,
+    ParentOneOf<["LayerOp", "StageOp", "StageBackwardOp"]>]> {
+  let summary = "the results of a layer, a stage or a stage backward";
   let arguments = (ins Variadic<AnyRankedTensor>:$values);
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
   let hasVerifier = 1;
@@ -202,8 +203,10 @@ def GPipe_RecvOp : GPipe_Op<"recv", [HasParent<"ModelOp">]> {
 // Compute ops (inside layers)
 //===----------------------------------------------------------------------===//
 
+// Compute ops live in layers and, recomputed, in stage backwards.
 class GPipe_ComputeOp<string mnemonic, list<Trait> traits = []>
-    : GPipe_Op<mnemonic, !listconcat([Pure, HasParent<"LayerOp">], traits)>;
+    : GPipe_Op<mnemonic, !listconcat(
+          [Pure, ParentOneOf<["LayerOp", "StageBackwardOp"]>], traits)>;
 
 class GPipe_UnaryOp<string mnemonic, string text>
     : GPipe_ComputeOp<mnemonic, [AllTypesMatch<["input", "result"]>]> {

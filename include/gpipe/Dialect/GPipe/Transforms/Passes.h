@@ -16,7 +16,11 @@ namespace gpipe {
 enum class RematPolicy {
   None, ///< keep every activation of every micro-batch
   Full, ///< keep only the stage's boundary inputs; recompute the rest (GPipe)
+  ExceptLast, ///< as Full, but the last micro-batch (first back) keeps all
 };
+
+/// "none", "full" or "except-last".
+llvm::StringRef stringifyRematPolicy(RematPolicy policy);
 
 #define GEN_PASS_DECL
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
@@ -45,13 +49,16 @@ struct CompilePipelineOptions
   Option<RematPolicy> remat{
       *this, "remat", llvm::cl::desc("rematerialisation policy"),
       llvm::cl::init(RematPolicy::Full),
-      llvm::cl::values(clEnumValN(RematPolicy::None, "none", "no recompute"),
-                       clEnumValN(RematPolicy::Full, "full",
-                                  "recompute each stage's forward (GPipe)"))};
+      llvm::cl::values(
+          clEnumValN(RematPolicy::None, "none", "no recompute"),
+          clEnumValN(RematPolicy::Full, "full",
+                     "recompute each stage's forward (GPipe)"),
+          clEnumValN(RematPolicy::ExceptLast, "except-last",
+                     "recompute but for the last micro-batch"))};
 };
 
-/// Adds estimate-cost, partition, form-stages, insert-send-recv,
-/// unroll-schedule and verify-schedule to `pm`.
+/// Adds estimate-cost, partition, form-stages, differentiate, rematerialize,
+/// insert-send-recv, unroll-schedule and verify-schedule to `pm`.
 void buildCompilePipeline(mlir::OpPassManager &pm,
                           const CompilePipelineOptions &options);
 

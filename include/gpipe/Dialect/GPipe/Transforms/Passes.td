@@ -55,7 +55,9 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
              clEnumValN(::gpipe::RematPolicy::None, "none",
                         "keep every activation of every micro-batch"),
              clEnumValN(::gpipe::RematPolicy::Full, "full",
-                        "recompute each stage's forward in its backward"))}]>,
+                        "recompute each stage's forward in its backward"),
+             clEnumValN(::gpipe::RematPolicy::ExceptLast, "except-last",
+                        "as full, but the last micro-batch keeps its values"))}]>,
     Option<"optimizerSlots", "optimizer-slots", "unsigned", "2",
            "optimizer state tensors per parameter (Adam: 2, momentum: 1)">,
   ];
@@ -71,6 +73,47 @@ def FormStagesPass : Pass<"gpipe-form-stages", "::mlir::ModuleOp"> {
     stage (a skip connection) is passed through every stage in between, so
     each stage talks only to its neighbours.
   }];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
+def DifferentiatePass : Pass<"gpipe-differentiate", "::mlir::ModuleOp"> {
+  let summary = "gives every stage its backward";
+  let description = [{
+    Needs stages. After each model's stages, writes one
+    `gpipe.stage_backward` per stage: a flattened copy of the stage's forward
+    (ops marked `gpipe.recompute`, parameters read by `gpipe.param_ref`)
+    followed by reverse-mode gradient ops (`gpipe.dense_grad`,
+    `gpipe.layer_norm_grad`, ...). Gradients of a value used more than once
+    are summed; parameter gradients are accumulated with
+    `gpipe.accumulate_grad` (they add up over micro-batches); the gradients
+    of the inputs received from the previous stage are yielded. The loss
+    gradient is scaled at run time by the micro-batch's share of the batch.
+  }];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
+def RematerializePass : Pass<"gpipe-rematerialize", "::mlir::ModuleOp"> {
+  let summary = "chooses what each stage keeps from its forward for its backward";
+  let description = [{
+    Needs stage backwards. Writes the policy on each `gpipe.stage_backward`:
+    `full` (GPipe: keep the stage's inputs of each in-flight micro-batch and
+    run the recompute prefix in the backward), `none` (keep every forward
+    value; skip the recompute) or `except-last` (the last micro-batch, first
+    to come back, keeps its values; the others recompute). Dropout masks are
+    functions of the op's seed, the step and the row, so recomputation
+    reproduces them exactly.
+  }];
+  let options = [
+    Option<"policy", "policy", "::gpipe::RematPolicy",
+           "::gpipe::RematPolicy::Full", "rematerialisation policy",
+           [{::llvm::cl::values(
+             clEnumValN(::gpipe::RematPolicy::None, "none",
+                        "keep every forward value"),
+             clEnumValN(::gpipe::RematPolicy::Full, "full",
+                        "recompute each stage's forward in its backward"),
+             clEnumValN(::gpipe::RematPolicy::ExceptLast, "except-last",
+                        "as full, but the last micro-batch keeps its values"))}]>,
+  ];
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }
 

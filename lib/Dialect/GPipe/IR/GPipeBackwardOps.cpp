@@ -1,0 +1,114 @@
+//===- GPipeBackwardOps.cpp - Verifiers of stage backwards and gradients --===//
+
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+
+using namespace mlir;
+using namespace gpipe;
+
+static RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Checks that `actual` (a gradient) has the type of `of` (what it is the
+/// gradient of).
+static LogicalResult expectSameType(Operation *op, StringRef what,
+                                    Value actual, Value of) {
+  if (actual.getType() != of.getType())
+    return op->emitOpError() << "expects " << what << " of type "
+                             << of.getType() << ", got " << actual.getType();
+  return success();
+}
+
+LogicalResult StageBackwardOp::verify() {
+  auto model = (*this)->getParentOfType<ModelOp>();
+  StageOp stage = model.lookupStage(getStage());
+  if (!stage)
+    return emitOpError() << "refers to " << getStageAttr()
+                         << ", which is not a stage of model @"
+                         << model.getSymName();
+  // Inputs: the stage's inputs, then (but for the last stage, whose output is
+  // the loss) the gradients of its outputs.
+  SmallVector<Type> expected(stage.getInputs().getTypes());
+  bool isLast = model.getReturnOp().getLoss().getDefiningOp() == stage;
+  if (!isLast)
+    llvm::append_range(expected, stage.getResultTypes());
+  FunctionType type = getFunctionType();
+  if (TypeRange(type.getInputs()) != TypeRange(expected))
+    return emitOpError() << "expects inputs matching the inputs of "
+                         << getStageAttr()
+                         << (isLast ? "" : " then its output gradients")
+                         << ", got " << type;
+  Block &body = getBody().front();
+  if (body.getArgumentTypes() != type.getInputs())
+    return emitOpError() << "expects block arguments of the types "
+                         << type << " declares";
+  return success();
+}
+
+LogicalResult DenseGradOp::verify() {
+  RankedTensorType weight = tensorType(getWeight());
+  RankedTensorType dy = tensorType(getDy());
+  if (weight.getRank() != 2 || dy.getRank() < 1 ||
+      dy.getShape().back() != weight.getDimSize(1))
+    return emitOpError() << "expects dy with the weight's " 
+                         << (weight.getRank() == 2 ? weight.getDimSize(1) : 0)
+                         << " columns as last dimension, got " << dy;
+  if (failed(expectSameType(*this, "dx", getDx(), getInput())))
+    return failure();
+  return expectSameType(*this, "dw", getDw(), getWeight());
+}
+
+LogicalResult BiasGradOp::verify() {
+  RankedTensorType dy = tensorType(getDy());
+  RankedTensorType db = tensorType(getDb());
+  if (dy.getRank() < 1 || db.getRank() != 1 ||
+      db.getDimSize(0) != dy.getShape().back() ||
+      db.getElementType() != dy.getElementType())
+    return emitOpError() << "expects db of shape [" 
+                         << (dy.getRank() ? dy.getShape().back() : 0)
+                         << "] (the last dimension of dy), got " << db;
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  if (failed(expectSameType(*this, "dy", getDy(), getInput())) ||
+      failed(expectSameType(*this, "forward", getForward(), getInput())) ||
+      failed(expectSameType(*this, "dx", getDx(), getInput())) ||
+      failed(expectSameType(*this, "dgamma", getDgamma(), getGamma())))
+    return failure();
+  return expectSameType(*this, "dbeta", getDbeta(), getGamma());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  RankedTensorType ids = tensorType(getIds());
+  RankedTensorType dy = tensorType(getDy());
+  RankedTensorType table = tensorType(getDtable());
+  if (table.getRank() != 2 || dy.getRank() != ids.getRank() + 1 ||
+      dy.getShape().drop_back() != ids.getShape() ||
+      dy.getShape().back() != table.getDimSize(1))
+    return emitOpError() << "expects dy of the ids' shape plus the table "
+                            "width, got "
+                         << dy << " for ids " << ids << " and table " << table;
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (failed(expectSameType(*this, "dy", getDy(), getInput())) ||
+      failed(expectSameType(*this, "forward", getForward(), getInput())) ||
+      failed(expectSameType(*this, "dx", getDx(), getInput())) ||
+      failed(expectSameType(*this, "dqkv_weight", getDqkvWeight(),
+                            getQkvWeight())))
+    return failure();
+  return expectSameType(*this, "dout_weight", getDoutWeight(), getOutWeight());
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  RankedTensorType logits = tensorType(getDlogits());
+  RankedTensorType labels = tensorType(getLabels());
+  if (logits.getRank() < 1 ||
+      labels.getShape() != logits.getShape().drop_back())
+    return emitOpError() << "expects labels of the logits' shape without the "
+                            "class dimension, got "
+                         << labels << " for logits " << logits;
+  return success();
+}

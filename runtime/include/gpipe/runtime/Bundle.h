@@ -1,0 +1,165 @@
+//===- Bundle.h - The compiled program the runtime executes -----*- C++ -*-===//
+//
+// A bundle is what the compiler hands the runtime: the parameters, one
+// straight-line program per stage for the forward and one for the backward
+// (already differentiated: the runtime does no autodiff), and one instruction
+// stream per device (the unrolled GPipe schedule). This header is the
+// in-memory form; gpipe-translate will write it as a documented text file and
+// a loader will read it back.
+//
+// Values. Each stage numbers its values 0..N-1 (`StageProgram::values`).
+// Shapes are at the full batch; a value whose `batched` flag is set has the
+// batch as dimension 0 and runs at the micro-batch's row count. Parameter
+// values are not batched. Losses are scalars.
+//
+// Rematerialisation. The backward program starts with `recompute` ops, copies
+// of forward ops that define the SAME value ids again. Under remat `full` the
+// device keeps only the stage inputs of each in-flight micro-batch and runs
+// the recompute ops before the gradient ops; under `none` it keeps every
+// forward value and skips them; under `except-last` it keeps the values of the
+// last micro-batch only (the first to come back) and recomputes the others.
+// Ops that save state for their backward (layer norm, attention, dropout,
+// cross-entropy) keep it with the value they define, so a gradient op finds
+// it through its `forward` operand.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_BUNDLE_H
+#define GPIPE_RUNTIME_BUNDLE_H
+
+#include "gpipe/runtime/Initializers.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpipe::runtime {
+
+enum class ElementType { F32, I32 };
+
+struct ValueSpec {
+  std::vector<int64_t> shape; ///< full-batch shape
+  ElementType type = ElementType::F32;
+  bool batched = true; ///< dimension 0 is the batch
+};
+
+enum class OpKind {
+  // Forward ops: operands and results as in the gpipe dialect.
+  Param,     ///< result = the current value of parameter `name`
+  Dense,     ///< (x, w[, b]) -> y
+  Relu,      ///< (x) -> y
+  Gelu,      ///< (x) -> y
+  Tanh,      ///< (x) -> y
+  Softmax,   ///< (x) -> y
+  LayerNorm, ///< (x, gamma, beta) -> y; saves mean, rstd
+  Add,       ///< (a, b) -> y
+  Embedding, ///< (ids, table) -> y
+  Attention, ///< (x, wqkv, wo) -> y; saves qkv, probs, context
+  Dropout,   ///< (x) -> y; saves the mask
+  SoftmaxCrossEntropy, ///< (logits, labels) -> loss; saves the softmax
+  MseLoss,   ///< (prediction, target) -> loss
+  // Gradient ops. `dy` is the gradient of the forward op's result; `forward`
+  // names the forward op's result value (for its saved state).
+  DenseGrad,     ///< (dy, x, w) -> (dx, dw)
+  BiasGrad,      ///< (dy) -> db (column sums)
+  ReluGrad,      ///< (dy, x) -> dx
+  GeluGrad,      ///< (dy, x) -> dx
+  TanhGrad,      ///< (dy, forward y) -> dx
+  SoftmaxGrad,   ///< (dy, forward y) -> dx
+  LayerNormGrad, ///< (dy, forward y, x, gamma) -> (dx, dgamma, dbeta)
+  EmbeddingGrad, ///< (dy, ids) -> dtable
+  AttentionGrad, ///< (dy, forward y, x, wqkv, wo) -> (dx, dwqkv, dwo)
+  DropoutGrad,   ///< (dy, forward y) -> dx
+  SoftmaxCrossEntropyGrad, ///< (forward loss, labels) -> dlogits, x loss scale
+  MseLossGrad,   ///< (prediction, target) -> dprediction, x loss scale
+  AddGrads,      ///< (a, b) -> a + b: sums two gradients of one value
+  AccumulateGrad ///< (g) -> (): adds g to the gradient of parameter `name`
+};
+
+struct Op {
+  OpKind kind = OpKind::Relu;
+  std::vector<int> operands; ///< value ids
+  std::vector<int> results;  ///< value ids
+  std::string name;          ///< Param / AccumulateGrad: the parameter
+  float epsilon = 1e-5f;     ///< LayerNorm(Grad)
+  float rate = 0.0f;         ///< Dropout(Grad)
+  uint64_t seed = 0;         ///< Dropout(Grad)
+  int64_t heads = 1;         ///< Attention(Grad)
+  bool causal = false;       ///< Attention(Grad)
+};
+
+/// Where a stage input comes from.
+struct StageInput {
+  int value = -1;
+  bool fromChannel = true; ///< else a model input, by `inputName`
+  unsigned channel = 0;
+  std::string inputName;
+};
+
+struct StageProgram {
+  std::vector<ValueSpec> values;
+  std::vector<StageInput> inputs;
+  /// Non-last stages: value of channel c to the next stage is outputs[c].
+  std::vector<int> outputs;
+  int loss = -1; ///< last stage: the loss value
+  std::vector<Op> forward;
+  /// Copies of forward ops (same value ids), run before `backward` when the
+  /// micro-batch's forward values were not kept.
+  std::vector<Op> recompute;
+  std::vector<Op> backward;
+  /// Non-last stages: value ids bound to the received gradients of outputs.
+  std::vector<int> outputGrads;
+  /// Stages > 0: gradient of channel c sent back is inputGrads[c].
+  std::vector<int> inputGrads;
+};
+
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  InitKind init = InitKind::Zeros;
+  double scale = 1.0;
+  unsigned stage = 0;
+};
+
+struct ModelInputSpec {
+  std::string name;
+  std::vector<int64_t> shape; ///< full batch
+  ElementType type = ElementType::F32;
+};
+
+enum class InstrKind {
+  LoadInput,
+  Forward,
+  Backward,
+  SendActivation,
+  RecvActivation,
+  SendGradient,
+  RecvGradient,
+  OptimizerStep
+};
+
+struct Instr {
+  InstrKind kind = InstrKind::Forward;
+  unsigned stage = 0;
+  unsigned microbatch = 0;
+  unsigned peer = 0;
+  unsigned channel = 0;
+  std::string inputName;
+};
+
+enum class RematPolicy { None, Full, ExceptLast };
+
+struct Bundle {
+  std::string model;
+  int64_t batch = 0;
+  std::vector<int64_t> microbatchRows; ///< size M
+  RematPolicy remat = RematPolicy::Full;
+  std::vector<ModelInputSpec> inputs;
+  std::vector<ParamSpec> params;
+  std::vector<StageProgram> stages; ///< stage s runs on device s
+  std::vector<std::vector<Instr>> programs; ///< per device
+};
+
+} // namespace gpipe::runtime
+
+#endif // GPIPE_RUNTIME_BUNDLE_H

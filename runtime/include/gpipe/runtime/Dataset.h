@@ -1,0 +1,57 @@
+//===- Dataset.h - IDX image datasets (MNIST, Fashion-MNIST) ----*- C++ -*-===//
+//
+// Loads an image classification data set stored as a pair of IDX files (the
+// format of MNIST and Fashion-MNIST): an idx3 file of unsigned-byte images
+// (magic 0x00000803, then big-endian count, height, width) and an idx1 file of
+// unsigned-byte labels (magic 0x00000801, then big-endian count). Either file
+// may be gzip-compressed; compression is detected from the gzip magic bytes
+// 1f 8b, not from the file name.
+//
+// Errors are returned in DatasetLoad::error, never printed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_DATASET_H
+#define GPIPE_RUNTIME_DATASET_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpipe::runtime {
+
+/// A set of single-channel images with one integer class label each.
+struct ImageDataset {
+  int64_t count = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  /// count * height * width pixels, row-major per image, each byte / 255 so
+  /// that values lie in [0, 1].
+  std::vector<float> images;
+  /// count labels, as stored in the file.
+  std::vector<int32_t> labels;
+};
+
+/// The result of a load: the data, or an error message naming the file.
+struct DatasetLoad {
+  ImageDataset data;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+/// Loads an idx3 images file and the matching idx1 labels file; each may be
+/// raw or gzip-compressed. Fails unless both are well formed and hold the same
+/// number of entries.
+DatasetLoad loadIdxDataset(const std::string &imagesPath,
+                           const std::string &labelsPath);
+
+/// Loads the Fashion-MNIST (or MNIST) training set (`train`) or test set from
+/// `directory`, which holds the files under their distribution names
+/// (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,
+/// t10k-labels-idx1-ubyte), each with a ".gz" suffix or uncompressed; the ".gz"
+/// name is preferred when both exist.
+DatasetLoad loadFashionMnist(const std::string &directory, bool train);
+
+} // namespace gpipe::runtime
+
+#endif // GPIPE_RUNTIME_DATASET_H

@@ -1,0 +1,153 @@
+//===- Executor.h - Runs a bundle's per-device GPipe programs ---*- C++ -*-===//
+//
+// The pipeline executor: K CPU devices (one thread each, per training step)
+// run the K instruction streams of a bundle (see Bundle.h), exchanging
+// boundary activations and gradients through a Mailbox, accumulating the
+// parameter gradients of all micro-batches and applying one synchronous
+// optimizer step. A step computes the gradients of training on the whole
+// mini-batch on one device (up to float summation order): the loss gradient
+// of micro-batch m is scaled by rows_m / N and dropout masks depend on the
+// global row, not on the split.
+//
+// Errors are returned, never thrown or only printed: `create` checks the
+// bundle, `trainStep` checks the batch and reports the first root-cause error
+// of any device ("device 2: op #5 (forward of stage 2, micro-batch 1): label
+// 12 outside [0, 10) at position 3, in stage op 4 (softmax_cross_entropy)");
+// a device error aborts the mailbox so that the other devices stop promptly.
+// A failed step leaves the parameters and the optimizer state as they were:
+// the optimizer step is a barrier that all devices pass together or none.
+//
+// Thread safety: one call at a time per executor (trainStep spawns and joins
+// its own device threads); distinct executors are independent.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_EXECUTOR_H
+#define GPIPE_RUNTIME_EXECUTOR_H
+
+#include "gpipe/runtime/Bundle.h"
+#include "gpipe/runtime/Optimizers.h"
+#include "gpipe/runtime/Timeline.h"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gpipe::runtime {
+
+/// A dense row-major host tensor: a model input of a batch, or an output of
+/// `evaluate`. Exactly one of `f32` / `i32` holds the elements, per `type`.
+struct HostTensor {
+  ElementType type = ElementType::F32;
+  std::vector<int64_t> shape;
+  std::vector<float> f32;
+  std::vector<int32_t> i32;
+
+  static HostTensor floats(std::vector<int64_t> shape, std::vector<float> data);
+  static HostTensor ints(std::vector<int64_t> shape, std::vector<int32_t> data);
+  /// The product of `shape` (1 for a scalar).
+  int64_t numElements() const;
+};
+
+/// Model input name -> tensor.
+using Batch = std::map<std::string, HostTensor>;
+
+struct ExecutorConfig {
+  OptimizerConfig optimizer;
+  /// Seeds the parameter initializers (with each parameter's name).
+  uint64_t seed = 0;
+  /// How long a receive (and the optimizer barrier) waits for a peer.
+  std::chrono::milliseconds recvTimeout{60000};
+  /// Record a Timeline event per instruction (cheap; off saves two clock
+  /// reads per instruction).
+  bool recordTimeline = true;
+};
+
+struct StepResult {
+  std::string error; ///< empty on success
+  /// The mini-batch loss: sum over micro-batches of (rows_m / N) * loss_m.
+  double loss = 0.0;
+  /// loss_m, in micro-batch order.
+  std::vector<double> microbatchLosses;
+  bool ok() const { return error.empty(); }
+};
+
+struct EvalResult {
+  std::string error; ///< empty on success
+  double loss = 0.0;
+  /// The operands of the loss op: for softmax cross-entropy the logits and
+  /// the labels, for MSE the prediction and the target.
+  HostTensor prediction;
+  HostTensor target;
+  bool ok() const { return error.empty(); }
+};
+
+/// Checks everything `PipelineExecutor` relies on (value ids, operand and
+/// result counts, element types and shapes of every op, channels between
+/// adjacent stages, the instruction streams). Returns "" or the first
+/// problem, e.g. "stage 1: forward op 2 (dense): expects 2 or 3 operands, got
+/// 1".
+std::string validateBundle(const Bundle &bundle);
+
+class PipelineExecutor {
+public:
+  /// Validates `bundle`, then initializes every parameter from
+  /// (config.seed, name) with its zeroed gradient and optimizer slots on the
+  /// device of its stage. Returns null and sets `error` on a bad bundle.
+  static std::unique_ptr<PipelineExecutor>
+  create(Bundle bundle, const ExecutorConfig &config, std::string &error);
+
+  ~PipelineExecutor();
+  PipelineExecutor(const PipelineExecutor &) = delete;
+  PipelineExecutor &operator=(const PipelineExecutor &) = delete;
+
+  /// One training step on a mini-batch of `bundle().batch` rows: zeroes the
+  /// gradients, runs every device's instruction stream on its own thread and
+  /// applies the optimizer once. Dropout uses step number stepsDone() + 1.
+  StepResult trainStep(const Batch &batch);
+
+  /// Forward only, every stage in order on the calling thread, on `rows`
+  /// rows (any number >= 1; inputs have `rows` as dimension 0). Dropout is the
+  /// identity. Touches neither gradients nor memory accounting.
+  EvalResult evaluate(const Batch &batch, int64_t rows);
+
+  /// The parameter / its gradient (accumulated over the micro-batches of the
+  /// last step), or null for an unknown name.
+  const std::vector<float> *parameter(const std::string &name) const;
+  const std::vector<float> *gradient(const std::string &name) const;
+  /// Overwrites a parameter (e.g. from a checkpoint); returns an error if the
+  /// name is unknown or the size differs.
+  std::string setParameter(const std::string &name,
+                           const std::vector<float> &values);
+
+  /// Number of successful training steps (the optimizer's t).
+  int64_t stepsDone() const;
+  unsigned numDevices() const;
+  const Bundle &bundle() const;
+
+  /// The instructions of the last trainStep, one lane per device, times in
+  /// microseconds from the start of the step (empty without recordTimeline).
+  const Timeline &timeline() const;
+
+  /// Per device, the high-water mark during the last trainStep of the bytes
+  /// held by that device's tensors: parameters, gradients, optimizer slots,
+  /// kept/stashed/recomputed values with their saved state, received buffers
+  /// and transient scratch, by the executor's own accounting.
+  const std::vector<int64_t> &peakMemoryBytes() const;
+  /// Per device, the bytes held between steps (parameters, gradients and
+  /// optimizer slots).
+  std::vector<int64_t> residentMemoryBytes() const;
+
+  struct Impl;
+
+private:
+  explicit PipelineExecutor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace gpipe::runtime
+
+#endif // GPIPE_RUNTIME_EXECUTOR_H

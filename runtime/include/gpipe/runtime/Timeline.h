@@ -1,0 +1,59 @@
+//===- Timeline.h - Per-device op timeline and Chrome trace -----*- C++ -*-===//
+//
+// Records when every op of every device ran, writes it in the Chrome trace
+// event format (open it in Perfetto or chrome://tracing: one row per device)
+// and computes the measured bubble fraction.
+//
+// Thread safety: each device records into its own lane (`record(device, ...)`
+// from that device's thread only); reading and writing the trace happen after
+// the devices have joined.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_TIMELINE_H
+#define GPIPE_RUNTIME_TIMELINE_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpipe::runtime {
+
+struct TimelineEvent {
+  std::string name;     ///< e.g. "forward", "recv activation"
+  bool compute = false; ///< forward/backward/optimizer work, not waiting
+  int64_t microbatch = -1;
+  double startUs = 0;
+  double durationUs = 0;
+};
+
+class Timeline {
+public:
+  explicit Timeline(unsigned numDevices) : lanes(numDevices) {}
+
+  void record(unsigned device, TimelineEvent event) {
+    lanes[device].push_back(std::move(event));
+  }
+  const std::vector<TimelineEvent> &lane(unsigned device) const {
+    return lanes[device];
+  }
+  unsigned numDevices() const { return lanes.size(); }
+
+  /// 1 - (compute time of all devices) / (devices x span), where the span
+  /// runs from the first event's start to the last event's end: the share of
+  /// device time spent idle or waiting. 0 for an empty timeline.
+  double bubbleFraction() const;
+
+  /// The Chrome trace event JSON ("X" complete events, tid = device).
+  std::string toChromeTrace() const;
+
+  /// Writes toChromeTrace() to `path`; returns an error message or "".
+  std::string writeChromeTrace(const std::string &path) const;
+
+private:
+  std::vector<std::vector<TimelineEvent>> lanes;
+};
+
+} // namespace gpipe::runtime
+
+#endif // GPIPE_RUNTIME_TIMELINE_H

@@ -1,0 +1,725 @@
+//===- CpuKernels.cpp - Forward and backward CPU kernels of the gpipe ops -===//
+//
+// Matrix products go through cblas_sgemm (row-major); everything else is a
+// contiguous loop over rows that the compiler can vectorize; exp and tanh are
+// inlined polynomial approximations on four-float vectors instead of scalar
+// libm calls. Reductions use several partial sums (independent dependency
+// chains, and a smaller rounding error than one running sum) and, for the
+// losses and layer norm's mean, double precision.
+//
+// Attention's backward never materializes a [seq, seq] gradient: the softmax
+// row term sum_j P_ij dP_ij equals dContext_i . context_i, so dP and dScores
+// are produced one fixed-size tile at a time, on the stack.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/runtime/CpuKernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace gpipe::runtime;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Row-major sgemm: C = alpha op(A) op(B) + beta C, with op(A) [m, k] and
+/// op(B) [k, n]. Sizes go through blasint (32-bit in LP64 OpenBLAS builds).
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          float alpha, const float *a, int64_t lda, const float *b,
+          int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (m == 0 || n == 0)
+    return;
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
+              static_cast<blasint>(ldc));
+}
+
+/// Number of partial sums of the reductions below: enough independent chains
+/// to hide the add latency, and the inner loop vectorizes as one register.
+constexpr int64_t kLanes = 8;
+
+/// Sum of x[0, n) accumulated in double: layer norm's mean, where a row with a
+/// large offset would otherwise lose the digits that the centering keeps.
+double sumAsDouble(const float *x, int64_t n) {
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l)
+      acc[l] += x[i + l];
+  double total = 0.0;
+  for (; i < n; ++i)
+    total += x[i];
+  for (int64_t l = 0; l < kLanes; ++l)
+    total += acc[l];
+  return total;
+}
+
+/// Dot product of x[0, n) and y[0, n).
+float dot(const float *x, const float *y, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l)
+      acc[l] += x[i + l] * y[i + l];
+  float total = 0.0f;
+  for (; i < n; ++i)
+    total += x[i] * y[i];
+  for (int64_t l = 0; l < kLanes; ++l)
+    total += acc[l];
+  return total;
+}
+
+/// Sum of (x[i] - shift)^2 over [0, n).
+float sumSquaredDeviation(const float *x, float shift, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      float d = x[i + l] - shift;
+      acc[l] += d * d;
+    }
+  float total = 0.0f;
+  for (; i < n; ++i) {
+    float d = x[i] - shift;
+    total += d * d;
+  }
+  for (int64_t l = 0; l < kLanes; ++l)
+    total += acc[l];
+  return total;
+}
+
+float maxOf(const float *x, int64_t n) {
+  float acc[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l)
+    acc[l] = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l)
+      acc[l] = x[i + l] > acc[l] ? x[i + l] : acc[l];
+  float m = -std::numeric_limits<float>::infinity();
+  for (; i < n; ++i)
+    m = x[i] > m ? x[i] : m;
+  for (int64_t l = 0; l < kLanes; ++l)
+    m = acc[l] > m ? acc[l] : m;
+  return m;
+}
+
+//===-- vectorized exp and tanh --------------------------------------------===//
+//
+// libm's expf and tanhf are scalar calls (tens of ns each for tanhf), which
+// made GELU and the softmaxes cost as much as the GEMMs around them. These
+// are the Cephes single-precision approximations (about 1-2 ulp), written on
+// GCC/Clang vectors of four floats (SSE2, the x86-64 baseline) so that the
+// clamps and range switches are SIMD selects: GCC does not if-convert such
+// scalar code under its default -ftrapping-math, and the loops stayed scalar.
+
+using Float4 = float __attribute__((vector_size(16)));
+using Int4 = int32_t __attribute__((vector_size(16)));
+
+/// Loads count <= 4 floats; the missing lanes get `fill`.
+inline Float4 load4(const float *p, int64_t count, float fill = 0.0f) {
+  Float4 v = {fill, fill, fill, fill};
+  std::memcpy(&v, p, count * sizeof(float));
+  return v;
+}
+
+/// Stores the first count <= 4 lanes of v.
+inline void store4(float *p, Float4 v, int64_t count) {
+  std::memcpy(p, &v, count * sizeof(float));
+}
+
+/// Calls body(i, count) on [0, n) in blocks of four, the last one partial.
+/// The full blocks pass a constant count, so their loads and stores compile
+/// to single vector moves instead of variable-length copies.
+template <typename Body>
+inline void forEachBlock4(int64_t n, Body body) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    body(i, 4);
+  if (i < n)
+    body(i, n - i);
+}
+
+/// exp(x): 2^n * p(r) with x = n ln2 + r, |r| <= ln2 / 2. Underflows to 0
+/// below ln(2^-126) (so exp(-inf) = 0); saturates at exp(88.37) (callers
+/// never go that high); NaN stays NaN, so that a diverging run shows.
+inline Float4 fastExp(Float4 x) {
+  constexpr float kMax = 88.3762626647949f;
+  constexpr float kMin = -87.3365447504f;
+  constexpr float kLog2e = 1.44269504088896341f;
+  // ln 2 split in a part exact in float and the rest (Cody-Waite).
+  constexpr float kLn2Hi = 0.693359375f;
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  // Adding 1.5 * 2^23 rounds to the nearest integer (default rounding mode).
+  constexpr float kRound = 12582912.0f;
+  // NaN clamps too (the comparisons are false): n is always a small integer.
+  Float4 c = x < kMax ? x : kMax;
+  c = c > kMin ? c : kMin;
+  Float4 n = (c * kLog2e + kRound) - kRound;
+  Float4 r = c - n * kLn2Hi - n * kLn2Lo;
+  Float4 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  // 2^n from its exponent bits; 0 below the range, NaN for NaN.
+  Int4 bits = (__builtin_convertvector(n, Int4) + 127) << 23;
+  bits = x < kMin ? 0 : bits;
+  bits = x != x ? 0x7FC00000 : bits;
+  return p * reinterpret_cast<Float4>(bits);
+}
+
+/// tanh(x): an odd polynomial below 0.625 (no cancellation near 0), else
+/// 1 - 2 / (exp(2|x|) + 1), which is exactly 1 once exp saturates.
+inline Float4 fastTanh(Float4 x) {
+  Float4 z = x < 0.0f ? -x : x;
+  Float4 far = 1.0f - 2.0f / (fastExp(2.0f * z) + 1.0f);
+  Float4 z2 = z * z;
+  Float4 p = z2 * -5.70498872745e-3f + 2.06390887954e-2f;
+  p = p * z2 - 5.37397155531e-2f;
+  p = p * z2 + 1.33314422036e-1f;
+  p = p * z2 - 3.33332819422e-1f;
+  Float4 nearZero = p * z2 * z + z;
+  Float4 t = z < 0.625f ? nearZero : far;
+  return x < 0.0f ? -t : t;
+}
+
+/// y[0, n) = softmax(x[0, n)), max-shifted; x and y may be the same buffer.
+/// Returns log(sum(exp(x - max))) + max, the log-partition of the row.
+float softmaxRow(const float *x, float *y, int64_t n) {
+  float m = maxOf(x, n);
+  Float4 acc = {};
+  forEachBlock4(n, [&](int64_t i, int64_t count) {
+    // Missing lanes load -inf: their exp is 0 and does not enter the sum.
+    Float4 e = fastExp(
+        load4(x + i, count, -std::numeric_limits<float>::infinity()) - m);
+    acc += e;
+    store4(y + i, e, count);
+  });
+  float s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  float inv = 1.0f / s;
+  for (int64_t i = 0; i < n; ++i)
+    y[i] *= inv;
+  return std::log(s) + m;
+}
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCubic = 0.044715f;
+
+//===-- dropout hash -------------------------------------------------------===//
+
+/// splitmix64's increment (2^64 / golden ratio) and finalizer: a bijective
+/// 64-bit mix whose outputs over a counter stream pass BigCrush.
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// Key of global row `row` of the mask of (seed, step): element (row, col) is
+/// then the splitmix64 output number col + 1 of the stream keyed by it.
+uint64_t dropoutRowKey(uint64_t seed, uint64_t step, uint64_t row) {
+  uint64_t key = mix64(seed + kGolden);
+  key = mix64(key + (step + 1) * kGolden);
+  return mix64(key + (row + 1) * kGolden);
+}
+
+/// Uniform in [0, 1) from the top 24 bits: exactly representable as a float.
+float dropoutUniform(uint64_t rowKey, uint64_t col) {
+  return static_cast<float>(mix64(rowKey + (col + 1) * kGolden) >> 40) *
+         (1.0f / 16777216.0f);
+}
+
+//===-- attention tiling ---------------------------------------------------===//
+
+/// Tile of the [seq, seq] score gradient that attention's backward holds at a
+/// time (64 KiB of stack), and the row block of the causal forward.
+constexpr int64_t kTileRows = 64;
+constexpr int64_t kTileCols = 256;
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+void cpu::useSingleThreadedBlas() { openblas_set_num_threads(1); }
+
+//===-- dense --------------------------------------------------------------===//
+
+void cpu::denseForward(const float *x, const float *w, const float *b,
+                       float *y, int64_t rows, int64_t in, int64_t out) {
+  // Seed y with the bias so that the GEMM adds onto it (beta = 1).
+  if (b) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(y + r * out, b, out * sizeof(float));
+  }
+  gemm(false, false, rows, out, in, 1.0f, x, in, w, out, b ? 1.0f : 0.0f, y,
+       out);
+}
+
+void cpu::denseBackward(const float *dy, const float *x, const float *w,
+                        float *dx, float *dw, float *db, int64_t rows,
+                        int64_t in, int64_t out) {
+  if (dx)
+    gemm(false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
+  if (dw)
+    gemm(true, false, in, out, rows, 1.0f, x, in, dy, out, 1.0f, dw, out);
+  if (db) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *row = dy + r * out;
+      for (int64_t j = 0; j < out; ++j)
+        db[j] += row[j];
+    }
+  }
+}
+
+//===-- element-wise -------------------------------------------------------===//
+
+void cpu::reluForward(const float *x, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void cpu::reluBackward(const float *x, const float *dy, float *dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+// GELU goes through 1 + tanh(u) = 2 / (1 + exp(-2u)) and
+// 1 - tanh(u)^2 = 4 e / (1 + e)^2 with e = exp(-2u): neither cancels where
+// tanh(u) is close to -1 or 1 (the float tanh is then exactly +-1, and
+// 1 + t or 1 - t^2 would lose every digit). exp saturates at a finite value,
+// so e / (1 + e) never becomes inf / inf.
+
+void cpu::geluForward(const float *x, float *y, int64_t n) {
+  forEachBlock4(n, [&](int64_t i, int64_t count) {
+    Float4 v = load4(x + i, count);
+    Float4 u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
+    Float4 onePlusTanh = 2.0f / (1.0f + fastExp(-2.0f * u));
+    store4(y + i, 0.5f * v * onePlusTanh, count);
+  });
+}
+
+void cpu::geluBackward(const float *x, const float *dy, float *dx, int64_t n) {
+  forEachBlock4(n, [&](int64_t i, int64_t count) {
+    Float4 v = load4(x + i, count);
+    Float4 v2 = v * v;
+    Float4 u = kSqrt2OverPi * v * (1.0f + kGeluCubic * v2);
+    Float4 e = fastExp(-2.0f * u);
+    Float4 inv = 1.0f / (1.0f + e);
+    Float4 onePlusTanh = 2.0f * inv;
+    Float4 sech2 = 4.0f * (e * inv) * inv;
+    // d/dv [0.5 v (1 + tanh u)] = 0.5 (1 + tanh u) + 0.5 v sech^2(u) u'.
+    Float4 du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * v2);
+    Float4 d = 0.5f * onePlusTanh + 0.5f * v * sech2 * du;
+    store4(dx + i, load4(dy + i, count) * d, count);
+  });
+}
+
+void cpu::tanhForward(const float *x, float *y, int64_t n) {
+  forEachBlock4(n, [&](int64_t i, int64_t count) {
+    store4(y + i, fastTanh(load4(x + i, count)), count);
+  });
+}
+
+void cpu::tanhBackward(const float *y, const float *dy, float *dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
+void cpu::addForward(const float *a, const float *b, float *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = a[i] + b[i];
+}
+
+//===-- softmax ------------------------------------------------------------===//
+
+void cpu::softmaxForward(const float *x, float *y, int64_t rows,
+                         int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    softmaxRow(x + r * cols, y + r * cols, cols);
+}
+
+void cpu::softmaxBackward(const float *y, const float *dy, float *dx,
+                          int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *yr = y + r * cols;
+    const float *dyr = dy + r * cols;
+    float *dxr = dx + r * cols;
+    float s = dot(dyr, yr, cols);
+    for (int64_t j = 0; j < cols; ++j)
+      dxr[j] = yr[j] * (dyr[j] - s);
+  }
+}
+
+//===-- layer norm ---------------------------------------------------------===//
+
+void cpu::layerNormForward(const float *x, const float *gamma,
+                           const float *beta, float *y, float *mean,
+                           float *rstd, int64_t rows, int64_t cols,
+                           float epsilon) {
+  float invCols = 1.0f / static_cast<float>(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * cols;
+    float *yr = y + r * cols;
+    // Two passes: the variance of the centered row, not E[x^2] - E[x]^2.
+    float mu = static_cast<float>(sumAsDouble(xr, cols) / cols);
+    float var = sumSquaredDeviation(xr, mu, cols) * invCols;
+    float rs = 1.0f / std::sqrt(var + epsilon);
+    mean[r] = mu;
+    rstd[r] = rs;
+    for (int64_t j = 0; j < cols; ++j)
+      yr[j] = (xr[j] - mu) * rs * gamma[j] + beta[j];
+  }
+}
+
+void cpu::layerNormBackward(const float *dy, const float *x,
+                            const float *gamma, const float *mean,
+                            const float *rstd, float *dx, float *dgamma,
+                            float *dbeta, int64_t rows, int64_t cols) {
+  float invCols = 1.0f / static_cast<float>(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * cols;
+    const float *dyr = dy + r * cols;
+    float mu = mean[r];
+    float rs = rstd[r];
+    if (dgamma) {
+      for (int64_t j = 0; j < cols; ++j)
+        dgamma[j] += dyr[j] * (xr[j] - mu) * rs;
+    }
+    if (dbeta) {
+      for (int64_t j = 0; j < cols; ++j)
+        dbeta[j] += dyr[j];
+    }
+    if (!dx)
+      continue;
+    // With g = dy * gamma and xhat = (x - mean) * rstd:
+    // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+    float acc[kLanes] = {}, accHat[kLanes] = {};
+    int64_t j = 0;
+    for (; j + kLanes <= cols; j += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) {
+        float g = dyr[j + l] * gamma[j + l];
+        acc[l] += g;
+        accHat[l] += g * (xr[j + l] - mu);
+      }
+    float sumG = 0.0f, sumGHat = 0.0f;
+    for (; j < cols; ++j) {
+      float g = dyr[j] * gamma[j];
+      sumG += g;
+      sumGHat += g * (xr[j] - mu);
+    }
+    for (int64_t l = 0; l < kLanes; ++l) {
+      sumG += acc[l];
+      sumGHat += accHat[l];
+    }
+    float meanG = sumG * invCols;
+    float meanGHat = sumGHat * rs * invCols;
+    float *dxr = dx + r * cols;
+    for (int64_t k = 0; k < cols; ++k) {
+      float xHat = (xr[k] - mu) * rs;
+      dxr[k] = rs * (dyr[k] * gamma[k] - meanG - xHat * meanGHat);
+    }
+  }
+}
+
+//===-- embedding ----------------------------------------------------------===//
+
+int64_t cpu::embeddingForward(const int32_t *ids, const float *table,
+                              float *y, int64_t n, int64_t vocab,
+                              int64_t width) {
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t id = ids[i];
+    if (id < 0 || id >= vocab)
+      return i;
+    std::memcpy(y + i * width, table + id * width, width * sizeof(float));
+  }
+  return -1;
+}
+
+void cpu::embeddingBackward(const int32_t *ids, const float *dy,
+                            float *dtable, int64_t n, int64_t width) {
+  // Row by row, so repeated ids add up.
+  for (int64_t i = 0; i < n; ++i) {
+    float *row = dtable + static_cast<int64_t>(ids[i]) * width;
+    const float *dyr = dy + i * width;
+    for (int64_t j = 0; j < width; ++j)
+      row[j] += dyr[j];
+  }
+}
+
+//===-- attention ----------------------------------------------------------===//
+
+void cpu::attentionForward(const float *x, const float *wqkv, const float *wo,
+                           float *y, float *qkv, float *probs, float *context,
+                           int64_t batch, int64_t seq, int64_t width,
+                           int64_t heads, bool causal) {
+  const int64_t tokens = batch * seq;
+  const int64_t ldQkv = 3 * width;
+  const int64_t dh = width / heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+
+  gemm(false, false, tokens, ldQkv, width, 1.0f, x, width, wqkv, ldQkv, 0.0f,
+       qkv, ldQkv);
+
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float *q = qkv + b * seq * ldQkv + h * dh;
+      const float *k = q + width;
+      const float *v = q + 2 * width;
+      float *p = probs + (b * heads + h) * seq * seq;
+      float *c = context + b * seq * width + h * dh;
+      if (!causal) {
+        gemm(false, true, seq, seq, dh, scale, q, ldQkv, k, ldQkv, 0.0f, p,
+             seq);
+        for (int64_t i = 0; i < seq; ++i)
+          softmaxRow(p + i * seq, p + i * seq, seq);
+        gemm(false, false, seq, dh, seq, 1.0f, p, seq, v, ldQkv, 0.0f, c,
+             width);
+        continue;
+      }
+      // Causal: a block of rows [i0, i1) only sees keys [0, i1), which skips
+      // about half of both products.
+      for (int64_t i0 = 0; i0 < seq; i0 += kTileRows) {
+        int64_t i1 = std::min(i0 + kTileRows, seq);
+        float *pBlock = p + i0 * seq;
+        gemm(false, true, i1 - i0, i1, dh, scale, q + i0 * ldQkv, ldQkv, k,
+             ldQkv, 0.0f, pBlock, seq);
+        for (int64_t i = i0; i < i1; ++i) {
+          float *row = p + i * seq;
+          softmaxRow(row, row, i + 1);
+          std::fill(row + i + 1, row + seq, 0.0f);
+        }
+        gemm(false, false, i1 - i0, dh, i1, 1.0f, pBlock, seq, v, ldQkv, 0.0f,
+             c + i0 * width, width);
+      }
+    }
+  }
+
+  gemm(false, false, tokens, width, width, 1.0f, context, width, wo, width,
+       0.0f, y, width);
+}
+
+void cpu::attentionBackward(const float *dy, const float *x, const float *wqkv,
+                            const float *wo, const float *qkv,
+                            const float *probs, const float *context,
+                            float *dx, float *dwqkv, float *dwo,
+                            float *scratch, int64_t batch, int64_t seq,
+                            int64_t width, int64_t heads, bool causal) {
+  const int64_t tokens = batch * seq;
+  const int64_t ldQkv = 3 * width;
+  const int64_t dh = width / heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+
+  if (dwo)
+    gemm(true, false, width, width, tokens, 1.0f, context, width, dy, width,
+         1.0f, dwo, width);
+  if (!dx && !dwqkv)
+    return;
+
+  float *dqkv = scratch;
+  float *dcontext = scratch + tokens * ldQkv;
+  gemm(false, true, tokens, width, width, 1.0f, dy, width, wo, width, 0.0f,
+       dcontext, width);
+  // dq and dk accumulate over tiles of keys and queries.
+  std::fill(dqkv, dqkv + tokens * ldQkv, 0.0f);
+
+  float tile[kTileRows * kTileCols];
+  float rowTerm[kTileRows];
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const float *q = qkv + b * seq * ldQkv + h * dh;
+      const float *k = q + width;
+      const float *v = q + 2 * width;
+      float *dq = dqkv + b * seq * ldQkv + h * dh;
+      float *dk = dq + width;
+      float *dv = dq + 2 * width;
+      const float *p = probs + (b * heads + h) * seq * seq;
+      const float *c = context + b * seq * width + h * dh;
+      const float *dc = dcontext + b * seq * width + h * dh;
+
+      // dv = p^T dc. Causal: row j of dv only gets queries i >= j.
+      if (!causal) {
+        gemm(true, false, seq, dh, seq, 1.0f, p, seq, dc, width, 0.0f, dv,
+             ldQkv);
+      } else {
+        for (int64_t j0 = 0; j0 < seq; j0 += kTileRows) {
+          int64_t j1 = std::min(j0 + kTileRows, seq);
+          gemm(true, false, j1 - j0, dh, seq - j0, 1.0f, p + j0 * seq + j0,
+               seq, dc + j0 * width, width, 0.0f, dv + j0 * ldQkv, ldQkv);
+        }
+      }
+
+      for (int64_t i0 = 0; i0 < seq; i0 += kTileRows) {
+        int64_t i1 = std::min(i0 + kTileRows, seq);
+        int64_t rows = i1 - i0;
+        // sum_j p_ij dp_ij = dc_i . c_i, since c_i = sum_j p_ij v_j.
+        for (int64_t i = 0; i < rows; ++i)
+          rowTerm[i] = dot(dc + (i0 + i) * width, c + (i0 + i) * width, dh);
+        int64_t keyEnd = causal ? i1 : seq;
+        for (int64_t j0 = 0; j0 < keyEnd; j0 += kTileCols) {
+          int64_t j1 = std::min(j0 + kTileCols, keyEnd);
+          int64_t cols = j1 - j0;
+          // tile = dp = dc v^T, then the scaled score gradient
+          // scale * p (dp - rowTerm); masked probabilities are 0, so are their
+          // gradients.
+          gemm(false, true, rows, cols, dh, 1.0f, dc + i0 * width, width,
+               v + j0 * ldQkv, ldQkv, 0.0f, tile, cols);
+          for (int64_t i = 0; i < rows; ++i) {
+            const float *pRow = p + (i0 + i) * seq + j0;
+            float *tRow = tile + i * cols;
+            float term = rowTerm[i];
+            for (int64_t j = 0; j < cols; ++j)
+              tRow[j] = scale * pRow[j] * (tRow[j] - term);
+          }
+          gemm(false, false, rows, dh, cols, 1.0f, tile, cols, k + j0 * ldQkv,
+               ldQkv, 1.0f, dq + i0 * ldQkv, ldQkv);
+          gemm(true, false, cols, dh, rows, 1.0f, tile, cols, q + i0 * ldQkv,
+               ldQkv, 1.0f, dk + j0 * ldQkv, ldQkv);
+        }
+      }
+    }
+  }
+
+  if (dx)
+    gemm(false, true, tokens, width, ldQkv, 1.0f, dqkv, ldQkv, wqkv, ldQkv,
+         0.0f, dx, width);
+  if (dwqkv)
+    gemm(true, false, width, ldQkv, tokens, 1.0f, x, width, dqkv, ldQkv, 1.0f,
+         dwqkv, ldQkv);
+}
+
+//===-- dropout ------------------------------------------------------------===//
+
+void cpu::dropoutForward(const float *x, float *y, uint8_t *mask, int64_t rows,
+                         int64_t cols, float rate, uint64_t seed,
+                         uint64_t step, int64_t rowOffset) {
+  const int64_t n = rows * cols;
+  if (rate <= 0.0f) {
+    std::fill(mask, mask + n, uint8_t(1));
+    if (y != x)
+      std::memcpy(y, x, n * sizeof(float));
+    return;
+  }
+  if (rate >= 1.0f) {
+    // Everything dropped; avoids 0 * inf.
+    std::fill(mask, mask + n, uint8_t(0));
+    std::fill(y, y + n, 0.0f);
+    return;
+  }
+  const float keepScale = 1.0f / (1.0f - rate);
+  for (int64_t r = 0; r < rows; ++r) {
+    uint64_t key =
+        dropoutRowKey(seed, step, static_cast<uint64_t>(rowOffset + r));
+    uint8_t *m = mask + r * cols;
+    for (int64_t j = 0; j < cols; ++j)
+      m[j] = dropoutUniform(key, static_cast<uint64_t>(j)) >= rate;
+    const float *xr = x + r * cols;
+    float *yr = y + r * cols;
+    for (int64_t j = 0; j < cols; ++j)
+      yr[j] = m[j] ? xr[j] * keepScale : 0.0f;
+  }
+}
+
+void cpu::dropoutBackward(const uint8_t *mask, const float *dy, float *dx,
+                          int64_t n, float rate) {
+  if (rate >= 1.0f) {
+    std::fill(dx, dx + n, 0.0f);
+    return;
+  }
+  const float keepScale = rate <= 0.0f ? 1.0f : 1.0f / (1.0f - rate);
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = mask[i] ? dy[i] * keepScale : 0.0f;
+}
+
+//===-- losses -------------------------------------------------------------===//
+
+float cpu::softmaxCrossEntropyForward(const float *logits,
+                                      const int32_t *labels, float *probs,
+                                      int64_t rows, int64_t classes,
+                                      int64_t *badLabel) {
+  int64_t firstBad = -1;
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *lr = logits + r * classes;
+    // -log p[label] = logPartition - logit[label]: no log of a rounded-to-0
+    // probability.
+    float logPartition = softmaxRow(lr, probs + r * classes, classes);
+    int64_t label = labels[r];
+    if (label < 0 || label >= classes) {
+      if (firstBad < 0)
+        firstBad = r;
+      continue;
+    }
+    total += static_cast<double>(logPartition) - lr[label];
+  }
+  if (badLabel)
+    *badLabel = firstBad;
+  if (firstBad >= 0)
+    return std::numeric_limits<float>::quiet_NaN();
+  return rows > 0 ? static_cast<float>(total / static_cast<double>(rows))
+                  : 0.0f;
+}
+
+void cpu::softmaxCrossEntropyBackward(const float *probs,
+                                      const int32_t *labels, float scale,
+                                      float *dlogits, int64_t rows,
+                                      int64_t classes) {
+  if (rows == 0)
+    return;
+  const float factor = scale / static_cast<float>(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *pr = probs + r * classes;
+    float *dr = dlogits + r * classes;
+    for (int64_t j = 0; j < classes; ++j)
+      dr[j] = factor * pr[j];
+    int64_t label = labels[r];
+    // Out-of-range labels were reported by the forward; never write outside.
+    if (label >= 0 && label < classes)
+      dr[label] = factor * (pr[label] - 1.0f);
+  }
+}
+
+float cpu::mseForward(const float *prediction, const float *target,
+                      int64_t n) {
+  if (n == 0)
+    return 0.0f;
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) {
+      double d = static_cast<double>(prediction[i + l]) - target[i + l];
+      acc[l] += d * d;
+    }
+  double total = 0.0;
+  for (; i < n; ++i) {
+    double d = static_cast<double>(prediction[i]) - target[i];
+    total += d * d;
+  }
+  for (int64_t l = 0; l < kLanes; ++l)
+    total += acc[l];
+  return static_cast<float>(total / static_cast<double>(n));
+}
+
+void cpu::mseBackward(const float *prediction, const float *target,
+                      float scale, float *dprediction, int64_t n) {
+  if (n == 0)
+    return;
+  const float factor = 2.0f * scale / static_cast<float>(n);
+  for (int64_t i = 0; i < n; ++i)
+    dprediction[i] = factor * (prediction[i] - target[i]);
+}

@@ -1,0 +1,107 @@
+//===- Optimizers.cpp - Synchronous parameter updates ---------------------===//
+
+#include "gpipe/runtime/Optimizers.h"
+
+#include <cassert>
+#include <cmath>
+
+using namespace gpipe::runtime;
+
+unsigned gpipe::runtime::optimizerSlots(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::Sgd:
+    return 0;
+  case OptimizerKind::Momentum:
+    return 1;
+  case OptimizerKind::RmsProp:
+  case OptimizerKind::Adam:
+    return 2;
+  }
+  assert(false && "unknown optimizer kind");
+  return 0;
+}
+
+void gpipe::runtime::applyOptimizer(const OptimizerConfig &config,
+                                    float *params, const float *grads,
+                                    float *const *slots, int64_t n,
+                                    int64_t step) {
+  assert(step >= 1 && "optimizer steps count from 1");
+  const float lr = config.learningRate;
+  switch (config.kind) {
+  case OptimizerKind::Sgd:
+    for (int64_t i = 0; i < n; ++i)
+      params[i] -= lr * grads[i];
+    return;
+  case OptimizerKind::Momentum: {
+    float *velocity = slots[0];
+    const float momentum = config.momentum;
+    for (int64_t i = 0; i < n; ++i) {
+      velocity[i] = momentum * velocity[i] + grads[i];
+      params[i] -= lr * velocity[i];
+    }
+    return;
+  }
+  case OptimizerKind::RmsProp: {
+    float *meanSquare = slots[0];
+    float *mom = slots[1];
+    const float decay = config.decay, momentum = config.momentum;
+    const float eps = config.epsilon;
+    for (int64_t i = 0; i < n; ++i) {
+      float g = grads[i];
+      meanSquare[i] = decay * meanSquare[i] + (1.0f - decay) * g * g;
+      mom[i] = momentum * mom[i] + lr * g / std::sqrt(meanSquare[i] + eps);
+      params[i] -= mom[i];
+    }
+    return;
+  }
+  case OptimizerKind::Adam: {
+    float *m = slots[0];
+    float *v = slots[1];
+    const float beta1 = config.beta1, beta2 = config.beta2;
+    const float eps = config.epsilon;
+    // The bias corrections in double: beta^t underflows gracefully and
+    // 1 - beta2^t keeps its precision for small t.
+    const float correction1 = static_cast<float>(
+        1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step)));
+    const float correction2 = static_cast<float>(
+        1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step)));
+    for (int64_t i = 0; i < n; ++i) {
+      float g = grads[i];
+      m[i] = beta1 * m[i] + (1.0f - beta1) * g;
+      v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
+      params[i] -=
+          lr * (m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps);
+    }
+    return;
+  }
+  }
+  assert(false && "unknown optimizer kind");
+}
+
+bool gpipe::runtime::parseOptimizerKind(const std::string &name,
+                                        OptimizerKind &kind) {
+  for (OptimizerKind candidate :
+       {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::RmsProp,
+        OptimizerKind::Adam}) {
+    if (name == optimizerKindName(candidate)) {
+      kind = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char *gpipe::runtime::optimizerKindName(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::Sgd:
+    return "sgd";
+  case OptimizerKind::Momentum:
+    return "momentum";
+  case OptimizerKind::RmsProp:
+    return "rmsprop";
+  case OptimizerKind::Adam:
+    return "adam";
+  }
+  assert(false && "unknown optimizer kind");
+  return "";
+}

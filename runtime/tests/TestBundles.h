@@ -1,0 +1,82 @@
+//===- TestBundles.h - Builds pipeline bundles for the executor tests -----===//
+//
+// Tests describe a model once, as a graph of gpipe ops grouped into layers,
+// and get the bundle the compiler would emit for any split into K stages at
+// layer boundaries: values that cross a cut become channels (routed through
+// every intermediate stage, so a residual's skip value is carried along),
+// each stage gets its forward, a recompute copy of it and a reverse-mode
+// backward (gradients of a value used twice are summed with AddGrads,
+// parameter gradients go to AccumulateGrad), and the per-device programs
+// come from gpipe::schedule::buildGPipeSchedule (GPipeAnalysisCore).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_TESTS_TESTBUNDLES_H
+#define GPIPE_RUNTIME_TESTS_TESTBUNDLES_H
+
+#include "gpipe/runtime/Bundle.h"
+
+#include <string>
+#include <vector>
+
+namespace gpipe::runtime::testing {
+
+/// A model as one graph in global value ids, ops in forward order.
+class ModelGraph {
+public:
+  explicit ModelGraph(int64_t batch) : batch(batch) {}
+
+  /// A batched model input (shape at the full batch).
+  int input(const std::string &name, std::vector<int64_t> shape,
+            ElementType type = ElementType::F32);
+  /// Declares a parameter and emits its Param op in the current layer.
+  int param(const std::string &name, std::vector<int64_t> shape,
+            InitKind init, double scale = 1.0);
+  int dense(int x, int w, int b = -1);
+  int unary(OpKind kind, int x); ///< Relu, Gelu, Tanh, Softmax
+  int layerNorm(int x, int gamma, int beta, float epsilon = 1e-5f);
+  int add(int a, int b);
+  int embedding(int ids, int table);
+  int attention(int x, int wqkv, int wo, int64_t heads, bool causal);
+  int dropout(int x, float rate, uint64_t seed);
+  int softmaxCrossEntropy(int logits, int labels);
+  int mse(int prediction, int target);
+  /// Starts a new layer: stages are cut only between layers.
+  void nextLayer() { ++layer; }
+
+  int numLayers() const { return layer + 1; }
+
+  struct GraphOp {
+    Op op;
+    int layer = 0;
+  };
+  int64_t batch;
+  std::vector<ValueSpec> values;
+  std::vector<GraphOp> ops;
+  std::vector<ParamSpec> params;
+  std::vector<ModelInputSpec> inputs;
+  std::vector<int> inputValues; ///< parallel to `inputs`
+  int loss = -1;
+
+private:
+  int newValue(std::vector<int64_t> shape, ElementType type, bool batched);
+  int emit(OpKind kind, std::vector<int> operands, ValueSpec result);
+  int layer = 0;
+};
+
+/// The bundle of `graph` split into stages starting at `firstLayers`
+/// (firstLayers[0] == 0, increasing), with `numMicrobatches` micro-batches
+/// (split as schedule::splitMicrobatches does) and the GPipe schedule.
+/// Aborts the test program on an inconsistent request.
+Bundle buildBundle(const ModelGraph &graph,
+                   const std::vector<int> &firstLayers,
+                   unsigned numMicrobatches, RematPolicy remat);
+
+/// The GPipe fill-drain programs of a bundle's stages and micro-batches
+/// (through gpipe::schedule::buildGPipeSchedule), converted to runtime
+/// instructions.
+std::vector<std::vector<Instr>> gpipePrograms(const Bundle &bundle);
+
+} // namespace gpipe::runtime::testing
+
+#endif // GPIPE_RUNTIME_TESTS_TESTBUNDLES_H
