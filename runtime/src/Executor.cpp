@@ -93,6 +93,8 @@ static const char *opName(OpKind kind) {
     return "add_grads";
   case OpKind::AccumulateGrad:
     return "accumulate_grad";
+  case OpKind::Zeros:
+    return "zeros";
   }
   return "unknown";
 }
@@ -187,6 +189,7 @@ struct Arity {
 Arity arityOf(OpKind kind) {
   switch (kind) {
   case OpKind::Param:
+  case OpKind::Zeros:
     return {0, 0, 1};
   case OpKind::Dense:
     return {2, 3, 1};
@@ -527,6 +530,8 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(f32Except({}));
     return expectShape(ops(0), param->shape, false, "a gradient");
   }
+  case OpKind::Zeros:
+    return f32Except({});
   }
 #undef CHECK
   return "unknown op kind";
@@ -1013,7 +1018,8 @@ class ValueStore {
 public:
   void reset(size_t numValues, MemoryCounter *counter) {
     clear();
-    slots.assign(numValues, nullptr);
+    slots.clear();
+    slots.resize(numValues);
     memory = counter;
   }
   Tensor *get(int id) const {
@@ -1299,6 +1305,8 @@ std::string runOp(OpEnv &env, const Op &op) {
       grad[k] += g[k];
     break;
   }
+  case OpKind::Zeros:
+    break; // allocated zeroed
   }
   for (size_t k = 0; k < op.results.size(); ++k)
     if (out[k])

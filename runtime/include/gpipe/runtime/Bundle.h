@@ -73,7 +73,8 @@ enum class OpKind {
   SoftmaxCrossEntropyGrad, ///< (forward loss, labels) -> dlogits, x loss scale
   MseLossGrad,   ///< (prediction, target) -> dprediction, x loss scale
   AddGrads,      ///< (a, b) -> a + b: sums two gradients of one value
-  AccumulateGrad ///< (g) -> (): adds g to the gradient of parameter `name`
+  AccumulateGrad, ///< (g) -> (): adds g to the gradient of parameter `name`
+  Zeros          ///< () -> z: a zero gradient (no gradient reaches an input)
 };
 
 struct Op {

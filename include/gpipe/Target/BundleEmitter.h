@@ -1,0 +1,33 @@
+//===- BundleEmitter.h - Write a compiled model as a program bundle -*- C++ -*-===//
+//
+// The contract with the runtime: docs/BundleFormat.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_TARGET_BUNDLEEMITTER_H
+#define GPIPE_TARGET_BUNDLEEMITTER_H
+
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+namespace gpipe {
+
+/// The bundle of `model` (compiled: stages, stage backwards, channels) with
+/// the per-device programs of `schedule`. Emits a diagnostic on failure.
+mlir::FailureOr<llvm::json::Value> emitBundle(ModelOp model,
+                                              ScheduleOp schedule);
+
+/// Writes the bundle of the module's only schedule and its model as JSON.
+mlir::LogicalResult translateModuleToBundle(mlir::ModuleOp module,
+                                            llvm::raw_ostream &os);
+
+/// Number of stages of a model.
+unsigned getStagesCount(ModelOp model);
+
+/// Registers `--gpipe-to-bundle` with mlir-translate style tools.
+void registerToBundleTranslation();
+
+} // namespace gpipe
+
+#endif // GPIPE_TARGET_BUNDLEEMITTER_H

@@ -1,0 +1,467 @@
+//===- BundleEmitter.cpp - Write a compiled model as a program bundle -----===//
+//
+// Flattens each stage's layers into one op list over numbered values, pairs
+// the stage backward's recompute prefix with the forward (same value ids),
+// numbers the gradient values after them, and copies the schedule. The JSON
+// layout is docs/BundleFormat.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Target/BundleEmitter.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace gpipe;
+namespace json = llvm::json;
+
+namespace {
+/// Numbers the values of one stage and describes them.
+class ValueTable {
+public:
+  ValueTable(int64_t batch) : batch(batch) {}
+
+  int define(Value value, bool batched) {
+    int id = specs.size();
+    ids[value] = id;
+    auto type = cast<RankedTensorType>(value.getType());
+    json::Array shape;
+    for (int64_t dim : type.getShape())
+      shape.push_back(dim);
+    specs.push_back(json::Object{
+        {"shape", std::move(shape)},
+        {"type", type.getElementType().isInteger() ? "i32" : "f32"},
+        {"batched", batched && type.getRank() > 0 &&
+                        type.getDimSize(0) == batch}});
+    return id;
+  }
+  void alias(Value value, int id) { ids[value] = id; }
+  FailureOr<int> lookup(Operation *user, Value value) const {
+    auto it = ids.find(value);
+    if (it == ids.end())
+      return user->emitOpError() << "uses a value the bundle cannot name";
+    return it->second;
+  }
+  json::Array takeSpecs() { return std::move(specs); }
+
+private:
+  int64_t batch;
+  llvm::DenseMap<Value, int> ids;
+  json::Array specs;
+};
+} // namespace
+
+/// The bundle name of a forward or gradient op, or "" if it has none.
+static StringRef bundleOpName(Operation *op) {
+  return llvm::TypeSwitch<Operation *, StringRef>(op)
+      .Case([](DenseOp) { return "dense"; })
+      .Case([](ReluOp) { return "relu"; })
+      .Case([](GeluOp) { return "gelu"; })
+      .Case([](TanhOp) { return "tanh"; })
+      .Case([](SoftmaxOp) { return "softmax"; })
+      .Case([](LayerNormOp) { return "layer_norm"; })
+      .Case([](AddOp op) {
+        return op->getParentOfType<StageBackwardOp>() &&
+                       !op->hasAttr("gpipe.recompute")
+                   ? "add_grads"
+                   : "add";
+      })
+      .Case([](EmbeddingOp) { return "embedding"; })
+      .Case([](AttentionOp) { return "attention"; })
+      .Case([](DropoutOp) { return "dropout"; })
+      .Case([](SoftmaxCrossEntropyOp) { return "softmax_cross_entropy"; })
+      .Case([](MseLossOp) { return "mse_loss"; })
+      .Case([](DenseGradOp) { return "dense_grad"; })
+      .Case([](BiasGradOp) { return "bias_grad"; })
+      .Case([](ReluGradOp) { return "relu_grad"; })
+      .Case([](GeluGradOp) { return "gelu_grad"; })
+      .Case([](TanhGradOp) { return "tanh_grad"; })
+      .Case([](SoftmaxGradOp) { return "softmax_grad"; })
+      .Case([](LayerNormGradOp) { return "layer_norm_grad"; })
+      .Case([](EmbeddingGradOp) { return "embedding_grad"; })
+      .Case([](AttentionGradOp) { return "attention_grad"; })
+      .Case([](DropoutGradOp) { return "dropout_grad"; })
+      .Case([](SoftmaxCrossEntropyGradOp) {
+        return "softmax_cross_entropy_grad";
+      })
+      .Case([](MseLossGradOp) { return "mse_loss_grad"; })
+      .Case([](ZerosOp) { return "zeros"; })
+      .Default([](Operation *) { return ""; });
+}
+
+/// Results that are parameter gradients: they have no batch dimension.
+static bool isParamGradResult(OpResult result) {
+  Operation *op = result.getOwner();
+  unsigned index = result.getResultNumber();
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case<DenseGradOp>([&](auto) { return index == 1; })
+      .Case<LayerNormGradOp, AttentionGradOp>([&](auto) { return index >= 1; })
+      .Case<BiasGradOp, EmbeddingGradOp>([](auto) { return true; })
+      .Default([](Operation *) { return false; });
+}
+
+/// Op-specific attributes.
+static void addAttributes(Operation *op, json::Object &out) {
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<LayerNormOp, LayerNormGradOp>([&](auto norm) {
+        out["epsilon"] = norm.getEpsilon().convertToDouble();
+      })
+      .Case<AttentionOp, AttentionGradOp>([&](auto attention) {
+        out["heads"] = int64_t(attention.getHeads());
+        out["causal"] = attention.getCausal();
+      })
+      .Case([&](DropoutOp dropout) {
+        out["rate"] = dropout.getRate().convertToDouble();
+        out["seed"] = int64_t(dropout.getSeed());
+      })
+      .Case([&](DropoutGradOp grad) {
+        // The mask is the forward dropout's.
+        auto forward = grad.getForward().getDefiningOp<DropoutOp>();
+        if (forward) {
+          out["rate"] = forward.getRate().convertToDouble();
+          out["seed"] = int64_t(forward.getSeed());
+        }
+      });
+}
+
+/// Emits `op` (a compute or gradient op) into `list`, defining its results
+/// in `values` unless they are already named (recompute ops reuse the
+/// forward's ids).
+static LogicalResult emitOp(Operation *op, ValueTable &values,
+                            json::Array &list, bool defineResults) {
+  StringRef name = bundleOpName(op);
+  if (name.empty())
+    return op->emitOpError() << "cannot be written to a bundle";
+  json::Array operands, results;
+  for (Value operand : op->getOperands()) {
+    FailureOr<int> id = values.lookup(op, operand);
+    if (failed(id))
+      return failure();
+    operands.push_back(*id);
+  }
+  for (OpResult result : op->getResults()) {
+    if (defineResults) {
+      results.push_back(values.define(result, !isParamGradResult(result)));
+      continue;
+    }
+    FailureOr<int> id = values.lookup(op, result);
+    if (failed(id))
+      return failure();
+    results.push_back(*id);
+  }
+  json::Object out{{"op", name},
+                   {"operands", std::move(operands)},
+                   {"results", std::move(results)}};
+  addAttributes(op, out);
+  list.push_back(std::move(out));
+  return success();
+}
+
+namespace {
+struct StageEmission {
+  json::Object stage;
+  json::Array params;
+};
+} // namespace
+
+static FailureOr<StageEmission>
+emitStage(StageOp stage, StageBackwardOp backward, bool isLast,
+          int64_t batch) {
+  ValueTable values(batch);
+  StageEmission out;
+  Block &body = stage.getBody().front();
+
+  json::Array inputs;
+  for (auto [operand, argument] :
+       llvm::zip(stage.getInputs(), body.getArguments())) {
+    int id = values.define(argument, true);
+    if (auto input = operand.getDefiningOp<InputOp>())
+      inputs.push_back(json::Object{{"value", id}, {"input", input.getName()}});
+    else if (auto recv = operand.getDefiningOp<RecvOp>())
+      inputs.push_back(
+          json::Object{{"value", id}, {"channel", int64_t(recv.getChannel())}});
+    else
+      return stage.emitOpError()
+             << "has an input that is neither a model input nor a "
+                "gpipe.recv; run gpipe-insert-send-recv first";
+  }
+
+  // Forward: the layers flattened; parameters become `param` ops.
+  json::Array forward;
+  SmallVector<Operation *> forwardOps;
+  for (LayerOp layer : body.getOps<LayerOp>()) {
+    Block &layerBody = layer.getBody().front();
+    for (Operation &op : layerBody.without_terminator()) {
+      forwardOps.push_back(&op);
+      if (auto param = dyn_cast<ParamOp>(op)) {
+        int id = values.define(param.getResult(), false);
+        forward.push_back(json::Object{{"op", "param"},
+                                       {"operands", json::Array()},
+                                       {"results", json::Array{id}},
+                                       {"name", param.getName()}});
+        std::optional<APFloat> scale = param.getScale();
+        json::Array shape;
+        for (int64_t dim : param.getType().getShape())
+          shape.push_back(dim);
+        out.params.push_back(json::Object{
+            {"name", param.getName()},
+            {"shape", std::move(shape)},
+            {"init", stringifyInitKind(param.getInit())},
+            {"scale", scale ? scale->convertToDouble() : 1.0},
+            {"stage", int64_t(stage.getIndex())}});
+        continue;
+      }
+      if (failed(emitOp(&op, values, forward, /*defineResults=*/true)))
+        return failure();
+    }
+    for (auto [result, yielded] :
+         llvm::zip(layer.getResults(), layerBody.getTerminator()->getOperands()))
+      values.alias(result, *values.lookup(layer, yielded));
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  json::Array outputs;
+  int loss = -1;
+  if (isLast) {
+    loss = *values.lookup(yield, yield.getValues()[0]);
+  } else {
+    for (Value value : yield.getValues())
+      outputs.push_back(*values.lookup(yield, value));
+  }
+
+  // Backward: inputs share the forward's ids; the recompute prefix is the
+  // forward again (same ids); gradient values are numbered after.
+  Block &backBody = backward.getBody().front();
+  for (auto [argument, forwardArg] :
+       llvm::zip(backBody.getArguments(), body.getArguments()))
+    values.alias(argument, *values.lookup(backward, forwardArg));
+  json::Array outputGrads;
+  for (BlockArgument grad :
+       backBody.getArguments().drop_front(body.getNumArguments()))
+    outputGrads.push_back(values.define(grad, true));
+
+  json::Array grads;
+  auto forwardIt = forwardOps.begin();
+  for (Operation &op : backBody.without_terminator()) {
+    if (auto ref = dyn_cast<ParamRefOp>(op)) {
+      // The forward's `param` op of the same name defines it.
+      while (forwardIt != forwardOps.end() && !isa<ParamOp>(*forwardIt))
+        ++forwardIt;
+      auto param = forwardIt == forwardOps.end()
+                       ? ParamOp()
+                       : cast<ParamOp>(*forwardIt);
+      if (!param || param.getName() != ref.getName())
+        return ref.emitOpError()
+               << "does not follow the forward of "
+               << backward.getStageAttr()
+               << "; the recompute prefix must copy it in order";
+      values.alias(ref.getResult(), *values.lookup(param, param.getResult()));
+      ++forwardIt;
+      continue;
+    }
+    if (op.hasAttr("gpipe.recompute")) {
+      while (forwardIt != forwardOps.end() && isa<ParamOp>(*forwardIt))
+        ++forwardIt;
+      if (forwardIt == forwardOps.end() ||
+          (*forwardIt)->getName() != op.getName())
+        return op.emitOpError()
+               << "does not follow the forward of "
+               << backward.getStageAttr()
+               << "; the recompute prefix must copy it in order";
+      for (auto [copy, original] :
+           llvm::zip(op.getResults(), (*forwardIt)->getResults()))
+        values.alias(copy, *values.lookup(*forwardIt, original));
+      ++forwardIt;
+      continue;
+    }
+    if (auto accumulate = dyn_cast<AccumulateGradOp>(op)) {
+      grads.push_back(json::Object{
+          {"op", "accumulate_grad"},
+          {"operands",
+           json::Array{*values.lookup(&op, accumulate.getGrad())}},
+          {"results", json::Array()},
+          {"name", accumulate.getName()}});
+      continue;
+    }
+    if (failed(emitOp(&op, values, grads, /*defineResults=*/true)))
+      return failure();
+  }
+  json::Array inputGrads;
+  for (Value grad : backBody.getTerminator()->getOperands())
+    inputGrads.push_back(*values.lookup(backBody.getTerminator(), grad));
+
+  json::Array recompute = forward; // the same ops, the same ids
+  out.stage = json::Object{{"values", values.takeSpecs()},
+                           {"inputs", std::move(inputs)},
+                           {"outputs", std::move(outputs)},
+                           {"loss", loss},
+                           {"forward", std::move(forward)},
+                           {"recompute", std::move(recompute)},
+                           {"backward", std::move(grads)},
+                           {"output_grads", std::move(outputGrads)},
+                           {"input_grads", std::move(inputGrads)}};
+  return out;
+}
+
+static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
+  json::Array programs;
+  SmallVector<ProgramOp> ordered(getStagesCount(model));
+  for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>()) {
+    if (program.getDevice() >= ordered.size())
+      return program.emitOpError() << "is for a device the model does not have";
+    ordered[program.getDevice()] = program;
+  }
+  for (auto [device, program] : llvm::enumerate(ordered)) {
+    if (!program)
+      return schedule.emitOpError() << "has no program for device " << device;
+    json::Array instrs;
+    for (Operation &op : program.getBody().front()) {
+      json::Object instr =
+          llvm::TypeSwitch<Operation *, json::Object>(&op)
+              .Case([](LoadInputOp o) {
+                return json::Object{{"op", "load_input"},
+                                    {"name", o.getName()},
+                                    {"mb", int64_t(o.getMb())}};
+              })
+              .Case<ForwardOp, BackwardOp>([&](auto o) {
+                StageOp stage = model.lookupStage(o.getStage());
+                return json::Object{
+                    {"op", isa<ForwardOp>(o.getOperation()) ? "forward"
+                                                            : "backward"},
+                    {"stage", stage ? int64_t(stage.getIndex()) : int64_t(-1)},
+                    {"mb", int64_t(o.getMb())}};
+              })
+              .Case<SendActivationOp, RecvActivationOp, SendGradientOp,
+                    RecvGradientOp>([](auto o) {
+                return json::Object{{"op", o->getName().stripDialect()},
+                                    {"peer", int64_t(o.getPeer())},
+                                    {"mb", int64_t(o.getMb())},
+                                    {"channel", int64_t(o.getChannel())}};
+              })
+              .Case([](OptimizerStepOp) {
+                return json::Object{{"op", "optimizer_step"}};
+              })
+              .Default([](Operation *) { return json::Object(); });
+      if (instr.empty())
+        return op.emitOpError() << "is not a schedule instruction";
+      instrs.push_back(std::move(instr));
+    }
+    programs.push_back(std::move(instrs));
+  }
+  return programs;
+}
+
+unsigned gpipe::getStagesCount(ModelOp model) {
+  return llvm::range_size(model.getBody().front().getOps<StageOp>());
+}
+
+FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
+                                              ScheduleOp schedule) {
+  Block &body = model.getBody().front();
+  SmallVector<StageOp> stages = llvm::to_vector(body.getOps<StageOp>());
+  if (stages.empty())
+    return model.emitOpError() << "has no stages; compile it with "
+                                  "gpipe-compile first";
+  Value loss = model.getReturnOp().getLoss();
+
+  json::Array inputs;
+  for (InputOp input : body.getOps<InputOp>()) {
+    auto type = cast<RankedTensorType>(input.getType());
+    Type element = type.getElementType();
+    StringRef typeName;
+    if (element.isF32())
+      typeName = "f32";
+    else if (element.isInteger(32))
+      typeName = "i32";
+    else
+      return input.emitOpError()
+             << "has element type " << element
+             << "; the runtime reads f32 data and i32 ids or labels";
+    json::Array shape;
+    for (int64_t dim : type.getShape())
+      shape.push_back(dim);
+    inputs.push_back(json::Object{{"name", input.getName()},
+                                  {"shape", std::move(shape)},
+                                  {"type", typeName}});
+  }
+
+  json::Array stageObjects, params;
+  std::optional<StringRef> remat;
+  for (StageOp stage : stages) {
+    StageBackwardOp backward;
+    for (StageBackwardOp candidate : body.getOps<StageBackwardOp>())
+      if (candidate.getStage() == stage.getSymName())
+        backward = candidate;
+    if (!backward)
+      return stage.emitOpError() << "has no gpipe.stage_backward; run "
+                                    "gpipe-differentiate first";
+    StringRef policy = backward.getRemat().value_or("full");
+    if (remat && *remat != policy)
+      return backward.emitOpError()
+             << "uses remat policy '" << policy << "' but another stage uses '"
+             << *remat << "'; a bundle has one policy";
+    remat = policy;
+    FailureOr<StageEmission> emitted = emitStage(
+        stage, backward, loss.getDefiningOp() == stage, model.getBatch());
+    if (failed(emitted))
+      return failure();
+    stageObjects.push_back(std::move(emitted->stage));
+    for (json::Value &param : emitted->params)
+      params.push_back(std::move(param));
+  }
+
+  FailureOr<json::Array> programs = emitPrograms(schedule, model);
+  if (failed(programs))
+    return failure();
+  json::Array rows;
+  for (int64_t count : schedule.getRows())
+    rows.push_back(count);
+  return json::Value(json::Object{{"format", "gpipe-bundle"},
+                                  {"version", 1},
+                                  {"model", model.getSymName()},
+                                  {"batch", int64_t(model.getBatch())},
+                                  {"microbatch_rows", std::move(rows)},
+                                  {"remat", *remat},
+                                  {"inputs", std::move(inputs)},
+                                  {"params", std::move(params)},
+                                  {"stages", std::move(stageObjects)},
+                                  {"programs", std::move(*programs)}});
+}
+
+LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
+                                             llvm::raw_ostream &os) {
+  auto schedules = llvm::to_vector(module.getOps<ScheduleOp>());
+  if (schedules.size() != 1)
+    return module.emitError()
+           << "expects exactly one gpipe.schedule to write as a bundle, found "
+           << schedules.size() << "; compile the model with gpipe-compile";
+  ScheduleOp schedule = schedules.front();
+  auto model = SymbolTable::lookupNearestSymbolFrom<ModelOp>(
+      schedule, schedule.getModelAttr());
+  if (!model)
+    return schedule.emitOpError()
+           << "refers to " << schedule.getModelAttr()
+           << ", which is not a gpipe.model";
+  FailureOr<json::Value> bundle = emitBundle(model, schedule);
+  if (failed(bundle))
+    return failure();
+  os << llvm::formatv("{0:2}", *bundle) << "\n";
+  return success();
+}
+
+void gpipe::registerToBundleTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "gpipe-to-bundle", "write a compiled gpipe model as a program bundle",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitError() << "expects a builtin.module";
+        return translateModuleToBundle(module, os);
+      },
+      [](DialectRegistry &registry) { registry.insert<GPipeDialect>(); });
+}

@@ -1,0 +1,935 @@
+//===- ExecutorTest.cpp - Tests of the pipeline executor ------------------===//
+//
+// The heart of GPipe: one pipelined step (K stages, M micro-batches, any
+// remat policy) computes the gradients of the whole mini-batch. Every
+// gradient is compared with an independent single-device reference written
+// here as a plain sequential forward/backward over ReferenceOps (double
+// precision, no code shared with the runtime). Then: loss curves, bitwise
+// determinism, failures that end with a clear error instead of a hang, the
+// bundle and batch checks, memory accounting and the timeline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/runtime/CpuKernels.h"
+#include "gpipe/runtime/Executor.h"
+
+#include "ReferenceOps.h"
+#include "TestBundles.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::testing;
+namespace ref = gpipe::reference;
+using ref::Vec;
+
+namespace {
+
+constexpr double kRtol = 1e-5;
+constexpr double kAtol = 4e-5;
+constexpr int64_t kBatch = 10;
+
+//===----------------------------------------------------------------------===//
+// Models
+//===----------------------------------------------------------------------===//
+
+/// 12 -> dense 16 relu -> dense 16 tanh -> dense 8 gelu -> dense 5, softmax
+/// cross-entropy; one layer per dense.
+ModelGraph mlpGraph(int64_t batch, int64_t hidden = 16) {
+  ModelGraph g(batch);
+  int x = g.input("x", {batch, 12});
+  int labels = g.input("labels", {batch}, ElementType::I32);
+  auto denseLayer = [&](int in, int64_t from, int64_t to, int index) {
+    std::string name = "l" + std::to_string(index);
+    int w = g.param(name + ".w", {from, to}, InitKind::GlorotUniform);
+    int b = g.param(name + ".b", {to}, InitKind::Uniform, 0.1);
+    return g.dense(in, w, b);
+  };
+  int h = g.unary(OpKind::Relu, denseLayer(x, 12, hidden, 1));
+  g.nextLayer();
+  h = g.unary(OpKind::Tanh, denseLayer(h, hidden, hidden, 2));
+  g.nextLayer();
+  h = g.unary(OpKind::Gelu, denseLayer(h, hidden, 8, 3));
+  g.nextLayer();
+  g.softmaxCrossEntropy(denseLayer(h, 8, 5, 4), labels);
+  return g;
+}
+
+std::vector<int> mlpSplit(unsigned k) {
+  static const std::vector<int> splits[] = {
+      {0}, {0, 2}, {0, 1, 3}, {0, 1, 2, 3}};
+  return splits[k - 1];
+}
+
+constexpr int64_t kSeq = 4, kWidth = 8, kVocab = 11, kHeads = 2;
+constexpr float kDropRate = 0.1f;
+constexpr uint64_t kDropSeed = 7;
+
+/// Embedding, pre-norm causal attention with dropout and a residual whose
+/// skip value (the embedding) crosses stages, a pre-norm GELU feed-forward
+/// block with a second residual, and a softmax cross-entropy over
+/// [batch, seq, vocab]. Seven layers.
+ModelGraph residualGraph(int64_t batch) {
+  ModelGraph g(batch);
+  int ids = g.input("ids", {batch, kSeq}, ElementType::I32);
+  int labels = g.input("labels", {batch, kSeq}, ElementType::I32);
+  int table =
+      g.param("table", {kVocab, kWidth}, InitKind::Normal, 0.5);
+  int emb = g.embedding(ids, table); // layer 0
+  g.nextLayer();
+  int gamma1 = g.param("ln1.gamma", {kWidth}, InitKind::Ones);
+  int beta1 = g.param("ln1.beta", {kWidth}, InitKind::Zeros);
+  int ln1 = g.layerNorm(emb, gamma1, beta1); // layer 1
+  g.nextLayer();
+  int wqkv =
+      g.param("attn.wqkv", {kWidth, 3 * kWidth}, InitKind::GlorotUniform);
+  int wo = g.param("attn.wo", {kWidth, kWidth}, InitKind::GlorotUniform);
+  int att = g.attention(ln1, wqkv, wo, kHeads, /*causal=*/true);
+  int drop = g.dropout(att, kDropRate, kDropSeed); // layer 2
+  g.nextLayer();
+  int r1 = g.add(emb, drop); // layer 3: the skip from layer 0
+  g.nextLayer();
+  int gamma2 = g.param("ln2.gamma", {kWidth}, InitKind::Ones);
+  int beta2 = g.param("ln2.beta", {kWidth}, InitKind::Zeros);
+  int ln2 = g.layerNorm(r1, gamma2, beta2);
+  int w1 = g.param("ffn.w1", {kWidth, 16}, InitKind::GlorotUniform);
+  int b1 = g.param("ffn.b1", {16}, InitKind::Uniform, 0.1);
+  int hidden = g.unary(OpKind::Gelu, g.dense(ln2, w1, b1)); // layer 4
+  g.nextLayer();
+  int w2 = g.param("ffn.w2", {16, kWidth}, InitKind::GlorotUniform);
+  int b2 = g.param("ffn.b2", {kWidth}, InitKind::Uniform, 0.1);
+  int r2 = g.add(r1, g.dense(hidden, w2, b2)); // layer 5: skip from layer 3
+  g.nextLayer();
+  int wout = g.param("out.w", {kWidth, kVocab}, InitKind::GlorotUniform);
+  int bout = g.param("out.b", {kVocab}, InitKind::Uniform, 0.1);
+  g.softmaxCrossEntropy(g.dense(r2, wout, bout), labels); // layer 6
+  return g;
+}
+
+/// K = 3 and 4 carry the embedding through an intermediate stage.
+std::vector<int> residualSplit(unsigned k) {
+  static const std::vector<int> splits[] = {
+      {0}, {0, 3}, {0, 1, 3}, {0, 2, 3, 5}};
+  return splits[k - 1];
+}
+
+/// x[6] -> dense 7 | softmax, MSE against a float target; two layers.
+ModelGraph mseGraph(int64_t batch) {
+  ModelGraph g(batch);
+  int x = g.input("x", {batch, 6});
+  int target = g.input("target", {batch, 7});
+  int w = g.param("w", {6, 7}, InitKind::GlorotUniform);
+  int b = g.param("b", {7}, InitKind::Uniform, 0.1);
+  int z = g.dense(x, w, b);
+  g.nextLayer();
+  g.mse(g.unary(OpKind::Softmax, z), target);
+  return g;
+}
+
+//===----------------------------------------------------------------------===//
+// Data
+//===----------------------------------------------------------------------===//
+
+struct Lcg {
+  uint64_t state;
+  explicit Lcg(uint64_t seed) : state(seed * 2862933555777941757ull + 1) {}
+  uint32_t next() {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return uint32_t(state >> 33);
+  }
+  float uniform() { return float(next() % 2000001) / 1000000.0f - 1.0f; }
+  int32_t below(int32_t n) { return int32_t(next() % uint32_t(n)); }
+};
+
+Batch mlpBatch(int64_t rows, uint64_t seed) {
+  Lcg rng(seed);
+  std::vector<float> x(rows * 12);
+  for (float &v : x)
+    v = rng.uniform();
+  std::vector<int32_t> labels(rows);
+  for (int32_t &v : labels)
+    v = rng.below(5);
+  return {{"x", HostTensor::floats({rows, 12}, x)},
+          {"labels", HostTensor::ints({rows}, labels)}};
+}
+
+Batch residualBatch(int64_t rows, uint64_t seed) {
+  Lcg rng(seed);
+  std::vector<int32_t> ids(rows * kSeq), labels(rows * kSeq);
+  for (int32_t &v : ids)
+    v = rng.below(kVocab);
+  for (int32_t &v : labels)
+    v = rng.below(kVocab);
+  return {{"ids", HostTensor::ints({rows, kSeq}, ids)},
+          {"labels", HostTensor::ints({rows, kSeq}, labels)}};
+}
+
+Batch mseBatch(int64_t rows, uint64_t seed) {
+  Lcg rng(seed);
+  std::vector<float> x(rows * 6), target(rows * 7);
+  for (float &v : x)
+    v = rng.uniform();
+  for (float &v : target)
+    v = 0.5f * (rng.uniform() + 1.0f) / 7.0f * 2.0f;
+  return {{"x", HostTensor::floats({rows, 6}, x)},
+          {"target", HostTensor::floats({rows, 7}, target)}};
+}
+
+//===----------------------------------------------------------------------===//
+// The independent reference: whole batch, one device, double precision
+//===----------------------------------------------------------------------===//
+
+using Params = std::map<std::string, Vec>;
+
+struct Reference {
+  double loss = 0.0;
+  std::map<std::string, Vec> grads;
+};
+
+Vec toVec(const std::vector<float> &v) { return Vec(v.begin(), v.end()); }
+
+/// The parameters as the initializers define them (not read back from the
+/// executor).
+Params initialParams(const Bundle &bundle, uint64_t seed) {
+  Params params;
+  for (const ParamSpec &spec : bundle.params) {
+    int64_t n = 1;
+    for (int64_t d : spec.shape)
+      n *= d;
+    std::vector<float> values(n);
+    initializeParameter(spec.init, spec.scale, spec.shape, seed, spec.name,
+                        values.data());
+    params[spec.name] = toVec(values);
+  }
+  return params;
+}
+
+Params currentParams(const PipelineExecutor &executor) {
+  Params params;
+  for (const ParamSpec &spec : executor.bundle().params)
+    params[spec.name] = toVec(*executor.parameter(spec.name));
+  return params;
+}
+
+Reference mlpReference(const Params &p, const Batch &batch) {
+  const int64_t n = batch.at("x").shape[0];
+  Vec x = toVec(batch.at("x").f32);
+  const std::vector<int32_t> &labels = batch.at("labels").i32;
+  Vec h1 = ref::denseForward(x, p.at("l1.w"), p.at("l1.b"), n, 12, 16);
+  Vec a1 = ref::reluForward(h1);
+  Vec h2 = ref::denseForward(a1, p.at("l2.w"), p.at("l2.b"), n, 16, 16);
+  Vec a2 = ref::tanhForward(h2);
+  Vec h3 = ref::denseForward(a2, p.at("l3.w"), p.at("l3.b"), n, 16, 8);
+  Vec a3 = ref::geluForward(h3);
+  Vec logits = ref::denseForward(a3, p.at("l4.w"), p.at("l4.b"), n, 8, 5);
+  Reference r;
+  r.loss = ref::softmaxCrossEntropyForward(logits, labels, n, 5);
+  Vec dlogits = ref::softmaxCrossEntropyBackward(logits, labels, 1.0, n, 5);
+  auto g4 = ref::denseBackward(dlogits, a3, p.at("l4.w"), n, 8, 5);
+  auto g3 = ref::denseBackward(ref::geluBackward(h3, g4.dx), a2, p.at("l3.w"),
+                               n, 16, 8);
+  auto g2 = ref::denseBackward(ref::tanhBackward(h2, g3.dx), a1, p.at("l2.w"),
+                               n, 16, 16);
+  auto g1 = ref::denseBackward(ref::reluBackward(h1, g2.dx), x, p.at("l1.w"),
+                               n, 12, 16);
+  r.grads = {{"l1.w", g1.dw}, {"l1.b", g1.db}, {"l2.w", g2.dw},
+             {"l2.b", g2.db}, {"l3.w", g3.dw}, {"l3.b", g3.db},
+             {"l4.w", g4.dw}, {"l4.b", g4.db}};
+  return r;
+}
+
+/// The whole-batch dropout mask of step `step`, as the dropout contract
+/// defines it: a function of (seed, step, global row, column).
+std::vector<uint8_t> dropoutMask(int64_t rows, int64_t cols, float rate,
+                                 uint64_t seed, uint64_t step) {
+  std::vector<float> ones(rows * cols, 1.0f), y(rows * cols);
+  std::vector<uint8_t> mask(rows * cols);
+  cpu::dropoutForward(ones.data(), y.data(), mask.data(), rows, cols, rate,
+                      seed, step, 0);
+  return mask;
+}
+
+Vec addVec(const Vec &a, const Vec &b) { return ref::addForward(a, b); }
+
+/// `step` selects the dropout mask; 0 means no dropout (evaluation).
+Reference residualReference(const Params &p, const Batch &batch,
+                            uint64_t step) {
+  const int64_t n = batch.at("ids").shape[0], rows = n * kSeq;
+  const std::vector<int32_t> &ids = batch.at("ids").i32;
+  const std::vector<int32_t> &labels = batch.at("labels").i32;
+  std::vector<uint8_t> mask =
+      step ? dropoutMask(rows, kWidth, kDropRate, kDropSeed, step)
+           : std::vector<uint8_t>(rows * kWidth, 1);
+  double rate = step ? kDropRate : 0.0;
+  const double eps = 1e-5;
+
+  Vec emb = ref::embeddingForward(ids, p.at("table"), kVocab, kWidth);
+  Vec ln1 = ref::layerNormForward(emb, p.at("ln1.gamma"), p.at("ln1.beta"),
+                                  rows, kWidth, eps)
+                .y;
+  Vec att = ref::attentionForward(ln1, p.at("attn.wqkv"), p.at("attn.wo"), n,
+                                  kSeq, kWidth, kHeads, true)
+                .y;
+  Vec drop = ref::dropoutForward(att, mask, rate);
+  Vec r1 = addVec(emb, drop);
+  Vec ln2 = ref::layerNormForward(r1, p.at("ln2.gamma"), p.at("ln2.beta"),
+                                  rows, kWidth, eps)
+                .y;
+  Vec h = ref::denseForward(ln2, p.at("ffn.w1"), p.at("ffn.b1"), rows, kWidth,
+                            16);
+  Vec g = ref::geluForward(h);
+  Vec f = ref::denseForward(g, p.at("ffn.w2"), p.at("ffn.b2"), rows, 16,
+                            kWidth);
+  Vec r2 = addVec(r1, f);
+  Vec logits = ref::denseForward(r2, p.at("out.w"), p.at("out.b"), rows,
+                                 kWidth, kVocab);
+  Reference r;
+  r.loss = ref::softmaxCrossEntropyForward(logits, labels, rows, kVocab);
+
+  Vec dlogits =
+      ref::softmaxCrossEntropyBackward(logits, labels, 1.0, rows, kVocab);
+  auto gOut = ref::denseBackward(dlogits, r2, p.at("out.w"), rows, kWidth,
+                                 kVocab);
+  const Vec &dr2 = gOut.dx; // flows to r1 and to f
+  auto gF2 = ref::denseBackward(dr2, g, p.at("ffn.w2"), rows, 16, kWidth);
+  auto gF1 = ref::denseBackward(ref::geluBackward(h, gF2.dx), ln2,
+                                p.at("ffn.w1"), rows, kWidth, 16);
+  auto gLn2 = ref::layerNormBackward(gF1.dx, r1, p.at("ln2.gamma"), rows,
+                                     kWidth, eps);
+  Vec dr1 = addVec(dr2, gLn2.dx); // flows to emb and to drop
+  Vec datt = ref::dropoutBackward(mask, dr1, rate);
+  auto gAtt = ref::attentionBackward(datt, ln1, p.at("attn.wqkv"),
+                                     p.at("attn.wo"), n, kSeq, kWidth, kHeads,
+                                     true);
+  auto gLn1 = ref::layerNormBackward(gAtt.dx, emb, p.at("ln1.gamma"), rows,
+                                     kWidth, eps);
+  Vec demb = addVec(dr1, gLn1.dx);
+  r.grads = {{"table", ref::embeddingBackward(ids, demb, kVocab, kWidth)},
+             {"ln1.gamma", gLn1.dgamma},
+             {"ln1.beta", gLn1.dbeta},
+             {"attn.wqkv", gAtt.dwqkv},
+             {"attn.wo", gAtt.dwo},
+             {"ln2.gamma", gLn2.dgamma},
+             {"ln2.beta", gLn2.dbeta},
+             {"ffn.w1", gF1.dw},
+             {"ffn.b1", gF1.db},
+             {"ffn.w2", gF2.dw},
+             {"ffn.b2", gF2.db},
+             {"out.w", gOut.dw},
+             {"out.b", gOut.db}};
+  return r;
+}
+
+Reference mseReference(const Params &p, const Batch &batch) {
+  const int64_t n = batch.at("x").shape[0];
+  Vec x = toVec(batch.at("x").f32), target = toVec(batch.at("target").f32);
+  Vec z = ref::denseForward(x, p.at("w"), p.at("b"), n, 6, 7);
+  Vec y = ref::softmaxForward(z, n, 7);
+  Reference r;
+  r.loss = ref::mseForward(y, target);
+  Vec dz = ref::softmaxBackward(z, ref::mseBackward(y, target, 1.0), n, 7);
+  auto gw = ref::denseBackward(dz, x, p.at("w"), n, 6, 7);
+  r.grads = {{"w", gw.dw}, {"b", gw.db}};
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+::testing::AssertionResult allClose(const std::vector<float> &actual,
+                                    const Vec &expected, double rtol,
+                                    double atol) {
+  if (actual.size() != expected.size())
+    return ::testing::AssertionFailure()
+           << "size " << actual.size() << " != " << expected.size();
+  for (size_t i = 0; i < actual.size(); ++i) {
+    double diff = std::fabs(double(actual[i]) - expected[i]);
+    if (!(diff <= atol + rtol * std::fabs(expected[i])))
+      return ::testing::AssertionFailure()
+             << "element " << i << ": got " << actual[i] << ", expected "
+             << expected[i] << " (diff " << diff << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::unique_ptr<PipelineExecutor> makeExecutor(Bundle bundle,
+                                               ExecutorConfig config = {}) {
+  std::string error;
+  auto executor = PipelineExecutor::create(std::move(bundle), config, error);
+  EXPECT_TRUE(executor) << error;
+  return executor;
+}
+
+const char *rematName(RematPolicy remat) {
+  switch (remat) {
+  case RematPolicy::None:
+    return "none";
+  case RematPolicy::Full:
+    return "full";
+  case RematPolicy::ExceptLast:
+    return "exceptlast";
+  }
+  return "?";
+}
+
+using SweepParam = std::tuple<unsigned, unsigned, RematPolicy>;
+
+std::string sweepName(const ::testing::TestParamInfo<SweepParam> &info) {
+  auto [k, m, remat] = info.param;
+  return "K" + std::to_string(k) + "_M" + std::to_string(m) + "_" +
+         rematName(remat);
+}
+
+/// One step of `bundle` compared with `reference` (computed at the initial
+/// parameters): the loss and every parameter gradient.
+void checkOneStep(Bundle bundle, const Batch &batch,
+                  Reference (*reference)(const Params &, const Batch &)) {
+  ExecutorConfig config;
+  config.seed = 42;
+  Params initial = initialParams(bundle, config.seed);
+  auto executor = makeExecutor(std::move(bundle), config);
+  ASSERT_TRUE(executor);
+  StepResult step = executor->trainStep(batch);
+  ASSERT_TRUE(step.ok()) << step.error;
+  Reference expected = reference(initial, batch);
+  EXPECT_NEAR(step.loss, expected.loss, 1e-5 * std::fabs(expected.loss));
+  ASSERT_EQ(expected.grads.size(), executor->bundle().params.size());
+  for (const auto &[name, grad] : expected.grads) {
+    const std::vector<float> *actual = executor->gradient(name);
+    ASSERT_TRUE(actual) << name;
+    EXPECT_TRUE(allClose(*actual, grad, kRtol, kAtol)) << "gradient " << name;
+  }
+}
+
+Reference residualStep1(const Params &p, const Batch &batch) {
+  return residualReference(p, batch, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient equivalence sweeps
+//===----------------------------------------------------------------------===//
+
+class MlpGradients : public ::testing::TestWithParam<SweepParam> {};
+
+// K stages x M micro-batches x remat compute the whole-batch gradients of the
+// MLP (batch 10: M = 3 and 8 split unevenly).
+TEST_P(MlpGradients, MatchWholeBatchReference) {
+  auto [k, m, remat] = GetParam();
+  Bundle bundle = buildBundle(mlpGraph(kBatch), mlpSplit(k), m, remat);
+  checkOneStep(std::move(bundle), mlpBatch(kBatch, 1), mlpReference);
+}
+
+class ResidualGradients : public ::testing::TestWithParam<SweepParam> {};
+
+// Same for embedding + layer norm + causal attention + dropout + residuals,
+// the skip value carried through intermediate stages.
+TEST_P(ResidualGradients, MatchWholeBatchReference) {
+  auto [k, m, remat] = GetParam();
+  Bundle bundle =
+      buildBundle(residualGraph(kBatch), residualSplit(k), m, remat);
+  checkOneStep(std::move(bundle), residualBatch(kBatch, 2), residualStep1);
+}
+
+const auto kSweep = ::testing::Combine(
+    ::testing::Values(1u, 2u, 3u, 4u), ::testing::Values(1u, 2u, 3u, 8u),
+    ::testing::Values(RematPolicy::None, RematPolicy::Full,
+                      RematPolicy::ExceptLast));
+
+INSTANTIATE_TEST_SUITE_P(Sweep, MlpGradients, kSweep, sweepName);
+INSTANTIATE_TEST_SUITE_P(Sweep, ResidualGradients, kSweep, sweepName);
+
+class MseGradients : public ::testing::TestWithParam<SweepParam> {};
+
+// Softmax and MSE (the loss-gradient scale of a non-classification loss).
+TEST_P(MseGradients, MatchWholeBatchReference) {
+  auto [k, m, remat] = GetParam();
+  std::vector<int> split = k == 1 ? std::vector<int>{0} : std::vector<int>{0, 1};
+  Bundle bundle = buildBundle(mseGraph(kBatch), split, m, remat);
+  checkOneStep(std::move(bundle), mseBatch(kBatch, 3), mseReference);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sweep, MseGradients,
+    ::testing::Combine(::testing::Values(1u, 2u), ::testing::Values(1u, 3u),
+                       ::testing::Values(RematPolicy::None,
+                                         RematPolicy::Full,
+                                         RematPolicy::ExceptLast)),
+    sweepName);
+
+//===----------------------------------------------------------------------===//
+// Training over several steps
+//===----------------------------------------------------------------------===//
+
+// The executor's initial parameters are exactly the initializers' values.
+TEST(Executor, InitialParametersComeFromSeedAndName) {
+  Bundle bundle = buildBundle(mlpGraph(kBatch), mlpSplit(3), 2,
+                              RematPolicy::Full);
+  ExecutorConfig config;
+  config.seed = 9;
+  Params expected = initialParams(bundle, config.seed);
+  auto executor = makeExecutor(bundle, config);
+  ASSERT_TRUE(executor);
+  for (const auto &[name, values] : expected)
+    EXPECT_EQ(toVec(*executor->parameter(name)), values) << name;
+  EXPECT_EQ(executor->parameter("nope"), nullptr);
+  EXPECT_EQ(executor->gradient("nope"), nullptr);
+}
+
+// Gradients are zeroed at each step (not summed across steps) and one SGD
+// step is p - lr g.
+TEST(Executor, SecondStepGradientsAndSgdUpdate) {
+  Bundle bundle = buildBundle(residualGraph(kBatch), residualSplit(4), 3,
+                              RematPolicy::ExceptLast);
+  ExecutorConfig config;
+  config.optimizer.kind = OptimizerKind::Sgd;
+  config.optimizer.learningRate = 0.5f;
+  auto executor = makeExecutor(bundle, config);
+  ASSERT_TRUE(executor);
+  Batch batch = residualBatch(kBatch, 5);
+  ASSERT_TRUE(executor->trainStep(batch).ok());
+  Params afterOne = currentParams(*executor);
+  StepResult second = executor->trainStep(batch);
+  ASSERT_TRUE(second.ok()) << second.error;
+  EXPECT_EQ(executor->stepsDone(), 2);
+  Reference expected = residualReference(afterOne, batch, 2);
+  EXPECT_NEAR(second.loss, expected.loss, 1e-5 * expected.loss);
+  for (const auto &[name, grad] : expected.grads) {
+    const std::vector<float> &g = *executor->gradient(name);
+    EXPECT_TRUE(allClose(g, grad, kRtol, kAtol)) << name;
+    const std::vector<float> &p = *executor->parameter(name);
+    for (size_t i = 0; i < p.size(); ++i)
+      ASSERT_EQ(p[i], float(afterOne.at(name)[i]) - 0.5f * g[i]) << name;
+  }
+}
+
+/// Losses of `steps` training steps over four rotating batches.
+std::vector<double> lossCurve(Bundle bundle, OptimizerConfig optimizer,
+                              Batch (*makeBatch)(int64_t, uint64_t),
+                              int steps) {
+  ExecutorConfig config;
+  config.optimizer = optimizer;
+  config.seed = 3;
+  auto executor = makeExecutor(std::move(bundle), config);
+  std::vector<double> losses;
+  if (!executor)
+    return losses;
+  std::vector<Batch> batches;
+  for (uint64_t b = 0; b < 4; ++b)
+    batches.push_back(makeBatch(kBatch, 100 + b));
+  for (int s = 0; s < steps; ++s) {
+    StepResult step = executor->trainStep(batches[s % 4]);
+    EXPECT_TRUE(step.ok()) << step.error;
+    losses.push_back(step.loss);
+  }
+  return losses;
+}
+
+void expectSameCurve(const std::vector<double> &a,
+                     const std::vector<double> &b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t s = 0; s < a.size(); ++s)
+    EXPECT_LE(std::fabs(a[s] - b[s]), 1e-4 * std::fabs(b[s]))
+        << "step " << s << ": " << a[s] << " vs " << b[s];
+  EXPECT_LT(a.back(), 0.8 * a.front()) << "the model should learn";
+}
+
+// 50 SGD steps of the MLP: K=4, M=3 (uneven), full remat follows the
+// single-device curve.
+TEST(Executor, MlpLossCurveMatchesSingleDevice) {
+  OptimizerConfig sgd;
+  sgd.kind = OptimizerKind::Sgd;
+  sgd.learningRate = 0.5f;
+  auto single = lossCurve(buildBundle(mlpGraph(kBatch), mlpSplit(1), 1,
+                                      RematPolicy::None),
+                          sgd, mlpBatch, 50);
+  auto piped = lossCurve(buildBundle(mlpGraph(kBatch), mlpSplit(4), 3,
+                                     RematPolicy::Full),
+                         sgd, mlpBatch, 50);
+  expectSameCurve(piped, single);
+}
+
+// 50 Adam steps of the residual model: K=4, M=8, except-last remat.
+TEST(Executor, ResidualLossCurveMatchesSingleDevice) {
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::Adam;
+  adam.learningRate = 0.01f;
+  auto single = lossCurve(buildBundle(residualGraph(kBatch),
+                                      residualSplit(1), 1, RematPolicy::None),
+                          adam, residualBatch, 50);
+  auto piped =
+      lossCurve(buildBundle(residualGraph(kBatch), residualSplit(4), 8,
+                            RematPolicy::ExceptLast),
+                adam, residualBatch, 50);
+  expectSameCurve(piped, single);
+}
+
+// Same bundle, seed and data: bit-identical parameters.
+TEST(Executor, RunsAreBitwiseDeterministic) {
+  auto run = [] {
+    OptimizerConfig adam;
+    adam.kind = OptimizerKind::Adam;
+    adam.learningRate = 0.01f;
+    ExecutorConfig config;
+    config.optimizer = adam;
+    auto executor = makeExecutor(buildBundle(residualGraph(kBatch),
+                                             residualSplit(3), 3,
+                                             RematPolicy::Full),
+                                 config);
+    for (uint64_t s = 0; s < 5; ++s)
+      EXPECT_TRUE(executor->trainStep(residualBatch(kBatch, s)).ok());
+    return currentParams(*executor);
+  };
+  Params a = run(), b = run();
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto &[name, values] : a) {
+    const Vec &other = b.at(name);
+    ASSERT_EQ(values.size(), other.size());
+    EXPECT_EQ(std::memcmp(values.data(), other.data(),
+                          values.size() * sizeof(double)),
+              0)
+        << name;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluation
+//===----------------------------------------------------------------------===//
+
+// Forward only on any number of rows: the loss and the logits of the
+// reference.
+TEST(Executor, EvaluateMatchesReference) {
+  Bundle bundle = buildBundle(mlpGraph(kBatch), mlpSplit(3), 3,
+                              RematPolicy::Full);
+  Params p = initialParams(bundle, 0);
+  auto executor = makeExecutor(bundle);
+  ASSERT_TRUE(executor);
+  for (int64_t rows : {kBatch, int64_t(7), int64_t(1)}) {
+    Batch batch = mlpBatch(rows, 11);
+    EvalResult result = executor->evaluate(batch, rows);
+    ASSERT_TRUE(result.ok()) << result.error;
+    Reference expected = mlpReference(p, batch);
+    EXPECT_NEAR(result.loss, expected.loss, 1e-5 * expected.loss);
+    EXPECT_EQ(result.prediction.shape, (std::vector<int64_t>{rows, 5}));
+    EXPECT_EQ(result.target.i32, batch.at("labels").i32);
+  }
+  EXPECT_NE(executor->evaluate(mlpBatch(4, 1), 5).error.find(
+                "expected shape [5, 12], got [4, 12]"),
+            std::string::npos);
+}
+
+// Dropout is the identity in evaluation.
+TEST(Executor, EvaluateDisablesDropout) {
+  Bundle bundle = buildBundle(residualGraph(kBatch), residualSplit(4), 2,
+                              RematPolicy::Full);
+  Params p = initialParams(bundle, 0);
+  auto executor = makeExecutor(bundle);
+  ASSERT_TRUE(executor);
+  Batch batch = residualBatch(6, 12);
+  EvalResult result = executor->evaluate(batch, 6);
+  ASSERT_TRUE(result.ok()) << result.error;
+  EXPECT_NEAR(result.loss, residualReference(p, batch, 0).loss, 1e-5);
+  EXPECT_EQ(result.prediction.shape,
+            (std::vector<int64_t>{6, kSeq, kVocab}));
+}
+
+//===----------------------------------------------------------------------===//
+// Failures end with an error, never a hang or a crash
+//===----------------------------------------------------------------------===//
+
+/// Removes the first instruction of `device` matching the predicate and
+/// returns its index.
+template <typename Pred>
+size_t removeInstr(Bundle &bundle, unsigned device, Pred pred) {
+  auto &program = bundle.programs[device];
+  for (size_t i = 0; i < program.size(); ++i)
+    if (pred(program[i])) {
+      program.erase(program.begin() + i);
+      return i;
+    }
+  ADD_FAILURE() << "no such instruction";
+  return 0;
+}
+
+/// Index of the first instruction of `device` matching the predicate.
+template <typename Pred>
+size_t findInstr(const Bundle &bundle, unsigned device, Pred pred) {
+  const auto &program = bundle.programs[device];
+  for (size_t i = 0; i < program.size(); ++i)
+    if (pred(program[i]))
+      return i;
+  ADD_FAILURE() << "no such instruction";
+  return 0;
+}
+
+void expectContains(const std::string &text, const std::string &part) {
+  EXPECT_NE(text.find(part), std::string::npos)
+      << "'" << part << "' not in: " << text;
+}
+
+// A recv whose send was removed: the waiting device times out (200 ms) with
+// an error naming it, its op and the micro-batch; nobody hangs, and the
+// failed step leaves the parameters untouched.
+TEST(Executor, PeerThatNeverSendsEndsTheStep) {
+  Bundle bundle = buildBundle(mlpGraph(kBatch), mlpSplit(3), 3,
+                              RematPolicy::Full);
+  removeInstr(bundle, 0, [](const Instr &i) {
+    return i.kind == InstrKind::SendActivation && i.microbatch == 1;
+  });
+  size_t recv = findInstr(bundle, 1, [](const Instr &i) {
+    return i.kind == InstrKind::RecvActivation && i.microbatch == 1;
+  });
+  ExecutorConfig config;
+  config.recvTimeout = std::chrono::milliseconds(200);
+  auto executor = makeExecutor(bundle, config);
+  ASSERT_TRUE(executor);
+  Params before = currentParams(*executor);
+  auto start = std::chrono::steady_clock::now();
+  StepResult step = executor->trainStep(mlpBatch(kBatch, 1));
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  ASSERT_FALSE(step.ok());
+  expectContains(step.error, "device 1 timed out after 200 ms at op #" +
+                                 std::to_string(recv));
+  expectContains(step.error, "micro-batch 1");
+  expectContains(step.error, "device 0 never sent it");
+  EXPECT_LT(seconds, 2.0);
+  EXPECT_EQ(currentParams(*executor), before);
+  EXPECT_EQ(executor->stepsDone(), 0);
+}
+
+// A missing gradient send: the upstream device times out in its drain.
+TEST(Executor, MissingGradientSendEndsTheStep) {
+  Bundle bundle = buildBundle(residualGraph(kBatch), residualSplit(4), 2,
+                              RematPolicy::None);
+  removeInstr(bundle, 2, [](const Instr &i) {
+    return i.kind == InstrKind::SendGradient && i.microbatch == 0 &&
+           i.channel == 1;
+  });
+  size_t recv = findInstr(bundle, 1, [](const Instr &i) {
+    return i.kind == InstrKind::RecvGradient && i.microbatch == 0 &&
+           i.channel == 1;
+  });
+  ExecutorConfig config;
+  config.recvTimeout = std::chrono::milliseconds(200);
+  auto executor = makeExecutor(bundle, config);
+  ASSERT_TRUE(executor);
+  StepResult step = executor->trainStep(residualBatch(kBatch, 1));
+  ASSERT_FALSE(step.ok());
+  expectContains(step.error,
+                 "device 1 timed out after 200 ms at op #" +
+                     std::to_string(recv) +
+                     " (recv gradient from device 2, micro-batch 0, "
+                     "channel 1)");
+}
+
+// A label outside the classes stops the step with the device, op,
+// micro-batch and label; the executor stays usable.
+TEST(Executor, BadLabelIsReportedAndTheExecutorRecovers) {
+  Bundle bundle = buildBundle(mlpGraph(kBatch), mlpSplit(2), 3,
+                              RematPolicy::Full);
+  size_t forward = findInstr(bundle, 1, [](const Instr &i) {
+    return i.kind == InstrKind::Forward && i.microbatch == 2;
+  });
+  auto executor = makeExecutor(bundle);
+  ASSERT_TRUE(executor);
+  Params before = currentParams(*executor);
+  Batch batch = mlpBatch(kBatch, 1);
+  batch["labels"].i32[8] = 12; // rows 7..9 are micro-batch 2 (4, 3, 3)
+  StepResult step = executor->trainStep(batch);
+  ASSERT_FALSE(step.ok());
+  expectContains(step.error, "device 1: op #" + std::to_string(forward) +
+                                 " (forward of stage 1, micro-batch 2): "
+                                 "label 12 outside [0, 5) at position 1");
+  expectContains(step.error, "softmax_cross_entropy");
+  EXPECT_EQ(currentParams(*executor), before);
+  StepResult good = executor->trainStep(mlpBatch(kBatch, 1));
+  EXPECT_TRUE(good.ok()) << good.error;
+  EXPECT_EQ(executor->stepsDone(), 1);
+}
+
+// An embedding id outside the vocabulary, on the first device.
+TEST(Executor, BadEmbeddingIdIsReported) {
+  Bundle bundle = buildBundle(residualGraph(kBatch), residualSplit(3), 2,
+                              RematPolicy::Full);
+  auto executor = makeExecutor(bundle);
+  ASSERT_TRUE(executor);
+  Batch batch = residualBatch(kBatch, 1);
+  batch["ids"].i32[6 * kSeq + 3] = -1; // rows 5..9 are micro-batch 1
+  StepResult step = executor->trainStep(batch);
+  ASSERT_FALSE(step.ok());
+  expectContains(step.error, "device 0: op #");
+  expectContains(step.error, "(forward of stage 0, micro-batch 1): "
+                             "embedding id -1 outside [0, 11) at position 7");
+}
+
+// The batch must hold exactly the model inputs, with their types and shapes.
+TEST(Executor, BadBatchesAreRejected) {
+  auto executor = makeExecutor(buildBundle(mlpGraph(kBatch), mlpSplit(2), 2,
+                                           RematPolicy::Full));
+  ASSERT_TRUE(executor);
+  Batch missing = mlpBatch(kBatch, 1);
+  missing.erase("labels");
+  expectContains(executor->trainStep(missing).error,
+                 "missing model input 'labels' (expected i32 [10])");
+  expectContains(executor->trainStep(mlpBatch(9, 1)).error,
+                 "model input 'labels': expected shape [10], got [9]");
+  Batch wrongType = mlpBatch(kBatch, 1);
+  wrongType["labels"] = HostTensor::floats({kBatch}, std::vector<float>(10));
+  expectContains(executor->trainStep(wrongType).error,
+                 "model input 'labels': expected i32 elements, got f32");
+  Batch short_ = mlpBatch(kBatch, 1);
+  short_["x"].f32.pop_back();
+  expectContains(executor->trainStep(short_).error,
+                 "model input 'x': shape [10, 12] needs 120 elements, got "
+                 "119");
+  Batch extra = mlpBatch(kBatch, 1);
+  extra["y"] = HostTensor::floats({kBatch}, std::vector<float>(10));
+  expectContains(executor->trainStep(extra).error,
+                 "unexpected model input 'y'");
+  EXPECT_EQ(executor->stepsDone(), 0);
+}
+
+/// The error `create` gives for a bundle modified by `edit`.
+template <typename Edit> std::string createError(Edit edit) {
+  Bundle bundle = buildBundle(mlpGraph(kBatch), mlpSplit(2), 2,
+                              RematPolicy::Full);
+  edit(bundle);
+  std::string error;
+  auto executor = PipelineExecutor::create(bundle, {}, error);
+  EXPECT_FALSE(executor);
+  return error;
+}
+
+// Bad bundles are refused with a message saying what was expected.
+TEST(Executor, InvalidBundlesAreRefused) {
+  std::string valid;
+  Bundle good = buildBundle(mlpGraph(kBatch), mlpSplit(2), 2,
+                            RematPolicy::Full);
+  EXPECT_EQ(validateBundle(good), "");
+
+  expectContains(createError([](Bundle &b) {
+                   for (Op &op : b.stages[0].forward)
+                     if (op.kind == OpKind::Dense) {
+                       op.operands.resize(1);
+                       break;
+                     }
+                 }),
+                 "stage 0: forward op 2 (dense): expects 2 or 3 operands, "
+                 "got 1");
+  expectContains(createError([](Bundle &b) {
+                   b.stages[1].backward[0].operands[0] = 1000;
+                 }),
+                 "is value 1000, outside [0, ");
+  expectContains(createError([](Bundle &b) { b.programs.pop_back(); }),
+                 "expects one program per stage (2), got 1");
+  expectContains(createError([](Bundle &b) { b.microbatchRows[0] += 1; }),
+                 "micro-batch rows sum to 11, expected the batch 10");
+  expectContains(createError([](Bundle &b) {
+                   std::swap(b.programs[0].front(), b.programs[0].back());
+                 }),
+                 "the optimizer step must be the last instruction");
+  expectContains(createError([](Bundle &b) {
+                   b.stages[0].values[b.stages[0].outputs[0]].shape.back() =
+                       3;
+                 }),
+                 "expects the result of shape [10, 16], got [10, 3]");
+  expectContains(createError([](Bundle &b) {
+                   b.stages[1].forward.back().operands = {
+                       b.stages[1].forward.back().operands[1],
+                       b.stages[1].forward.back().operands[0]};
+                 }),
+                 "expects operand 0 of type f32, got i32");
+  expectContains(createError([](Bundle &b) {
+                   b.params[0].stage = 1;
+                 }),
+                 "names parameter 'l1.w' of stage 1");
+  expectContains(createError([](Bundle &b) {
+                   for (Instr &i : b.programs[1])
+                     if (i.kind == InstrKind::Backward) {
+                       i.microbatch = 0;
+                     }
+                 }),
+                 "runs twice");
+  expectContains(createError([](Bundle &b) { b.stages[1].recompute.clear(); }),
+                 "is not available there");
+}
+
+//===----------------------------------------------------------------------===//
+// Memory and timeline
+//===----------------------------------------------------------------------===//
+
+/// Per-device peak bytes of one step of a wide MLP (big activations).
+std::vector<int64_t> peakOf(RematPolicy remat,
+                            std::vector<int64_t> *resident = nullptr) {
+  const int64_t batch = 64;
+  auto executor = makeExecutor(
+      buildBundle(mlpGraph(batch, 256), mlpSplit(2), 8, remat));
+  if (!executor)
+    return {};
+  StepResult step = executor->trainStep(mlpBatch(batch, 4));
+  EXPECT_TRUE(step.ok()) << step.error;
+  if (resident)
+    *resident = executor->residentMemoryBytes();
+  return executor->peakMemoryBytes();
+}
+
+// Full remat keeps only the stage inputs of in-flight micro-batches, so its
+// peak is below keeping everything; except-last sits in between.
+TEST(Executor, RematerializationLowersPeakMemory) {
+  std::vector<int64_t> resident;
+  std::vector<int64_t> none = peakOf(RematPolicy::None, &resident);
+  std::vector<int64_t> full = peakOf(RematPolicy::Full);
+  std::vector<int64_t> exceptLast = peakOf(RematPolicy::ExceptLast);
+  ASSERT_EQ(none.size(), 2u);
+  for (unsigned d = 0; d < 2; ++d) {
+    SCOPED_TRACE("device " + std::to_string(d));
+    EXPECT_GT(resident[d], 0);
+    EXPECT_GT(full[d], resident[d]);
+    EXPECT_LT(full[d], none[d]);
+    EXPECT_LE(full[d], exceptLast[d]);
+    EXPECT_LE(exceptLast[d], none[d]);
+  }
+  // Device 0 under none holds all 8 micro-batches' activations: at least
+  // 8 rows x 256 floats for each of h1 and a1.
+  EXPECT_GE(none[0] - resident[0], 64 * 256 * 4 * 2);
+  EXPECT_LT(full[0] - resident[0], (none[0] - resident[0]) / 2);
+}
+
+// One event per instruction, forward/backward/optimizer counted as compute,
+// and a bubble between 0 and 1.
+TEST(Executor, TimelineRecordsEveryInstruction) {
+  Bundle bundle = buildBundle(residualGraph(kBatch), residualSplit(3), 4,
+                              RematPolicy::Full);
+  auto executor = makeExecutor(bundle);
+  ASSERT_TRUE(executor);
+  ASSERT_TRUE(executor->trainStep(residualBatch(kBatch, 1)).ok());
+  const Timeline &timeline = executor->timeline();
+  ASSERT_EQ(timeline.numDevices(), 3u);
+  for (unsigned d = 0; d < 3; ++d) {
+    const auto &lane = timeline.lane(d);
+    ASSERT_EQ(lane.size(), bundle.programs[d].size());
+    int compute = 0;
+    for (size_t i = 0; i < lane.size(); ++i) {
+      compute += lane[i].compute;
+      EXPECT_GE(lane[i].durationUs, 0.0);
+      if (i) {
+        EXPECT_GE(lane[i].startUs, lane[i - 1].startUs);
+      }
+    }
+    EXPECT_EQ(compute, 2 * 4 + 1);
+    EXPECT_EQ(lane.back().name, "optimizer step");
+  }
+  double bubble = timeline.bubbleFraction();
+  EXPECT_GT(bubble, 0.0);
+  EXPECT_LT(bubble, 1.0);
+}
+
+} // namespace

@@ -1,0 +1,11 @@
+//===- gpipe-translate.cpp - gpipe translation driver ---------------------===//
+
+#include "gpipe/Target/BundleEmitter.h"
+
+#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+
+int main(int argc, char **argv) {
+  gpipe::registerToBundleTranslation();
+  return mlir::failed(
+      mlir::mlirTranslateMain(argc, argv, "gpipe translation driver\n"));
+}
