@@ -118,14 +118,14 @@ static void addAttributes(Operation *op, json::Object &out) {
       })
       .Case([&](DropoutOp dropout) {
         out["rate"] = dropout.getRate().convertToDouble();
-        out["seed"] = int64_t(dropout.getSeed());
+        out["seed"] = uint64_t(dropout.getSeed());
       })
       .Case([&](DropoutGradOp grad) {
         // The mask is the forward dropout's.
         auto forward = grad.getForward().getDefiningOp<DropoutOp>();
         if (forward) {
           out["rate"] = forward.getRate().convertToDouble();
-          out["seed"] = int64_t(forward.getSeed());
+          out["seed"] = uint64_t(forward.getSeed());
         }
       });
 }

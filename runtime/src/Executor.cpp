@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
@@ -144,8 +145,8 @@ static std::string describeInstr(const Instr &instr, unsigned device) {
            std::to_string(instr.channel);
   case InstrKind::RecvActivation:
   case InstrKind::RecvGradient:
-    return std::string("recv ") + directionWord(instr.kind) +
-           " from device " + std::to_string(instr.peer) + mb + ", channel " +
+    return std::string("recv ") + directionWord(instr.kind) + " from device " +
+           std::to_string(instr.peer) + mb + ", channel " +
            std::to_string(instr.channel);
   case InstrKind::OptimizerStep:
     return "optimizer step";
@@ -384,12 +385,11 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(lastDimRank(x, "an input"));
     if (w.shape.size() != 2 || w.batched)
       return "expects a weight of rank 2, got shape " + shapeString(w.shape);
-    CHECK(expectShape(x, withLast(x.shape, w.shape[0]), x.batched,
-                      "an input"));
+    CHECK(expectShape(x, withLast(x.shape, w.shape[0]), x.batched, "an input"));
     if (op.operands.size() == 3)
       CHECK(expectShape(ops(2), {w.shape[1]}, false, "a bias"));
-    CHECK(expectShape(y, withLast(x.shape, w.shape[1]), x.batched,
-                      "the result"));
+    CHECK(
+        expectShape(y, withLast(x.shape, w.shape[1]), x.batched, "the result"));
     return {};
   }
   case OpKind::Relu:
@@ -421,8 +421,7 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(f32Except({0}));
     const ValueSpec &table = ops(1);
     if (table.shape.size() != 2 || table.batched)
-      return "expects a table of rank 2, got shape " +
-             shapeString(table.shape);
+      return "expects a table of rank 2, got shape " + shapeString(table.shape);
     std::vector<int64_t> shape = ops(0).shape;
     shape.push_back(table.shape[1]);
     return expectShape(*res(0), shape, ops(0).batched, "the result");
@@ -455,8 +454,7 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(f32Except({1}));
     if (!grad) {
       CHECK(lastDimRank(ops(0), "logits"));
-      std::vector<int64_t> labels(ops(0).shape.begin(),
-                                  ops(0).shape.end() - 1);
+      std::vector<int64_t> labels(ops(0).shape.begin(), ops(0).shape.end() - 1);
       CHECK(expectShape(ops(1), labels, ops(0).batched, "labels"));
       return isScalarLoss(*res(0));
     }
@@ -479,8 +477,7 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(lastDimRank(x, "an input"));
     if (w.shape.size() != 2 || w.batched)
       return "expects a weight of rank 2, got shape " + shapeString(w.shape);
-    CHECK(expectShape(x, withLast(x.shape, w.shape[0]), x.batched,
-                      "an input"));
+    CHECK(expectShape(x, withLast(x.shape, w.shape[0]), x.batched, "an input"));
     CHECK(expectShape(dy, withLast(x.shape, w.shape[1]), x.batched, "dy"));
     if (res(0))
       CHECK(expectLike(*res(0), x, "dx"));
@@ -559,8 +556,8 @@ std::string StageValidator::checkOp(const char *section, size_t index,
                 (arity.results == 1 ? "" : "s") + ", got " +
                 std::to_string(op.results.size()));
   if (std::string(section) != "backward" && isGradientKind(op.kind))
-    return fail("is a gradient op, not allowed in the " +
-                std::string(section) + " program");
+    return fail("is a gradient op, not allowed in the " + std::string(section) +
+                " program");
   for (size_t i = 0; i < op.operands.size(); ++i) {
     int id = op.operands[i];
     if (id < 0 || id >= numValues)
@@ -586,8 +583,7 @@ std::string StageValidator::checkOp(const char *section, size_t index,
     auto it = producer.find(op.operands[savedOperand]);
     if (it == producer.end() || it->second->kind != producerKind)
       return fail("operand " + std::to_string(savedOperand) +
-                  " must be the result of a " + opName(producerKind) +
-                  " op");
+                  " must be the result of a " + opName(producerKind) + " op");
     const Op &forward = *it->second;
     if (op.kind == OpKind::DropoutGrad && forward.rate != op.rate)
       return fail("rate " + std::to_string(op.rate) +
@@ -635,10 +631,9 @@ std::string StageValidator::run() {
                shapeString(value.shape) + "; every dimension must be >= 1";
     if (value.batched &&
         (value.shape.empty() || value.shape[0] != bundle.batch))
-      return prefix + "batched value " + std::to_string(id) +
-             " has shape " + shapeString(value.shape) +
-             "; expected the batch " + std::to_string(bundle.batch) +
-             " as dimension 0";
+      return prefix + "batched value " + std::to_string(id) + " has shape " +
+             shapeString(value.shape) + "; expected the batch " +
+             std::to_string(bundle.batch) + " as dimension 0";
   }
 
   // Stage inputs.
@@ -664,18 +659,18 @@ std::string StageValidator::run() {
       channelValue[input.channel] = input.value;
       continue;
     }
-    auto it = std::find_if(
-        bundle.inputs.begin(), bundle.inputs.end(),
-        [&](const ModelInputSpec &spec) { return spec.name == input.inputName; });
+    auto it = std::find_if(bundle.inputs.begin(), bundle.inputs.end(),
+                           [&](const ModelInputSpec &spec) {
+                             return spec.name == input.inputName;
+                           });
     if (it == bundle.inputs.end())
       return prefix + "input value " + std::to_string(input.value) +
              " reads unknown model input '" + input.inputName + "'";
     if (value.shape != it->shape || value.type != it->type || !value.batched)
-      return prefix + "input value " + std::to_string(input.value) +
-             " has " + typeName(value.type) + " shape " +
-             shapeString(value.shape) + ", but model input '" + it->name +
-             "' is batched " + typeName(it->type) + " " +
-             shapeString(it->shape);
+      return prefix + "input value " + std::to_string(input.value) + " has " +
+             typeName(value.type) + " shape " + shapeString(value.shape) +
+             ", but model input '" + it->name + "' is batched " +
+             typeName(it->type) + " " + shapeString(it->shape);
   }
   for (size_t c = 0; c < channelValue.size(); ++c)
     if (channelValue[c] == -1)
@@ -684,8 +679,8 @@ std::string StageValidator::run() {
     const StageProgram &previous = bundle.stages[stage - 1];
     if (channelValue.size() != previous.outputs.size())
       return prefix + "receives " + std::to_string(channelValue.size()) +
-             " channels, but stage " + std::to_string(stage - 1) +
-             " sends " + std::to_string(previous.outputs.size());
+             " channels, but stage " + std::to_string(stage - 1) + " sends " +
+             std::to_string(previous.outputs.size());
     for (size_t c = 0; c < channelValue.size(); ++c) {
       int sent = previous.outputs[c];
       if (sent < 0 || sent >= static_cast<int>(previous.values.size()))
@@ -863,8 +858,8 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
     case InstrKind::Forward:
     case InstrKind::Backward: {
       if (instr.stage != device)
-        return prefix + "device " + std::to_string(device) +
-               " runs stage " + std::to_string(device) + ", got stage " +
+        return prefix + "device " + std::to_string(device) + " runs stage " +
+               std::to_string(device) + ", got stage " +
                std::to_string(instr.stage);
       bool forward = instr.kind == InstrKind::Forward;
       int &count = (forward ? forwards : backwards)[instr.microbatch];
@@ -1072,6 +1067,11 @@ struct OpEnv {
   uint64_t step;     ///< dropout's step number
   bool training;     ///< false: dropout is the identity
   float lossScale;   ///< rows / N
+  /// Backward only: per op, per result, the parameter whose gradient that
+  /// result accumulates into directly (null: a value of its own); and the
+  /// AccumulateGrad ops made redundant by it.
+  const std::vector<std::vector<Parameter *>> *fusedInto = nullptr;
+  const std::vector<char> *skip = nullptr;
 };
 
 std::unique_ptr<Tensor> allocate(const ValueSpec &spec, int64_t rows) {
@@ -1087,8 +1087,8 @@ std::unique_ptr<Tensor> allocate(const ValueSpec &spec, int64_t rows) {
   return tensor;
 }
 
-/// Runs one op of a stage program; returns "" or what went wrong.
-std::string runOp(OpEnv &env, const Op &op) {
+/// Runs op `index` of a stage program; returns "" or what went wrong.
+std::string runOp(OpEnv &env, const Op &op, size_t index) {
   std::vector<const Tensor *> in(op.operands.size());
   for (size_t k = 0; k < op.operands.size(); ++k) {
     in[k] = env.values.get(op.operands[k]);
@@ -1099,11 +1099,20 @@ std::string runOp(OpEnv &env, const Op &op) {
              "already freed)";
   }
   std::vector<std::unique_ptr<Tensor>> out(op.results.size());
-  for (size_t k = 0; k < op.results.size(); ++k)
-    if (op.results[k] >= 0)
+  std::vector<float *> direct(op.results.size(), nullptr);
+  for (size_t k = 0; k < op.results.size(); ++k) {
+    Parameter *target = env.fusedInto ? (*env.fusedInto)[index][k] : nullptr;
+    if (target) {
+      direct[k] = target->grad.data(); // kernels accumulate into it
+    } else if (op.kind == OpKind::Param) {
+      out[k] = std::make_unique<Tensor>(); // a view, set below
+      out[k]->shape = env.program.values[op.results[k]].shape;
+    } else if (op.results[k] >= 0) {
       out[k] = allocate(env.program.values[op.results[k]], env.rows);
+    }
+  }
   auto y = [&](size_t k) -> float * {
-    return out[k] ? out[k]->f.data() : nullptr;
+    return direct[k] ? direct[k] : out[k] ? out[k]->f.data() : nullptr;
   };
   auto rowsOf = [](const Tensor *t) {
     return t->shape.empty() ? 1 : t->numElements() / t->shape.back();
@@ -1117,8 +1126,6 @@ std::string runOp(OpEnv &env, const Op &op) {
     auto it = env.params.find(op.name);
     if (it == env.params.end())
       return "unknown parameter '" + op.name + "'";
-    out[0]->f.clear();
-    out[0]->f.shrink_to_fit();
     out[0]->view = it->second->value.data();
     break;
   }
@@ -1159,9 +1166,9 @@ std::string runOp(OpEnv &env, const Op &op) {
     int64_t bad = cpu::embeddingForward(in[0]->i.data(), in[1]->data(), y(0),
                                         in[0]->numElements(), vocab, width);
     if (bad >= 0)
-      return "embedding id " + std::to_string(in[0]->i[bad]) +
-             " outside [0, " + std::to_string(vocab) + ") at position " +
-             std::to_string(bad) + " of the micro-batch";
+      return "embedding id " + std::to_string(in[0]->i[bad]) + " outside [0, " +
+             std::to_string(vocab) + ") at position " + std::to_string(bad) +
+             " of the micro-batch";
     break;
   }
   case OpKind::Attention: {
@@ -1185,21 +1192,21 @@ std::string runOp(OpEnv &env, const Op &op) {
                              : 0;
     out[0]->mask.assign(in[0]->numElements(), 0);
     cpu::dropoutForward(in[0]->data(), y(0), out[0]->mask.data(), rows,
-                        colsOf(in[0]), env.training ? op.rate : 0.0f,
-                        op.seed, env.step, env.rowOffset * perExample);
+                        colsOf(in[0]), env.training ? op.rate : 0.0f, op.seed,
+                        env.step, env.rowOffset * perExample);
     break;
   }
   case OpKind::SoftmaxCrossEntropy: {
     int64_t classes = colsOf(in[0]), rows = rowsOf(in[0]);
     out[0]->saved[0].assign(rows * classes, 0.0f);
     int64_t bad = -1;
-    float loss = cpu::softmaxCrossEntropyForward(
-        in[0]->data(), in[1]->i.data(), out[0]->saved[0].data(), rows,
-        classes, &bad);
+    float loss = cpu::softmaxCrossEntropyForward(in[0]->data(), in[1]->i.data(),
+                                                 out[0]->saved[0].data(), rows,
+                                                 classes, &bad);
     if (bad >= 0)
       return "label " + std::to_string(in[1]->i[bad]) + " outside [0, " +
-             std::to_string(classes) + ") at position " +
-             std::to_string(bad) + " of the micro-batch";
+             std::to_string(classes) + ") at position " + std::to_string(bad) +
+             " of the micro-batch";
     out[0]->f[0] = loss;
     break;
   }
@@ -1209,9 +1216,8 @@ std::string runOp(OpEnv &env, const Op &op) {
     break;
   case OpKind::DenseGrad: {
     int64_t inDim = in[2]->shape[0], outDim = in[2]->shape[1];
-    cpu::denseBackward(in[0]->data(), in[1]->data(), in[2]->data(), y(0),
-                       y(1), nullptr, in[1]->numElements() / inDim, inDim,
-                       outDim);
+    cpu::denseBackward(in[0]->data(), in[1]->data(), in[2]->data(), y(0), y(1),
+                       nullptr, in[1]->numElements() / inDim, inDim, outDim);
     break;
   }
   case OpKind::BiasGrad: {
@@ -1221,21 +1227,18 @@ std::string runOp(OpEnv &env, const Op &op) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c)
         sums[c] += dy[r * cols + c];
-    for (int64_t c = 0; c < cols; ++c)
-      y(0)[c] = static_cast<float>(sums[c]);
+    for (int64_t c = 0; c < cols; ++c) // accumulates, like the kernels
+      y(0)[c] += static_cast<float>(sums[c]);
     break;
   }
   case OpKind::ReluGrad:
-    cpu::reluBackward(in[1]->data(), in[0]->data(), y(0),
-                      in[0]->numElements());
+    cpu::reluBackward(in[1]->data(), in[0]->data(), y(0), in[0]->numElements());
     break;
   case OpKind::GeluGrad:
-    cpu::geluBackward(in[1]->data(), in[0]->data(), y(0),
-                      in[0]->numElements());
+    cpu::geluBackward(in[1]->data(), in[0]->data(), y(0), in[0]->numElements());
     break;
   case OpKind::TanhGrad:
-    cpu::tanhBackward(in[1]->data(), in[0]->data(), y(0),
-                      in[0]->numElements());
+    cpu::tanhBackward(in[1]->data(), in[0]->data(), y(0), in[0]->numElements());
     break;
   case OpKind::SoftmaxGrad:
     cpu::softmaxBackward(in[1]->data(), in[0]->data(), y(0), rowsOf(in[0]),
@@ -1254,7 +1257,8 @@ std::string runOp(OpEnv &env, const Op &op) {
   }
   case OpKind::EmbeddingGrad:
     cpu::embeddingBackward(in[1]->i.data(), in[0]->data(), y(0),
-                           in[1]->numElements(), out[0]->shape[1]);
+                           in[1]->numElements(),
+                           env.program.values[op.results[0]].shape[1]);
     break;
   case OpKind::AttentionGrad: {
     const Tensor &forward = *in[1];
@@ -1284,7 +1288,8 @@ std::string runOp(OpEnv &env, const Op &op) {
   }
   case OpKind::SoftmaxCrossEntropyGrad: {
     const Tensor &forward = *in[0];
-    int64_t rows = in[1]->numElements(), classes = out[0]->shape.back();
+    int64_t rows = in[1]->numElements(),
+            classes = env.program.values[op.results[0]].shape.back();
     if (int64_t(forward.saved[0].size()) != rows * classes)
       return "the forward cross-entropy's saved softmax is missing";
     cpu::softmaxCrossEntropyBackward(forward.saved[0].data(), in[1]->i.data(),
@@ -1318,7 +1323,9 @@ std::string runOp(OpEnv &env, const Op &op) {
 std::string runOps(OpEnv &env, const std::vector<Op> &ops,
                    const char *section) {
   for (size_t k = 0; k < ops.size(); ++k) {
-    std::string error = runOp(env, ops[k]);
+    if (env.skip && (*env.skip)[k])
+      continue;
+    std::string error = runOp(env, ops[k], k);
     if (!error.empty())
       return error + ", in " + section + " op " + std::to_string(k) + " (" +
              opName(ops[k].kind) + ")";
@@ -1327,8 +1334,7 @@ std::string runOps(OpEnv &env, const std::vector<Op> &ops,
 }
 
 /// Checks that `batch` holds exactly the model inputs, at `rows` rows.
-std::string checkBatch(const Bundle &bundle, const Batch &batch,
-                       int64_t rows) {
+std::string checkBatch(const Bundle &bundle, const Batch &batch, int64_t rows) {
   for (const ModelInputSpec &spec : bundle.inputs) {
     std::vector<int64_t> shape = spec.shape;
     shape[0] = rows;
@@ -1343,8 +1349,8 @@ std::string checkBatch(const Bundle &bundle, const Batch &batch,
     if (tensor.shape != shape)
       return "model input '" + spec.name + "': expected shape " +
              shapeString(shape) + ", got " + shapeString(tensor.shape);
-    size_t size = spec.type == ElementType::F32 ? tensor.f32.size()
-                                                : tensor.i32.size();
+    size_t size =
+        spec.type == ElementType::F32 ? tensor.f32.size() : tensor.i32.size();
     if (int64_t(size) != product(shape))
       return "model input '" + spec.name + "': shape " + shapeString(shape) +
              " needs " + std::to_string(product(shape)) + " elements, got " +
@@ -1358,8 +1364,8 @@ std::string checkBatch(const Bundle &bundle, const Batch &batch,
       std::string names;
       for (const ModelInputSpec &spec : bundle.inputs)
         names += (names.empty() ? "'" : ", '") + spec.name + "'";
-      return "unexpected model input '" + name + "' (the model reads " +
-             names + ")";
+      return "unexpected model input '" + name + "' (the model reads " + names +
+             ")";
     }
   }
   return {};
@@ -1449,10 +1455,17 @@ struct DeviceState {
 /// What the device threads of one step share.
 struct StepShared {
   explicit StepShared(std::chrono::milliseconds timeout, unsigned numDevices)
-      : mailbox(timeout), numDevices(numDevices) {}
+      : mailbox(timeout), numDevices(numDevices),
+        progress(new std::atomic<size_t>[numDevices]) {
+    for (unsigned d = 0; d < numDevices; ++d)
+      progress[d] = 0;
+  }
 
   Mailbox mailbox;
   unsigned numDevices;
+  /// The instruction each device is at (its program size once done): tells
+  /// a timed-out receive whether its peer may still send.
+  std::unique_ptr<std::atomic<size_t>[]> progress;
   std::atomic<bool> aborted{false};
   std::mutex mutex;
   std::condition_variable barrierReached;
@@ -1483,6 +1496,9 @@ struct PipelineExecutor::Impl {
   std::unordered_map<std::string, Parameter *> paramByName;
   std::vector<DeviceState> devices;
   std::vector<std::vector<char>> isStageInput; // per stage, per value id
+  /// Per stage: see OpEnv::fusedInto and OpEnv::skip.
+  std::vector<std::vector<std::vector<Parameter *>>> fusedInto;
+  std::vector<std::vector<char>> skipBackward;
   std::vector<int64_t> rowOffsets;
   int64_t steps = 0;
   Timeline timeline{0};
@@ -1503,12 +1519,25 @@ struct PipelineExecutor::Impl {
   std::string runInstr(unsigned device, size_t index, const Instr &instr,
                        const Batch &batch, StepShared &shared);
   void runDevice(unsigned device, const Batch &batch, StepShared &shared);
-  std::string send(unsigned device, size_t index, const Instr &instr,
-                   StepShared &shared);
+  std::string send(unsigned device, const Instr &instr, StepShared &shared);
+
+  /// Whether the sender of `key` still has its send ahead of it.
+  bool peerStillSends(const MessageKey &key, const StepShared &shared) const {
+    InstrKind kind = key.direction == Direction::Activation
+                         ? InstrKind::SendActivation
+                         : InstrKind::SendGradient;
+    const std::vector<Instr> &program = bundle.programs[key.from];
+    for (size_t i = shared.progress[key.from]; i < program.size(); ++i) {
+      const Instr &instr = program[i];
+      if (instr.kind == kind && instr.peer == key.to &&
+          instr.microbatch == key.microbatch && instr.channel == key.channel)
+        return true;
+    }
+    return false;
+  }
 };
 
-std::string PipelineExecutor::Impl::send(unsigned device, size_t index,
-                                         const Instr &instr,
+std::string PipelineExecutor::Impl::send(unsigned device, const Instr &instr,
                                          StepShared &shared) {
   const StageProgram &program = bundle.stages[device];
   DeviceState &state = devices[device];
@@ -1548,7 +1577,6 @@ std::string PipelineExecutor::Impl::send(unsigned device, size_t index,
   state.memory.sub(copyBytes);
   if (!error.empty() && shared.aborted)
     return {}; // another device failed first
-  (void)index;
   return error;
 }
 
@@ -1561,18 +1589,11 @@ std::string PipelineExecutor::Impl::runInstr(unsigned device, size_t index,
   const unsigned m = instr.microbatch;
   const int64_t rows =
       instr.kind == InstrKind::OptimizerStep ? 0 : bundle.microbatchRows[m];
-  MicrobatchState *mb = instr.kind == InstrKind::OptimizerStep
-                            ? nullptr
-                            : &state.microbatches[m];
+  MicrobatchState *mb =
+      instr.kind == InstrKind::OptimizerStep ? nullptr : &state.microbatches[m];
   auto makeEnv = [&](float lossScale) {
-    return OpEnv{program,
-                 mb->values,
-                 paramByName,
-                 state.memory,
-                 rows,
-                 rowOffsets[m],
-                 uint64_t(steps + 1),
-                 true,
+    return OpEnv{program,  mb->values,    paramByName,         state.memory,
+                 rows,     rowOffsets[m], uint64_t(steps + 1), true,
                  lossScale};
   };
 
@@ -1598,6 +1619,25 @@ std::string PipelineExecutor::Impl::runInstr(unsigned device, size_t index,
     MessageKey key{activation ? Direction::Activation : Direction::Gradient,
                    instr.peer, device, m, instr.channel};
     RecvResult result = shared.mailbox.recv(key, index);
+    if (!result.ok() && !shared.aborted && peerStillSends(key, shared)) {
+      // The peer has this send ahead of it, so it is blocked or slow and this
+      // wait is a consequence: give the device that is stuck for good one
+      // more period to report the root cause first.
+      result = shared.mailbox.recv(key, index);
+      if (!result.ok() && !shared.aborted) {
+        size_t at = shared.progress[instr.peer];
+        const std::vector<Instr> &peerProgram = bundle.programs[instr.peer];
+        return "device " + std::to_string(device) + " timed out after " +
+               std::to_string(2 * config.recvTimeout.count()) + " ms at op #" +
+               std::to_string(index) + " (" + describeInstr(instr, device) +
+               "): device " + std::to_string(instr.peer) +
+               " has not sent it yet; it is at " +
+               (at < peerProgram.size()
+                    ? "op #" + std::to_string(at) + " (" +
+                          describeInstr(peerProgram[at], instr.peer) + ")"
+                    : std::string("the end of its program"));
+      }
+    }
     if (!result.ok())
       return shared.aborted ? std::string() : result.error;
     auto tensor = std::make_unique<Tensor>();
@@ -1613,15 +1653,14 @@ std::string PipelineExecutor::Impl::runInstr(unsigned device, size_t index,
   }
   case InstrKind::SendActivation:
   case InstrKind::SendGradient:
-    return send(device, index, instr, shared);
+    return send(device, instr, shared);
   case InstrKind::Forward: {
     for (const StageInput &input : program.inputs)
       if (!mb->values.get(input.value))
-        return input.fromChannel
-                   ? "channel " + std::to_string(input.channel) +
-                         " was not received before the forward"
-                   : "model input '" + input.inputName +
-                         "' was not loaded before the forward";
+        return input.fromChannel ? "channel " + std::to_string(input.channel) +
+                                       " was not received before the forward"
+                                 : "model input '" + input.inputName +
+                                       "' was not loaded before the forward";
     OpEnv env = makeEnv(1.0f);
     std::string error = runOps(env, program.forward, "forward");
     if (!error.empty())
@@ -1650,6 +1689,8 @@ std::string PipelineExecutor::Impl::runInstr(unsigned device, size_t index,
       if (!error.empty())
         return error;
     }
+    env.fusedInto = &fusedInto[device];
+    env.skip = &skipBackward[device];
     std::string error = runOps(env, program.backward, "backward");
     if (!error.empty())
       return error;
@@ -1677,29 +1718,20 @@ void PipelineExecutor::Impl::runDevice(unsigned device, const Batch &batch,
   for (size_t i = 0; i < program.size(); ++i) {
     if (shared.aborted)
       return;
+    shared.progress[device] = i;
     const Instr &instr = program[i];
-    std::string prefix = "device " + std::to_string(device) + ": op #" +
-                         std::to_string(i) + " (" +
-                         describeInstr(instr, device) + "): ";
     if (instr.kind == InstrKind::OptimizerStep) {
       // All devices update together or none does: a failed step leaves the
-      // parameters as they were.
+      // parameters as they were. No timeout is needed: every other device
+      // either gets here or fails (its receives time out), which aborts.
       std::unique_lock<std::mutex> lock(shared.mutex);
       ++shared.atBarrier;
       shared.barrierReached.notify_all();
-      bool passed = shared.barrierReached.wait_for(
-          lock, config.recvTimeout, [&] {
-            return shared.aborted || shared.atBarrier == shared.numDevices;
-          });
+      shared.barrierReached.wait(lock, [&] {
+        return shared.aborted || shared.atBarrier == shared.numDevices;
+      });
       if (shared.aborted)
         return;
-      if (!passed) {
-        lock.unlock();
-        shared.fail(prefix + "timed out after " +
-                    std::to_string(config.recvTimeout.count()) +
-                    " ms waiting for the other devices to finish the step");
-        return;
-      }
     }
     Clock::time_point begin = Clock::now();
     std::string error;
@@ -1726,23 +1758,27 @@ void PipelineExecutor::Impl::runDevice(unsigned device, const Batch &batch,
       bool compute = instr.kind == InstrKind::Forward ||
                      instr.kind == InstrKind::Backward ||
                      instr.kind == InstrKind::OptimizerStep;
-      timeline.record(device,
-                      {timelineName(instr.kind), compute,
-                       instr.kind == InstrKind::OptimizerStep
-                           ? -1
-                           : int64_t(instr.microbatch),
-                       micros(begin),
-                       std::chrono::duration<double, std::micro>(end - begin)
-                           .count()});
+      timeline.record(
+          device,
+          {timelineName(instr.kind), compute,
+           instr.kind == InstrKind::OptimizerStep ? -1
+                                                  : int64_t(instr.microbatch),
+           micros(begin),
+           std::chrono::duration<double, std::micro>(end - begin).count()});
     }
     if (!error.empty()) {
       bool fromMailbox = (instr.kind == InstrKind::RecvActivation ||
                           instr.kind == InstrKind::RecvGradient) &&
                          error.rfind("device ", 0) == 0;
-      shared.fail(fromMailbox ? error : prefix + error);
+      shared.fail(fromMailbox
+                      ? error
+                      : "device " + std::to_string(device) + ": op #" +
+                            std::to_string(i) + " (" +
+                            describeInstr(instr, device) + "): " + error);
       return;
     }
   }
+  shared.progress[device] = program.size();
 }
 
 PipelineExecutor::PipelineExecutor(std::unique_ptr<Impl> impl)
@@ -1794,6 +1830,46 @@ PipelineExecutor::create(Bundle bundle, const ExecutorConfig &config,
       if (instr.kind == InstrKind::Forward)
         impl->devices[s].lastForward = instr.microbatch;
   }
+  impl->fusedInto.resize(numDevices);
+  impl->skipBackward.resize(numDevices);
+  for (unsigned s = 0; s < numDevices; ++s) {
+    // A parameter-gradient result whose only use is one AccumulateGrad is
+    // accumulated by its kernel straight into the parameter's gradient: no
+    // parameter-sized temporary per micro-batch.
+    const StageProgram &stage = bundle.stages[s];
+    const std::vector<Op> &ops = stage.backward;
+    std::vector<int> uses(stage.values.size(), 0),
+        accumulator(stage.values.size(), -1);
+    for (size_t k = 0; k < ops.size(); ++k)
+      for (int id : ops[k].operands) {
+        ++uses[id];
+        if (ops[k].kind == OpKind::AccumulateGrad)
+          accumulator[id] = int(k);
+      }
+    for (int id : stage.inputGrads)
+      ++uses[id];
+    auto &fused = impl->fusedInto[s];
+    auto &skip = impl->skipBackward[s];
+    fused.resize(ops.size());
+    skip.assign(ops.size(), 0);
+    for (size_t k = 0; k < ops.size(); ++k) {
+      fused[k].assign(ops[k].results.size(), nullptr);
+      bool accumulates = ops[k].kind == OpKind::DenseGrad ||
+                         ops[k].kind == OpKind::BiasGrad ||
+                         ops[k].kind == OpKind::LayerNormGrad ||
+                         ops[k].kind == OpKind::EmbeddingGrad ||
+                         ops[k].kind == OpKind::AttentionGrad;
+      for (size_t r = 0; r < ops[k].results.size() && accumulates; ++r) {
+        int id = ops[k].results[r];
+        if (mayDropFirstResult(ops[k].kind) && r == 0)
+          continue; // the input gradient is overwritten, not accumulated
+        if (id < 0 || uses[id] != 1 || accumulator[id] < 0)
+          continue;
+        fused[k][r] = impl->paramByName.at(ops[accumulator[id]].name);
+        skip[accumulator[id]] = 1;
+      }
+    }
+  }
   int64_t offset = 0;
   for (int64_t rows : bundle.microbatchRows) {
     impl->rowOffsets.push_back(offset);
@@ -1837,12 +1913,10 @@ StepResult PipelineExecutor::trainStep(const Batch &batch) {
   std::vector<std::thread> threads;
   try {
     for (unsigned d = 0; d < numDevices; ++d)
-      threads.emplace_back([&s, &batch, &shared, d] {
-        s.runDevice(d, batch, shared);
-      });
+      threads.emplace_back(
+          [&s, &batch, &shared, d] { s.runDevice(d, batch, shared); });
   } catch (const std::exception &e) {
-    shared.fail(std::string("could not start the device threads: ") +
-                e.what());
+    shared.fail(std::string("could not start the device threads: ") + e.what());
   }
   for (std::thread &thread : threads)
     thread.join();
@@ -1852,6 +1926,8 @@ StepResult PipelineExecutor::trainStep(const Batch &batch) {
     s.peaks[d] = device.memory.peak;
     for (MicrobatchState &mb : device.microbatches)
       mb.values.clear();
+    assert(device.memory.current == device.resident &&
+           "every buffer a step allocates is freed and uncounted by its end");
   }
   if (!shared.firstError.empty()) {
     result.error = shared.firstError;
@@ -1862,8 +1938,8 @@ StepResult PipelineExecutor::trainStep(const Batch &batch) {
   for (unsigned m = 0; m < numMicrobatches; ++m) {
     double loss = last.microbatches[m].loss;
     result.microbatchLosses.push_back(loss);
-    result.loss += double(s.bundle.microbatchRows[m]) /
-                   double(s.bundle.batch) * loss;
+    result.loss +=
+        double(s.bundle.microbatchRows[m]) / double(s.bundle.batch) * loss;
   }
   return result;
 }
@@ -1872,8 +1948,8 @@ EvalResult PipelineExecutor::evaluate(const Batch &batch, int64_t rows) {
   Impl &s = *impl;
   EvalResult result;
   if (rows < 1) {
-    result.error = "evaluate: expects at least 1 row, got " +
-                   std::to_string(rows);
+    result.error =
+        "evaluate: expects at least 1 row, got " + std::to_string(rows);
     return result;
   }
   result.error = checkBatch(s.bundle, batch, rows);
@@ -1907,8 +1983,8 @@ EvalResult PipelineExecutor::evaluate(const Batch &batch, int64_t rows) {
                       sliceRows(batch.at(input.inputName), 0, rows));
         }
       }
-      OpEnv env{program, current, s.paramByName, memory, rows, 0, 0, false,
-                1.0f};
+      OpEnv env{program, current, s.paramByName, memory, rows,
+                0,       0,       false,         1.0f};
       std::string error = runOps(env, program.forward, "forward");
       if (!error.empty()) {
         result.error = "evaluate: stage " + std::to_string(st) + ": " + error;

@@ -28,8 +28,7 @@ int ModelGraph::newValue(std::vector<int64_t> shape, ElementType type,
   return int(values.size()) - 1;
 }
 
-int ModelGraph::emit(OpKind kind, std::vector<int> operands,
-                     ValueSpec result) {
+int ModelGraph::emit(OpKind kind, std::vector<int> operands, ValueSpec result) {
   int id = newValue(result.shape, result.type, result.batched);
   GraphOp graphOp;
   graphOp.op.kind = kind;
@@ -72,9 +71,7 @@ int ModelGraph::dense(int x, int w, int b) {
   return emit(OpKind::Dense, operands, y);
 }
 
-int ModelGraph::unary(OpKind kind, int x) {
-  return emit(kind, {x}, values[x]);
-}
+int ModelGraph::unary(OpKind kind, int x) { return emit(kind, {x}, values[x]); }
 
 int ModelGraph::layerNorm(int x, int gamma, int beta, float epsilon) {
   int y = emit(OpKind::LayerNorm, {x, gamma, beta}, values[x]);
@@ -93,8 +90,7 @@ int ModelGraph::embedding(int ids, int table) {
   return emit(OpKind::Embedding, {ids, table}, y);
 }
 
-int ModelGraph::attention(int x, int wqkv, int wo, int64_t heads,
-                          bool causal) {
+int ModelGraph::attention(int x, int wqkv, int wo, int64_t heads, bool causal) {
   int y = emit(OpKind::Attention, {x, wqkv, wo}, values[x]);
   ops.back().op.heads = heads;
   ops.back().op.causal = causal;
@@ -196,15 +192,14 @@ public:
       if (op.kind == OpKind::SoftmaxCrossEntropy) {
         if (y != program.loss)
           continue;
-        addGrad(x[0], emit(OpKind::SoftmaxCrossEntropyGrad, {y, x[1]},
-                           {x[0]}, op)[0]);
+        addGrad(x[0], emit(OpKind::SoftmaxCrossEntropyGrad, {y, x[1]}, {x[0]},
+                           op)[0]);
         continue;
       }
       if (op.kind == OpKind::MseLoss) {
         if (y != program.loss)
           continue;
-        addGrad(x[0],
-                emit(OpKind::MseLossGrad, {x[0], x[1]}, {x[0]}, op)[0]);
+        addGrad(x[0], emit(OpKind::MseLossGrad, {x[0], x[1]}, {x[0]}, op)[0]);
         continue;
       }
       auto it = grad.find(y);
@@ -221,8 +216,8 @@ public:
         break;
       }
       case OpKind::Dense: {
-        auto r = emit(OpKind::DenseGrad, {dy, x[0], x[1]},
-                      {wants(x[0]), x[1]}, op);
+        auto r =
+            emit(OpKind::DenseGrad, {dy, x[0], x[1]}, {wants(x[0]), x[1]}, op);
         addGrad(x[0], r[0]);
         addGrad(x[1], r[1]);
         if (x.size() == 3)
@@ -277,8 +272,7 @@ public:
         continue;
       auto it = grad.find(input.value);
       if (it == grad.end())
-        fatal("channel " + std::to_string(input.channel) +
-              " gets no gradient");
+        fatal("channel " + std::to_string(input.channel) + " gets no gradient");
       if (program.inputGrads.size() <= input.channel)
         program.inputGrads.resize(input.channel + 1, -1);
       program.inputGrads[input.channel] = it->second;
@@ -337,15 +331,14 @@ Bundle testing::buildBundle(const ModelGraph &graph,
         if (param.name == graphOp.op.name)
           param.stage = s;
   }
-  std::set<int> modelInputs(graph.inputValues.begin(),
-                            graph.inputValues.end());
+  std::set<int> modelInputs(graph.inputValues.begin(), graph.inputValues.end());
 
   // channels[s]: the values crossing from stage s to s + 1.
   std::vector<std::vector<int>> channels(numStages);
   for (unsigned s = 0; s + 1 < numStages; ++s)
     for (int v = 0; v < numValues; ++v)
-      if (!modelInputs.count(v) && defStage[v] >= 0 &&
-          defStage[v] <= int(s) && lastUse[v] > int(s))
+      if (!modelInputs.count(v) && defStage[v] >= 0 && defStage[v] <= int(s) &&
+          lastUse[v] > int(s))
         channels[s].push_back(v);
 
   bundle.stages.resize(numStages);

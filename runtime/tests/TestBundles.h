@@ -30,8 +30,8 @@ public:
   int input(const std::string &name, std::vector<int64_t> shape,
             ElementType type = ElementType::F32);
   /// Declares a parameter and emits its Param op in the current layer.
-  int param(const std::string &name, std::vector<int64_t> shape,
-            InitKind init, double scale = 1.0);
+  int param(const std::string &name, std::vector<int64_t> shape, InitKind init,
+            double scale = 1.0);
   int dense(int x, int w, int b = -1);
   int unary(OpKind kind, int x); ///< Relu, Gelu, Tanh, Softmax
   int layerNorm(int x, int gamma, int beta, float epsilon = 1e-5f);
@@ -68,8 +68,7 @@ private:
 /// (firstLayers[0] == 0, increasing), with `numMicrobatches` micro-batches
 /// (split as schedule::splitMicrobatches does) and the GPipe schedule.
 /// Aborts the test program on an inconsistent request.
-Bundle buildBundle(const ModelGraph &graph,
-                   const std::vector<int> &firstLayers,
+Bundle buildBundle(const ModelGraph &graph, const std::vector<int> &firstLayers,
                    unsigned numMicrobatches, RematPolicy remat);
 
 /// The GPipe fill-drain programs of a bundle's stages and micro-batches

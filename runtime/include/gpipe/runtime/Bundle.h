@@ -22,6 +22,29 @@
 // cross-entropy) keep it with the value they define, so a gradient op finds
 // it through its `forward` operand.
 //
+// What the executor (Executor.h) checks in `validateBundle` and relies on:
+//  - Every dimension is >= 1; a batched value has the batch as dimension 0.
+//  - Forward ops use stage inputs and earlier forward results; recompute ops
+//    use stage inputs and earlier recompute results and redefine forward ids
+//    (same op kind). Under `full` and `except-last` the backward may use only
+//    stage inputs, `outputGrads`, recompute results and its own earlier
+//    results (so it runs on recomputed values); under `none` also forward
+//    results. Backward results are fresh ids.
+//  - The `forward` operand of TanhGrad, SoftmaxGrad, LayerNormGrad,
+//    AttentionGrad, DropoutGrad and SoftmaxCrossEntropyGrad is the result of
+//    the matching forward op kind (whose rate / heads / causal it repeats).
+//  - Param and AccumulateGrad name a parameter of the same stage.
+//  - Channels carry batched f32 values; stage s+1's channel c has the shape
+//    of stage s's outputs[c]. An output may be a stage input (a skip value
+//    carried through this stage). Each channel has an input gradient; use
+//    Zeros where none reaches it.
+//  - The last stage has a loss (a forward loss op's result) and no outputs.
+// Loss scaling: the loss-gradient ops of micro-batch m get scale rows_m / N.
+// Dropout: element (row, col) of the mask is a function of (op seed, step,
+// global row, col), where the global row counts all dimensions but the last
+// over the whole batch (micro-batch row offset x rows per example + local
+// row) and step is the training step from 1; evaluation has no dropout.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_RUNTIME_BUNDLE_H
@@ -80,7 +103,9 @@ enum class OpKind {
 struct Op {
   OpKind kind = OpKind::Relu;
   std::vector<int> operands; ///< value ids
-  std::vector<int> results;  ///< value ids
+  /// Value ids. Result 0 (dx) of DenseGrad, LayerNormGrad and AttentionGrad
+  /// may be -1 when no gradient of the input is needed.
+  std::vector<int> results;
   std::string name;          ///< Param / AccumulateGrad: the parameter
   float epsilon = 1e-5f;     ///< LayerNorm(Grad)
   float rate = 0.0f;         ///< Dropout(Grad)
@@ -139,8 +164,15 @@ enum class InstrKind {
   OptimizerStep
 };
 
+/// Device d runs stage d. Its program holds exactly one Forward and one
+/// Backward per micro-batch (the Forward first) and ends with its only
+/// OptimizerStep, which is a barrier: all devices update together, or none
+/// does when the step fails. Sends go to device d + 1 (activations) or
+/// d - 1 (gradients) and receives come from there. Under `except-last` the
+/// micro-batch whose Forward comes last in the program keeps its values.
 struct Instr {
   InstrKind kind = InstrKind::Forward;
+  /// Forward/Backward: must be the device's stage; ignored by LoadInput.
   unsigned stage = 0;
   unsigned microbatch = 0;
   unsigned peer = 0;

@@ -1,0 +1,56 @@
+//===- BundleReader.h - Reads and writes program bundles --------*- C++ -*-===//
+//
+// The bundle file (docs/BundleFormat.md, format version 1) is the JSON form of
+// `Bundle` (Bundle.h), field for field. This reader checks the file's
+// structure: that every key has the expected JSON type, every name (op,
+// instruction, init, type, remat policy) is known, every op has the operand
+// and result counts of its kind, every value id is in its stage's value
+// table, and the references between sections resolve (model inputs, channels,
+// parameters, stages, micro-batches, devices). The semantic checks (shapes,
+// definition order, the schedule's consistency) are the executor's
+// (`validateBundle`, run by `Executor::create`).
+//
+// Errors are returned, never thrown: each names the source and the JSON
+// location, and says what was expected and what was found, e.g.
+//   'm.bundle.json': stages[1].forward[3]: expected an array 'operands',
+//   found a number
+//
+// Thread safety: the functions are reentrant; they share no state.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_BUNDLEREADER_H
+#define GPIPE_RUNTIME_BUNDLEREADER_H
+
+#include "gpipe/runtime/Bundle.h"
+
+#include <string>
+
+namespace gpipe::runtime {
+
+/// The outcome of reading a bundle: `bundle` is meaningful only if ok().
+struct BundleLoad {
+  Bundle bundle;
+  std::string error; ///< empty on success
+  bool ok() const { return error.empty(); }
+};
+
+/// Parses and checks the JSON text of a bundle. `sourceName` (a path, or any
+/// label) prefixes every error message, quoted. Never throws.
+BundleLoad parseBundle(const std::string &text, const std::string &sourceName);
+
+/// Reads the file at `path` and parses it as parseBundle does, with the path
+/// as the source name; "cannot open '<path>': <reason>" if the file cannot be
+/// read. Never throws.
+BundleLoad loadBundle(const std::string &path);
+
+/// The JSON text of `bundle` in format version 1 (the inverse of
+/// parseBundle: parseBundle(writeBundle(b)) gives back `b` for any bundle
+/// that passes its checks). Short objects and arrays are written on one line.
+/// Never throws; a non-finite float is written as null, which parseBundle
+/// rejects.
+std::string writeBundle(const Bundle &bundle);
+
+} // namespace gpipe::runtime
+
+#endif // GPIPE_RUNTIME_BUNDLEREADER_H

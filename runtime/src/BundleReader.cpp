@@ -1,0 +1,1316 @@
+//===- BundleReader.cpp - Reads and writes program bundles ----------------===//
+//
+// The reader walks the parsed JSON document once, in document order, and
+// stops at the first error, which names the JSON location ("stages[1].
+// forward[3]") and says what was expected and what was found. Only fixed
+// depths of the document are visited, so no recursion depends on the input
+// (nlohmann's parser itself is iterative).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/runtime/BundleReader.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <initializer_list>
+#include <limits>
+#include <locale>
+#include <new>
+#include <set>
+#include <sstream>
+
+using namespace gpipe::runtime;
+
+/// Ordered, so that errors follow the document's key order and the writer
+/// keeps the documented key order.
+using Json = nlohmann::ordered_json;
+
+//===----------------------------------------------------------------------===//
+// Names
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The op attributes beyond `op`, `operands` and `results`.
+enum OpAttr : unsigned {
+  NoAttrs = 0,
+  NameAttr = 1,      ///< name
+  EpsilonAttr = 2,   ///< epsilon
+  DropoutAttrs = 4,  ///< rate, seed
+  AttentionAttrs = 8 ///< heads, causal
+};
+
+/// The bundle name and operand/result counts of an op kind, per the OpKind
+/// comments in Bundle.h.
+struct OpInfo {
+  const char *name;
+  unsigned minOperands, maxOperands, results;
+  unsigned attrs;
+  /// Result 0 (an input gradient) may be -1: not needed.
+  bool mayDropFirstResult;
+};
+
+/// The last OpKind enumerator; kinds are numbered 0..kLastOpKind.
+constexpr OpKind kLastOpKind = OpKind::Zeros;
+
+OpInfo infoOf(OpKind kind) {
+  switch (kind) {
+  case OpKind::Param:
+    return {"param", 0, 0, 1, NameAttr, false};
+  case OpKind::Dense:
+    return {"dense", 2, 3, 1, NoAttrs, false};
+  case OpKind::Relu:
+    return {"relu", 1, 1, 1, NoAttrs, false};
+  case OpKind::Gelu:
+    return {"gelu", 1, 1, 1, NoAttrs, false};
+  case OpKind::Tanh:
+    return {"tanh", 1, 1, 1, NoAttrs, false};
+  case OpKind::Softmax:
+    return {"softmax", 1, 1, 1, NoAttrs, false};
+  case OpKind::LayerNorm:
+    return {"layer_norm", 3, 3, 1, EpsilonAttr, false};
+  case OpKind::Add:
+    return {"add", 2, 2, 1, NoAttrs, false};
+  case OpKind::Embedding:
+    return {"embedding", 2, 2, 1, NoAttrs, false};
+  case OpKind::Attention:
+    return {"attention", 3, 3, 1, AttentionAttrs, false};
+  case OpKind::Dropout:
+    return {"dropout", 1, 1, 1, DropoutAttrs, false};
+  case OpKind::SoftmaxCrossEntropy:
+    return {"softmax_cross_entropy", 2, 2, 1, NoAttrs, false};
+  case OpKind::MseLoss:
+    return {"mse_loss", 2, 2, 1, NoAttrs, false};
+  case OpKind::DenseGrad:
+    return {"dense_grad", 3, 3, 2, NoAttrs, true};
+  case OpKind::BiasGrad:
+    return {"bias_grad", 1, 1, 1, NoAttrs, false};
+  case OpKind::ReluGrad:
+    return {"relu_grad", 2, 2, 1, NoAttrs, false};
+  case OpKind::GeluGrad:
+    return {"gelu_grad", 2, 2, 1, NoAttrs, false};
+  case OpKind::TanhGrad:
+    return {"tanh_grad", 2, 2, 1, NoAttrs, false};
+  case OpKind::SoftmaxGrad:
+    return {"softmax_grad", 2, 2, 1, NoAttrs, false};
+  case OpKind::LayerNormGrad:
+    return {"layer_norm_grad", 4, 4, 3, EpsilonAttr, true};
+  case OpKind::EmbeddingGrad:
+    return {"embedding_grad", 2, 2, 1, NoAttrs, false};
+  case OpKind::AttentionGrad:
+    return {"attention_grad", 5, 5, 3, AttentionAttrs, true};
+  case OpKind::DropoutGrad:
+    return {"dropout_grad", 2, 2, 1, DropoutAttrs, false};
+  case OpKind::SoftmaxCrossEntropyGrad:
+    return {"softmax_cross_entropy_grad", 2, 2, 1, NoAttrs, false};
+  case OpKind::MseLossGrad:
+    return {"mse_loss_grad", 2, 2, 1, NoAttrs, false};
+  case OpKind::AddGrads:
+    return {"add_grads", 2, 2, 1, NoAttrs, false};
+  case OpKind::AccumulateGrad:
+    return {"accumulate_grad", 1, 1, 0, NameAttr, false};
+  case OpKind::Zeros:
+    return {"zeros", 0, 0, 1, NoAttrs, false};
+  }
+  return {"unknown", 0, 0, 0, NoAttrs, false};
+}
+
+/// The instruction kinds, with the keys each takes besides `op`.
+enum InstrField : unsigned {
+  NoFields = 0,
+  NameField = 1,    ///< name
+  StageField = 2,   ///< stage
+  MbField = 4,      ///< mb
+  PeerField = 8,    ///< peer
+  ChannelField = 16 ///< channel
+};
+
+struct InstrInfo {
+  InstrKind kind;
+  const char *name;
+  unsigned fields;
+};
+
+constexpr unsigned kTransferFields = PeerField | MbField | ChannelField;
+constexpr InstrInfo kInstrs[] = {
+    {InstrKind::LoadInput, "load_input", NameField | MbField},
+    {InstrKind::Forward, "forward", StageField | MbField},
+    {InstrKind::Backward, "backward", StageField | MbField},
+    {InstrKind::SendActivation, "send_activation", kTransferFields},
+    {InstrKind::RecvActivation, "recv_activation", kTransferFields},
+    {InstrKind::SendGradient, "send_gradient", kTransferFields},
+    {InstrKind::RecvGradient, "recv_gradient", kTransferFields},
+    {InstrKind::OptimizerStep, "optimizer_step", NoFields},
+};
+
+const InstrInfo &instrInfo(InstrKind kind) {
+  for (const InstrInfo &info : kInstrs)
+    if (info.kind == kind)
+      return info;
+  return kInstrs[0]; // unreachable for a valid InstrKind
+}
+
+constexpr std::pair<InitKind, const char *> kInits[] = {
+    {InitKind::Zeros, "zeros"},
+    {InitKind::Ones, "ones"},
+    {InitKind::Normal, "normal"},
+    {InitKind::Uniform, "uniform"},
+    {InitKind::GlorotUniform, "glorot_uniform"},
+};
+
+constexpr std::pair<RematPolicy, const char *> kRemats[] = {
+    {RematPolicy::None, "none"},
+    {RematPolicy::Full, "full"},
+    {RematPolicy::ExceptLast, "except-last"},
+};
+
+constexpr std::pair<ElementType, const char *> kTypes[] = {
+    {ElementType::F32, "f32"},
+    {ElementType::I32, "i32"},
+};
+
+template <typename T, size_t N>
+const char *nameIn(const std::pair<T, const char *> (&table)[N], T value) {
+  for (const auto &entry : table)
+    if (entry.first == value)
+      return entry.second;
+  return "unknown";
+}
+
+template <typename T, size_t N>
+std::string namesOf(const std::pair<T, const char *> (&table)[N]) {
+  std::string text;
+  for (const auto &entry : table)
+    text += (text.empty() ? "" : ", ") + std::string(entry.second);
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Message helpers
+//===----------------------------------------------------------------------===//
+
+std::string dumpJson(const Json &value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+/// "a string", "an array", ... for "found ..." in messages.
+std::string describe(const Json &value) {
+  switch (value.type()) {
+  case Json::value_t::null:
+    return "null";
+  case Json::value_t::boolean:
+    return "a boolean";
+  case Json::value_t::number_integer:
+  case Json::value_t::number_unsigned:
+  case Json::value_t::number_float:
+    return "a number";
+  case Json::value_t::string:
+    return "a string";
+  case Json::value_t::array:
+    return "an array";
+  case Json::value_t::object:
+    return "an object";
+  case Json::value_t::binary:
+    return "binary data";
+  case Json::value_t::discarded:
+    break;
+  }
+  return "nothing";
+}
+
+/// A found value for a message: the JSON text, shortened.
+std::string shortText(const Json &value) {
+  std::string text = dumpJson(value);
+  if (text.size() > 40)
+    text = text.substr(0, 37) + "...";
+  return text;
+}
+
+/// "1 stage", "2 stages"; `plural` for nouns that take more than an "s".
+std::string plural(size_t count, const char *noun,
+                   const char *pluralNoun = nullptr) {
+  std::string many = pluralNoun ? pluralNoun : std::string(noun) + "s";
+  return std::to_string(count) + " " + (count == 1 ? noun : many);
+}
+
+std::string keyPath(const std::string &path, const char *key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+std::string indexPath(const std::string &path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+std::string quotedList(const std::set<std::string> &names) {
+  if (names.empty())
+    return "none";
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "'" : ", '") + name + "'";
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Reader
+//===----------------------------------------------------------------------===//
+
+/// What a stage's ops may reference.
+struct StageContext {
+  unsigned index;
+  size_t numValues;
+};
+
+class Reader {
+public:
+  explicit Reader(const std::string &source) : source(source) {}
+
+  bool read(const Json &root, Bundle &bundle);
+
+  std::string error;
+
+private:
+  bool fail(const std::string &path, const std::string &message) {
+    error = "'" + source + "': " + (path.empty() ? "" : path + ": ") + message;
+    return false;
+  }
+
+  // Structure.
+  bool expectObject(const Json &value, const std::string &path);
+  bool checkKeys(const Json &object, const std::string &path,
+                 const std::vector<const char *> &allowed,
+                 const std::string &owner = "");
+  /// The value of `key`, or nullptr (an error if `required`).
+  bool lookup(const Json &object, const std::string &path, const char *key,
+              bool required, const Json *&out);
+
+  // Typed fields; an absent optional field leaves `out` as it is.
+  bool getString(const Json &object, const std::string &path, const char *key,
+                 std::string &out, bool required = true);
+  bool getBool(const Json &object, const std::string &path, const char *key,
+               bool &out, bool required = true);
+  bool getNumber(const Json &object, const std::string &path, const char *key,
+                 double &out, bool required = true);
+  bool getFloat(const Json &object, const std::string &path, const char *key,
+                float &out, bool required = true);
+  bool getInt(const Json &object, const std::string &path, const char *key,
+              int64_t &out, bool required = true);
+  /// A non-negative integer that fits in `unsigned`.
+  bool getIndex(const Json &object, const std::string &path, const char *key,
+                unsigned &out, bool required = true);
+  /// A 64-bit seed: [0, 2^64), or a negative 64-bit integer read as its two's
+  /// complement (as writers with only signed 64-bit integers emit it).
+  bool getSeed(const Json &object, const std::string &path, const char *key,
+               uint64_t &out, bool required = true);
+  bool getIntArray(const Json &object, const std::string &path, const char *key,
+                   std::vector<int64_t> &out, bool required = true);
+  bool getArray(const Json &object, const std::string &path, const char *key,
+                const Json *&out);
+  bool integerValue(const Json &value, const std::string &path,
+                    const std::string &what, int64_t &out);
+
+  // Sections.
+  bool readModelInputs(const Json &root, Bundle &bundle);
+  bool readParams(const Json &root, size_t numStages, Bundle &bundle);
+  bool readStage(const Json &json, const std::string &path, unsigned index,
+                 StageProgram &stage);
+  bool readValueRef(const Json &object, const std::string &path,
+                    const char *key, const StageContext &context,
+                    const char *what, int &out);
+  bool readValueList(const Json &object, const std::string &path,
+                     const char *key, const StageContext &context,
+                     std::vector<int> &out);
+  bool readOps(const Json &object, const std::string &path, const char *key,
+               const StageContext &context, std::vector<Op> &out);
+  bool readOp(const Json &json, const std::string &path,
+              const StageContext &context, Op &op);
+  bool readProgram(const Json &json, const std::string &path,
+                   const Bundle &bundle, std::vector<Instr> &out);
+  bool readInstr(const Json &json, const std::string &path,
+                 const Bundle &bundle, Instr &instr);
+
+  std::string source;
+  std::set<std::string> modelInputs;
+  std::set<std::string> paramNames;
+};
+
+bool Reader::expectObject(const Json &value, const std::string &path) {
+  if (!value.is_object())
+    return fail(path, "expected an object, found " + describe(value));
+  return true;
+}
+
+bool Reader::checkKeys(const Json &object, const std::string &path,
+                       const std::vector<const char *> &allowed,
+                       const std::string &owner) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool known = false;
+    for (const char *key : allowed)
+      known |= it.key() == key;
+    if (known)
+      continue;
+    std::string expected;
+    for (const char *key : allowed)
+      expected += (expected.empty() ? "" : ", ") + std::string(key);
+    return fail(path, "unknown key '" + it.key() + "'" +
+                          (owner.empty() ? "" : " for " + owner) +
+                          "; expected one of " + expected);
+  }
+  return true;
+}
+
+bool Reader::lookup(const Json &object, const std::string &path,
+                    const char *key, bool required, const Json *&out) {
+  auto it = object.find(key);
+  out = it == object.end() ? nullptr : &*it;
+  if (!out && required)
+    return fail(path, std::string("missing key '") + key + "'");
+  return true;
+}
+
+bool Reader::getString(const Json &object, const std::string &path,
+                       const char *key, std::string &out, bool required) {
+  const Json *value;
+  if (!lookup(object, path, key, required, value))
+    return false;
+  if (!value)
+    return true;
+  if (!value->is_string())
+    return fail(path, std::string("expected a string '") + key + "', found " +
+                          describe(*value));
+  out = value->get<std::string>();
+  return true;
+}
+
+bool Reader::getBool(const Json &object, const std::string &path,
+                     const char *key, bool &out, bool required) {
+  const Json *value;
+  if (!lookup(object, path, key, required, value))
+    return false;
+  if (!value)
+    return true;
+  if (!value->is_boolean())
+    return fail(path, std::string("expected a boolean '") + key + "', found " +
+                          describe(*value));
+  out = value->get<bool>();
+  return true;
+}
+
+bool Reader::getNumber(const Json &object, const std::string &path,
+                       const char *key, double &out, bool required) {
+  const Json *value;
+  if (!lookup(object, path, key, required, value))
+    return false;
+  if (!value)
+    return true;
+  if (!value->is_number())
+    return fail(path, std::string("expected a number '") + key + "', found " +
+                          describe(*value));
+  out = value->get<double>();
+  return true;
+}
+
+bool Reader::getFloat(const Json &object, const std::string &path,
+                      const char *key, float &out, bool required) {
+  double value = out;
+  if (!getNumber(object, path, key, value, required))
+    return false;
+  if (std::fabs(value) > double(std::numeric_limits<float>::max()))
+    return fail(path, std::string("expected a 32-bit float '") + key +
+                          "', found " + dumpJson(Json(value)));
+  out = static_cast<float>(value);
+  return true;
+}
+
+bool Reader::integerValue(const Json &value, const std::string &path,
+                          const std::string &what, int64_t &out) {
+  if (value.is_number_unsigned()) {
+    uint64_t u = value.get<uint64_t>();
+    if (u > uint64_t(std::numeric_limits<int64_t>::max()))
+      return fail(path, "expected " + what + " that fits in 64 bits, found " +
+                            std::to_string(u));
+    out = int64_t(u);
+    return true;
+  }
+  if (value.is_number_integer()) {
+    out = value.get<int64_t>();
+    return true;
+  }
+  if (value.is_number_float())
+    return fail(path, "expected " + what + ", found the non-integer number " +
+                          shortText(value));
+  return fail(path, "expected " + what + ", found " + describe(value));
+}
+
+bool Reader::getInt(const Json &object, const std::string &path,
+                    const char *key, int64_t &out, bool required) {
+  const Json *value;
+  if (!lookup(object, path, key, required, value))
+    return false;
+  if (!value)
+    return true;
+  return integerValue(*value, path, std::string("an integer '") + key + "'",
+                      out);
+}
+
+bool Reader::getIndex(const Json &object, const std::string &path,
+                      const char *key, unsigned &out, bool required) {
+  const Json *value;
+  if (!lookup(object, path, key, required, value))
+    return false;
+  if (!value)
+    return true;
+  std::string what = std::string("a non-negative integer '") + key + "'";
+  int64_t number;
+  if (!integerValue(*value, path, what, number))
+    return false;
+  if (number < 0)
+    return fail(path, "expected " + what + ", found " + std::to_string(number));
+  if (number > int64_t(UINT_MAX))
+    return fail(path, std::string("'") + key +
+                          "' is too large: " + std::to_string(number) +
+                          " (at most " + std::to_string(UINT_MAX) + ")");
+  out = unsigned(number);
+  return true;
+}
+
+bool Reader::getSeed(const Json &object, const std::string &path,
+                     const char *key, uint64_t &out, bool required) {
+  const Json *value;
+  if (!lookup(object, path, key, required, value))
+    return false;
+  if (!value)
+    return true;
+  if (value->is_number_unsigned()) {
+    out = value->get<uint64_t>();
+    return true;
+  }
+  if (value->is_number_integer()) {
+    out = uint64_t(value->get<int64_t>());
+    return true;
+  }
+  int64_t unused;
+  return integerValue(*value, path, std::string("an integer '") + key + "'",
+                      unused);
+}
+
+bool Reader::getArray(const Json &object, const std::string &path,
+                      const char *key, const Json *&out) {
+  if (!lookup(object, path, key, true, out))
+    return false;
+  if (!out->is_array())
+    return fail(path, std::string("expected an array '") + key + "', found " +
+                          describe(*out));
+  return true;
+}
+
+bool Reader::getIntArray(const Json &object, const std::string &path,
+                         const char *key, std::vector<int64_t> &out,
+                         bool required) {
+  const Json *value;
+  if (!lookup(object, path, key, required, value))
+    return false;
+  if (!value) {
+    out.clear();
+    return true;
+  }
+  if (!value->is_array())
+    return fail(path, std::string("expected an array '") + key + "', found " +
+                          describe(*value));
+  out.assign(value->size(), 0);
+  for (size_t i = 0; i < value->size(); ++i)
+    if (!integerValue((*value)[i], indexPath(keyPath(path, key), i),
+                      "an integer", out[i]))
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Sections
+//===----------------------------------------------------------------------===//
+
+bool Reader::read(const Json &root, Bundle &bundle) {
+  if (!root.is_object())
+    return fail("", "expected a JSON object at the top level, found " +
+                        describe(root));
+
+  // The format and version come first: a newer file may have other keys.
+  const Json *format;
+  if (!lookup(root, "", "format", false, format))
+    return false;
+  if (!format)
+    return fail("", "missing key 'format' (expected \"gpipe-bundle\")");
+  if (!format->is_string() || format->get<std::string>() != "gpipe-bundle")
+    return fail("", "'format' must be \"gpipe-bundle\", found " +
+                        shortText(*format));
+  int64_t version;
+  if (!getInt(root, "", "version", version))
+    return false;
+  if (version != 1)
+    return fail("", "unsupported version " + std::to_string(version) +
+                        " (this runtime reads version 1)");
+  if (!checkKeys(root, "",
+                 {"format", "version", "model", "batch", "microbatch_rows",
+                  "remat", "inputs", "params", "stages", "programs"}))
+    return false;
+
+  if (!getString(root, "", "model", bundle.model) ||
+      !getInt(root, "", "batch", bundle.batch))
+    return false;
+  if (bundle.batch < 1)
+    return fail("", "expected a positive 'batch', found " +
+                        std::to_string(bundle.batch));
+
+  if (!getIntArray(root, "", "microbatch_rows", bundle.microbatchRows))
+    return false;
+  if (bundle.microbatchRows.empty())
+    return fail(
+        "", "'microbatch_rows' is empty; expected at least one micro-batch");
+  int64_t total = 0;
+  bool overflow = false;
+  for (size_t m = 0; m < bundle.microbatchRows.size(); ++m) {
+    int64_t rows = bundle.microbatchRows[m];
+    if (rows < 1)
+      return fail(indexPath("microbatch_rows", m),
+                  "expected a positive row count, found " +
+                      std::to_string(rows));
+    overflow |= __builtin_add_overflow(total, rows, &total);
+  }
+  if (overflow || total != bundle.batch)
+    return fail("", "'microbatch_rows' sum to " +
+                        (overflow ? std::string("more than 2^63")
+                                  : std::to_string(total)) +
+                        ", expected the batch " + std::to_string(bundle.batch));
+
+  std::string remat;
+  if (!getString(root, "", "remat", remat))
+    return false;
+  bool knownRemat = false;
+  for (const auto &[policy, name] : kRemats)
+    if (remat == name) {
+      bundle.remat = policy;
+      knownRemat = true;
+    }
+  if (!knownRemat)
+    return fail("", "unknown remat policy '" + remat + "'; expected one of " +
+                        namesOf(kRemats));
+
+  if (!readModelInputs(root, bundle))
+    return false;
+
+  const Json *stages, *programs;
+  if (!getArray(root, "", "stages", stages) ||
+      !getArray(root, "", "programs", programs))
+    return false;
+  if (programs->size() != stages->size())
+    return fail("", "expected one program per stage: " +
+                        plural(stages->size(), "stage") + ", found " +
+                        plural(programs->size(), "program"));
+
+  if (!readParams(root, stages->size(), bundle))
+    return false;
+
+  bundle.stages.assign(stages->size(), StageProgram());
+  for (size_t s = 0; s < stages->size(); ++s)
+    if (!readStage((*stages)[s], indexPath("stages", s), unsigned(s),
+                   bundle.stages[s]))
+      return false;
+
+  bundle.programs.assign(programs->size(), {});
+  for (size_t d = 0; d < programs->size(); ++d)
+    if (!readProgram((*programs)[d], indexPath("programs", d), bundle,
+                     bundle.programs[d]))
+      return false;
+  return true;
+}
+
+static bool parseType(const std::string &name, ElementType &out) {
+  for (const auto &[type, typeName] : kTypes)
+    if (name == typeName) {
+      out = type;
+      return true;
+    }
+  return false;
+}
+
+bool Reader::readModelInputs(const Json &root, Bundle &bundle) {
+  const Json *inputs;
+  if (!getArray(root, "", "inputs", inputs))
+    return false;
+  bundle.inputs.assign(inputs->size(), ModelInputSpec());
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    const Json &json = (*inputs)[i];
+    std::string path = indexPath("inputs", i);
+    ModelInputSpec &input = bundle.inputs[i];
+    std::string type;
+    if (!expectObject(json, path) ||
+        !checkKeys(json, path, {"name", "shape", "type"}) ||
+        !getString(json, path, "name", input.name) ||
+        !getIntArray(json, path, "shape", input.shape) ||
+        !getString(json, path, "type", type))
+      return false;
+    if (!parseType(type, input.type))
+      return fail(path, "unknown element type '" + type +
+                            "'; expected one of " + namesOf(kTypes));
+    if (!modelInputs.insert(input.name).second)
+      return fail(path, "model input '" + input.name + "' is declared twice");
+  }
+  return true;
+}
+
+bool Reader::readParams(const Json &root, size_t numStages, Bundle &bundle) {
+  const Json *params;
+  if (!getArray(root, "", "params", params))
+    return false;
+  bundle.params.assign(params->size(), ParamSpec());
+  for (size_t i = 0; i < params->size(); ++i) {
+    const Json &json = (*params)[i];
+    std::string path = indexPath("params", i);
+    ParamSpec &param = bundle.params[i];
+    std::string init;
+    if (!expectObject(json, path) ||
+        !checkKeys(json, path, {"name", "shape", "init", "scale", "stage"}) ||
+        !getString(json, path, "name", param.name) ||
+        !getIntArray(json, path, "shape", param.shape) ||
+        !getString(json, path, "init", init) ||
+        !getNumber(json, path, "scale", param.scale, /*required=*/false) ||
+        !getIndex(json, path, "stage", param.stage))
+      return false;
+    if (param.name.empty())
+      return fail(path, "expected a non-empty 'name'");
+    bool knownInit = false;
+    for (const auto &[kind, name] : kInits)
+      if (init == name) {
+        param.init = kind;
+        knownInit = true;
+      }
+    if (!knownInit)
+      return fail(path, "unknown init '" + init + "'; expected one of " +
+                            namesOf(kInits));
+    if (param.stage >= numStages)
+      return fail(path, "stage " + std::to_string(param.stage) +
+                            " out of range: the bundle has " +
+                            plural(numStages, "stage"));
+    if (!paramNames.insert(param.name).second)
+      return fail(path, "parameter '" + param.name + "' is declared twice");
+  }
+  return true;
+}
+
+bool Reader::readValueRef(const Json &object, const std::string &path,
+                          const char *key, const StageContext &context,
+                          const char *what, int &out) {
+  int64_t id;
+  if (!getInt(object, path, key, id))
+    return false;
+  if (id < 0 || uint64_t(id) >= context.numValues)
+    return fail(path, std::string(what) + " " + std::to_string(id) +
+                          " out of range: stage " +
+                          std::to_string(context.index) + " has " +
+                          plural(context.numValues, "value"));
+  out = int(id);
+  return true;
+}
+
+bool Reader::readValueList(const Json &object, const std::string &path,
+                           const char *key, const StageContext &context,
+                           std::vector<int> &out) {
+  std::vector<int64_t> ids;
+  if (!getIntArray(object, path, key, ids))
+    return false;
+  out.assign(ids.size(), -1);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || uint64_t(ids[i]) >= context.numValues)
+      return fail(indexPath(keyPath(path, key), i),
+                  "value " + std::to_string(ids[i]) + " out of range: stage " +
+                      std::to_string(context.index) + " has " +
+                      plural(context.numValues, "value"));
+    out[i] = int(ids[i]);
+  }
+  return true;
+}
+
+bool Reader::readStage(const Json &json, const std::string &path,
+                       unsigned index, StageProgram &stage) {
+  if (!expectObject(json, path) ||
+      !checkKeys(json, path,
+                 {"values", "inputs", "outputs", "loss", "forward", "recompute",
+                  "backward", "output_grads", "input_grads"}))
+    return false;
+
+  // Values.
+  const Json *values;
+  if (!getArray(json, path, "values", values))
+    return false;
+  stage.values.assign(values->size(), ValueSpec());
+  for (size_t v = 0; v < values->size(); ++v) {
+    const Json &value = (*values)[v];
+    std::string valuePath = indexPath(keyPath(path, "values"), v);
+    ValueSpec &spec = stage.values[v];
+    std::string type;
+    if (!expectObject(value, valuePath) ||
+        !checkKeys(value, valuePath, {"shape", "type", "batched"}) ||
+        !getIntArray(value, valuePath, "shape", spec.shape) ||
+        !getString(value, valuePath, "type", type) ||
+        !getBool(value, valuePath, "batched", spec.batched))
+      return false;
+    if (!parseType(type, spec.type))
+      return fail(valuePath, "unknown element type '" + type +
+                                 "'; expected one of " + namesOf(kTypes));
+  }
+  if (values->size() > size_t(INT_MAX))
+    return fail(path, "too many values: " + std::to_string(values->size()));
+  StageContext context{index, values->size()};
+
+  // Inputs: model inputs by name, channels numbered 0..n-1.
+  const Json *inputs;
+  if (!getArray(json, path, "inputs", inputs))
+    return false;
+  stage.inputs.assign(inputs->size(), StageInput());
+  std::set<unsigned> channels;
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    const Json &input = (*inputs)[i];
+    std::string inputPath = indexPath(keyPath(path, "inputs"), i);
+    StageInput &spec = stage.inputs[i];
+    if (!expectObject(input, inputPath) ||
+        !checkKeys(input, inputPath, {"value", "input", "channel"}) ||
+        !readValueRef(input, inputPath, "value", context, "value", spec.value))
+      return false;
+    bool hasInput = input.contains("input"),
+         hasChannel = input.contains("channel");
+    if (hasInput == hasChannel)
+      return fail(inputPath,
+                  std::string("expected exactly one of 'input' (a model "
+                              "input) or 'channel', found ") +
+                      (hasInput ? "both" : "neither"));
+    spec.fromChannel = hasChannel;
+    if (hasChannel) {
+      if (!getIndex(input, inputPath, "channel", spec.channel))
+        return false;
+      if (!channels.insert(spec.channel).second)
+        return fail(inputPath, "channel " + std::to_string(spec.channel) +
+                                   " is bound twice");
+      continue;
+    }
+    if (!getString(input, inputPath, "input", spec.inputName))
+      return false;
+    if (!modelInputs.count(spec.inputName))
+      return fail(inputPath, "unknown model input '" + spec.inputName +
+                                 "'; expected one of " +
+                                 quotedList(modelInputs));
+  }
+  if (!channels.empty() && *channels.rbegin() >= channels.size()) {
+    unsigned missing = 0;
+    while (channels.count(missing))
+      ++missing;
+    return fail(keyPath(path, "inputs"),
+                "channels must be numbered from 0 consecutively: found "
+                "channel " +
+                    std::to_string(*channels.rbegin()) + " but no channel " +
+                    std::to_string(missing));
+  }
+
+  if (!readValueList(json, path, "outputs", context, stage.outputs))
+    return false;
+  int64_t loss;
+  if (!getInt(json, path, "loss", loss))
+    return false;
+  if (loss < -1 || (loss >= 0 && uint64_t(loss) >= context.numValues))
+    return fail(path, "loss value " + std::to_string(loss) +
+                          " out of range: stage " + std::to_string(index) +
+                          " has " + plural(context.numValues, "value") +
+                          " (-1: no loss)");
+  stage.loss = int(loss);
+
+  return readOps(json, path, "forward", context, stage.forward) &&
+         readOps(json, path, "recompute", context, stage.recompute) &&
+         readOps(json, path, "backward", context, stage.backward) &&
+         readValueList(json, path, "output_grads", context,
+                       stage.outputGrads) &&
+         readValueList(json, path, "input_grads", context, stage.inputGrads);
+}
+
+bool Reader::readOps(const Json &object, const std::string &path,
+                     const char *key, const StageContext &context,
+                     std::vector<Op> &out) {
+  const Json *ops;
+  if (!getArray(object, path, key, ops))
+    return false;
+  out.assign(ops->size(), Op());
+  for (size_t i = 0; i < ops->size(); ++i)
+    if (!readOp((*ops)[i], indexPath(keyPath(path, key), i), context, out[i]))
+      return false;
+  return true;
+}
+
+static std::string countText(unsigned min, unsigned max, const char *noun) {
+  std::string text = std::to_string(min);
+  if (max != min)
+    text += " or " + std::to_string(max);
+  return text + " " + noun + (max == 1 ? "" : "s");
+}
+
+bool Reader::readOp(const Json &json, const std::string &path,
+                    const StageContext &context, Op &op) {
+  if (!expectObject(json, path))
+    return false;
+  std::string name;
+  if (!getString(json, path, "op", name))
+    return false;
+  bool known = false;
+  std::string allNames;
+  for (int k = 0; k <= int(kLastOpKind); ++k) {
+    const char *kindName = infoOf(OpKind(k)).name;
+    allNames += (allNames.empty() ? "" : ", ") + std::string(kindName);
+    if (!known && name == kindName) {
+      op.kind = OpKind(k);
+      known = true;
+    }
+  }
+  if (!known)
+    return fail(path, "unknown op '" + name + "'; expected one of " + allNames);
+  OpInfo info = infoOf(op.kind);
+
+  std::vector<const char *> keys = {"op", "operands", "results"};
+  if (info.attrs & NameAttr)
+    keys.push_back("name");
+  if (info.attrs & EpsilonAttr)
+    keys.push_back("epsilon");
+  if (info.attrs & DropoutAttrs)
+    keys.insert(keys.end(), {"rate", "seed"});
+  if (info.attrs & AttentionAttrs)
+    keys.insert(keys.end(), {"heads", "causal"});
+  if (!checkKeys(json, path, keys, "op '" + name + "'"))
+    return false;
+
+  std::vector<int64_t> operands, results;
+  if (!getIntArray(json, path, "operands", operands, /*required=*/false) ||
+      !getIntArray(json, path, "results", results, /*required=*/false))
+    return false;
+  if (operands.size() < info.minOperands || operands.size() > info.maxOperands)
+    return fail(path,
+                "op '" + name + "' expects " +
+                    countText(info.minOperands, info.maxOperands, "operand") +
+                    ", found " + std::to_string(operands.size()));
+  if (results.size() != info.results)
+    return fail(path, "op '" + name + "' expects " +
+                          countText(info.results, info.results, "result") +
+                          ", found " + std::to_string(results.size()));
+  auto outOfRange = [&](const char *what, int64_t id) {
+    return fail(path, std::string(what) + " " + std::to_string(id) +
+                          " out of range: stage " +
+                          std::to_string(context.index) + " has " +
+                          plural(context.numValues, "value"));
+  };
+  op.operands.assign(operands.size(), -1);
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (operands[i] < 0 || uint64_t(operands[i]) >= context.numValues)
+      return outOfRange("operand", operands[i]);
+    op.operands[i] = int(operands[i]);
+  }
+  op.results.assign(results.size(), -1);
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (results[i] == -1 && i == 0 && info.mayDropFirstResult)
+      continue; // the input gradient is not needed
+    if (results[i] < 0 || uint64_t(results[i]) >= context.numValues)
+      return outOfRange("result", results[i]);
+    op.results[i] = int(results[i]);
+  }
+
+  if (info.attrs & NameAttr) {
+    if (!getString(json, path, "name", op.name))
+      return false;
+    if (!paramNames.count(op.name))
+      return fail(path, "unknown parameter '" + op.name + "'");
+  }
+  if ((info.attrs & EpsilonAttr) &&
+      !getFloat(json, path, "epsilon", op.epsilon, /*required=*/false))
+    return false;
+  if ((info.attrs & DropoutAttrs) &&
+      (!getFloat(json, path, "rate", op.rate, /*required=*/false) ||
+       !getSeed(json, path, "seed", op.seed, /*required=*/false)))
+    return false;
+  if ((info.attrs & AttentionAttrs) &&
+      (!getInt(json, path, "heads", op.heads, /*required=*/false) ||
+       !getBool(json, path, "causal", op.causal, /*required=*/false)))
+    return false;
+  return true;
+}
+
+bool Reader::readProgram(const Json &json, const std::string &path,
+                         const Bundle &bundle, std::vector<Instr> &out) {
+  if (!json.is_array())
+    return fail(path,
+                "expected an array of instructions, found " + describe(json));
+  out.assign(json.size(), Instr());
+  for (size_t i = 0; i < json.size(); ++i)
+    if (!readInstr(json[i], indexPath(path, i), bundle, out[i]))
+      return false;
+  return true;
+}
+
+bool Reader::readInstr(const Json &json, const std::string &path,
+                       const Bundle &bundle, Instr &instr) {
+  if (!expectObject(json, path))
+    return false;
+  std::string name;
+  if (!getString(json, path, "op", name))
+    return false;
+  const InstrInfo *info = nullptr;
+  std::string allNames;
+  for (const InstrInfo &candidate : kInstrs) {
+    allNames += (allNames.empty() ? "" : ", ") + std::string(candidate.name);
+    if (name == candidate.name)
+      info = &candidate;
+  }
+  if (!info)
+    return fail(path, "unknown instruction '" + name + "'; expected one of " +
+                          allNames);
+  instr.kind = info->kind;
+
+  std::vector<const char *> keys = {"op"};
+  if (info->fields & NameField)
+    keys.push_back("name");
+  if (info->fields & StageField)
+    keys.push_back("stage");
+  if (info->fields & PeerField)
+    keys.push_back("peer");
+  if (info->fields & MbField)
+    keys.push_back("mb");
+  if (info->fields & ChannelField)
+    keys.push_back("channel");
+  if (!checkKeys(json, path, keys, "instruction '" + name + "'"))
+    return false;
+
+  if (info->fields & NameField) {
+    if (!getString(json, path, "name", instr.inputName))
+      return false;
+    if (!modelInputs.count(instr.inputName))
+      return fail(path, "unknown model input '" + instr.inputName +
+                            "'; expected one of " + quotedList(modelInputs));
+  }
+  if (info->fields & StageField) {
+    if (!getIndex(json, path, "stage", instr.stage))
+      return false;
+    if (instr.stage >= bundle.stages.size())
+      return fail(path, "stage " + std::to_string(instr.stage) +
+                            " out of range: the bundle has " +
+                            plural(bundle.stages.size(), "stage"));
+  }
+  if (info->fields & PeerField) {
+    if (!getIndex(json, path, "peer", instr.peer))
+      return false;
+    if (instr.peer >= bundle.programs.size())
+      return fail(path, "peer " + std::to_string(instr.peer) +
+                            " out of range: the bundle has " +
+                            plural(bundle.programs.size(), "device"));
+  }
+  if (info->fields & MbField) {
+    if (!getIndex(json, path, "mb", instr.microbatch))
+      return false;
+    if (instr.microbatch >= bundle.microbatchRows.size())
+      return fail(path, "micro-batch " + std::to_string(instr.microbatch) +
+                            " out of range: the bundle has " +
+                            plural(bundle.microbatchRows.size(), "micro-batch",
+                                   "micro-batches"));
+  }
+  if ((info->fields & ChannelField) &&
+      !getIndex(json, path, "channel", instr.channel))
+    return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Writer
+//===----------------------------------------------------------------------===//
+
+/// `value` as a JSON number that reads back as the same float, written with
+/// the fewest digits that do (1e-05, not 9.99999974737875e-06).
+Json floatJson(float value) {
+  if (!std::isfinite(value))
+    return nullptr;
+  for (int precision = 6; precision <= 9; ++precision) {
+    std::ostringstream text;
+    text.imbue(std::locale::classic());
+    text.precision(precision);
+    text << value;
+    std::istringstream in(text.str());
+    in.imbue(std::locale::classic());
+    double shortest = 0.0;
+    in >> shortest;
+    if (in && static_cast<float>(shortest) == value)
+      return shortest;
+  }
+  return double(value);
+}
+
+Json doubleJson(double value) {
+  if (!std::isfinite(value))
+    return nullptr;
+  return value;
+}
+
+Json intArray(const std::vector<int64_t> &values) {
+  Json out = Json::array();
+  for (int64_t value : values)
+    out.push_back(value);
+  return out;
+}
+
+Json intArray(const std::vector<int> &values) {
+  Json out = Json::array();
+  for (int value : values)
+    out.push_back(value);
+  return out;
+}
+
+Json opJson(const Op &op) {
+  OpInfo info = infoOf(op.kind);
+  Json out = Json::object();
+  out["op"] = info.name;
+  if (info.maxOperands > 0 || !op.operands.empty())
+    out["operands"] = intArray(op.operands);
+  if (info.results > 0 || !op.results.empty())
+    out["results"] = intArray(op.results);
+  if (info.attrs & NameAttr)
+    out["name"] = op.name;
+  if (info.attrs & EpsilonAttr)
+    out["epsilon"] = floatJson(op.epsilon);
+  if (info.attrs & DropoutAttrs) {
+    out["rate"] = floatJson(op.rate);
+    out["seed"] = op.seed;
+  }
+  if (info.attrs & AttentionAttrs) {
+    out["heads"] = op.heads;
+    out["causal"] = op.causal;
+  }
+  return out;
+}
+
+Json opsJson(const std::vector<Op> &ops) {
+  Json out = Json::array();
+  for (const Op &op : ops)
+    out.push_back(opJson(op));
+  return out;
+}
+
+Json stageJson(const StageProgram &stage) {
+  Json values = Json::array();
+  for (const ValueSpec &value : stage.values)
+    values.push_back({{"shape", intArray(value.shape)},
+                      {"type", nameIn(kTypes, value.type)},
+                      {"batched", value.batched}});
+  Json inputs = Json::array();
+  for (const StageInput &input : stage.inputs) {
+    Json entry = {{"value", input.value}};
+    if (input.fromChannel)
+      entry["channel"] = input.channel;
+    else
+      entry["input"] = input.inputName;
+    inputs.push_back(std::move(entry));
+  }
+  Json out = Json::object();
+  out["values"] = std::move(values);
+  out["inputs"] = std::move(inputs);
+  out["outputs"] = intArray(stage.outputs);
+  out["loss"] = stage.loss;
+  out["forward"] = opsJson(stage.forward);
+  out["recompute"] = opsJson(stage.recompute);
+  out["backward"] = opsJson(stage.backward);
+  out["output_grads"] = intArray(stage.outputGrads);
+  out["input_grads"] = intArray(stage.inputGrads);
+  return out;
+}
+
+Json instrJson(const Instr &instr) {
+  const InstrInfo &info = instrInfo(instr.kind);
+  Json out = Json::object();
+  out["op"] = info.name;
+  if (info.fields & NameField)
+    out["name"] = instr.inputName;
+  if (info.fields & StageField)
+    out["stage"] = instr.stage;
+  if (info.fields & PeerField)
+    out["peer"] = instr.peer;
+  if (info.fields & MbField)
+    out["mb"] = instr.microbatch;
+  if (info.fields & ChannelField)
+    out["channel"] = instr.channel;
+  return out;
+}
+
+constexpr size_t kLineWidth = 100;
+
+/// Appends `value` on one line ("[1, 2]", {"a": 1}); false (with `out` cut
+/// short) once `out` grows past `budget`. The writer's documents have a fixed
+/// depth, so the recursion is bounded.
+bool appendInline(const Json &value, std::string &out, size_t budget) {
+  if (!value.is_structured()) {
+    out += dumpJson(value);
+    return out.size() <= budget;
+  }
+  bool object = value.is_object();
+  out += object ? '{' : '[';
+  bool first = true;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (!first)
+      out += ", ";
+    first = false;
+    if (object) {
+      out += dumpJson(Json(it.key()));
+      out += ": ";
+    }
+    if (!appendInline(it.value(), out, budget))
+      return false;
+  }
+  out += object ? '}' : ']';
+  return out.size() <= budget;
+}
+
+/// Appends `value` indented: on one line if it fits in kLineWidth columns,
+/// else one element per line.
+void appendPretty(const Json &value, size_t column, size_t indent,
+                  std::string &out) {
+  std::string flat;
+  size_t budget = kLineWidth > column ? kLineWidth - column : 0;
+  if (!value.is_structured() || value.empty() ||
+      appendInline(value, flat, budget)) {
+    if (flat.empty())
+      appendInline(value, flat, SIZE_MAX);
+    out += flat;
+    return;
+  }
+  bool object = value.is_object();
+  out += object ? "{\n" : "[\n";
+  size_t remaining = value.size();
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    out.append(indent + 2, ' ');
+    size_t lineStart = out.size() - indent - 2;
+    if (object) {
+      out += dumpJson(Json(it.key()));
+      out += ": ";
+    }
+    appendPretty(it.value(), out.size() - lineStart, indent + 2, out);
+    if (--remaining)
+      out += ',';
+    out += '\n';
+  }
+  out.append(indent, ' ');
+  out += object ? '}' : ']';
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+BundleLoad gpipe::runtime::parseBundle(const std::string &text,
+                                       const std::string &sourceName) {
+  BundleLoad result;
+  std::string prefix = "'" + sourceName + "': ";
+  try {
+    Json root;
+    try {
+      root = Json::parse(text);
+    } catch (const Json::parse_error &e) {
+      // "[json.exception.parse_error.101] parse error at line 1, column 5:
+      // ..." without the exception id.
+      std::string message = e.what();
+      size_t end = message.find("] ");
+      if (message.rfind("[json.exception.", 0) == 0 && end != std::string::npos)
+        message = message.substr(end + 2);
+      result.error = prefix + "malformed JSON: " + message;
+      return result;
+    }
+    Reader reader(sourceName);
+    if (!reader.read(root, result.bundle)) {
+      result.error = reader.error;
+      result.bundle = Bundle();
+    }
+  } catch (const std::bad_alloc &) {
+    result.error = prefix + "out of memory while reading the bundle";
+    result.bundle = Bundle();
+  } catch (const std::exception &e) {
+    result.error =
+        prefix + "unexpected error while reading the bundle: " + e.what();
+    result.bundle = Bundle();
+  }
+  return result;
+}
+
+BundleLoad gpipe::runtime::loadBundle(const std::string &path) {
+  BundleLoad result;
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file) {
+    result.error = "cannot open '" + path + "': " + std::strerror(errno);
+    return result;
+  }
+  std::string text;
+  try {
+    char buffer[1 << 16];
+    size_t count;
+    while ((count = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+      text.append(buffer, count);
+  } catch (const std::bad_alloc &) {
+    std::fclose(file);
+    result.error = "cannot read '" + path + "': out of memory";
+    return result;
+  }
+  if (std::ferror(file)) {
+    int error = errno;
+    std::fclose(file);
+    result.error = "cannot read '" + path + "': " + std::strerror(error);
+    return result;
+  }
+  std::fclose(file);
+  return parseBundle(text, path);
+}
+
+std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
+  Json inputs = Json::array();
+  for (const ModelInputSpec &input : bundle.inputs)
+    inputs.push_back({{"name", input.name},
+                      {"shape", intArray(input.shape)},
+                      {"type", nameIn(kTypes, input.type)}});
+  Json params = Json::array();
+  for (const ParamSpec &param : bundle.params)
+    params.push_back({{"name", param.name},
+                      {"shape", intArray(param.shape)},
+                      {"init", nameIn(kInits, param.init)},
+                      {"scale", doubleJson(param.scale)},
+                      {"stage", param.stage}});
+  Json stages = Json::array();
+  for (const StageProgram &stage : bundle.stages)
+    stages.push_back(stageJson(stage));
+  Json programs = Json::array();
+  for (const std::vector<Instr> &program : bundle.programs) {
+    Json instrs = Json::array();
+    for (const Instr &instr : program)
+      instrs.push_back(instrJson(instr));
+    programs.push_back(std::move(instrs));
+  }
+
+  Json root = Json::object();
+  root["format"] = "gpipe-bundle";
+  root["version"] = 1;
+  root["model"] = bundle.model;
+  root["batch"] = bundle.batch;
+  root["microbatch_rows"] = intArray(bundle.microbatchRows);
+  root["remat"] = nameIn(kRemats, bundle.remat);
+  root["inputs"] = std::move(inputs);
+  root["params"] = std::move(params);
+  root["stages"] = std::move(stages);
+  root["programs"] = std::move(programs);
+
+  std::string text;
+  appendPretty(root, 0, 0, text);
+  text += '\n';
+  return text;
+}
