@@ -271,11 +271,17 @@ int main(int argc, char **argv) {
   if (maxSteps > 0)
     stepsPerEpoch = std::min<int64_t>(stepsPerEpoch, maxSteps);
   unsigned k = executor->numDevices(), m = bundle.microbatchRows.size();
+  // Uneven splits differ by one row: the first micro-batches take the extra.
+  int64_t mostRows = bundle.microbatchRows.front();
+  int64_t fewestRows = bundle.microbatchRows.back();
+  std::string rows = std::to_string(mostRows);
+  if (fewestRows != mostRows)
+    rows += "-" + std::to_string(fewestRows);
   llvm::outs() << llvm::formatv(
       "gpipe-run: {0}: {1} stages, {2} micro-batches of {3} rows (remat {4}), "
       "{5} steps of {6} examples per epoch; ideal bubble (K-1)/(M+K-1) = "
       "{7:f3}\n",
-      modelPath, k, m, batch / m, gpipe::stringifyRematPolicy(remat),
+      modelPath, k, m, rows, gpipe::stringifyRematPolicy(remat),
       stepsPerEpoch, batch, double(k - 1) / double(m + k - 1));
   llvm::outs().flush();
 
