@@ -1,0 +1,360 @@
+/*===- gpipe_runtime.h - The C API of the gpipe runtime -------------*- C -*-===//
+ *
+ * Embeds the gpipe CPU runtime in any application: load a compiled program
+ * bundle (docs/BundleFormat.md) into a session, train it one mini-batch at a
+ * time from host buffers, evaluate it, read and write its parameters, and
+ * inspect the pipeline (Chrome trace of the last step, per-device peak
+ * memory). A session owns one PipelineExecutor (Executor.h): K CPU devices,
+ * one thread each during a training step. docs/RuntimeAPI.md walks through
+ * an example; gpipe/runtime/Runtime.hpp is a thin C++ layer over this header.
+ *
+ * Conventions (as in IREE's runtime/session.h and NCCL's nccl.h):
+ *  - `gpipe_session_t` is opaque; the caller owns the session it creates and
+ *    releases it with gpipe_session_destroy.
+ *  - Every fallible function returns a gpipe_status_t; GPIPE_OK is 0. Nothing
+ *    is printed. The message of a failure says what was expected and what was
+ *    found, prefixed with the function's name, e.g.
+ *      gpipe_session_train_step: input 'x': expected 50176 f32 elements
+ *      (shape [64, 784]), got 784
+ *    It is read with gpipe_last_error() (the calling thread's last call) or
+ *    gpipe_session_last_error() (the session's last mutating call).
+ *  - Output parameters come last and are named `out_*`; unless a function
+ *    says otherwise they must not be NULL. On failure the outputs are left
+ *    unspecified (a created session is set to NULL).
+ *  - Strings passed in are NUL-terminated and only read during the call; the
+ *    session keeps no pointer to caller memory. Strings and info structs the
+ *    session hands out are owned by the session and stay valid until it is
+ *    destroyed.
+ *  - Thread safety: functions that take a `const gpipe_session_t *` only
+ *    read the session and may run concurrently with each other on the same
+ *    session. A function that takes a non-const session must not overlap any
+ *    other call on that session (serialize them; any thread may make them).
+ *    Distinct sessions are independent and may be used concurrently.
+ *
+ * The header is C99; the library is C++17 and has no MLIR dependency.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef GPIPE_RUNTIME_GPIPE_RUNTIME_H
+#define GPIPE_RUNTIME_GPIPE_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this API; bumped on any incompatible change. */
+#define GPIPE_RUNTIME_API_VERSION 1
+
+/* The largest rank of a model input, parameter or prediction the C API
+ * reports (gpipe_tensor_info_t::shape); sessions of bundles with larger ranks
+ * fail to be created with GPIPE_ERROR_INVALID_BUNDLE. */
+#define GPIPE_MAX_RANK 8
+
+/*===----------------------------------------------------------------------===*
+ * Status and errors
+ *===----------------------------------------------------------------------===*/
+
+typedef enum gpipe_status_e {
+  GPIPE_OK = 0,
+  /* A NULL pointer, an out-of-range value or index, a missing or duplicated
+   * input, a wrong element type or count, an invalid option. */
+  GPIPE_ERROR_INVALID_ARGUMENT = 1,
+  /* A name (model input, parameter) that the model does not have. */
+  GPIPE_ERROR_NOT_FOUND = 2,
+  /* A caller buffer smaller than the data to write into it; the message
+   * says how many elements are needed. */
+  GPIPE_ERROR_BUFFER_TOO_SMALL = 3,
+  /* A file that cannot be read or written. */
+  GPIPE_ERROR_IO = 4,
+  /* Bundle text that is not a valid bundle (JSON syntax, structure, or the
+   * executor's semantic checks). */
+  GPIPE_ERROR_INVALID_BUNDLE = 5,
+  /* A device failed while running a step or an evaluation (e.g. a label
+   * outside the class range, a receive timeout). The parameters and the
+   * optimizer state are left as they were before the call. */
+  GPIPE_ERROR_RUNTIME = 6,
+  /* The session is not in the state the call needs (e.g. no timeline to
+   * write before the first training step). */
+  GPIPE_ERROR_FAILED_PRECONDITION = 7,
+  /* An allocation failed. */
+  GPIPE_ERROR_OUT_OF_MEMORY = 8
+} gpipe_status_t;
+
+/* The enumerator's name ("GPIPE_OK", "GPIPE_ERROR_IO", ...), or
+ * "GPIPE_ERROR_UNKNOWN" for a value outside the enum. The string is static.
+ * Thread-safe. */
+const char *gpipe_status_string(gpipe_status_t status);
+
+/* The message of the calling thread's most recent call to any gpipe_*
+ * function that returns a gpipe_status_t: "" if it returned GPIPE_OK. The
+ * string is owned by the library and valid until the calling thread's next
+ * such call. Thread-safe (each thread has its own). Never NULL. */
+const char *gpipe_last_error(void);
+
+/*===----------------------------------------------------------------------===*
+ * Session options
+ *===----------------------------------------------------------------------===*/
+
+typedef enum gpipe_optimizer_e {
+  GPIPE_OPTIMIZER_SGD = 0,      /* p -= lr g */
+  GPIPE_OPTIMIZER_MOMENTUM = 1, /* heavy ball (TensorFlow's) */
+  GPIPE_OPTIMIZER_RMSPROP = 2,  /* TensorFlow's, as in the GPipe paper */
+  GPIPE_OPTIMIZER_ADAM = 3      /* with bias correction */
+} gpipe_optimizer_t;
+
+/* How a session trains. Initialize with gpipe_session_options_init, then
+ * change fields; runtime/include/gpipe/runtime/Optimizers.h gives each
+ * optimizer's update rule. */
+typedef struct gpipe_session_options_t {
+  /* Seeds the parameter initializers (with each parameter's name); equal
+   * seeds give bitwise equal initial parameters. Default 0. */
+  uint64_t seed;
+  /* Default GPIPE_OPTIMIZER_SGD. */
+  gpipe_optimizer_t optimizer;
+  /* Finite, >= 0. Default 0.01. */
+  float learning_rate;
+  /* Momentum and RmsProp; finite, >= 0. Default 0.9. */
+  float momentum;
+  /* RmsProp: the decay of the mean square; in [0, 1). Default 0.9. */
+  float decay;
+  /* Adam; each in [0, 1). Defaults 0.9 and 0.999. */
+  float beta1;
+  float beta2;
+  /* RmsProp and Adam; finite, >= 0. Default 1e-8. */
+  float epsilon;
+  /* How long a device waits for a peer (a receive, the optimizer barrier)
+   * before the step fails with GPIPE_ERROR_RUNTIME; >= 1. Default 60000. */
+  uint32_t recv_timeout_ms;
+  /* Nonzero: record the per-device timeline of each step (needed by
+   * gpipe_session_write_trace and gpipe_session_bubble_fraction). Default 1. */
+  int record_timeline;
+} gpipe_session_options_t;
+
+/* Sets every field of *out_options to its default. Does nothing if
+ * out_options is NULL. Thread-safe. */
+void gpipe_session_options_init(gpipe_session_options_t *out_options);
+
+/*===----------------------------------------------------------------------===*
+ * Sessions
+ *===----------------------------------------------------------------------===*/
+
+/* A loaded bundle with its parameters, gradients and optimizer state. */
+typedef struct gpipe_session gpipe_session_t;
+
+/* Reads the bundle file at `bundle_path`, checks it, and creates a session
+ * that initializes every parameter from options->seed. `options` may be NULL
+ * for the defaults; it is copied. On success *out_session is a new session
+ * owned by the caller (release it with gpipe_session_destroy); on failure it
+ * is NULL.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL path or out_session, an invalid
+ * option), GPIPE_ERROR_IO (the file cannot be read), GPIPE_ERROR_INVALID_BUNDLE
+ * (its text is not a valid bundle; the message names the file and the JSON
+ * location), GPIPE_ERROR_OUT_OF_MEMORY.
+ * Thread-safe: creations are independent. */
+gpipe_status_t gpipe_session_create_from_file(
+    const char *bundle_path, const gpipe_session_options_t *options,
+    gpipe_session_t **out_session);
+
+/* As gpipe_session_create_from_file, from the `json_length` bytes of bundle
+ * text at `json` (need not be NUL-terminated; copied). `source_name` labels
+ * the text in error messages (e.g. the path it came from); NULL means
+ * "<memory>". Errors as gpipe_session_create_from_file, without
+ * GPIPE_ERROR_IO. Thread-safe. */
+gpipe_status_t gpipe_session_create_from_json(
+    const char *json, size_t json_length, const char *source_name,
+    const gpipe_session_options_t *options, gpipe_session_t **out_session);
+
+/* Releases the session and everything it owns (its strings and info structs
+ * become invalid). NULL is a no-op. Must not overlap any other call on the
+ * session. */
+void gpipe_session_destroy(gpipe_session_t *session);
+
+/* The message of the most recent call on `session` that took it non-const
+ * (train, evaluate, set parameter): "" if that call returned GPIPE_OK or
+ * none was made yet. Owned by the session, valid until its next non-const
+ * call or its destruction. "" for a NULL session. Never NULL. Reads the
+ * session: must not overlap a non-const call on it. */
+const char *gpipe_session_last_error(const gpipe_session_t *session);
+
+/*===----------------------------------------------------------------------===*
+ * Queries (const: may run concurrently with each other)
+ *===----------------------------------------------------------------------===*/
+
+typedef enum gpipe_element_type_e {
+  GPIPE_ELEMENT_F32 = 0, /* float */
+  GPIPE_ELEMENT_I32 = 1  /* int32_t */
+} gpipe_element_type_t;
+
+typedef struct gpipe_session_info_t {
+  /* The bundle's model name; owned by the session. */
+  const char *model;
+  /* Rows of every training mini-batch (dimension 0 of each batched input). */
+  int64_t batch_size;
+  /* Pipeline devices K (= stages); one thread each during a step. */
+  size_t device_count;
+  /* Micro-batches M per mini-batch. */
+  size_t microbatch_count;
+  size_t input_count;
+  size_t parameter_count;
+} gpipe_session_info_t;
+
+/* A model input, a parameter or the prediction. */
+typedef struct gpipe_tensor_info_t {
+  /* The input's or parameter's name; for the prediction the loss op,
+   * "softmax_cross_entropy" (the prediction is the logits) or "mse_loss".
+   * Owned by the session. */
+  const char *name;
+  gpipe_element_type_t type;
+  /* Nonzero if dimension 0 is the batch (inputs and the prediction). */
+  int batched;
+  size_t rank;
+  /* shape[0..rank); a batched tensor's shape[0] is its row count. */
+  int64_t shape[GPIPE_MAX_RANK];
+  /* The product of the shape. */
+  size_t element_count;
+} gpipe_tensor_info_t;
+
+/* The session's model, batch size and counts.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL session or out_info). */
+gpipe_status_t gpipe_session_query_info(const gpipe_session_t *session,
+                                        gpipe_session_info_t *out_info);
+
+/* Model input `index` (in [0, input_count), bundle order) at the full batch:
+ * its shape[0] is the batch size.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, index out of range). */
+gpipe_status_t gpipe_session_input_info(const gpipe_session_t *session,
+                                        size_t index,
+                                        gpipe_tensor_info_t *out_info);
+
+/* Parameter `index` (in [0, parameter_count), bundle order); always f32 and
+ * not batched.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, index out of range). */
+gpipe_status_t gpipe_session_parameter_info(const gpipe_session_t *session,
+                                            size_t index,
+                                            gpipe_tensor_info_t *out_info);
+
+/* The prediction gpipe_session_evaluate writes for `rows` rows (>= 1): f32,
+ * shape[0] = rows; its element_count is the buffer size evaluate needs.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, rows < 1, a size that
+ * overflows). */
+gpipe_status_t gpipe_session_prediction_info(const gpipe_session_t *session,
+                                             int64_t rows,
+                                             gpipe_tensor_info_t *out_info);
+
+/* The number of successful training steps (the optimizer's step count).
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer). */
+gpipe_status_t gpipe_session_steps_done(const gpipe_session_t *session,
+                                        int64_t *out_steps);
+
+/* Per device, the high-water mark of the bytes its tensors held during the
+ * last training step (by the executor's own accounting: parameters,
+ * gradients, optimizer slots, kept and received activations, scratch);
+ * before the first step, the resident bytes.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, device out of range). */
+gpipe_status_t gpipe_session_peak_memory_bytes(const gpipe_session_t *session,
+                                               size_t device,
+                                               int64_t *out_bytes);
+
+/* The measured bubble fraction of the last training step: the share of
+ * device time spent idle or waiting.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer),
+ * GPIPE_ERROR_FAILED_PRECONDITION (no step has run, or record_timeline is
+ * off). */
+gpipe_status_t gpipe_session_bubble_fraction(const gpipe_session_t *session,
+                                             double *out_fraction);
+
+/* Writes the last training step's timeline as Chrome trace event JSON
+ * (open it in Perfetto or chrome://tracing; one row per device) to `path`.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer),
+ * GPIPE_ERROR_FAILED_PRECONDITION (no step has run, or record_timeline is
+ * off), GPIPE_ERROR_IO (the file cannot be written). */
+gpipe_status_t gpipe_session_write_trace(const gpipe_session_t *session,
+                                         const char *path);
+
+/*===----------------------------------------------------------------------===*
+ * Training and evaluation
+ *===----------------------------------------------------------------------===*/
+
+/* One model input of a batch: `element_count` elements of `type` at `data`,
+ * row-major in the input's shape (gpipe_session_input_info) with the batch's
+ * row count as dimension 0. Read during the call only. */
+typedef struct gpipe_input_t {
+  const char *name;
+  gpipe_element_type_t type;
+  const void *data; /* const float * or const int32_t *, per `type` */
+  size_t element_count;
+} gpipe_input_t;
+
+/* One training step on a mini-batch of batch_size rows: `inputs` holds each
+ * model input exactly once, in any order. Runs every device's program on its
+ * own thread (joined before the return) and applies one optimizer step;
+ * *out_loss is the mini-batch loss (the row-weighted mean of the
+ * micro-batch losses). The input buffers are copied; the caller keeps them.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, a missing or
+ * duplicated input, a wrong element type or count), GPIPE_ERROR_NOT_FOUND (an
+ * input name the model does not have), GPIPE_ERROR_RUNTIME (a device failed;
+ * parameters and optimizer state are unchanged), GPIPE_ERROR_OUT_OF_MEMORY.
+ * Non-const: must not overlap any other call on the session. */
+gpipe_status_t gpipe_session_train_step(gpipe_session_t *session,
+                                        const gpipe_input_t *inputs,
+                                        size_t input_count, double *out_loss);
+
+/* Forward only (no dropout, no gradients, no parameter change) on `rows`
+ * rows (any number >= 1; each input has `rows` as dimension 0). Writes the
+ * prediction (the loss op's first operand, gpipe_session_prediction_info) to
+ * out_prediction, which holds `prediction_capacity` floats, and the loss to
+ * *out_loss. out_prediction may be NULL when prediction_capacity is 0: then
+ * only the loss is computed.
+ * Errors: as gpipe_session_train_step, plus GPIPE_ERROR_BUFFER_TOO_SMALL
+ * (prediction_capacity < the prediction's element count; checked before any
+ * work). Non-const: must not overlap any other call on the session. */
+gpipe_status_t gpipe_session_evaluate(gpipe_session_t *session, int64_t rows,
+                                      const gpipe_input_t *inputs,
+                                      size_t input_count,
+                                      size_t prediction_capacity,
+                                      float *out_prediction, double *out_loss);
+
+/*===----------------------------------------------------------------------===*
+ * Parameters
+ *===----------------------------------------------------------------------===*/
+
+/* The element count of parameter `name`.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer), GPIPE_ERROR_NOT_FOUND
+ * (no such parameter). */
+gpipe_status_t gpipe_session_parameter_size(const gpipe_session_t *session,
+                                            const char *name,
+                                            size_t *out_element_count);
+
+/* Copies parameter `name` (row-major, gpipe_session_parameter_info's shape)
+ * into out_values, which holds `capacity` floats.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer), GPIPE_ERROR_NOT_FOUND,
+ * GPIPE_ERROR_BUFFER_TOO_SMALL (capacity < the parameter's element count). */
+gpipe_status_t gpipe_session_get_parameter(const gpipe_session_t *session,
+                                           const char *name, size_t capacity,
+                                           float *out_values);
+
+/* As gpipe_session_get_parameter, for the gradient of parameter `name`
+ * accumulated over the micro-batches of the last training step (zeros before
+ * the first). */
+gpipe_status_t gpipe_session_get_gradient(const gpipe_session_t *session,
+                                          const char *name, size_t capacity,
+                                          float *out_values);
+
+/* Overwrites parameter `name` with the `element_count` floats at `values`
+ * (e.g. from a checkpoint); the optimizer state is kept.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, element_count not the
+ * parameter's, a non-finite value), GPIPE_ERROR_NOT_FOUND.
+ * Non-const: must not overlap any other call on the session. */
+gpipe_status_t gpipe_session_set_parameter(gpipe_session_t *session,
+                                           const char *name,
+                                           const float *values,
+                                           size_t element_count);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GPIPE_RUNTIME_GPIPE_RUNTIME_H */
