@@ -17,6 +17,9 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
+#include <optional>
+#include <vector>
+
 using namespace mlir;
 using namespace gpipe;
 namespace json = llvm::json;
@@ -27,6 +30,8 @@ class ValueTable {
 public:
   ValueTable(int64_t batch) : batch(batch) {}
 
+  /// `batched` says whether the value is per example (decided by dataflow:
+  /// a weight's first dimension may well equal the batch).
   int define(Value value, bool batched) {
     int id = specs.size();
     ids[value] = id;
@@ -34,13 +39,15 @@ public:
     json::Array shape;
     for (int64_t dim : type.getShape())
       shape.push_back(dim);
+    batched = batched && type.getRank() > 0 && type.getDimSize(0) == batch;
+    batchedIds.push_back(batched);
     specs.push_back(json::Object{
         {"shape", std::move(shape)},
         {"type", type.getElementType().isInteger() ? "i32" : "f32"},
-        {"batched", batched && type.getRank() > 0 &&
-                        type.getDimSize(0) == batch}});
+        {"batched", batched}});
     return id;
   }
+  bool isBatched(int id) const { return batchedIds[id]; }
   void alias(Value value, int id) { ids[value] = id; }
   FailureOr<int> lookup(Operation *user, Value value) const {
     auto it = ids.find(value);
@@ -54,6 +61,7 @@ private:
   int64_t batch;
   llvm::DenseMap<Value, int> ids;
   json::Array specs;
+  std::vector<bool> batchedIds;
 };
 } // namespace
 
@@ -95,15 +103,40 @@ static StringRef bundleOpName(Operation *op) {
       .Default([](Operation *) { return ""; });
 }
 
-/// Results that are parameter gradients: they have no batch dimension.
-static bool isParamGradResult(OpResult result) {
+/// Whether `result` has the batch dimension, given which operands of its op
+/// have it. Decided by dataflow, never by the shape alone (a weight, or a
+/// value computed from weights only, may have the batch as its first
+/// dimension): a forward result is batched iff an operand is; a gradient is
+/// batched iff the value it is the gradient of is.
+static bool isBatchedResult(OpResult result, ArrayRef<bool> operandBatched) {
   Operation *op = result.getOwner();
   unsigned index = result.getResultNumber();
-  return llvm::TypeSwitch<Operation *, bool>(op)
-      .Case<DenseGradOp>([&](auto) { return index == 1; })
-      .Case<LayerNormGradOp, AttentionGradOp>([&](auto) { return index >= 1; })
-      .Case<BiasGradOp, EmbeddingGradOp>([](auto) { return true; })
-      .Default([](Operation *) { return false; });
+  // The operand whose gradient `result` is.
+  std::optional<unsigned> primal =
+      llvm::TypeSwitch<Operation *, std::optional<unsigned>>(op)
+          // (dy, x, w) -> (dx, dw)
+          .Case<DenseGradOp>([&](auto) { return index == 0 ? 1u : 2u; })
+          // (dy, y, x, gamma) -> (dx, dgamma, dbeta): dbeta is shaped as gamma
+          .Case<LayerNormGradOp>([&](auto) { return index == 0 ? 2u : 3u; })
+          // (dy, y, x, wqkv, wo) -> (dx, dwqkv, dwo)
+          .Case<AttentionGradOp>([&](auto) { return 2u + index; })
+          // (dy, x or y) -> dx
+          .Case<ReluGradOp, GeluGradOp, TanhGradOp, SoftmaxGradOp,
+                DropoutGradOp>([](auto) { return 1u; })
+          // (loss, labels) -> dlogits, per label position
+          .Case<SoftmaxCrossEntropyGradOp>([](auto) { return 1u; })
+          // (prediction, target) -> dprediction
+          .Case<MseLossGradOp>([](auto) { return 0u; })
+          .Default([](Operation *) { return std::nullopt; });
+  if (primal)
+    return *primal < operandBatched.size() && operandBatched[*primal];
+  // A bias or an embedding table is never per example; a zero gradient is
+  // that of a stage input, which always is.
+  if (isa<BiasGradOp, EmbeddingGradOp>(op))
+    return false;
+  if (isa<ZerosOp>(op))
+    return true;
+  return llvm::is_contained(operandBatched, true);
 }
 
 /// Op-specific attributes.
@@ -139,15 +172,18 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
   if (name.empty())
     return op->emitOpError() << "cannot be written to a bundle";
   json::Array operands, results;
+  SmallVector<bool> operandBatched;
   for (Value operand : op->getOperands()) {
     FailureOr<int> id = values.lookup(op, operand);
     if (failed(id))
       return failure();
     operands.push_back(*id);
+    operandBatched.push_back(values.isBatched(*id));
   }
   for (OpResult result : op->getResults()) {
     if (defineResults) {
-      results.push_back(values.define(result, !isParamGradResult(result)));
+      results.push_back(
+          values.define(result, isBatchedResult(result, operandBatched)));
       continue;
     }
     FailureOr<int> id = values.lookup(op, result);

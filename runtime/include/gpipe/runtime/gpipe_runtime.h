@@ -1,4 +1,4 @@
-/*===- gpipe_runtime.h - The C API of the gpipe runtime -------------*- C -*-===//
+/*===- gpipe_runtime.h - The C API of the gpipe runtime -----------*- C -*-===*\
  *
  * Embeds the gpipe CPU runtime in any application: load a compiled program
  * bundle (docs/BundleFormat.md) into a session, train it one mini-batch at a
@@ -102,7 +102,9 @@ typedef enum gpipe_optimizer_e {
   GPIPE_OPTIMIZER_SGD = 0,      /* p -= lr g */
   GPIPE_OPTIMIZER_MOMENTUM = 1, /* heavy ball (TensorFlow's) */
   GPIPE_OPTIMIZER_RMSPROP = 2,  /* TensorFlow's, as in the GPipe paper */
-  GPIPE_OPTIMIZER_ADAM = 3      /* with bias correction */
+  GPIPE_OPTIMIZER_ADAM = 3,     /* with bias correction */
+  /* Not an optimizer: keeps the enum 32-bit and any int32 value defined. */
+  GPIPE_OPTIMIZER_ENUM_MAX = 0x7fffffff
 } gpipe_optimizer_t;
 
 /* How a session trains. Initialize with gpipe_session_options_init, then
@@ -154,9 +156,10 @@ typedef struct gpipe_session gpipe_session_t;
  * (its text is not a valid bundle; the message names the file and the JSON
  * location), GPIPE_ERROR_OUT_OF_MEMORY.
  * Thread-safe: creations are independent. */
-gpipe_status_t gpipe_session_create_from_file(
-    const char *bundle_path, const gpipe_session_options_t *options,
-    gpipe_session_t **out_session);
+gpipe_status_t
+gpipe_session_create_from_file(const char *bundle_path,
+                               const gpipe_session_options_t *options,
+                               gpipe_session_t **out_session);
 
 /* As gpipe_session_create_from_file, from the `json_length` bytes of bundle
  * text at `json` (need not be NUL-terminated; copied). `source_name` labels
@@ -185,7 +188,9 @@ const char *gpipe_session_last_error(const gpipe_session_t *session);
 
 typedef enum gpipe_element_type_e {
   GPIPE_ELEMENT_F32 = 0, /* float */
-  GPIPE_ELEMENT_I32 = 1  /* int32_t */
+  GPIPE_ELEMENT_I32 = 1, /* int32_t */
+  /* Not a type: keeps the enum 32-bit and any int32 value defined. */
+  GPIPE_ELEMENT_ENUM_MAX = 0x7fffffff
 } gpipe_element_type_t;
 
 typedef struct gpipe_session_info_t {

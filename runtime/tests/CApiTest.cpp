@@ -1,0 +1,993 @@
+//===- CApiTest.cpp - Tests of the C API (gpipe_runtime.h) ----------------===//
+//
+// The C API is a thin layer: a session trained through it must be bitwise
+// the PipelineExecutor driven directly with the same bundle file and seed
+// (losses, parameters, gradients, evaluation), and every misuse must come
+// back as the right status with a message that names what was expected and
+// what was found. The C++ wrapper (Runtime.hpp) is checked the same way.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/runtime/gpipe_runtime.h"
+
+#include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/Runtime.hpp"
+
+#include "TestBundles.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::testing;
+
+namespace {
+
+constexpr int64_t kBatch = 10;
+constexpr int64_t kFeatures = 12;
+constexpr int64_t kClasses = 5;
+
+/// 12 -> dense 16 relu -> dropout -> dense 16 tanh -> dense 5, softmax
+/// cross-entropy; three layers (three stages), dropout so that the step
+/// number matters.
+ModelGraph mlpGraph() {
+  ModelGraph g(kBatch);
+  int x = g.input("x", {kBatch, kFeatures});
+  int labels = g.input("labels", {kBatch}, ElementType::I32);
+  int w1 = g.param("l1.w", {kFeatures, 16}, InitKind::GlorotUniform);
+  int b1 = g.param("l1.b", {16}, InitKind::Uniform, 0.1);
+  int h = g.dropout(g.unary(OpKind::Relu, g.dense(x, w1, b1)), 0.2f, 11);
+  g.nextLayer();
+  int w2 = g.param("l2.w", {16, 16}, InitKind::GlorotUniform);
+  int b2 = g.param("l2.b", {16}, InitKind::Uniform, 0.1);
+  h = g.unary(OpKind::Tanh, g.dense(h, w2, b2));
+  g.nextLayer();
+  int w3 = g.param("l3.w", {16, kClasses}, InitKind::GlorotUniform);
+  int b3 = g.param("l3.b", {kClasses}, InitKind::Uniform, 0.1);
+  g.softmaxCrossEntropy(g.dense(h, w3, b3), labels);
+  return g;
+}
+
+/// Four micro-batches of 3, 3, 2, 2 rows on three devices.
+Bundle mlpBundle() {
+  return buildBundle(mlpGraph(), {0, 1, 2}, 4, RematPolicy::Full);
+}
+
+struct Data {
+  std::vector<float> x;
+  std::vector<int32_t> labels;
+};
+
+Data makeData(int64_t rows, uint64_t seed) {
+  uint64_t state = seed * 2862933555777941757ull + 1;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return uint32_t(state >> 33);
+  };
+  Data data;
+  data.x.resize(rows * kFeatures);
+  for (float &v : data.x)
+    v = float(next() % 2000001) / 1000000.0f - 1.0f;
+  data.labels.resize(rows);
+  for (int32_t &v : data.labels)
+    v = int32_t(next() % kClasses);
+  return data;
+}
+
+Batch toBatch(const Data &data) {
+  int64_t rows = data.labels.size();
+  return {{"x", HostTensor::floats({rows, kFeatures}, data.x)},
+          {"labels", HostTensor::ints({rows}, data.labels)}};
+}
+
+std::vector<gpipe_input_t> toInputs(const Data &data) {
+  return {
+      {"x", GPIPE_ELEMENT_F32, data.x.data(), data.x.size()},
+      {"labels", GPIPE_ELEMENT_I32, data.labels.data(), data.labels.size()}};
+}
+
+bool bitwiseEqual(const std::vector<float> &a, const std::vector<float> &b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::string tempPath(const std::string &name) {
+  return ::testing::TempDir() + "gpipe_capi_" + std::to_string(::getpid()) +
+         "_" + name;
+}
+
+void writeFile(const std::string &path, const std::string &text) {
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+/// Adam with non-default hyper-parameters, seed 7.
+gpipe_session_options_t adamOptions() {
+  gpipe_session_options_t options;
+  gpipe_session_options_init(&options);
+  options.seed = 7;
+  options.optimizer = GPIPE_OPTIMIZER_ADAM;
+  options.learning_rate = 0.02f;
+  options.beta1 = 0.8f;
+  options.beta2 = 0.99f;
+  options.epsilon = 1e-6f;
+  return options;
+}
+
+ExecutorConfig adamConfig() {
+  ExecutorConfig config;
+  config.seed = 7;
+  config.optimizer.kind = OptimizerKind::Adam;
+  config.optimizer.learningRate = 0.02f;
+  config.optimizer.beta1 = 0.8f;
+  config.optimizer.beta2 = 0.99f;
+  config.optimizer.epsilon = 1e-6f;
+  return config;
+}
+
+/// A session over the MLP bundle, written to a file once per test.
+class CApiTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    bundlePath = tempPath("mlp.bundle.json");
+    bundleText = writeBundle(mlpBundle());
+    writeFile(bundlePath, bundleText);
+    gpipe_session_options_t options = adamOptions();
+    ASSERT_EQ(
+        gpipe_session_create_from_file(bundlePath.c_str(), &options, &session),
+        GPIPE_OK)
+        << gpipe_last_error();
+    ASSERT_NE(session, nullptr);
+  }
+  void TearDown() override {
+    gpipe_session_destroy(session);
+    std::remove(bundlePath.c_str());
+  }
+
+  /// The executor driven directly, from the same file and configuration.
+  std::unique_ptr<PipelineExecutor> directExecutor() {
+    BundleLoad load = loadBundle(bundlePath);
+    EXPECT_TRUE(load.ok()) << load.error;
+    std::string error;
+    auto executor =
+        PipelineExecutor::create(std::move(load.bundle), adamConfig(), error);
+    EXPECT_TRUE(executor) << error;
+    return executor;
+  }
+
+  std::vector<float> parameter(const std::string &name, bool gradient = false) {
+    size_t size = 0;
+    EXPECT_EQ(gpipe_session_parameter_size(session, name.c_str(), &size),
+              GPIPE_OK)
+        << gpipe_last_error();
+    std::vector<float> values(size);
+    gpipe_status_t status =
+        gradient ? gpipe_session_get_gradient(session, name.c_str(), size,
+                                              values.data())
+                 : gpipe_session_get_parameter(session, name.c_str(), size,
+                                               values.data());
+    EXPECT_EQ(status, GPIPE_OK) << gpipe_last_error();
+    return values;
+  }
+
+  /// Expects `status` to be `expected` with exactly `message`, both from
+  /// gpipe_last_error and (for a non-const call) the session's last error.
+  void expectError(gpipe_status_t status, gpipe_status_t expected,
+                   const std::string &message, bool onSession = false) {
+    EXPECT_EQ(gpipe_status_string(status),
+              std::string(gpipe_status_string(expected)));
+    EXPECT_EQ(gpipe_last_error(), message);
+    if (onSession) {
+      EXPECT_EQ(gpipe_session_last_error(session), message);
+    }
+  }
+
+  std::string bundlePath, bundleText;
+  gpipe_session_t *session = nullptr;
+};
+
+//===----------------------------------------------------------------------===//
+// Equivalence with the executor
+//===----------------------------------------------------------------------===//
+
+// Training through the C API is bitwise the executor's: losses, every
+// parameter and every gradient after each of five Adam steps.
+TEST_F(CApiTest, TrainStepsMatchExecutorBitwise) {
+  std::unique_ptr<PipelineExecutor> direct = directExecutor();
+  ASSERT_TRUE(direct);
+  for (const ParamSpec &spec : direct->bundle().params)
+    ASSERT_TRUE(
+        bitwiseEqual(parameter(spec.name), *direct->parameter(spec.name)))
+        << "initial " << spec.name;
+  for (uint64_t step = 1; step <= 5; ++step) {
+    Data data = makeData(kBatch, step);
+    std::vector<gpipe_input_t> inputs = toInputs(data);
+    double loss = -1;
+    ASSERT_EQ(
+        gpipe_session_train_step(session, inputs.data(), inputs.size(), &loss),
+        GPIPE_OK)
+        << gpipe_last_error();
+    EXPECT_STREQ(gpipe_last_error(), "");
+    EXPECT_STREQ(gpipe_session_last_error(session), "");
+    StepResult expected = direct->trainStep(toBatch(data));
+    ASSERT_TRUE(expected.ok()) << expected.error;
+    EXPECT_EQ(std::memcmp(&loss, &expected.loss, sizeof(double)), 0)
+        << "step " << step << ": " << loss << " vs " << expected.loss;
+    for (const ParamSpec &spec : direct->bundle().params) {
+      EXPECT_TRUE(
+          bitwiseEqual(parameter(spec.name), *direct->parameter(spec.name)))
+          << "step " << step << ": parameter " << spec.name;
+      EXPECT_TRUE(bitwiseEqual(parameter(spec.name, /*gradient=*/true),
+                               *direct->gradient(spec.name)))
+          << "step " << step << ": gradient " << spec.name;
+    }
+  }
+  int64_t steps = 0;
+  ASSERT_EQ(gpipe_session_steps_done(session, &steps), GPIPE_OK);
+  EXPECT_EQ(steps, 5);
+}
+
+// Evaluation on a row count other than the batch writes the executor's
+// prediction (the logits) and loss, bitwise, and changes nothing.
+TEST_F(CApiTest, EvaluateMatchesExecutorBitwise) {
+  std::unique_ptr<PipelineExecutor> direct = directExecutor();
+  ASSERT_TRUE(direct);
+  Data train = makeData(kBatch, 1);
+  std::vector<gpipe_input_t> trainInputs = toInputs(train);
+  double loss;
+  ASSERT_EQ(gpipe_session_train_step(session, trainInputs.data(),
+                                     trainInputs.size(), &loss),
+            GPIPE_OK);
+  ASSERT_TRUE(direct->trainStep(toBatch(train)).ok());
+
+  const int64_t rows = 7;
+  gpipe_tensor_info_t info;
+  ASSERT_EQ(gpipe_session_prediction_info(session, rows, &info), GPIPE_OK);
+  EXPECT_STREQ(info.name, "softmax_cross_entropy");
+  EXPECT_EQ(info.type, GPIPE_ELEMENT_F32);
+  EXPECT_EQ(info.batched, 1);
+  ASSERT_EQ(info.rank, 2u);
+  EXPECT_EQ(info.shape[0], rows);
+  EXPECT_EQ(info.shape[1], kClasses);
+  EXPECT_EQ(info.element_count, size_t(rows * kClasses));
+
+  Data test = makeData(rows, 99);
+  std::vector<gpipe_input_t> inputs = toInputs(test);
+  std::vector<float> prediction(info.element_count, -1.0f);
+  double evalLoss = -1;
+  ASSERT_EQ(gpipe_session_evaluate(session, rows, inputs.data(), inputs.size(),
+                                   prediction.size(), prediction.data(),
+                                   &evalLoss),
+            GPIPE_OK)
+      << gpipe_last_error();
+  EvalResult expected = direct->evaluate(toBatch(test), rows);
+  ASSERT_TRUE(expected.ok()) << expected.error;
+  EXPECT_TRUE(bitwiseEqual(prediction, expected.prediction.f32));
+  EXPECT_EQ(std::memcmp(&evalLoss, &expected.loss, sizeof(double)), 0);
+
+  // Loss only: no buffer.
+  double lossOnly = -1;
+  ASSERT_EQ(gpipe_session_evaluate(session, rows, inputs.data(), inputs.size(),
+                                   0, nullptr, &lossOnly),
+            GPIPE_OK)
+      << gpipe_last_error();
+  EXPECT_EQ(lossOnly, evalLoss);
+  int64_t steps = 0;
+  gpipe_session_steps_done(session, &steps);
+  EXPECT_EQ(steps, 1);
+  for (const ParamSpec &spec : direct->bundle().params)
+    EXPECT_TRUE(
+        bitwiseEqual(parameter(spec.name), *direct->parameter(spec.name)))
+        << spec.name;
+}
+
+// A session created from the JSON text is the one created from the file.
+TEST_F(CApiTest, CreateFromJsonMatchesFile) {
+  gpipe_session_options_t options = adamOptions();
+  gpipe_session_t *fromJson = nullptr;
+  ASSERT_EQ(gpipe_session_create_from_json(bundleText.data(), bundleText.size(),
+                                           "mlp", &options, &fromJson),
+            GPIPE_OK)
+      << gpipe_last_error();
+  Data data = makeData(kBatch, 3);
+  std::vector<gpipe_input_t> inputs = toInputs(data);
+  double a = 0, b = 1;
+  ASSERT_EQ(gpipe_session_train_step(session, inputs.data(), inputs.size(), &a),
+            GPIPE_OK);
+  ASSERT_EQ(
+      gpipe_session_train_step(fromJson, inputs.data(), inputs.size(), &b),
+      GPIPE_OK);
+  EXPECT_EQ(std::memcmp(&a, &b, sizeof(double)), 0);
+  std::vector<float> w(kFeatures * 16), v(kFeatures * 16);
+  ASSERT_EQ(gpipe_session_get_parameter(session, "l1.w", w.size(), w.data()),
+            GPIPE_OK);
+  ASSERT_EQ(gpipe_session_get_parameter(fromJson, "l1.w", v.size(), v.data()),
+            GPIPE_OK);
+  EXPECT_TRUE(bitwiseEqual(w, v));
+  gpipe_session_destroy(fromJson);
+}
+
+// Setting the parameters (a checkpoint restore) is the executor's
+// setParameter: the following steps stay bitwise equal.
+TEST_F(CApiTest, SetParameterMatchesExecutor) {
+  std::unique_ptr<PipelineExecutor> direct = directExecutor();
+  ASSERT_TRUE(direct);
+  std::vector<float> w(16 * kClasses);
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = 0.01f * float(int(i % 13) - 6);
+  ASSERT_EQ(gpipe_session_set_parameter(session, "l3.w", w.data(), w.size()),
+            GPIPE_OK)
+      << gpipe_last_error();
+  EXPECT_STREQ(gpipe_session_last_error(session), "");
+  ASSERT_EQ(direct->setParameter("l3.w", w), "");
+  EXPECT_TRUE(bitwiseEqual(parameter("l3.w"), w));
+  for (uint64_t step = 1; step <= 2; ++step) {
+    Data data = makeData(kBatch, 10 + step);
+    std::vector<gpipe_input_t> inputs = toInputs(data);
+    double loss;
+    ASSERT_EQ(
+        gpipe_session_train_step(session, inputs.data(), inputs.size(), &loss),
+        GPIPE_OK);
+    StepResult expected = direct->trainStep(toBatch(data));
+    EXPECT_EQ(loss, expected.loss);
+    for (const ParamSpec &spec : direct->bundle().params)
+      EXPECT_TRUE(
+          bitwiseEqual(parameter(spec.name), *direct->parameter(spec.name)))
+          << spec.name;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Queries, trace and memory
+//===----------------------------------------------------------------------===//
+
+// The session describes the bundle: model, batch, pipeline, inputs,
+// parameters.
+TEST_F(CApiTest, QueriesDescribeTheBundle) {
+  gpipe_session_info_t info;
+  ASSERT_EQ(gpipe_session_query_info(session, &info), GPIPE_OK);
+  EXPECT_STREQ(info.model, "test");
+  EXPECT_EQ(info.batch_size, kBatch);
+  EXPECT_EQ(info.device_count, 3u);
+  EXPECT_EQ(info.microbatch_count, 4u);
+  EXPECT_EQ(info.input_count, 2u);
+  EXPECT_EQ(info.parameter_count, 6u);
+
+  gpipe_tensor_info_t x, labels, w2;
+  ASSERT_EQ(gpipe_session_input_info(session, 0, &x), GPIPE_OK);
+  ASSERT_EQ(gpipe_session_input_info(session, 1, &labels), GPIPE_OK);
+  EXPECT_STREQ(x.name, "x");
+  EXPECT_EQ(x.type, GPIPE_ELEMENT_F32);
+  EXPECT_EQ(x.batched, 1);
+  ASSERT_EQ(x.rank, 2u);
+  EXPECT_EQ(x.shape[0], kBatch);
+  EXPECT_EQ(x.shape[1], kFeatures);
+  EXPECT_EQ(x.element_count, size_t(kBatch * kFeatures));
+  EXPECT_STREQ(labels.name, "labels");
+  EXPECT_EQ(labels.type, GPIPE_ELEMENT_I32);
+  ASSERT_EQ(labels.rank, 1u);
+  EXPECT_EQ(labels.shape[0], kBatch);
+
+  ASSERT_EQ(gpipe_session_parameter_info(session, 2, &w2), GPIPE_OK);
+  EXPECT_STREQ(w2.name, "l2.w");
+  EXPECT_EQ(w2.type, GPIPE_ELEMENT_F32);
+  EXPECT_EQ(w2.batched, 0);
+  ASSERT_EQ(w2.rank, 2u);
+  EXPECT_EQ(w2.shape[0], 16);
+  EXPECT_EQ(w2.shape[1], 16);
+  EXPECT_EQ(w2.element_count, 256u);
+  size_t size = 0;
+  ASSERT_EQ(gpipe_session_parameter_size(session, "l2.w", &size), GPIPE_OK);
+  EXPECT_EQ(size, 256u);
+}
+
+// Per-device peak memory is the executor's, before and after a step; the
+// trace and the bubble fraction exist after a step only.
+TEST_F(CApiTest, MemoryTraceAndBubble) {
+  std::unique_ptr<PipelineExecutor> direct = directExecutor();
+  ASSERT_TRUE(direct);
+  std::string tracePath = tempPath("trace.json");
+  std::string noTimeline =
+      "no timeline: no training step has run yet, or the session was "
+      "created with record_timeline = 0";
+  expectError(gpipe_session_write_trace(session, tracePath.c_str()),
+              GPIPE_ERROR_FAILED_PRECONDITION,
+              "gpipe_session_write_trace: " + noTimeline);
+  double bubble = -1;
+  expectError(gpipe_session_bubble_fraction(session, &bubble),
+              GPIPE_ERROR_FAILED_PRECONDITION,
+              "gpipe_session_bubble_fraction: " + noTimeline);
+  for (size_t d = 0; d < 3; ++d) {
+    int64_t bytes = -1;
+    ASSERT_EQ(gpipe_session_peak_memory_bytes(session, d, &bytes), GPIPE_OK);
+    EXPECT_EQ(bytes, direct->peakMemoryBytes()[d]) << "device " << d;
+  }
+
+  Data data = makeData(kBatch, 5);
+  std::vector<gpipe_input_t> inputs = toInputs(data);
+  double loss;
+  ASSERT_EQ(
+      gpipe_session_train_step(session, inputs.data(), inputs.size(), &loss),
+      GPIPE_OK);
+  ASSERT_TRUE(direct->trainStep(toBatch(data)).ok());
+  for (size_t d = 0; d < 3; ++d) {
+    int64_t bytes = -1;
+    ASSERT_EQ(gpipe_session_peak_memory_bytes(session, d, &bytes), GPIPE_OK);
+    EXPECT_EQ(bytes, direct->peakMemoryBytes()[d]) << "device " << d;
+    EXPECT_GT(bytes, 0);
+  }
+  int64_t bytes;
+  expectError(gpipe_session_peak_memory_bytes(session, 3, &bytes),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_peak_memory_bytes: device 3 out of range: the "
+              "pipeline has 3 devices");
+
+  ASSERT_EQ(gpipe_session_bubble_fraction(session, &bubble), GPIPE_OK);
+  EXPECT_GE(bubble, 0.0);
+  EXPECT_LT(bubble, 1.0);
+  ASSERT_EQ(gpipe_session_write_trace(session, tracePath.c_str()), GPIPE_OK)
+      << gpipe_last_error();
+  std::string trace = readFile(tracePath);
+  EXPECT_NE(trace.find("\"forward\""), std::string::npos) << trace;
+  EXPECT_NE(trace.find("\"ph\""), std::string::npos);
+  std::remove(tracePath.c_str());
+
+  expectError(gpipe_session_write_trace(session, "/nonexistent-dir/trace.json"),
+              GPIPE_ERROR_IO,
+              "gpipe_session_write_trace: cannot write the trace to "
+              "'/nonexistent-dir/trace.json': No such file or directory");
+}
+
+// record_timeline = 0 trains the same but leaves no trace.
+TEST_F(CApiTest, NoTimelineWhenNotRecorded) {
+  gpipe_session_options_t options = adamOptions();
+  options.record_timeline = 0;
+  gpipe_session_t *quiet = nullptr;
+  ASSERT_EQ(
+      gpipe_session_create_from_file(bundlePath.c_str(), &options, &quiet),
+      GPIPE_OK);
+  Data data = makeData(kBatch, 2);
+  std::vector<gpipe_input_t> inputs = toInputs(data);
+  double a, b;
+  ASSERT_EQ(gpipe_session_train_step(quiet, inputs.data(), inputs.size(), &a),
+            GPIPE_OK);
+  ASSERT_EQ(gpipe_session_train_step(session, inputs.data(), inputs.size(), &b),
+            GPIPE_OK);
+  EXPECT_EQ(a, b);
+  double bubble;
+  EXPECT_EQ(gpipe_session_bubble_fraction(quiet, &bubble),
+            GPIPE_ERROR_FAILED_PRECONDITION);
+  gpipe_session_destroy(quiet);
+}
+
+//===----------------------------------------------------------------------===//
+// Creation errors
+//===----------------------------------------------------------------------===//
+
+// A missing file is an I/O error that names the path and the reason, and
+// leaves no session.
+TEST(CApiCreateTest, MissingFile) {
+  gpipe_session_t *session = reinterpret_cast<gpipe_session_t *>(0x1);
+  EXPECT_EQ(gpipe_session_create_from_file("/nonexistent/m.bundle.json",
+                                           nullptr, &session),
+            GPIPE_ERROR_IO);
+  EXPECT_EQ(session, nullptr);
+  EXPECT_STREQ(gpipe_last_error(),
+               "gpipe_session_create_from_file: cannot open "
+               "'/nonexistent/m.bundle.json': No such file or directory");
+}
+
+// A directory opens but cannot be read: also an I/O error.
+TEST(CApiCreateTest, DirectoryIsAnIoError) {
+  gpipe_session_t *session = nullptr;
+  EXPECT_EQ(gpipe_session_create_from_file("/", nullptr, &session),
+            GPIPE_ERROR_IO);
+  EXPECT_STREQ(gpipe_last_error(),
+               "gpipe_session_create_from_file: cannot read '/': Is a "
+               "directory");
+}
+
+// Text that is not JSON, JSON that is not a bundle, and a bundle that reads
+// but fails the executor's checks are all invalid bundles, with the reader's
+// or the executor's message.
+TEST(CApiCreateTest, MalformedBundles) {
+  std::string path = tempPath("bad.bundle.json");
+  writeFile(path, "{\"format\": \"gpipe-bundle\", \"version\": 1, ");
+  gpipe_session_t *session = nullptr;
+  EXPECT_EQ(gpipe_session_create_from_file(path.c_str(), nullptr, &session),
+            GPIPE_ERROR_INVALID_BUNDLE);
+  EXPECT_EQ(session, nullptr);
+  std::string expectedPrefix =
+      "gpipe_session_create_from_file: '" + path + "': malformed JSON: ";
+  EXPECT_EQ(std::string(gpipe_last_error()).substr(0, expectedPrefix.size()),
+            expectedPrefix)
+      << gpipe_last_error();
+
+  writeFile(path, "{\"format\": \"gpipe-bundle\", \"version\": 3}");
+  EXPECT_EQ(gpipe_session_create_from_file(path.c_str(), nullptr, &session),
+            GPIPE_ERROR_INVALID_BUNDLE);
+  EXPECT_EQ(gpipe_last_error(),
+            "gpipe_session_create_from_file: '" + path +
+                "': unsupported version 3 (this runtime reads "
+                "version 1)");
+  std::remove(path.c_str());
+
+  // The reader accepts it; the executor's validateBundle does not.
+  Bundle bundle = mlpBundle();
+  bundle.stages[1].values[bundle.stages[1].inputs[0].value].shape.back() = 15;
+  std::string text = writeBundle(bundle);
+  ASSERT_TRUE(parseBundle(text, "m").ok()) << parseBundle(text, "m").error;
+  EXPECT_EQ(gpipe_session_create_from_json(text.data(), text.size(), "m",
+                                           nullptr, &session),
+            GPIPE_ERROR_INVALID_BUNDLE);
+  EXPECT_EQ(session, nullptr);
+  std::string error;
+  ASSERT_EQ(PipelineExecutor::create(bundle, ExecutorConfig(), error), nullptr);
+  EXPECT_EQ(gpipe_last_error(),
+            "gpipe_session_create_from_json: invalid bundle: " + error);
+
+  // The JSON length is respected: a truncated view is malformed.
+  std::string good = writeBundle(mlpBundle());
+  EXPECT_EQ(gpipe_session_create_from_json(good.data(), good.size() / 2,
+                                           nullptr, nullptr, &session),
+            GPIPE_ERROR_INVALID_BUNDLE);
+  EXPECT_EQ(
+      std::string(gpipe_last_error())
+          .rfind("gpipe_session_create_from_json: '<memory>': malformed JSON",
+                 0),
+      0u)
+      << gpipe_last_error();
+}
+
+// Null pointers and invalid options are invalid arguments, named.
+TEST(CApiCreateTest, InvalidArguments) {
+  std::string text = writeBundle(mlpBundle());
+  gpipe_session_t *session = nullptr;
+  EXPECT_EQ(gpipe_session_create_from_file(nullptr, nullptr, &session),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(gpipe_last_error(),
+               "gpipe_session_create_from_file: bundle_path is null");
+  EXPECT_EQ(gpipe_session_create_from_file("m.json", nullptr, nullptr),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(gpipe_last_error(),
+               "gpipe_session_create_from_file: out_session is null");
+  EXPECT_EQ(gpipe_session_create_from_json(nullptr, 0, "m", nullptr, &session),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(gpipe_last_error(),
+               "gpipe_session_create_from_json: json is null");
+
+  struct Case {
+    void (*change)(gpipe_session_options_t &);
+    const char *message;
+  } cases[] = {
+      {[](gpipe_session_options_t &o) { o.optimizer = gpipe_optimizer_t(9); },
+       "options->optimizer: expected GPIPE_OPTIMIZER_SGD, _MOMENTUM, "
+       "_RMSPROP or _ADAM (0 to 3), got 9"},
+      {[](gpipe_session_options_t &o) { o.learning_rate = -0.5f; },
+       "options->learning_rate: expected a finite value >= 0, got -0.5"},
+      {[](gpipe_session_options_t &o) {
+         o.momentum = std::numeric_limits<float>::quiet_NaN();
+       },
+       "options->momentum: expected a finite value >= 0, got nan"},
+      {[](gpipe_session_options_t &o) { o.beta2 = 1.0f; },
+       "options->beta2: expected a value in [0, 1), got 1"},
+      {[](gpipe_session_options_t &o) { o.recv_timeout_ms = 0; },
+       "options->recv_timeout_ms: expected at least 1, got 0"},
+  };
+  for (const Case &c : cases) {
+    gpipe_session_options_t options;
+    gpipe_session_options_init(&options);
+    c.change(options);
+    EXPECT_EQ(gpipe_session_create_from_json(text.data(), text.size(), "m",
+                                             &options, &session),
+              GPIPE_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(session, nullptr);
+    EXPECT_EQ(gpipe_last_error(),
+              std::string("gpipe_session_create_from_json: ") + c.message);
+  }
+}
+
+// The defaults are the executor's; destroying NULL is a no-op; statuses
+// have names.
+TEST(CApiCreateTest, DefaultsAndNames) {
+  gpipe_session_options_t options;
+  gpipe_session_options_init(&options);
+  ExecutorConfig defaults;
+  EXPECT_EQ(options.seed, defaults.seed);
+  EXPECT_EQ(options.optimizer, GPIPE_OPTIMIZER_SGD);
+  EXPECT_EQ(options.learning_rate, defaults.optimizer.learningRate);
+  EXPECT_EQ(options.beta2, defaults.optimizer.beta2);
+  EXPECT_EQ(options.recv_timeout_ms, 60000u);
+  EXPECT_EQ(options.record_timeline, 1);
+  gpipe_session_options_init(nullptr);
+  gpipe_session_destroy(nullptr);
+  EXPECT_STREQ(gpipe_session_last_error(nullptr), "");
+  EXPECT_STREQ(gpipe_status_string(GPIPE_OK), "GPIPE_OK");
+  EXPECT_STREQ(gpipe_status_string(GPIPE_ERROR_BUFFER_TOO_SMALL),
+               "GPIPE_ERROR_BUFFER_TOO_SMALL");
+  EXPECT_STREQ(gpipe_status_string(gpipe_status_t(42)), "GPIPE_ERROR_UNKNOWN");
+}
+
+//===----------------------------------------------------------------------===//
+// Training and evaluation errors
+//===----------------------------------------------------------------------===//
+
+// Each malformed batch has its own status and message; none runs a step.
+TEST_F(CApiTest, TrainStepInputErrors) {
+  Data data = makeData(kBatch, 1);
+  std::vector<float> shortX(kFeatures);
+  double loss;
+  auto train = [&](std::vector<gpipe_input_t> inputs) {
+    return gpipe_session_train_step(session, inputs.data(), inputs.size(),
+                                    &loss);
+  };
+  gpipe_input_t x = {"x", GPIPE_ELEMENT_F32, data.x.data(), data.x.size()};
+  gpipe_input_t labels = {"labels", GPIPE_ELEMENT_I32, data.labels.data(),
+                          data.labels.size()};
+  const std::string f = "gpipe_session_train_step: ";
+
+  expectError(train({x, labels, {"y", GPIPE_ELEMENT_F32, data.x.data(), 1}}),
+              GPIPE_ERROR_NOT_FOUND,
+              f + "inputs[2]: unknown model input 'y' (the model reads 'x', "
+                  "'labels')",
+              true);
+  expectError(
+      train({x, {"x", GPIPE_ELEMENT_F32, shortX.data(), shortX.size()}}),
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      f + "inputs[1]: model input 'x' is given twice (also "
+          "inputs[0])",
+      true);
+  expectError(
+      train({{"x", GPIPE_ELEMENT_F32, shortX.data(), shortX.size()}, labels}),
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      f + "input 'x': expected 120 f32 elements (shape [10, 12]), got 12",
+      true);
+  expectError(train({x, {"labels", GPIPE_ELEMENT_F32, data.x.data(), 10}}),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              f + "input 'labels': expected i32 elements, got f32", true);
+  expectError(
+      train({x, {"labels", gpipe_element_type_t(7), data.labels.data(), 10}}),
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      f + "input 'labels': unknown element type 7 (expected "
+          "GPIPE_ELEMENT_F32 or GPIPE_ELEMENT_I32)",
+      true);
+  expectError(train({x, {"labels", GPIPE_ELEMENT_I32, nullptr, 10}}),
+              GPIPE_ERROR_INVALID_ARGUMENT, f + "input 'labels': data is null",
+              true);
+  expectError(train({x, {nullptr, GPIPE_ELEMENT_I32, data.labels.data(), 10}}),
+              GPIPE_ERROR_INVALID_ARGUMENT, f + "inputs[1].name is null", true);
+  expectError(train({x}), GPIPE_ERROR_INVALID_ARGUMENT,
+              f + "missing model input 'labels' (expected i32 [10])", true);
+  expectError(gpipe_session_train_step(session, nullptr, 2, &loss),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              f + "inputs is null but input_count is 2", true);
+  std::vector<gpipe_input_t> good = {x, labels};
+  expectError(
+      gpipe_session_train_step(session, good.data(), good.size(), nullptr),
+      GPIPE_ERROR_INVALID_ARGUMENT, f + "out_loss is null", true);
+  expectError(
+      gpipe_session_train_step(nullptr, good.data(), good.size(), &loss),
+      GPIPE_ERROR_INVALID_ARGUMENT, f + "session is null");
+
+  int64_t steps = -1;
+  gpipe_session_steps_done(session, &steps);
+  EXPECT_EQ(steps, 0);
+  // A success clears the session's error.
+  ASSERT_EQ(train(good), GPIPE_OK);
+  EXPECT_STREQ(gpipe_session_last_error(session), "");
+  EXPECT_STREQ(gpipe_last_error(), "");
+}
+
+// A device failure (a label outside the classes) is a runtime error with the
+// executor's message, and leaves the parameters unchanged.
+TEST_F(CApiTest, DeviceFailureIsRuntimeError) {
+  std::unique_ptr<PipelineExecutor> direct = directExecutor();
+  ASSERT_TRUE(direct);
+  Data data = makeData(kBatch, 1);
+  data.labels[4] = kClasses + 2;
+  std::vector<float> before = parameter("l1.w");
+  std::vector<gpipe_input_t> inputs = toInputs(data);
+  double loss;
+  gpipe_status_t status =
+      gpipe_session_train_step(session, inputs.data(), inputs.size(), &loss);
+  StepResult expected = direct->trainStep(toBatch(data));
+  ASSERT_FALSE(expected.ok());
+  expectError(status, GPIPE_ERROR_RUNTIME,
+              "gpipe_session_train_step: " + expected.error, true);
+  EXPECT_NE(expected.error.find("label 7 outside [0, 5)"), std::string::npos)
+      << expected.error;
+  EXPECT_TRUE(bitwiseEqual(parameter("l1.w"), before));
+
+  std::vector<float> prediction(kBatch * kClasses);
+  status = gpipe_session_evaluate(session, kBatch, inputs.data(), inputs.size(),
+                                  prediction.size(), prediction.data(), &loss);
+  EvalResult expectedEval = direct->evaluate(toBatch(data), kBatch);
+  ASSERT_FALSE(expectedEval.ok());
+  expectError(status, GPIPE_ERROR_RUNTIME,
+              "gpipe_session_evaluate: " + expectedEval.error, true);
+}
+
+// Evaluation checks its row count, buffer and inputs before any work.
+TEST_F(CApiTest, EvaluateErrors) {
+  const int64_t rows = 4;
+  Data data = makeData(rows, 1);
+  std::vector<gpipe_input_t> inputs = toInputs(data);
+  std::vector<float> prediction(rows * kClasses);
+  double loss;
+  const std::string f = "gpipe_session_evaluate: ";
+  expectError(gpipe_session_evaluate(session, rows, inputs.data(),
+                                     inputs.size(), prediction.size() - 1,
+                                     prediction.data(), &loss),
+              GPIPE_ERROR_BUFFER_TOO_SMALL,
+              f + "the prediction of 4 rows (shape [4, 5]) needs 20 floats, "
+                  "the buffer holds 19",
+              true);
+  expectError(gpipe_session_evaluate(session, rows, inputs.data(),
+                                     inputs.size(), 0, prediction.data(),
+                                     &loss),
+              GPIPE_ERROR_BUFFER_TOO_SMALL,
+              f + "the prediction of 4 rows (shape [4, 5]) needs 20 floats, "
+                  "the buffer holds 0",
+              true);
+  expectError(gpipe_session_evaluate(session, rows, inputs.data(),
+                                     inputs.size(), 20, nullptr, &loss),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              f + "out_prediction is null but prediction_capacity is 20", true);
+  expectError(
+      gpipe_session_evaluate(session, 0, inputs.data(), inputs.size(),
+                             prediction.size(), prediction.data(), &loss),
+      GPIPE_ERROR_INVALID_ARGUMENT, f + "expected at least 1 row, got 0", true);
+  // The inputs are checked at the evaluated row count.
+  std::vector<float> big(100);
+  expectError(gpipe_session_evaluate(session, rows + 1, inputs.data(),
+                                     inputs.size(), big.size(), big.data(),
+                                     &loss),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              f + "input 'x': expected 60 f32 elements (shape [5, 12]), got "
+                  "48",
+              true);
+  expectError(gpipe_session_evaluate(session, rows, inputs.data(),
+                                     inputs.size(), prediction.size(),
+                                     prediction.data(), nullptr),
+              GPIPE_ERROR_INVALID_ARGUMENT, f + "out_loss is null", true);
+  gpipe_tensor_info_t info;
+  expectError(gpipe_session_prediction_info(session, -3, &info),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_prediction_info: expected at least 1 row, got "
+              "-3");
+}
+
+//===----------------------------------------------------------------------===//
+// Parameter and query errors
+//===----------------------------------------------------------------------===//
+
+TEST_F(CApiTest, ParameterErrors) {
+  std::vector<float> buffer(300);
+  size_t size;
+  const std::string names =
+      "(the model has 'l1.w', 'l1.b', 'l2.w', 'l2.b', 'l3.w', 'l3.b')";
+  expectError(gpipe_session_parameter_size(session, "l9.w", &size),
+              GPIPE_ERROR_NOT_FOUND,
+              "gpipe_session_parameter_size: unknown parameter 'l9.w' " +
+                  names);
+  expectError(gpipe_session_get_parameter(session, "l9.w", buffer.size(),
+                                          buffer.data()),
+              GPIPE_ERROR_NOT_FOUND,
+              "gpipe_session_get_parameter: unknown parameter 'l9.w' " + names);
+  expectError(gpipe_session_get_parameter(session, "l2.w", 255, buffer.data()),
+              GPIPE_ERROR_BUFFER_TOO_SMALL,
+              "gpipe_session_get_parameter: parameter 'l2.w' has 256 "
+              "elements, the buffer holds 255");
+  expectError(gpipe_session_get_gradient(session, "l2.w", 10, buffer.data()),
+              GPIPE_ERROR_BUFFER_TOO_SMALL,
+              "gpipe_session_get_gradient: parameter 'l2.w' has 256 "
+              "elements, the buffer holds 10");
+  expectError(gpipe_session_get_parameter(session, "l2.w", 256, nullptr),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_get_parameter: out_values is null");
+  expectError(gpipe_session_get_parameter(session, nullptr, 256, buffer.data()),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_get_parameter: name is null");
+  expectError(gpipe_session_get_parameter(nullptr, "l2.w", 256, buffer.data()),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_get_parameter: session is null");
+  expectError(gpipe_session_parameter_size(session, "l2.w", nullptr),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_parameter_size: out_element_count is null");
+
+  expectError(gpipe_session_set_parameter(session, "l2.w", buffer.data(), 255),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_set_parameter: parameter 'l2.w': expected 256 "
+              "elements (shape [16, 16]), got 255",
+              true);
+  expectError(gpipe_session_set_parameter(session, "nope", buffer.data(), 1),
+              GPIPE_ERROR_NOT_FOUND,
+              "gpipe_session_set_parameter: unknown parameter 'nope' " + names,
+              true);
+  expectError(gpipe_session_set_parameter(session, "l2.w", nullptr, 256),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_set_parameter: values is null", true);
+  std::vector<float> values = parameter("l2.w");
+  std::vector<float> bad = values;
+  bad[17] = std::numeric_limits<float>::infinity();
+  expectError(
+      gpipe_session_set_parameter(session, "l2.w", bad.data(), bad.size()),
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      "gpipe_session_set_parameter: parameter 'l2.w': expected "
+      "finite values, got inf at element 17",
+      true);
+  EXPECT_TRUE(bitwiseEqual(parameter("l2.w"), values)); // unchanged
+}
+
+TEST_F(CApiTest, QueryErrors) {
+  gpipe_tensor_info_t info;
+  gpipe_session_info_t sessionInfo;
+  int64_t steps;
+  expectError(gpipe_session_input_info(session, 2, &info),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_input_info: index 2 out of range: the model has "
+              "2 inputs");
+  expectError(gpipe_session_parameter_info(session, 6, &info),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_parameter_info: index 6 out of range: the model "
+              "has 6 parameters");
+  expectError(gpipe_session_input_info(session, 0, nullptr),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_input_info: out_info is null");
+  expectError(gpipe_session_query_info(nullptr, &sessionInfo),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_query_info: session is null");
+  expectError(gpipe_session_steps_done(session, nullptr),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_steps_done: out_steps is null");
+  expectError(gpipe_session_steps_done(nullptr, &steps),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_steps_done: session is null");
+  expectError(gpipe_session_write_trace(session, nullptr),
+              GPIPE_ERROR_INVALID_ARGUMENT,
+              "gpipe_session_write_trace: path is null");
+  // A const query records its error on the thread only.
+  EXPECT_STREQ(gpipe_session_last_error(session), "");
+}
+
+// Distinct sessions on distinct threads are independent: equal bundles and
+// seeds train to equal losses, and each thread reads its own last error.
+TEST_F(CApiTest, SessionsOnThreadsAreIndependent) {
+  struct Run {
+    std::vector<double> losses;
+    std::string error;
+    gpipe_status_t status = GPIPE_OK;
+  } runs[2];
+  auto work = [&](Run &run, bool failFirst) {
+    gpipe_session_options_t options = adamOptions();
+    gpipe_session_t *own = nullptr;
+    run.status =
+        gpipe_session_create_from_file(bundlePath.c_str(), &options, &own);
+    if (run.status != GPIPE_OK)
+      return;
+    double loss;
+    if (failFirst)
+      gpipe_session_train_step(own, nullptr, 1, &loss);
+    for (uint64_t step = 1; step <= 3; ++step) {
+      Data data = makeData(kBatch, step);
+      std::vector<gpipe_input_t> inputs = toInputs(data);
+      run.status =
+          gpipe_session_train_step(own, inputs.data(), inputs.size(), &loss);
+      if (run.status != GPIPE_OK)
+        break;
+      run.losses.push_back(loss);
+    }
+    gpipe_session_train_step(own, nullptr, failFirst ? 1 : 2, &loss);
+    run.error = gpipe_last_error();
+    gpipe_session_destroy(own);
+  };
+  std::thread a(work, std::ref(runs[0]), true);
+  std::thread b(work, std::ref(runs[1]), false);
+  a.join();
+  b.join();
+  ASSERT_EQ(runs[0].status, GPIPE_OK);
+  ASSERT_EQ(runs[1].status, GPIPE_OK);
+  EXPECT_EQ(runs[0].losses, runs[1].losses);
+  EXPECT_EQ(runs[0].losses.size(), 3u);
+  EXPECT_EQ(runs[0].error, "gpipe_session_train_step: inputs is null but "
+                           "input_count is 1");
+  EXPECT_EQ(runs[1].error, "gpipe_session_train_step: inputs is null but "
+                           "input_count is 2");
+}
+
+//===----------------------------------------------------------------------===//
+// The C++ wrapper
+//===----------------------------------------------------------------------===//
+
+// gpipe::Session trains bitwise as the C API does and returns errors as
+// values.
+TEST_F(CApiTest, CppWrapper) {
+  gpipe::Session::Options options = gpipe::Session::defaultOptions();
+  options = adamOptions();
+  gpipe::Result<gpipe::Session> wrapped =
+      gpipe::Session::open(bundlePath, options);
+  ASSERT_TRUE(wrapped.ok()) << wrapped.status().toString();
+  gpipe::Session cpp = std::move(wrapped).value();
+  EXPECT_EQ(cpp.model(), "test");
+  EXPECT_EQ(cpp.batchSize(), kBatch);
+  EXPECT_EQ(cpp.deviceCount(), 3u);
+  EXPECT_EQ(cpp.microbatchCount(), 4u);
+  std::vector<gpipe::TensorInfo> inputs = cpp.inputs();
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[1].name, "labels");
+  EXPECT_EQ(inputs[1].shape, std::vector<int64_t>{kBatch});
+  EXPECT_EQ(cpp.parameters().size(), 6u);
+
+  for (uint64_t step = 1; step <= 2; ++step) {
+    Data data = makeData(kBatch, step);
+    gpipe::Result<double> loss =
+        cpp.trainStep({gpipe::Input::f32("x", data.x),
+                       gpipe::Input::i32("labels", data.labels)});
+    ASSERT_TRUE(loss.ok()) << loss.status().toString();
+    std::vector<gpipe_input_t> c = toInputs(data);
+    double expected;
+    ASSERT_EQ(gpipe_session_train_step(session, c.data(), c.size(), &expected),
+              GPIPE_OK);
+    EXPECT_EQ(*loss, expected);
+  }
+  gpipe::Result<std::vector<float>> w = cpp.parameter("l1.w");
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(bitwiseEqual(*w, parameter("l1.w")));
+  EXPECT_EQ(cpp.stepsDone(), 2);
+  EXPECT_EQ(cpp.peakMemoryBytes().size(), 3u);
+  ASSERT_TRUE(cpp.bubbleFraction().ok());
+
+  Data test = makeData(3, 5);
+  gpipe::Result<gpipe::Evaluation> eval =
+      cpp.evaluate(3, {gpipe::Input::f32("x", test.x),
+                       gpipe::Input::i32("labels", test.labels)});
+  ASSERT_TRUE(eval.ok()) << eval.status().toString();
+  EXPECT_EQ(eval->shape, (std::vector<int64_t>{3, kClasses}));
+  EXPECT_EQ(eval->prediction.size(), size_t(3 * kClasses));
+
+  // Errors come back as values with the C API's status and message.
+  gpipe::Result<double> bad = cpp.trainStep({gpipe::Input::f32("x", test.x)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad.status().toString(),
+            "GPIPE_ERROR_INVALID_ARGUMENT: gpipe_session_train_step: input "
+            "'x': expected 120 f32 elements (shape [10, 12]), got 36");
+  gpipe::Result<std::vector<float>> missing = cpp.gradient("zz");
+  EXPECT_EQ(missing.status().code(), GPIPE_ERROR_NOT_FOUND);
+  EXPECT_EQ(cpp.setParameter("l1.b", {1.0f}).code(),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  gpipe::Result<gpipe::Session> none =
+      gpipe::Session::open("/nonexistent/x.json");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().toString(),
+            "GPIPE_ERROR_IO: gpipe_session_create_from_file: cannot open "
+            "'/nonexistent/x.json': No such file or directory");
+
+  // Moving transfers ownership; the moved-from Session is empty.
+  gpipe::Session moved = std::move(cpp);
+  EXPECT_EQ(cpp.get(), nullptr);
+  EXPECT_EQ(cpp.batchSize(), 0);
+  EXPECT_EQ(moved.stepsDone(), 2);
+  gpipe::Result<double> onEmpty = cpp.trainStep({});
+  EXPECT_EQ(onEmpty.status().toString(),
+            "GPIPE_ERROR_INVALID_ARGUMENT: gpipe_session_train_step: session "
+            "is null");
+}
+
+} // namespace

@@ -1,0 +1,212 @@
+//===- TrainStepBenchmark.cpp - One GPipe training step on CPU devices ----===//
+//
+// Compiles python-free-examples/mlp/mlp.mlir in process (gpipe-compile with
+// K stages, M micro-batches and a remat policy, then gpipe-to-bundle), loads
+// the bundle into the pipeline executor and times training steps (forward,
+// backward and one Adam update over the batch of 64) on fixed random data:
+// no dataset is read. Counters:
+//   samples/s        examples trained per second of wall time
+//   ideal_eff        M / (M + K - 1), GPipe's pipeline efficiency (K > 1)
+//   measured_eff     1 - the measured bubble fraction (K > 1)
+//   bubble           the executor timeline's bubble fraction: the share of
+//                    device time idle or waiting, averaged over the steps
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Target/BundleEmitter.h"
+#include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/Executor.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#ifndef GPIPE_EXAMPLES_DIR
+#error "GPIPE_EXAMPLES_DIR must name the python-free-examples directory"
+#endif
+
+namespace rt = gpipe::runtime;
+
+namespace {
+
+/// The bundle of mlp.mlir compiled with (K, M, remat), or an error.
+struct Compiled {
+  rt::Bundle bundle;
+  std::string error;
+};
+
+Compiled compileMlp(unsigned k, unsigned m, gpipe::RematPolicy remat) {
+  Compiled out;
+  std::string path = std::string(GPIPE_EXAMPLES_DIR) + "/mlp/mlp.mlir";
+  mlir::DialectRegistry registry;
+  registry.insert<gpipe::GPipeDialect>();
+  mlir::MLIRContext context(registry);
+  context.disableMultithreading();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    llvm::raw_string_ostream(diagnostics) << diag << "\n";
+    return mlir::success();
+  });
+  std::string openError;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      mlir::openInputFile(path, &openError);
+  if (!file) {
+    out.error = openError;
+    return out;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module) {
+    out.error = "cannot parse " + path + ": " + diagnostics;
+    return out;
+  }
+  mlir::PassManager pm(&context);
+  gpipe::CompilePipelineOptions options;
+  options.numStages = k;
+  options.numMicrobatches = m;
+  options.remat = remat;
+  gpipe::buildCompilePipeline(pm, options);
+  if (mlir::failed(pm.run(*module))) {
+    out.error = "gpipe-compile failed: " + diagnostics;
+    return out;
+  }
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  if (mlir::failed(gpipe::translateModuleToBundle(*module, os))) {
+    out.error = "gpipe-to-bundle failed: " + diagnostics;
+    return out;
+  }
+  os.flush();
+  rt::BundleLoad load = rt::parseBundle(json, path);
+  if (!load.ok()) {
+    out.error = load.error;
+    return out;
+  }
+  out.bundle = std::move(load.bundle);
+  return out;
+}
+
+/// A fixed pseudo-random batch for the bundle's f32 and i32 inputs (i32
+/// values in [0, 10): the MLP's labels).
+rt::Batch randomBatch(const rt::Bundle &bundle, uint64_t seed) {
+  uint64_t state = seed * 2862933555777941757ull + 3;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return uint32_t(state >> 33);
+  };
+  rt::Batch batch;
+  for (const rt::ModelInputSpec &input : bundle.inputs) {
+    int64_t n = 1;
+    for (int64_t d : input.shape)
+      n *= d;
+    if (input.type == rt::ElementType::F32) {
+      std::vector<float> values(n);
+      for (float &v : values)
+        v = float(next() % 1000001) / 1000000.0f;
+      batch[input.name] = rt::HostTensor::floats(input.shape, values);
+    } else {
+      std::vector<int32_t> values(n);
+      for (int32_t &v : values)
+        v = int32_t(next() % 10);
+      batch[input.name] = rt::HostTensor::ints(input.shape, values);
+    }
+  }
+  return batch;
+}
+
+const char *rematName(gpipe::RematPolicy remat) {
+  switch (remat) {
+  case gpipe::RematPolicy::None:
+    return "none";
+  case gpipe::RematPolicy::Full:
+    return "full";
+  case gpipe::RematPolicy::ExceptLast:
+    return "except-last";
+  }
+  return "?";
+}
+
+/// Args: K, M, remat (0 none, 1 full, 2 except-last).
+void BM_TrainStep(benchmark::State &state) {
+  unsigned k = state.range(0), m = state.range(1);
+  auto remat = static_cast<gpipe::RematPolicy>(state.range(2));
+  Compiled compiled = compileMlp(k, m, remat);
+  if (!compiled.error.empty()) {
+    state.SkipWithError(compiled.error.c_str());
+    return;
+  }
+  rt::Batch batch = randomBatch(compiled.bundle, 1);
+  rt::ExecutorConfig config;
+  config.optimizer.kind = rt::OptimizerKind::Adam;
+  config.optimizer.learningRate = 1e-3f;
+  config.seed = 1;
+  std::string error;
+  std::unique_ptr<rt::PipelineExecutor> executor =
+      rt::PipelineExecutor::create(std::move(compiled.bundle), config, error);
+  if (!executor) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  int64_t rows = executor->bundle().batch;
+  // One untimed step: first-touch allocation of every buffer.
+  rt::StepResult warmup = executor->trainStep(batch);
+  if (!warmup.ok()) {
+    state.SkipWithError(warmup.error.c_str());
+    return;
+  }
+
+  double bubbleSum = 0;
+  int64_t steps = 0;
+  for (auto _ : state) {
+    rt::StepResult step = executor->trainStep(batch);
+    if (!step.ok()) {
+      state.SkipWithError(step.error.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(step.loss);
+    bubbleSum += executor->timeline().bubbleFraction();
+    ++steps;
+  }
+  state.counters["samples/s"] = benchmark::Counter(
+      double(state.iterations() * rows), benchmark::Counter::kIsRate);
+  if (k > 1 && steps > 0) {
+    double bubble = bubbleSum / double(steps);
+    state.counters["bubble"] = bubble;
+    state.counters["measured_eff"] = 1.0 - bubble;
+    state.counters["ideal_eff"] = double(m) / double(m + k - 1);
+  }
+  state.SetLabel("K=" + std::to_string(k) + " M=" + std::to_string(m) +
+                 " remat=" + rematName(remat) + " batch=" +
+                 std::to_string(rows));
+}
+
+constexpr int64_t kNone = int64_t(gpipe::RematPolicy::None);
+constexpr int64_t kFull = int64_t(gpipe::RematPolicy::Full);
+
+BENCHMARK(BM_TrainStep)
+    ->ArgNames({"K", "M", "remat"})
+    ->Args({1, 1, kNone})
+    ->Args({1, 1, kFull})
+    ->Args({2, 8, kFull})
+    ->Args({2, 8, kNone})
+    ->Args({4, 8, kFull})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
+
+} // namespace
