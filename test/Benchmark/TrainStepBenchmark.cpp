@@ -202,6 +202,9 @@ BENCHMARK(BM_TrainStep)
     ->ArgNames({"K", "M", "remat"})
     ->Args({1, 1, kNone})
     ->Args({1, 1, kFull})
+    // The same 8 micro-batches on one device: what micro-batching alone
+    // costs, to set against the pipeline's parallelism.
+    ->Args({1, 8, kFull})
     ->Args({2, 8, kFull})
     ->Args({2, 8, kNone})
     ->Args({4, 8, kFull})
