@@ -2032,6 +2032,10 @@ std::string PipelineExecutor::setParameter(const std::string &name,
 
 int64_t PipelineExecutor::stepsDone() const { return impl->steps; }
 
+void PipelineExecutor::setLearningRate(float learningRate) {
+  impl->config.optimizer.learningRate = learningRate;
+}
+
 unsigned PipelineExecutor::numDevices() const { return impl->devices.size(); }
 
 const Bundle &PipelineExecutor::bundle() const { return impl->bundle; }

@@ -13,18 +13,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
-#include "gpipe/Target/BundleEmitter.h"
+#include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/Executor.h"
 
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <benchmark/benchmark.h>
@@ -51,15 +46,6 @@ struct Compiled {
 Compiled compileMlp(unsigned k, unsigned m, gpipe::RematPolicy remat) {
   Compiled out;
   std::string path = std::string(GPIPE_EXAMPLES_DIR) + "/mlp/mlp.mlir";
-  mlir::DialectRegistry registry;
-  registry.insert<gpipe::GPipeDialect>();
-  mlir::MLIRContext context(registry);
-  context.disableMultithreading();
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
-    llvm::raw_string_ostream(diagnostics) << diag << "\n";
-    return mlir::success();
-  });
   std::string openError;
   std::unique_ptr<llvm::MemoryBuffer> file =
       mlir::openInputFile(path, &openError);
@@ -67,31 +53,16 @@ Compiled compileMlp(unsigned k, unsigned m, gpipe::RematPolicy remat) {
     out.error = openError;
     return out;
   }
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-  if (!module) {
-    out.error = "cannot parse " + path + ": " + diagnostics;
-    return out;
-  }
-  mlir::PassManager pm(&context);
   gpipe::CompilePipelineOptions options;
   options.numStages = k;
   options.numMicrobatches = m;
   options.remat = remat;
-  gpipe::buildCompilePipeline(pm, options);
-  if (mlir::failed(pm.run(*module))) {
-    out.error = "gpipe-compile failed: " + diagnostics;
+  std::string json, diagnostics;
+  if (mlir::failed(gpipe::compileSourceToBundle(file->getBuffer(), options,
+                                                json, diagnostics))) {
+    out.error = "cannot compile " + path + ": " + diagnostics;
     return out;
   }
-  std::string json;
-  llvm::raw_string_ostream os(json);
-  if (mlir::failed(gpipe::translateModuleToBundle(*module, os))) {
-    out.error = "gpipe-to-bundle failed: " + diagnostics;
-    return out;
-  }
-  os.flush();
   rt::BundleLoad load = rt::parseBundle(json, path);
   if (!load.ok()) {
     out.error = load.error;

@@ -28,19 +28,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
-#include "gpipe/Target/BundleEmitter.h"
+#include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/Executor.h"
 
 #include "ReferenceOps.h"
 
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
@@ -77,42 +72,16 @@ struct Compiled {
 Compiled compile(const std::string &text, unsigned k, unsigned m,
                  gpipe::RematPolicy remat) {
   Compiled out;
-  mlir::DialectRegistry registry;
-  registry.insert<gpipe::GPipeDialect>();
-  mlir::MLIRContext context(registry);
-  context.disableMultithreading();
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(
-      &context, [&](mlir::Diagnostic &diag) {
-        llvm::raw_string_ostream os(diagnostics);
-        os << diag.getLocation() << ": " << diag << "\n";
-        for (const mlir::Diagnostic &note : diag.getNotes())
-          os << "  note: " << note << "\n";
-        return mlir::success();
-      });
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(text, &context);
-  if (!module) {
-    out.error = "parse failed: " + diagnostics;
-    return out;
-  }
-  mlir::PassManager pm(&context);
   gpipe::CompilePipelineOptions options;
   options.numStages = k;
   options.numMicrobatches = m;
   options.remat = remat;
-  gpipe::buildCompilePipeline(pm, options);
-  if (mlir::failed(pm.run(*module))) {
-    out.error = "gpipe-compile failed: " + diagnostics;
+  std::string json, diagnostics;
+  if (mlir::failed(
+          gpipe::compileSourceToBundle(text, options, json, diagnostics))) {
+    out.error = "compilation failed: " + diagnostics;
     return out;
   }
-  std::string json;
-  llvm::raw_string_ostream os(json);
-  if (mlir::failed(gpipe::translateModuleToBundle(*module, os))) {
-    out.error = "translation failed: " + diagnostics;
-    return out;
-  }
-  os.flush();
   rt::BundleLoad load = rt::parseBundle(json, "compiled");
   if (!load.ok()) {
     out.error = load.error;

@@ -12,14 +12,13 @@
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
-#include "gpipe/Target/BundleEmitter.h"
+#include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/Dataset.h"
 #include "gpipe/runtime/Executor.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -29,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <numeric>
 #include <random>
@@ -53,7 +53,14 @@ static cl::opt<std::string>
     optimizerName("optimizer", cl::init("adam"),
                   cl::desc("sgd, momentum, rmsprop or adam"));
 static cl::opt<float> learningRate("lr", cl::init(1e-3f),
-                                   cl::desc("learning rate"));
+                                   cl::desc("(peak) learning rate"));
+enum class Schedule { Constant, Cosine };
+static cl::opt<Schedule> lrSchedule(
+    "lr-schedule", cl::desc("learning-rate schedule over the whole run"),
+    cl::init(Schedule::Cosine),
+    cl::values(clEnumValN(Schedule::Constant, "constant", "--lr throughout"),
+               clEnumValN(Schedule::Cosine, "cosine",
+                          "cosine decay from --lr to 0")));
 static cl::opt<gpipe::PartitionObjective> objective(
     "objective", cl::desc("partition objective"),
     cl::init(gpipe::PartitionObjective::Variance),
@@ -217,20 +224,16 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return 1; // the parser printed why
-  PassManager pm(&context);
   gpipe::CompilePipelineOptions options;
   options.numStages = numStages;
   options.numMicrobatches = numMicrobatches;
   options.objective = objective;
   options.memoryCap = memoryCap;
   options.remat = remat;
-  gpipe::buildCompilePipeline(pm, options);
-  if (failed(pm.run(*module)))
-    return 1; // the passes printed why
   std::string bundleText;
   llvm::raw_string_ostream bundleStream(bundleText);
-  if (failed(gpipe::translateModuleToBundle(*module, bundleStream)))
-    return 1;
+  if (failed(gpipe::compileModuleToBundle(*module, options, bundleStream)))
+    return 1; // the passes printed why
   if (!bundlePath.empty()) {
     std::unique_ptr<llvm::ToolOutputFile> out =
         openOutputFile(bundlePath, &openError);
@@ -295,6 +298,12 @@ int main(int argc, char **argv) {
     auto start = std::chrono::steady_clock::now();
     auto lastProgress = start;
     for (int64_t step = 0; step < stepsPerEpoch; ++step) {
+      if (lrSchedule == Schedule::Cosine) {
+        double progress = double((epoch - 1) * stepsPerEpoch + step) /
+                          double(epochs * stepsPerEpoch);
+        executor->setLearningRate(
+            float(0.5 * learningRate * (1.0 + std::cos(M_PI * progress))));
+      }
       rt::StepResult result = executor->trainStep(
           makeBatch(train.data, order, step * batch, batch, bundle, binding));
       if (!result.ok())

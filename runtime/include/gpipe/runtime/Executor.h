@@ -125,6 +125,9 @@ public:
 
   /// Number of successful training steps (the optimizer's t).
   int64_t stepsDone() const;
+  /// The learning rate of the next steps (for schedules such as cosine
+  /// decay); the optimizer's state is kept.
+  void setLearningRate(float learningRate);
   unsigned numDevices() const;
   const Bundle &bundle() const;
 

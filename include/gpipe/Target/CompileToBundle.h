@@ -1,0 +1,35 @@
+//===- CompileToBundle.h - From gpipe dialect text to a bundle --*- C++ -*-===//
+//
+// The whole compiler as one call, for tools and tests that embed it:
+// gpipe-compile with the given options, then the bundle writer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_TARGET_COMPILETOBUNDLE_H
+#define GPIPE_TARGET_COMPILETOBUNDLE_H
+
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace gpipe {
+
+/// Runs gpipe-compile with `options` on `module` (in place) and writes the
+/// resulting bundle (docs/BundleFormat.md) to `os`. Diagnostics go to the
+/// context's handlers.
+mlir::LogicalResult compileModuleToBundle(mlir::ModuleOp module,
+                                          const CompilePipelineOptions &options,
+                                          llvm::raw_ostream &os);
+
+/// Parses `source` (a module holding a gpipe.model) in a fresh context and
+/// compiles it as compileModuleToBundle does into `bundleJson`. On failure
+/// `diagnostics` holds every diagnostic, one per line with its location.
+mlir::LogicalResult compileSourceToBundle(llvm::StringRef source,
+                                          const CompilePipelineOptions &options,
+                                          std::string &bundleJson,
+                                          std::string &diagnostics);
+
+} // namespace gpipe
+
+#endif // GPIPE_TARGET_COMPILETOBUNDLE_H

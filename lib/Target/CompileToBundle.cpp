@@ -1,0 +1,44 @@
+//===- CompileToBundle.cpp - From gpipe dialect text to a bundle ----------===//
+
+#include "gpipe/Target/CompileToBundle.h"
+#include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
+#include "gpipe/Target/BundleEmitter.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+LogicalResult
+gpipe::compileModuleToBundle(ModuleOp module,
+                             const CompilePipelineOptions &options,
+                             llvm::raw_ostream &os) {
+  PassManager pm(module.getContext());
+  buildCompilePipeline(pm, options);
+  if (failed(pm.run(module)))
+    return failure();
+  return translateModuleToBundle(module, os);
+}
+
+LogicalResult gpipe::compileSourceToBundle(
+    StringRef source, const CompilePipelineOptions &options,
+    std::string &bundleJson, std::string &diagnostics) {
+  DialectRegistry registry;
+  registry.insert<GPipeDialect>();
+  MLIRContext context(registry);
+  context.disableMultithreading();
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << diag.getLocation() << ": " << diag << "\n";
+    for (const Diagnostic &note : diag.getNotes())
+      os << "  note: " << note << "\n";
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
+  if (!module)
+    return failure();
+  llvm::raw_string_ostream os(bundleJson);
+  return compileModuleToBundle(*module, options, os);
+}
