@@ -13,6 +13,7 @@
 #include "gpipe/runtime/Executor.h"
 #include "gpipe/runtime/CpuKernels.h"
 
+#include "AllClose.h"
 #include "ReferenceOps.h"
 #include "TestBundles.h"
 
@@ -342,21 +343,7 @@ Reference mseReference(const Params &p, const Batch &batch) {
 // Helpers
 //===----------------------------------------------------------------------===//
 
-::testing::AssertionResult allClose(const std::vector<float> &actual,
-                                    const Vec &expected, double rtol,
-                                    double atol) {
-  if (actual.size() != expected.size())
-    return ::testing::AssertionFailure()
-           << "size " << actual.size() << " != " << expected.size();
-  for (size_t i = 0; i < actual.size(); ++i) {
-    double diff = std::fabs(double(actual[i]) - expected[i]);
-    if (!(diff <= atol + rtol * std::fabs(expected[i])))
-      return ::testing::AssertionFailure()
-             << "element " << i << ": got " << actual[i] << ", expected "
-             << expected[i] << " (diff " << diff << ")";
-  }
-  return ::testing::AssertionSuccess();
-}
+using gpipe::testing::allClose;
 
 std::unique_ptr<PipelineExecutor> makeExecutor(Bundle bundle,
                                                ExecutorConfig config = {}) {
