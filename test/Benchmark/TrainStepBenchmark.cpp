@@ -100,17 +100,6 @@ rt::Batch randomBatch(const rt::Bundle &bundle, uint64_t seed) {
   return batch;
 }
 
-const char *rematName(gpipe::RematPolicy remat) {
-  switch (remat) {
-  case gpipe::RematPolicy::None:
-    return "none";
-  case gpipe::RematPolicy::Full:
-    return "full";
-  case gpipe::RematPolicy::ExceptLast:
-    return "except-last";
-  }
-  return "?";
-}
 
 /// Args: K, M, remat (0 none, 1 full, 2 except-last).
 void BM_TrainStep(benchmark::State &state) {
@@ -162,7 +151,7 @@ void BM_TrainStep(benchmark::State &state) {
     state.counters["ideal_eff"] = double(m) / double(m + k - 1);
   }
   state.SetLabel("K=" + std::to_string(k) + " M=" + std::to_string(m) +
-                 " remat=" + rematName(remat) + " batch=" +
+                 " remat=" + gpipe::stringifyRematPolicy(remat).str() + " batch=" +
                  std::to_string(rows));
 }
 

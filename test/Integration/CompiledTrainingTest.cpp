@@ -41,6 +41,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -548,16 +549,12 @@ void checkOneStep(const std::string &model, unsigned k, unsigned m,
   }
 }
 
-const char *rematName(gpipe::RematPolicy remat) {
-  switch (remat) {
-  case gpipe::RematPolicy::None:
-    return "none";
-  case gpipe::RematPolicy::Full:
-    return "full";
-  case gpipe::RematPolicy::ExceptLast:
-    return "exceptlast";
-  }
-  return "?";
+/// The policy's name without '-' (gtest parameter names allow only
+/// alphanumerics and '_').
+std::string rematName(gpipe::RematPolicy remat) {
+  std::string name = gpipe::stringifyRematPolicy(remat).str();
+  name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
+  return name;
 }
 
 using SweepParam = std::tuple<unsigned, unsigned, gpipe::RematPolicy>;
