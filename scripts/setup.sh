@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ git
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libgtest-dev libbenchmark-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
   python3 python3-psutil
 )
 
