@@ -1072,7 +1072,40 @@ struct OpEnv {
   /// AccumulateGrad ops made redundant by it.
   const std::vector<std::vector<Parameter *>> *fusedInto = nullptr;
   const std::vector<char> *skip = nullptr;
+  /// Per op of the list being run: the values to free after it (their last
+  /// use, and nothing later on this device needs them).
+  const std::vector<std::vector<int>> *freeAfter = nullptr;
 };
+
+/// Sizes the state `op` saves with its result for the backward, so that the
+/// result's bytes are counted before its kernel runs.
+void allocateSavedState(const Op &op, const std::vector<const Tensor *> &in,
+                        Tensor &result) {
+  auto rowsOf = [](const Tensor *t) {
+    return t->shape.empty() ? 1 : t->numElements() / t->shape.back();
+  };
+  switch (op.kind) {
+  case OpKind::LayerNorm:
+    result.saved[0].assign(rowsOf(in[0]), 0.0f);
+    result.saved[1].assign(rowsOf(in[0]), 0.0f);
+    break;
+  case OpKind::Attention: {
+    int64_t b = in[0]->shape[0], s = in[0]->shape[1], d = in[0]->shape[2];
+    result.saved[0].assign(b * s * 3 * d, 0.0f);
+    result.saved[1].assign(b * op.heads * s * s, 0.0f);
+    result.saved[2].assign(b * s * d, 0.0f);
+    break;
+  }
+  case OpKind::Dropout:
+    result.mask.assign(in[0]->numElements(), 0);
+    break;
+  case OpKind::SoftmaxCrossEntropy:
+    result.saved[0].assign(in[0]->numElements(), 0.0f);
+    break;
+  default:
+    break;
+  }
+}
 
 std::unique_ptr<Tensor> allocate(const ValueSpec &spec, int64_t rows) {
   auto tensor = std::make_unique<Tensor>();
@@ -1098,17 +1131,26 @@ std::string runOp(OpEnv &env, const Op &op, size_t index) {
              ") is not available (never defined, received or loaded, or "
              "already freed)";
   }
-  std::vector<std::unique_ptr<Tensor>> out(op.results.size());
+  // Results (with their saved state) are allocated and counted before the
+  // kernel runs, as a static arena would hold them.
+  std::vector<Tensor *> out(op.results.size(), nullptr);
   std::vector<float *> direct(op.results.size(), nullptr);
   for (size_t k = 0; k < op.results.size(); ++k) {
     Parameter *target = env.fusedInto ? (*env.fusedInto)[index][k] : nullptr;
+    std::unique_ptr<Tensor> result;
     if (target) {
       direct[k] = target->grad.data(); // kernels accumulate into it
     } else if (op.kind == OpKind::Param) {
-      out[k] = std::make_unique<Tensor>(); // a view, set below
-      out[k]->shape = env.program.values[op.results[k]].shape;
+      result = std::make_unique<Tensor>(); // a view, set below
+      result->shape = env.program.values[op.results[k]].shape;
     } else if (op.results[k] >= 0) {
-      out[k] = allocate(env.program.values[op.results[k]], env.rows);
+      result = allocate(env.program.values[op.results[k]], env.rows);
+      if (k == 0)
+        allocateSavedState(op, in, *result);
+    }
+    if (result) {
+      out[k] = result.get();
+      env.values.put(op.results[k], std::move(result));
     }
   }
   auto y = [&](size_t k) -> float * {
@@ -1150,8 +1192,6 @@ std::string runOp(OpEnv &env, const Op &op, size_t index) {
     break;
   case OpKind::LayerNorm: {
     int64_t rows = rowsOf(in[0]);
-    out[0]->saved[0].assign(rows, 0.0f);
-    out[0]->saved[1].assign(rows, 0.0f);
     cpu::layerNormForward(in[0]->data(), in[1]->data(), in[2]->data(), y(0),
                           out[0]->saved[0].data(), out[0]->saved[1].data(),
                           rows, colsOf(in[0]), op.epsilon);
@@ -1174,9 +1214,6 @@ std::string runOp(OpEnv &env, const Op &op, size_t index) {
   case OpKind::Attention: {
     int64_t b = in[0]->shape[0], s = in[0]->shape[1], d = in[0]->shape[2];
     Tensor &t = *out[0];
-    t.saved[0].assign(b * s * 3 * d, 0.0f);
-    t.saved[1].assign(b * op.heads * s * s, 0.0f);
-    t.saved[2].assign(b * s * d, 0.0f);
     cpu::attentionForward(in[0]->data(), in[1]->data(), in[2]->data(), y(0),
                           t.saved[0].data(), t.saved[1].data(),
                           t.saved[2].data(), b, s, d, op.heads, op.causal);
@@ -1190,7 +1227,6 @@ std::string runOp(OpEnv &env, const Op &op, size_t index) {
                                  !in[0]->shape.empty() && in[0]->shape[0] > 0
                              ? rows / in[0]->shape[0]
                              : 0;
-    out[0]->mask.assign(in[0]->numElements(), 0);
     cpu::dropoutForward(in[0]->data(), y(0), out[0]->mask.data(), rows,
                         colsOf(in[0]), env.training ? op.rate : 0.0f, op.seed,
                         env.step, env.rowOffset * perExample);
@@ -1198,7 +1234,6 @@ std::string runOp(OpEnv &env, const Op &op, size_t index) {
   }
   case OpKind::SoftmaxCrossEntropy: {
     int64_t classes = colsOf(in[0]), rows = rowsOf(in[0]);
-    out[0]->saved[0].assign(rows * classes, 0.0f);
     int64_t bad = -1;
     float loss = cpu::softmaxCrossEntropyForward(in[0]->data(), in[1]->i.data(),
                                                  out[0]->saved[0].data(), rows,
@@ -1313,9 +1348,6 @@ std::string runOp(OpEnv &env, const Op &op, size_t index) {
   case OpKind::Zeros:
     break; // allocated zeroed
   }
-  for (size_t k = 0; k < op.results.size(); ++k)
-    if (out[k])
-      env.values.put(op.results[k], std::move(out[k]));
   return {};
 }
 
@@ -1329,6 +1361,9 @@ std::string runOps(OpEnv &env, const std::vector<Op> &ops,
     if (!error.empty())
       return error + ", in " + section + " op " + std::to_string(k) + " (" +
              opName(ops[k].kind) + ")";
+    if (env.freeAfter)
+      for (int id : (*env.freeAfter)[k])
+        env.values.erase(id);
   }
   return {};
 }
@@ -1489,16 +1524,102 @@ struct StepShared {
 
 } // namespace
 
+/// When the values of one stage die, for a micro-batch whose forward values
+/// are kept for its backward ([1]) and for one that recomputes them ([0]).
+/// A value is freed after its last use in the op list that uses it last,
+/// unless a later instruction needs it: a stage output waits for its send, a
+/// stage input gradient for its send, and what the backward reads waits for
+/// the backward. gpipe-plan-memory models exactly these rules.
+struct StageLiveness {
+  std::vector<char> keptForBackward; ///< read by the backward
+  std::vector<char> stashed;         ///< stage inputs read after the forward
+  std::vector<std::vector<int>> forwardFree[2];
+  std::vector<std::vector<int>> recomputeFree;
+  std::vector<std::vector<int>> backwardFree[2];
+
+  bool neededAfterForward(int id, bool kept) const {
+    return kept ? keptForBackward[id] : stashed[id];
+  }
+};
+
+/// Per op of `ops`, the values whose last use or definition in the whole
+/// sequence `lists` is that op, except those `keep` holds. Ops marked in
+/// `skip` (the last list's) neither use nor define anything.
+static std::vector<std::vector<std::vector<int>>>
+lastUses(const std::vector<const std::vector<Op> *> &lists,
+         const std::vector<char> *skip, size_t numValues,
+         const std::vector<char> &keep) {
+  std::vector<std::pair<int, int>> last(numValues, {-1, -1});
+  std::vector<std::vector<std::vector<int>>> free(lists.size());
+  for (size_t l = 0; l < lists.size(); ++l) {
+    free[l].resize(lists[l]->size());
+    for (size_t k = 0; k < lists[l]->size(); ++k) {
+      if (skip && l + 1 == lists.size() && (*skip)[k])
+        continue;
+      const Op &op = (*lists[l])[k];
+      for (int id : op.operands)
+        last[id] = {int(l), int(k)};
+      for (int id : op.results)
+        if (id >= 0)
+          last[id] = {int(l), int(k)};
+    }
+  }
+  for (size_t id = 0; id < numValues; ++id)
+    if (last[id].first >= 0 && !keep[id])
+      free[last[id].first][last[id].second].push_back(int(id));
+  return free;
+}
+
+static StageLiveness computeLiveness(const StageProgram &program,
+                                     const std::vector<char> &skipBackward) {
+  const size_t n = program.values.size();
+  StageLiveness live;
+  live.keptForBackward.assign(n, 0);
+  live.stashed.assign(n, 0);
+  std::vector<char> isInput(n, 0);
+  for (const StageInput &input : program.inputs)
+    isInput[input.value] = 1;
+  for (size_t k = 0; k < program.backward.size(); ++k)
+    if (!skipBackward[k])
+      for (int id : program.backward[k].operands) {
+        live.keptForBackward[id] = 1;
+        live.stashed[id] |= isInput[id];
+      }
+  for (const Op &op : program.recompute)
+    for (int id : op.operands)
+      live.stashed[id] |= isInput[id];
+
+  for (int kept = 0; kept < 2; ++kept) {
+    std::vector<char> keep = kept ? live.keptForBackward : live.stashed;
+    for (int id : program.outputs)
+      keep[id] = 1;
+    if (program.loss >= 0)
+      keep[program.loss] = 1; // read when the forward ends
+    live.forwardFree[kept] =
+        lastUses({&program.forward}, nullptr, n, keep).front();
+  }
+  std::vector<char> keep(n, 0);
+  for (int id : program.inputGrads)
+    keep[id] = 1;
+  live.backwardFree[1] =
+      lastUses({&program.backward}, &skipBackward, n, keep).front();
+  auto both =
+      lastUses({&program.recompute, &program.backward}, &skipBackward, n, keep);
+  live.recomputeFree = std::move(both[0]);
+  live.backwardFree[0] = std::move(both[1]);
+  return live;
+}
+
 struct PipelineExecutor::Impl {
   Bundle bundle;
   ExecutorConfig config;
   std::vector<std::unique_ptr<Parameter>> params;
   std::unordered_map<std::string, Parameter *> paramByName;
   std::vector<DeviceState> devices;
-  std::vector<std::vector<char>> isStageInput; // per stage, per value id
   /// Per stage: see OpEnv::fusedInto and OpEnv::skip.
   std::vector<std::vector<std::vector<Parameter *>>> fusedInto;
   std::vector<std::vector<char>> skipBackward;
+  std::vector<StageLiveness> liveness;
   std::vector<int64_t> rowOffsets;
   int64_t steps = 0;
   Timeline timeline{0};
@@ -1557,7 +1678,8 @@ std::string PipelineExecutor::Impl::send(unsigned device, const Instr &instr,
   if (!tensor)
     return "value " + std::to_string(id) + " is no longer available";
   // Hand the buffer over when nothing on this device needs it any more.
-  bool needed = activation && (mb.kept || isStageInput[device][id]);
+  bool needed =
+      activation && liveness[device].neededAfterForward(id, mb.kept);
   for (size_t c = 0; c < ids.size() && !needed; ++c)
     needed = c != instr.channel && ids[c] == id && !sent[c];
   std::vector<float> payload;
@@ -1661,21 +1783,24 @@ std::string PipelineExecutor::Impl::runInstr(unsigned device, size_t index,
                                        " was not received before the forward"
                                  : "model input '" + input.inputName +
                                        "' was not loaded before the forward";
+    mb->kept = keepsAll(device, m);
+    const StageLiveness &live = liveness[device];
     OpEnv env = makeEnv(1.0f);
+    env.freeAfter = &live.forwardFree[mb->kept];
     std::string error = runOps(env, program.forward, "forward");
     if (!error.empty())
       return error;
     if (program.loss >= 0)
       mb->loss = mb->values.get(program.loss)->f[0];
     mb->forwardDone = true;
-    mb->kept = keepsAll(device, m);
-    if (!mb->kept) {
-      // Keep the stash (stage inputs) and the outputs until they are sent.
-      std::vector<char> keep = isStageInput[device];
-      for (int id : program.outputs)
-        keep[id] = 1;
-      mb->values.retainOnly([&](int id) { return keep[id] != 0; });
-    }
+    // Keep what the backward needs (the stash: stage inputs, when it
+    // recomputes) and the outputs until they are sent.
+    std::vector<char> keep(program.values.size(), 0);
+    for (size_t id = 0; id < keep.size(); ++id)
+      keep[id] = live.neededAfterForward(int(id), mb->kept);
+    for (int id : program.outputs)
+      keep[id] = 1;
+    mb->values.retainOnly([&](int id) { return keep[id] != 0; });
     return {};
   }
   case InstrKind::Backward: {
@@ -1683,14 +1808,17 @@ std::string PipelineExecutor::Impl::runInstr(unsigned device, size_t index,
       if (!mb->values.get(program.outputGrads[c]))
         return "the gradient of channel " + std::to_string(c) +
                " was not received before the backward";
+    const StageLiveness &live = liveness[device];
     OpEnv env = makeEnv(float(double(rows) / double(bundle.batch)));
     if (!mb->kept) {
+      env.freeAfter = &live.recomputeFree;
       std::string error = runOps(env, program.recompute, "recompute");
       if (!error.empty())
         return error;
     }
     env.fusedInto = &fusedInto[device];
     env.skip = &skipBackward[device];
+    env.freeAfter = &live.backwardFree[mb->kept];
     std::string error = runOps(env, program.backward, "backward");
     if (!error.empty())
       return error;
@@ -1820,16 +1948,10 @@ PipelineExecutor::create(Bundle bundle, const ExecutorConfig &config,
     impl->paramByName[spec.name] = param.get();
     impl->params.push_back(std::move(param));
   }
-  impl->isStageInput.resize(numDevices);
-  for (unsigned s = 0; s < numDevices; ++s) {
-    const StageProgram &stage = bundle.stages[s];
-    impl->isStageInput[s].assign(stage.values.size(), 0);
-    for (const StageInput &input : stage.inputs)
-      impl->isStageInput[s][input.value] = 1;
+  for (unsigned s = 0; s < numDevices; ++s)
     for (const Instr &instr : bundle.programs[s])
       if (instr.kind == InstrKind::Forward)
         impl->devices[s].lastForward = instr.microbatch;
-  }
   impl->fusedInto.resize(numDevices);
   impl->skipBackward.resize(numDevices);
   for (unsigned s = 0; s < numDevices; ++s) {
@@ -1870,6 +1992,9 @@ PipelineExecutor::create(Bundle bundle, const ExecutorConfig &config,
       }
     }
   }
+  for (unsigned s = 0; s < numDevices; ++s)
+    impl->liveness.push_back(
+        computeLiveness(bundle.stages[s], impl->skipBackward[s]));
   int64_t offset = 0;
   for (int64_t rows : bundle.microbatchRows) {
     impl->rowOffsets.push_back(offset);
