@@ -103,42 +103,6 @@ static StringRef bundleOpName(Operation *op) {
       .Default([](Operation *) { return ""; });
 }
 
-/// Whether `result` has the batch dimension, given which operands of its op
-/// have it. Decided by dataflow, never by the shape alone (a weight, or a
-/// value computed from weights only, may have the batch as its first
-/// dimension): a forward result is batched iff an operand is; a gradient is
-/// batched iff the value it is the gradient of is.
-static bool isBatchedResult(OpResult result, ArrayRef<bool> operandBatched) {
-  Operation *op = result.getOwner();
-  unsigned index = result.getResultNumber();
-  // The operand whose gradient `result` is.
-  std::optional<unsigned> primal =
-      llvm::TypeSwitch<Operation *, std::optional<unsigned>>(op)
-          // (dy, x, w) -> (dx, dw)
-          .Case<DenseGradOp>([&](auto) { return index == 0 ? 1u : 2u; })
-          // (dy, y, x, gamma) -> (dx, dgamma, dbeta): dbeta is shaped as gamma
-          .Case<LayerNormGradOp>([&](auto) { return index == 0 ? 2u : 3u; })
-          // (dy, y, x, wqkv, wo) -> (dx, dwqkv, dwo)
-          .Case<AttentionGradOp>([&](auto) { return 2u + index; })
-          // (dy, x or y) -> dx
-          .Case<ReluGradOp, GeluGradOp, TanhGradOp, SoftmaxGradOp,
-                DropoutGradOp>([](auto) { return 1u; })
-          // (loss, labels) -> dlogits, per label position
-          .Case<SoftmaxCrossEntropyGradOp>([](auto) { return 1u; })
-          // (prediction, target) -> dprediction
-          .Case<MseLossGradOp>([](auto) { return 0u; })
-          .Default([](Operation *) { return std::nullopt; });
-  if (primal)
-    return *primal < operandBatched.size() && operandBatched[*primal];
-  // A bias or an embedding table is never per example; a zero gradient is
-  // that of a stage input, which always is.
-  if (isa<BiasGradOp, EmbeddingGradOp>(op))
-    return false;
-  if (isa<ZerosOp>(op))
-    return true;
-  return llvm::is_contained(operandBatched, true);
-}
-
 /// Op-specific attributes.
 static void addAttributes(Operation *op, json::Object &out) {
   llvm::TypeSwitch<Operation *>(op)
@@ -183,7 +147,7 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
   for (OpResult result : op->getResults()) {
     if (defineResults) {
       results.push_back(
-          values.define(result, isBatchedResult(result, operandBatched)));
+          values.define(result, isPerExampleResult(result, operandBatched)));
       continue;
     }
     FailureOr<int> id = values.lookup(op, result);
@@ -207,8 +171,7 @@ struct StageEmission {
 } // namespace
 
 static FailureOr<StageEmission>
-emitStage(StageOp stage, StageBackwardOp backward, bool isLast,
-          int64_t batch) {
+emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
   ValueTable values(batch);
   StageEmission out;
   Block &body = stage.getBody().front();
@@ -245,19 +208,19 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast,
         json::Array shape;
         for (int64_t dim : param.getType().getShape())
           shape.push_back(dim);
-        out.params.push_back(json::Object{
-            {"name", param.getName()},
-            {"shape", std::move(shape)},
-            {"init", stringifyInitKind(param.getInit())},
-            {"scale", scale ? scale->convertToDouble() : 1.0},
-            {"stage", int64_t(stage.getIndex())}});
+        out.params.push_back(
+            json::Object{{"name", param.getName()},
+                         {"shape", std::move(shape)},
+                         {"init", stringifyInitKind(param.getInit())},
+                         {"scale", scale ? scale->convertToDouble() : 1.0},
+                         {"stage", int64_t(stage.getIndex())}});
         continue;
       }
       if (failed(emitOp(&op, values, forward, /*defineResults=*/true)))
         return failure();
     }
-    for (auto [result, yielded] :
-         llvm::zip(layer.getResults(), layerBody.getTerminator()->getOperands()))
+    for (auto [result, yielded] : llvm::zip(
+             layer.getResults(), layerBody.getTerminator()->getOperands()))
       values.alias(result, *values.lookup(layer, yielded));
   }
   auto yield = cast<YieldOp>(body.getTerminator());
@@ -288,13 +251,11 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast,
       // The forward's `param` op of the same name defines it.
       while (forwardIt != forwardOps.end() && !isa<ParamOp>(*forwardIt))
         ++forwardIt;
-      auto param = forwardIt == forwardOps.end()
-                       ? ParamOp()
-                       : cast<ParamOp>(*forwardIt);
+      auto param =
+          forwardIt == forwardOps.end() ? ParamOp() : cast<ParamOp>(*forwardIt);
       if (!param || param.getName() != ref.getName())
         return ref.emitOpError()
-               << "does not follow the forward of "
-               << backward.getStageAttr()
+               << "does not follow the forward of " << backward.getStageAttr()
                << "; the recompute prefix must copy it in order";
       values.alias(ref.getResult(), *values.lookup(param, param.getResult()));
       ++forwardIt;
@@ -306,8 +267,7 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast,
       if (forwardIt == forwardOps.end() ||
           (*forwardIt)->getName() != op.getName())
         return op.emitOpError()
-               << "does not follow the forward of "
-               << backward.getStageAttr()
+               << "does not follow the forward of " << backward.getStageAttr()
                << "; the recompute prefix must copy it in order";
       for (auto [copy, original] :
            llvm::zip(op.getResults(), (*forwardIt)->getResults()))
@@ -318,8 +278,7 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast,
     if (auto accumulate = dyn_cast<AccumulateGradOp>(op)) {
       grads.push_back(json::Object{
           {"op", "accumulate_grad"},
-          {"operands",
-           json::Array{*values.lookup(&op, accumulate.getGrad())}},
+          {"operands", json::Array{*values.lookup(&op, accumulate.getGrad())}},
           {"results", json::Array()},
           {"name", accumulate.getName()}});
       continue;
@@ -367,8 +326,8 @@ static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
               .Case<ForwardOp, BackwardOp>([&](auto o) {
                 StageOp stage = model.lookupStage(o.getStage());
                 return json::Object{
-                    {"op", isa<ForwardOp>(o.getOperation()) ? "forward"
-                                                            : "backward"},
+                    {"op",
+                     isa<ForwardOp>(o.getOperation()) ? "forward" : "backward"},
                     {"stage", stage ? int64_t(stage.getIndex()) : int64_t(-1)},
                     {"mb", int64_t(o.getMb())}};
               })
@@ -392,12 +351,43 @@ static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
   return programs;
 }
 
+/// The per-device predictions of gpipe-plan-memory, when every program has
+/// one.
+static std::optional<json::Object> emitMemoryPlan(ModelOp model,
+                                                  ScheduleOp schedule) {
+  SmallVector<DictionaryAttr> plans(getStagesCount(model));
+  for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>())
+    if (program.getDevice() < plans.size())
+      plans[program.getDevice()] =
+          program->getAttrOfType<DictionaryAttr>("gpipe.memory");
+  json::Array devices;
+  std::optional<int64_t> slots;
+  for (DictionaryAttr plan : plans) {
+    if (!plan)
+      return std::nullopt;
+    auto get = [&](StringRef key) -> std::optional<int64_t> {
+      auto value = plan.getAs<IntegerAttr>(key);
+      return value ? std::optional<int64_t>(value.getInt()) : std::nullopt;
+    };
+    std::optional<int64_t> resident = get("resident_bytes"),
+                           peak = get("peak_bytes"), arena = get("arena_bytes");
+    slots = get("optimizer_slots");
+    if (!resident || !peak || !arena || !slots)
+      return std::nullopt;
+    devices.push_back(json::Object{{"resident_bytes", *resident},
+                                   {"peak_bytes", *peak},
+                                   {"arena_bytes", *arena}});
+  }
+  return json::Object{{"optimizer_slots", slots.value_or(0)},
+                      {"devices", std::move(devices)}};
+}
+
 unsigned gpipe::getStagesCount(ModelOp model) {
   return llvm::range_size(model.getBody().front().getOps<StageOp>());
 }
 
 FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
-                                              ScheduleOp schedule) {
+                                               ScheduleOp schedule) {
   Block &body = model.getBody().front();
   SmallVector<StageOp> stages = llvm::to_vector(body.getOps<StageOp>());
   if (stages.empty())
@@ -457,16 +447,20 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
   json::Array rows;
   for (int64_t count : schedule.getRows())
     rows.push_back(count);
-  return json::Value(json::Object{{"format", "gpipe-bundle"},
-                                  {"version", 1},
-                                  {"model", model.getSymName()},
-                                  {"batch", int64_t(model.getBatch())},
-                                  {"microbatch_rows", std::move(rows)},
-                                  {"remat", *remat},
-                                  {"inputs", std::move(inputs)},
-                                  {"params", std::move(params)},
-                                  {"stages", std::move(stageObjects)},
-                                  {"programs", std::move(*programs)}});
+  json::Object bundle{{"format", "gpipe-bundle"},
+                      {"version", 1},
+                      {"model", model.getSymName()},
+                      {"batch", int64_t(model.getBatch())},
+                      {"microbatch_rows", std::move(rows)},
+                      {"remat", *remat},
+                      {"inputs", std::move(inputs)},
+                      {"params", std::move(params)},
+                      {"stages", std::move(stageObjects)},
+                      {"programs", std::move(*programs)}};
+  std::optional<json::Object> plan = emitMemoryPlan(model, schedule);
+  if (plan)
+    bundle["memory_plan"] = std::move(*plan);
+  return json::Value(std::move(bundle));
 }
 
 LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
@@ -480,9 +474,8 @@ LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
   auto model = SymbolTable::lookupNearestSymbolFrom<ModelOp>(
       schedule, schedule.getModelAttr());
   if (!model)
-    return schedule.emitOpError()
-           << "refers to " << schedule.getModelAttr()
-           << ", which is not a gpipe.model";
+    return schedule.emitOpError() << "refers to " << schedule.getModelAttr()
+                                  << ", which is not a gpipe.model";
   FailureOr<json::Value> bundle = emitBundle(model, schedule);
   if (failed(bundle))
     return failure();

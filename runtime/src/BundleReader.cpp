@@ -330,6 +330,7 @@ private:
                const StageContext &context, std::vector<Op> &out);
   bool readOp(const Json &json, const std::string &path,
               const StageContext &context, Op &op);
+  bool readMemoryPlan(const Json &root, Bundle &bundle);
   bool readProgram(const Json &json, const std::string &path,
                    const Bundle &bundle, std::vector<Instr> &out);
   bool readInstr(const Json &json, const std::string &path,
@@ -557,7 +558,8 @@ bool Reader::read(const Json &root, Bundle &bundle) {
                         " (this runtime reads version 1)");
   if (!checkKeys(root, "",
                  {"format", "version", "model", "batch", "microbatch_rows",
-                  "remat", "inputs", "params", "stages", "programs"}))
+                  "remat", "inputs", "params", "stages", "programs",
+                  "memory_plan"}))
     return false;
 
   if (!getString(root, "", "model", bundle.model) ||
@@ -627,6 +629,52 @@ bool Reader::read(const Json &root, Bundle &bundle) {
     if (!readProgram((*programs)[d], indexPath("programs", d), bundle,
                      bundle.programs[d]))
       return false;
+  return readMemoryPlan(root, bundle);
+}
+
+bool Reader::readMemoryPlan(const Json &root, Bundle &bundle) {
+  const Json *plan;
+  if (!lookup(root, "", "memory_plan", false, plan))
+    return false;
+  if (!plan)
+    return true;
+  const std::string path = "memory_plan";
+  int64_t slots;
+  const Json *devices;
+  if (!expectObject(*plan, path) ||
+      !checkKeys(*plan, path, {"optimizer_slots", "devices"}) ||
+      !getInt(*plan, path, "optimizer_slots", slots) ||
+      !getArray(*plan, path, "devices", devices))
+    return false;
+  if (slots < 0 || slots > 8)
+    return fail(keyPath(path, "optimizer_slots"),
+                "expected 0 to 8 optimizer slots, found " +
+                    std::to_string(slots));
+  if (devices->size() != bundle.programs.size())
+    return fail(keyPath(path, "devices"),
+                "expected one entry per device (" +
+                    plural(bundle.programs.size(), "device") + "), found " +
+                    std::to_string(devices->size()));
+  bundle.memoryPlan.optimizerSlots = unsigned(slots);
+  for (size_t d = 0; d < devices->size(); ++d) {
+    std::string at = indexPath(keyPath(path, "devices"), d);
+    PlannedDeviceMemory device;
+    if (!expectObject((*devices)[d], at) ||
+        !checkKeys((*devices)[d], at,
+                   {"resident_bytes", "peak_bytes", "arena_bytes"}) ||
+        !getInt((*devices)[d], at, "resident_bytes", device.residentBytes) ||
+        !getInt((*devices)[d], at, "peak_bytes", device.peakBytes) ||
+        !getInt((*devices)[d], at, "arena_bytes", device.arenaBytes))
+      return false;
+    if (device.residentBytes < 0 || device.peakBytes < device.residentBytes ||
+        device.arenaBytes < device.peakBytes)
+      return fail(at, "expected 0 <= resident_bytes <= peak_bytes <= "
+                      "arena_bytes, found " +
+                          std::to_string(device.residentBytes) + ", " +
+                          std::to_string(device.peakBytes) + ", " +
+                          std::to_string(device.arenaBytes));
+    bundle.memoryPlan.devices.push_back(device);
+  }
   return true;
 }
 
@@ -1308,6 +1356,20 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
   root["params"] = std::move(params);
   root["stages"] = std::move(stages);
   root["programs"] = std::move(programs);
+  if (!bundle.memoryPlan.devices.empty()) {
+    Json devices = Json::array();
+    for (const PlannedDeviceMemory &device : bundle.memoryPlan.devices) {
+      Json entry = Json::object();
+      entry["resident_bytes"] = device.residentBytes;
+      entry["peak_bytes"] = device.peakBytes;
+      entry["arena_bytes"] = device.arenaBytes;
+      devices.push_back(std::move(entry));
+    }
+    Json plan = Json::object();
+    plan["optimizer_slots"] = bundle.memoryPlan.optimizerSlots;
+    plan["devices"] = std::move(devices);
+    root["memory_plan"] = std::move(plan);
+  }
 
   std::string text;
   appendPretty(root, 0, 0, text);

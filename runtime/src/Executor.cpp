@@ -1678,8 +1678,7 @@ std::string PipelineExecutor::Impl::send(unsigned device, const Instr &instr,
   if (!tensor)
     return "value " + std::to_string(id) + " is no longer available";
   // Hand the buffer over when nothing on this device needs it any more.
-  bool needed =
-      activation && liveness[device].neededAfterForward(id, mb.kept);
+  bool needed = activation && liveness[device].neededAfterForward(id, mb.kept);
   for (size_t c = 0; c < ids.size() && !needed; ++c)
     needed = c != instr.channel && ids[c] == id && !sent[c];
   std::vector<float> payload;

@@ -2,6 +2,10 @@
 
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <optional>
+
 using namespace mlir;
 using namespace gpipe;
 
@@ -11,8 +15,8 @@ static RankedTensorType tensorType(Value value) {
 
 /// Checks that `actual` (a gradient) has the type of `of` (what it is the
 /// gradient of).
-static LogicalResult expectSameType(Operation *op, StringRef what,
-                                    Value actual, Value of) {
+static LogicalResult expectSameType(Operation *op, StringRef what, Value actual,
+                                    Value of) {
   if (actual.getType() != of.getType())
     return op->emitOpError() << "expects " << what << " of type "
                              << of.getType() << ", got " << actual.getType();
@@ -40,8 +44,8 @@ LogicalResult StageBackwardOp::verify() {
                          << ", got " << type;
   Block &body = getBody().front();
   if (body.getArgumentTypes() != type.getInputs())
-    return emitOpError() << "expects block arguments of the types "
-                         << type << " declares";
+    return emitOpError() << "expects block arguments of the types " << type
+                         << " declares";
   return success();
 }
 
@@ -50,7 +54,7 @@ LogicalResult DenseGradOp::verify() {
   RankedTensorType dy = tensorType(getDy());
   if (weight.getRank() != 2 || dy.getRank() < 1 ||
       dy.getShape().back() != weight.getDimSize(1))
-    return emitOpError() << "expects dy with the weight's " 
+    return emitOpError() << "expects dy with the weight's "
                          << (weight.getRank() == 2 ? weight.getDimSize(1) : 0)
                          << " columns as last dimension, got " << dy;
   if (failed(expectSameType(*this, "dx", getDx(), getInput())))
@@ -64,7 +68,7 @@ LogicalResult BiasGradOp::verify() {
   if (dy.getRank() < 1 || db.getRank() != 1 ||
       db.getDimSize(0) != dy.getShape().back() ||
       db.getElementType() != dy.getElementType())
-    return emitOpError() << "expects db of shape [" 
+    return emitOpError() << "expects db of shape ["
                          << (dy.getRank() ? dy.getShape().back() : 0)
                          << "] (the last dimension of dy), got " << db;
   return success();
@@ -111,4 +115,37 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
                             "class dimension, got "
                          << labels << " for logits " << logits;
   return success();
+}
+
+// A forward result is batched iff an operand is; a gradient is batched iff
+// the value it is the gradient of is.
+bool gpipe::isPerExampleResult(OpResult result, ArrayRef<bool> operandBatched) {
+  Operation *op = result.getOwner();
+  unsigned index = result.getResultNumber();
+  // The operand whose gradient `result` is.
+  std::optional<unsigned> primal =
+      llvm::TypeSwitch<Operation *, std::optional<unsigned>>(op)
+          // (dy, x, w) -> (dx, dw)
+          .Case<DenseGradOp>([&](auto) { return index == 0 ? 1u : 2u; })
+          // (dy, y, x, gamma) -> (dx, dgamma, dbeta): dbeta is shaped as gamma
+          .Case<LayerNormGradOp>([&](auto) { return index == 0 ? 2u : 3u; })
+          // (dy, y, x, wqkv, wo) -> (dx, dwqkv, dwo)
+          .Case<AttentionGradOp>([&](auto) { return 2u + index; })
+          // (dy, x or y) -> dx
+          .Case<ReluGradOp, GeluGradOp, TanhGradOp, SoftmaxGradOp,
+                DropoutGradOp>([](auto) { return 1u; })
+          // (loss, labels) -> dlogits, per label position
+          .Case<SoftmaxCrossEntropyGradOp>([](auto) { return 1u; })
+          // (prediction, target) -> dprediction
+          .Case<MseLossGradOp>([](auto) { return 0u; })
+          .Default([](Operation *) { return std::nullopt; });
+  if (primal)
+    return *primal < operandBatched.size() && operandBatched[*primal];
+  // A bias or an embedding table is never per example; a zero gradient is
+  // that of a stage input, which always is.
+  if (isa<BiasGradOp, EmbeddingGradOp>(op))
+    return false;
+  if (isa<ZerosOp>(op))
+    return true;
+  return llvm::is_contained(operandBatched, true);
 }

@@ -17,6 +17,7 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   partition.memoryCap = options.memoryCap;
   partition.numMicrobatches = options.numMicrobatches;
   partition.remat = options.remat;
+  partition.optimizerSlots = options.optimizerSlots;
   pm.addPass(createPartitionPass(partition));
   pm.addPass(createFormStagesPass());
   pm.addPass(createDifferentiatePass());
@@ -28,6 +29,10 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   unroll.numMicrobatches = options.numMicrobatches;
   pm.addPass(createUnrollSchedulePass(unroll));
   pm.addPass(createVerifySchedulePass());
+  PlanMemoryPassOptions plan;
+  plan.optimizerSlots = options.optimizerSlots;
+  plan.memoryCap = options.memoryCap;
+  pm.addPass(createPlanMemoryPass(plan));
 }
 
 void gpipe::registerGPipePassesAndPipelines() {
@@ -35,6 +40,7 @@ void gpipe::registerGPipePassesAndPipelines() {
   PassPipelineRegistration<CompilePipelineOptions>(
       "gpipe-compile",
       "partition, outline stages, differentiate, choose what to recompute, "
-      "insert channels, unroll and verify the GPipe schedule",
+      "insert channels, unroll and verify the GPipe schedule, plan each "
+      "device's memory",
       buildCompilePipeline);
 }

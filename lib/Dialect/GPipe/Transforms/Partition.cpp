@@ -1,13 +1,12 @@
 //===- Partition.cpp - Assign layers to balanced contiguous cells ---------===//
 
+#include "gpipe/Analysis/ByteCount.h"
 #include "gpipe/Analysis/LayerSequence.h"
 #include "gpipe/Analysis/Partitioner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #define DEBUG_TYPE "gpipe-partition"
 
@@ -19,33 +18,6 @@ namespace gpipe {
 using namespace mlir;
 using namespace gpipe;
 
-/// Parses "1048576", "512KiB", "64MiB", "2GiB", "1TiB" or decimal "KB", "MB",
-/// "GB", "TB". Empty means no cap.
-static FailureOr<std::optional<uint64_t>> parseByteCount(StringRef text) {
-  text = text.trim();
-  if (text.empty())
-    return std::optional<uint64_t>();
-  StringRef digits = text.take_while([](char c) { return llvm::isDigit(c); });
-  StringRef unit = text.drop_front(digits.size()).trim();
-  uint64_t value;
-  if (digits.empty() || digits.getAsInteger(10, value))
-    return failure();
-  uint64_t scale = llvm::StringSwitch<uint64_t>(unit)
-                       .Cases({"", "B"}, 1)
-                       .Case("KiB", 1ull << 10)
-                       .Case("MiB", 1ull << 20)
-                       .Case("GiB", 1ull << 30)
-                       .Case("TiB", 1ull << 40)
-                       .Case("KB", 1000ull)
-                       .Case("MB", 1000ull * 1000)
-                       .Case("GB", 1000ull * 1000 * 1000)
-                       .Case("TB", 1000ull * 1000 * 1000 * 1000)
-                       .Default(0);
-  if (scale == 0 || value > UINT64_MAX / scale)
-    return failure();
-  return std::optional<uint64_t>(value * scale);
-}
-
 static StringRef objectiveName(PartitionObjective objective) {
   return objective == PartitionObjective::Variance ? "variance" : "bottleneck";
 }
@@ -55,15 +27,15 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    FailureOr<std::optional<uint64_t>> cap = parseByteCount(memoryCap);
-    if (failed(cap)) {
+    std::optional<uint64_t> cap;
+    if (!parseByteCount(memoryCap, cap)) {
       getOperation().emitError()
           << "invalid memory-cap '" << memoryCap
           << "': expected a byte count such as 1048576, 512MiB or 2GiB";
       return signalPassFailure();
     }
     for (ModelOp model : getOperation().getOps<ModelOp>())
-      if (failed(partitionModel(model, *cap)))
+      if (failed(partitionModel(model, cap)))
         return signalPassFailure();
   }
 

@@ -1,5 +1,6 @@
 //===- Report.cpp - Partition and schedule report -------------------------===//
 
+#include "gpipe/Analysis/ByteCount.h"
 #include "gpipe/Analysis/CostModel.h"
 #include "gpipe/Analysis/LayerSequence.h"
 #include "gpipe/Analysis/ScheduleIR.h"
@@ -48,17 +49,6 @@ struct ModelSummary {
   std::optional<double> predictedBubble;
 };
 } // namespace
-
-static std::string formatBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  unsigned unit = 0;
-  while (bytes >= 1024.0 && unit + 1 < std::size(units)) {
-    bytes /= 1024.0;
-    ++unit;
-  }
-  return unit == 0 ? llvm::formatv("{0} B", uint64_t(bytes)).str()
-                   : llvm::formatv("{0:f1} {1}", bytes, units[unit]).str();
-}
 
 static std::string formatFlops(double flops) {
   if (flops >= 1e9)

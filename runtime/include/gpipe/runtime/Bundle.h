@@ -182,6 +182,20 @@ struct Instr {
 
 enum class RematPolicy { None, Full, ExceptLast };
 
+/// What the compiler's memory plan (gpipe-plan-memory) predicts for one
+/// device, for an optimizer with `MemoryPlan::optimizerSlots` state tensors
+/// per parameter.
+struct PlannedDeviceMemory {
+  int64_t residentBytes = 0; ///< parameters, gradients, optimizer slots
+  int64_t peakBytes = 0;     ///< the high-water mark of live bytes
+  int64_t arenaBytes = 0;    ///< the static arena (>= peakBytes)
+};
+
+struct MemoryPlan {
+  unsigned optimizerSlots = 0;
+  std::vector<PlannedDeviceMemory> devices; ///< empty: no plan
+};
+
 struct Bundle {
   std::string model;
   int64_t batch = 0;
@@ -191,6 +205,7 @@ struct Bundle {
   std::vector<ParamSpec> params;
   std::vector<StageProgram> stages; ///< stage s runs on device s
   std::vector<std::vector<Instr>> programs; ///< per device
+  MemoryPlan memoryPlan; ///< optional
 };
 
 } // namespace gpipe::runtime

@@ -23,4 +23,13 @@ class ProgramOp;
 #define GET_OP_CLASSES
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h.inc"
 
+namespace gpipe {
+/// Whether `result` (of a compute or gradient op) has the batch as its
+/// dimension 0, given which operands of its op have it. Decided by dataflow,
+/// never by the shape alone: a weight may have the batch as its first
+/// dimension.
+bool isPerExampleResult(mlir::OpResult result,
+                        llvm::ArrayRef<bool> operandBatched);
+} // namespace gpipe
+
 #endif // GPIPE_DIALECT_GPIPE_IR_GPIPEOPS_H

@@ -55,10 +55,15 @@ struct CompilePipelineOptions
                      "recompute each stage's forward (GPipe)"),
           clEnumValN(RematPolicy::ExceptLast, "except-last",
                      "recompute but for the last micro-batch"))};
+  Option<unsigned> optimizerSlots{
+      *this, "optimizer-slots",
+      llvm::cl::desc("optimizer state tensors per parameter (Adam: 2, "
+                     "momentum and RMSProp: 1, SGD: 0)"),
+      llvm::cl::init(2)};
 };
 
 /// Adds estimate-cost, partition, form-stages, differentiate, rematerialize,
-/// insert-send-recv, unroll-schedule and verify-schedule to `pm`.
+/// insert-send-recv, unroll-schedule, verify-schedule and plan-memory to `pm`.
 void buildCompilePipeline(mlir::OpPassManager &pm,
                           const CompilePipelineOptions &options);
 

@@ -165,6 +165,30 @@ def VerifySchedulePass : Pass<"gpipe-verify-schedule", "::mlir::ModuleOp"> {
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }
 
+def PlanMemoryPass : Pass<"gpipe-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "plans each device's static memory arena over the unrolled schedule";
+  let description = [{
+    Replays each device's instruction stream (after gpipe-unroll-schedule)
+    with the runtime's allocation rules: parameters, gradients and optimizer
+    slots stay resident; every value of a micro-batch is allocated by the op
+    or instruction that defines, receives or loads it and freed after its last
+    use, except what the stage keeps for its backward (the stage inputs under
+    remat `full`, the values the backward reads under `none`) and what waits
+    to be sent. Every buffer gets an arena offset (greedy by size over the
+    liveness intervals), and each `gpipe.program` gets a `gpipe.memory`
+    dictionary: resident_bytes, peak_bytes (largest sum of live bytes),
+    arena_bytes (the static arena: >= peak_bytes), peak_op (the instruction
+    at the peak), num_buffers. With `memory-cap`, a device whose arena does
+    not fit is an error naming the device, the shortfall and what would fit.
+  }];
+  let options = [
+    Option<"optimizerSlots", "optimizer-slots", "unsigned", "2",
+           "optimizer state tensors per parameter (Adam: 2, momentum: 1)">,
+    Option<"memoryCap", "memory-cap", "std::string", "\"\"",
+           "per-device memory cap, e.g. 512MiB or 2GiB">,
+  ];
+}
+
 def ReportPass : Pass<"gpipe-report", "::mlir::ModuleOp"> {
   let summary = "prints the partition and schedule report";
   let description = [{

@@ -1,0 +1,130 @@
+//===- MemoryPlanner.h - Static per-device memory plans ---------*- C++ -*-===//
+//
+// Replays one device's GPipe instruction stream with the runtime's allocation
+// rules and gives every buffer it allocates an offset in one static arena.
+//
+// The rules (the runtime's executor follows them; docs/Memory.md):
+//  - Parameters, their gradients and the optimizer slots are resident.
+//  - A value of a micro-batch is allocated when the op that defines it
+//    starts (with the state the op saves for its backward), or when the
+//    instruction that loads or receives it runs.
+//  - It is freed after the last op of its op list that reads it, unless a
+//    later instruction needs it: a stage output waits for its send, a stage
+//    input gradient for its send, and what the backward reads (every forward
+//    value it reads when the micro-batch keeps its forward values, only the
+//    stage inputs when it recomputes them) waits for the backward. What is
+//    left when a forward or backward ends and is not so needed is freed then.
+//  - A send hands its buffer over unless the device still needs the value,
+//    in which case it sends a copy that lives only during the send.
+//  - Ops may need scratch for the duration of their kernel.
+//
+// Kept free of MLIR: the gpipe-plan-memory pass builds the input from IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_MEMORYPLANNER_H
+#define GPIPE_ANALYSIS_MEMORYPLANNER_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpipe {
+
+/// Bytes of a buffer holding `rows` batch rows: fixed + perRow * rows.
+struct ByteSize {
+  int64_t fixed = 0;
+  int64_t perRow = 0;
+  int64_t at(int64_t rows) const { return fixed + perRow * rows; }
+};
+
+struct PlannedOp {
+  std::vector<int> operands; ///< value ids read
+  std::vector<int> results;  ///< value ids defined (allocated), no views
+  ByteSize scratch;          ///< live while the op's kernel runs
+  std::string name;          ///< for reports: "layer_norm", ...
+};
+
+/// One stage's straight-line programs over value ids 0..values.size()-1.
+struct PlannedStage {
+  std::vector<ByteSize> values;        ///< a value's bytes with its saved state
+  std::vector<int> inputs;             ///< stage input value ids
+  std::vector<unsigned> inputChannels; ///< per input: channel, or ~0u if a
+                                       ///< model input
+  std::vector<std::string> inputNames; ///< per input: the model input's name
+  std::vector<int> outputs;            ///< per channel to the next stage
+  int loss = -1;                       ///< last stage: the loss value
+  std::vector<PlannedOp> forward;
+  std::vector<PlannedOp> recompute; ///< redefines forward ids
+  std::vector<PlannedOp> backward;  ///< without ops whose work is fused away
+  std::vector<int> outputGrads;     ///< per channel from the next stage
+  std::vector<int> inputGrads;      ///< per channel to the previous stage
+  int64_t residentBytes = 0;        ///< parameters, gradients, optimizer slots
+};
+
+enum class PlannedInstrKind {
+  LoadInput,
+  Forward,
+  Backward,
+  SendActivation,
+  RecvActivation,
+  SendGradient,
+  RecvGradient,
+  OptimizerStep
+};
+
+struct PlannedInstr {
+  PlannedInstrKind kind = PlannedInstrKind::Forward;
+  unsigned microbatch = 0;
+  unsigned channel = 0;
+  std::string inputName; ///< LoadInput
+};
+
+enum class KeepPolicy { All, None, Last };
+
+struct DeviceProgram {
+  PlannedStage stage;
+  std::vector<PlannedInstr> instrs;
+  std::vector<int64_t> microbatchRows;
+  /// Which micro-batches keep their forward values for the backward: all
+  /// (remat none), none (full), or the one whose forward runs last.
+  KeepPolicy keep = KeepPolicy::None;
+};
+
+/// A buffer: live from event `start` up to, not including, event `end`.
+struct PlannedBuffer {
+  int64_t bytes = 0;
+  int64_t start = 0, end = 0;
+  int64_t offset = 0;  ///< in the arena, after the resident block
+  int microbatch = -1; ///< -1: not a micro-batch's value (scratch, copies)
+  int value = -1;
+};
+
+struct DeviceMemoryPlan {
+  int64_t residentBytes = 0;
+  /// The largest sum of live bytes (resident included): what the runtime's
+  /// high-water mark will read.
+  int64_t peakBytes = 0;
+  /// resident + the highest end of a buffer placed by offset: the static
+  /// arena, >= peakBytes (the gap is fragmentation).
+  int64_t arenaBytes = 0;
+  /// The instruction at which the peak is reached and a description of it.
+  size_t peakInstr = 0;
+  std::string peakWhere;
+  std::vector<PlannedBuffer> buffers;
+};
+
+/// Plans one device. Fails (returns an error message, a full sentence) if
+/// the program reads a value that is not live, which the compiler's own
+/// verifiers rule out.
+std::string planDeviceMemory(const DeviceProgram &program,
+                             DeviceMemoryPlan &plan);
+
+/// Offsets for `buffers` (greedy by size: largest first, each at the lowest
+/// offset not overlapping a placed buffer that is live at the same time);
+/// returns the arena size they need.
+int64_t assignOffsets(std::vector<PlannedBuffer> &buffers);
+
+} // namespace gpipe
+
+#endif // GPIPE_ANALYSIS_MEMORYPLANNER_H

@@ -1,0 +1,349 @@
+//===- MemoryPlanner.cpp - Static per-device memory plans -----------------===//
+
+#include "gpipe/Analysis/MemoryPlanner.h"
+
+#include <algorithm>
+#include <numeric>
+
+using namespace gpipe;
+
+namespace {
+
+/// Per op of each list, the values whose last read or definition over the
+/// concatenation of `lists` is that op, except those in `keep`.
+std::vector<std::vector<std::vector<int>>>
+lastUses(const std::vector<const std::vector<PlannedOp> *> &lists,
+         size_t numValues, const std::vector<char> &keep) {
+  std::vector<std::pair<int, int>> last(numValues, {-1, -1});
+  std::vector<std::vector<std::vector<int>>> free(lists.size());
+  for (size_t l = 0; l < lists.size(); ++l) {
+    free[l].resize(lists[l]->size());
+    for (size_t k = 0; k < lists[l]->size(); ++k) {
+      const PlannedOp &op = (*lists[l])[k];
+      for (int id : op.operands)
+        last[id] = {int(l), int(k)};
+      for (int id : op.results)
+        last[id] = {int(l), int(k)};
+    }
+  }
+  for (size_t id = 0; id < numValues; ++id)
+    if (last[id].first >= 0 && !keep[id])
+      free[last[id].first][last[id].second].push_back(int(id));
+  return free;
+}
+
+/// The liveness rules of MemoryPlanner.h for one stage.
+struct StageLiveness {
+  std::vector<char> keptForBackward; ///< read by the backward
+  std::vector<char> stashed;         ///< stage inputs read after the forward
+  std::vector<char> isOutput;
+  std::vector<std::vector<int>> forwardFree[2]; ///< [kept]
+  std::vector<std::vector<int>> recomputeFree;
+  std::vector<std::vector<int>> backwardFree[2]; ///< [kept]
+
+  explicit StageLiveness(const PlannedStage &stage) {
+    const size_t n = stage.values.size();
+    keptForBackward.assign(n, 0);
+    stashed.assign(n, 0);
+    isOutput.assign(n, 0);
+    std::vector<char> isInput(n, 0);
+    for (int id : stage.inputs)
+      isInput[id] = 1;
+    for (const PlannedOp &op : stage.backward)
+      for (int id : op.operands) {
+        keptForBackward[id] = 1;
+        stashed[id] |= isInput[id];
+      }
+    for (const PlannedOp &op : stage.recompute)
+      for (int id : op.operands)
+        stashed[id] |= isInput[id];
+    for (int id : stage.outputs)
+      isOutput[id] = 1;
+    for (int kept = 0; kept < 2; ++kept) {
+      std::vector<char> keep = kept ? keptForBackward : stashed;
+      for (int id : stage.outputs)
+        keep[id] = 1;
+      if (stage.loss >= 0)
+        keep[stage.loss] = 1; // read when the forward ends
+      forwardFree[kept] = lastUses({&stage.forward}, n, keep).front();
+    }
+    std::vector<char> keep(n, 0);
+    for (int id : stage.inputGrads)
+      keep[id] = 1;
+    backwardFree[1] = lastUses({&stage.backward}, n, keep).front();
+    auto both = lastUses({&stage.recompute, &stage.backward}, n, keep);
+    recomputeFree = std::move(both[0]);
+    backwardFree[0] = std::move(both[1]);
+  }
+
+  bool neededAfterForward(int id, bool kept) const {
+    return kept ? keptForBackward[id] : stashed[id];
+  }
+};
+
+const char *instrName(PlannedInstrKind kind) {
+  switch (kind) {
+  case PlannedInstrKind::LoadInput:
+    return "load_input";
+  case PlannedInstrKind::Forward:
+    return "forward";
+  case PlannedInstrKind::Backward:
+    return "backward";
+  case PlannedInstrKind::SendActivation:
+    return "send_activation";
+  case PlannedInstrKind::RecvActivation:
+    return "recv_activation";
+  case PlannedInstrKind::SendGradient:
+    return "send_gradient";
+  case PlannedInstrKind::RecvGradient:
+    return "recv_gradient";
+  case PlannedInstrKind::OptimizerStep:
+    return "optimizer_step";
+  }
+  return "?";
+}
+
+/// The replay: live buffers per (micro-batch, value), events in order.
+class Replay {
+public:
+  Replay(const DeviceProgram &program, DeviceMemoryPlan &plan)
+      : program(program), stage(program.stage), plan(plan), live(program.stage),
+        slots(program.microbatchRows.size(),
+              std::vector<int>(program.stage.values.size(), -1)) {}
+
+  std::string run() {
+    plan = DeviceMemoryPlan();
+    plan.residentBytes = stage.residentBytes;
+    current = plan.peakBytes = stage.residentBytes;
+    const size_t numMicrobatches = program.microbatchRows.size();
+    kept.assign(numMicrobatches, program.keep == KeepPolicy::All);
+    if (program.keep == KeepPolicy::Last)
+      for (auto it = program.instrs.rbegin(); it != program.instrs.rend(); ++it)
+        if (it->kind == PlannedInstrKind::Forward) {
+          kept.at(it->microbatch) = 1;
+          break;
+        }
+    activationSent.assign(numMicrobatches,
+                          std::vector<char>(stage.outputs.size(), 0));
+    gradientSent.assign(numMicrobatches,
+                        std::vector<char>(stage.inputGrads.size(), 0));
+    for (instr = 0; instr < program.instrs.size(); ++instr) {
+      std::string error = step(program.instrs[instr]);
+      if (!error.empty())
+        return "op #" + std::to_string(instr) + " (" +
+               instrName(program.instrs[instr].kind) + "): " + error;
+    }
+    for (auto &values : slots)
+      for (int &slot : values)
+        release(slot);
+    return {};
+  }
+
+private:
+  std::string step(const PlannedInstr &in) {
+    const unsigned m = in.microbatch;
+    if (in.kind != PlannedInstrKind::OptimizerStep && m >= slots.size())
+      return "micro-batch " + std::to_string(m) + " out of range";
+    where = std::string(instrName(in.kind)) + " of micro-batch " +
+            std::to_string(m);
+    switch (in.kind) {
+    case PlannedInstrKind::LoadInput:
+      for (size_t i = 0; i < stage.inputs.size(); ++i)
+        if (stage.inputChannels[i] == ~0u &&
+            stage.inputNames[i] == in.inputName)
+          define(m, stage.inputs[i]);
+      return {};
+    case PlannedInstrKind::RecvActivation:
+      for (size_t i = 0; i < stage.inputs.size(); ++i)
+        if (stage.inputChannels[i] == in.channel)
+          define(m, stage.inputs[i]);
+      return {};
+    case PlannedInstrKind::RecvGradient:
+      if (in.channel >= stage.outputGrads.size())
+        return "no output gradient channel " + std::to_string(in.channel);
+      define(m, stage.outputGrads[in.channel]);
+      return {};
+    case PlannedInstrKind::SendActivation:
+    case PlannedInstrKind::SendGradient:
+      return send(in);
+    case PlannedInstrKind::Forward: {
+      bool keep = kept[m];
+      std::string error =
+          runOps(m, stage.forward, live.forwardFree[keep], "forward");
+      if (!error.empty())
+        return error;
+      for (size_t id = 0; id < stage.values.size(); ++id)
+        if (!live.neededAfterForward(int(id), keep) && !live.isOutput[id])
+          release(slots[m][id]);
+      return {};
+    }
+    case PlannedInstrKind::Backward: {
+      bool keep = kept[m];
+      if (!keep) {
+        std::string error =
+            runOps(m, stage.recompute, live.recomputeFree, "recompute");
+        if (!error.empty())
+          return error;
+      }
+      std::string error =
+          runOps(m, stage.backward, live.backwardFree[keep], "backward");
+      if (!error.empty())
+        return error;
+      std::vector<char> isInputGrad(stage.values.size(), 0);
+      for (int id : stage.inputGrads)
+        isInputGrad[id] = 1;
+      for (size_t id = 0; id < stage.values.size(); ++id)
+        if (!isInputGrad[id])
+          release(slots[m][id]);
+      return {};
+    }
+    case PlannedInstrKind::OptimizerStep:
+      return {};
+    }
+    return {};
+  }
+
+  std::string runOps(unsigned m, const std::vector<PlannedOp> &ops,
+                     const std::vector<std::vector<int>> &freeAfter,
+                     const char *section) {
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const PlannedOp &op = ops[k];
+      for (int id : op.operands)
+        if (slots[m][id] < 0)
+          return std::string(section) + " op " + std::to_string(k) + " (" +
+                 op.name + ") reads value " + std::to_string(id) +
+                 ", which is not live";
+      where = std::string(section) + " op " + std::to_string(k) + " (" +
+              op.name + ") of micro-batch " + std::to_string(m);
+      for (int id : op.results)
+        define(m, id);
+      int64_t scratch = op.scratch.at(program.microbatchRows[m]);
+      if (scratch > 0) {
+        int buffer = allocate(scratch, -1, -1);
+        release(buffer);
+      }
+      for (int id : freeAfter[k])
+        release(slots[m][id]);
+    }
+    return {};
+  }
+
+  std::string send(const PlannedInstr &in) {
+    const unsigned m = in.microbatch;
+    bool activation = in.kind == PlannedInstrKind::SendActivation;
+    const std::vector<int> &ids = activation ? stage.outputs : stage.inputGrads;
+    std::vector<char> &sent = activation ? activationSent[m] : gradientSent[m];
+    if (in.channel >= ids.size())
+      return "no channel " + std::to_string(in.channel);
+    int id = ids[in.channel];
+    if (slots[m][id] < 0)
+      return "sends value " + std::to_string(id) + ", which is not live";
+    bool needed = activation && live.neededAfterForward(id, kept[m]);
+    for (size_t c = 0; c < ids.size() && !needed; ++c)
+      needed = c != in.channel && ids[c] == id && !sent[c];
+    sent[in.channel] = 1;
+    if (needed) {
+      int copy = allocate(plan.buffers[slots[m][id]].bytes, -1, id);
+      release(copy);
+    } else {
+      release(slots[m][id]);
+    }
+    return {};
+  }
+
+  /// Allocates value `id` of micro-batch m, replacing a live one.
+  void define(unsigned m, int id) {
+    release(slots[m][id]);
+    slots[m][id] =
+        allocate(stage.values[id].at(program.microbatchRows[m]), int(m), id);
+  }
+
+  int allocate(int64_t bytes, int microbatch, int value) {
+    PlannedBuffer buffer;
+    buffer.bytes = bytes;
+    buffer.start = now++;
+    buffer.end = -1;
+    buffer.microbatch = microbatch;
+    buffer.value = value;
+    plan.buffers.push_back(buffer);
+    current += bytes;
+    if (current > plan.peakBytes) {
+      plan.peakBytes = current;
+      plan.peakInstr = instr;
+      plan.peakWhere = where;
+    }
+    return int(plan.buffers.size()) - 1;
+  }
+
+  void release(int &buffer) {
+    if (buffer < 0)
+      return;
+    plan.buffers[buffer].end = now++;
+    current -= plan.buffers[buffer].bytes;
+    buffer = -1;
+  }
+
+  const DeviceProgram &program;
+  const PlannedStage &stage;
+  DeviceMemoryPlan &plan;
+  StageLiveness live;
+  std::vector<std::vector<int>> slots; ///< [mb][value] -> buffer or -1
+  std::vector<char> kept;
+  std::vector<std::vector<char>> activationSent, gradientSent;
+  int64_t now = 0;
+  int64_t current = 0;
+  size_t instr = 0;
+  std::string where;
+};
+
+} // namespace
+
+std::string gpipe::planDeviceMemory(const DeviceProgram &program,
+                                    DeviceMemoryPlan &plan) {
+  std::string error = Replay(program, plan).run();
+  if (!error.empty())
+    return error;
+  // Zero-byte values (parameter views) need no room.
+  plan.buffers.erase(std::remove_if(plan.buffers.begin(), plan.buffers.end(),
+                                    [](const PlannedBuffer &buffer) {
+                                      return buffer.bytes == 0;
+                                    }),
+                     plan.buffers.end());
+  plan.arenaBytes = plan.residentBytes + assignOffsets(plan.buffers);
+  return {};
+}
+
+int64_t gpipe::assignOffsets(std::vector<PlannedBuffer> &buffers) {
+  std::vector<size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (buffers[a].bytes != buffers[b].bytes)
+      return buffers[a].bytes > buffers[b].bytes;
+    return buffers[a].start < buffers[b].start;
+  });
+  std::vector<size_t> placed; // by offset
+  std::vector<size_t> overlapping;
+  int64_t arena = 0;
+  for (size_t index : order) {
+    PlannedBuffer &buffer = buffers[index];
+    overlapping.clear();
+    for (size_t other : placed)
+      if (buffers[other].start < buffer.end &&
+          buffer.start < buffers[other].end)
+        overlapping.push_back(other);
+    int64_t offset = 0;
+    for (size_t other : overlapping) {
+      if (offset + buffer.bytes <= buffers[other].offset)
+        break;
+      offset = std::max(offset, buffers[other].offset + buffers[other].bytes);
+    }
+    buffer.offset = offset;
+    arena = std::max(arena, offset + buffer.bytes);
+    auto at = std::upper_bound(placed.begin(), placed.end(), index,
+                               [&](size_t a, size_t b) {
+                                 return buffers[a].offset < buffers[b].offset;
+                               });
+    placed.insert(at, index);
+  }
+  return arena;
+}
