@@ -358,6 +358,22 @@ TEST(BundleReaderTest, RoundTripsValidBundle) {
   EXPECT_EQ(writeBundle(second.bundle), text);
 }
 
+// A memory plan survives writeBundle -> parseBundle.
+TEST(BundleReaderTest, RoundTripsMemoryPlan) {
+  BundleLoad first = parseBundle(kValidBundle, "m.bundle.json");
+  ASSERT_TRUE(first.ok()) << first.error;
+  EXPECT_TRUE(first.bundle.memoryPlan.devices.empty());
+  first.bundle.memoryPlan.optimizerSlots = 1;
+  first.bundle.memoryPlan.devices = {{100, 150, 160}, {200, 260, 300}};
+  BundleLoad second = parseBundle(writeBundle(first.bundle), "written.json");
+  ASSERT_TRUE(second.ok()) << second.error;
+  EXPECT_EQ(second.bundle.memoryPlan.optimizerSlots, 1u);
+  ASSERT_EQ(second.bundle.memoryPlan.devices.size(), 2u);
+  EXPECT_EQ(second.bundle.memoryPlan.devices[1].residentBytes, 200);
+  EXPECT_EQ(second.bundle.memoryPlan.devices[1].peakBytes, 260);
+  EXPECT_EQ(second.bundle.memoryPlan.devices[1].arenaBytes, 300);
+}
+
 // Every op kind, attribute, instruction kind, init, element type and remat
 // policy survives writeBundle -> parseBundle.
 TEST(BundleReaderTest, RoundTripsEveryKind) {
@@ -641,7 +657,7 @@ const ErrorCase kErrorCases[] = {
      "unsupported version 2 (this runtime reads version 1)"},
     {"UnknownTopLevelKey", [](Json &j) { j["schedule"] = "gpipe"; },
      "unknown key 'schedule'; expected one of format, version, model, batch, "
-     "microbatch_rows, remat, inputs, params, stages, programs"},
+     "microbatch_rows, remat, inputs, params, stages, programs, memory_plan"},
     // Top-level fields and counts.
     {"MissingBatch", [](Json &j) { j.erase("batch"); }, "missing key 'batch'"},
     {"ModelNotString", [](Json &j) { j["model"] = nullptr; },
@@ -895,6 +911,29 @@ const ErrorCase kErrorCases[] = {
      [](Json &j) { j["programs"][0][2]["channel"] = int64_t(1) << 40; },
      "programs[0][2]: 'channel' is too large: 1099511627776 (at most "
      "4294967295)"},
+    // The memory plan (optional).
+    {"MemoryPlanNotObject", [](Json &j) { j["memory_plan"] = 1; },
+     "memory_plan: expected an object, found 1"},
+    {"MemoryPlanDeviceCount",
+     [](Json &j) {
+       j["memory_plan"] = {{"optimizer_slots", 2}, {"devices", Json::array()}};
+     },
+     "memory_plan.devices: expected one entry per device (2 devices), found 0"},
+    {"MemoryPlanPeakBelowResident",
+     [](Json &j) {
+       Json device = {
+           {"resident_bytes", 8}, {"peak_bytes", 4}, {"arena_bytes", 8}};
+       j["memory_plan"] = {{"optimizer_slots", 2},
+                           {"devices", Json::array({device, device})}};
+     },
+     "memory_plan.devices[0]: expected 0 <= resident_bytes <= peak_bytes <= "
+     "arena_bytes, found 8, 4, 8"},
+    {"MemoryPlanUnknownKey",
+     [](Json &j) {
+       j["memory_plan"] = {{"slots", 2}};
+     },
+     "memory_plan: unknown key 'slots'; expected one of optimizer_slots, "
+     "devices"},
     {"LoadUnknownInput", [](Json &j) { j["programs"][1][1]["name"] = "label"; },
      "programs[1][1]: unknown model input 'label'; expected one of 'labels', "
      "'x'"},
