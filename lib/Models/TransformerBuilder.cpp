@@ -73,8 +73,8 @@ public:
   std::string write() {
     os << "gpipe.model @" << c.name << " batch " << c.batch << " {\n";
     for (const char *input : {"ids", "positions", "targets"})
-      os << "  %" << input << " = gpipe.input \"" << input << "\" : "
-         << tokens << "\n";
+      os << "  %" << input << " = gpipe.input \"" << input << "\" : " << tokens
+         << "\n";
     writeEmbed();
     for (int64_t b = 0; b < c.blocks; ++b) {
       writeAttention(b);
@@ -138,8 +138,8 @@ private:
     std::string prefix = "block" + std::to_string(block) + ".attn";
     std::string in = h(2 * block), qkv = mat(c.width, 3 * c.width),
                 out = mat(c.width, c.width);
-    os << "  " << h(2 * block + 1) << " = gpipe.layer \"" << prefix
-       << "\" -> " << hidden << " {\n";
+    os << "  " << h(2 * block + 1) << " = gpipe.layer \"" << prefix << "\" -> "
+       << hidden << " {\n";
     normParams(prefix);
     param("wqkv", prefix + ".qkv", "glorot_uniform", qkv);
     param("wo", prefix + ".out", "glorot_uniform", out);
@@ -153,12 +153,11 @@ private:
   void writeMlp(int64_t block) {
     std::string prefix = "block" + std::to_string(block) + ".mlp";
     std::string in = h(2 * block + 1), w1 = mat(c.width, c.ffWidth),
-                b1 = t(std::to_string(c.ffWidth)),
-                w2 = mat(c.ffWidth, c.width),
+                b1 = t(std::to_string(c.ffWidth)), w2 = mat(c.ffWidth, c.width),
                 wide = t(std::to_string(c.batch) + "x" + std::to_string(c.seq) +
                          "x" + std::to_string(c.ffWidth));
-    os << "  " << h(2 * block + 2) << " = gpipe.layer \"" << prefix
-       << "\" -> " << hidden << " {\n";
+    os << "  " << h(2 * block + 2) << " = gpipe.layer \"" << prefix << "\" -> "
+       << hidden << " {\n";
     normParams(prefix);
     param("w1", prefix + ".fc1.w", "glorot_uniform", w1);
     param("b1", prefix + ".fc1.b", "zeros", b1);
@@ -175,9 +174,9 @@ private:
 
   void writeHead() {
     std::string in = h(2 * c.blocks), w = mat(c.width, c.vocab),
-                logits = t(std::to_string(c.batch) + "x" +
-                           std::to_string(c.seq) + "x" +
-                           std::to_string(c.vocab));
+                logits =
+                    t(std::to_string(c.batch) + "x" + std::to_string(c.seq) +
+                      "x" + std::to_string(c.vocab));
     os << "  %logits = gpipe.layer \"head\" -> " << logits << " {\n";
     normParams("head");
     param("w", "head.w", "glorot_uniform", w);
@@ -187,8 +186,8 @@ private:
     os << "    gpipe.yield %1 : " << logits << "\n";
     os << "  }\n";
     os << "  %loss = gpipe.layer \"loss\" -> tensor<f32> {\n";
-    os << "    %0 = gpipe.softmax_cross_entropy %logits, %targets : ("
-       << logits << ", " << tokens << ") -> tensor<f32>\n";
+    os << "    %0 = gpipe.softmax_cross_entropy %logits, %targets : (" << logits
+       << ", " << tokens << ") -> tensor<f32>\n";
     os << "    gpipe.yield %0 : tensor<f32>\n";
     os << "  }\n";
   }

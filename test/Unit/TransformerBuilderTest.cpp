@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Models/TransformerBuilder.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
-#include "gpipe/Models/TransformerBuilder.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -108,7 +108,8 @@ ModelSummary summarize(ModuleOp module) {
             str(type));
         continue;
       }
-      std::string row = name + "/" + inner.getName().getStringRef().str() + " (";
+      std::string row =
+          name + "/" + inner.getName().getStringRef().str() + " (";
       for (Value operand : inner.getOperands())
         row += origin(operand, layer, position) + " " + str(operand.getType()) +
                ", ";
@@ -128,8 +129,8 @@ void expectSameRows(const std::vector<std::string> &got,
   EXPECT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
     if (got[i] != want[i]) {
-      ADD_FAILURE() << what << " #" << i << " differs:\n  generated: "
-                    << got[i] << "\n  expected:  " << want[i];
+      ADD_FAILURE() << what << " #" << i << " differs:\n  generated: " << got[i]
+                    << "\n  expected:  " << want[i];
       return;
     }
 }
@@ -167,8 +168,8 @@ protected:
 };
 
 TEST_F(TransformerBuilderTest, MatchesTheHandWrittenExample) {
-  std::string path = std::string(GPIPE_EXAMPLES_DIR) +
-                     "/transformer/transformer.mlir";
+  std::string path =
+      std::string(GPIPE_EXAMPLES_DIR) + "/transformer/transformer.mlir";
   auto file = llvm::MemoryBuffer::getFile(path);
   ASSERT_TRUE(bool(file)) << "cannot read " << path;
   OwningOpRef<ModuleOp> expected = parse((*file)->getBuffer());

@@ -1,4 +1,4 @@
-//===- TransformerBuilder.h - Decoder-only Transformers as gpipe text -*- C++ -*-===//
+//===- TransformerBuilder.h - Transformers as gpipe text --------*- C++ -*-===//
 //
 // Writes a decoder-only Transformer of any size as gpipe dialect text, with
 // the op structure and names of python-free-examples/transformer/
@@ -26,14 +26,14 @@ namespace gpipe {
 /// python-free-examples/transformer/transformer.mlir.
 struct TransformerConfig {
   std::string name = "transformer"; ///< the model's symbol name
-  int64_t blocks = 4;   ///< attention + MLP blocks (0 leaves embed and head)
-  int64_t width = 64;   ///< model width (embedding size)
-  int64_t heads = 4;    ///< attention heads; must divide width
+  int64_t blocks = 4;    ///< attention + MLP blocks (0 leaves embed and head)
+  int64_t width = 64;    ///< model width (embedding size)
+  int64_t heads = 4;     ///< attention heads; must divide width
   int64_t ffWidth = 256; ///< hidden width of each block's MLP
-  int64_t seq = 32;     ///< sequence length
-  int64_t batch = 32;   ///< mini-batch size N (sequences)
-  int64_t vocab = 96;   ///< vocabulary size
-  double dropout = 0.1; ///< rate of every dropout, in [0, 1)
+  int64_t seq = 32;      ///< sequence length
+  int64_t batch = 32;    ///< mini-batch size N (sequences)
+  int64_t vocab = 96;    ///< vocabulary size
+  double dropout = 0.1;  ///< rate of every dropout, in [0, 1)
 };
 
 /// Layers of the model: embed, two per block, head and loss.
