@@ -913,7 +913,7 @@ const ErrorCase kErrorCases[] = {
      "4294967295)"},
     // The memory plan (optional).
     {"MemoryPlanNotObject", [](Json &j) { j["memory_plan"] = 1; },
-     "memory_plan: expected an object, found 1"},
+     "memory_plan: expected an object, found a number"},
     {"MemoryPlanDeviceCount",
      [](Json &j) {
        j["memory_plan"] = {{"optimizer_slots", 2}, {"devices", Json::array()}};
