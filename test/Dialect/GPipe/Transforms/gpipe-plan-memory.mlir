@@ -1,0 +1,48 @@
+// gpipe-plan-memory replays each device's unrolled program with the runtime's
+// allocation rules and records the plan on each gpipe.program.
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=1 num-microbatches=2 remat=none" | FileCheck %s --check-prefix=NONE
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=1 num-microbatches=2 remat=full" | FileCheck %s --check-prefix=FULL
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=1 num-microbatches=2 remat=full optimizer-slots=0" | FileCheck %s --check-prefix=SGD
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 remat=full" | FileCheck %s --check-prefix=K2
+
+// Batch 6 in 2 micro-batches of 3 rows. Every value is 4 floats per row
+// (16 B/row, 48 B per micro-batch); the loss is one float. Resident: two 4x4
+// weights with gradients and two Adam slots, 2 x 64 B x 4 = 512 B.
+//
+// remat none keeps what the backward reads (x, y, h, o: 192 B per
+// micro-batch). The peak is at the first backward (micro-batch 1):
+// mb 0's 192 B + mb 1's 192 B + d(o) 48 B = 432 B, plus 512 resident = 944.
+// NONE: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 944 : i64, num_buffers = 16 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 944 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}}
+//
+// remat full stashes the stage inputs (x, y: 96 B per micro-batch). At the
+// first backward: mb 0's stash 96 + mb 1's stash 96 + recomputed h, o 96 +
+// d(o) 48 = 336 B, plus 512 = 848.
+// FULL: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 848 : i64, num_buffers = 22 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 848 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}}
+//
+// SGD keeps no optimizer slots: resident 2 x 64 B x 2 = 256 B.
+// SGD: gpipe.memory = {arena_bytes = 592 : i64, {{.*}} peak_bytes = 592 : i64, {{.*}} resident_bytes = 256 : i64}
+//
+// Two devices: device 0 holds fc1 (resident 256 B) and stashes x; its output
+// h leaves with its send.
+// K2: gpipe.program device 0 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64}}
+// K2: gpipe.program device 1 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64}}
+
+gpipe.model @two batch 6 {
+  %x = gpipe.input "x" : tensor<6x4xf32>
+  %y = gpipe.input "y" : tensor<6x4xf32>
+  %h = gpipe.layer "fc1" -> tensor<6x4xf32> {
+    %w = gpipe.param "fc1.w" glorot_uniform : tensor<4x4xf32>
+    %0 = gpipe.dense %x, %w : (tensor<6x4xf32>, tensor<4x4xf32>) -> tensor<6x4xf32>
+    gpipe.yield %0 : tensor<6x4xf32>
+  }
+  %o = gpipe.layer "fc2" -> tensor<6x4xf32> {
+    %w = gpipe.param "fc2.w" glorot_uniform : tensor<4x4xf32>
+    %0 = gpipe.dense %h, %w : (tensor<6x4xf32>, tensor<4x4xf32>) -> tensor<6x4xf32>
+    gpipe.yield %0 : tensor<6x4xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %o, %y : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
