@@ -322,15 +322,14 @@ static gpipe::TransformerConfig modelConfig(int64_t blocks, int64_t batch) {
   return config;
 }
 
-static std::string describeModel(int64_t batch, int64_t microbatches) {
+/// The fixed model and compile options; `batch` is "32 in 8 micro-batches"
+/// or "16, 32".
+static std::string describeModel(const std::string &batch) {
   return llvm::formatv(
       "width {0}, {1} heads, MLP {2}, sequence {3}, vocabulary {4}, dropout "
-      "{5}, batch {6}{7}; {8} optimizer slots, objective {9}",
+      "{5}, batch {6}; {7} optimizer slots, objective {8}",
       int64_t(width), int64_t(heads), int64_t(ffWidth), int64_t(seq),
-      int64_t(vocab), double(dropout), batch,
-      microbatches ? " in " + std::to_string(microbatches) + " micro-batches"
-                   : std::string(),
-      unsigned(optimizerSlots),
+      int64_t(vocab), double(dropout), batch, unsigned(optimizerSlots),
       objective == gpipe::PartitionObjective::Variance ? "variance"
                                                        : "bottleneck");
 }
@@ -501,7 +500,10 @@ static int runTable() {
   llvm::raw_ostream &os = llvm::outs();
   os << "# The largest Transformer that fits " << formatSize(*budget)
      << " per device\n\n";
-  os << "model: " << describeModel(tableBatch, tableMicrobatches) << "\n\n";
+  os << "model: "
+     << describeModel(std::to_string(tableBatch) + " in " +
+                      std::to_string(tableMicrobatches) + " micro-batches")
+     << "\n\n";
   auto policyName = [&](size_t p) {
     return gpipe::stringifyRematPolicy(policies[p]).str();
   };
@@ -667,8 +669,10 @@ static int runSweep() {
   llvm::raw_ostream &os = llvm::outs();
   os << "# Activation memory against micro-batches: " << k << " devices, remat "
      << gpipe::stringifyRematPolicy(*remat) << "\n\n";
-  os << "model: " << describeModel(batches.front(), 0)
-     << (batches.size() > 1 ? " (and the other batches below)" : "") << "\n\n";
+  std::string batchList;
+  for (int64_t n : batches)
+    batchList += (batchList.empty() ? "" : ", ") + std::to_string(n);
+  os << "model: " << describeModel(batchList) << "\n\n";
   os << "| N | L | M | device | peak | resident | activation |"
      << (solvable ? " fit | residual |" : "") << "\n";
   os << "|--:|--:|--:|--:|--:|--:|--:|" << (solvable ? "--:|--:|" : "") << "\n";
