@@ -34,6 +34,9 @@ struct StageSummary {
   std::optional<int64_t> memoryBytes;
   uint64_t activationBytesSent = 0; ///< forward, per mini-batch
   uint64_t gradientBytesSent = 0;   ///< backward, per mini-batch
+  /// gpipe-plan-memory's plan of the stage's device, when it ran.
+  std::optional<int64_t> residentBytes, peakBytes, arenaBytes;
+  std::string peakAt;
 };
 
 struct ModelSummary {
@@ -118,6 +121,21 @@ static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module) {
       return schedule.emitOpError()
              << "cannot run to completion; run gpipe-verify-schedule";
     summary.predictedBubble = replay->bubbleFraction;
+    for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>()) {
+      auto plan = program->getAttrOfType<DictionaryAttr>("gpipe.memory");
+      if (!plan || program.getDevice() >= summary.stages.size())
+        continue;
+      StageSummary &stage = summary.stages[program.getDevice()];
+      auto get = [&](StringRef key) -> std::optional<int64_t> {
+        auto value = plan.getAs<IntegerAttr>(key);
+        return value ? std::optional<int64_t>(value.getInt()) : std::nullopt;
+      };
+      stage.residentBytes = get("resident_bytes");
+      stage.peakBytes = get("peak_bytes");
+      stage.arenaBytes = get("arena_bytes");
+      if (auto at = plan.getAs<StringAttr>("peak_at"))
+        stage.peakAt = at.str();
+    }
   }
   return summary;
 }
@@ -161,6 +179,21 @@ static void printText(const ModelSummary &summary, llvm::raw_ostream &os) {
                         "(K-1)/(M+K-1), {1:f3} predicted from the stage "
                         "costs\n",
                         *summary.balancedBubble, *summary.predictedBubble);
+  bool planned = llvm::any_of(summary.stages, [](const StageSummary &stage) {
+    return stage.peakBytes.has_value();
+  });
+  if (!planned)
+    return;
+  os << "memory plan (per device, before anything runs):\n";
+  os << llvm::formatv("{0,-7} {1,11} {2,11} {3,11}  {4}\n", "device",
+                      "resident", "peak", "arena", "peak at");
+  for (auto [index, stage] : llvm::enumerate(summary.stages))
+    if (stage.peakBytes)
+      os << llvm::formatv("{0,-7} {1,11} {2,11} {3,11}  {4}\n", index,
+                          formatBytes(stage.residentBytes.value_or(0)),
+                          formatBytes(*stage.peakBytes),
+                          formatBytes(stage.arenaBytes.value_or(0)),
+                          stage.peakAt);
 }
 
 static llvm::json::Value toJson(const ModelSummary &summary) {
@@ -180,6 +213,12 @@ static llvm::json::Value toJson(const ModelSummary &summary) {
     };
     if (stage.memoryBytes)
       object["memory_bytes"] = *stage.memoryBytes;
+    if (stage.peakBytes)
+      object["memory_plan"] = llvm::json::Object{
+          {"resident_bytes", stage.residentBytes.value_or(0)},
+          {"peak_bytes", *stage.peakBytes},
+          {"arena_bytes", stage.arenaBytes.value_or(0)},
+          {"peak_at", stage.peakAt}};
     stages.push_back(std::move(object));
   }
   llvm::json::Object object{

@@ -4,6 +4,8 @@
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=1 num-microbatches=2 remat=full" | FileCheck %s --check-prefix=FULL
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=1 num-microbatches=2 remat=full optimizer-slots=0" | FileCheck %s --check-prefix=SGD
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 remat=full" | FileCheck %s --check-prefix=K2
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=1 num-microbatches=2 remat=none" -gpipe-report -o /dev/null | FileCheck %s --check-prefix=REPORT
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=1 num-microbatches=2 remat=none" -gpipe-report=format=json -o /dev/null | FileCheck %s --check-prefix=JSON
 
 // Batch 6 in 2 micro-batches of 3 rows. Every value is 4 floats per row
 // (16 B/row, 48 B per micro-batch); the loss is one float. Resident: two 4x4
@@ -26,6 +28,16 @@
 // h leaves with its send.
 // K2: gpipe.program device 0 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64}}
 // K2: gpipe.program device 1 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64}}
+//
+// gpipe-report prints the plan.
+// REPORT: memory plan (per device, before anything runs):
+// REPORT-NEXT: device resident peak arena peak at
+// REPORT-NEXT: 0 512 B 944 B 944 B backward op 0 (mse_loss_grad) of micro-batch 1
+// JSON: "memory_plan": {
+// JSON-NEXT: "arena_bytes": 944,
+// JSON-NEXT: "peak_at": "backward op 0 (mse_loss_grad) of micro-batch 1",
+// JSON-NEXT: "peak_bytes": 944,
+// JSON-NEXT: "resident_bytes": 512
 
 gpipe.model @two batch 6 {
   %x = gpipe.input "x" : tensor<6x4xf32>
