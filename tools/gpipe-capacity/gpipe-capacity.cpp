@@ -404,12 +404,6 @@ static std::optional<Capacity> findCapacity(Compiler &compiler,
   };
   Capacity capacity;
   int64_t lo = minBlocksFor(request.stages);
-  if (lo > maxBlocks) {
-    error = std::to_string(request.stages) + " devices need at least " +
-            std::to_string(lo) + " blocks, more than --max-blocks " +
-            std::to_string(int64_t(maxBlocks));
-    return std::nullopt;
-  }
   std::optional<int64_t> arena = arenaOf(lo);
   if (!arena)
     return std::nullopt;
@@ -459,9 +453,15 @@ static int runTable() {
   std::vector<int64_t> stages(tableStages.begin(), tableStages.end());
   if (stages.empty())
     stages = {1, 2, 4, 8};
-  for (int64_t k : stages)
+  for (int64_t k : stages) {
     if (auto error = validateStages(k))
       return fail(*error);
+    if (minBlocksFor(k) > maxBlocks)
+      return fail(llvm::formatv("{0} stages need at least {1} blocks, more "
+                                "than --max-blocks {2}",
+                                k, minBlocksFor(k), int64_t(maxBlocks))
+                      .str());
+  }
   std::vector<RematPolicy> policies;
   std::vector<std::string> rematNames(tableRemat.begin(), tableRemat.end());
   if (rematNames.empty())
