@@ -35,6 +35,7 @@
 #include "gpipe/runtime/Executor.h"
 
 #include "AllClose.h"
+#include "CompiledSupport.h"
 #include "ReferenceOps.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -60,38 +61,13 @@ namespace {
 constexpr double kRtol = 1e-5;
 constexpr double kAtol = 4e-5;
 
-//===----------------------------------------------------------------------===//
-// Compiling in process
-//===----------------------------------------------------------------------===//
-
-struct Compiled {
-  rt::Bundle bundle;
-  std::string error; ///< empty on success
-};
-
-/// Parses `text`, runs gpipe-compile with (K, M, remat), translates the
-/// result to a bundle and reads it back with the runtime's reader.
-Compiled compile(const std::string &text, unsigned k, unsigned m,
-                 gpipe::RematPolicy remat) {
-  Compiled out;
-  gpipe::CompilePipelineOptions options;
-  options.numStages = k;
-  options.numMicrobatches = m;
-  options.remat = remat;
-  std::string json, diagnostics;
-  if (mlir::failed(
-          gpipe::compileSourceToBundle(text, options, json, diagnostics))) {
-    out.error = "compilation failed: " + diagnostics;
-    return out;
-  }
-  rt::BundleLoad load = rt::parseBundle(json, "compiled");
-  if (!load.ok()) {
-    out.error = load.error;
-    return out;
-  }
-  out.bundle = std::move(load.bundle);
-  return out;
-}
+using gpipe::testing::compile;
+using gpipe::testing::Compiled;
+using gpipe::testing::currentParams;
+using gpipe::testing::makeExecutor;
+using gpipe::testing::Params;
+using gpipe::testing::Reference;
+using gpipe::testing::toVec;
 
 //===----------------------------------------------------------------------===//
 // The models, as gpipe dialect text
@@ -347,23 +323,6 @@ rt::Batch transformerBatch(int64_t rows, uint64_t seed) {
 // The independent reference: whole batch, one device, double precision
 //===----------------------------------------------------------------------===//
 
-using Params = std::map<std::string, Vec>;
-
-struct Reference {
-  double loss = 0.0;
-  std::map<std::string, Vec> grads;
-};
-
-Vec toVec(const std::vector<float> &v) { return Vec(v.begin(), v.end()); }
-
-/// The executor's current parameters (before a step: the initial values).
-Params currentParams(const rt::PipelineExecutor &executor) {
-  Params params;
-  for (const rt::ParamSpec &spec : executor.bundle().params)
-    params[spec.name] = toVec(*executor.parameter(spec.name));
-  return params;
-}
-
 Reference mlpReference(const Params &p, const rt::Batch &batch) {
   const int64_t n = batch.at("x").shape[0];
   Vec x = toVec(batch.at("x").f32);
@@ -513,14 +472,6 @@ Reference transformerReference(const Params &p, const rt::Batch &batch,
 //===----------------------------------------------------------------------===//
 
 using gpipe::testing::allClose;
-
-std::unique_ptr<rt::PipelineExecutor>
-makeExecutor(rt::Bundle bundle, const rt::ExecutorConfig &config) {
-  std::string error;
-  auto executor = rt::PipelineExecutor::create(std::move(bundle), config, error);
-  EXPECT_TRUE(executor) << error;
-  return executor;
-}
 
 /// One compiled step checked against `reference` at the executor's initial
 /// parameters: the loss and every parameter's gradient.

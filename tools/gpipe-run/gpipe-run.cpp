@@ -3,9 +3,16 @@
 //   gpipe-run MODEL.mlir --stages K --microbatches M [--epochs N] ...
 //
 // Compiles the model (gpipe-compile), writes it as a program bundle, loads the
-// bundle into the runtime with K CPU devices and trains it on the real
-// Fashion-MNIST, reporting per epoch the training loss, the test accuracy,
-// samples/s, the measured bubble fraction and each device's peak memory.
+// bundle into the runtime with K CPU devices and trains it on a real data set
+// chosen by the model's inputs (or --dataset):
+// - an image input of 784 values per example and a label input: Fashion-MNIST,
+//   reporting per epoch the training loss, the test accuracy, samples/s, the
+//   measured bubble fraction and each device's peak memory;
+// - i32 inputs "ids", "positions" and "targets" of shape [batch, seq]: a
+//   character language model on a text corpus (the Debian fortunes by
+//   default), trained by steps and reporting every --eval-every steps the
+//   training loss, the validation loss in nats and bits per character and
+//   the corpus's unigram entropy, the loss of the best context-free model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +23,7 @@
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/Dataset.h"
 #include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/TextCorpus.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -48,7 +56,8 @@ static cl::opt<unsigned> epochs("epochs", cl::init(10),
                                 cl::desc("passes over the training set"));
 static cl::opt<unsigned> maxSteps(
     "max-steps", cl::init(0),
-    cl::desc("stop each epoch after this many steps (0: the whole set)"));
+    cl::desc("Fashion-MNIST: stop each epoch after this many steps (0: the "
+             "whole set); text: the number of training steps (0: 1000)"));
 static cl::opt<std::string>
     optimizerName("optimizer", cl::init("adam"),
                   cl::desc("sgd, momentum, rmsprop or adam"));
@@ -80,9 +89,30 @@ static cl::opt<std::string> memoryCap("memory-cap", cl::init(""),
                                       cl::desc("per-device memory cap"));
 static cl::opt<uint64_t> seed("seed", cl::init(1),
                               cl::desc("parameter and shuffling seed"));
+enum class DatasetKind { Auto, FashionMnist, Text };
+static cl::opt<DatasetKind> datasetKind(
+    "dataset", cl::desc("what to train on"), cl::init(DatasetKind::Auto),
+    cl::values(clEnumValN(DatasetKind::Auto, "auto",
+                          "text when the model has i32 inputs ids, positions "
+                          "and targets, else fashion-mnist"),
+               clEnumValN(DatasetKind::FashionMnist, "fashion-mnist",
+                          "image classification (--data)"),
+               clEnumValN(DatasetKind::Text, "text",
+                          "character language model (--corpus)")));
 static cl::opt<std::string>
     dataDir("data", cl::init("/usr/share/datasets/fashion-mnist"),
             cl::desc("directory of the Fashion-MNIST IDX files"));
+static cl::opt<std::string> corpusPath(
+    "corpus", cl::init("/usr/share/games/fortunes"),
+    cl::desc("text corpus: a directory of fortune files or one file"));
+static cl::opt<unsigned>
+    evalEvery("eval-every", cl::init(100),
+              cl::desc("text: evaluate the validation loss every this many "
+                       "steps (and before the first and after the last)"));
+static cl::opt<unsigned> evalBatches(
+    "eval-batches", cl::init(8),
+    cl::desc("text: validation batches per evaluation, their windows spread "
+             "evenly over the validation text (0: every window)"));
 static cl::opt<std::string> tracePath(
     "trace", cl::init(""),
     cl::desc("write the last step's timeline (Chrome trace JSON) here"));
@@ -109,6 +139,18 @@ static std::string formatBytes(int64_t bytes) {
   return llvm::formatv("{0:f1} {1}", value, units[unit]).str();
 }
 
+/// "ids [32x32] i32, ..." for error messages.
+static std::string describeInputs(const rt::Bundle &bundle) {
+  std::string found;
+  for (const rt::ModelInputSpec &input : bundle.inputs) {
+    found += (found.empty() ? "" : ", ") + input.name + " [";
+    for (size_t i = 0; i < input.shape.size(); ++i)
+      found += (i ? "x" : "") + std::to_string(input.shape[i]);
+    found += input.type == rt::ElementType::F32 ? "] f32" : "] i32";
+  }
+  return found;
+}
+
 /// Which model inputs take the images and the labels.
 struct DataBinding {
   std::string images, labels;
@@ -127,19 +169,12 @@ static std::string bindInputs(const rt::Bundle &bundle, int64_t pixels,
   }
   if (binding.images.empty() || binding.labels.empty() ||
       bundle.inputs.size() != 2) {
-    std::string found;
-    for (const rt::ModelInputSpec &input : bundle.inputs) {
-      found += (found.empty() ? "" : ", ") + input.name + " [";
-      for (size_t i = 0; i < input.shape.size(); ++i)
-        found += (i ? "x" : "") + std::to_string(input.shape[i]);
-      found += input.type == rt::ElementType::F32 ? "] f32" : "] i32";
-    }
     return "the model's inputs do not match Fashion-MNIST: expected an f32 "
            "input of " +
            std::to_string(pixels) +
            " values per example and an i32 label input of shape [batch], "
            "found " +
-           found;
+           describeInputs(bundle);
   }
   return {};
 }
@@ -196,18 +231,347 @@ static FailureOr<double> testAccuracy(rt::PipelineExecutor &executor,
   return double(correct) / double(test.count);
 }
 
+/// The learning rate of step `step` (0-based) of `total` under --lr-schedule.
+static float scheduledLearningRate(int64_t step, int64_t total) {
+  if (lrSchedule != Schedule::Cosine)
+    return learningRate;
+  double progress = double(step) / double(total);
+  return float(0.5 * learningRate * (1.0 + std::cos(M_PI * progress)));
+}
+
+static std::string formatPeakMemory(const std::vector<int64_t> &peak) {
+  std::string memory;
+  for (size_t d = 0; d < peak.size(); ++d)
+    memory += (d ? ", " : "") + formatBytes(peak[d]);
+  return memory;
+}
+
+static std::unique_ptr<rt::PipelineExecutor>
+createExecutor(const rt::Bundle &bundle, std::string &error) {
+  rt::ExecutorConfig config;
+  config.optimizer.learningRate = learningRate;
+  rt::parseOptimizerKind(optimizerName, config.optimizer.kind);
+  config.seed = seed;
+  config.recvTimeout = std::chrono::milliseconds(timeoutMs);
+  return rt::PipelineExecutor::create(bundle, config, error);
+}
+
+/// "K stages, M micro-batches of R rows (remat X)" for the header line.
+static std::string describePipeline(const rt::PipelineExecutor &executor) {
+  const rt::Bundle &bundle = executor.bundle();
+  // Uneven splits differ by one row: the first micro-batches take the extra.
+  int64_t mostRows = bundle.microbatchRows.front();
+  int64_t fewestRows = bundle.microbatchRows.back();
+  std::string rows = std::to_string(mostRows);
+  if (fewestRows != mostRows)
+    rows += "-" + std::to_string(fewestRows);
+  return llvm::formatv("{0} stages, {1} micro-batches of {2} rows (remat {3})",
+                       executor.numDevices(), bundle.microbatchRows.size(),
+                       rows, gpipe::stringifyRematPolicy(remat))
+      .str();
+}
+
+static double idealBubble(const rt::PipelineExecutor &executor) {
+  double k = executor.numDevices();
+  double m = executor.bundle().microbatchRows.size();
+  return (k - 1) / (m + k - 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Fashion-MNIST
+//===----------------------------------------------------------------------===//
+
+static int trainFashionMnist(const rt::Bundle &loaded) {
+  rt::DatasetLoad train = rt::loadFashionMnist(dataDir, /*train=*/true);
+  if (!train.ok())
+    return fail(train.error);
+  rt::DatasetLoad test = rt::loadFashionMnist(dataDir, /*train=*/false);
+  if (!test.ok())
+    return fail(test.error);
+  DataBinding binding;
+  std::string error =
+      bindInputs(loaded, train.data.height * train.data.width, binding);
+  if (!error.empty())
+    return fail(error);
+
+  std::unique_ptr<rt::PipelineExecutor> executor =
+      createExecutor(loaded, error);
+  if (!executor)
+    return fail(error);
+  const rt::Bundle &bundle = executor->bundle();
+  int64_t batch = bundle.batch;
+  int64_t stepsPerEpoch = train.data.count / batch;
+  if (maxSteps > 0)
+    stepsPerEpoch = std::min<int64_t>(stepsPerEpoch, maxSteps);
+  unsigned k = executor->numDevices();
+  llvm::outs() << llvm::formatv(
+      "gpipe-run: {0}: {1}, {2} steps of {3} examples per epoch; ideal bubble "
+      "(K-1)/(M+K-1) = {4:f3}\n",
+      modelPath, describePipeline(*executor), stepsPerEpoch, batch,
+      idealBubble(*executor));
+  llvm::outs().flush();
+
+  std::mt19937_64 shuffler(seed);
+  std::vector<int64_t> order(train.data.count);
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<int64_t> peak(k, 0);
+  for (unsigned epoch = 1; epoch <= epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), shuffler);
+    double lossSum = 0, bubbleSum = 0;
+    auto start = std::chrono::steady_clock::now();
+    auto lastProgress = start;
+    for (int64_t step = 0; step < stepsPerEpoch; ++step) {
+      if (lrSchedule == Schedule::Cosine)
+        executor->setLearningRate(scheduledLearningRate(
+            (epoch - 1) * stepsPerEpoch + step, epochs * stepsPerEpoch));
+      rt::StepResult result = executor->trainStep(
+          makeBatch(train.data, order, step * batch, batch, bundle, binding));
+      if (!result.ok())
+        return fail(result.error);
+      lossSum += result.loss;
+      bubbleSum += executor->timeline().bubbleFraction();
+      for (unsigned d = 0; d < k; ++d)
+        peak[d] = std::max(peak[d], executor->peakMemoryBytes()[d]);
+      auto now = std::chrono::steady_clock::now();
+      if (now - lastProgress > std::chrono::seconds(2)) {
+        lastProgress = now;
+        llvm::errs() << llvm::formatv(
+            "\r  epoch {0}/{1}: step {2}/{3}, loss {4:f4}   ", epoch, epochs,
+            step + 1, stepsPerEpoch, lossSum / (step + 1));
+      }
+    }
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    FailureOr<double> accuracy =
+        testAccuracy(*executor, test.data, binding, error);
+    if (failed(accuracy))
+      return fail(error);
+    llvm::errs() << "\r";
+    llvm::outs() << llvm::formatv(
+        "epoch {0}/{1}: train loss {2:f4}, test accuracy {3:f2}%, {4:f0} "
+        "samples/s, bubble {5:f3}, peak memory per device [{6}]\n",
+        epoch, epochs, lossSum / stepsPerEpoch, 100.0 * *accuracy,
+        stepsPerEpoch * batch / seconds, bubbleSum / stepsPerEpoch,
+        formatPeakMemory(peak));
+    llvm::outs().flush();
+  }
+  if (!tracePath.empty()) {
+    std::string traceError = executor->timeline().writeChromeTrace(tracePath);
+    if (!traceError.empty())
+      return fail(traceError);
+    llvm::outs() << "timeline of the last step: " << tracePath << "\n";
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Character language model
+//===----------------------------------------------------------------------===//
+
+/// The window length of a character language model: its inputs are i32
+/// "ids", "positions" and "targets" of one shape [batch, seq]. Returns an
+/// error message when the inputs differ.
+static std::string bindTextInputs(const rt::Bundle &bundle, int64_t &seq) {
+  const char *names[] = {"ids", "positions", "targets"};
+  std::vector<int64_t> shape;
+  bool match = bundle.inputs.size() == 3;
+  for (const char *name : names) {
+    auto it = std::find_if(
+        bundle.inputs.begin(), bundle.inputs.end(),
+        [&](const rt::ModelInputSpec &input) { return input.name == name; });
+    if (it == bundle.inputs.end() || it->type != rt::ElementType::I32 ||
+        it->shape.size() != 2 || (!shape.empty() && it->shape != shape)) {
+      match = false;
+      break;
+    }
+    shape = it->shape;
+  }
+  if (match) {
+    seq = shape[1];
+    return {};
+  }
+  return "the model's inputs do not match a character language model: "
+         "expected i32 inputs ids, positions and targets of one shape "
+         "[batch, seq], found " +
+         describeInputs(bundle);
+}
+
+static rt::Batch textBatch(rt::TextWindows windows) {
+  std::vector<int64_t> shape = {windows.rows, windows.seq};
+  rt::Batch batch;
+  batch["ids"] = rt::HostTensor::ints(shape, std::move(windows.ids));
+  batch["positions"] =
+      rt::HostTensor::ints(shape, std::move(windows.positions));
+  batch["targets"] = rt::HostTensor::ints(shape, std::move(windows.targets));
+  return batch;
+}
+
+/// The mean next-character loss (nats) over the validation windows
+/// `windows`, in batches of at most bundle().batch windows.
+static FailureOr<double>
+validationLoss(rt::PipelineExecutor &executor,
+               const std::vector<int32_t> &validation, int64_t seq,
+               const std::vector<int64_t> &windows, std::string &error) {
+  int64_t batch = executor.bundle().batch;
+  double sum = 0;
+  for (size_t first = 0; first < windows.size(); first += batch) {
+    size_t last = std::min(windows.size(), first + batch);
+    std::vector<int64_t> part(windows.begin() + first, windows.begin() + last);
+    int64_t rows = int64_t(part.size());
+    rt::EvalResult result = executor.evaluate(
+        textBatch(rt::sequentialWindows(validation, seq, part)), rows);
+    if (!result.ok()) {
+      error = result.error;
+      return failure();
+    }
+    sum += result.loss * double(rows);
+  }
+  return sum / double(windows.size());
+}
+
+static int trainText(const rt::Bundle &loaded) {
+  int64_t seq = 0;
+  std::string error = bindTextInputs(loaded, seq);
+  if (!error.empty())
+    return fail(error);
+  rt::TextCorpusLoad load = rt::loadTextCorpus(corpusPath);
+  if (!load.ok())
+    return fail(load.error);
+  const rt::TextCorpus &corpus = load.corpus;
+  error = rt::checkTextFitsWindow(corpus.validation, seq,
+                                  "the validation text of '" + corpusPath +
+                                      "'");
+  if (!error.empty())
+    return fail(error);
+  std::unique_ptr<rt::TextSampler> sampler =
+      rt::TextSampler::create(corpus.train, seq, seed, error);
+  if (!sampler)
+    return fail(error);
+
+  std::unique_ptr<rt::PipelineExecutor> executor =
+      createExecutor(loaded, error);
+  if (!executor)
+    return fail(error);
+  const rt::Bundle &bundle = executor->bundle();
+  const int64_t batch = bundle.batch;
+  const int64_t steps = maxSteps > 0 ? int64_t(maxSteps) : 1000;
+  const double entropy = rt::unigramEntropyNats(corpus.train);
+  std::vector<int64_t> windows = rt::evenlySpacedWindows(
+      rt::sequentialWindowCount(corpus.validation, seq),
+      int64_t(evalBatches) * batch);
+  llvm::outs() << llvm::formatv(
+      "gpipe-run: {0}: {1}, {2} steps of {3} windows of {4} characters; "
+      "ideal bubble (K-1)/(M+K-1) = {5:f3}\n",
+      modelPath, describePipeline(*executor), steps, batch, seq,
+      idealBubble(*executor));
+  llvm::outs() << llvm::formatv(
+      "corpus {0}: {1} files, {2} documents for training ({3} characters) "
+      "and {4} for validation ({5} characters), {6} bytes outside the "
+      "vocabulary dropped\n",
+      corpusPath, corpus.files.size(), corpus.trainDocuments,
+      corpus.train.size(), corpus.validationDocuments,
+      corpus.validation.size(), corpus.droppedBytes);
+  llvm::outs() << llvm::formatv(
+      "unigram entropy of the training text: {0:f4} nats/char ({1:f4} "
+      "bits/char); validation loss over {2} windows ({3} characters)\n",
+      entropy, entropy / M_LN2, windows.size(),
+      int64_t(windows.size()) * seq);
+  llvm::outs().flush();
+
+  const auto start = std::chrono::steady_clock::now();
+  double trainSeconds = 0, lossSum = 0, bubbleSum = 0, lastVal = 0;
+  int64_t lossSteps = 0;
+  std::vector<int64_t> peak(executor->numDevices(), 0);
+  auto report = [&](int64_t step) -> LogicalResult {
+    FailureOr<double> val =
+        validationLoss(*executor, corpus.validation, seq, windows, error);
+    if (failed(val))
+      return failure();
+    lastVal = *val;
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    llvm::errs() << "\r";
+    std::string train = lossSteps ? llvm::formatv("{0:f4}", lossSum / lossSteps)
+                                        .str()
+                                  : std::string("-");
+    llvm::outs() << llvm::formatv(
+        "step {0}/{1}: train loss {2}, val loss {3:f4} nats/char ({4:f4} "
+        "bits/char, {5:f3} x unigram entropy), {6:f0} chars/s, bubble "
+        "{7:f3}, {8:f1} s\n",
+        step, steps, train, *val, *val / M_LN2, *val / entropy,
+        trainSeconds > 0 ? double(step * batch * seq) / trainSeconds : 0.0,
+        lossSteps ? bubbleSum / lossSteps : 0.0, elapsed);
+    llvm::outs().flush();
+    lossSum = bubbleSum = 0;
+    lossSteps = 0;
+    return success();
+  };
+
+  if (evalEvery > 0 && failed(report(0)))
+    return fail(error);
+  auto lastProgress = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < steps; ++step) {
+    if (lrSchedule == Schedule::Cosine)
+      executor->setLearningRate(scheduledLearningRate(step, steps));
+    rt::Batch data = textBatch(sampler->next(batch));
+    auto stepStart = std::chrono::steady_clock::now();
+    rt::StepResult result = executor->trainStep(data);
+    if (!result.ok())
+      return fail(result.error);
+    auto now = std::chrono::steady_clock::now();
+    trainSeconds += std::chrono::duration<double>(now - stepStart).count();
+    lossSum += result.loss;
+    bubbleSum += executor->timeline().bubbleFraction();
+    ++lossSteps;
+    for (size_t d = 0; d < peak.size(); ++d)
+      peak[d] = std::max(peak[d], executor->peakMemoryBytes()[d]);
+    bool last = step + 1 == steps;
+    if ((evalEvery > 0 && (step + 1) % evalEvery == 0) ||
+        (last && lossSteps > 0)) {
+      if (failed(report(step + 1)))
+        return fail(error);
+    } else if (now - lastProgress > std::chrono::seconds(2)) {
+      lastProgress = now;
+      llvm::errs() << llvm::formatv("\r  step {0}/{1}, loss {2:f4}   ",
+                                    step + 1, steps, lossSum / lossSteps);
+    }
+  }
+  double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  llvm::outs() << llvm::formatv(
+      "after {0} steps ({1} characters) in {2:f1} s: validation loss {3:f4} "
+      "nats/char ({4:f4} bits/char) vs unigram entropy {5:f4} nats/char "
+      "({6:f4} bits/char); peak memory per device [{7}]\n",
+      steps, steps * batch * seq, elapsed, lastVal, lastVal / M_LN2, entropy,
+      entropy / M_LN2, formatPeakMemory(peak));
+  if (!tracePath.empty()) {
+    std::string traceError = executor->timeline().writeChromeTrace(tracePath);
+    if (!traceError.empty())
+      return fail(traceError);
+    llvm::outs() << "timeline of the last step: " << tracePath << "\n";
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "gpipe-run: compile a model into a GPipe pipeline and train it on "
-      "Fashion-MNIST with CPU devices\n");
+      "gpipe-run: compile a model into a GPipe pipeline and train it with CPU "
+      "devices on Fashion-MNIST or, as a character language model, on a text "
+      "corpus\n");
 
-  rt::OptimizerConfig optimizer;
-  if (!rt::parseOptimizerKind(optimizerName, optimizer.kind))
+  rt::OptimizerKind optimizerKind;
+  if (!rt::parseOptimizerKind(optimizerName, optimizerKind))
     return fail("unknown optimizer '" + optimizerName +
                 "': expected sgd, momentum, rmsprop or adam");
-  optimizer.learningRate = learningRate;
 
   // Compile.
   DialectRegistry registry;
@@ -246,103 +610,12 @@ int main(int argc, char **argv) {
   if (!load.ok())
     return fail(load.error);
 
-  // Data.
-  rt::DatasetLoad train = rt::loadFashionMnist(dataDir, /*train=*/true);
-  if (!train.ok())
-    return fail(train.error);
-  rt::DatasetLoad test = rt::loadFashionMnist(dataDir, /*train=*/false);
-  if (!test.ok())
-    return fail(test.error);
-  DataBinding binding;
-  std::string error =
-      bindInputs(load.bundle, train.data.height * train.data.width, binding);
-  if (!error.empty())
-    return fail(error);
-
-  // Devices.
-  rt::ExecutorConfig config;
-  config.optimizer = optimizer;
-  config.seed = seed;
-  config.recvTimeout = std::chrono::milliseconds(timeoutMs);
-  std::unique_ptr<rt::PipelineExecutor> executor =
-      rt::PipelineExecutor::create(load.bundle, config, error);
-  if (!executor)
-    return fail(error);
-  const rt::Bundle &bundle = executor->bundle();
-  int64_t batch = bundle.batch;
-  int64_t stepsPerEpoch = train.data.count / batch;
-  if (maxSteps > 0)
-    stepsPerEpoch = std::min<int64_t>(stepsPerEpoch, maxSteps);
-  unsigned k = executor->numDevices(), m = bundle.microbatchRows.size();
-  // Uneven splits differ by one row: the first micro-batches take the extra.
-  int64_t mostRows = bundle.microbatchRows.front();
-  int64_t fewestRows = bundle.microbatchRows.back();
-  std::string rows = std::to_string(mostRows);
-  if (fewestRows != mostRows)
-    rows += "-" + std::to_string(fewestRows);
-  llvm::outs() << llvm::formatv(
-      "gpipe-run: {0}: {1} stages, {2} micro-batches of {3} rows (remat {4}), "
-      "{5} steps of {6} examples per epoch; ideal bubble (K-1)/(M+K-1) = "
-      "{7:f3}\n",
-      modelPath, k, m, rows, gpipe::stringifyRematPolicy(remat),
-      stepsPerEpoch, batch, double(k - 1) / double(m + k - 1));
-  llvm::outs().flush();
-
-  std::mt19937_64 shuffler(seed);
-  std::vector<int64_t> order(train.data.count);
-  std::iota(order.begin(), order.end(), 0);
-  std::vector<int64_t> peak(k, 0);
-  for (unsigned epoch = 1; epoch <= epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), shuffler);
-    double lossSum = 0, bubbleSum = 0;
-    auto start = std::chrono::steady_clock::now();
-    auto lastProgress = start;
-    for (int64_t step = 0; step < stepsPerEpoch; ++step) {
-      if (lrSchedule == Schedule::Cosine) {
-        double progress = double((epoch - 1) * stepsPerEpoch + step) /
-                          double(epochs * stepsPerEpoch);
-        executor->setLearningRate(
-            float(0.5 * learningRate * (1.0 + std::cos(M_PI * progress))));
-      }
-      rt::StepResult result = executor->trainStep(
-          makeBatch(train.data, order, step * batch, batch, bundle, binding));
-      if (!result.ok())
-        return fail(result.error);
-      lossSum += result.loss;
-      bubbleSum += executor->timeline().bubbleFraction();
-      for (unsigned d = 0; d < k; ++d)
-        peak[d] = std::max(peak[d], executor->peakMemoryBytes()[d]);
-      auto now = std::chrono::steady_clock::now();
-      if (now - lastProgress > std::chrono::seconds(2)) {
-        lastProgress = now;
-        llvm::errs() << llvm::formatv(
-            "\r  epoch {0}/{1}: step {2}/{3}, loss {4:f4}   ", epoch, epochs,
-            step + 1, stepsPerEpoch, lossSum / (step + 1));
-      }
-    }
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
-    FailureOr<double> accuracy =
-        testAccuracy(*executor, test.data, binding, error);
-    if (failed(accuracy))
-      return fail(error);
-    std::string memory;
-    for (unsigned d = 0; d < k; ++d)
-      memory += (d ? ", " : "") + formatBytes(peak[d]);
-    llvm::errs() << "\r";
-    llvm::outs() << llvm::formatv(
-        "epoch {0}/{1}: train loss {2:f4}, test accuracy {3:f2}%, {4:f0} "
-        "samples/s, bubble {5:f3}, peak memory per device [{6}]\n",
-        epoch, epochs, lossSum / stepsPerEpoch, 100.0 * *accuracy,
-        stepsPerEpoch * batch / seconds, bubbleSum / stepsPerEpoch, memory);
-    llvm::outs().flush();
+  DatasetKind kind = datasetKind;
+  if (kind == DatasetKind::Auto) {
+    int64_t seq;
+    kind = bindTextInputs(load.bundle, seq).empty() ? DatasetKind::Text
+                                                    : DatasetKind::FashionMnist;
   }
-  if (!tracePath.empty()) {
-    std::string traceError = executor->timeline().writeChromeTrace(tracePath);
-    if (!traceError.empty())
-      return fail(traceError);
-    llvm::outs() << "timeline of the last step: " << tracePath << "\n";
-  }
-  return 0;
+  return kind == DatasetKind::Text ? trainText(load.bundle)
+                                   : trainFashionMnist(load.bundle);
 }
