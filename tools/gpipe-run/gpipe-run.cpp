@@ -246,6 +246,37 @@ static std::string formatPeakMemory(const std::vector<int64_t> &peak) {
   return memory;
 }
 
+/// The compiler's plan, printed before anything runs.
+static void printMemoryPlan(const rt::Bundle &bundle) {
+  const rt::MemoryPlan &plan = bundle.memoryPlan;
+  if (plan.devices.empty())
+    return;
+  std::string devices;
+  for (size_t d = 0; d < plan.devices.size(); ++d)
+    devices += (d ? ", " : "") + formatBytes(plan.devices[d].peakBytes) +
+               " (arena " + formatBytes(plan.devices[d].arenaBytes) + ")";
+  llvm::outs() << "memory plan: peak per device [" << devices << "]\n";
+}
+
+/// The measured high-water marks against the plan; an excess is an error.
+static bool checkMemoryPlan(const rt::Bundle &bundle,
+                            const std::vector<int64_t> &peak) {
+  const rt::MemoryPlan &plan = bundle.memoryPlan;
+  if (plan.devices.size() != peak.size())
+    return true;
+  std::string devices;
+  bool within = true;
+  for (size_t d = 0; d < peak.size(); ++d) {
+    devices += (d ? ", " : "") + formatBytes(peak[d]) + " of " +
+               formatBytes(plan.devices[d].peakBytes);
+    within &= peak[d] <= plan.devices[d].peakBytes;
+  }
+  llvm::outs() << "measured peak per device against the plan [" << devices
+               << "]: " << (within ? "within the plan" : "EXCEEDS THE PLAN")
+               << "\n";
+  return within;
+}
+
 static std::unique_ptr<rt::PipelineExecutor>
 createExecutor(const rt::Bundle &bundle, std::string &error) {
   rt::ExecutorConfig config;
@@ -356,6 +387,8 @@ static int trainFashionMnist(const rt::Bundle &loaded) {
         formatPeakMemory(peak));
     llvm::outs().flush();
   }
+  if (!checkMemoryPlan(loaded, peak))
+    return 1;
   if (!tracePath.empty()) {
     std::string traceError = executor->timeline().writeChromeTrace(tracePath);
     if (!traceError.empty())
@@ -547,6 +580,8 @@ static int trainText(const rt::Bundle &loaded) {
       "({6:f4} bits/char); peak memory per device [{7}]\n",
       steps, steps * batch * seq, elapsed, lastVal, lastVal / M_LN2, entropy,
       entropy / M_LN2, formatPeakMemory(peak));
+  if (!checkMemoryPlan(loaded, peak))
+    return 1;
   if (!tracePath.empty()) {
     std::string traceError = executor->timeline().writeChromeTrace(tracePath);
     if (!traceError.empty())
@@ -594,6 +629,7 @@ int main(int argc, char **argv) {
   options.objective = objective;
   options.memoryCap = memoryCap;
   options.remat = remat;
+  options.optimizerSlots = rt::optimizerSlots(optimizerKind);
   std::string bundleText;
   llvm::raw_string_ostream bundleStream(bundleText);
   if (failed(gpipe::compileModuleToBundle(*module, options, bundleStream)))
@@ -609,6 +645,7 @@ int main(int argc, char **argv) {
   rt::BundleLoad load = rt::parseBundle(bundleText, modelPath);
   if (!load.ok())
     return fail(load.error);
+  printMemoryPlan(load.bundle);
 
   DatasetKind kind = datasetKind;
   if (kind == DatasetKind::Auto) {
