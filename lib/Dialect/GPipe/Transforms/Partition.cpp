@@ -1,6 +1,6 @@
 //===- Partition.cpp - Assign layers to balanced contiguous cells ---------===//
 
-#include "gpipe/Analysis/ByteCount.h"
+#include "MemoryCapOption.h"
 #include "gpipe/Analysis/LayerSequence.h"
 #include "gpipe/Analysis/Partitioner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
@@ -28,12 +28,8 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
 
   void runOnOperation() override {
     std::optional<uint64_t> cap;
-    if (!parseByteCount(memoryCap, cap)) {
-      getOperation().emitError()
-          << "invalid memory-cap '" << memoryCap
-          << "': expected a byte count such as 1048576, 512MiB or 2GiB";
+    if (failed(parseMemoryCapOption(getOperation(), memoryCap, cap)))
       return signalPassFailure();
-    }
     for (ModelOp model : getOperation().getOps<ModelOp>())
       if (failed(partitionModel(model, cap)))
         return signalPassFailure();

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MemoryCapOption.h"
 #include "gpipe/Analysis/ByteCount.h"
 #include "gpipe/Analysis/MemoryPlanner.h"
 #include "gpipe/Analysis/PipelineSchedule.h"
@@ -338,12 +339,8 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
 
   void runOnOperation() override {
     std::optional<uint64_t> cap;
-    if (!parseByteCount(memoryCap, cap)) {
-      getOperation().emitError()
-          << "invalid memory-cap '" << memoryCap
-          << "': expected a byte count such as 1048576, 512MiB or 2GiB";
+    if (failed(parseMemoryCapOption(getOperation(), memoryCap, cap)))
       return signalPassFailure();
-    }
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>())
       if (failed(planSchedule(schedule, cap)))
         return signalPassFailure();
