@@ -136,6 +136,7 @@ public:
     for (auto &values : slots)
       for (int &slot : values)
         release(slot);
+    plan.peakWhere = peakWhere.str();
     return {};
   }
 
@@ -144,8 +145,7 @@ private:
     const unsigned m = in.microbatch;
     if (in.kind != PlannedInstrKind::OptimizerStep && m >= slots.size())
       return "micro-batch " + std::to_string(m) + " out of range";
-    where = std::string(instrName(in.kind)) + " of micro-batch " +
-            std::to_string(m);
+    where = {instrName(in.kind), nullptr, 0, m};
     switch (in.kind) {
     case PlannedInstrKind::LoadInput:
       for (size_t i = 0; i < stage.inputs.size(); ++i)
@@ -213,8 +213,7 @@ private:
           return std::string(section) + " op " + std::to_string(k) + " (" +
                  op.name + ") reads value " + std::to_string(id) +
                  ", which is not live";
-      where = std::string(section) + " op " + std::to_string(k) + " (" +
-              op.name + ") of micro-batch " + std::to_string(m);
+      where = {section, &op.name, k, m};
       for (int id : op.results)
         define(m, id);
       int64_t scratch = op.scratch.at(program.microbatchRows[m]);
@@ -270,7 +269,7 @@ private:
     if (current > plan.peakBytes) {
       plan.peakBytes = current;
       plan.peakInstr = instr;
-      plan.peakWhere = where;
+      peakWhere = where;
     }
     return int(plan.buffers.size()) - 1;
   }
@@ -293,14 +292,34 @@ private:
   int64_t now = 0;
   int64_t current = 0;
   size_t instr = 0;
-  std::string where;
+  /// Where the replay is, spelled out only for the peak: building the
+  /// string at every op would dominate the replay's cost.
+  struct Place {
+    const char *section = nullptr; ///< null: nothing allocated yet
+    const std::string *opName = nullptr; ///< null: the instruction itself
+    size_t op = 0;
+    unsigned microbatch = 0;
+    std::string str() const {
+      if (!section)
+        return {};
+      std::string text = section;
+      if (opName)
+        text += " op " + std::to_string(op) + " (" + *opName + ")";
+      return text + " of micro-batch " + std::to_string(microbatch);
+    }
+  } where, peakWhere;
 };
 
 } // namespace
 
+std::string gpipe::replayDeviceMemory(const DeviceProgram &program,
+                                      DeviceMemoryPlan &plan) {
+  return Replay(program, plan).run();
+}
+
 std::string gpipe::planDeviceMemory(const DeviceProgram &program,
                                     DeviceMemoryPlan &plan) {
-  std::string error = Replay(program, plan).run();
+  std::string error = replayDeviceMemory(program, plan);
   if (!error.empty())
     return error;
   // Zero-byte values (parameter views) need no room.

@@ -116,7 +116,9 @@ U128 activationMemory(const CellMemoryModel &model, U128 activationBytes) {
 class CellCosts {
 public:
   explicit CellCosts(const PartitionProblem &problem)
-      : model(problem.memoryModel), cutBytes(problem.cutBytes) {
+      : model(problem.memoryModel), cutBytes(problem.cutBytes),
+        memoryFunction(problem.cellMemoryFunction ? &problem.cellMemoryFunction
+                                                  : nullptr) {
     size_t numLayers = problem.layers.size();
     computePrefix.assign(numLayers + 1, 0);
     paramPrefix.assign(numLayers + 1, 0);
@@ -150,7 +152,16 @@ public:
   }
 
   U128 memory(unsigned begin, unsigned end) const {
+    if (memoryFunction)
+      return (*memoryFunction)(begin, end);
     return saturatingAdd(bodyMemory(begin, end), cutBytes[begin]);
+  }
+
+  /// Whether [begin, end) fits in `cap`, given that [begin, begin + 1) does.
+  bool fitsIn(unsigned begin, unsigned end, U128 cap) const {
+    if (memoryFunction)
+      return (*memoryFunction)(begin, end) <= cap;
+    return bodyMemory(begin, end) <= cap - cutBytes[begin];
   }
 
   /// For every start i, the last end j such that [i, j) fits in `cap`, or i
@@ -158,32 +169,53 @@ public:
   std::vector<unsigned> reach(U128 cap) const {
     unsigned numLayers = this->numLayers();
     std::vector<unsigned> last(numLayers);
+    unsigned previous = 0;
     for (unsigned i = 0; i < numLayers; ++i) {
-      if (cutBytes[i] > cap || memory(i, i + 1) > cap) {
+      if ((!memoryFunction && cutBytes[i] > cap) || memory(i, i + 1) > cap) {
         last[i] = i;
         continue;
       }
-      // Galloping search: O(log(last - i)) probes rather than O(log L).
-      U128 budget = cap - cutBytes[i];
+      // Galloping search from the previous row's end, which neighbouring
+      // rows mostly share: O(log |last - previous|) probes. Each probe of a
+      // caller's memory function may plan a whole cell, so probes count.
       unsigned fits = i + 1, tooFar = numLayers + 1;
-      for (uint64_t step = 1; fits < numLayers; step *= 2) {
-        unsigned probe = numLayers - fits <= step
-                             ? numLayers
-                             : fits + static_cast<unsigned>(step);
-        if (bodyMemory(i, probe) > budget) {
-          tooFar = probe;
-          break;
+      if (previous > fits) {
+        if (fitsIn(i, previous, cap))
+          fits = previous;
+        else
+          tooFar = previous;
+      }
+      if (tooFar == numLayers + 1) {
+        for (uint64_t step = 1; fits < numLayers; step *= 2) {
+          unsigned probe = numLayers - fits <= step
+                               ? numLayers
+                               : fits + static_cast<unsigned>(step);
+          if (!fitsIn(i, probe, cap)) {
+            tooFar = probe;
+            break;
+          }
+          fits = probe;
         }
-        fits = probe;
+      } else {
+        for (uint64_t step = 1; tooFar - fits > 1; step *= 2) {
+          unsigned probe = tooFar - fits <= step
+                               ? fits
+                               : tooFar - static_cast<unsigned>(step);
+          if (probe == fits || fitsIn(i, probe, cap)) {
+            fits = probe;
+            break;
+          }
+          tooFar = probe;
+        }
       }
       while (tooFar - fits > 1) {
         unsigned mid = fits + (tooFar - fits) / 2;
-        if (bodyMemory(i, mid) <= budget)
+        if (fitsIn(i, mid, cap))
           fits = mid;
         else
           tooFar = mid;
       }
-      last[i] = fits;
+      last[i] = previous = fits;
     }
     return last;
   }
@@ -194,6 +226,7 @@ private:
   std::vector<uint64_t> computePrefix;
   std::vector<U128> paramPrefix;
   std::vector<U128> activationPrefix;
+  const std::function<uint64_t(unsigned, unsigned)> *memoryFunction;
 };
 
 /// Leftmost best column over windows [i + 1, end] for rows i visited in
@@ -555,6 +588,8 @@ PartitionOutcome failure(std::string message) {
 uint64_t gpipe::cellMemory(const PartitionProblem &problem, unsigned begin,
                            unsigned end) {
   assert(begin < end && end <= problem.layers.size());
+  if (problem.cellMemoryFunction)
+    return problem.cellMemoryFunction(begin, end);
   U128 params = 0, activations = 0;
   for (unsigned i = begin; i < end; ++i) {
     params += problem.layers[i].paramBytes;
@@ -649,12 +684,16 @@ PartitionOutcome gpipe::partitionLayers(const PartitionProblem &problem) {
                        " bytes on its own, more than the memory cap of " +
                        toString(cap) + " bytes");
     }
-    if (!splitsExactly(reach, numCells))
-      return failure("no partition into " + countOf(numCells, "cell") +
-                     " fits the memory cap of " + toString(cap) +
-                     " bytes; the smallest cap that fits is " +
-                     toString(smallestFittingCap(costs, numCells, cap)) +
-                     " bytes");
+    if (!splitsExactly(reach, numCells)) {
+      U128 smallest = smallestFittingCap(costs, numCells, cap);
+      PartitionOutcome outcome =
+          failure("no partition into " + countOf(numCells, "cell") +
+                  " fits the memory cap of " + toString(cap) +
+                  " bytes; the smallest cap that fits is " +
+                  toString(smallest) + " bytes");
+      outcome.smallestFittingCap = saturateToU64(smallest);
+      return outcome;
+    }
   }
 
   std::vector<unsigned> starts =

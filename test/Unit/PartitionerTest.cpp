@@ -33,6 +33,8 @@ std::string decimal(U128 value) {
 /// Cell memory exactly as the header states it, from the raw arrays.
 U128 referenceMemory(const PartitionProblem &problem, unsigned begin,
                      unsigned end) {
+  if (problem.cellMemoryFunction)
+    return problem.cellMemoryFunction(begin, end);
   U128 params = 0, activations = 0;
   for (unsigned i = begin; i < end; ++i) {
     params += problem.layers[i].paramBytes;
@@ -385,7 +387,24 @@ void pickCap(std::mt19937_64 &rng, PartitionProblem &problem, U128 leastMax) {
   }
 }
 
-void runBruteForceCases(PartitionObjective objective, uint64_t seed) {
+/// A memory function like the planner's, not a sum over layers: the
+/// parameter state adds up, the working set is the largest layer's, and the
+/// cell's inputs count in full. Nondecreasing in the end, not in the start.
+void useNonAdditiveMemory(PartitionProblem &problem) {
+  std::vector<LayerCost> layers = problem.layers;
+  std::vector<uint64_t> cuts = problem.cutBytes;
+  problem.cellMemoryFunction = [layers, cuts](unsigned begin, unsigned end) {
+    uint64_t params = 0, working = 0;
+    for (unsigned i = begin; i < end; ++i) {
+      params += 3 * layers[i].paramBytes;
+      working = std::max(working, 2 * layers[i].activationBytes);
+    }
+    return params + working + cuts[begin];
+  };
+}
+
+void runBruteForceCases(PartitionObjective objective, uint64_t seed,
+                        bool memoryFunction = false) {
   std::mt19937_64 rng(seed);
   unsigned withCap = 0, failures = 0;
   for (unsigned n = 0; n < 1500; ++n) {
@@ -393,6 +412,8 @@ void runBruteForceCases(PartitionObjective objective, uint64_t seed) {
     unsigned numCells = uniform(rng, 1, std::min(5u, numLayers));
     PartitionProblem problem =
         randomProblem(rng, numLayers, numCells, objective);
+    if (memoryFunction)
+      useNonAdditiveMemory(problem);
     U128 leastMax = 0;
     bruteForce(problem, &leastMax);
     pickCap(rng, problem, leastMax);
@@ -491,6 +512,17 @@ TEST(PartitionerTest, MatchesBruteForceVariance) {
 
 TEST(PartitionerTest, MatchesBruteForceBottleneck) {
   runBruteForceCases(PartitionObjective::Bottleneck, 0xb0771e);
+}
+
+// The memory function gpipe-partition passes (the planner's) replaces the
+// closed form everywhere: the reach of each start, the error messages and the
+// reported cell memory.
+TEST(PartitionerTest, MatchesBruteForceWithMemoryFunctionVariance) {
+  runBruteForceCases(PartitionObjective::Variance, 0xfeed5eed, true);
+}
+
+TEST(PartitionerTest, MatchesBruteForceWithMemoryFunctionBottleneck) {
+  runBruteForceCases(PartitionObjective::Bottleneck, 0xb0771e2, true);
 }
 
 TEST(PartitionerTest, MatchesPlainDpVariance) {

@@ -120,6 +120,12 @@ struct DeviceMemoryPlan {
 std::string planDeviceMemory(const DeviceProgram &program,
                              DeviceMemoryPlan &plan);
 
+/// The replay alone: residentBytes, peakBytes, peakInstr, peakWhere and the
+/// buffers' lifetimes, without offsets (arenaBytes stays 0). The placement
+/// costs far more than the replay.
+std::string replayDeviceMemory(const DeviceProgram &program,
+                               DeviceMemoryPlan &plan);
+
 /// Offsets for `buffers` (greedy by size: largest first, each at the lowest
 /// offset not overlapping a placed buffer that is live at the same time);
 /// returns the arena size they need.

@@ -10,7 +10,8 @@
 // answer is deterministic.
 //
 // An optional per-device memory cap is a hard constraint on every cell,
-// with the cell memory given by `CellMemoryModel`.
+// with the cell memory given by a caller's function (gpipe-partition passes
+// the memory planner's) or else by the closed-form `CellMemoryModel`.
 //
 // This library has no MLIR dependency.
 //
@@ -20,6 +21,7 @@
 #define GPIPE_ANALYSIS_PARTITIONER_H
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +66,10 @@ struct PartitionProblem {
   PartitionObjective objective = PartitionObjective::Variance;
   std::optional<uint64_t> memoryCap;
   CellMemoryModel memoryModel;
+  /// When set, replaces memoryModel: the memory of the device holding cell
+  /// [begin, end), what it receives included. It must not decrease when
+  /// `end` grows (the search for the longest fitting cell relies on it).
+  std::function<uint64_t(unsigned begin, unsigned end)> cellMemoryFunction;
 };
 
 struct Partition {
@@ -71,7 +77,7 @@ struct Partition {
   /// [cellStarts[c], cellStarts[c+1]) (the last one ends at L).
   std::vector<unsigned> cellStarts;
   std::vector<uint64_t> cellCompute; ///< per cell
-  std::vector<uint64_t> cellMemory;  ///< per cell, by CellMemoryModel
+  std::vector<uint64_t> cellMemory;  ///< per cell, by the memory function
   uint64_t maxCellCompute = 0;
   UInt128 sumSquaredCompute = 0;
   uint64_t totalCutBytes = 0; ///< sum of cutBytes[cellStarts[c]] for c >= 1
@@ -80,6 +86,9 @@ struct Partition {
 struct PartitionOutcome {
   std::optional<Partition> partition; ///< set on success
   std::string error;                  ///< set on failure, a full sentence
+  /// When no partition fits the memory cap: the smallest cap under which
+  /// one does (0 otherwise).
+  uint64_t smallestFittingCap = 0;
   bool succeeded() const { return partition.has_value(); }
 };
 
@@ -92,7 +101,7 @@ struct PartitionOutcome {
 /// cells fits the cap (the message gives the smallest cap that would fit).
 PartitionOutcome partitionLayers(const PartitionProblem &problem);
 
-/// Memory of cell [begin, end) under the problem's memory model.
+/// Memory of cell [begin, end) under the problem's memory function or model.
 uint64_t cellMemory(const PartitionProblem &problem, unsigned begin,
                     unsigned end);
 

@@ -1,12 +1,25 @@
 //===- Partition.cpp - Assign layers to balanced contiguous cells ---------===//
+//
+// Under a memory cap, candidate cells are sized by the memory planner: the
+// model is compiled once more, inside a scratch module, with one layer per
+// stage (form-stages, differentiate, rematerialize, insert-send-recv), and
+// CellMemoryPlanner joins those one-layer stages into any cell and plans it
+// as gpipe-plan-memory will plan the device that gets it.
+//
+//===----------------------------------------------------------------------===//
 
 #include "MemoryCapOption.h"
+#include "StageMemoryDescription.h"
+#include "gpipe/Analysis/ByteCount.h"
+#include "gpipe/Analysis/CellMemoryPlanner.h"
 #include "gpipe/Analysis/LayerSequence.h"
 #include "gpipe/Analysis/Partitioner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 
 #define DEBUG_TYPE "gpipe-partition"
 
@@ -20,6 +33,18 @@ using namespace gpipe;
 
 static StringRef objectiveName(PartitionObjective objective) {
   return objective == PartitionObjective::Variance ? "variance" : "bottleneck";
+}
+
+static KeepPolicy keepPolicyOf(RematPolicy policy) {
+  switch (policy) {
+  case RematPolicy::None:
+    return KeepPolicy::All;
+  case RematPolicy::ExceptLast:
+    return KeepPolicy::Last;
+  case RematPolicy::Full:
+    return KeepPolicy::None;
+  }
+  return KeepPolicy::None;
 }
 
 namespace {
@@ -55,10 +80,30 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
     problem.memoryModel.paramCopies = 2 + optimizerSlots;
     problem.memoryModel.numMicrobatches = std::max(1u, unsigned(numMicrobatches));
     problem.memoryModel.rematerialize = remat == RematPolicy::Full;
+    std::optional<CellMemoryPlanner> planner;
+    if (cap && memoryModel == CellMemoryEstimate::Plan) {
+      FailureOr<std::vector<PlannedStage>> layerStages =
+          describeLayersAlone(model);
+      if (failed(layerStages))
+        return failure();
+      planner.emplace(std::move(*layerStages), model.getBatch(),
+                      std::max(1u, unsigned(numMicrobatches)),
+                      keepPolicyOf(remat));
+    }
 
-    PartitionOutcome outcome = partitionLayers(problem);
-    if (!outcome.succeeded())
-      return model.emitOpError() << "cannot be partitioned: " << outcome.error;
+    PartitionOutcome outcome = planner
+                                   ? partitionWithPlannedMemory(problem, *planner)
+                                   : partitionLayers(problem);
+    if (planner && !planner->error().empty())
+      return model.emitOpError()
+             << "cannot be partitioned: " << planner->error();
+    if (!outcome.succeeded()) {
+      InFlightDiagnostic diag = model.emitOpError()
+                                << "cannot be partitioned: " << outcome.error;
+      if (planner)
+        diag << explainMisfit(problem, outcome, *sequence, *planner, *cap);
+      return diag;
+    }
     const Partition &partition = *outcome.partition;
 
     Builder builder(model.getContext());
@@ -70,12 +115,13 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
     }
     SmallVector<int64_t> memory(partition.cellMemory.begin(),
                                 partition.cellMemory.end());
+    bool planned = memoryModel == CellMemoryEstimate::Plan;
     SmallVector<NamedAttribute> summary = {
         builder.getNamedAttr("objective",
                              builder.getStringAttr(objectiveName(objective))),
         builder.getNamedAttr("num_cells", builder.getI64IntegerAttr(numStages)),
-        builder.getNamedAttr("cell_memory",
-                             builder.getDenseI64ArrayAttr(memory)),
+        builder.getNamedAttr("memory_model",
+                             builder.getStringAttr(planned ? "plan" : "cost")),
         builder.getNamedAttr("num_microbatches",
                              builder.getI64IntegerAttr(numMicrobatches)),
         builder.getNamedAttr(
@@ -85,8 +131,114 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
     if (cap)
       summary.push_back(builder.getNamedAttr(
           "memory_cap", builder.getI64IntegerAttr(static_cast<int64_t>(*cap))));
+    // Without a cap nothing was planned; gpipe-plan-memory reports the
+    // devices' memory later.
+    if (!planned || planner)
+      summary.push_back(builder.getNamedAttr(
+          "cell_memory", builder.getDenseI64ArrayAttr(memory)));
     model->setAttr("gpipe.partition", builder.getDictionaryAttr(summary));
     return success();
+  }
+
+  /// Where the best split falls short of `cap` and what would fit: another
+  /// remat policy or micro-batch count with these stages, else more stages.
+  std::string explainMisfit(PartitionProblem problem,
+                            const PartitionOutcome &outcome,
+                            const LayerSequence &sequence,
+                            const CellMemoryPlanner &planner, uint64_t cap) {
+    std::string text;
+    if (outcome.smallestFittingCap > 0) {
+      problem.memoryCap = outcome.smallestFittingCap;
+      CellMemoryPlanner same(planner.stages(), planner.batchSize(),
+                             std::max(1u, unsigned(numMicrobatches)),
+                             keepPolicyOf(remat));
+      PartitionOutcome best = partitionWithPlannedMemory(problem, same);
+      if (best.succeeded()) {
+        const Partition &split = *best.partition;
+        size_t device = std::max_element(split.cellMemory.begin(),
+                                         split.cellMemory.end()) -
+                        split.cellMemory.begin();
+        unsigned first = split.cellStarts[device];
+        unsigned last = device + 1 < split.cellStarts.size()
+                            ? split.cellStarts[device + 1] - 1
+                            : sequence.layers.size() - 1;
+        uint64_t need = split.cellMemory[device];
+        text += "; the best split needs " + formatBytes(need) + " (" +
+                std::to_string(need) + " bytes) on device " +
+                std::to_string(device) + " (layers '" +
+                sequence.costs[first].name + "' to '" +
+                sequence.costs[last].name + "'), short by " +
+                formatBytes(need - cap);
+      }
+    }
+    problem.memoryCap = cap;
+    const int64_t batch = planner.batchSize();
+    for (KeepPolicy keep :
+         {KeepPolicy::All, KeepPolicy::Last, KeepPolicy::None})
+      for (int64_t m = 1; m <= batch; m *= 2) {
+        CellMemoryPlanner other(planner.stages(), batch, unsigned(m), keep);
+        PartitionOutcome fits = partitionWithPlannedMemory(problem, other);
+        if (fits.succeeded() && other.error().empty())
+          return text + "; it fits with remat " + rematNameOf(keep).str() +
+                 " and " + std::to_string(m) + " micro-batches (largest device " +
+                 formatBytes(*std::max_element(
+                     fits.partition->cellMemory.begin(),
+                     fits.partition->cellMemory.end())) +
+                 ")";
+      }
+    // More stages, with this remat policy and micro-batch count: fitting is
+    // monotone in the number of cells, so bisect it.
+    CellMemoryPlanner same(planner.stages(), batch,
+                           std::max(1u, unsigned(numMicrobatches)),
+                           keepPolicyOf(remat));
+    unsigned lo = problem.numCells + 1, hi = sequence.layers.size();
+    problem.numCells = hi;
+    if (lo > hi || !partitionWithPlannedMemory(problem, same).succeeded())
+      return text + "; no remat policy, micro-batch count or number of "
+                    "stages fits";
+    while (lo < hi) {
+      problem.numCells = lo + (hi - lo) / 2;
+      if (partitionWithPlannedMemory(problem, same).succeeded())
+        hi = problem.numCells;
+      else
+        lo = problem.numCells + 1;
+    }
+    return text + "; no remat policy or micro-batch count fits with " +
+           std::to_string(numStages) + (numStages == 1 ? " stage" : " stages") +
+           "; " + std::to_string(lo) + " stages fit";
+  }
+
+  /// Each layer of `model` compiled as a stage of its own, as the memory
+  /// planner sees it. Runs in a scratch module that is erased afterwards.
+  FailureOr<std::vector<PlannedStage>> describeLayersAlone(ModelOp model) {
+    OpBuilder builder = OpBuilder::atBlockEnd(getOperation().getBody());
+    auto scratch = ModuleOp::create(builder, model.getLoc());
+    builder.setInsertionPointToEnd(scratch.getBody());
+    auto alone = cast<ModelOp>(builder.clone(*model));
+    alone->removeAttr("gpipe.partition");
+    unsigned index = 0;
+    for (LayerOp layer : alone.getBody().front().getOps<LayerOp>())
+      layer.setCell(index++);
+
+    OpPassManager pm(ModuleOp::getOperationName());
+    pm.addPass(createFormStagesPass());
+    pm.addPass(createDifferentiatePass());
+    RematerializePassOptions rematerialize;
+    rematerialize.policy = remat;
+    pm.addPass(createRematerializePass(rematerialize));
+    pm.addPass(createInsertSendRecvPass());
+    FailureOr<std::vector<PlannedStage>> stages = failure();
+    if (succeeded(runPipeline(pm, scratch))) {
+      KeepPolicy keep;
+      stages = describeModelStages(alone, optimizerSlots, keep);
+    }
+    scratch.erase();
+    if (failed(stages))
+      return model.emitOpError()
+             << "cannot be compiled with one layer per stage to plan the "
+                "memory of its cells; pass memory-model=cost to size cells "
+                "by their cost attributes";
+    return stages;
   }
 };
 } // namespace

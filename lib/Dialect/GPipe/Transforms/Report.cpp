@@ -168,7 +168,9 @@ static void printText(const ModelSummary &summary, llvm::raw_ostream &os) {
         formatFlops(stage.flops),
         total > 0 ? 100.0 * stage.flops / total : 0.0,
         formatBytes(stage.paramBytes),
-        stage.memoryBytes ? formatBytes(*stage.memoryBytes) : "-",
+        stage.memoryBytes  ? formatBytes(*stage.memoryBytes)
+        : stage.arenaBytes ? formatBytes(*stage.arenaBytes)
+                           : "-",
         formatBytes(stage.activationBytesSent),
         formatBytes(stage.gradientBytesSent), layers);
   }

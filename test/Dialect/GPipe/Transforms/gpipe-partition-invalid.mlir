@@ -1,5 +1,5 @@
 // gpipe-partition refuses requests it cannot meet, naming the layer and the numbers.
-// RUN: gpipe-opt %s -split-input-file -gpipe-partition="num-stages=2 memory-cap=400" -verify-diagnostics
+// RUN: gpipe-opt %s -split-input-file -gpipe-partition="num-stages=2 memory-cap=400 memory-model=cost" -verify-diagnostics
 
 // Layer b alone needs 4 x 100 B of parameter state + 16 B received = 416 B, over the 400 B cap.
 // expected-error @+1 {{'gpipe.model' op cannot be partitioned: layer 'b' (#1) needs 416 bytes on its own, more than the memory cap of 400 bytes}}

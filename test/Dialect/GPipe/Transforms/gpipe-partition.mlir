@@ -1,14 +1,14 @@
 // gpipe-partition finds the exact optimum of each objective (cells worked out by hand in the comments), honours a memory cap and breaks ties by the bytes crossing the cuts.
-// RUN: gpipe-opt %s -split-input-file -gpipe-partition="num-stages=3" | FileCheck %s --check-prefix=VAR
-// RUN: gpipe-opt %s -split-input-file -gpipe-partition="num-stages=3 objective=bottleneck" | FileCheck %s --check-prefix=BOT
-// RUN: gpipe-opt %s -split-input-file -gpipe-partition="num-stages=2" | FileCheck %s --check-prefix=TWO
-// RUN: gpipe-opt %s -split-input-file -gpipe-partition="num-stages=2 memory-cap=500B" | FileCheck %s --check-prefix=CAP
+// RUN: gpipe-opt %s -split-input-file -gpipe-partition="num-stages=3 memory-model=cost" | FileCheck %s --check-prefix=VAR
+// RUN: gpipe-opt %s -split-input-file -gpipe-partition="num-stages=3 objective=bottleneck memory-model=cost" | FileCheck %s --check-prefix=BOT
+// RUN: gpipe-opt %s -split-input-file -gpipe-partition="num-stages=2 memory-model=cost" | FileCheck %s --check-prefix=TWO
+// RUN: gpipe-opt %s -split-input-file -gpipe-partition="num-stages=2 memory-cap=500B memory-model=cost" | FileCheck %s --check-prefix=CAP
 
 // Costs 3 9 1 7 4 into 3 cells. Variance: [3 9 | 1 7 | 4] = 12 8 4, sum of squares 224 (the unique minimum).
 // Bottleneck: [3 | 9 1 | 7 4] = 3 10 11, largest 11 (unique; the variance split has 12).
 // Memory: no parameters; each cell holds what it receives (16 B) and its activations (the loss: 4 B).
 // VAR-LABEL: gpipe.model @variance
-// VAR-SAME: gpipe.partition = {cell_memory = array<i64: 0, 16, 20>, num_cells = 3 : i64, num_microbatches = 1 : i64, objective = "variance", remat = "full"}
+// VAR-SAME: gpipe.partition = {cell_memory = array<i64: 0, 16, 20>, memory_model = "cost", num_cells = 3 : i64, num_microbatches = 1 : i64, objective = "variance", remat = "full"}
 // VAR: gpipe.layer "a" {{.*}}cell = 0 : i64
 // VAR: gpipe.layer "b" {{.*}}cell = 0 : i64
 // VAR: gpipe.layer "c" {{.*}}cell = 1 : i64

@@ -7,15 +7,18 @@
 // F0 [0,30] F1 [30,60] B1 [120,180] B0 [180,240]; device 1 runs F0 [30,50] F1 [60,80] B1 [80,120] B0 [120,160].
 // Busy 180 + 120 of 2 x 240: bubble 1 - 300/480 = 0.375. Balanced stages would give (K-1)/(M+K-1) = 1/3.
 // The activation sent by stage 0 is 4x8 f32 = 128 B; stage 1 sends its gradient back.
-// Memory (remat full, Adam): stage 0 = 4 x 32 B params + 0 B received + (3 x 128 B activations) / 2 micro-batches = 320 B;
-// stage 1 = 0 + 128 B received + 4 B / 2 = 130 B.
+// Memory: with no cap the partitioner plans nothing, so the stage table shows each device's planned arena (remat full,
+// Adam), the figure of the memory plan table below it.
 
 // TEXT: model @tiny: 2 stages, batch 4 in 2 micro-batches of rows [2, 2], objective variance
 // TEXT: stage       forward cost   share      params      memory    act. sent   grad. sent  layers
-// TEXT-NEXT: 0 0.000 MFLOP 60.0% 32 B 320 B 128 B 0 B a, b, c
-// TEXT-NEXT: 1 0.000 MFLOP 40.0% 0 B 130 B 0 B 128 B d
+// TEXT-NEXT: 0 0.000 MFLOP 60.0% 32 B 448 B 128 B 0 B a, b, c
+// TEXT-NEXT: 1 0.000 MFLOP 40.0% 0 B 320 B 0 B 128 B d
 // TEXT-NEXT: imbalance (largest / mean stage cost): 1.200
 // TEXT-NEXT: bubble fraction: 0.333 for balanced stages (K-1)/(M+K-1), 0.375 predicted from the stage costs
+// TEXT: device resident peak arena peak at
+// TEXT-NEXT: 0 128 B 448 B 448 B
+// TEXT-NEXT: 1 0 B 320 B 320 B
 
 // JSON: "batch": 4,
 // JSON: "bubble_fraction_balanced": 0.33333333333333331,

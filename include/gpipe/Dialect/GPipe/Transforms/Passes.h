@@ -22,6 +22,12 @@ enum class RematPolicy {
 /// "none", "full" or "except-last".
 llvm::StringRef stringifyRematPolicy(RematPolicy policy);
 
+/// How gpipe-partition sizes a candidate cell against the memory cap.
+enum class CellMemoryEstimate {
+  Plan, ///< gpipe-plan-memory's plan of the device holding the cell
+  Cost, ///< the closed form from the layers' cost attributes
+};
+
 #define GEN_PASS_DECL
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
 

@@ -26,9 +26,14 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     partition exactly for the chosen objective: `variance` (GPipe's: the most
     even cell costs) or `bottleneck` (the smallest largest cell). Ties go to
     the partition that sends the fewest bytes across its cuts. With
-    `memory-cap`, every cell's memory (parameters x (2 + optimizer-slots),
-    the stashed boundary inputs of all micro-batches and, with remat, one
-    micro-batch's activations) must fit.
+    `memory-cap`, the device holding each cell must fit. By default
+    (`memory-model=plan`) a cell's memory is what gpipe-plan-memory will
+    plan for it: the model is compiled once with one layer per stage and the
+    stages of a candidate cell are joined and replayed under the GPipe
+    schedule. `memory-model=cost` uses the closed form of the layers' cost
+    attributes instead (parameters x (2 + optimizer-slots), the stashed
+    boundary inputs of all micro-batches and, with remat, one micro-batch's
+    activations), for costs written by hand.
 
     Writes `cell = c` on each layer and a `gpipe.partition` summary on the
     model.
@@ -60,6 +65,14 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
                         "as full, but the last micro-batch keeps its values"))}]>,
     Option<"optimizerSlots", "optimizer-slots", "unsigned", "2",
            "optimizer state tensors per parameter (Adam: 2, momentum: 1)">,
+    Option<"memoryModel", "memory-model", "::gpipe::CellMemoryEstimate",
+           "::gpipe::CellMemoryEstimate::Plan",
+           "how a cell's memory is sized against memory-cap",
+           [{::llvm::cl::values(
+             clEnumValN(::gpipe::CellMemoryEstimate::Plan, "plan",
+                        "the memory planner's arena for the cell"),
+             clEnumValN(::gpipe::CellMemoryEstimate::Cost, "cost",
+                        "the closed form of the layers' cost attributes"))}]>,
   ];
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }

@@ -1,0 +1,97 @@
+//===- CellMemoryPlanner.h - Planned memory of any cell of layers -*- C++ -*-===//
+//
+// The partitioner asks "how much memory does the device holding layers
+// [begin, end) need?" for many candidate cells. CellMemoryPlanner answers
+// with the memory planner itself: it joins the stages of the model compiled
+// with one layer per stage into the stage the cell would be and replays that
+// device's GPipe program. So the partitioner's memory cap and
+// gpipe-plan-memory use one model of memory.
+//
+// The search sizes cells by their planned peak (the replay: cheap), then
+// checks the arenas of the cells it chose (the peak plus the fragmentation of
+// static offsets: the placement is quadratic in the buffers) and searches
+// again under a cap lowered by the excess until the arenas fit.
+//
+// Kept free of MLIR: the gpipe-partition pass builds the one-layer stages.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_CELLMEMORYPLANNER_H
+#define GPIPE_ANALYSIS_CELLMEMORYPLANNER_H
+
+#include "gpipe/Analysis/MemoryPlanner.h"
+#include "gpipe/Analysis/Partitioner.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpipe {
+
+/// Joins consecutive stages [begin, end) of a pipeline into one stage: the
+/// activations stage s sends on channel c become the values stage s + 1
+/// received on c, the gradients stage s + 1 sends back become the output
+/// gradients stage s received, and model inputs read by several of them are
+/// loaded once. Inputs keep the channel numbers of stage `begin`, outputs
+/// those of stage `end - 1`.
+PlannedStage joinStages(const std::vector<PlannedStage> &stages,
+                        unsigned begin, unsigned end);
+
+/// Each device's instructions under the GPipe fill-drain schedule for
+/// `stages` (stage s on device s), `numMicrobatches` of `batch` rows.
+/// Returns an empty vector when the batch cannot be split that way.
+std::vector<std::vector<PlannedInstr>>
+gpipeInstructions(const std::vector<PlannedStage> &stages, int64_t batch,
+                  unsigned numMicrobatches);
+
+class CellMemoryPlanner {
+public:
+  /// `layerStages[i]` is layer i compiled as a stage of its own.
+  CellMemoryPlanner(std::vector<PlannedStage> layerStages, int64_t batch,
+                    unsigned numMicrobatches, KeepPolicy keep);
+
+  unsigned numLayers() const { return unsigned(layerStages.size()); }
+  const std::vector<PlannedStage> &stages() const { return layerStages; }
+  int64_t batchSize() const { return batch; }
+
+  /// The planned peak (resident bytes included) of the device that holds
+  /// layers [begin, end). Memoized. Returns UINT64_MAX and sets error() if
+  /// the cell cannot be planned.
+  uint64_t peakBytes(unsigned begin, unsigned end);
+
+  /// Its arena, as gpipe-plan-memory would plan it (>= the peak). Memoized.
+  uint64_t arenaBytes(unsigned begin, unsigned end);
+
+  /// The full plan of that device (not memoized); `placeBuffers` false
+  /// leaves the offsets and arenaBytes out.
+  std::string plan(unsigned begin, unsigned end, DeviceMemoryPlan &plan,
+                   bool placeBuffers = true) const;
+
+  /// The first planning failure, a full sentence; empty if none.
+  const std::string &error() const { return firstError; }
+
+private:
+  std::vector<PlannedStage> layerStages;
+  int64_t batch;
+  unsigned numMicrobatches;
+  KeepPolicy keep;
+  uint64_t memoized(std::map<std::pair<unsigned, unsigned>, uint64_t> &memo,
+                    unsigned begin, unsigned end, bool arena);
+
+  std::map<std::pair<unsigned, unsigned>, uint64_t> peaks, arenas;
+  std::string firstError;
+};
+
+/// Partitions `problem` under its memory cap with cells sized by `planner`
+/// (the problem's memory function and model are ignored). On success the
+/// partition's cellMemory are the cells' planned arenas, all within the cap.
+/// On failure smallestFittingCap is the largest arena of the best split
+/// under the smallest cap its peaks fit: a cap that fits.
+PartitionOutcome partitionWithPlannedMemory(PartitionProblem problem,
+                                            CellMemoryPlanner &planner);
+
+} // namespace gpipe
+
+#endif // GPIPE_ANALYSIS_CELLMEMORYPLANNER_H

@@ -1,0 +1,323 @@
+//===- StageMemoryDescription.cpp - Stages as the memory planner sees them ===//
+//
+// Describes each stage as the runtime will run it (the values the bundle
+// writer numbers, in the same order, with their bytes and the state their ops
+// save; the forward, recompute and backward op lists; parameter-gradient
+// results the runtime accumulates in place dropped).
+//
+//===----------------------------------------------------------------------===//
+
+#include "StageMemoryDescription.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace gpipe;
+
+/// The runtime stores every element in 4 bytes (f32 values, i32 ids).
+static constexpr int64_t kElementBytes = 4;
+
+static int64_t numElements(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements();
+}
+
+namespace {
+/// Numbers one stage's values as the bundle writer does and sizes them.
+class StageValues {
+public:
+  StageValues(int64_t batch, PlannedStage &stage)
+      : batch(batch), stage(stage) {}
+
+  int define(Value value, bool perExample) {
+    auto type = cast<RankedTensorType>(value.getType());
+    perExample =
+        perExample && type.getRank() > 0 && type.getDimSize(0) == batch;
+    int id = stage.values.size();
+    ids[value] = id;
+    batched.push_back(perExample);
+    stage.values.push_back(
+        sizeOf(numElements(value) * kElementBytes, perExample));
+    return id;
+  }
+  void alias(Value value, int id) { ids[value] = id; }
+  int lookup(Value value) const {
+    auto it = ids.find(value);
+    return it == ids.end() ? -1 : it->second;
+  }
+  bool isBatched(int id) const { return batched[id]; }
+  /// `bytes` at the full batch, per row if per example.
+  ByteSize sizeOf(int64_t bytes, bool perExample) const {
+    return perExample ? ByteSize{0, bytes / batch} : ByteSize{bytes, 0};
+  }
+  void addSaved(int id, int64_t bytes, bool perExample) {
+    ByteSize extra = sizeOf(bytes, perExample);
+    stage.values[id].fixed += extra.fixed;
+    stage.values[id].perRow += extra.perRow;
+  }
+
+private:
+  int64_t batch;
+  PlannedStage &stage;
+  llvm::DenseMap<Value, int> ids;
+  std::vector<bool> batched;
+};
+} // namespace
+
+/// Bytes of the state the runtime saves with `op`'s result for the backward.
+static int64_t savedStateBytes(Operation *op) {
+  return llvm::TypeSwitch<Operation *, int64_t>(op)
+      .Case([](LayerNormOp norm) {
+        auto type = cast<RankedTensorType>(norm.getType());
+        return 2 * (type.getNumElements() / type.getShape().back()) *
+               kElementBytes; // mean, rstd per row
+      })
+      .Case([](AttentionOp attention) {
+        auto type = cast<RankedTensorType>(attention.getType());
+        int64_t b = type.getDimSize(0), s = type.getDimSize(1),
+                d = type.getDimSize(2);
+        // qkv, probabilities, context
+        return (b * s * 3 * d + b * int64_t(attention.getHeads()) * s * s +
+                b * s * d) *
+               kElementBytes;
+      })
+      .Case([](DropoutOp dropout) {
+        return numElements(dropout.getResult()); // one byte of mask each
+      })
+      .Case([](SoftmaxCrossEntropyOp loss) {
+        return numElements(loss->getOperand(0)) * kElementBytes; // softmax
+      })
+      .Default([](Operation *) { return int64_t(0); });
+}
+
+/// Scratch the runtime's kernel of `op` needs while it runs.
+static int64_t scratchBytes(Operation *op) {
+  if (auto grad = dyn_cast<AttentionGradOp>(op))
+    return 4 * numElements(grad->getOperand(2)) * kElementBytes;
+  return 0;
+}
+
+/// Whether the runtime accumulates result `index` of `op` straight into a
+/// parameter's gradient when an accumulate_grad is its only use.
+static bool accumulatesInPlace(Operation *op, unsigned index) {
+  if (isa<BiasGradOp, EmbeddingGradOp>(op))
+    return true;
+  return isa<DenseGradOp, LayerNormGradOp, AttentionGradOp>(op) && index > 0;
+}
+
+static PlannedOp describeOp(Operation *op, StageValues &values,
+                            bool defineResults,
+                            ArrayRef<bool> skipResult = {}) {
+  PlannedOp planned;
+  planned.name = op->getName().stripDialect().str();
+  SmallVector<bool> operandBatched;
+  for (Value operand : op->getOperands()) {
+    int id = values.lookup(operand);
+    planned.operands.push_back(id);
+    operandBatched.push_back(id >= 0 && values.isBatched(id));
+  }
+  for (OpResult result : op->getResults()) {
+    int id =
+        defineResults
+            ? values.define(result, isPerExampleResult(result, operandBatched))
+            : values.lookup(result);
+    if (skipResult.empty() || !skipResult[result.getResultNumber()])
+      planned.results.push_back(id);
+  }
+  // Saved state and scratch scale with the first operand's rows.
+  bool batched = !operandBatched.empty() && operandBatched.front();
+  if (defineResults && op->getNumResults() > 0)
+    values.addSaved(values.lookup(op->getResult(0)), savedStateBytes(op),
+                    batched);
+  planned.scratch = values.sizeOf(scratchBytes(op), batched);
+  return planned;
+}
+
+FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
+                                                   StageBackwardOp backward,
+                                                   bool isLast, int64_t batch,
+                                                   unsigned optimizerSlots) {
+  PlannedStage out;
+  StageValues values(batch, out);
+  Block &body = stage.getBody().front();
+  for (auto [operand, argument] :
+       llvm::zip(stage.getInputs(), body.getArguments())) {
+    out.inputs.push_back(values.define(argument, true));
+    if (auto input = operand.getDefiningOp<InputOp>()) {
+      out.inputChannels.push_back(~0u);
+      out.inputNames.push_back(input.getName().str());
+    } else if (auto recv = operand.getDefiningOp<RecvOp>()) {
+      out.inputChannels.push_back(recv.getChannel());
+      out.inputNames.push_back("");
+    } else {
+      return stage.emitOpError() << "has an input that is neither a model "
+                                    "input nor a gpipe.recv; run "
+                                    "gpipe-insert-send-recv first";
+    }
+  }
+
+  SmallVector<Operation *> forwardOps;
+  for (LayerOp layer : body.getOps<LayerOp>()) {
+    Block &layerBody = layer.getBody().front();
+    for (Operation &op : layerBody.without_terminator()) {
+      forwardOps.push_back(&op);
+      if (auto param = dyn_cast<ParamOp>(op)) {
+        // A view of the resident parameter: no bytes of its own.
+        int id = values.define(param.getResult(), false);
+        out.values[id] = ByteSize();
+        out.forward.push_back({{}, {id}, {}, "param"});
+        out.residentBytes += numElements(param.getResult()) * kElementBytes *
+                             (2 + int64_t(optimizerSlots));
+        continue;
+      }
+      out.forward.push_back(describeOp(&op, values, /*defineResults=*/true));
+    }
+    for (auto [result, yielded] : llvm::zip(
+             layer.getResults(), layerBody.getTerminator()->getOperands()))
+      values.alias(result, values.lookup(yielded));
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (isLast)
+    out.loss = values.lookup(yield.getValues()[0]);
+  else
+    for (Value value : yield.getValues())
+      out.outputs.push_back(values.lookup(value));
+  out.recompute = out.forward; // the same ops on the same ids
+
+  Block &backBody = backward.getBody().front();
+  for (auto [argument, forwardArg] :
+       llvm::zip(backBody.getArguments(), body.getArguments()))
+    values.alias(argument, values.lookup(forwardArg));
+  for (BlockArgument grad :
+       backBody.getArguments().drop_front(body.getNumArguments()))
+    out.outputGrads.push_back(values.define(grad, true));
+
+  // Results accumulated in place: their only use is one accumulate_grad.
+  auto inPlace = [](OpResult result) {
+    return accumulatesInPlace(result.getOwner(), result.getResultNumber()) &&
+           result.hasOneUse() && isa<AccumulateGradOp>(*result.user_begin());
+  };
+  auto forwardIt = forwardOps.begin();
+  for (Operation &op : backBody.without_terminator()) {
+    if (auto ref = dyn_cast<ParamRefOp>(op)) {
+      while (forwardIt != forwardOps.end() && !isa<ParamOp>(*forwardIt))
+        ++forwardIt;
+      if (forwardIt == forwardOps.end())
+        return ref.emitOpError()
+               << "has no matching gpipe.param in the forward";
+      values.alias(ref.getResult(), values.lookup((*forwardIt)->getResult(0)));
+      ++forwardIt;
+      continue;
+    }
+    if (op.hasAttr("gpipe.recompute")) {
+      while (forwardIt != forwardOps.end() && isa<ParamOp>(*forwardIt))
+        ++forwardIt;
+      if (forwardIt == forwardOps.end())
+        return op.emitOpError() << "has no matching op in the forward";
+      for (auto [copy, original] :
+           llvm::zip(op.getResults(), (*forwardIt)->getResults()))
+        values.alias(copy, values.lookup(original));
+      ++forwardIt;
+      continue;
+    }
+    if (auto accumulate = dyn_cast<AccumulateGradOp>(op)) {
+      auto grad = dyn_cast<OpResult>(accumulate.getGrad());
+      if (!grad || !inPlace(grad))
+        out.backward.push_back(
+            {{values.lookup(accumulate.getGrad())}, {}, {}, "accumulate_grad"});
+      continue;
+    }
+    SmallVector<bool> skip;
+    for (OpResult result : op.getResults())
+      skip.push_back(inPlace(result));
+    out.backward.push_back(describeOp(&op, values, true, skip));
+  }
+  for (Value grad : backBody.getTerminator()->getOperands())
+    out.inputGrads.push_back(values.lookup(grad));
+  return out;
+}
+
+std::vector<PlannedInstr> gpipe::describeProgramMemory(ProgramOp program) {
+  std::vector<PlannedInstr> instrs;
+  for (Operation &op : program.getBody().front()) {
+    PlannedInstr instr;
+    llvm::TypeSwitch<Operation *>(&op)
+        .Case([&](LoadInputOp o) {
+          instr = {PlannedInstrKind::LoadInput, o.getMb(), 0,
+                   o.getName().str()};
+        })
+        .Case([&](ForwardOp o) {
+          instr = {PlannedInstrKind::Forward, o.getMb(), 0, ""};
+        })
+        .Case([&](BackwardOp o) {
+          instr = {PlannedInstrKind::Backward, o.getMb(), 0, ""};
+        })
+        .Case([&](SendActivationOp o) {
+          instr = {PlannedInstrKind::SendActivation, o.getMb(), o.getChannel(),
+                   ""};
+        })
+        .Case([&](RecvActivationOp o) {
+          instr = {PlannedInstrKind::RecvActivation, o.getMb(), o.getChannel(),
+                   ""};
+        })
+        .Case([&](SendGradientOp o) {
+          instr = {PlannedInstrKind::SendGradient, o.getMb(), o.getChannel(),
+                   ""};
+        })
+        .Case([&](RecvGradientOp o) {
+          instr = {PlannedInstrKind::RecvGradient, o.getMb(), o.getChannel(),
+                   ""};
+        })
+        .Case([&](OptimizerStepOp) {
+          instr = {PlannedInstrKind::OptimizerStep, 0, 0, ""};
+        });
+    instrs.push_back(instr);
+  }
+  return instrs;
+}
+
+KeepPolicy gpipe::keepPolicyOf(StringRef remat) {
+  if (remat == "none")
+    return KeepPolicy::All;
+  if (remat == "except-last")
+    return KeepPolicy::Last;
+  return KeepPolicy::None;
+}
+
+StringRef gpipe::rematNameOf(KeepPolicy keep) {
+  switch (keep) {
+  case KeepPolicy::All:
+    return "none";
+  case KeepPolicy::Last:
+    return "except-last";
+  case KeepPolicy::None:
+    return "full";
+  }
+  return "full";
+}
+
+FailureOr<std::vector<PlannedStage>>
+gpipe::describeModelStages(ModelOp model, unsigned optimizerSlots,
+                           KeepPolicy &keep) {
+  Block &body = model.getBody().front();
+  Value loss = model.getReturnOp().getLoss();
+  std::vector<PlannedStage> stages;
+  keep = KeepPolicy::None;
+  for (StageOp stage : body.getOps<StageOp>()) {
+    StageBackwardOp backward;
+    for (StageBackwardOp candidate : body.getOps<StageBackwardOp>())
+      if (candidate.getStage() == stage.getSymName())
+        backward = candidate;
+    if (!backward)
+      return stage.emitOpError()
+             << "has no gpipe.stage_backward; run gpipe-differentiate first";
+    keep = keepPolicyOf(backward.getRemat().value_or("full"));
+    FailureOr<PlannedStage> planned =
+        describeStageMemory(stage, backward, loss.getDefiningOp() == stage,
+                            model.getBatch(), optimizerSlots);
+    if (failed(planned))
+      return failure();
+    stages.push_back(std::move(*planned));
+  }
+  return stages;
+}
