@@ -36,15 +36,7 @@ static StringRef objectiveName(PartitionObjective objective) {
 }
 
 static KeepPolicy keepPolicyOf(RematPolicy policy) {
-  switch (policy) {
-  case RematPolicy::None:
-    return KeepPolicy::All;
-  case RematPolicy::ExceptLast:
-    return KeepPolicy::Last;
-  case RematPolicy::Full:
-    return KeepPolicy::None;
-  }
-  return KeepPolicy::None;
+  return keepPolicyOf(stringifyRematPolicy(policy));
 }
 
 namespace {
