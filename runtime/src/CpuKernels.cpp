@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/CpuKernels.h"
+#include "gpipe/runtime/device/DropoutHash.h"
 
 #include <cblas.h>
 
@@ -23,6 +24,9 @@
 #include <limits>
 
 using namespace gpipe::runtime;
+// The dropout hash is shared with the device kernels: one mask, bit for bit.
+using gpipe::runtime::device::dropoutRowKey;
+using gpipe::runtime::device::dropoutUniform;
 
 //===----------------------------------------------------------------------===//
 // Helpers
@@ -216,32 +220,6 @@ float softmaxRow(const float *x, float *y, int64_t n) {
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
-
-//===-- dropout hash -------------------------------------------------------===//
-
-/// splitmix64's increment (2^64 / golden ratio) and finalizer: a bijective
-/// 64-bit mix whose outputs over a counter stream pass BigCrush.
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
-
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-/// Key of global row `row` of the mask of (seed, step): element (row, col) is
-/// then the splitmix64 output number col + 1 of the stream keyed by it.
-uint64_t dropoutRowKey(uint64_t seed, uint64_t step, uint64_t row) {
-  uint64_t key = mix64(seed + kGolden);
-  key = mix64(key + (step + 1) * kGolden);
-  return mix64(key + (row + 1) * kGolden);
-}
-
-/// Uniform in [0, 1) from the top 24 bits: exactly representable as a float.
-float dropoutUniform(uint64_t rowKey, uint64_t col) {
-  return static_cast<float>(mix64(rowKey + (col + 1) * kGolden) >> 40) *
-         (1.0f / 16777216.0f);
-}
 
 //===-- attention tiling ---------------------------------------------------===//
 

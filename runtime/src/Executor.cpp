@@ -19,6 +19,7 @@
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/Initializers.h"
 #include "gpipe/runtime/Mailbox.h"
+#include "gpipe/runtime/ProgramAnalysis.h"
 
 #include <algorithm>
 #include <atomic>
@@ -37,68 +38,6 @@ using namespace gpipe::runtime;
 //===----------------------------------------------------------------------===//
 // Names and formatting
 //===----------------------------------------------------------------------===//
-
-static const char *opName(OpKind kind) {
-  switch (kind) {
-  case OpKind::Param:
-    return "param";
-  case OpKind::Dense:
-    return "dense";
-  case OpKind::Relu:
-    return "relu";
-  case OpKind::Gelu:
-    return "gelu";
-  case OpKind::Tanh:
-    return "tanh";
-  case OpKind::Softmax:
-    return "softmax";
-  case OpKind::LayerNorm:
-    return "layer_norm";
-  case OpKind::Add:
-    return "add";
-  case OpKind::Embedding:
-    return "embedding";
-  case OpKind::Attention:
-    return "attention";
-  case OpKind::Dropout:
-    return "dropout";
-  case OpKind::SoftmaxCrossEntropy:
-    return "softmax_cross_entropy";
-  case OpKind::MseLoss:
-    return "mse_loss";
-  case OpKind::DenseGrad:
-    return "dense_grad";
-  case OpKind::BiasGrad:
-    return "bias_grad";
-  case OpKind::ReluGrad:
-    return "relu_grad";
-  case OpKind::GeluGrad:
-    return "gelu_grad";
-  case OpKind::TanhGrad:
-    return "tanh_grad";
-  case OpKind::SoftmaxGrad:
-    return "softmax_grad";
-  case OpKind::LayerNormGrad:
-    return "layer_norm_grad";
-  case OpKind::EmbeddingGrad:
-    return "embedding_grad";
-  case OpKind::AttentionGrad:
-    return "attention_grad";
-  case OpKind::DropoutGrad:
-    return "dropout_grad";
-  case OpKind::SoftmaxCrossEntropyGrad:
-    return "softmax_cross_entropy_grad";
-  case OpKind::MseLossGrad:
-    return "mse_loss_grad";
-  case OpKind::AddGrads:
-    return "add_grads";
-  case OpKind::AccumulateGrad:
-    return "accumulate_grad";
-  case OpKind::Zeros:
-    return "zeros";
-  }
-  return "unknown";
-}
 
 static const char *typeName(ElementType type) {
   return type == ElementType::F32 ? "f32" : "i32";
@@ -119,39 +58,6 @@ static int64_t product(const std::vector<int64_t> &shape) {
   for (int64_t dim : shape)
     n *= dim;
   return n;
-}
-
-static const char *directionWord(InstrKind kind) {
-  return kind == InstrKind::SendActivation || kind == InstrKind::RecvActivation
-             ? "activation"
-             : "gradient";
-}
-
-/// "forward of stage 2, micro-batch 1" and the like, as in the schedule's
-/// diagnostics.
-static std::string describeInstr(const Instr &instr, unsigned device) {
-  std::string mb = ", micro-batch " + std::to_string(instr.microbatch);
-  switch (instr.kind) {
-  case InstrKind::LoadInput:
-    return "load input '" + instr.inputName + "'" + mb;
-  case InstrKind::Forward:
-    return "forward of stage " + std::to_string(device) + mb;
-  case InstrKind::Backward:
-    return "backward of stage " + std::to_string(device) + mb;
-  case InstrKind::SendActivation:
-  case InstrKind::SendGradient:
-    return std::string("send ") + directionWord(instr.kind) + " to device " +
-           std::to_string(instr.peer) + mb + ", channel " +
-           std::to_string(instr.channel);
-  case InstrKind::RecvActivation:
-  case InstrKind::RecvGradient:
-    return std::string("recv ") + directionWord(instr.kind) + " from device " +
-           std::to_string(instr.peer) + mb + ", channel " +
-           std::to_string(instr.channel);
-  case InstrKind::OptimizerStep:
-    return "optimizer step";
-  }
-  return "unknown instruction";
 }
 
 static const char *timelineName(InstrKind kind) {
@@ -234,12 +140,6 @@ bool isGradientKind(OpKind kind) {
   return static_cast<int>(kind) >= static_cast<int>(OpKind::DenseGrad);
 }
 
-/// Result 0 of these ops (the input gradient) may be -1: not needed.
-bool mayDropFirstResult(OpKind kind) {
-  return kind == OpKind::DenseGrad || kind == OpKind::LayerNormGrad ||
-         kind == OpKind::AttentionGrad;
-}
-
 /// The forward op kind whose saved state a gradient op reads through its
 /// operand `index`, or nothing (-1).
 int savedStateOperand(OpKind kind, OpKind &producer) {
@@ -278,7 +178,7 @@ private:
   const ValueSpec &spec(int id) const { return program.values[id]; }
   std::string where(const char *section, size_t index, const Op &op) const {
     return "stage " + std::to_string(stage) + ": " + section + " op " +
-           std::to_string(index) + " (" + opName(op.kind) + ")";
+           std::to_string(index) + " (" + opKindName(op.kind) + ")";
   }
   std::string checkOp(const char *section, size_t index, const Op &op,
                       std::set<int> &defined, bool recompute);
@@ -583,7 +483,7 @@ std::string StageValidator::checkOp(const char *section, size_t index,
     auto it = producer.find(op.operands[savedOperand]);
     if (it == producer.end() || it->second->kind != producerKind)
       return fail("operand " + std::to_string(savedOperand) +
-                  " must be the result of a " + opName(producerKind) + " op");
+                  " must be the result of a " + opKindName(producerKind) + " op");
     const Op &forward = *it->second;
     if (op.kind == OpKind::DropoutGrad && forward.rate != op.rate)
       return fail("rate " + std::to_string(op.rate) +
@@ -603,7 +503,7 @@ std::string StageValidator::checkOp(const char *section, size_t index,
       auto it = producer.find(id);
       if (it == producer.end() || it->second->kind != op.kind)
         return fail("redefines value " + std::to_string(id) +
-                    ", which no forward " + opName(op.kind) + " op defines");
+                    ", which no forward " + opKindName(op.kind) + " op defines");
     } else if (producer.count(id) || defined.count(id)) {
       return fail("defines value " + std::to_string(id) + " again");
     }
@@ -818,7 +718,7 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
     const Instr &instr = program[i];
     std::string prefix = "device " + std::to_string(device) + ": op #" +
                          std::to_string(i) + " (" +
-                         describeInstr(instr, device) + "): ";
+                         describeInstruction(instr, device) + "): ";
     if (instr.kind == InstrKind::OptimizerStep) {
       if (++optimizerSteps > 1)
         return prefix + "expects exactly one optimizer step per device";
@@ -1360,7 +1260,7 @@ std::string runOps(OpEnv &env, const std::vector<Op> &ops,
     std::string error = runOp(env, ops[k], k);
     if (!error.empty())
       return error + ", in " + section + " op " + std::to_string(k) + " (" +
-             opName(ops[k].kind) + ")";
+             opKindName(ops[k].kind) + ")";
     if (env.freeAfter)
       for (int id : (*env.freeAfter)[k])
         env.values.erase(id);
@@ -1368,8 +1268,10 @@ std::string runOps(OpEnv &env, const std::vector<Op> &ops,
   return {};
 }
 
-/// Checks that `batch` holds exactly the model inputs, at `rows` rows.
-std::string checkBatch(const Bundle &bundle, const Batch &batch, int64_t rows) {
+} // namespace
+
+std::string gpipe::runtime::checkBatch(const Bundle &bundle, const Batch &batch,
+                                      int64_t rows) {
   for (const ModelInputSpec &spec : bundle.inputs) {
     std::vector<int64_t> shape = spec.shape;
     shape[0] = rows;
@@ -1405,6 +1307,8 @@ std::string checkBatch(const Bundle &bundle, const Batch &batch, int64_t rows) {
   }
   return {};
 }
+
+namespace {
 
 /// Copies rows [rowOffset, rowOffset + rows) of a batch tensor.
 std::unique_ptr<Tensor> sliceRows(const HostTensor &host, int64_t rowOffset,
@@ -1524,92 +1428,6 @@ struct StepShared {
 
 } // namespace
 
-/// When the values of one stage die, for a micro-batch whose forward values
-/// are kept for its backward ([1]) and for one that recomputes them ([0]).
-/// A value is freed after its last use in the op list that uses it last,
-/// unless a later instruction needs it: a stage output waits for its send, a
-/// stage input gradient for its send, and what the backward reads waits for
-/// the backward. gpipe-plan-memory models exactly these rules.
-struct StageLiveness {
-  std::vector<char> keptForBackward; ///< read by the backward
-  std::vector<char> stashed;         ///< stage inputs read after the forward
-  std::vector<std::vector<int>> forwardFree[2];
-  std::vector<std::vector<int>> recomputeFree;
-  std::vector<std::vector<int>> backwardFree[2];
-
-  bool neededAfterForward(int id, bool kept) const {
-    return kept ? keptForBackward[id] : stashed[id];
-  }
-};
-
-/// Per op of `ops`, the values whose last use or definition in the whole
-/// sequence `lists` is that op, except those `keep` holds. Ops marked in
-/// `skip` (the last list's) neither use nor define anything.
-static std::vector<std::vector<std::vector<int>>>
-lastUses(const std::vector<const std::vector<Op> *> &lists,
-         const std::vector<char> *skip, size_t numValues,
-         const std::vector<char> &keep) {
-  std::vector<std::pair<int, int>> last(numValues, {-1, -1});
-  std::vector<std::vector<std::vector<int>>> free(lists.size());
-  for (size_t l = 0; l < lists.size(); ++l) {
-    free[l].resize(lists[l]->size());
-    for (size_t k = 0; k < lists[l]->size(); ++k) {
-      if (skip && l + 1 == lists.size() && (*skip)[k])
-        continue;
-      const Op &op = (*lists[l])[k];
-      for (int id : op.operands)
-        last[id] = {int(l), int(k)};
-      for (int id : op.results)
-        if (id >= 0)
-          last[id] = {int(l), int(k)};
-    }
-  }
-  for (size_t id = 0; id < numValues; ++id)
-    if (last[id].first >= 0 && !keep[id])
-      free[last[id].first][last[id].second].push_back(int(id));
-  return free;
-}
-
-static StageLiveness computeLiveness(const StageProgram &program,
-                                     const std::vector<char> &skipBackward) {
-  const size_t n = program.values.size();
-  StageLiveness live;
-  live.keptForBackward.assign(n, 0);
-  live.stashed.assign(n, 0);
-  std::vector<char> isInput(n, 0);
-  for (const StageInput &input : program.inputs)
-    isInput[input.value] = 1;
-  for (size_t k = 0; k < program.backward.size(); ++k)
-    if (!skipBackward[k])
-      for (int id : program.backward[k].operands) {
-        live.keptForBackward[id] = 1;
-        live.stashed[id] |= isInput[id];
-      }
-  for (const Op &op : program.recompute)
-    for (int id : op.operands)
-      live.stashed[id] |= isInput[id];
-
-  for (int kept = 0; kept < 2; ++kept) {
-    std::vector<char> keep = kept ? live.keptForBackward : live.stashed;
-    for (int id : program.outputs)
-      keep[id] = 1;
-    if (program.loss >= 0)
-      keep[program.loss] = 1; // read when the forward ends
-    live.forwardFree[kept] =
-        lastUses({&program.forward}, nullptr, n, keep).front();
-  }
-  std::vector<char> keep(n, 0);
-  for (int id : program.inputGrads)
-    keep[id] = 1;
-  live.backwardFree[1] =
-      lastUses({&program.backward}, &skipBackward, n, keep).front();
-  auto both =
-      lastUses({&program.recompute, &program.backward}, &skipBackward, n, keep);
-  live.recomputeFree = std::move(both[0]);
-  live.backwardFree[0] = std::move(both[1]);
-  return live;
-}
-
 struct PipelineExecutor::Impl {
   Bundle bundle;
   ExecutorConfig config;
@@ -1626,15 +1444,8 @@ struct PipelineExecutor::Impl {
   std::vector<int64_t> peaks;
 
   bool keepsAll(unsigned device, unsigned microbatch) const {
-    switch (bundle.remat) {
-    case RematPolicy::None:
-      return true;
-    case RematPolicy::Full:
-      return false;
-    case RematPolicy::ExceptLast:
-      return microbatch == devices[device].lastForward;
-    }
-    return false;
+    return keepsForwardValues(bundle.remat, microbatch,
+                              devices[device].lastForward);
   }
 
   std::string runInstr(unsigned device, size_t index, const Instr &instr,
@@ -1750,12 +1561,12 @@ std::string PipelineExecutor::Impl::runInstr(unsigned device, size_t index,
         const std::vector<Instr> &peerProgram = bundle.programs[instr.peer];
         return "device " + std::to_string(device) + " timed out after " +
                std::to_string(2 * config.recvTimeout.count()) + " ms at op #" +
-               std::to_string(index) + " (" + describeInstr(instr, device) +
+               std::to_string(index) + " (" + describeInstruction(instr, device) +
                "): device " + std::to_string(instr.peer) +
                " has not sent it yet; it is at " +
                (at < peerProgram.size()
                     ? "op #" + std::to_string(at) + " (" +
-                          describeInstr(peerProgram[at], instr.peer) + ")"
+                          describeInstruction(peerProgram[at], instr.peer) + ")"
                     : std::string("the end of its program"));
       }
     }
@@ -1901,7 +1712,7 @@ void PipelineExecutor::Impl::runDevice(unsigned device, const Batch &batch,
                       ? error
                       : "device " + std::to_string(device) + ": op #" +
                             std::to_string(i) + " (" +
-                            describeInstr(instr, device) + "): " + error);
+                            describeInstruction(instr, device) + "): " + error);
       return;
     }
   }
@@ -1954,42 +1765,14 @@ PipelineExecutor::create(Bundle bundle, const ExecutorConfig &config,
   impl->fusedInto.resize(numDevices);
   impl->skipBackward.resize(numDevices);
   for (unsigned s = 0; s < numDevices; ++s) {
-    // A parameter-gradient result whose only use is one AccumulateGrad is
-    // accumulated by its kernel straight into the parameter's gradient: no
-    // parameter-sized temporary per micro-batch.
-    const StageProgram &stage = bundle.stages[s];
-    const std::vector<Op> &ops = stage.backward;
-    std::vector<int> uses(stage.values.size(), 0),
-        accumulator(stage.values.size(), -1);
-    for (size_t k = 0; k < ops.size(); ++k)
-      for (int id : ops[k].operands) {
-        ++uses[id];
-        if (ops[k].kind == OpKind::AccumulateGrad)
-          accumulator[id] = int(k);
-      }
-    for (int id : stage.inputGrads)
-      ++uses[id];
+    GradientFusion fusion = fuseGradientAccumulation(bundle.stages[s]);
     auto &fused = impl->fusedInto[s];
-    auto &skip = impl->skipBackward[s];
-    fused.resize(ops.size());
-    skip.assign(ops.size(), 0);
-    for (size_t k = 0; k < ops.size(); ++k) {
-      fused[k].assign(ops[k].results.size(), nullptr);
-      bool accumulates = ops[k].kind == OpKind::DenseGrad ||
-                         ops[k].kind == OpKind::BiasGrad ||
-                         ops[k].kind == OpKind::LayerNormGrad ||
-                         ops[k].kind == OpKind::EmbeddingGrad ||
-                         ops[k].kind == OpKind::AttentionGrad;
-      for (size_t r = 0; r < ops[k].results.size() && accumulates; ++r) {
-        int id = ops[k].results[r];
-        if (mayDropFirstResult(ops[k].kind) && r == 0)
-          continue; // the input gradient is overwritten, not accumulated
-        if (id < 0 || uses[id] != 1 || accumulator[id] < 0)
-          continue;
-        fused[k][r] = impl->paramByName.at(ops[accumulator[id]].name);
-        skip[accumulator[id]] = 1;
-      }
-    }
+    fused.resize(fusion.accumulatesInto.size());
+    for (size_t k = 0; k < fused.size(); ++k)
+      for (const std::string &name : fusion.accumulatesInto[k])
+        fused[k].push_back(name.empty() ? nullptr
+                                        : impl->paramByName.at(name));
+    impl->skipBackward[s] = std::move(fusion.skip);
   }
   for (unsigned s = 0; s < numDevices; ++s)
     impl->liveness.push_back(

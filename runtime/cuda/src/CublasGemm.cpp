@@ -209,4 +209,51 @@ CudaStatus CublasGemm::gemm(GemmPrecision precision, const GemmArgs &g) {
   return CudaStatus::success();
 }
 
+CudaStatus CublasGemm::gemmStridedBatched(GemmPrecision precision,
+                                          const GemmArgs &g, int64_t count,
+                                          int64_t strideA, int64_t strideB,
+                                          int64_t strideC) {
+  if (count == 1 || precision == GemmPrecision::BF16) {
+    GemmArgs one = g;
+    for (int64_t i = 0; i < count; ++i) {
+      one.a = g.a + i * strideA;
+      one.b = g.b + i * strideB;
+      one.c = g.c + i * strideC;
+      if (CudaStatus st = gemm(precision, one); !st.ok)
+        return st;
+    }
+    return CudaStatus::success();
+  }
+  if (!handle)
+    return CudaStatus::failure("cublas gemm: init() was not called");
+  if (CudaStatus st = checkGemmArgs(g); !st.ok)
+    return st;
+  if (count < 0 || count > INT_MAX)
+    return CudaStatus::failure("cublas gemm: batch count " +
+                               std::to_string(count) + " outside [0, INT_MAX]");
+  if (g.m == 0 || g.n == 0 || count == 0)
+    return CudaStatus::success();
+  cudaError_t err = cudaSetDevice(gpu);
+  if (err != cudaSuccess)
+    return cudaFailure("cublas gemm: cudaSetDevice(" + std::to_string(gpu) +
+                           ")",
+                       err);
+  // The row-major operand swap of `gemm`, per matrix of the batch.
+  cublasStatus_t cs = cublasGemmStridedBatchedEx(
+      static_cast<cublasHandle_t>(handle), g.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+      g.transA ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n),
+      static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha, g.b, CUDA_R_32F,
+      static_cast<int>(g.ldb), strideB, g.a, CUDA_R_32F,
+      static_cast<int>(g.lda), strideA, &g.beta, g.c, CUDA_R_32F,
+      static_cast<int>(g.ldc), strideC, static_cast<int>(count),
+      precision == GemmPrecision::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                       : CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT);
+  if (cs != CUBLAS_STATUS_SUCCESS)
+    return CudaStatus::failure(std::string("cublasGemmStridedBatchedEx (") +
+                               gemmPrecisionName(precision) +
+                               ") failed: " + cublasText(cs));
+  return CudaStatus::success();
+}
+
 } // namespace gpipe::cuda

@@ -1,6 +1,7 @@
 //===- CudaHostTest.cpp - CUDA backend logic that needs no GPU ------------===//
 
 #include "gpipe/cuda/CublasGemm.h"
+#include "gpipe/cuda/CudaBackend.h"
 #include "gpipe/cuda/CudaDevices.h"
 #include "gpipe/cuda/DeviceArena.h"
 
@@ -163,4 +164,22 @@ TEST(CudaGemmArgs, Validation) {
   GemmArgs empty;
   empty.lda = empty.ldb = empty.ldc = 1;
   EXPECT_TRUE(checkGemmArgs(empty).ok) << checkGemmArgs(empty).message;
+}
+
+// The executor's backend: without a GPU it refuses with the no-device
+// sentence; with one it maps K devices onto the GPUs.
+TEST(CudaBackend, CreationFailsCleanlyWithoutGpuOrMapsDevices) {
+  CudaBackendOptions options;
+  options.numDevices = 3;
+  std::string error;
+  auto backend = createCudaBackend(options, error);
+  if (!gpuAvailable()) {
+    EXPECT_FALSE(backend);
+    EXPECT_TRUE(contains(error, "no CUDA device available")) << error;
+    return;
+  }
+  ASSERT_TRUE(backend) << error;
+  EXPECT_EQ(backend->numDevices(), 3u);
+  EXPECT_TRUE(contains(backend->describe(), "device 2 on GPU"))
+      << backend->describe();
 }

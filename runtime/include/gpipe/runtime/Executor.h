@@ -92,6 +92,10 @@ struct EvalResult {
 /// 1".
 std::string validateBundle(const Bundle &bundle);
 
+/// Checks that `batch` holds exactly the model inputs of `bundle`, at `rows`
+/// rows; returns "" or what is missing, extra or misshapen.
+std::string checkBatch(const Bundle &bundle, const Batch &batch, int64_t rows);
+
 class PipelineExecutor {
 public:
   /// Validates `bundle`, then initializes every parameter from

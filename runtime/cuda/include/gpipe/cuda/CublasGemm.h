@@ -65,6 +65,12 @@ public:
   /// Enqueues the GEMM on the stream (asynchronous: synchronize the stream
   /// before reading C on the host).
   CudaStatus gemm(GemmPrecision precision, const GemmArgs &args);
+  /// `count` GEMMs whose A, B and C start `strideA`, `strideB`, `strideC`
+  /// elements apart (attention's heads): one cublasGemmStridedBatchedEx for
+  /// F32 and TF32, one bf16 GEMM per matrix for BF16.
+  CudaStatus gemmStridedBatched(GemmPrecision precision, const GemmArgs &args,
+                                int64_t count, int64_t strideA,
+                                int64_t strideB, int64_t strideC);
 
   void release();
 

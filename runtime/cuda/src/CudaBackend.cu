@@ -1,0 +1,346 @@
+//===- CudaBackend.cu - The device executor's backend on NVIDIA GPUs ------===//
+
+#include "gpipe/cuda/CudaBackend.h"
+
+#include "gpipe/cuda/CudaDevices.h"
+#include "gpipe/runtime/device/KernelsByFunctor.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+using namespace gpipe::cuda;
+using gpipe::runtime::device::DeviceBackend;
+using gpipe::runtime::device::EventId;
+using gpipe::runtime::device::GemmBatch;
+using gpipe::runtime::device::KernelsByFunctor;
+using gpipe::runtime::device::StreamId;
+
+namespace {
+
+/// f(i) for every i in [0, n), each thread striding over the grid.
+template <class F> __global__ void forEachKernel(F f, int64_t n) {
+  const int64_t stride = int64_t(blockDim.x) * gridDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride)
+    f(i);
+}
+
+class CudaBackend final : public KernelsByFunctor<CudaBackend, DeviceBackend> {
+public:
+  CudaBackend(CudaBackendOptions options, std::vector<GpuInfo> gpus,
+              std::vector<int> gpuOf)
+      : options(options), gpus(std::move(gpus)), gpuOf(std::move(gpuOf)) {}
+  ~CudaBackend() override;
+
+  /// Streams, cuBLAS handles and peer access; "" or the first failure.
+  std::string init();
+
+  template <class F> void forEach(StreamId s, int64_t n, const F &f) {
+    if (n <= 0)
+      return;
+    const int threads = 256;
+    const int64_t wanted = (n + threads - 1) / threads;
+    const int64_t blocks =
+        std::min<int64_t>(wanted, int64_t(sms(s)) * 16); // grid-stride beyond
+    if (!setDevice(s))
+      return;
+    forEachKernel<<<unsigned(blocks), threads, 0, streams[s]>>>(f, n);
+    note(cudaGetLastError(), "a kernel launch", s);
+  }
+
+  std::string describe() const override;
+  unsigned numDevices() const override { return options.numDevices; }
+  std::string allocate(unsigned device, int64_t bytes, void **pointer) override;
+  StreamId computeStream(unsigned device) override { return 2 * device; }
+  StreamId copyStream(unsigned device) override { return 2 * device + 1; }
+  EventId recordEvent(StreamId stream) override;
+  void waitEvent(StreamId stream, EventId event) override;
+  void copyToDevice(StreamId s, void *dst, const void *hostSrc,
+                    int64_t bytes) override;
+  void copyToHost(StreamId s, void *hostDst, const void *src,
+                  int64_t bytes) override;
+  void copyBetweenDevices(StreamId s, void *dst, unsigned dstDevice,
+                          const void *src, unsigned srcDevice,
+                          int64_t bytes) override;
+  void fillZero(StreamId s, void *dst, int64_t bytes) override;
+  void gemm(StreamId stream, const GemmBatch &call) override;
+  std::string synchronize(std::chrono::milliseconds timeout) override;
+  std::string error() const override { return firstError; }
+
+private:
+  int gpuOfStream(StreamId s) const { return gpuOf[s / 2]; }
+  int sms(StreamId s) const {
+    return std::max(1, gpus[gpuOfStream(s)].multiProcessors);
+  }
+  std::string streamName(StreamId s) const {
+    return "device " + std::to_string(s / 2) + "'s " +
+           (s % 2 ? "copy" : "compute") + " stream (GPU " +
+           std::to_string(gpuOfStream(s)) + ")";
+  }
+  bool setDevice(StreamId s) {
+    return note(cudaSetDevice(gpuOfStream(s)), "cudaSetDevice", s);
+  }
+  /// Keeps the first error; true when `err` is success.
+  bool note(cudaError_t err, const char *what, StreamId s) {
+    if (err == cudaSuccess)
+      return true;
+    if (firstError.empty())
+      firstError = std::string("CUDA error in ") + what + " on " +
+                   streamName(s) + ": " + cudaErrorText(int(err));
+    return false;
+  }
+  void noteStatus(const CudaStatus &status, StreamId s) {
+    if (!status.ok && firstError.empty())
+      firstError = status.message + " (on " + streamName(s) + ")";
+  }
+
+  CudaBackendOptions options;
+  std::vector<GpuInfo> gpus;
+  std::vector<int> gpuOf; ///< per pipeline device
+  std::vector<cudaStream_t> streams;
+  std::vector<std::unique_ptr<CublasGemm>> blas; ///< per pipeline device
+  std::vector<void *> allocations;
+  /// Events recorded since the last synchronize, and the free ones, per GPU.
+  std::vector<cudaEvent_t> events;
+  std::vector<int> eventGpu;
+  std::vector<std::vector<cudaEvent_t>> spareEvents;
+  std::string firstError;
+};
+
+CudaBackend::~CudaBackend() {
+  for (size_t s = 0; s < streams.size(); ++s) {
+    if (!streams[s])
+      continue;
+    (void)cudaSetDevice(gpuOfStream(StreamId(s)));
+    (void)cudaStreamSynchronize(streams[s]);
+  }
+  blas.clear();
+  for (cudaEvent_t event : events)
+    (void)cudaEventDestroy(event);
+  for (auto &spare : spareEvents)
+    for (cudaEvent_t event : spare)
+      (void)cudaEventDestroy(event);
+  for (void *p : allocations)
+    (void)cudaFree(p);
+  for (size_t s = 0; s < streams.size(); ++s)
+    if (streams[s]) {
+      (void)cudaSetDevice(gpuOfStream(StreamId(s)));
+      (void)cudaStreamDestroy(streams[s]);
+    }
+}
+
+std::string CudaBackend::init() {
+  streams.assign(2 * options.numDevices, nullptr);
+  spareEvents.resize(gpus.size());
+  for (StreamId s = 0; s < streams.size(); ++s) {
+    if (!setDevice(s) ||
+        !note(cudaStreamCreateWithFlags(&streams[s], cudaStreamNonBlocking),
+              "cudaStreamCreateWithFlags", s))
+      return firstError;
+  }
+  for (unsigned d = 0; d < options.numDevices; ++d) {
+    blas.push_back(std::make_unique<CublasGemm>());
+    CudaStatus status = blas.back()->init(gpuOf[d], streams[computeStream(d)]);
+    if (!status.ok)
+      return "device " + std::to_string(d) + ": " + status.message;
+  }
+  // Peer access between the GPUs that neighbouring devices run on.
+  for (unsigned d = 0; d + 1 < options.numDevices; ++d) {
+    int a = gpuOf[d], b = gpuOf[d + 1];
+    if (a == b)
+      continue;
+    for (auto [from, to] : {std::pair<int, int>{a, b}, {b, a}}) {
+      int can = 0;
+      if (cudaDeviceCanAccessPeer(&can, from, to) != cudaSuccess || !can)
+        continue; // cudaMemcpyPeerAsync still works, staged through the host
+      (void)cudaSetDevice(from);
+      cudaError_t err = cudaDeviceEnablePeerAccess(to, 0);
+      if (err == cudaErrorPeerAccessAlreadyEnabled)
+        (void)cudaGetLastError();
+      else if (!note(err, "cudaDeviceEnablePeerAccess", computeStream(d)))
+        return firstError;
+    }
+  }
+  return {};
+}
+
+std::string CudaBackend::describe() const {
+  std::string text;
+  for (unsigned d = 0; d < options.numDevices; ++d)
+    text += (d ? ", " : "") + std::string("device ") + std::to_string(d) +
+            " on GPU " + std::to_string(gpuOf[d]);
+  return gpus[0].name + " (" + std::to_string(gpus.size()) + " GPU" +
+         (gpus.size() == 1 ? "" : "s") + "; " + text + "; GEMMs " +
+         gemmPrecisionName(options.precision) + ")";
+}
+
+std::string CudaBackend::allocate(unsigned device, int64_t bytes,
+                                  void **pointer) {
+  *pointer = nullptr;
+  if (device >= options.numDevices)
+    return "allocate: no device " + std::to_string(device);
+  if (bytes <= 0)
+    return {};
+  cudaError_t err = cudaSetDevice(gpuOf[device]);
+  if (err == cudaSuccess)
+    err = cudaMalloc(pointer, size_t(bytes));
+  if (err != cudaSuccess) {
+    *pointer = nullptr;
+    (void)cudaGetLastError();
+    return "device " + std::to_string(device) + " (GPU " +
+           std::to_string(gpuOf[device]) + "): cudaMalloc of " +
+           std::to_string(bytes) + " bytes failed: " + cudaErrorText(int(err));
+  }
+  allocations.push_back(*pointer);
+  return {};
+}
+
+EventId CudaBackend::recordEvent(StreamId s) {
+  const int gpu = gpuOfStream(s);
+  cudaEvent_t event = nullptr;
+  if (!spareEvents[gpu].empty()) {
+    event = spareEvents[gpu].back();
+    spareEvents[gpu].pop_back();
+  } else if (setDevice(s)) {
+    note(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+         "cudaEventCreateWithFlags", s);
+  }
+  EventId id = EventId(events.size());
+  events.push_back(event);
+  eventGpu.push_back(gpu);
+  if (event && setDevice(s))
+    note(cudaEventRecord(event, streams[s]), "cudaEventRecord", s);
+  return id;
+}
+
+void CudaBackend::waitEvent(StreamId s, EventId event) {
+  if (event >= events.size() || !events[event]) {
+    if (firstError.empty())
+      firstError = streamName(s) + " waits for event " +
+                   std::to_string(event) + ", which was never recorded";
+    return;
+  }
+  if (setDevice(s))
+    note(cudaStreamWaitEvent(streams[s], events[event], 0),
+         "cudaStreamWaitEvent", s);
+}
+
+void CudaBackend::copyToDevice(StreamId s, void *dst, const void *hostSrc,
+                               int64_t bytes) {
+  if (bytes > 0 && setDevice(s))
+    note(cudaMemcpyAsync(dst, hostSrc, size_t(bytes), cudaMemcpyHostToDevice,
+                         streams[s]),
+         "cudaMemcpyAsync (host to device)", s);
+}
+
+void CudaBackend::copyToHost(StreamId s, void *hostDst, const void *src,
+                             int64_t bytes) {
+  if (bytes > 0 && setDevice(s))
+    note(cudaMemcpyAsync(hostDst, src, size_t(bytes), cudaMemcpyDeviceToHost,
+                         streams[s]),
+         "cudaMemcpyAsync (device to host)", s);
+}
+
+void CudaBackend::copyBetweenDevices(StreamId s, void *dst,
+                                     unsigned dstDevice, const void *src,
+                                     unsigned srcDevice, int64_t bytes) {
+  if (bytes <= 0 || !setDevice(s))
+    return;
+  int to = gpuOf[dstDevice], from = gpuOf[srcDevice];
+  if (to == from)
+    note(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice,
+                         streams[s]),
+         "cudaMemcpyAsync (device to device)", s);
+  else
+    note(cudaMemcpyPeerAsync(dst, to, src, from, size_t(bytes), streams[s]),
+         "cudaMemcpyPeerAsync", s);
+}
+
+void CudaBackend::fillZero(StreamId s, void *dst, int64_t bytes) {
+  if (bytes > 0 && setDevice(s))
+    note(cudaMemsetAsync(dst, 0, size_t(bytes), streams[s]), "cudaMemsetAsync",
+         s);
+}
+
+void CudaBackend::gemm(StreamId s, const GemmBatch &g) {
+  if (s % 2) {
+    if (firstError.empty())
+      firstError = "a GEMM was issued on " + streamName(s) +
+                   "; GEMMs run on compute streams";
+    return;
+  }
+  GemmArgs args;
+  args.transA = g.transA;
+  args.transB = g.transB;
+  args.m = g.m, args.n = g.n, args.k = g.k;
+  args.alpha = g.alpha, args.beta = g.beta;
+  args.a = g.a, args.lda = g.lda;
+  args.b = g.b, args.ldb = g.ldb;
+  args.c = g.c, args.ldc = g.ldc;
+  noteStatus(blas[s / 2]->gemmStridedBatched(options.precision, args, g.count,
+                                             g.strideA, g.strideB, g.strideC),
+             s);
+}
+
+std::string CudaBackend::synchronize(std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  for (StreamId s = 0; s < streams.size(); ++s) {
+    if (!setDevice(s))
+      break;
+    for (;;) {
+      cudaError_t err = cudaStreamQuery(streams[s]);
+      if (err == cudaSuccess)
+        break;
+      if (err != cudaErrorNotReady) {
+        note(err, "the stream's work", s);
+        break;
+      }
+      if (Clock::now() > deadline) {
+        if (firstError.empty())
+          firstError = streamName(s) + " did not finish within " +
+                       std::to_string(timeout.count()) + " ms";
+        return firstError;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  for (size_t e = 0; e < events.size(); ++e)
+    if (events[e])
+      spareEvents[eventGpu[e]].push_back(events[e]);
+  events.clear();
+  eventGpu.clear();
+  return firstError;
+}
+
+} // namespace
+
+std::unique_ptr<DeviceBackend>
+gpipe::cuda::createCudaBackend(const CudaBackendOptions &options,
+                               std::string &error) {
+  std::vector<GpuInfo> gpus;
+  CudaStatus status = queryGpus(gpus);
+  if (!status.ok) {
+    error = status.message;
+    return nullptr;
+  }
+  if (options.maxGpus > 0 && int(gpus.size()) > options.maxGpus)
+    gpus.resize(options.maxGpus);
+  std::vector<int> gpuOf;
+  status = mapPipelineDevices(int(options.numDevices), int(gpus.size()),
+                              options.allowSharing, gpuOf);
+  if (!status.ok) {
+    error = status.message;
+    return nullptr;
+  }
+  auto backend = std::make_unique<CudaBackend>(options, std::move(gpus),
+                                               std::move(gpuOf));
+  error = backend->init();
+  if (!error.empty())
+    return nullptr;
+  return backend;
+}

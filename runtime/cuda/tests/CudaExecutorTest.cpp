@@ -1,0 +1,148 @@
+//===- CudaExecutorTest.cpp - The pipeline on a GPU against the CPU -------===//
+//
+// Gradient equivalence of the CUDA backend: the device executor on
+// CudaBackend with all K pipeline devices on one GPU, against the CPU
+// executor (checked in its own tests against a double-precision reference),
+// for the MLP and the Transformer block of TestModels.h at K = 1, 2, 4, under
+// every remat policy, in each GEMM precision. Three Adam steps: each step's
+// loss and gradients, then the parameters.
+//
+// Tolerances per precision (allClose: |a - b| <= atol + rtol |b|):
+//   F32  rtol 1e-4, atol 1e-5  (fp32 everywhere; cuBLAS's and the kernels'
+//                               summation order and fused multiply-adds)
+//   TF32 rtol 2e-2, atol 2e-3  (10-bit mantissa inputs to every GEMM)
+//   BF16 rtol 5e-2, atol 5e-3  (8-bit mantissa inputs, fp32 accumulation)
+// Every test skips without a GPU (ctest label "gpu").
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/cuda/CudaBackend.h"
+#include "gpipe/cuda/CudaDevices.h"
+#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/device/DeviceExecutor.h"
+
+#include "AllClose.h"
+#include "TestBundles.h"
+#include "TestModels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::device;
+using namespace gpipe::runtime::testing;
+using gpipe::cuda::GemmPrecision;
+
+namespace {
+
+constexpr int64_t kBatch = 10;
+
+struct Tolerance {
+  double rtol, atol;
+};
+
+Tolerance toleranceOf(GemmPrecision precision) {
+  switch (precision) {
+  case GemmPrecision::F32:
+    return {1e-4, 1e-5};
+  case GemmPrecision::TF32:
+    return {2e-2, 2e-3};
+  case GemmPrecision::BF16:
+    return {5e-2, 5e-3};
+  }
+  return {0, 0};
+}
+
+using Param = std::tuple<bool, unsigned, RematPolicy, GemmPrecision>;
+
+std::string paramName(const ::testing::TestParamInfo<Param> &info) {
+  auto [transformer, k, remat, precision] = info.param;
+  const char *policy = remat == RematPolicy::None   ? "none"
+                       : remat == RematPolicy::Full ? "full"
+                                                    : "exceptlast";
+  return std::string(transformer ? "transformer" : "mlp") + "_K" +
+         std::to_string(k) + "_" + policy + "_" +
+         gpipe::cuda::gemmPrecisionName(precision);
+}
+
+class CudaVersusCpu : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CudaVersusCpu, SameLossesGradientsAndParameters) {
+  std::string why;
+  if (!gpipe::cuda::gpuAvailable(&why))
+    GTEST_SKIP() << "no CUDA device: " << why;
+  auto [transformer, k, remat, precision] = GetParam();
+  const Tolerance tol = toleranceOf(precision);
+  const unsigned m = 4;
+  Bundle bundle =
+      transformer
+          ? buildBundle(residualGraph(kBatch), residualSplit(k), m, remat)
+          : buildBundle(mlpGraph(kBatch), mlpSplit(k), m, remat);
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::Adam;
+  adam.learningRate = 0.01f;
+
+  ExecutorConfig cpuConfig;
+  cpuConfig.seed = 42;
+  cpuConfig.optimizer = adam;
+  std::string error;
+  auto cpu = PipelineExecutor::create(bundle, cpuConfig, error);
+  ASSERT_TRUE(cpu) << error;
+
+  gpipe::cuda::CudaBackendOptions options;
+  options.numDevices = k;
+  options.maxGpus = 1; // K pipeline devices on one GPU
+  options.precision = precision;
+  auto backend = gpipe::cuda::createCudaBackend(options, error);
+  ASSERT_TRUE(backend) << error;
+  DeviceExecutorConfig config;
+  config.seed = 42;
+  config.optimizer = adam;
+  auto gpu = DeviceExecutor::create(bundle, std::move(backend), config, error);
+  ASSERT_TRUE(gpu) << error;
+
+  for (uint64_t step = 1; step <= 3; ++step) {
+    Batch batch = transformer ? residualBatch(kBatch, 100 + step)
+                              : mlpBatch(kBatch, 100 + step);
+    StepResult expected = cpu->trainStep(batch);
+    ASSERT_TRUE(expected.ok()) << expected.error;
+    StepResult actual = gpu->trainStep(batch);
+    ASSERT_TRUE(actual.ok()) << actual.error;
+    EXPECT_NEAR(actual.loss, expected.loss,
+                tol.atol + tol.rtol * std::fabs(expected.loss))
+        << "step " << step;
+    for (const ParamSpec &spec : bundle.params) {
+      std::vector<float> grad;
+      ASSERT_EQ(gpu->gradient(spec.name, grad), "");
+      const std::vector<float> &want = *cpu->gradient(spec.name);
+      EXPECT_TRUE(gpipe::testing::allClose(
+          grad, std::vector<double>(want.begin(), want.end()), tol.rtol,
+          tol.atol))
+          << "gradient " << spec.name << ", step " << step;
+    }
+  }
+  for (const ParamSpec &spec : bundle.params) {
+    std::vector<float> value;
+    ASSERT_EQ(gpu->parameter(spec.name, value), "");
+    const std::vector<float> &want = *cpu->parameter(spec.name);
+    EXPECT_TRUE(gpipe::testing::allClose(
+        value, std::vector<double>(want.begin(), want.end()), tol.rtol,
+        tol.atol))
+        << "parameter " << spec.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    OneGpu, CudaVersusCpu,
+    ::testing::Combine(::testing::Values(false, true),
+                       ::testing::Values(1u, 2u, 4u),
+                       ::testing::Values(RematPolicy::None, RematPolicy::Full,
+                                         RematPolicy::ExceptLast),
+                       ::testing::Values(GemmPrecision::F32,
+                                         GemmPrecision::TF32,
+                                         GemmPrecision::BF16)),
+    paramName);
+
+} // namespace

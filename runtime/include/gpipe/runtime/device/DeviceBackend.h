@@ -1,0 +1,78 @@
+//===- DeviceBackend.h - Memory, streams and events of K devices -*- C++ -*-===//
+//
+// What the device executor (DeviceExecutor.h) needs from a machine with K
+// pipeline devices: per device one block of device memory, a compute stream
+// and a copy stream, events between streams, copies, GEMMs and the kernels of
+// KernelApi. Two implementations:
+//   - CudaBackend (runtime/cuda): CUDA streams and events, cuBLAS, the
+//     kernels of DeviceKernels.h launched on the GPU; pipeline devices map to
+//     GPUs d % G, so K devices may share one GPU.
+//   - HostBackend (HostBackend.h): every stream is a queue of host closures
+//     run at `synchronize`, in an order that respects only stream order and
+//     events, chosen at random — so a missing event shows up as a wrong
+//     result in the host tests, before any GPU runs the executor.
+//
+// Errors of asynchronous work are sticky: the first one is kept and returned
+// by `synchronize` (and by `error`); later calls are still accepted.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_DEVICE_DEVICEBACKEND_H
+#define GPIPE_RUNTIME_DEVICE_DEVICEBACKEND_H
+
+#include "gpipe/runtime/device/KernelApi.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace gpipe::runtime::device {
+
+/// An event recorded on a stream, by index.
+using EventId = unsigned;
+
+class DeviceBackend : public KernelApi {
+public:
+  /// Short description for messages and benchmark labels ("host emulation",
+  /// "NVIDIA H100 80GB HBM3 (GPU 0) x 4 pipeline devices").
+  virtual std::string describe() const = 0;
+  virtual unsigned numDevices() const = 0;
+
+  /// One allocation of `bytes` on `device`; "" or an error that names the
+  /// device and the size. Valid until the backend is destroyed.
+  virtual std::string allocate(unsigned device, int64_t bytes,
+                               void **pointer) = 0;
+
+  virtual StreamId computeStream(unsigned device) = 0;
+  /// Transfers to and from `device`'s neighbours run here, beside compute.
+  virtual StreamId copyStream(unsigned device) = 0;
+
+  /// Marks the current end of `stream`.
+  virtual EventId recordEvent(StreamId stream) = 0;
+  /// Work queued on `stream` from now on starts after `event` completed.
+  /// The event must have been recorded already (in issue order).
+  virtual void waitEvent(StreamId stream, EventId event) = 0;
+
+  virtual void copyToDevice(StreamId s, void *dst, const void *hostSrc,
+                            int64_t bytes) = 0;
+  /// `hostDst` must stay valid until `synchronize` returns.
+  virtual void copyToHost(StreamId s, void *hostDst, const void *src,
+                          int64_t bytes) = 0;
+  /// A copy between two devices' memory (peer copy; a plain device copy when
+  /// they share a GPU).
+  virtual void copyBetweenDevices(StreamId s, void *dst, unsigned dstDevice,
+                                  const void *src, unsigned srcDevice,
+                                  int64_t bytes) = 0;
+  virtual void fillZero(StreamId s, void *dst, int64_t bytes) = 0;
+
+  /// Waits for all queued work, at most `timeout`; returns "" or the first
+  /// error, or on timeout which device's which stream had not finished.
+  /// Events recorded so far are released afterwards.
+  virtual std::string synchronize(std::chrono::milliseconds timeout) = 0;
+  /// The first error so far ("" if none).
+  virtual std::string error() const = 0;
+};
+
+} // namespace gpipe::runtime::device
+
+#endif // GPIPE_RUNTIME_DEVICE_DEVICEBACKEND_H

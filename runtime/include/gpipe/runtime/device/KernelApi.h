@@ -1,0 +1,141 @@
+//===- KernelApi.h - The kernels a device backend runs on its streams ----===//
+//
+// Every non-GEMM computation of the device executor, as stream-ordered calls
+// on device pointers. Two backends implement it with the SAME scalar bodies
+// (DeviceKernels.h, `__host__ __device__` under nvcc): the CUDA backend
+// launches them as grid-stride kernels, the host backend runs them as loops,
+// so the host tests check the code the GPU runs against the CPU kernels.
+//
+// Conventions are those of CpuKernels.h: row-major f32, `rows` = product of
+// all dimensions but the last, `cols` = the last. Calls are asynchronous:
+// they are queued on `stream` and run in stream order; pointers must stay
+// valid until the stream has passed them. Backward calls that say
+// "accumulates" add into their output (parameter gradients); the others
+// overwrite it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_DEVICE_KERNELAPI_H
+#define GPIPE_RUNTIME_DEVICE_KERNELAPI_H
+
+#include "gpipe/runtime/Optimizers.h"
+
+#include <cstdint>
+
+namespace gpipe::runtime::device {
+
+/// A backend's stream, by index (see DeviceBackend).
+using StreamId = unsigned;
+
+/// Row-major C[i] = alpha * op(A[i]) * op(B[i]) + beta * C[i] for i in
+/// [0, count), where X[i] = x + i * strideX; op(A) is m x k, op(B) k x n.
+/// lda/ldb/ldc are row strides in elements of the stored matrices.
+struct GemmBatch {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  const float *a = nullptr;
+  int64_t lda = 0, strideA = 0;
+  const float *b = nullptr;
+  int64_t ldb = 0, strideB = 0;
+  float *c = nullptr;
+  int64_t ldc = 0, strideC = 0;
+  int64_t count = 1;
+};
+
+class KernelApi {
+public:
+  virtual ~KernelApi() = default;
+
+  virtual void gemm(StreamId stream, const GemmBatch &call) = 0;
+
+  //===-- element-wise ----------------------------------------------------===//
+  virtual void relu(StreamId s, const float *x, float *y, int64_t n) = 0;
+  virtual void reluGrad(StreamId s, const float *x, const float *dy, float *dx,
+                        int64_t n) = 0;
+  virtual void gelu(StreamId s, const float *x, float *y, int64_t n) = 0;
+  virtual void geluGrad(StreamId s, const float *x, const float *dy, float *dx,
+                        int64_t n) = 0;
+  virtual void tanh(StreamId s, const float *x, float *y, int64_t n) = 0;
+  /// Uses the forward's output y.
+  virtual void tanhGrad(StreamId s, const float *y, const float *dy, float *dx,
+                        int64_t n) = 0;
+  /// y = a + b (y may alias a or b).
+  virtual void add(StreamId s, const float *a, const float *b, float *y,
+                   int64_t n) = 0;
+  /// y += x (accumulates).
+  virtual void accumulate(StreamId s, const float *x, float *y, int64_t n) = 0;
+  /// y[r, c] += bias[c].
+  virtual void addRowVector(StreamId s, const float *bias, float *y,
+                            int64_t rows, int64_t cols) = 0;
+  /// sums[c] += sum over r of x[r, c] (accumulates; bias gradients).
+  virtual void columnSums(StreamId s, const float *x, float *sums, int64_t rows,
+                          int64_t cols) = 0;
+
+  //===-- rows ------------------------------------------------------------===//
+  /// Softmax of each row. With causalSeq > 0, row r is query r % causalSeq
+  /// and column j > r % causalSeq gets probability 0 (attention's mask).
+  virtual void softmax(StreamId s, const float *x, float *y, int64_t rows,
+                       int64_t cols, int64_t causalSeq) = 0;
+  /// dx = y (dy - sum(dy y)) per row; dx may alias dy.
+  virtual void softmaxGrad(StreamId s, const float *y, const float *dy,
+                           float *dx, int64_t rows, int64_t cols) = 0;
+  /// Saves mean[rows] and rstd[rows] = 1 / sqrt(biased var + epsilon).
+  virtual void layerNorm(StreamId s, const float *x, const float *gamma,
+                         const float *beta, float *y, float *mean, float *rstd,
+                         int64_t rows, int64_t cols, float epsilon) = 0;
+  /// dx (overwritten).
+  virtual void layerNormGradInput(StreamId s, const float *dy, const float *x,
+                                  const float *gamma, const float *mean,
+                                  const float *rstd, float *dx, int64_t rows,
+                                  int64_t cols) = 0;
+  /// dgamma, dbeta (accumulate; either may be null).
+  virtual void layerNormGradParams(StreamId s, const float *dy, const float *x,
+                                   const float *mean, const float *rstd,
+                                   float *dgamma, float *dbeta, int64_t rows,
+                                   int64_t cols) = 0;
+
+  //===-- embedding (ids already checked to lie in [0, vocab)) ------------===//
+  virtual void embedding(StreamId s, const int32_t *ids, const float *table,
+                         float *y, int64_t n, int64_t width) = 0;
+  /// dtable[ids[i], :] += dy[i, :] (accumulates).
+  virtual void embeddingGrad(StreamId s, const int32_t *ids, const float *dy,
+                             float *dtable, int64_t n, int64_t width) = 0;
+
+  //===-- dropout: the mask of CpuKernels.h, bit for bit ------------------===//
+  virtual void dropout(StreamId s, const float *x, float *y, uint8_t *mask,
+                       int64_t rows, int64_t cols, float rate, uint64_t seed,
+                       uint64_t step, int64_t rowOffset) = 0;
+  virtual void dropoutGrad(StreamId s, const uint8_t *mask, const float *dy,
+                           float *dx, int64_t n, float rate) = 0;
+
+  //===-- losses (labels already checked to lie in [0, classes)) ----------===//
+  /// loss[0] = mean over rows of -log softmax(logits)[label]; saves probs.
+  virtual void softmaxCrossEntropy(StreamId s, const float *logits,
+                                   const int32_t *labels, float *probs,
+                                   float *loss, int64_t rows,
+                                   int64_t classes) = 0;
+  /// dlogits = scale * (probs - onehot(label)) / rows.
+  virtual void softmaxCrossEntropyGrad(StreamId s, const float *probs,
+                                       const int32_t *labels, float scale,
+                                       float *dlogits, int64_t rows,
+                                       int64_t classes) = 0;
+  /// loss[0] = mean of (prediction - target)^2.
+  virtual void mse(StreamId s, const float *prediction, const float *target,
+                   float *loss, int64_t n) = 0;
+  /// dprediction = scale * 2 (prediction - target) / n.
+  virtual void mseGrad(StreamId s, const float *prediction,
+                       const float *target, float scale, float *dprediction,
+                       int64_t n) = 0;
+
+  //===-- optimizer: applyOptimizer (Optimizers.h) on the device ----------===//
+  /// slots: a host array of optimizerSlots(config.kind) device pointers (n
+  /// floats each), read during the call.
+  virtual void optimizerStep(StreamId s, const OptimizerConfig &config,
+                             float *params, const float *grads,
+                             float *const *slots, int64_t n, int64_t step) = 0;
+};
+
+} // namespace gpipe::runtime::device
+
+#endif // GPIPE_RUNTIME_DEVICE_KERNELAPI_H

@@ -1,0 +1,232 @@
+//===- KernelsByFunctor.h - KernelApi on top of a forEach -------*- C++ -*-===//
+//
+// Implements every KernelApi kernel but gemm by building its functor
+// (DeviceKernels.h) and handing it to the backend's
+//
+//   template <class F> void forEach(StreamId s, int64_t n, const F &f);
+//
+// which runs f(i) for every i in [0, n), in stream order on `s` (the host
+// backend: a loop; CUDA: a grid-stride kernel taking f by value). Kernels of
+// two phases (the losses: rows, then their mean) call forEach twice on the
+// same stream, which orders them. Empty calls never reach forEach, except
+// that a loss's mean is still written (0, as the CPU kernels return) for
+// empty inputs.
+//
+// Derived is the backend (CRTP: forEach is a template, so it cannot be
+// virtual); Base is KernelApi or a class derived from it, whose constructors
+// are inherited.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_DEVICE_KERNELSBYFUNCTOR_H
+#define GPIPE_RUNTIME_DEVICE_KERNELSBYFUNCTOR_H
+
+#include "gpipe/runtime/device/DeviceKernels.h"
+#include "gpipe/runtime/device/KernelApi.h"
+
+#include <cassert>
+#include <cmath>
+#include <type_traits>
+
+namespace gpipe::runtime::device {
+
+template <class Derived, class Base> class KernelsByFunctor : public Base {
+  static_assert(std::is_base_of_v<KernelApi, Base>,
+                "KernelsByFunctor implements KernelApi");
+
+public:
+  using Base::Base;
+
+  //===-- element-wise ----------------------------------------------------===//
+  void relu(StreamId s, const float *x, float *y, int64_t n) override {
+    launch(s, n, kernels::Relu{x, y});
+  }
+  void reluGrad(StreamId s, const float *x, const float *dy, float *dx,
+                int64_t n) override {
+    launch(s, n, kernels::ReluGrad{x, dy, dx});
+  }
+  void gelu(StreamId s, const float *x, float *y, int64_t n) override {
+    launch(s, n, kernels::Gelu{x, y});
+  }
+  void geluGrad(StreamId s, const float *x, const float *dy, float *dx,
+                int64_t n) override {
+    launch(s, n, kernels::GeluGrad{x, dy, dx});
+  }
+  void tanh(StreamId s, const float *x, float *y, int64_t n) override {
+    launch(s, n, kernels::Tanh{x, y});
+  }
+  void tanhGrad(StreamId s, const float *y, const float *dy, float *dx,
+                int64_t n) override {
+    launch(s, n, kernels::TanhGrad{y, dy, dx});
+  }
+  void add(StreamId s, const float *a, const float *b, float *y,
+           int64_t n) override {
+    launch(s, n, kernels::Add{a, b, y});
+  }
+  void accumulate(StreamId s, const float *x, float *y, int64_t n) override {
+    launch(s, n, kernels::Accumulate{x, y});
+  }
+  void addRowVector(StreamId s, const float *bias, float *y, int64_t rows,
+                    int64_t cols) override {
+    launch(s, rows * cols, kernels::AddRowVector{bias, y, cols});
+  }
+  void columnSums(StreamId s, const float *x, float *sums, int64_t rows,
+                  int64_t cols) override {
+    // No rows: nothing to add (sums keep their values).
+    if (rows > 0)
+      launch(s, cols, kernels::ColumnSums{x, sums, rows, cols});
+  }
+
+  //===-- rows ------------------------------------------------------------===//
+  void softmax(StreamId s, const float *x, float *y, int64_t rows, int64_t cols,
+               int64_t causalSeq) override {
+    if (cols > 0)
+      launch(s, rows, kernels::Softmax{x, y, cols, causalSeq});
+  }
+  void softmaxGrad(StreamId s, const float *y, const float *dy, float *dx,
+                   int64_t rows, int64_t cols) override {
+    if (cols > 0)
+      launch(s, rows, kernels::SoftmaxGrad{y, dy, dx, cols});
+  }
+  void layerNorm(StreamId s, const float *x, const float *gamma,
+                 const float *beta, float *y, float *mean, float *rstd,
+                 int64_t rows, int64_t cols, float epsilon) override {
+    if (cols > 0)
+      launch(s, rows,
+             kernels::LayerNorm{x, gamma, beta, y, mean, rstd, cols, epsilon});
+  }
+  void layerNormGradInput(StreamId s, const float *dy, const float *x,
+                          const float *gamma, const float *mean,
+                          const float *rstd, float *dx, int64_t rows,
+                          int64_t cols) override {
+    if (cols > 0)
+      launch(s, rows,
+             kernels::LayerNormGradInput{dy, x, gamma, mean, rstd, dx, cols});
+  }
+  void layerNormGradParams(StreamId s, const float *dy, const float *x,
+                           const float *mean, const float *rstd, float *dgamma,
+                           float *dbeta, int64_t rows, int64_t cols) override {
+    if (rows > 0 && (dgamma || dbeta))
+      launch(s, cols,
+             kernels::LayerNormGradParams{dy, x, mean, rstd, dgamma, dbeta,
+                                          rows, cols});
+  }
+
+  //===-- embedding -------------------------------------------------------===//
+  void embedding(StreamId s, const int32_t *ids, const float *table, float *y,
+                 int64_t n, int64_t width) override {
+    launch(s, n * width, kernels::Embedding{ids, table, y, width});
+  }
+  void embeddingGrad(StreamId s, const int32_t *ids, const float *dy,
+                     float *dtable, int64_t n, int64_t width) override {
+    launch(s, n * width, kernels::EmbeddingGrad{ids, dy, dtable, width});
+  }
+
+  //===-- dropout ---------------------------------------------------------===//
+  void dropout(StreamId s, const float *x, float *y, uint8_t *mask,
+               int64_t rows, int64_t cols, float rate, uint64_t seed,
+               uint64_t step, int64_t rowOffset) override {
+    // keepScale is only read for 0 < rate < 1; computed here, once, as the
+    // CPU kernel does.
+    float keepScale = rate > 0.0f && rate < 1.0f ? 1.0f / (1.0f - rate) : 1.0f;
+    launch(s, rows * cols,
+           kernels::Dropout{x, y, mask, cols, rowOffset, seed, step, rate,
+                            keepScale});
+  }
+  void dropoutGrad(StreamId s, const uint8_t *mask, const float *dy, float *dx,
+                   int64_t n, float rate) override {
+    float keepScale =
+        rate <= 0.0f || rate >= 1.0f ? 1.0f : 1.0f / (1.0f - rate);
+    launch(s, n, kernels::DropoutGrad{mask, dy, dx, keepScale, rate >= 1.0f});
+  }
+
+  //===-- losses ----------------------------------------------------------===//
+  void softmaxCrossEntropy(StreamId s, const float *logits,
+                           const int32_t *labels, float *probs, float *loss,
+                           int64_t rows, int64_t classes) override {
+    if (classes > 0)
+      launch(s, rows, kernels::Softmax{logits, probs, classes, 0});
+    else
+      rows = 0; // nothing to read; the mean below writes 0
+    launch(
+        s, 1,
+        kernels::CrossEntropyMean{logits, probs, labels, loss, rows, classes});
+  }
+  void softmaxCrossEntropyGrad(StreamId s, const float *probs,
+                               const int32_t *labels, float scale,
+                               float *dlogits, int64_t rows,
+                               int64_t classes) override {
+    if (rows == 0)
+      return;
+    float factor = scale / static_cast<float>(rows);
+    launch(s, rows * classes,
+           kernels::CrossEntropyGrad{probs, labels, dlogits, classes, factor});
+  }
+  void mse(StreamId s, const float *prediction, const float *target,
+           float *loss, int64_t n) override {
+    launch(s, 1, kernels::MseMean{prediction, target, loss, n});
+  }
+  void mseGrad(StreamId s, const float *prediction, const float *target,
+               float scale, float *dprediction, int64_t n) override {
+    if (n == 0)
+      return;
+    float factor = 2.0f * scale / static_cast<float>(n);
+    launch(s, n, kernels::MseGrad{prediction, target, dprediction, factor});
+  }
+
+  //===-- optimizer -------------------------------------------------------===//
+  /// `slots` (an array of device pointers) is read now, on the host; only
+  /// the buffers it points to must outlive the call.
+  void optimizerStep(StreamId s, const OptimizerConfig &config, float *params,
+                     const float *grads, float *const *slots, int64_t n,
+                     int64_t step) override {
+    assert(step >= 1 && "optimizer steps count from 1");
+    if (n <= 0)
+      return; // slots may be null then
+    const float lr = config.learningRate;
+    switch (config.kind) {
+    case OptimizerKind::Sgd:
+      launch(s, n, kernels::SgdStep{params, grads, lr});
+      return;
+    case OptimizerKind::Momentum:
+      launch(
+          s, n,
+          kernels::MomentumStep{params, grads, slots[0], lr, config.momentum});
+      return;
+    case OptimizerKind::RmsProp:
+      launch(s, n,
+             kernels::RmsPropStep{params, grads, slots[0], slots[1], lr,
+                                  config.decay, config.momentum,
+                                  config.epsilon});
+      return;
+    case OptimizerKind::Adam: {
+      // The bias corrections in double, as applyOptimizer.
+      const float correction1 =
+          static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta1),
+                                            static_cast<double>(step)));
+      const float correction2 =
+          static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta2),
+                                            static_cast<double>(step)));
+      launch(s, n,
+             kernels::AdamStep{params, grads, slots[0], slots[1], lr,
+                               config.beta1, config.beta2, config.epsilon,
+                               correction1, correction2});
+      return;
+    }
+    }
+    assert(false && "unknown optimizer kind");
+  }
+
+protected:
+  /// Hands f over n items to the backend; n <= 0 launches nothing.
+  template <class F> void launch(StreamId s, int64_t n, const F &f) {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "kernel functors are passed to CUDA kernels by value");
+    if (n > 0)
+      static_cast<Derived &>(*this).forEach(s, n, f);
+  }
+};
+
+} // namespace gpipe::runtime::device
+
+#endif // GPIPE_RUNTIME_DEVICE_KERNELSBYFUNCTOR_H

@@ -1,0 +1,155 @@
+//===- HostBackend.cpp - The device backend, emulated on the host ---------===//
+
+#include "gpipe/runtime/device/HostBackend.h"
+
+#include <cblas.h>
+#include <cstring>
+#include <new>
+
+using namespace gpipe::runtime::device;
+
+HostBackend::HostBackend(unsigned numDevices, uint64_t scheduleSeed)
+    : devices(numDevices), streams(2 * numDevices), random(scheduleSeed) {}
+
+HostBackend::~HostBackend() = default;
+
+std::string HostBackend::describe() const {
+  return "host emulation of " + std::to_string(devices) +
+         " devices (randomly interleaved streams)";
+}
+
+std::string HostBackend::streamName(StreamId stream) const {
+  return "device " + std::to_string(stream / 2) + "'s " +
+         (stream % 2 ? "copy" : "compute") + " stream";
+}
+
+std::string HostBackend::allocate(unsigned device, int64_t bytes,
+                                  void **pointer) {
+  *pointer = nullptr;
+  if (device >= devices)
+    return "allocate: no device " + std::to_string(device) + " (there are " +
+           std::to_string(devices) + ")";
+  if (bytes < 0)
+    return "allocate: negative size " + std::to_string(bytes);
+  // 256-byte aligned, as cudaMalloc's blocks are.
+  auto block = std::unique_ptr<char[]>(new (std::nothrow)
+                                           char[size_t(bytes) + 256]);
+  if (!block)
+    return "device " + std::to_string(device) + ": cannot allocate " +
+           std::to_string(bytes) + " bytes";
+  char *aligned = reinterpret_cast<char *>(
+      (reinterpret_cast<uintptr_t>(block.get()) + 255) & ~uintptr_t(255));
+  // Fresh memory is garbage on a GPU: make reads of unwritten memory visible.
+  std::memset(aligned, 0xff, size_t(bytes));
+  allocations.push_back(std::move(block));
+  *pointer = aligned;
+  return {};
+}
+
+void HostBackend::enqueue(StreamId stream, std::function<void()> work) {
+  streams.at(stream).push_back({Task::Run, std::move(work), 0});
+}
+
+EventId HostBackend::recordEvent(StreamId stream) {
+  EventId event = eventDone.size();
+  eventDone.push_back(0);
+  eventStream.push_back(stream);
+  streams.at(stream).push_back({Task::Record, nullptr, event});
+  return event;
+}
+
+void HostBackend::waitEvent(StreamId stream, EventId event) {
+  if (event >= eventDone.size()) {
+    if (firstError.empty())
+      firstError = streamName(stream) + " waits for event " +
+                   std::to_string(event) + ", which was never recorded";
+    return;
+  }
+  streams.at(stream).push_back({Task::Wait, nullptr, event});
+}
+
+void HostBackend::copyToDevice(StreamId s, void *dst, const void *hostSrc,
+                               int64_t bytes) {
+  enqueue(s, [=] { std::memcpy(dst, hostSrc, size_t(bytes)); });
+}
+
+void HostBackend::copyToHost(StreamId s, void *hostDst, const void *src,
+                             int64_t bytes) {
+  enqueue(s, [=] { std::memcpy(hostDst, src, size_t(bytes)); });
+}
+
+void HostBackend::copyBetweenDevices(StreamId s, void *dst, unsigned,
+                                     const void *src, unsigned,
+                                     int64_t bytes) {
+  enqueue(s, [=] { std::memmove(dst, src, size_t(bytes)); });
+}
+
+void HostBackend::fillZero(StreamId s, void *dst, int64_t bytes) {
+  enqueue(s, [=] { std::memset(dst, 0, size_t(bytes)); });
+}
+
+void HostBackend::gemm(StreamId stream, const GemmBatch &call) {
+  enqueue(stream, [g = call] {
+    for (int64_t i = 0; i < g.count; ++i) {
+      float *c = g.c + i * g.strideC;
+      if (g.k == 0) { // cblas leaves C untouched for k = 0; beta still scales
+        for (int64_t r = 0; r < g.m; ++r)
+          for (int64_t col = 0; col < g.n; ++col)
+            c[r * g.ldc + col] *= g.beta;
+        continue;
+      }
+      cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
+                  g.transB ? CblasTrans : CblasNoTrans, int(g.m), int(g.n),
+                  int(g.k), g.alpha, g.a + i * g.strideA, int(g.lda),
+                  g.b + i * g.strideB, int(g.ldb), g.beta, c, int(g.ldc));
+    }
+  });
+}
+
+std::string HostBackend::synchronize(std::chrono::milliseconds) {
+  switches = 0;
+  ran = 0;
+  StreamId previous = StreamId(-1);
+  std::vector<StreamId> ready;
+  for (;;) {
+    ready.clear();
+    bool pending = false;
+    for (StreamId s = 0; s < streams.size(); ++s) {
+      if (streams[s].empty())
+        continue;
+      pending = true;
+      const Task &task = streams[s].front();
+      if (task.kind != Task::Wait || eventDone[task.event])
+        ready.push_back(s);
+    }
+    if (!pending)
+      break;
+    if (ready.empty()) {
+      // Only waits are left, each on an event that can no longer complete.
+      std::string who;
+      for (StreamId s = 0; s < streams.size(); ++s)
+        if (!streams[s].empty())
+          who += (who.empty() ? "" : "; ") + streamName(s) +
+                 " waits for an event of " +
+                 streamName(eventStream[streams[s].front().event]);
+      if (firstError.empty())
+        firstError = "the streams wait for each other: " + who;
+      for (auto &queue : streams)
+        queue.clear();
+      break;
+    }
+    StreamId s = ready[random() % ready.size()];
+    Task task = std::move(streams[s].front());
+    streams[s].pop_front();
+    if (task.kind == Task::Run)
+      task.work();
+    else if (task.kind == Task::Record)
+      eventDone[task.event] = 1;
+    switches += previous != StreamId(-1) && previous != s;
+    previous = s;
+    ++ran;
+  }
+  eventDone.clear();
+  eventStream.clear();
+  return firstError;
+}

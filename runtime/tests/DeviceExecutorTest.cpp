@@ -1,0 +1,404 @@
+//===- DeviceExecutorTest.cpp - The device executor on the host backend ---===//
+//
+// The device executor (the one the CUDA backend runs) on HostBackend: the
+// GPU's kernel bodies, CBLAS GEMMs, and streams whose work runs in a random
+// order that respects only stream order and events. Each step is compared
+// with the CPU executor (itself checked against a double-precision
+// whole-batch reference in ExecutorTest.cpp): losses, every parameter
+// gradient, and parameters after several Adam steps, for the MLP, the
+// Transformer block and the MSE model at K = 1, 2, 4 (3 for the MSE model's
+// two layers: 1, 2), every remat policy and several micro-batch counts. Also:
+// the host backend does catch a missing event, the arena placement, and the
+// errors of a bad batch or a bad backend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/device/ArenaAllocator.h"
+#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/device/HostBackend.h"
+
+#include "AllClose.h"
+#include "TestBundles.h"
+#include "TestModels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <tuple>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::device;
+using namespace gpipe::runtime::testing;
+
+namespace {
+
+constexpr int64_t kBatch = 10;
+// The same kernels up to float summation order (CBLAS blocking, the loss
+// sums): as tight as the CPU executor's own test against its reference.
+constexpr double kRtol = 1e-5, kAtol = 4e-5;
+
+enum class Model { Mlp, Transformer, Mse };
+
+const char *modelName(Model model) {
+  switch (model) {
+  case Model::Mlp:
+    return "mlp";
+  case Model::Transformer:
+    return "transformer";
+  case Model::Mse:
+    return "mse";
+  }
+  return "?";
+}
+
+Bundle bundleOf(Model model, unsigned k, unsigned m, RematPolicy remat) {
+  switch (model) {
+  case Model::Mlp:
+    return buildBundle(mlpGraph(kBatch), mlpSplit(k), m, remat);
+  case Model::Transformer:
+    return buildBundle(residualGraph(kBatch), residualSplit(k), m, remat);
+  case Model::Mse:
+    return buildBundle(mseGraph(kBatch), k == 1 ? std::vector<int>{0}
+                                                : std::vector<int>{0, 1},
+                       m, remat);
+  }
+  return {};
+}
+
+Batch batchOf(Model model, uint64_t seed) {
+  switch (model) {
+  case Model::Mlp:
+    return mlpBatch(kBatch, seed);
+  case Model::Transformer:
+    return residualBatch(kBatch, seed);
+  case Model::Mse:
+    return mseBatch(kBatch, seed);
+  }
+  return {};
+}
+
+std::unique_ptr<DeviceExecutor> makeDeviceExecutor(Bundle bundle,
+                                                   uint64_t scheduleSeed,
+                                                   OptimizerConfig optimizer) {
+  unsigned devices = bundle.stages.size();
+  DeviceExecutorConfig config;
+  config.seed = 42;
+  config.optimizer = optimizer;
+  std::string error;
+  auto executor = DeviceExecutor::create(
+      std::move(bundle), std::make_unique<HostBackend>(devices, scheduleSeed),
+      config, error);
+  EXPECT_TRUE(executor) << error;
+  return executor;
+}
+
+std::unique_ptr<PipelineExecutor> makeCpuExecutor(Bundle bundle,
+                                                  OptimizerConfig optimizer) {
+  ExecutorConfig config;
+  config.seed = 42;
+  config.optimizer = optimizer;
+  config.recordTimeline = false;
+  std::string error;
+  auto executor = PipelineExecutor::create(std::move(bundle), config, error);
+  EXPECT_TRUE(executor) << error;
+  return executor;
+}
+
+std::vector<double> toDouble(const std::vector<float> &v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+using SweepParam = std::tuple<Model, unsigned, unsigned, RematPolicy>;
+
+std::string sweepName(const ::testing::TestParamInfo<SweepParam> &info) {
+  auto [model, k, m, remat] = info.param;
+  const char *policy = remat == RematPolicy::None   ? "none"
+                       : remat == RematPolicy::Full ? "full"
+                                                    : "exceptlast";
+  return std::string(modelName(model)) + "_K" + std::to_string(k) + "_M" +
+         std::to_string(m) + "_" + policy;
+}
+
+class DeviceVersusCpu : public ::testing::TestWithParam<SweepParam> {};
+
+/// Three Adam steps on different batches: each step's loss and gradients,
+/// then the parameters, against the CPU executor; under two interleavings.
+TEST_P(DeviceVersusCpu, SameLossesGradientsAndParameters) {
+  auto [model, k, m, remat] = GetParam();
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::Adam;
+  adam.learningRate = 0.01f;
+  auto cpu = makeCpuExecutor(bundleOf(model, k, m, remat), adam);
+  ASSERT_TRUE(cpu);
+  std::vector<std::unique_ptr<DeviceExecutor>> devices;
+  for (uint64_t scheduleSeed : {1u, 2u}) {
+    devices.push_back(
+        makeDeviceExecutor(bundleOf(model, k, m, remat), scheduleSeed, adam));
+    ASSERT_TRUE(devices.back());
+  }
+  for (uint64_t step = 1; step <= 3; ++step) {
+    Batch batch = batchOf(model, 100 + step);
+    StepResult expected = cpu->trainStep(batch);
+    ASSERT_TRUE(expected.ok()) << expected.error;
+    for (auto &device : devices) {
+      StepResult actual = device->trainStep(batch);
+      ASSERT_TRUE(actual.ok()) << actual.error;
+      EXPECT_NEAR(actual.loss, expected.loss,
+                  kRtol * std::fabs(expected.loss) + 1e-7)
+          << "step " << step;
+      ASSERT_EQ(actual.microbatchLosses.size(), size_t(m));
+      for (const ParamSpec &spec : cpu->bundle().params) {
+        std::vector<float> grad;
+        ASSERT_EQ(device->gradient(spec.name, grad), "");
+        EXPECT_TRUE(gpipe::testing::allClose(
+            grad, toDouble(*cpu->gradient(spec.name)), kRtol, kAtol))
+            << "gradient " << spec.name << ", step " << step;
+      }
+    }
+  }
+  for (auto &device : devices)
+    for (const ParamSpec &spec : cpu->bundle().params) {
+      std::vector<float> value;
+      ASSERT_EQ(device->parameter(spec.name, value), "");
+      EXPECT_TRUE(gpipe::testing::allClose(
+          value, toDouble(*cpu->parameter(spec.name)), kRtol, kAtol))
+          << "parameter " << spec.name;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    MlpAndTransformer, DeviceVersusCpu,
+    ::testing::Combine(::testing::Values(Model::Mlp, Model::Transformer),
+                       ::testing::Values(1u, 2u, 4u),
+                       ::testing::Values(1u, 3u, 4u),
+                       ::testing::Values(RematPolicy::None, RematPolicy::Full,
+                                         RematPolicy::ExceptLast)),
+    sweepName);
+INSTANTIATE_TEST_SUITE_P(
+    Mse, DeviceVersusCpu,
+    ::testing::Combine(::testing::Values(Model::Mse),
+                       ::testing::Values(1u, 2u), ::testing::Values(1u, 3u),
+                       ::testing::Values(RematPolicy::Full,
+                                         RematPolicy::ExceptLast)),
+    sweepName);
+
+//===----------------------------------------------------------------------===//
+// The host backend's interleaving
+//===----------------------------------------------------------------------===//
+
+/// A producer on one stream, a copy on another: with the event the copy
+/// always sees the data; without it, some interleaving copies it too early.
+/// This is what makes the executor tests above sensitive to a missing event.
+TEST(HostBackend, MissingEventIsCaughtByTheInterleaving) {
+  auto run = [](uint64_t seed, bool withEvent) {
+    HostBackend backend(2, seed);
+    void *a = nullptr, *b = nullptr;
+    EXPECT_EQ(backend.allocate(0, 64 * 4, &a), "");
+    EXPECT_EQ(backend.allocate(1, 64 * 4, &b), "");
+    std::vector<float> ones(64, 1.0f), out(64, 0.0f);
+    StreamId producer = backend.computeStream(0),
+             copier = backend.copyStream(0);
+    backend.fillZero(producer, a, 64 * 4);
+    backend.copyToDevice(producer, a, ones.data(), 64 * 4);
+    backend.relu(producer, static_cast<float *>(a), static_cast<float *>(a),
+                 64);
+    if (withEvent)
+      backend.waitEvent(copier, backend.recordEvent(producer));
+    backend.copyBetweenDevices(copier, b, 1, a, 0, 64 * 4);
+    backend.copyToHost(copier, out.data(), b, 64 * 4);
+    EXPECT_EQ(backend.synchronize(std::chrono::milliseconds(1000)), "");
+    return out == ones;
+  };
+  int wrongWithout = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    EXPECT_TRUE(run(seed, true)) << "seed " << seed;
+    wrongWithout += !run(seed, false);
+  }
+  EXPECT_GT(wrongWithout, 0);
+}
+
+TEST(HostBackend, WaitOnAnEventNeverRecordedIsAnError) {
+  HostBackend backend(2, 1);
+  EXPECT_EQ(backend.error(), "");
+  backend.waitEvent(backend.computeStream(1), 7);
+  EXPECT_EQ(backend.synchronize(std::chrono::milliseconds(1000)),
+            "device 1's compute stream waits for event 7, which was never "
+            "recorded");
+}
+
+TEST(DeviceExecutor, StepsInterleaveTheStreams) {
+  auto executor = makeDeviceExecutor(
+      bundleOf(Model::Transformer, 4, 4, RematPolicy::Full), 3, {});
+  ASSERT_TRUE(executor);
+  StepResult step = executor->trainStep(batchOf(Model::Transformer, 1));
+  ASSERT_TRUE(step.ok()) << step.error;
+  auto &backend = static_cast<HostBackend &>(executor->backend());
+  // The last synchronize was the step's (no read-back since).
+  EXPECT_GT(backend.tasksRun(), 100);
+  EXPECT_GT(backend.streamSwitches(), backend.tasksRun() / 4);
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+/// The arena holds at least what the CPU executor counts live at its peak
+/// (beyond the resident parameters), and remat lowers it as it does there.
+TEST(DeviceExecutor, ArenaCoversTheLiveBytesAndFollowsRemat) {
+  auto arenaAndLive = [](RematPolicy remat) {
+    Bundle bundle = bundleOf(Model::Transformer, 2, 4, remat);
+    auto cpu = makeCpuExecutor(bundle, {});
+    auto device = makeDeviceExecutor(bundle, 1, {});
+    Batch batch = batchOf(Model::Transformer, 5);
+    EXPECT_TRUE(cpu->trainStep(batch).ok());
+    EXPECT_TRUE(device->trainStep(batch).ok());
+    std::vector<std::pair<int64_t, int64_t>> result;
+    for (unsigned d = 0; d < 2; ++d)
+      result.push_back({device->memory()[d].arenaBytes,
+                        cpu->peakMemoryBytes()[d] -
+                            cpu->residentMemoryBytes()[d]});
+    return result;
+  };
+  auto none = arenaAndLive(RematPolicy::None);
+  auto full = arenaAndLive(RematPolicy::Full);
+  for (unsigned d = 0; d < 2; ++d) {
+    EXPECT_GE(none[d].first, none[d].second) << "device " << d;
+    EXPECT_GE(full[d].first, full[d].second) << "device " << d;
+    EXPECT_LT(full[d].first, none[d].first) << "device " << d;
+  }
+}
+
+TEST(ArenaAllocator, PlacementsAreAlignedDisjointAndDeterministic) {
+  auto trace = [](uint64_t seed) {
+    ArenaAllocator arena;
+    std::mt19937_64 random(seed);
+    std::map<int64_t, int64_t> live; // offset -> bytes
+    std::vector<int64_t> offsets;
+    for (int i = 0; i < 2000; ++i) {
+      if (!live.empty() && random() % 3 == 0) {
+        auto it = std::next(live.begin(), random() % live.size());
+        EXPECT_TRUE(arena.free(it->first));
+        live.erase(it);
+        continue;
+      }
+      int64_t bytes = random() % 5000;
+      int64_t at = arena.allocate(bytes);
+      EXPECT_EQ(at % ArenaAllocator::kAlignment, 0);
+      auto next = live.lower_bound(at);
+      if (next != live.end())
+        EXPECT_LE(at + bytes, next->first) << "overlaps the next buffer";
+      if (next != live.begin()) {
+        auto prev = std::prev(next);
+        EXPECT_LE(prev->first + ArenaAllocator::roundUp(prev->second), at)
+            << "overlaps the previous buffer";
+      }
+      EXPECT_LE(at + bytes, arena.highWater());
+      live[at] = bytes;
+      offsets.push_back(at);
+    }
+    for (auto &[at, bytes] : live)
+      EXPECT_TRUE(arena.free(at));
+    EXPECT_EQ(arena.liveBytes(), 0);
+    EXPECT_EQ(arena.allocate(arena.highWater()), 0) << "all coalesced";
+    return offsets;
+  };
+  EXPECT_EQ(trace(7), trace(7));
+}
+
+TEST(ArenaAllocator, BoundedArenaRefusesWhatDoesNotFit) {
+  ArenaAllocator arena(1024);
+  int64_t a = arena.allocate(512), b = arena.allocate(512);
+  EXPECT_EQ(a, 0);
+  EXPECT_EQ(b, 512);
+  EXPECT_EQ(arena.allocate(1), -1);
+  EXPECT_TRUE(arena.free(a));
+  EXPECT_EQ(arena.allocate(600), -1); // a 512-byte hole only
+  EXPECT_EQ(arena.allocate(300), 0);
+  EXPECT_FALSE(arena.free(12345));
+  EXPECT_FALSE(arena.free(a + 256)); // not the start of a buffer
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+TEST(DeviceExecutor, BadLabelFailsTheStepAndLeavesTheParameters) {
+  Bundle bundle = bundleOf(Model::Mlp, 2, 2, RematPolicy::Full);
+  auto cpu = makeCpuExecutor(bundle, {});
+  auto device = makeDeviceExecutor(bundle, 1, {});
+  Batch batch = batchOf(Model::Mlp, 3);
+  batch.at("labels").i32[7] = 9; // micro-batch 1 (rows 5..9), position 2
+  StepResult expected = cpu->trainStep(batch);
+  StepResult actual = device->trainStep(batch);
+  ASSERT_FALSE(expected.ok());
+  EXPECT_EQ(actual.error, expected.error);
+  std::vector<float> before;
+  ASSERT_EQ(device->parameter("l1.w", before), "");
+  EXPECT_TRUE(gpipe::testing::allClose(before, toDouble(*cpu->parameter("l1.w")),
+                                       0, 0));
+  EXPECT_EQ(device->stepsDone(), 0);
+  batch.at("labels").i32[7] = 4;
+  EXPECT_TRUE(device->trainStep(batch).ok()) << "recovers";
+}
+
+TEST(DeviceExecutor, BadEmbeddingIdMatchesTheCpuMessage) {
+  Bundle bundle = bundleOf(Model::Transformer, 2, 2, RematPolicy::Full);
+  auto cpu = makeCpuExecutor(bundle, {});
+  auto device = makeDeviceExecutor(bundle, 1, {});
+  Batch batch = batchOf(Model::Transformer, 3);
+  batch.at("ids").i32[3] = -1;
+  StepResult expected = cpu->trainStep(batch);
+  ASSERT_FALSE(expected.ok());
+  EXPECT_EQ(device->trainStep(batch).error, expected.error);
+}
+
+TEST(DeviceExecutor, RefusesBadBatchesBundlesAndBackends) {
+  Bundle bundle = bundleOf(Model::Mlp, 2, 2, RematPolicy::Full);
+  auto device = makeDeviceExecutor(bundle, 1, {});
+  Batch batch = batchOf(Model::Mlp, 3);
+  batch.erase("labels");
+  EXPECT_NE(device->trainStep(batch).error.find("missing model input 'labels'"),
+            std::string::npos);
+  std::vector<float> values;
+  EXPECT_EQ(device->parameter("nope", values), "unknown parameter 'nope'");
+  EXPECT_NE(device->setParameter("l1.b", {1.0f}).find("has 16 elements"),
+            std::string::npos);
+
+  std::string error;
+  EXPECT_FALSE(DeviceExecutor::create(bundle, std::make_unique<HostBackend>(3),
+                                      {}, error));
+  EXPECT_EQ(error, "the bundle has 2 pipeline devices, the backend 3");
+  Bundle broken = bundle;
+  for (Op &op : broken.stages[1].forward)
+    if (op.kind == OpKind::Dense) {
+      op.operands = {op.operands[0]};
+      break;
+    }
+  EXPECT_FALSE(DeviceExecutor::create(broken, std::make_unique<HostBackend>(2),
+                                      {}, error));
+  EXPECT_EQ(error, validateBundle(broken));
+  DeviceExecutorConfig zero;
+  zero.stepTimeout = std::chrono::milliseconds(0);
+  EXPECT_FALSE(DeviceExecutor::create(bundle, std::make_unique<HostBackend>(2),
+                                      zero, error));
+  EXPECT_NE(error.find("positive step timeout"), std::string::npos);
+}
+
+TEST(DeviceExecutor, SetParameterIsUsedByTheNextStep) {
+  Bundle bundle = bundleOf(Model::Mlp, 2, 2, RematPolicy::Full);
+  auto cpu = makeCpuExecutor(bundle, {});
+  auto device = makeDeviceExecutor(bundle, 1, {});
+  std::vector<float> bias(16, 0.25f);
+  ASSERT_EQ(cpu->setParameter("l1.b", bias), "");
+  ASSERT_EQ(device->setParameter("l1.b", bias), "");
+  Batch batch = batchOf(Model::Mlp, 9);
+  StepResult expected = cpu->trainStep(batch), actual = device->trainStep(batch);
+  ASSERT_TRUE(actual.ok()) << actual.error;
+  EXPECT_NEAR(actual.loss, expected.loss, kRtol * std::fabs(expected.loss));
+}
+
+} // namespace

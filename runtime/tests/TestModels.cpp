@@ -1,0 +1,139 @@
+//===- TestModels.cpp - The models and batches of the executor tests -----===//
+
+#include "TestModels.h"
+
+namespace gpipe::runtime::testing {
+
+//===----------------------------------------------------------------------===//
+// Models
+//===----------------------------------------------------------------------===//
+
+/// 12 -> dense 16 relu -> dense 16 tanh -> dense 8 gelu -> dense 5, softmax
+/// cross-entropy; one layer per dense.
+ModelGraph mlpGraph(int64_t batch, int64_t hidden) {
+  ModelGraph g(batch);
+  int x = g.input("x", {batch, 12});
+  int labels = g.input("labels", {batch}, ElementType::I32);
+  auto denseLayer = [&](int in, int64_t from, int64_t to, int index) {
+    std::string name = "l" + std::to_string(index);
+    int w = g.param(name + ".w", {from, to}, InitKind::GlorotUniform);
+    int b = g.param(name + ".b", {to}, InitKind::Uniform, 0.1);
+    return g.dense(in, w, b);
+  };
+  int h = g.unary(OpKind::Relu, denseLayer(x, 12, hidden, 1));
+  g.nextLayer();
+  h = g.unary(OpKind::Tanh, denseLayer(h, hidden, hidden, 2));
+  g.nextLayer();
+  h = g.unary(OpKind::Gelu, denseLayer(h, hidden, 8, 3));
+  g.nextLayer();
+  g.softmaxCrossEntropy(denseLayer(h, 8, 5, 4), labels);
+  return g;
+}
+
+std::vector<int> mlpSplit(unsigned k) {
+  static const std::vector<int> splits[] = {
+      {0}, {0, 2}, {0, 1, 3}, {0, 1, 2, 3}};
+  return splits[k - 1];
+}
+
+
+/// Embedding, pre-norm causal attention with dropout and a residual whose
+/// skip value (the embedding) crosses stages, a pre-norm GELU feed-forward
+/// block with a second residual, and a softmax cross-entropy over
+/// [batch, seq, vocab]. Seven layers.
+ModelGraph residualGraph(int64_t batch) {
+  ModelGraph g(batch);
+  int ids = g.input("ids", {batch, kSeq}, ElementType::I32);
+  int labels = g.input("labels", {batch, kSeq}, ElementType::I32);
+  int table = g.param("table", {kVocab, kWidth}, InitKind::Normal, 0.5);
+  int emb = g.embedding(ids, table); // layer 0
+  g.nextLayer();
+  int gamma1 = g.param("ln1.gamma", {kWidth}, InitKind::Ones);
+  int beta1 = g.param("ln1.beta", {kWidth}, InitKind::Zeros);
+  int ln1 = g.layerNorm(emb, gamma1, beta1); // layer 1
+  g.nextLayer();
+  int wqkv =
+      g.param("attn.wqkv", {kWidth, 3 * kWidth}, InitKind::GlorotUniform);
+  int wo = g.param("attn.wo", {kWidth, kWidth}, InitKind::GlorotUniform);
+  int att = g.attention(ln1, wqkv, wo, kHeads, /*causal=*/true);
+  int drop = g.dropout(att, kDropRate, kDropSeed); // layer 2
+  g.nextLayer();
+  int r1 = g.add(emb, drop); // layer 3: the skip from layer 0
+  g.nextLayer();
+  int gamma2 = g.param("ln2.gamma", {kWidth}, InitKind::Ones);
+  int beta2 = g.param("ln2.beta", {kWidth}, InitKind::Zeros);
+  int ln2 = g.layerNorm(r1, gamma2, beta2);
+  int w1 = g.param("ffn.w1", {kWidth, 16}, InitKind::GlorotUniform);
+  int b1 = g.param("ffn.b1", {16}, InitKind::Uniform, 0.1);
+  int hidden = g.unary(OpKind::Gelu, g.dense(ln2, w1, b1)); // layer 4
+  g.nextLayer();
+  int w2 = g.param("ffn.w2", {16, kWidth}, InitKind::GlorotUniform);
+  int b2 = g.param("ffn.b2", {kWidth}, InitKind::Uniform, 0.1);
+  int r2 = g.add(r1, g.dense(hidden, w2, b2)); // layer 5: skip from layer 3
+  g.nextLayer();
+  int wout = g.param("out.w", {kWidth, kVocab}, InitKind::GlorotUniform);
+  int bout = g.param("out.b", {kVocab}, InitKind::Uniform, 0.1);
+  g.softmaxCrossEntropy(g.dense(r2, wout, bout), labels); // layer 6
+  return g;
+}
+
+/// K = 3 and 4 carry the embedding through an intermediate stage.
+std::vector<int> residualSplit(unsigned k) {
+  static const std::vector<int> splits[] = {
+      {0}, {0, 3}, {0, 1, 3}, {0, 2, 3, 5}};
+  return splits[k - 1];
+}
+
+/// x[6] -> dense 7 | softmax, MSE against a float target; two layers.
+ModelGraph mseGraph(int64_t batch) {
+  ModelGraph g(batch);
+  int x = g.input("x", {batch, 6});
+  int target = g.input("target", {batch, 7});
+  int w = g.param("w", {6, 7}, InitKind::GlorotUniform);
+  int b = g.param("b", {7}, InitKind::Uniform, 0.1);
+  int z = g.dense(x, w, b);
+  g.nextLayer();
+  g.mse(g.unary(OpKind::Softmax, z), target);
+  return g;
+}
+
+//===----------------------------------------------------------------------===//
+// Data
+//===----------------------------------------------------------------------===//
+
+
+Batch mlpBatch(int64_t rows, uint64_t seed) {
+  Lcg rng(seed);
+  std::vector<float> x(rows * 12);
+  for (float &v : x)
+    v = rng.uniform();
+  std::vector<int32_t> labels(rows);
+  for (int32_t &v : labels)
+    v = rng.below(5);
+  return {{"x", HostTensor::floats({rows, 12}, x)},
+          {"labels", HostTensor::ints({rows}, labels)}};
+}
+
+Batch residualBatch(int64_t rows, uint64_t seed) {
+  Lcg rng(seed);
+  std::vector<int32_t> ids(rows * kSeq), labels(rows * kSeq);
+  for (int32_t &v : ids)
+    v = rng.below(kVocab);
+  for (int32_t &v : labels)
+    v = rng.below(kVocab);
+  return {{"ids", HostTensor::ints({rows, kSeq}, ids)},
+          {"labels", HostTensor::ints({rows, kSeq}, labels)}};
+}
+
+Batch mseBatch(int64_t rows, uint64_t seed) {
+  Lcg rng(seed);
+  std::vector<float> x(rows * 6), target(rows * 7);
+  for (float &v : x)
+    v = rng.uniform();
+  for (float &v : target)
+    v = 0.5f * (rng.uniform() + 1.0f) / 7.0f * 2.0f;
+  return {{"x", HostTensor::floats({rows, 6}, x)},
+          {"target", HostTensor::floats({rows, 7}, target)}};
+}
+
+} // namespace gpipe::runtime::testing

@@ -1,0 +1,58 @@
+//===- TestModels.h - The models and batches of the executor tests -------===//
+//
+// Small models that exercise every op kind, shared by the CPU executor's
+// tests and the device executor's, with deterministic batches.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_TESTS_TESTMODELS_H
+#define GPIPE_RUNTIME_TESTS_TESTMODELS_H
+
+#include "gpipe/runtime/Executor.h"
+
+#include "TestBundles.h"
+
+#include <vector>
+
+namespace gpipe::runtime::testing {
+
+constexpr int64_t kSeq = 4, kWidth = 8, kVocab = 11, kHeads = 2;
+constexpr float kDropRate = 0.1f;
+constexpr uint64_t kDropSeed = 7;
+
+/// 12 -> dense 16 relu -> dense 16 tanh -> dense 8 gelu -> dense 5, softmax
+/// cross-entropy; one layer per dense.
+ModelGraph mlpGraph(int64_t batch, int64_t hidden = 16);
+/// First layers of a K-stage split of mlpGraph (K = 1..4).
+std::vector<int> mlpSplit(unsigned k);
+
+/// Embedding, pre-norm causal attention with dropout and a residual whose
+/// skip value (the embedding) crosses stages, a pre-norm GELU feed-forward
+/// block with a second residual, and a softmax cross-entropy over
+/// [batch, seq, vocab]. Seven layers.
+ModelGraph residualGraph(int64_t batch);
+/// K = 3 and 4 carry the embedding through an intermediate stage.
+std::vector<int> residualSplit(unsigned k);
+
+/// x[6] -> dense 7 | softmax, MSE against a float target; two layers.
+ModelGraph mseGraph(int64_t batch);
+
+/// A small deterministic generator for test data.
+struct Lcg {
+  uint64_t state;
+  explicit Lcg(uint64_t seed) : state(seed * 2862933555777941757ull + 1) {}
+  uint32_t next() {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return uint32_t(state >> 33);
+  }
+  float uniform() { return float(next() % 2000001) / 1000000.0f - 1.0f; }
+  int32_t below(int32_t n) { return int32_t(next() % uint32_t(n)); }
+};
+
+Batch mlpBatch(int64_t rows, uint64_t seed);
+Batch residualBatch(int64_t rows, uint64_t seed);
+Batch mseBatch(int64_t rows, uint64_t seed);
+
+} // namespace gpipe::runtime::testing
+
+#endif // GPIPE_RUNTIME_TESTS_TESTMODELS_H
