@@ -18,8 +18,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <memory>
+#include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -51,6 +54,44 @@ inline Compiled compile(const std::string &text, unsigned k, unsigned m,
   }
   out.bundle = std::move(load.bundle);
   return out;
+}
+
+/// The text of a file under python-free-examples.
+inline std::string readExample(const std::string &relative) {
+  std::ifstream file(std::string(GPIPE_EXAMPLES_DIR) + "/" + relative);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+/// A batch for every model input of `bundle`: normal floats, and ints in
+/// [0, 9] (below every vocabulary, class count and sequence length of the
+/// example models).
+inline runtime::Batch randomBatch(const runtime::Bundle &bundle,
+                                  unsigned seed) {
+  std::mt19937 rng(seed);
+  runtime::Batch batch;
+  for (const runtime::ModelInputSpec &input : bundle.inputs) {
+    int64_t n = 1;
+    for (int64_t dim : input.shape)
+      n *= dim;
+    if (input.type == runtime::ElementType::F32) {
+      std::normal_distribution<float> normal;
+      std::vector<float> data(n);
+      for (float &x : data)
+        x = normal(rng);
+      batch[input.name] = runtime::HostTensor::floats(input.shape, data);
+    } else {
+      // Ids, positions and labels: below every vocabulary, class count and
+      // sequence length of the models here.
+      std::uniform_int_distribution<int32_t> id(0, 9);
+      std::vector<int32_t> data(n);
+      for (int32_t &x : data)
+        x = id(rng);
+      batch[input.name] = runtime::HostTensor::ints(input.shape, data);
+    }
+  }
+  return batch;
 }
 
 /// Parameter or gradient name -> values, in double precision.

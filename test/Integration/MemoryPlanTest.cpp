@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CompiledSupport.h"
+
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/runtime/BundleReader.h"
@@ -26,38 +28,8 @@ namespace rt = gpipe::runtime;
 
 namespace {
 
-std::string readExample(const std::string &relative) {
-  std::ifstream file(std::string(GPIPE_EXAMPLES_DIR) + "/" + relative);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-rt::Batch randomBatch(const rt::Bundle &bundle, unsigned seed) {
-  std::mt19937 rng(seed);
-  rt::Batch batch;
-  for (const rt::ModelInputSpec &input : bundle.inputs) {
-    int64_t n = 1;
-    for (int64_t dim : input.shape)
-      n *= dim;
-    if (input.type == rt::ElementType::F32) {
-      std::normal_distribution<float> normal;
-      std::vector<float> data(n);
-      for (float &x : data)
-        x = normal(rng);
-      batch[input.name] = rt::HostTensor::floats(input.shape, data);
-    } else {
-      // Ids, positions and labels: below every vocabulary, class count and
-      // sequence length of the models here.
-      std::uniform_int_distribution<int32_t> id(0, 9);
-      std::vector<int32_t> data(n);
-      for (int32_t &x : data)
-        x = id(rng);
-      batch[input.name] = rt::HostTensor::ints(input.shape, data);
-    }
-  }
-  return batch;
-}
+using gpipe::testing::randomBatch;
+using gpipe::testing::readExample;
 
 struct Case {
   const char *model; ///< under python-free-examples

@@ -1,0 +1,130 @@
+//===- DeviceExecutorCompiledTest.cpp - Compiled examples on the device ---===//
+//
+// The example models as the compiler emits them (gpipe-compile, the bundle
+// writer and reader), run by the device executor on the host emulation of the
+// device backend (the GPU's kernel bodies, randomly interleaved streams) and
+// by the CPU executor: the same losses, gradients and parameters after two
+// SGD steps, at K = 1, 2, 4. The device executor's arena is also compared
+// with the compiler's memory plan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CompiledSupport.h"
+
+#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/device/HostBackend.h"
+
+#include "AllClose.h"
+
+#include <cmath>
+#include <tuple>
+
+namespace rt = gpipe::runtime;
+namespace dev = gpipe::runtime::device;
+
+namespace {
+
+using Param = std::tuple<const char *, unsigned, gpipe::RematPolicy>;
+
+class CompiledOnDevice : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CompiledOnDevice, MatchesTheCpuExecutor) {
+  auto [model, k, remat] = GetParam();
+  gpipe::testing::Compiled compiled =
+      gpipe::testing::compile(gpipe::testing::readExample(model), k, 4, remat);
+  ASSERT_TRUE(compiled.error.empty()) << compiled.error;
+  const rt::Bundle &bundle = compiled.bundle;
+  // SGD: a parameter's error is the learning rate times its gradient's.
+  // (Adam's step is sign-like, so a gradient at rounding level would move a
+  // parameter by up to the learning rate either way.)
+  rt::OptimizerConfig sgd;
+  sgd.kind = rt::OptimizerKind::Sgd;
+  sgd.learningRate = 0.05f;
+
+  rt::ExecutorConfig cpuConfig;
+  cpuConfig.optimizer = sgd;
+  cpuConfig.seed = 5;
+  std::string error;
+  auto cpu = rt::PipelineExecutor::create(bundle, cpuConfig, error);
+  ASSERT_TRUE(cpu) << error;
+  dev::DeviceExecutorConfig config;
+  config.optimizer = sgd;
+  config.seed = 5;
+  auto device = dev::DeviceExecutor::create(
+      bundle, std::make_unique<dev::HostBackend>(k, 11), config, error);
+  ASSERT_TRUE(device) << error;
+
+  for (unsigned step = 1; step <= 2; ++step) {
+    rt::Batch batch = gpipe::testing::randomBatch(bundle, step);
+    rt::StepResult expected = cpu->trainStep(batch);
+    rt::StepResult actual = device->trainStep(batch);
+    ASSERT_TRUE(expected.ok()) << expected.error;
+    ASSERT_TRUE(actual.ok()) << actual.error;
+    EXPECT_NEAR(actual.loss, expected.loss, 1e-5 * std::fabs(expected.loss));
+    for (const rt::ParamSpec &spec : bundle.params) {
+      std::vector<float> grad;
+      ASSERT_EQ(device->gradient(spec.name, grad), "");
+      const std::vector<float> &want = *cpu->gradient(spec.name);
+      EXPECT_TRUE(gpipe::testing::allClose(
+          grad, std::vector<double>(want.begin(), want.end()), 1e-5, 1e-6))
+          << "gradient " << spec.name << ", step " << step;
+    }
+  }
+  for (const rt::ParamSpec &spec : bundle.params) {
+    std::vector<float> value;
+    ASSERT_EQ(device->parameter(spec.name, value), "");
+    const std::vector<float> &want = *cpu->parameter(spec.name);
+    EXPECT_TRUE(gpipe::testing::allClose(
+        value, std::vector<double>(want.begin(), want.end()), 1e-5, 1e-6))
+        << "parameter " << spec.name;
+  }
+  ASSERT_EQ(bundle.memoryPlan.devices.size(), k);
+  // With the plan's optimizer state (its slots per parameter), the device
+  // needs at most 15% more than the plan: its buffers are 256-byte aligned,
+  // attention's backward has a scores scratch, receive buffers are held for
+  // the whole step and a sent buffer is reused only after its copy.
+  rt::OptimizerConfig planned;
+  planned.kind = bundle.memoryPlan.optimizerSlots == 2 ? rt::OptimizerKind::Adam
+                 : bundle.memoryPlan.optimizerSlots == 1
+                     ? rt::OptimizerKind::Momentum
+                     : rt::OptimizerKind::Sgd;
+  config.optimizer = planned;
+  auto sized = dev::DeviceExecutor::create(
+      bundle, std::make_unique<dev::HostBackend>(k, 11), config, error);
+  ASSERT_TRUE(sized) << error;
+  for (unsigned d = 0; d < k; ++d) {
+    const dev::DeviceMemoryLayout &layout = sized->memory()[d];
+    EXPECT_LE(double(layout.residentBytes + layout.arenaBytes),
+              1.15 * double(layout.plannedArenaBytes))
+        << "device " << d;
+    // The arena holds what the CPU executor measures live at its peak.
+    EXPECT_GE(layout.arenaBytes,
+              cpu->peakMemoryBytes()[d] - cpu->residentMemoryBytes()[d]);
+    EXPECT_EQ(layout.plannedArenaBytes,
+              bundle.memoryPlan.devices[d].arenaBytes);
+    RecordProperty("device" + std::to_string(d) + "_arena",
+                   std::to_string(layout.arenaBytes));
+    RecordProperty("device" + std::to_string(d) + "_resident",
+                   std::to_string(layout.residentBytes));
+    RecordProperty("device" + std::to_string(d) + "_planned_arena",
+                   std::to_string(layout.plannedArenaBytes));
+  }
+}
+
+std::string paramName(const ::testing::TestParamInfo<Param> &info) {
+  auto [model, k, remat] = info.param;
+  std::string name = std::string(model).substr(0, std::string(model).find('/'));
+  return name + "_K" + std::to_string(k) + "_" +
+         (remat == gpipe::RematPolicy::Full ? "full" : "exceptlast");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Examples, CompiledOnDevice,
+    ::testing::Combine(::testing::Values("mlp/mlp.mlir",
+                                         "transformer/transformer.mlir"),
+                       ::testing::Values(1u, 2u, 4u),
+                       ::testing::Values(gpipe::RematPolicy::Full,
+                                         gpipe::RematPolicy::ExceptLast)),
+    paramName);
+
+} // namespace
