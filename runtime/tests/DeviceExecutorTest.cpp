@@ -388,6 +388,33 @@ TEST(DeviceExecutor, RefusesBadBatchesBundlesAndBackends) {
   EXPECT_NE(error.find("positive step timeout"), std::string::npos);
 }
 
+/// Device 0 sends micro-batch 0's activation only after it has received a
+/// gradient, which device 1 cannot send before that activation: the issue
+/// order cannot go on, and `create` (whose placement run issues a step) says
+/// where each device waits.
+TEST(DeviceExecutor, ScheduleThatCannotGoOnIsRefusedWithBothPositions) {
+  Bundle bundle = bundleOf(Model::Mlp, 2, 2, RematPolicy::Full);
+  auto &program = bundle.programs[0];
+  auto at = [&](InstrKind kind) {
+    size_t i = 0;
+    while (i < program.size() &&
+           !(program[i].kind == kind && program[i].microbatch == 0))
+      ++i;
+    return i;
+  };
+  size_t send = at(InstrKind::SendActivation);
+  Instr moved = program[send];
+  program.erase(program.begin() + send);
+  program.insert(program.begin() + at(InstrKind::RecvGradient) + 1, moved);
+  std::string error;
+  EXPECT_FALSE(DeviceExecutor::create(bundle, std::make_unique<HostBackend>(2),
+                                      {}, error));
+  EXPECT_EQ(error, "the schedule cannot go on: device 0 waits at op #5 (recv "
+                   "gradient from device 1, micro-batch 1, channel 0); device 1 "
+                   "waits at op #0 (recv activation from device 0, micro-batch "
+                   "0, channel 0)");
+}
+
 TEST(DeviceExecutor, SetParameterIsUsedByTheNextStep) {
   Bundle bundle = bundleOf(Model::Mlp, 2, 2, RematPolicy::Full);
   auto cpu = makeCpuExecutor(bundle, {});
