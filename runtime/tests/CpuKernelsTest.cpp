@@ -20,6 +20,8 @@
 #include "gpipe/runtime/CpuKernels.h"
 #include "ReferenceOps.h"
 
+#include "RandomData.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -55,22 +57,8 @@ Vec randomVec(std::mt19937_64 &rng, size_t n, double lo = -1.0,
 const Floats kSpecialValues = {0.0f,   1e-4f, -1e-4f, 3.0f,   -3.0f,  10.0f,
                                -10.0f, 30.0f, -30.0f, 100.0f, -100.0f};
 
-Floats randomFloats(std::mt19937_64 &rng, size_t n, float lo = -1.0f,
-                    float hi = 1.0f) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  Floats v(n);
-  for (float &e : v)
-    e = dist(rng);
-  return v;
-}
-
-Ids randomIds(std::mt19937_64 &rng, size_t n, int32_t bound) {
-  std::uniform_int_distribution<int32_t> dist(0, bound - 1);
-  Ids ids(n);
-  for (int32_t &e : ids)
-    e = dist(rng);
-  return ids;
-}
+using gpipe::testing::randomFloats;
+using gpipe::testing::randomIds;
 
 Mask randomMask(std::mt19937_64 &rng, size_t n, double keep) {
   std::bernoulli_distribution dist(keep);

@@ -28,6 +28,8 @@
 #include "gpipe/runtime/Optimizers.h"
 #include "gpipe/runtime/device/KernelsByFunctor.h"
 
+#include "RandomData.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -143,22 +145,8 @@ public:
 
 //===-- data --------------------------------------------------------------===//
 
-Floats randomFloats(std::mt19937_64 &rng, size_t n, float lo = -1.0f,
-                    float hi = 1.0f) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  Floats v(n);
-  for (float &e : v)
-    e = dist(rng);
-  return v;
-}
-
-Ids randomIds(std::mt19937_64 &rng, size_t n, int32_t bound) {
-  std::uniform_int_distribution<int32_t> dist(0, bound - 1);
-  Ids ids(n);
-  for (int32_t &e : ids)
-    e = dist(rng);
-  return ids;
-}
+using gpipe::testing::randomFloats;
+using gpipe::testing::randomIds;
 
 /// Element-wise inputs: random values and the edges of the usual range (0,
 /// tiny, saturating, GELU's clamped tails).
