@@ -9,6 +9,7 @@
 
 #include "gpipe/Target/BundleEmitter.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/runtime/OpTable.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
@@ -65,42 +66,22 @@ private:
 };
 } // namespace
 
-/// The bundle name of a forward or gradient op, or "" if it has none.
-static StringRef bundleOpName(Operation *op) {
-  return llvm::TypeSwitch<Operation *, StringRef>(op)
-      .Case([](DenseOp) { return "dense"; })
-      .Case([](ReluOp) { return "relu"; })
-      .Case([](GeluOp) { return "gelu"; })
-      .Case([](TanhOp) { return "tanh"; })
-      .Case([](SoftmaxOp) { return "softmax"; })
-      .Case([](LayerNormOp) { return "layer_norm"; })
-      .Case([](AddOp op) {
-        return op->getParentOfType<StageBackwardOp>() &&
-                       !op->hasAttr("gpipe.recompute")
-                   ? "add_grads"
-                   : "add";
-      })
-      .Case([](EmbeddingOp) { return "embedding"; })
-      .Case([](AttentionOp) { return "attention"; })
-      .Case([](DropoutOp) { return "dropout"; })
-      .Case([](SoftmaxCrossEntropyOp) { return "softmax_cross_entropy"; })
-      .Case([](MseLossOp) { return "mse_loss"; })
-      .Case([](DenseGradOp) { return "dense_grad"; })
-      .Case([](BiasGradOp) { return "bias_grad"; })
-      .Case([](ReluGradOp) { return "relu_grad"; })
-      .Case([](GeluGradOp) { return "gelu_grad"; })
-      .Case([](TanhGradOp) { return "tanh_grad"; })
-      .Case([](SoftmaxGradOp) { return "softmax_grad"; })
-      .Case([](LayerNormGradOp) { return "layer_norm_grad"; })
-      .Case([](EmbeddingGradOp) { return "embedding_grad"; })
-      .Case([](AttentionGradOp) { return "attention_grad"; })
-      .Case([](DropoutGradOp) { return "dropout_grad"; })
-      .Case([](SoftmaxCrossEntropyGradOp) {
-        return "softmax_cross_entropy_grad";
-      })
-      .Case([](MseLossGradOp) { return "mse_loss_grad"; })
-      .Case([](ZerosOp) { return "zeros"; })
-      .Default([](Operation *) { return ""; });
+/// The bundle op of a compute or gradient op: the op table's row named by its
+/// mnemonic (a gpipe.add of a backward, not a recompute copy, sums two
+/// gradients: add_grads), or nothing. `param` and `accumulate_grad` carry a
+/// name and are written by the stage emission itself.
+static std::optional<runtime::OpKind> bundleOpKind(Operation *op) {
+  if (op->getName().getDialectNamespace() != "gpipe" ||
+      isa<ParamOp, AccumulateGradOp>(op))
+    return std::nullopt;
+  if (isa<AddOp>(op) && op->getParentOfType<StageBackwardOp>() &&
+      !op->hasAttr("gpipe.recompute"))
+    return runtime::OpKind::AddGrads;
+  std::optional<runtime::OpKind> kind =
+      runtime::opKindNamed(op->getName().stripDialect().str());
+  if (kind && runtime::opInfo(*kind).results != op->getNumResults())
+    return std::nullopt;
+  return kind;
 }
 
 /// Op-specific attributes.
@@ -132,9 +113,10 @@ static void addAttributes(Operation *op, json::Object &out) {
 /// forward's ids).
 static LogicalResult emitOp(Operation *op, ValueTable &values,
                             json::Array &list, bool defineResults) {
-  StringRef name = bundleOpName(op);
-  if (name.empty())
+  std::optional<runtime::OpKind> kind = bundleOpKind(op);
+  if (!kind)
     return op->emitOpError() << "cannot be written to a bundle";
+  const char *name = runtime::opKindName(*kind);
   json::Array operands, results;
   SmallVector<bool> operandBatched;
   for (Value operand : op->getOperands()) {

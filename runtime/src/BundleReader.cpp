@@ -23,6 +23,7 @@
 #include <limits>
 #include <locale>
 #include <new>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -37,90 +38,6 @@ using Json = nlohmann::ordered_json;
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// The op attributes beyond `op`, `operands` and `results`.
-enum OpAttr : unsigned {
-  NoAttrs = 0,
-  NameAttr = 1,      ///< name
-  EpsilonAttr = 2,   ///< epsilon
-  DropoutAttrs = 4,  ///< rate, seed
-  AttentionAttrs = 8 ///< heads, causal
-};
-
-/// The bundle name and operand/result counts of an op kind, per the OpKind
-/// comments in Bundle.h.
-struct OpInfo {
-  const char *name;
-  unsigned minOperands, maxOperands, results;
-  unsigned attrs;
-  /// Result 0 (an input gradient) may be -1: not needed.
-  bool mayDropFirstResult;
-};
-
-/// The last OpKind enumerator; kinds are numbered 0..kLastOpKind.
-constexpr OpKind kLastOpKind = OpKind::Zeros;
-
-OpInfo infoOf(OpKind kind) {
-  switch (kind) {
-  case OpKind::Param:
-    return {"param", 0, 0, 1, NameAttr, false};
-  case OpKind::Dense:
-    return {"dense", 2, 3, 1, NoAttrs, false};
-  case OpKind::Relu:
-    return {"relu", 1, 1, 1, NoAttrs, false};
-  case OpKind::Gelu:
-    return {"gelu", 1, 1, 1, NoAttrs, false};
-  case OpKind::Tanh:
-    return {"tanh", 1, 1, 1, NoAttrs, false};
-  case OpKind::Softmax:
-    return {"softmax", 1, 1, 1, NoAttrs, false};
-  case OpKind::LayerNorm:
-    return {"layer_norm", 3, 3, 1, EpsilonAttr, false};
-  case OpKind::Add:
-    return {"add", 2, 2, 1, NoAttrs, false};
-  case OpKind::Embedding:
-    return {"embedding", 2, 2, 1, NoAttrs, false};
-  case OpKind::Attention:
-    return {"attention", 3, 3, 1, AttentionAttrs, false};
-  case OpKind::Dropout:
-    return {"dropout", 1, 1, 1, DropoutAttrs, false};
-  case OpKind::SoftmaxCrossEntropy:
-    return {"softmax_cross_entropy", 2, 2, 1, NoAttrs, false};
-  case OpKind::MseLoss:
-    return {"mse_loss", 2, 2, 1, NoAttrs, false};
-  case OpKind::DenseGrad:
-    return {"dense_grad", 3, 3, 2, NoAttrs, true};
-  case OpKind::BiasGrad:
-    return {"bias_grad", 1, 1, 1, NoAttrs, false};
-  case OpKind::ReluGrad:
-    return {"relu_grad", 2, 2, 1, NoAttrs, false};
-  case OpKind::GeluGrad:
-    return {"gelu_grad", 2, 2, 1, NoAttrs, false};
-  case OpKind::TanhGrad:
-    return {"tanh_grad", 2, 2, 1, NoAttrs, false};
-  case OpKind::SoftmaxGrad:
-    return {"softmax_grad", 2, 2, 1, NoAttrs, false};
-  case OpKind::LayerNormGrad:
-    return {"layer_norm_grad", 4, 4, 3, EpsilonAttr, true};
-  case OpKind::EmbeddingGrad:
-    return {"embedding_grad", 2, 2, 1, NoAttrs, false};
-  case OpKind::AttentionGrad:
-    return {"attention_grad", 5, 5, 3, AttentionAttrs, true};
-  case OpKind::DropoutGrad:
-    return {"dropout_grad", 2, 2, 1, DropoutAttrs, false};
-  case OpKind::SoftmaxCrossEntropyGrad:
-    return {"softmax_cross_entropy_grad", 2, 2, 1, NoAttrs, false};
-  case OpKind::MseLossGrad:
-    return {"mse_loss_grad", 2, 2, 1, NoAttrs, false};
-  case OpKind::AddGrads:
-    return {"add_grads", 2, 2, 1, NoAttrs, false};
-  case OpKind::AccumulateGrad:
-    return {"accumulate_grad", 1, 1, 0, NameAttr, false};
-  case OpKind::Zeros:
-    return {"zeros", 0, 0, 1, NoAttrs, false};
-  }
-  return {"unknown", 0, 0, 0, NoAttrs, false};
-}
 
 /// The instruction kinds, with the keys each takes besides `op`.
 enum InstrField : unsigned {
@@ -911,19 +828,15 @@ bool Reader::readOp(const Json &json, const std::string &path,
   std::string name;
   if (!getString(json, path, "op", name))
     return false;
-  bool known = false;
-  std::string allNames;
-  for (int k = 0; k <= int(kLastOpKind); ++k) {
-    const char *kindName = infoOf(OpKind(k)).name;
-    allNames += (allNames.empty() ? "" : ", ") + std::string(kindName);
-    if (!known && name == kindName) {
-      op.kind = OpKind(k);
-      known = true;
-    }
-  }
-  if (!known)
+  std::optional<OpKind> kind = opKindNamed(name);
+  if (!kind) {
+    std::string allNames;
+    for (const OpInfo &info : kOpTable)
+      allNames += (allNames.empty() ? "" : ", ") + std::string(info.name);
     return fail(path, "unknown op '" + name + "'; expected one of " + allNames);
-  OpInfo info = infoOf(op.kind);
+  }
+  op.kind = *kind;
+  const OpInfo &info = opInfo(op.kind);
 
   std::vector<const char *> keys = {"op", "operands", "results"};
   if (info.attrs & NameAttr)
@@ -964,7 +877,7 @@ bool Reader::readOp(const Json &json, const std::string &path,
   }
   op.results.assign(results.size(), -1);
   for (size_t i = 0; i < results.size(); ++i) {
-    if (results[i] == -1 && i == 0 && info.mayDropFirstResult)
+    if (results[i] == -1 && i == 0 && info.has(DropsFirstResult))
       continue; // the input gradient is not needed
     if (results[i] < 0 || uint64_t(results[i]) >= context.numValues)
       return outOfRange("result", results[i]);
@@ -1119,7 +1032,7 @@ Json intArray(const std::vector<int> &values) {
 }
 
 Json opJson(const Op &op) {
-  OpInfo info = infoOf(op.kind);
+  const OpInfo &info = opInfo(op.kind);
   Json out = Json::object();
   out["op"] = info.name;
   if (info.maxOperands > 0 || !op.operands.empty())

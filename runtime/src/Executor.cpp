@@ -88,85 +88,6 @@ static const char *timelineName(InstrKind kind) {
 
 namespace {
 
-/// Operand and result counts of each op kind.
-struct Arity {
-  unsigned minOperands, maxOperands, results;
-};
-
-Arity arityOf(OpKind kind) {
-  switch (kind) {
-  case OpKind::Param:
-  case OpKind::Zeros:
-    return {0, 0, 1};
-  case OpKind::Dense:
-    return {2, 3, 1};
-  case OpKind::Relu:
-  case OpKind::Gelu:
-  case OpKind::Tanh:
-  case OpKind::Softmax:
-  case OpKind::Dropout:
-  case OpKind::BiasGrad:
-    return {1, 1, 1};
-  case OpKind::LayerNorm:
-  case OpKind::Attention:
-    return {3, 3, 1};
-  case OpKind::Add:
-  case OpKind::Embedding:
-  case OpKind::SoftmaxCrossEntropy:
-  case OpKind::MseLoss:
-  case OpKind::ReluGrad:
-  case OpKind::GeluGrad:
-  case OpKind::TanhGrad:
-  case OpKind::SoftmaxGrad:
-  case OpKind::EmbeddingGrad:
-  case OpKind::DropoutGrad:
-  case OpKind::SoftmaxCrossEntropyGrad:
-  case OpKind::MseLossGrad:
-  case OpKind::AddGrads:
-    return {2, 2, 1};
-  case OpKind::DenseGrad:
-    return {3, 3, 2};
-  case OpKind::LayerNormGrad:
-    return {4, 4, 3};
-  case OpKind::AttentionGrad:
-    return {5, 5, 3};
-  case OpKind::AccumulateGrad:
-    return {1, 1, 0};
-  }
-  return {0, 0, 0};
-}
-
-bool isGradientKind(OpKind kind) {
-  return static_cast<int>(kind) >= static_cast<int>(OpKind::DenseGrad);
-}
-
-/// The forward op kind whose saved state a gradient op reads through its
-/// operand `index`, or nothing (-1).
-int savedStateOperand(OpKind kind, OpKind &producer) {
-  switch (kind) {
-  case OpKind::TanhGrad:
-    producer = OpKind::Tanh;
-    return 1;
-  case OpKind::SoftmaxGrad:
-    producer = OpKind::Softmax;
-    return 1;
-  case OpKind::LayerNormGrad:
-    producer = OpKind::LayerNorm;
-    return 1;
-  case OpKind::AttentionGrad:
-    producer = OpKind::Attention;
-    return 1;
-  case OpKind::DropoutGrad:
-    producer = OpKind::Dropout;
-    return 1;
-  case OpKind::SoftmaxCrossEntropyGrad:
-    producer = OpKind::SoftmaxCrossEntropy;
-    return 0;
-  default:
-    return -1;
-  }
-}
-
 class StageValidator {
 public:
   StageValidator(const Bundle &bundle, unsigned stage)
@@ -438,7 +359,7 @@ std::string StageValidator::checkOp(const char *section, size_t index,
                                     const Op &op, std::set<int> &defined,
                                     bool recompute) {
   const int numValues = static_cast<int>(program.values.size());
-  Arity arity = arityOf(op.kind);
+  const OpInfo &arity = opInfo(op.kind);
   auto fail = [&](const std::string &message) {
     return where(section, index, op) + ": " + message;
   };
@@ -455,7 +376,7 @@ std::string StageValidator::checkOp(const char *section, size_t index,
     return fail("expects " + std::to_string(arity.results) + " result" +
                 (arity.results == 1 ? "" : "s") + ", got " +
                 std::to_string(op.results.size()));
-  if (std::string(section) != "backward" && isGradientKind(op.kind))
+  if (std::string(section) != "backward" && arity.has(GradientOp))
     return fail("is a gradient op, not allowed in the " + std::string(section) +
                 " program");
   for (size_t i = 0; i < op.operands.size(); ++i) {
@@ -470,15 +391,15 @@ std::string StageValidator::checkOp(const char *section, size_t index,
   }
   for (size_t i = 0; i < op.results.size(); ++i) {
     int id = op.results[i];
-    if (id == -1 && i == 0 && mayDropFirstResult(op.kind))
+    if (id == -1 && i == 0 && arity.has(DropsFirstResult))
       continue;
     if (id < 0 || id >= numValues)
       return fail("result " + std::to_string(i) + " is value " +
                   std::to_string(id) + ", outside [0, " +
                   std::to_string(numValues) + ")");
   }
-  OpKind producerKind;
-  int savedOperand = savedStateOperand(op.kind, producerKind);
+  OpKind producerKind = arity.producer;
+  int savedOperand = arity.stateOperand;
   if (savedOperand >= 0) {
     auto it = producer.find(op.operands[savedOperand]);
     if (it == producer.end() || it->second->kind != producerKind)
@@ -981,30 +902,16 @@ struct OpEnv {
 /// result's bytes are counted before its kernel runs.
 void allocateSavedState(const Op &op, const std::vector<const Tensor *> &in,
                         Tensor &result) {
-  auto rowsOf = [](const Tensor *t) {
-    return t->shape.empty() ? 1 : t->numElements() / t->shape.back();
-  };
-  switch (op.kind) {
-  case OpKind::LayerNorm:
-    result.saved[0].assign(rowsOf(in[0]), 0.0f);
-    result.saved[1].assign(rowsOf(in[0]), 0.0f);
-    break;
-  case OpKind::Attention: {
-    int64_t b = in[0]->shape[0], s = in[0]->shape[1], d = in[0]->shape[2];
-    result.saved[0].assign(b * s * 3 * d, 0.0f);
-    result.saved[1].assign(b * op.heads * s * s, 0.0f);
-    result.saved[2].assign(b * s * d, 0.0f);
-    break;
+  if (in.empty())
+    return;
+  SavedState state =
+      savedStateOf(op.kind, in[0]->shape.data(), in[0]->shape.size(), op.heads);
+  if (op.kind == OpKind::Dropout) {
+    result.mask.assign(state.bytes[0], 0);
+    return;
   }
-  case OpKind::Dropout:
-    result.mask.assign(in[0]->numElements(), 0);
-    break;
-  case OpKind::SoftmaxCrossEntropy:
-    result.saved[0].assign(in[0]->numElements(), 0.0f);
-    break;
-  default:
-    break;
-  }
+  for (unsigned k = 0; k < state.count; ++k)
+    result.saved[k].assign(state.bytes[k] / int64_t(sizeof(float)), 0.0f);
 }
 
 std::unique_ptr<Tensor> allocate(const ValueSpec &spec, int64_t rows) {

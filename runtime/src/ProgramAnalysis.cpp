@@ -4,68 +4,6 @@
 
 using namespace gpipe::runtime;
 
-const char *gpipe::runtime::opKindName(OpKind kind) {
-  switch (kind) {
-  case OpKind::Param:
-    return "param";
-  case OpKind::Dense:
-    return "dense";
-  case OpKind::Relu:
-    return "relu";
-  case OpKind::Gelu:
-    return "gelu";
-  case OpKind::Tanh:
-    return "tanh";
-  case OpKind::Softmax:
-    return "softmax";
-  case OpKind::LayerNorm:
-    return "layer_norm";
-  case OpKind::Add:
-    return "add";
-  case OpKind::Embedding:
-    return "embedding";
-  case OpKind::Attention:
-    return "attention";
-  case OpKind::Dropout:
-    return "dropout";
-  case OpKind::SoftmaxCrossEntropy:
-    return "softmax_cross_entropy";
-  case OpKind::MseLoss:
-    return "mse_loss";
-  case OpKind::DenseGrad:
-    return "dense_grad";
-  case OpKind::BiasGrad:
-    return "bias_grad";
-  case OpKind::ReluGrad:
-    return "relu_grad";
-  case OpKind::GeluGrad:
-    return "gelu_grad";
-  case OpKind::TanhGrad:
-    return "tanh_grad";
-  case OpKind::SoftmaxGrad:
-    return "softmax_grad";
-  case OpKind::LayerNormGrad:
-    return "layer_norm_grad";
-  case OpKind::EmbeddingGrad:
-    return "embedding_grad";
-  case OpKind::AttentionGrad:
-    return "attention_grad";
-  case OpKind::DropoutGrad:
-    return "dropout_grad";
-  case OpKind::SoftmaxCrossEntropyGrad:
-    return "softmax_cross_entropy_grad";
-  case OpKind::MseLossGrad:
-    return "mse_loss_grad";
-  case OpKind::AddGrads:
-    return "add_grads";
-  case OpKind::AccumulateGrad:
-    return "accumulate_grad";
-  case OpKind::Zeros:
-    return "zeros";
-  }
-  return "unknown";
-}
-
 static const char *directionWord(InstrKind kind) {
   return kind == InstrKind::SendActivation || kind == InstrKind::RecvActivation
              ? "activation"
@@ -98,11 +36,6 @@ std::string gpipe::runtime::describeInstruction(const Instr &instr,
   return "unknown instruction";
 }
 
-bool gpipe::runtime::mayDropFirstResult(OpKind kind) {
-  return kind == OpKind::DenseGrad || kind == OpKind::LayerNormGrad ||
-         kind == OpKind::AttentionGrad;
-}
-
 GradientFusion gpipe::runtime::fuseGradientAccumulation(const StageProgram &stage) {
   const std::vector<Op> &ops = stage.backward;
   std::vector<int> uses(stage.values.size(), 0),
@@ -120,14 +53,11 @@ GradientFusion gpipe::runtime::fuseGradientAccumulation(const StageProgram &stag
   fusion.skip.assign(ops.size(), 0);
   for (size_t k = 0; k < ops.size(); ++k) {
     fusion.accumulatesInto[k].assign(ops[k].results.size(), "");
-    bool accumulates = ops[k].kind == OpKind::DenseGrad ||
-                       ops[k].kind == OpKind::BiasGrad ||
-                       ops[k].kind == OpKind::LayerNormGrad ||
-                       ops[k].kind == OpKind::EmbeddingGrad ||
-                       ops[k].kind == OpKind::AttentionGrad;
+    const OpInfo &info = opInfo(ops[k].kind);
+    bool accumulates = info.has(AccumulatesParam);
     for (size_t r = 0; r < ops[k].results.size() && accumulates; ++r) {
       int id = ops[k].results[r];
-      if (mayDropFirstResult(ops[k].kind) && r == 0)
+      if (info.has(DropsFirstResult) && r == 0)
         continue; // the input gradient is overwritten, not accumulated
       if (id < 0 || uses[id] != 1 || accumulator[id] < 0)
         continue;

@@ -265,27 +265,13 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   // Results, with their saved state, before the kernels that write them.
   std::vector<float *> out(op.results.size(), nullptr);
   std::vector<bool> accumulateInto(op.results.size(), false);
+  static const DeviceValue kNoOperand;
+  const DeviceValue &x0 = in.empty() ? kNoOperand : *in[0];
   std::vector<int64_t> extra;
-  const DeviceValue &x0 = *(in.empty() ? nullptr : in[0]);
-  switch (op.kind) {
-  case OpKind::LayerNorm:
-    extra = {x0.rowsOf() * 4, x0.rowsOf() * 4};
-    break;
-  case OpKind::Attention: {
-    int64_t bs = x0.shape[0] * x0.shape[1], d = x0.shape[2];
-    extra = {bs * 3 * d * 4, x0.shape[0] * op.heads * x0.shape[1] *
-                                 x0.shape[1] * 4,
-             bs * d * 4};
-    break;
-  }
-  case OpKind::Dropout:
-    extra = {x0.numElements()};
-    break;
-  case OpKind::SoftmaxCrossEntropy:
-    extra = {x0.numElements() * 4};
-    break;
-  default:
-    break;
+  if (!in.empty()) {
+    SavedState state = savedStateOf(op.kind, in[0]->shape.data(),
+                                    in[0]->shape.size(), op.heads);
+    extra.assign(state.bytes, state.bytes + state.count);
   }
   for (size_t r = 0; r < op.results.size(); ++r) {
     int id = op.results[r];

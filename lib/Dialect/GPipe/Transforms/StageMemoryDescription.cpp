@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "StageMemoryDescription.h"
+#include "gpipe/runtime/OpTable.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -64,37 +65,30 @@ private:
 };
 } // namespace
 
-/// Bytes of the state the runtime saves with `op`'s result for the backward.
+/// Bytes of the state the runtime saves with `op`'s result for the backward
+/// (the op table's rule, shared with every executor).
 static int64_t savedStateBytes(Operation *op) {
-  return llvm::TypeSwitch<Operation *, int64_t>(op)
-      .Case([](LayerNormOp norm) {
-        auto type = cast<RankedTensorType>(norm.getType());
-        return 2 * (type.getNumElements() / type.getShape().back()) *
-               kElementBytes; // mean, rstd per row
-      })
-      .Case([](AttentionOp attention) {
-        auto type = cast<RankedTensorType>(attention.getType());
-        int64_t b = type.getDimSize(0), s = type.getDimSize(1),
-                d = type.getDimSize(2);
-        // qkv, probabilities, context
-        return (b * s * 3 * d + b * int64_t(attention.getHeads()) * s * s +
-                b * s * d) *
-               kElementBytes;
-      })
-      .Case([](DropoutOp dropout) {
-        return numElements(dropout.getResult()); // one byte of mask each
-      })
-      .Case([](SoftmaxCrossEntropyOp loss) {
-        return numElements(loss->getOperand(0)) * kElementBytes; // softmax
-      })
-      .Default([](Operation *) { return int64_t(0); });
+  std::optional<runtime::OpKind> kind =
+      runtime::opKindNamed(op->getName().stripDialect().str());
+  if (!kind || op->getNumOperands() == 0)
+    return 0;
+  auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  if (!type)
+    return 0;
+  int64_t heads = 1;
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    heads = attention.getHeads();
+  ArrayRef<int64_t> shape = type.getShape();
+  return runtime::savedStateOf(*kind, shape.data(), shape.size(), heads)
+      .total();
 }
 
 /// Scratch the runtime's kernel of `op` needs while it runs.
 static int64_t scratchBytes(Operation *op) {
-  if (auto grad = dyn_cast<AttentionGradOp>(op))
-    return 4 * numElements(grad->getOperand(2)) * kElementBytes;
-  return 0;
+  if (!isa<AttentionGradOp>(op))
+    return 0;
+  return runtime::scratchBytesOf(runtime::OpKind::AttentionGrad,
+                                 numElements(op->getOperand(2)));
 }
 
 /// Whether the runtime accumulates result `index` of `op` straight into a

@@ -51,6 +51,7 @@
 #define GPIPE_RUNTIME_BUNDLE_H
 
 #include "gpipe/runtime/Initializers.h"
+#include "gpipe/runtime/OpTable.h"
 
 #include <cstdint>
 #include <string>
@@ -66,39 +67,7 @@ struct ValueSpec {
   bool batched = true; ///< dimension 0 is the batch
 };
 
-enum class OpKind {
-  // Forward ops: operands and results as in the gpipe dialect.
-  Param,     ///< result = the current value of parameter `name`
-  Dense,     ///< (x, w[, b]) -> y
-  Relu,      ///< (x) -> y
-  Gelu,      ///< (x) -> y
-  Tanh,      ///< (x) -> y
-  Softmax,   ///< (x) -> y
-  LayerNorm, ///< (x, gamma, beta) -> y; saves mean, rstd
-  Add,       ///< (a, b) -> y
-  Embedding, ///< (ids, table) -> y
-  Attention, ///< (x, wqkv, wo) -> y; saves qkv, probs, context
-  Dropout,   ///< (x) -> y; saves the mask
-  SoftmaxCrossEntropy, ///< (logits, labels) -> loss; saves the softmax
-  MseLoss,   ///< (prediction, target) -> loss
-  // Gradient ops. `dy` is the gradient of the forward op's result; `forward`
-  // names the forward op's result value (for its saved state).
-  DenseGrad,     ///< (dy, x, w) -> (dx, dw)
-  BiasGrad,      ///< (dy) -> db (column sums)
-  ReluGrad,      ///< (dy, x) -> dx
-  GeluGrad,      ///< (dy, x) -> dx
-  TanhGrad,      ///< (dy, forward y) -> dx
-  SoftmaxGrad,   ///< (dy, forward y) -> dx
-  LayerNormGrad, ///< (dy, forward y, x, gamma) -> (dx, dgamma, dbeta)
-  EmbeddingGrad, ///< (dy, ids) -> dtable
-  AttentionGrad, ///< (dy, forward y, x, wqkv, wo) -> (dx, dwqkv, dwo)
-  DropoutGrad,   ///< (dy, forward y) -> dx
-  SoftmaxCrossEntropyGrad, ///< (forward loss, labels) -> dlogits, x loss scale
-  MseLossGrad,   ///< (prediction, target) -> dprediction, x loss scale
-  AddGrads,      ///< (a, b) -> a + b: sums two gradients of one value
-  AccumulateGrad, ///< (g) -> (): adds g to the gradient of parameter `name`
-  Zeros          ///< () -> z: a zero gradient (no gradient reaches an input)
-};
+// OpKind and the facts of each op: OpTable.h (from Ops.def).
 
 struct Op {
   OpKind kind = OpKind::Relu;

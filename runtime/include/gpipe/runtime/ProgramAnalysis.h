@@ -19,15 +19,9 @@
 
 namespace gpipe::runtime {
 
-/// "dense", "layer_norm_grad", ... (the dialect's op names).
-const char *opKindName(OpKind kind);
-
 /// "forward of stage 2, micro-batch 1" and the like, as in the schedule's
 /// diagnostics.
 std::string describeInstruction(const Instr &instr, unsigned device);
-
-/// Result 0 of these ops (the input gradient) may be -1: not needed.
-bool mayDropFirstResult(OpKind kind);
 
 /// Per backward op of a stage, per result: the parameter whose gradient that
 /// result accumulates into directly ("" = a value of its own), and the
