@@ -9,6 +9,7 @@
 
 #include "gpipe/Target/BundleEmitter.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/runtime/BundleChecksum.h"
 #include "gpipe/runtime/OpTable.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -430,7 +431,7 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
   for (int64_t count : schedule.getRows())
     rows.push_back(count);
   json::Object bundle{{"format", "gpipe-bundle"},
-                      {"version", 1},
+                      {"version", runtime::kBundleFormatVersion},
                       {"model", model.getSymName()},
                       {"batch", int64_t(model.getBatch())},
                       {"microbatch_rows", std::move(rows)},
@@ -461,7 +462,8 @@ LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
   FailureOr<json::Value> bundle = emitBundle(model, schedule);
   if (failed(bundle))
     return failure();
-  os << llvm::formatv("{0:2}", *bundle) << "\n";
+  std::string text = llvm::formatv("{0:2}", *bundle).str();
+  os << runtime::sealBundleText(text);
   return success();
 }
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/BundleChecksum.h"
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 using namespace gpipe::runtime;
 
@@ -188,7 +190,8 @@ class Reader {
 public:
   explicit Reader(const std::string &source) : source(source) {}
 
-  bool read(const Json &root, Bundle &bundle);
+  bool read(const Json &root, std::string_view text, Bundle &bundle);
+  bool verifyChecksum(const Json &root, std::string_view text);
 
   std::string error;
 
@@ -453,7 +456,7 @@ bool Reader::getIntArray(const Json &object, const std::string &path,
 // Sections
 //===----------------------------------------------------------------------===//
 
-bool Reader::read(const Json &root, Bundle &bundle) {
+bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
   if (!root.is_object())
     return fail("", "expected a JSON object at the top level, found " +
                         describe(root));
@@ -470,13 +473,19 @@ bool Reader::read(const Json &root, Bundle &bundle) {
   int64_t version;
   if (!getInt(root, "", "version", version))
     return false;
-  if (version != 1)
-    return fail("", "unsupported version " + std::to_string(version) +
-                        " (this runtime reads version 1)");
+  if (version != kBundleFormatVersion)
+    return fail("", "unsupported bundle version " + std::to_string(version) +
+                        " (this runtime reads " +
+                        std::to_string(kBundleFormatVersion) + "); " +
+                        (version < kBundleFormatVersion
+                             ? "recompile it with gpipe-translate"
+                             : "use the runtime that came with the compiler "
+                               "that wrote it"));
   if (!checkKeys(root, "",
                  {"format", "version", "model", "batch", "microbatch_rows",
                   "remat", "inputs", "params", "stages", "programs",
-                  "memory_plan"}))
+                  "memory_plan", "checksum"}) ||
+      !verifyChecksum(root, text))
     return false;
 
   if (!getString(root, "", "model", bundle.model) ||
@@ -547,6 +556,37 @@ bool Reader::read(const Json &root, Bundle &bundle) {
                      bundle.programs[d]))
       return false;
   return readMemoryPlan(root, bundle);
+}
+
+bool Reader::verifyChecksum(const Json &root, std::string_view text) {
+  const Json *checksum;
+  if (!lookup(root, "", "checksum", false, checksum))
+    return false;
+  if (!checksum)
+    return fail("", "missing key 'checksum'; a version 2 bundle ends with "
+                    "\"checksum\": \"crc32:<8 hex digits>\", which "
+                    "gpipe-translate writes");
+  std::string claimed =
+      checksum->is_string() ? checksum->get<std::string>() : std::string();
+  bool wellFormed = claimed.size() == 14 && claimed.rfind("crc32:", 0) == 0 &&
+                    claimed.find_first_not_of("0123456789abcdef", 6) ==
+                        std::string::npos;
+  if (!wellFormed)
+    return fail("checksum", "expected \"crc32:\" and 8 lowercase hex digits, "
+                            "found " +
+                                shortText(*checksum));
+  std::string lastKey = std::prev(root.end()).key();
+  if (lastKey != "checksum")
+    return fail("checksum", "expected the last member of the bundle, found "
+                            "'" + lastKey + "' after it");
+  size_t summed = checksummedLength(text);
+  std::string actual = checksumText(text.substr(0, summed));
+  if (summed == std::string_view::npos || actual != claimed)
+    return fail("checksum", "the content sums to " + actual +
+                                " but the file says " + claimed +
+                                ": the bundle was corrupted or edited after "
+                                "it was written");
+  return true;
 }
 
 bool Reader::readMemoryPlan(const Json &root, Bundle &bundle) {
@@ -1191,7 +1231,7 @@ BundleLoad gpipe::runtime::parseBundle(const std::string &text,
       return result;
     }
     Reader reader(sourceName);
-    if (!reader.read(root, result.bundle)) {
+    if (!reader.read(root, text, result.bundle)) {
       result.error = reader.error;
       result.bundle = Bundle();
     }
@@ -1260,7 +1300,7 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
 
   Json root = Json::object();
   root["format"] = "gpipe-bundle";
-  root["version"] = 1;
+  root["version"] = kBundleFormatVersion;
   root["model"] = bundle.model;
   root["batch"] = bundle.batch;
   root["microbatch_rows"] = intArray(bundle.microbatchRows);
@@ -1286,6 +1326,5 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
 
   std::string text;
   appendPretty(root, 0, 0, text);
-  text += '\n';
-  return text;
+  return sealBundleText(text);
 }

@@ -20,6 +20,7 @@
 #include "gpipe/runtime/Initializers.h"
 #include "gpipe/runtime/Mailbox.h"
 #include "gpipe/runtime/ProgramAnalysis.h"
+#include "gpipe/runtime/ScheduleVerifier.h"
 
 #include <algorithm>
 #include <atomic>
@@ -785,7 +786,7 @@ std::string gpipe::runtime::validateBundle(const Bundle &bundle) {
     if (!error.empty())
       return error;
   }
-  return {};
+  return verifySchedule(bundle);
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,7 @@
 //===- BundleReaderTest.cpp - Tests of the bundle reader and writer -------===//
 
 #include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/BundleChecksum.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -19,9 +20,9 @@ namespace {
 
 /// A 2-stage MLP (dense + relu | dense + cross-entropy), batch 4 in 2
 /// micro-batches, with the 2-device GPipe programs.
-const char *kValidBundle = R"json({
+const char *kValidBundleBody = R"json({
   "format": "gpipe-bundle",
-  "version": 1,
+  "version": 2,
   "model": "tiny_mlp",
   "batch": 4,
   "microbatch_rows": [2, 2],
@@ -135,6 +136,8 @@ const char *kValidBundle = R"json({
     ]
   ]
 })json";
+/// The same, sealed with its checksum as gpipe-translate writes it.
+const std::string kValidBundle = sealBundleText(kValidBundleBody);
 
 //===----------------------------------------------------------------------===//
 // Structural equality, field by field
@@ -476,7 +479,7 @@ TEST(BundleReaderTest, WriterLayout) {
   ASSERT_TRUE(load.ok()) << load.error;
   std::string text = writeBundle(load.bundle);
   EXPECT_EQ(
-      text.rfind("{\n  \"format\": \"gpipe-bundle\",\n  \"version\": 1,\n"
+      text.rfind("{\n  \"format\": \"gpipe-bundle\",\n  \"version\": 2,\n"
                  "  \"model\": \"tiny_mlp\",\n  \"batch\": 4,\n"
                  "  \"microbatch_rows\": [2, 2],\n  \"remat\": \"full\",\n",
                  0),
@@ -530,7 +533,10 @@ TEST(BundleReaderTest, WritesShortestFloats) {
 Json validJson() { return Json::parse(kValidBundle); }
 
 BundleLoad parseJson(const Json &json) {
-  return parseBundle(json.dump(), "m.bundle.json");
+  Json unsealed = json;
+  if (unsealed.is_object())
+    unsealed.erase("checksum");
+  return parseBundle(sealBundleText(unsealed.dump()), "m.bundle.json");
 }
 
 // Attributes missing from an op take Bundle.h's defaults; a negative seed is
@@ -595,7 +601,8 @@ TEST(BundleReaderTest, LoadsFile) {
   std::fclose(file);
   EXPECT_EQ(loadBundle(path).error,
             "'" + path +
-                "': unsupported version 3 (this runtime reads version 1)");
+                "': unsupported bundle version 3 (this runtime reads 2); use "
+                "the runtime that came with the compiler that wrote it");
   std::remove(path.c_str());
 }
 
@@ -653,11 +660,13 @@ const ErrorCase kErrorCases[] = {
      "missing key 'version'"},
     {"VersionNotInteger", [](Json &j) { j["version"] = "1"; },
      "expected an integer 'version', found a string"},
-    {"UnsupportedVersion", [](Json &j) { j["version"] = 2; },
-     "unsupported version 2 (this runtime reads version 1)"},
+    {"VersionOne", [](Json &j) { j["version"] = 1; },
+     "unsupported bundle version 1 (this runtime reads 2); recompile it with "
+     "gpipe-translate"},
     {"UnknownTopLevelKey", [](Json &j) { j["schedule"] = "gpipe"; },
      "unknown key 'schedule'; expected one of format, version, model, batch, "
-     "microbatch_rows, remat, inputs, params, stages, programs, memory_plan"},
+     "microbatch_rows, remat, inputs, params, stages, programs, memory_plan, "
+     "checksum"},
     // Top-level fields and counts.
     {"MissingBatch", [](Json &j) { j.erase("batch"); }, "missing key 'batch'"},
     {"ModelNotString", [](Json &j) { j["model"] = nullptr; },

@@ -524,8 +524,8 @@ TEST(CApiCreateTest, MalformedBundles) {
             GPIPE_ERROR_INVALID_BUNDLE);
   EXPECT_EQ(gpipe_last_error(),
             "gpipe_session_create_from_file: '" + path +
-                "': unsupported version 3 (this runtime reads "
-                "version 1)");
+                "': unsupported bundle version 3 (this runtime reads 2); use "
+                "the runtime that came with the compiler that wrote it");
   std::remove(path.c_str());
 
   // The reader accepts it; the executor's validateBundle does not.

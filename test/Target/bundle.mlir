@@ -69,6 +69,11 @@
 // CHECK-NEXT: "value": 0
 // CHECK: "input": "y",
 // CHECK: "loss": {{[0-9]+}},
+
+// Format version 2, sealed by its checksum as the last member.
+// CHECK: "version": 2,
+// CHECK-NEXT: "checksum": "crc32:{{[0-9a-f]+}}"
+// CHECK-NEXT: }
 gpipe.model @tiny batch 4 {
   %x = gpipe.input "x" : tensor<4x3xf32>
   %y = gpipe.input "y" : tensor<4xi32>

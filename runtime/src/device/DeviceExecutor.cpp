@@ -18,6 +18,7 @@
 
 #include "gpipe/runtime/Initializers.h"
 #include "gpipe/runtime/ProgramAnalysis.h"
+#include "gpipe/runtime/ScheduleVerifier.h"
 #include "gpipe/runtime/device/ArenaAllocator.h"
 #include "gpipe/runtime/device/KernelsByFunctor.h"
 
@@ -114,7 +115,6 @@ struct DeviceRun {
   std::vector<char> kept;                       ///< per micro-batch
   std::vector<PendingFree> pending;
   int64_t computeCount = 0;
-  size_t pc = 0;
 };
 
 } // namespace
@@ -140,6 +140,9 @@ struct DeviceExecutor::Impl {
   DeviceBackend *issue = nullptr; ///< the backend, or the dry run's
   std::vector<DeviceRun> runs;
   std::map<MessageKey, EventId> sent;
+  /// Every device's instructions in one order that issues each send before
+  /// its receive (verifySchedule's).
+  std::vector<ScheduleStep> issueOrder;
 
   std::string issueStep(const Batch *batch, bool dryRun);
   std::string issueInstr(unsigned device, const Instr &instr,
@@ -811,67 +814,14 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
     }
   }
 
-  auto waitingFor = [&](unsigned d) -> bool {
-    const std::vector<Instr> &program = bundle.programs[d];
-    if (runs[d].pc >= program.size())
-      return false;
-    const Instr &instr = program[runs[d].pc];
-    if (instr.kind == InstrKind::RecvActivation ||
-        instr.kind == InstrKind::RecvGradient) {
-      int dir = instr.kind == InstrKind::RecvActivation ? 0 : 1;
-      return !sent.count(
-          MessageKey{dir, instr.peer, instr.microbatch, instr.channel});
-    }
-    return instr.kind == InstrKind::OptimizerStep;
-  };
-  for (;;) {
-    bool progress = false;
-    for (unsigned d = 0; d < numDevices; ++d) {
-      const std::vector<Instr> &program = bundle.programs[d];
-      while (runs[d].pc < program.size() && !waitingFor(d)) {
-        const Instr &instr = program[runs[d].pc];
-        std::string error = issueInstr(d, instr, batch);
-        if (!error.empty())
-          return "device " + std::to_string(d) + ": op #" +
-                 std::to_string(runs[d].pc) + " (" +
-                 describeInstruction(instr, d) + "): " + error;
-        ++runs[d].pc;
-        progress = true;
-      }
-    }
-    bool allDone = true, allAtBarrier = true;
-    for (unsigned d = 0; d < numDevices; ++d) {
-      const std::vector<Instr> &program = bundle.programs[d];
-      allDone &= runs[d].pc >= program.size();
-      allAtBarrier &= runs[d].pc >= program.size() ||
-                      program[runs[d].pc].kind == InstrKind::OptimizerStep;
-    }
-    if (allDone)
-      break;
-    if (allAtBarrier) {
-      for (unsigned d = 0; d < numDevices; ++d)
-        if (runs[d].pc < bundle.programs[d].size()) {
-          std::string error = issueInstr(d, bundle.programs[d][runs[d].pc],
-                                         batch);
-          if (!error.empty())
-            return error;
-          ++runs[d].pc;
-        }
-      continue;
-    }
-    if (!progress) {
-      std::string who;
-      for (unsigned d = 0; d < numDevices; ++d) {
-        const std::vector<Instr> &program = bundle.programs[d];
-        if (runs[d].pc >= program.size())
-          continue;
-        who += (who.empty() ? "" : "; ") + std::string("device ") +
-               std::to_string(d) + " waits at op #" +
-               std::to_string(runs[d].pc) + " (" +
-               describeInstruction(program[runs[d].pc], d) + ")";
-      }
-      return "the schedule cannot go on: " + who;
-    }
+  // validateBundle proved this order: every receive follows its send.
+  for (const ScheduleStep &step : issueOrder) {
+    const Instr &instr = bundle.programs[step.device][step.index];
+    std::string error = issueInstr(step.device, instr, batch);
+    if (!error.empty())
+      return "device " + std::to_string(step.device) + ": op #" +
+             std::to_string(step.index) + " (" +
+             describeInstruction(instr, step.device) + "): " + error;
   }
   for (unsigned d = 0; d < numDevices; ++d)
     releasePending(d, true);
@@ -965,6 +915,9 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   s.backend = std::move(backend);
   s.bundle = std::move(bundle);
   const Bundle &b = s.bundle;
+  error = verifySchedule(b, &s.issueOrder);
+  if (!error.empty())
+    return nullptr;
   s.paramsOf.resize(numDevices);
   s.layout.resize(numDevices);
   const unsigned numSlots = optimizerSlots(config.optimizer.kind);
