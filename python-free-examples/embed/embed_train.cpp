@@ -216,27 +216,27 @@ int main(int argc, char **argv) {
               microbatches, batch, params.size(), paramFloats);
 
   // 2. Load the data and bind it to the model's inputs.
-  gpipe::runtime::DatasetLoad train =
+  gpipe::runtime::StatusOr<gpipe::runtime::ImageDataset> train =
       gpipe::runtime::loadFashionMnist(options.dataDir, /*train=*/true);
   if (!train.ok())
-    return fail(train.error);
-  gpipe::runtime::DatasetLoad test =
+    return fail(train.status().message());
+  gpipe::runtime::StatusOr<gpipe::runtime::ImageDataset> test =
       gpipe::runtime::loadFashionMnist(options.dataDir, /*train=*/false);
   if (!test.ok())
-    return fail(test.error);
+    return fail(test.status().message());
   Binding binding;
-  error = bindInputs(session.inputs(), train.data.height * train.data.width,
-                     binding);
+  error =
+      bindInputs(session.inputs(), (*train).height * (*train).width, binding);
   if (!error.empty())
     return fail(error);
-  if (options.steps * batch > train.data.count)
+  if (options.steps * batch > (*train).count)
     return fail("--steps " + std::to_string(options.steps) + " needs " +
                 std::to_string(options.steps * batch) +
                 " training examples, the set has " +
-                std::to_string(train.data.count));
+                std::to_string((*train).count));
 
   // 3. Train: one C API call per mini-batch.
-  std::vector<int64_t> order(train.data.count);
+  std::vector<int64_t> order((*train).count);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 shuffler(options.seed);
   std::shuffle(order.begin(), order.end(), shuffler);
@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
   long window = 0;
   auto start = std::chrono::steady_clock::now();
   for (long step = 0; step < options.steps; ++step) {
-    HostBatch host = gather(train.data, order, step * batch, batch);
+    HostBatch host = gather((*train), order, step * batch, batch);
     gpipe::Result<double> loss =
         session.trainStep({gpipe::Input::f32(binding.images, host.images),
                            gpipe::Input::i32(binding.labels, host.labels)});
@@ -268,14 +268,14 @@ int main(int argc, char **argv) {
           .count();
 
   // 4. Evaluate on the whole test set: the prediction is the logits.
-  std::vector<int64_t> testOrder(test.data.count);
+  std::vector<int64_t> testOrder((*test).count);
   std::iota(testOrder.begin(), testOrder.end(), 0);
   int64_t correct = 0;
   double testLoss = 0;
   const int64_t chunk = 1000; // evaluate takes any row count
-  for (int64_t first = 0; first < test.data.count; first += chunk) {
-    int64_t rows = std::min(chunk, test.data.count - first);
-    HostBatch host = gather(test.data, testOrder, first, rows);
+  for (int64_t first = 0; first < (*test).count; first += chunk) {
+    int64_t rows = std::min(chunk, (*test).count - first);
+    HostBatch host = gather((*test), testOrder, first, rows);
     gpipe::Result<gpipe::Evaluation> eval = session.evaluate(
         rows, {gpipe::Input::f32(binding.images, host.images),
                gpipe::Input::i32(binding.labels, host.labels)});
@@ -296,8 +296,8 @@ int main(int argc, char **argv) {
               options.steps, options.steps * batch, seconds,
               double(options.steps * batch) / seconds, firstLoss, lastLoss);
   std::printf("test: accuracy %.2f%% (%" PRId64 "/%" PRId64 "), loss %.4f\n",
-              100.0 * double(correct) / double(test.data.count), correct,
-              test.data.count, testLoss / double(test.data.count));
+              100.0 * double(correct) / double((*test).count), correct,
+              (*test).count, testLoss / double((*test).count));
   gpipe::Result<double> bubble = session.bubbleFraction();
   if (!bubble.ok())
     return fail(bubble.status().toString());

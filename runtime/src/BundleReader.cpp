@@ -1212,9 +1212,8 @@ void appendPretty(const Json &value, size_t column, size_t indent,
 // Entry points
 //===----------------------------------------------------------------------===//
 
-BundleLoad gpipe::runtime::parseBundle(const std::string &text,
-                                       const std::string &sourceName) {
-  BundleLoad result;
+StatusOr<Bundle> gpipe::runtime::parseBundle(const std::string &text,
+                                             const std::string &sourceName) {
   std::string prefix = "'" + sourceName + "': ";
   try {
     Json root;
@@ -1227,32 +1226,29 @@ BundleLoad gpipe::runtime::parseBundle(const std::string &text,
       size_t end = message.find("] ");
       if (message.rfind("[json.exception.", 0) == 0 && end != std::string::npos)
         message = message.substr(end + 2);
-      result.error = prefix + "malformed JSON: " + message;
-      return result;
+      return Status(StatusCode::InvalidBundle,
+                    prefix + "malformed JSON: " + message);
     }
     Reader reader(sourceName);
-    if (!reader.read(root, text, result.bundle)) {
-      result.error = reader.error;
-      result.bundle = Bundle();
-    }
+    Bundle bundle;
+    if (!reader.read(root, text, bundle))
+      return Status(StatusCode::InvalidBundle, reader.error);
+    return bundle;
   } catch (const std::bad_alloc &) {
-    result.error = prefix + "out of memory while reading the bundle";
-    result.bundle = Bundle();
+    return Status(StatusCode::OutOfMemory,
+                  prefix + "out of memory while reading the bundle");
   } catch (const std::exception &e) {
-    result.error =
-        prefix + "unexpected error while reading the bundle: " + e.what();
-    result.bundle = Bundle();
+    return Status(StatusCode::InvalidBundle,
+                  prefix +
+                      "unexpected error while reading the bundle: " + e.what());
   }
-  return result;
 }
 
-BundleLoad gpipe::runtime::loadBundle(const std::string &path) {
-  BundleLoad result;
+StatusOr<Bundle> gpipe::runtime::loadBundle(const std::string &path) {
   std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file) {
-    result.error = "cannot open '" + path + "': " + std::strerror(errno);
-    return result;
-  }
+  if (!file)
+    return Status(StatusCode::Io,
+                  "cannot open '" + path + "': " + std::strerror(errno));
   std::string text;
   try {
     char buffer[1 << 16];
@@ -1261,14 +1257,14 @@ BundleLoad gpipe::runtime::loadBundle(const std::string &path) {
       text.append(buffer, count);
   } catch (const std::bad_alloc &) {
     std::fclose(file);
-    result.error = "cannot read '" + path + "': out of memory";
-    return result;
+    return Status(StatusCode::OutOfMemory,
+                  "cannot read '" + path + "': out of memory");
   }
   if (std::ferror(file)) {
     int error = errno;
     std::fclose(file);
-    result.error = "cannot read '" + path + "': " + std::strerror(error);
-    return result;
+    return Status(StatusCode::Io,
+                  "cannot read '" + path + "': " + std::strerror(error));
   }
   std::fclose(file);
   return parseBundle(text, path);

@@ -66,6 +66,22 @@ gpipe_status_t fail(gpipe_session_t *session, gpipe_status_t status,
   return status;
 }
 
+/// The C code of a runtime Status: the enums match one for one.
+gpipe_status_t toC(rt::StatusCode code) {
+  return static_cast<gpipe_status_t>(code);
+}
+static_assert(
+    int(rt::StatusCode::InvalidBundle) == GPIPE_ERROR_INVALID_BUNDLE &&
+        int(rt::StatusCode::OutOfMemory) == GPIPE_ERROR_OUT_OF_MEMORY &&
+        int(rt::StatusCode::Unavailable) == GPIPE_ERROR_UNAVAILABLE &&
+        int(rt::StatusCode::DeadlineExceeded) == GPIPE_ERROR_DEADLINE_EXCEEDED,
+    "gpipe_status_t and StatusCode must match");
+
+gpipe_status_t fail(gpipe_session_t *session, const rt::Status &status,
+                    const char *function) {
+  return fail(session, toC(status.code()), function, status.message());
+}
+
 gpipe_status_t succeed(gpipe_session_t *session) {
   lastThreadError.clear();
   if (session)
@@ -199,11 +215,12 @@ rt::ExecutorConfig toConfig(const gpipe_session_options_t &o) {
 
 /// Creates the session of a parsed bundle: checks the options, builds the
 /// executor (which validates the bundle) and the infos.
-gpipe_status_t createSession(const char *function, rt::BundleLoad load,
+gpipe_status_t createSession(const char *function,
+                             rt::StatusOr<rt::Bundle> load,
                              const gpipe_session_options_t *options,
                              gpipe_session_t **out_session) {
   if (!load.ok())
-    return fail(nullptr, GPIPE_ERROR_INVALID_BUNDLE, function, load.error);
+    return fail(nullptr, load.status(), function);
   gpipe_session_options_t o;
   gpipe_session_options_init(&o);
   if (options)
@@ -214,7 +231,7 @@ gpipe_status_t createSession(const char *function, rt::BundleLoad load,
 
   auto session = std::make_unique<gpipe_session>();
   session->executor =
-      rt::PipelineExecutor::create(std::move(load.bundle), toConfig(o), error);
+      rt::PipelineExecutor::create(std::move(*load), toConfig(o), error);
   if (!session->executor)
     return fail(nullptr, GPIPE_ERROR_INVALID_BUNDLE, function,
                 "invalid bundle: " + error);
@@ -415,6 +432,10 @@ const char *gpipe_status_string(gpipe_status_t status) {
     return "GPIPE_ERROR_FAILED_PRECONDITION";
   case GPIPE_ERROR_OUT_OF_MEMORY:
     return "GPIPE_ERROR_OUT_OF_MEMORY";
+  case GPIPE_ERROR_UNAVAILABLE:
+    return "GPIPE_ERROR_UNAVAILABLE";
+  case GPIPE_ERROR_DEADLINE_EXCEEDED:
+    return "GPIPE_ERROR_DEADLINE_EXCEEDED";
   }
   return "GPIPE_ERROR_UNKNOWN";
 }
@@ -455,32 +476,7 @@ gpipe_session_create_from_file(const char *bundle_path,
     if (!bundle_path)
       return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
                   "bundle_path is null");
-    // Read the file here (not with loadBundle) so that a file that cannot be
-    // read is told apart from one that is not a bundle.
-    std::FILE *file = std::fopen(bundle_path, "rb");
-    if (!file)
-      return fail(nullptr, GPIPE_ERROR_IO, function,
-                  std::string("cannot open '") + bundle_path +
-                      "': " + std::strerror(errno));
-    std::string text;
-    char buffer[1 << 16];
-    size_t count;
-    try {
-      while ((count = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-        text.append(buffer, count);
-    } catch (...) {
-      std::fclose(file);
-      throw;
-    }
-    if (std::ferror(file)) {
-      int error = errno;
-      std::fclose(file);
-      return fail(nullptr, GPIPE_ERROR_IO, function,
-                  std::string("cannot read '") + bundle_path +
-                      "': " + std::strerror(error));
-    }
-    std::fclose(file);
-    return createSession(function, rt::parseBundle(text, bundle_path), options,
+    return createSession(function, rt::loadBundle(bundle_path), options,
                          out_session);
   });
 }

@@ -195,60 +195,67 @@ std::string checkSize(const std::string &path,
 
 } // namespace
 
-DatasetLoad gpipe::runtime::loadIdxDataset(const std::string &imagesPath,
-                                           const std::string &labelsPath) {
-  DatasetLoad result;
+/// A file that cannot be opened or read is an Io error; one whose content
+/// is not what it should be, an invalid argument.
+static Status dataError(const std::string &message) {
+  return Status(message.rfind("cannot ", 0) == 0 ? StatusCode::Io
+                                                 : StatusCode::InvalidArgument,
+                message);
+}
+
+StatusOr<ImageDataset>
+gpipe::runtime::loadIdxDataset(const std::string &imagesPath,
+                               const std::string &labelsPath) {
+  std::string error;
   std::vector<uint8_t> images;
   bool compressed = false;
-  result.error = readIdx(imagesPath, kImagesMagic, kImagesHeaderBytes, "images",
-                         images, compressed);
-  if (!result.ok())
-    return result;
+  error = readIdx(imagesPath, kImagesMagic, kImagesHeaderBytes, "images",
+                  images, compressed);
+  if (!error.empty())
+    return dataError(error);
   uint64_t count = readBigEndian32(images.data() + 4);
   uint64_t height = readBigEndian32(images.data() + 8);
   uint64_t width = readBigEndian32(images.data() + 12);
   std::string shape = std::to_string(height) + "x" + std::to_string(width);
   if (count == 0) {
-    result.error =
-        quoted(imagesPath) + " declares 0 images: expected at least one";
-    return result;
+    error = quoted(imagesPath) + " declares 0 images: expected at least one";
+    return dataError(error);
   }
   if (height == 0 || width == 0 || height > kMaxImageDim ||
       width > kMaxImageDim) {
-    result.error = quoted(imagesPath) + " declares images of " + shape +
-                   " pixels: expected each dimension in [1, " +
-                   std::to_string(kMaxImageDim) + "]";
-    return result;
+    error = quoted(imagesPath) + " declares images of " + shape +
+            " pixels: expected each dimension in [1, " +
+            std::to_string(kMaxImageDim) + "]";
+    return dataError(error);
   }
   uint64_t pixels = count * height * width;
-  result.error =
-      checkSize(imagesPath, images, compressed, kImagesHeaderBytes + pixels,
-                std::to_string(kImagesHeaderBytes) + "-byte header and " +
-                    std::to_string(count) + " images of " + shape);
-  if (!result.ok())
-    return result;
+  error = checkSize(imagesPath, images, compressed, kImagesHeaderBytes + pixels,
+                    std::to_string(kImagesHeaderBytes) + "-byte header and " +
+                        std::to_string(count) + " images of " + shape);
+  if (!error.empty())
+    return dataError(error);
 
   std::vector<uint8_t> labels;
-  result.error = readIdx(labelsPath, kLabelsMagic, kLabelsHeaderBytes, "labels",
-                         labels, compressed);
-  if (!result.ok())
-    return result;
+  error = readIdx(labelsPath, kLabelsMagic, kLabelsHeaderBytes, "labels",
+                  labels, compressed);
+  if (!error.empty())
+    return dataError(error);
   uint64_t labelCount = readBigEndian32(labels.data() + 4);
-  result.error =
+  error =
       checkSize(labelsPath, labels, compressed, kLabelsHeaderBytes + labelCount,
                 std::to_string(kLabelsHeaderBytes) + "-byte header and " +
                     std::to_string(labelCount) + " labels");
-  if (!result.ok())
-    return result;
+  if (!error.empty())
+    return dataError(error);
   if (labelCount != count) {
-    result.error = "expected as many labels as images, found " +
-                   std::to_string(count) + " images in " + quoted(imagesPath) +
-                   " and " + std::to_string(labelCount) + " labels in " +
-                   quoted(labelsPath);
-    return result;
+    error = "expected as many labels as images, found " +
+            std::to_string(count) + " images in " + quoted(imagesPath) +
+            " and " + std::to_string(labelCount) + " labels in " +
+            quoted(labelsPath);
+    return dataError(error);
   }
 
-  ImageDataset &data = result.data;
+  ImageDataset data;
   data.count = static_cast<int64_t>(count);
   data.height = static_cast<int64_t>(height);
   data.width = static_cast<int64_t>(width);
@@ -257,11 +264,11 @@ DatasetLoad gpipe::runtime::loadIdxDataset(const std::string &imagesPath,
   for (uint64_t i = 0; i < pixels; ++i)
     data.images[i] = static_cast<float>(pixel[i]) / 255.0f;
   data.labels.assign(labels.begin() + kLabelsHeaderBytes, labels.end());
-  return result;
+  return data;
 }
 
-DatasetLoad gpipe::runtime::loadFashionMnist(const std::string &directory,
-                                             bool train) {
+StatusOr<ImageDataset>
+gpipe::runtime::loadFashionMnist(const std::string &directory, bool train) {
   namespace fs = std::filesystem;
   const char *prefix = train ? "train" : "t10k";
   auto pick = [&](const char *suffix) {

@@ -102,19 +102,18 @@ char gpipe::runtime::textIdChar(int32_t id) {
   return id == 0 ? '\n' : char(id + 31);
 }
 
-TextCorpusLoad gpipe::runtime::loadTextCorpus(const std::string &path,
-                                              const TextCorpusOptions &options) {
-  TextCorpusLoad result;
-  if (options.validationEvery < 2) {
-    result.error = "validation split every " +
-                   std::to_string(options.validationEvery) +
-                   " documents: expected at least 2";
-    return result;
-  }
-  TextCorpus &corpus = result.corpus;
-  result.error = listCorpusFiles(path, corpus.files);
-  if (!result.ok())
-    return result;
+StatusOr<TextCorpus>
+gpipe::runtime::loadTextCorpus(const std::string &path,
+                               const TextCorpusOptions &options) {
+  if (options.validationEvery < 2)
+    return Status(StatusCode::InvalidArgument,
+                  "validation split every " +
+                      std::to_string(options.validationEvery) +
+                      " documents: expected at least 2");
+  TextCorpus corpus;
+  std::string error = listCorpusFiles(path, corpus.files);
+  if (!error.empty())
+    return Status(StatusCode::Io, error);
 
   int64_t documents = 0;
   std::vector<int32_t> document;
@@ -135,9 +134,9 @@ TextCorpusLoad gpipe::runtime::loadTextCorpus(const std::string &path,
 
   std::string bytes;
   for (const std::string &file : corpus.files) {
-    result.error = readWholeFile(file, bytes);
-    if (!result.ok())
-      return result;
+    error = readWholeFile(file, bytes);
+    if (!error.empty())
+      return Status(StatusCode::Io, error);
     size_t begin = 0;
     while (begin < bytes.size()) {
       size_t end = bytes.find('\n', begin);
@@ -164,16 +163,14 @@ TextCorpusLoad gpipe::runtime::loadTextCorpus(const std::string &path,
     endDocument();
   }
 
-  if (corpus.validation.empty()) {
-    result.error = "corpus " + quoted(path) + " has " +
-                   std::to_string(documents) +
-                   " non-empty documents: expected at least " +
-                   std::to_string(options.validationEvery) +
-                   ", as every " + std::to_string(options.validationEvery) +
-                   "th goes to validation";
-    return result;
-  }
-  return result;
+  if (corpus.validation.empty())
+    return Status(
+        StatusCode::InvalidArgument,
+        "corpus " + quoted(path) + " has " + std::to_string(documents) +
+            " non-empty documents: expected at least " +
+            std::to_string(options.validationEvery) + ", as every " +
+            std::to_string(options.validationEvery) + "th goes to validation");
+  return corpus;
 }
 
 std::vector<int64_t>

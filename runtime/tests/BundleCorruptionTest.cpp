@@ -63,8 +63,8 @@ Batch zeroBatch(const Bundle &bundle) {
 // The written bundles read back: the fixtures below damage valid files.
 TEST(BundleCorruption, WrittenBundlesRead) {
   for (const std::string &text : {writtenMlp(), writtenResidual()}) {
-    BundleLoad load = parseBundle(text, "b.json");
-    EXPECT_TRUE(load.ok()) << load.error;
+    StatusOr<Bundle> load = parseBundle(text, "b.json");
+    EXPECT_TRUE(load.ok()) << load.status().message();
   }
 }
 
@@ -78,11 +78,13 @@ TEST(BundleCorruption, EveryBitFlipIsRejected) {
     for (int bit : {int(at % 8)}) {
       std::string damaged = text;
       damaged[at] = char(damaged[at] ^ (1 << bit));
-      BundleLoad load = parseBundle(damaged, "b.json");
+      StatusOr<Bundle> load = parseBundle(damaged, "b.json");
       ASSERT_FALSE(load.ok())
           << "bit " << bit << " of byte " << at << " ('" << text[at]
           << "') flipped, yet the bundle reads";
-      ASSERT_EQ(load.error.rfind("'b.json': ", 0), 0u) << load.error;
+      ASSERT_EQ(load.status().message().rfind("'b.json': ", 0), 0u)
+          << load.status().message();
+      ASSERT_EQ(load.status().code(), StatusCode::InvalidBundle);
       ++rejected;
     }
   }
@@ -94,9 +96,9 @@ TEST(BundleCorruption, EveryTruncationIsRejected) {
   const std::string text = writtenMlp();
   size_t closing = text.find_last_of('}');
   for (size_t length = 0; length <= closing; ++length) {
-    BundleLoad load = parseBundle(text.substr(0, length), "b.json");
+    StatusOr<Bundle> load = parseBundle(text.substr(0, length), "b.json");
     ASSERT_FALSE(load.ok()) << "cut to " << length << " bytes, yet it reads";
-    ASSERT_FALSE(load.error.empty());
+    ASSERT_FALSE(load.status().message().empty());
   }
 }
 
@@ -108,7 +110,7 @@ TEST(BundleCorruption, ChecksumMismatchMessage) {
   std::string wrong = claimed;
   wrong[6] = wrong[6] == '0' ? '1' : '0';
   text.replace(digits - 6, 14, wrong);
-  EXPECT_EQ(parseBundle(text, "b.json").error,
+  EXPECT_EQ(parseBundle(text, "b.json").status().message(),
             "'b.json': checksum: the content sums to " + claimed +
                 " but the file says " + wrong +
                 ": the bundle was corrupted or edited after it was written");
@@ -117,7 +119,7 @@ TEST(BundleCorruption, ChecksumMismatchMessage) {
 // The checksum member must be present, well formed and last.
 TEST(BundleCorruption, ChecksumMemberErrors) {
   std::string body = unseal(writtenMlp());
-  EXPECT_EQ(parseBundle(body, "b.json").error,
+  EXPECT_EQ(parseBundle(body, "b.json").status().message(),
             "'b.json': missing key 'checksum'; a version 2 bundle ends with "
             "\"checksum\": \"crc32:<8 hex digits>\", which gpipe-translate "
             "writes");
@@ -125,7 +127,7 @@ TEST(BundleCorruption, ChecksumMemberErrors) {
   std::string upper = sealed;
   size_t at = upper.rfind("crc32:");
   upper.replace(at, 5, "CRC32");
-  EXPECT_EQ(parseBundle(upper, "b.json").error,
+  EXPECT_EQ(parseBundle(upper, "b.json").status().message(),
             "'b.json': checksum: expected \"crc32:\" and 8 lowercase hex "
             "digits, found \"CRC32:" +
                 sealed.substr(at + 6, 8) + "\"");
@@ -133,7 +135,7 @@ TEST(BundleCorruption, ChecksumMemberErrors) {
   moved.insert(moved.find_last_of('}'),
                ",\n  \"memory_plan\": {\"optimizer_slots\": 0, "
                "\"devices\": []}\n");
-  EXPECT_EQ(parseBundle(moved, "b.json").error,
+  EXPECT_EQ(parseBundle(moved, "b.json").status().message(),
             "'b.json': checksum: expected the last member of the bundle, "
             "found 'memory_plan' after it");
 }
@@ -153,14 +155,14 @@ TEST(BundleCorruption, ResealedMutationsAreCheckedNotCrashed) {
         continue;
       std::string mutated = body;
       mutated[at] = replacement;
-      BundleLoad load = parseBundle(sealBundleText(mutated), "b.json");
+      StatusOr<Bundle> load = parseBundle(sealBundleText(mutated), "b.json");
       if (!load.ok()) {
-        ASSERT_FALSE(load.error.empty());
+        ASSERT_FALSE(load.status().message().empty());
         continue;
       }
       ++readable;
       std::string error;
-      auto executor = PipelineExecutor::create(load.bundle, config, error);
+      auto executor = PipelineExecutor::create((*load), config, error);
       if (!executor) {
         ASSERT_FALSE(error.empty());
         continue;
@@ -168,7 +170,7 @@ TEST(BundleCorruption, ResealedMutationsAreCheckedNotCrashed) {
       // A schedule that can hang never gets here (verifySchedule), so no
       // step waits out the receive timeout.
       auto start = std::chrono::steady_clock::now();
-      StepResult step = executor->trainStep(zeroBatch(load.bundle));
+      StepResult step = executor->trainStep(zeroBatch((*load)));
       trained += step.ok();
       EXPECT_LT(std::chrono::steady_clock::now() - start, config.recvTimeout)
           << step.error;

@@ -261,9 +261,9 @@ Instr makeInstr(InstrKind kind, unsigned stage, unsigned mb, unsigned peer,
 
 // The example bundle reads into the Bundle fields it spells out.
 TEST(BundleReaderTest, ParsesValidBundle) {
-  BundleLoad load = parseBundle(kValidBundle, "m.bundle.json");
-  ASSERT_TRUE(load.ok()) << load.error;
-  const Bundle &b = load.bundle;
+  StatusOr<Bundle> load = parseBundle(kValidBundle, "m.bundle.json");
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  const Bundle &b = (*load);
   EXPECT_EQ(b.model, "tiny_mlp");
   EXPECT_EQ(b.batch, 4);
   EXPECT_EQ(b.microbatchRows, (std::vector<int64_t>{2, 2}));
@@ -352,29 +352,29 @@ TEST(BundleReaderTest, ParsesValidBundle) {
 // writeBundle -> parseBundle gives back the parsed bundle, and writing it
 // again gives the same text.
 TEST(BundleReaderTest, RoundTripsValidBundle) {
-  BundleLoad first = parseBundle(kValidBundle, "m.bundle.json");
-  ASSERT_TRUE(first.ok()) << first.error;
-  std::string text = writeBundle(first.bundle);
-  BundleLoad second = parseBundle(text, "written.json");
-  ASSERT_TRUE(second.ok()) << second.error << "\n" << text;
-  expectEqual(first.bundle, second.bundle);
-  EXPECT_EQ(writeBundle(second.bundle), text);
+  StatusOr<Bundle> first = parseBundle(kValidBundle, "m.bundle.json");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  std::string text = writeBundle((*first));
+  StatusOr<Bundle> second = parseBundle(text, "written.json");
+  ASSERT_TRUE(second.ok()) << second.status().message() << "\n" << text;
+  expectEqual((*first), (*second));
+  EXPECT_EQ(writeBundle((*second)), text);
 }
 
 // A memory plan survives writeBundle -> parseBundle.
 TEST(BundleReaderTest, RoundTripsMemoryPlan) {
-  BundleLoad first = parseBundle(kValidBundle, "m.bundle.json");
-  ASSERT_TRUE(first.ok()) << first.error;
-  EXPECT_TRUE(first.bundle.memoryPlan.devices.empty());
-  first.bundle.memoryPlan.optimizerSlots = 1;
-  first.bundle.memoryPlan.devices = {{100, 150, 160}, {200, 260, 300}};
-  BundleLoad second = parseBundle(writeBundle(first.bundle), "written.json");
-  ASSERT_TRUE(second.ok()) << second.error;
-  EXPECT_EQ(second.bundle.memoryPlan.optimizerSlots, 1u);
-  ASSERT_EQ(second.bundle.memoryPlan.devices.size(), 2u);
-  EXPECT_EQ(second.bundle.memoryPlan.devices[1].residentBytes, 200);
-  EXPECT_EQ(second.bundle.memoryPlan.devices[1].peakBytes, 260);
-  EXPECT_EQ(second.bundle.memoryPlan.devices[1].arenaBytes, 300);
+  StatusOr<Bundle> first = parseBundle(kValidBundle, "m.bundle.json");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_TRUE((*first).memoryPlan.devices.empty());
+  (*first).memoryPlan.optimizerSlots = 1;
+  (*first).memoryPlan.devices = {{100, 150, 160}, {200, 260, 300}};
+  StatusOr<Bundle> second = parseBundle(writeBundle((*first)), "written.json");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ((*second).memoryPlan.optimizerSlots, 1u);
+  ASSERT_EQ((*second).memoryPlan.devices.size(), 2u);
+  EXPECT_EQ((*second).memoryPlan.devices[1].residentBytes, 200);
+  EXPECT_EQ((*second).memoryPlan.devices[1].peakBytes, 260);
+  EXPECT_EQ((*second).memoryPlan.devices[1].arenaBytes, 300);
 }
 
 // Every op kind, attribute, instruction kind, init, element type and remat
@@ -467,17 +467,17 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
   };
 
   std::string text = writeBundle(b);
-  BundleLoad load = parseBundle(text, "written.json");
-  ASSERT_TRUE(load.ok()) << load.error << "\n" << text;
-  expectEqual(b, load.bundle);
+  StatusOr<Bundle> load = parseBundle(text, "written.json");
+  ASSERT_TRUE(load.ok()) << load.status().message() << "\n" << text;
+  expectEqual(b, (*load));
 }
 
 // The writer follows the documented key order and puts short objects (an op,
 // an instruction) on one line.
 TEST(BundleReaderTest, WriterLayout) {
-  BundleLoad load = parseBundle(kValidBundle, "m.bundle.json");
-  ASSERT_TRUE(load.ok()) << load.error;
-  std::string text = writeBundle(load.bundle);
+  StatusOr<Bundle> load = parseBundle(kValidBundle, "m.bundle.json");
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  std::string text = writeBundle((*load));
   EXPECT_EQ(
       text.rfind("{\n  \"format\": \"gpipe-bundle\",\n  \"version\": 2,\n"
                  "  \"model\": \"tiny_mlp\",\n  \"batch\": 4,\n"
@@ -524,15 +524,15 @@ TEST(BundleReaderTest, WritesShortestFloats) {
   EXPECT_NE(text.find("\"epsilon\": 1e-05}"), std::string::npos) << text;
   EXPECT_NE(text.find("\"rate\": 0.3, \"seed\": 0}"), std::string::npos)
       << text;
-  BundleLoad load = parseBundle(text, "floats.json");
-  ASSERT_TRUE(load.ok()) << load.error;
-  EXPECT_EQ(load.bundle.stages[0].forward[1].epsilon, 1e-5f);
-  EXPECT_EQ(load.bundle.stages[0].forward[2].rate, 0.3f);
+  StatusOr<Bundle> load = parseBundle(text, "floats.json");
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  EXPECT_EQ((*load).stages[0].forward[1].epsilon, 1e-5f);
+  EXPECT_EQ((*load).stages[0].forward[2].rate, 0.3f);
 }
 
 Json validJson() { return Json::parse(kValidBundle); }
 
-BundleLoad parseJson(const Json &json) {
+StatusOr<Bundle> parseJson(const Json &json) {
   Json unsealed = json;
   if (unsealed.is_object())
     unsealed.erase("checksum");
@@ -551,15 +551,15 @@ TEST(BundleReaderTest, OptionalAttributes) {
   ops.push_back(
       {{"op", "attention"}, {"operands", {3, 1, 1}}, {"results", {4}}});
   json["params"][1].erase("scale");
-  BundleLoad load = parseJson(json);
-  ASSERT_TRUE(load.ok()) << load.error;
-  const std::vector<Op> &forward = load.bundle.stages[0].forward;
+  StatusOr<Bundle> load = parseJson(json);
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  const std::vector<Op> &forward = (*load).stages[0].forward;
   EXPECT_EQ(forward[4].epsilon, 1e-5f);
   EXPECT_EQ(forward[5].rate, 0.0f);
   EXPECT_EQ(forward[5].seed, std::numeric_limits<uint64_t>::max());
   EXPECT_EQ(forward[6].heads, 1);
   EXPECT_FALSE(forward[6].causal);
-  EXPECT_EQ(load.bundle.params[1].scale, 1.0);
+  EXPECT_EQ((*load).params[1].scale, 1.0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -568,38 +568,40 @@ TEST(BundleReaderTest, OptionalAttributes) {
 
 // A missing file gives "cannot open" with the system's reason.
 TEST(BundleReaderTest, MissingFile) {
-  BundleLoad load = loadBundle("/nonexistent-gpipe-dir/m.bundle.json");
+  StatusOr<Bundle> load = loadBundle("/nonexistent-gpipe-dir/m.bundle.json");
   EXPECT_FALSE(load.ok());
-  EXPECT_EQ(load.error, "cannot open '/nonexistent-gpipe-dir/m.bundle.json': "
-                        "No such file or directory");
+  EXPECT_EQ(load.status().code(), StatusCode::Io);
+  EXPECT_EQ(load.status().message(),
+            "cannot open '/nonexistent-gpipe-dir/m.bundle.json': "
+            "No such file or directory");
 }
 
 // A directory opens but cannot be read.
 TEST(BundleReaderTest, DirectoryIsNotABundle) {
-  BundleLoad load = loadBundle("/");
-  EXPECT_EQ(load.error, "cannot read '/': Is a directory");
+  StatusOr<Bundle> load = loadBundle("/");
+  EXPECT_EQ(load.status().message(), "cannot read '/': Is a directory");
 }
 
 // loadBundle reads a written file and names it in errors.
 TEST(BundleReaderTest, LoadsFile) {
   std::string path = ::testing::TempDir() + "gpipe_bundle_reader_" +
                      std::to_string(::getpid()) + ".json";
-  BundleLoad parsed = parseBundle(kValidBundle, "m.bundle.json");
-  ASSERT_TRUE(parsed.ok()) << parsed.error;
+  StatusOr<Bundle> parsed = parseBundle(kValidBundle, "m.bundle.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   std::FILE *file = std::fopen(path.c_str(), "w");
   ASSERT_NE(file, nullptr);
-  std::string text = writeBundle(parsed.bundle);
+  std::string text = writeBundle((*parsed));
   std::fwrite(text.data(), 1, text.size(), file);
   std::fclose(file);
-  BundleLoad load = loadBundle(path);
-  ASSERT_TRUE(load.ok()) << load.error;
-  expectEqual(parsed.bundle, load.bundle);
+  StatusOr<Bundle> load = loadBundle(path);
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  expectEqual((*parsed), (*load));
 
   file = std::fopen(path.c_str(), "w");
   ASSERT_NE(file, nullptr);
   std::fputs("{\"format\": \"gpipe-bundle\", \"version\": 3}", file);
   std::fclose(file);
-  EXPECT_EQ(loadBundle(path).error,
+  EXPECT_EQ(loadBundle(path).status().message(),
             "'" + path +
                 "': unsupported bundle version 3 (this runtime reads 2); use "
                 "the runtime that came with the compiler that wrote it");
@@ -609,16 +611,18 @@ TEST(BundleReaderTest, LoadsFile) {
 // Malformed JSON reports the parser's position and reason.
 TEST(BundleReaderTest, MalformedJson) {
   EXPECT_EQ(
-      parseBundle("{\n  \"format\": ,\n}", "m.bundle.json").error,
+      parseBundle("{\n  \"format\": ,\n}", "m.bundle.json").status().message(),
       "'m.bundle.json': malformed JSON: parse error at line 2, column 13: "
       "syntax error while parsing value - unexpected ','; expected '[', "
       "'{', or a literal");
   EXPECT_EQ(
-      parseBundle("{\"format\": \"gpipe-bundle\"", "m.bundle.json").error,
+      parseBundle("{\"format\": \"gpipe-bundle\"", "m.bundle.json")
+          .status()
+          .message(),
       "'m.bundle.json': malformed JSON: parse error at line 1, column 26: "
       "syntax error while parsing object - unexpected end of input; "
       "expected '}'");
-  EXPECT_EQ(parseBundle("", "empty.json").error,
+  EXPECT_EQ(parseBundle("", "empty.json").status().message(),
             "'empty.json': malformed JSON: parse error at line 1, column 1: "
             "syntax error while parsing value - unexpected end of input; "
             "expected '[', '{', or a literal");
@@ -627,7 +631,7 @@ TEST(BundleReaderTest, MalformedJson) {
 // Deep nesting is neither a crash nor a bundle.
 TEST(BundleReaderTest, DeepNesting) {
   std::string text = std::string(100000, '[') + std::string(100000, ']');
-  EXPECT_EQ(parseBundle(text, "deep.json").error,
+  EXPECT_EQ(parseBundle(text, "deep.json").status().message(),
             "'deep.json': expected a JSON object at the top level, found an "
             "array");
 }
@@ -967,8 +971,9 @@ class BundleReaderErrorTest : public ::testing::TestWithParam<ErrorCase> {};
 TEST_P(BundleReaderErrorTest, ExactMessage) {
   Json json = validJson();
   GetParam().edit(json);
-  BundleLoad load = parseJson(json);
-  EXPECT_EQ(load.error, std::string("'m.bundle.json': ") + GetParam().message);
+  StatusOr<Bundle> load = parseJson(json);
+  EXPECT_EQ(load.status().message(),
+            std::string("'m.bundle.json': ") + GetParam().message);
 }
 
 INSTANTIATE_TEST_SUITE_P(Validation, BundleReaderErrorTest,

@@ -162,11 +162,11 @@ protected:
 
   /// The executor driven directly, from the same file and configuration.
   std::unique_ptr<PipelineExecutor> directExecutor() {
-    BundleLoad load = loadBundle(bundlePath);
-    EXPECT_TRUE(load.ok()) << load.error;
+    StatusOr<Bundle> load = loadBundle(bundlePath);
+    EXPECT_TRUE(load.ok()) << load.status().message();
     std::string error;
     auto executor =
-        PipelineExecutor::create(std::move(load.bundle), adamConfig(), error);
+        PipelineExecutor::create(std::move((*load)), adamConfig(), error);
     EXPECT_TRUE(executor) << error;
     return executor;
   }
@@ -532,7 +532,8 @@ TEST(CApiCreateTest, MalformedBundles) {
   Bundle bundle = mlpBundle();
   bundle.stages[1].values[bundle.stages[1].inputs[0].value].shape.back() = 15;
   std::string text = writeBundle(bundle);
-  ASSERT_TRUE(parseBundle(text, "m").ok()) << parseBundle(text, "m").error;
+  ASSERT_TRUE(parseBundle(text, "m").ok())
+      << parseBundle(text, "m").status().message();
   EXPECT_EQ(gpipe_session_create_from_json(text.data(), text.size(), "m",
                                            nullptr, &session),
             GPIPE_ERROR_INVALID_BUNDLE);

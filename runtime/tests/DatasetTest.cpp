@@ -95,7 +95,8 @@ protected:
   }
 
   /// Writes the images and labels, gzip-compressed if `gzip`, and loads them.
-  DatasetLoad load(const Bytes &images, const Bytes &labels, bool gzip) {
+  StatusOr<ImageDataset> load(const Bytes &images, const Bytes &labels,
+                              bool gzip) {
     imagesPath = write("images", gzip ? gzipBytes(images) : images);
     labelsPath = write("labels", gzip ? gzipBytes(labels) : labels);
     return loadIdxDataset(imagesPath, labelsPath);
@@ -105,9 +106,9 @@ protected:
   std::string imagesPath, labelsPath;
 };
 
-void expectSmallDataset(const DatasetLoad &load) {
-  ASSERT_TRUE(load.ok()) << load.error;
-  const ImageDataset &data = load.data;
+void expectSmallDataset(const StatusOr<ImageDataset> &load) {
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  const ImageDataset &data = (*load);
   EXPECT_EQ(data.count, 2);
   EXPECT_EQ(data.height, 2);
   EXPECT_EQ(data.width, 3);
@@ -117,11 +118,11 @@ void expectSmallDataset(const DatasetLoad &load) {
   EXPECT_EQ(data.labels, (std::vector<int32_t>{3, 7}));
 }
 
-void checkFashionMnist(const DatasetLoad &load, int64_t count,
+void checkFashionMnist(const StatusOr<ImageDataset> &load, int64_t count,
                        const std::vector<int32_t> &firstLabels,
                        int64_t firstImageByteSum) {
-  ASSERT_TRUE(load.ok()) << load.error;
-  const ImageDataset &data = load.data;
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  const ImageDataset &data = (*load);
   EXPECT_EQ(data.count, count);
   EXPECT_EQ(data.height, 28);
   EXPECT_EQ(data.width, 28);
@@ -187,8 +188,10 @@ TEST_F(DatasetFiles, FashionMnistFallsBackToUncompressedNames) {
 }
 
 TEST_F(DatasetFiles, FashionMnistMissingDirectory) {
-  DatasetLoad load = loadFashionMnist((dir / "none").string(), false);
-  EXPECT_EQ(load.error,
+  StatusOr<ImageDataset> load =
+      loadFashionMnist((dir / "none").string(), false);
+  EXPECT_EQ(load.status().code(), StatusCode::Io);
+  EXPECT_EQ(load.status().message(),
             "cannot open '" +
                 (dir / "none" / "t10k-images-idx3-ubyte.gz").string() +
                 "': No such file or directory");
@@ -197,20 +200,20 @@ TEST_F(DatasetFiles, FashionMnistMissingDirectory) {
 TEST_F(DatasetFiles, MissingImages) {
   std::string labels = write("labels", idxLabels(2, kLabels));
   std::string missing = (dir / "missing").string();
-  EXPECT_EQ(loadIdxDataset(missing, labels).error,
+  EXPECT_EQ(loadIdxDataset(missing, labels).status().message(),
             "cannot open '" + missing + "': No such file or directory");
 }
 
 TEST_F(DatasetFiles, MissingLabels) {
   std::string images = write("images", idxImages(2, 2, 3, kPixels));
   std::string missing = (dir / "missing").string();
-  EXPECT_EQ(loadIdxDataset(images, missing).error,
+  EXPECT_EQ(loadIdxDataset(images, missing).status().message(),
             "cannot open '" + missing + "': No such file or directory");
 }
 
 TEST_F(DatasetFiles, DirectoryInsteadOfFile) {
   std::string labels = write("labels", idxLabels(2, kLabels));
-  EXPECT_EQ(loadIdxDataset(dir.string(), labels).error,
+  EXPECT_EQ(loadIdxDataset(dir.string(), labels).status().message(),
             "cannot read '" + dir.string() + "': Is a directory");
 }
 
@@ -226,104 +229,116 @@ protected:
 };
 
 TEST_P(DatasetErrors, ImagesBadMagic) {
-  DatasetLoad result = load(idxImages(2, 2, 3, kPixels, 0x00000801),
-                            idxLabels(2, kLabels), gzip());
-  EXPECT_EQ(result.error, "'" + imagesPath +
-                              "' is not an idx images file: expected magic "
-                              "0x00000803, found 0x00000801");
+  StatusOr<ImageDataset> result = load(idxImages(2, 2, 3, kPixels, 0x00000801),
+                                       idxLabels(2, kLabels), gzip());
+  EXPECT_EQ(result.status().code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(result.status().message(),
+            "'" + imagesPath +
+                "' is not an idx images file: expected magic "
+                "0x00000803, found 0x00000801");
 }
 
 TEST_P(DatasetErrors, LabelsBadMagic) {
-  DatasetLoad result = load(idxImages(2, 2, 3, kPixels),
-                            idxLabels(2, kLabels, 0x00000803), gzip());
-  EXPECT_EQ(result.error, "'" + labelsPath +
-                              "' is not an idx labels file: expected magic "
-                              "0x00000801, found 0x00000803");
+  StatusOr<ImageDataset> result = load(
+      idxImages(2, 2, 3, kPixels), idxLabels(2, kLabels, 0x00000803), gzip());
+  EXPECT_EQ(result.status().message(),
+            "'" + labelsPath +
+                "' is not an idx labels file: expected magic "
+                "0x00000801, found 0x00000803");
 }
 
 TEST_P(DatasetErrors, TruncatedHeader) {
   Bytes images = idxImages(2, 2, 3, {});
   images.resize(6);
-  DatasetLoad result = load(images, idxLabels(2, kLabels), gzip());
-  EXPECT_EQ(result.error, "'" + imagesPath +
-                              "' is truncated: expected 16 header bytes, "
-                              "found " +
-                              bytesFound(6));
+  StatusOr<ImageDataset> result = load(images, idxLabels(2, kLabels), gzip());
+  EXPECT_EQ(result.status().message(),
+            "'" + imagesPath +
+                "' is truncated: expected 16 header bytes, "
+                "found " +
+                bytesFound(6));
 }
 
 TEST_P(DatasetErrors, EmptyFile) {
-  DatasetLoad result = load({}, idxLabels(2, kLabels), gzip());
-  EXPECT_EQ(result.error, "'" + imagesPath +
-                              "' is truncated: expected 16 header bytes, "
-                              "found " +
-                              bytesFound(0));
+  StatusOr<ImageDataset> result = load({}, idxLabels(2, kLabels), gzip());
+  EXPECT_EQ(result.status().message(),
+            "'" + imagesPath +
+                "' is truncated: expected 16 header bytes, "
+                "found " +
+                bytesFound(0));
 }
 
 TEST_P(DatasetErrors, TruncatedImages) {
   Bytes pixels(kPixels.begin(), kPixels.end() - 1);
-  DatasetLoad result =
+  StatusOr<ImageDataset> result =
       load(idxImages(2, 2, 3, pixels), idxLabels(2, kLabels), gzip());
-  EXPECT_EQ(result.error, "'" + imagesPath +
-                              "' is truncated: expected 28 bytes (16-byte "
-                              "header and 2 images of 2x3), found " +
-                              bytesFound(27));
+  EXPECT_EQ(result.status().message(),
+            "'" + imagesPath +
+                "' is truncated: expected 28 bytes (16-byte "
+                "header and 2 images of 2x3), found " +
+                bytesFound(27));
 }
 
 TEST_P(DatasetErrors, TrailingImageData) {
   Bytes pixels = kPixels;
   pixels.push_back(0);
-  DatasetLoad result =
+  StatusOr<ImageDataset> result =
       load(idxImages(2, 2, 3, pixels), idxLabels(2, kLabels), gzip());
-  EXPECT_EQ(result.error, "'" + imagesPath +
-                              "' has trailing data: expected 28 bytes "
-                              "(16-byte header and 2 images of 2x3), found " +
-                              bytesFound(29));
+  EXPECT_EQ(result.status().message(),
+            "'" + imagesPath +
+                "' has trailing data: expected 28 bytes "
+                "(16-byte header and 2 images of 2x3), found " +
+                bytesFound(29));
 }
 
 TEST_P(DatasetErrors, TruncatedLabels) {
-  DatasetLoad result =
+  StatusOr<ImageDataset> result =
       load(idxImages(2, 2, 3, kPixels), idxLabels(2, {3}), gzip());
-  EXPECT_EQ(result.error, "'" + labelsPath +
-                              "' is truncated: expected 10 bytes (8-byte "
-                              "header and 2 labels), found " +
-                              bytesFound(9));
+  EXPECT_EQ(result.status().message(),
+            "'" + labelsPath +
+                "' is truncated: expected 10 bytes (8-byte "
+                "header and 2 labels), found " +
+                bytesFound(9));
 }
 
 TEST_P(DatasetErrors, CountMismatch) {
-  DatasetLoad result =
+  StatusOr<ImageDataset> result =
       load(idxImages(2, 2, 3, kPixels), idxLabels(3, {3, 7, 1}), gzip());
-  EXPECT_EQ(result.error, "expected as many labels as images, found 2 images "
-                          "in '" +
-                              imagesPath + "' and 3 labels in '" + labelsPath +
-                              "'");
+  EXPECT_EQ(result.status().message(),
+            "expected as many labels as images, found 2 images "
+            "in '" +
+                imagesPath + "' and 3 labels in '" + labelsPath + "'");
 }
 
 TEST_P(DatasetErrors, ZeroImages) {
-  DatasetLoad result = load(idxImages(0, 2, 3, {}), idxLabels(0, {}), gzip());
-  EXPECT_EQ(result.error,
+  StatusOr<ImageDataset> result =
+      load(idxImages(0, 2, 3, {}), idxLabels(0, {}), gzip());
+  EXPECT_EQ(result.status().message(),
             "'" + imagesPath + "' declares 0 images: expected at least one");
 }
 
 TEST_P(DatasetErrors, ZeroWidth) {
-  DatasetLoad result =
+  StatusOr<ImageDataset> result =
       load(idxImages(2, 2, 0, {}), idxLabels(2, kLabels), gzip());
-  EXPECT_EQ(result.error, "'" + imagesPath +
-                              "' declares images of 2x0 pixels: expected "
-                              "each dimension in [1, 65536]");
+  EXPECT_EQ(result.status().message(),
+            "'" + imagesPath +
+                "' declares images of 2x0 pixels: expected "
+                "each dimension in [1, 65536]");
 }
 
 TEST_P(DatasetErrors, AbsurdHeight) {
-  DatasetLoad result = load(idxImages(2, 4000000000u, 28, kPixels),
-                            idxLabels(2, kLabels), gzip());
-  EXPECT_EQ(result.error, "'" + imagesPath +
-                              "' declares images of 4000000000x28 pixels: "
-                              "expected each dimension in [1, 65536]");
+  StatusOr<ImageDataset> result = load(idxImages(2, 4000000000u, 28, kPixels),
+                                       idxLabels(2, kLabels), gzip());
+  EXPECT_EQ(result.status().message(),
+            "'" + imagesPath +
+                "' declares images of 4000000000x28 pixels: "
+                "expected each dimension in [1, 65536]");
 }
 
 TEST_P(DatasetErrors, HugeCountIsTruncated) {
-  DatasetLoad result = load(idxImages(4294967295u, 65536, 65536, kPixels),
-                            idxLabels(2, kLabels), gzip());
-  EXPECT_EQ(result.error,
+  StatusOr<ImageDataset> result =
+      load(idxImages(4294967295u, 65536, 65536, kPixels), idxLabels(2, kLabels),
+           gzip());
+  EXPECT_EQ(result.status().message(),
             "'" + imagesPath +
                 "' is truncated: expected 18446744069414584336 bytes (16-byte "
                 "header and 4294967295 images of 65536x65536), found " +
@@ -338,17 +353,21 @@ INSTANTIATE_TEST_SUITE_P(RawAndGzip, DatasetErrors, ::testing::Bool(),
 TEST_F(DatasetFiles, NonGzipGarbage) {
   std::string text = "this is not an idx file at all";
   Bytes garbage(text.begin(), text.end());
-  DatasetLoad result = load(garbage, idxLabels(2, kLabels), /*gzip=*/false);
-  EXPECT_EQ(result.error, "'" + imagesPath +
-                              "' is not an idx images file: expected magic "
-                              "0x00000803, found 0x74686973");
+  StatusOr<ImageDataset> result =
+      load(garbage, idxLabels(2, kLabels), /*gzip=*/false);
+  EXPECT_EQ(result.status().message(),
+            "'" + imagesPath +
+                "' is not an idx images file: expected magic "
+                "0x00000803, found 0x74686973");
 }
 
 TEST_F(DatasetFiles, GzipUnknownMethod) {
   Bytes images = gzipBytes(idxImages(2, 2, 3, kPixels));
   images[2] = 7; // the compression method: only 8 (deflate) exists
   std::string path = write("images", images);
-  EXPECT_EQ(loadIdxDataset(path, write("labels", idxLabels(2, kLabels))).error,
+  EXPECT_EQ(loadIdxDataset(path, write("labels", idxLabels(2, kLabels)))
+                .status()
+                .message(),
             "corrupt gzip data in '" + path + "': unknown compression method");
 }
 
@@ -356,7 +375,9 @@ TEST_F(DatasetFiles, GzipBadChecksum) {
   Bytes images = gzipBytes(idxImages(2, 2, 3, kPixels));
   images[images.size() - 8] ^= 0xff; // the CRC-32 of the trailer
   std::string path = write("images", images);
-  EXPECT_EQ(loadIdxDataset(path, write("labels", idxLabels(2, kLabels))).error,
+  EXPECT_EQ(loadIdxDataset(path, write("labels", idxLabels(2, kLabels)))
+                .status()
+                .message(),
             "corrupt gzip data in '" + path + "': incorrect data check");
 }
 
@@ -364,7 +385,9 @@ TEST_F(DatasetFiles, GzipTruncated) {
   Bytes images = gzipBytes(idxImages(2, 2, 3, kPixels));
   images.resize(images.size() - 5);
   std::string path = write("images", images);
-  EXPECT_EQ(loadIdxDataset(path, write("labels", idxLabels(2, kLabels))).error,
+  EXPECT_EQ(loadIdxDataset(path, write("labels", idxLabels(2, kLabels)))
+                .status()
+                .message(),
             "corrupt gzip data in '" + path +
                 "': expected more compressed data, found end of file after " +
                 std::to_string(images.size()) + " bytes");
@@ -376,7 +399,9 @@ TEST_F(DatasetFiles, GzipTrailingGarbage) {
   images.push_back(0);
   images.push_back(0);
   std::string path = write("images", images);
-  EXPECT_EQ(loadIdxDataset(path, write("labels", idxLabels(2, kLabels))).error,
+  EXPECT_EQ(loadIdxDataset(path, write("labels", idxLabels(2, kLabels)))
+                .status()
+                .message(),
             "corrupt gzip data in '" + path +
                 "': expected end of file or another gzip member after the "
                 "compressed stream, found 3 more bytes");

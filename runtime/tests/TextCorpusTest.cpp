@@ -98,9 +98,9 @@ TEST_F(TextCorpusFiles, DirectorySplitsEveryTenthDocument) {
   write("a.u8", documents(100, 120));
   fs::create_directory(dir / "sub");
   write("sub/c", documents(200, 220));
-  TextCorpusLoad load = loadTextCorpus(dir.string());
-  ASSERT_TRUE(load.ok()) << load.error;
-  const TextCorpus &corpus = load.corpus;
+  StatusOr<TextCorpus> load = loadTextCorpus(dir.string());
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  const TextCorpus &corpus = (*load);
   EXPECT_EQ(corpus.files, (std::vector<std::string>{(dir / "a").string(),
                                                     (dir / "b").string()}));
   EXPECT_EQ(corpus.trainDocuments, 11);
@@ -116,12 +116,12 @@ TEST_F(TextCorpusFiles, SingleFileWithSplitPeriod) {
   std::string path = write("one", documents(0, 11));
   TextCorpusOptions options;
   options.validationEvery = 3;
-  TextCorpusLoad load = loadTextCorpus(path, options);
-  ASSERT_TRUE(load.ok()) << load.error;
-  EXPECT_EQ(load.corpus.files, std::vector<std::string>{path});
-  EXPECT_EQ(decode(load.corpus.validation),
+  StatusOr<TextCorpus> load = loadTextCorpus(path, options);
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  EXPECT_EQ((*load).files, std::vector<std::string>{path});
+  EXPECT_EQ(decode((*load).validation),
             "doc2\n%\ndoc5\n%\ndoc8\n%\ndoc11\n%\n");
-  EXPECT_EQ(load.corpus.trainDocuments, 8);
+  EXPECT_EQ((*load).trainDocuments, 8);
 }
 
 // Tabs read as spaces, "\r\n" as "\n"; backspaces and UTF-8 bytes are
@@ -141,15 +141,15 @@ TEST_F(TextCorpusFiles, CharacterMappingAndDocuments) {
   std::string path = write("mixed", text);
   TextCorpusOptions options;
   options.validationEvery = 2;
-  TextCorpusLoad load = loadTextCorpus(path, options);
-  ASSERT_TRUE(load.ok()) << load.error;
-  EXPECT_EQ(decode(load.corpus.train), "a b\n%\nlast\n%\n");
-  EXPECT_EQ(decode(load.corpus.validation), "_X caf 5%\n%%\n%\n");
-  EXPECT_EQ(load.corpus.trainDocuments, 2);
-  EXPECT_EQ(load.corpus.validationDocuments, 1);
+  StatusOr<TextCorpus> load = loadTextCorpus(path, options);
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  EXPECT_EQ(decode((*load).train), "a b\n%\nlast\n%\n");
+  EXPECT_EQ(decode((*load).validation), "_X caf 5%\n%%\n%\n");
+  EXPECT_EQ((*load).trainDocuments, 2);
+  EXPECT_EQ((*load).validationDocuments, 1);
   // The \r of the first line (the separator's is not text), the \b and the
   // two bytes of U+00E9.
-  EXPECT_EQ(load.corpus.droppedBytes, 4);
+  EXPECT_EQ((*load).droppedBytes, 4);
 }
 
 // By hand: "aaab" has p(a) = 3/4, p(b) = 1/4, entropy
@@ -247,7 +247,7 @@ TEST(TextCorpus, WindowErrors) {
 
 TEST_F(TextCorpusFiles, MissingPath) {
   std::string missing = (dir / "none").string();
-  EXPECT_EQ(loadTextCorpus(missing).error,
+  EXPECT_EQ(loadTextCorpus(missing).status().message(),
             "cannot open corpus '" + missing + "': No such file or directory");
 }
 
@@ -255,14 +255,14 @@ TEST_F(TextCorpusFiles, DirectoryWithoutCorpusFiles) {
   write("a.dat", "x");
   write("a.u8", documents(0, 20));
   fs::create_directory(dir / "sub");
-  EXPECT_EQ(loadTextCorpus(dir.string()).error,
+  EXPECT_EQ(loadTextCorpus(dir.string()).status().message(),
             "no corpus files in '" + dir.string() +
                 "': expected plain-text files other than *.dat and *.u8");
 }
 
 TEST_F(TextCorpusFiles, TooFewDocumentsForValidation) {
   std::string path = write("short", documents(0, 8) + "%\n\n%\n");
-  EXPECT_EQ(loadTextCorpus(path).error,
+  EXPECT_EQ(loadTextCorpus(path).status().message(),
             "corpus '" + path +
                 "' has 9 non-empty documents: expected at least 10, as every "
                 "10th goes to validation");
@@ -271,17 +271,18 @@ TEST_F(TextCorpusFiles, TooFewDocumentsForValidation) {
 TEST_F(TextCorpusFiles, BadSplitPeriod) {
   TextCorpusOptions options;
   options.validationEvery = 1;
-  EXPECT_EQ(loadTextCorpus(write("a", documents(0, 20)), options).error,
-            "validation split every 1 documents: expected at least 2");
+  EXPECT_EQ(
+      loadTextCorpus(write("a", documents(0, 20)), options).status().message(),
+      "validation split every 1 documents: expected at least 2");
 }
 
 // The corpus of the Debian packages fortunes and fortunes-min: 43 files, 15217
 // documents of which 1521 validate; 459 bytes dropped (backspaces, bells,
 // UTF-8); unigram entropy of the training text 3.2822 nats = 4.7352 bits.
 TEST(TextCorpus, LoadsFortunes) {
-  TextCorpusLoad load = loadTextCorpus(GPIPE_FORTUNES_DIR);
-  ASSERT_TRUE(load.ok()) << load.error;
-  const TextCorpus &corpus = load.corpus;
+  StatusOr<TextCorpus> load = loadTextCorpus(GPIPE_FORTUNES_DIR);
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  const TextCorpus &corpus = (*load);
   EXPECT_EQ(corpus.files.size(), 43u);
   EXPECT_EQ(corpus.trainDocuments, 13696);
   EXPECT_EQ(corpus.validationDocuments, 1521);

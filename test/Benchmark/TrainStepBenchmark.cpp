@@ -63,12 +63,12 @@ Compiled compileMlp(unsigned k, unsigned m, gpipe::RematPolicy remat) {
     out.error = "cannot compile " + path + ": " + diagnostics;
     return out;
   }
-  rt::BundleLoad load = rt::parseBundle(json, path);
+  rt::StatusOr<rt::Bundle> load = rt::parseBundle(json, path);
   if (!load.ok()) {
-    out.error = load.error;
+    out.error = load.status().message();
     return out;
   }
-  out.bundle = std::move(load.bundle);
+  out.bundle = std::move((*load));
   return out;
 }
 

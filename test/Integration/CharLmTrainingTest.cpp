@@ -96,9 +96,10 @@ std::string modelWithBatch(int64_t batch) {
 }
 
 const rt::TextCorpus &fortunes() {
-  static const rt::TextCorpusLoad load = rt::loadTextCorpus(kFortunes);
-  EXPECT_TRUE(load.ok()) << load.error;
-  return load.corpus;
+  static const rt::StatusOr<rt::TextCorpus> load =
+      rt::loadTextCorpus(kFortunes);
+  EXPECT_TRUE(load.ok()) << load.status().message();
+  return (*load);
 }
 
 /// `count` batches of `rows` training windows drawn with `seed`.

@@ -47,12 +47,13 @@ inline Compiled compile(const std::string &text, unsigned k, unsigned m,
     out.error = "compilation failed: " + diagnostics;
     return out;
   }
-  runtime::BundleLoad load = runtime::parseBundle(json, "compiled");
+  runtime::StatusOr<runtime::Bundle> load =
+      runtime::parseBundle(json, "compiled");
   if (!load.ok()) {
-    out.error = load.error;
+    out.error = load.status().message();
     return out;
   }
-  out.bundle = std::move(load.bundle);
+  out.bundle = std::move((*load));
   return out;
 }
 

@@ -76,19 +76,19 @@ TEST_P(MemoryPlanTest, MeasuredPeakStaysWithinThePlan) {
   ASSERT_TRUE(mlir::succeeded(gpipe::compileSourceToBundle(
       readExample(c.model), options, json, diagnostics)))
       << diagnostics;
-  rt::BundleLoad load = rt::parseBundle(json, "compiled");
-  ASSERT_TRUE(load.ok()) << load.error;
-  const rt::MemoryPlan plan = load.bundle.memoryPlan;
+  rt::StatusOr<rt::Bundle> load = rt::parseBundle(json, "compiled");
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  const rt::MemoryPlan plan = (*load).memoryPlan;
   ASSERT_EQ(plan.devices.size(), c.stages);
   EXPECT_EQ(plan.optimizerSlots, slotsOf(c.optimizer));
 
   rt::ExecutorConfig config;
   config.optimizer.kind = c.optimizer;
   config.seed = 7;
-  rt::Batch batch = randomBatch(load.bundle, 3);
+  rt::Batch batch = randomBatch((*load), 3);
   std::string error;
   auto executor =
-      rt::PipelineExecutor::create(std::move(load.bundle), config, error);
+      rt::PipelineExecutor::create(std::move((*load)), config, error);
   ASSERT_TRUE(executor) << error;
   for (unsigned step = 0; step < 2; ++step) {
     rt::StepResult result = executor->trainStep(batch);

@@ -313,15 +313,17 @@ static double idealBubble(const rt::PipelineExecutor &executor) {
 //===----------------------------------------------------------------------===//
 
 static int trainFashionMnist(const rt::Bundle &loaded) {
-  rt::DatasetLoad train = rt::loadFashionMnist(dataDir, /*train=*/true);
+  rt::StatusOr<rt::ImageDataset> train =
+      rt::loadFashionMnist(dataDir, /*train=*/true);
   if (!train.ok())
-    return fail(train.error);
-  rt::DatasetLoad test = rt::loadFashionMnist(dataDir, /*train=*/false);
+    return fail(train.status().message());
+  rt::StatusOr<rt::ImageDataset> test =
+      rt::loadFashionMnist(dataDir, /*train=*/false);
   if (!test.ok())
-    return fail(test.error);
+    return fail(test.status().message());
   DataBinding binding;
   std::string error =
-      bindInputs(loaded, train.data.height * train.data.width, binding);
+      bindInputs(loaded, (*train).height * (*train).width, binding);
   if (!error.empty())
     return fail(error);
 
@@ -331,7 +333,7 @@ static int trainFashionMnist(const rt::Bundle &loaded) {
     return fail(error);
   const rt::Bundle &bundle = executor->bundle();
   int64_t batch = bundle.batch;
-  int64_t stepsPerEpoch = train.data.count / batch;
+  int64_t stepsPerEpoch = (*train).count / batch;
   if (maxSteps > 0)
     stepsPerEpoch = std::min<int64_t>(stepsPerEpoch, maxSteps);
   unsigned k = executor->numDevices();
@@ -343,7 +345,7 @@ static int trainFashionMnist(const rt::Bundle &loaded) {
   llvm::outs().flush();
 
   std::mt19937_64 shuffler(seed);
-  std::vector<int64_t> order(train.data.count);
+  std::vector<int64_t> order((*train).count);
   std::iota(order.begin(), order.end(), 0);
   std::vector<int64_t> peak(k, 0);
   for (unsigned epoch = 1; epoch <= epochs; ++epoch) {
@@ -356,7 +358,7 @@ static int trainFashionMnist(const rt::Bundle &loaded) {
         executor->setLearningRate(scheduledLearningRate(
             (epoch - 1) * stepsPerEpoch + step, epochs * stepsPerEpoch));
       rt::StepResult result = executor->trainStep(
-          makeBatch(train.data, order, step * batch, batch, bundle, binding));
+          makeBatch((*train), order, step * batch, batch, bundle, binding));
       if (!result.ok())
         return fail(result.error);
       lossSum += result.loss;
@@ -375,7 +377,7 @@ static int trainFashionMnist(const rt::Bundle &loaded) {
                          std::chrono::steady_clock::now() - start)
                          .count();
     FailureOr<double> accuracy =
-        testAccuracy(*executor, test.data, binding, error);
+        testAccuracy(*executor, (*test), binding, error);
     if (failed(accuracy))
       return fail(error);
     llvm::errs() << "\r";
@@ -468,10 +470,10 @@ static int trainText(const rt::Bundle &loaded) {
   std::string error = bindTextInputs(loaded, seq);
   if (!error.empty())
     return fail(error);
-  rt::TextCorpusLoad load = rt::loadTextCorpus(corpusPath);
+  rt::StatusOr<rt::TextCorpus> load = rt::loadTextCorpus(corpusPath);
   if (!load.ok())
-    return fail(load.error);
-  const rt::TextCorpus &corpus = load.corpus;
+    return fail(load.status().message());
+  const rt::TextCorpus &corpus = (*load);
   error = rt::checkTextFitsWindow(corpus.validation, seq,
                                   "the validation text of '" + corpusPath +
                                       "'");
@@ -642,17 +644,17 @@ int main(int argc, char **argv) {
     out->os() << bundleText;
     out->keep();
   }
-  rt::BundleLoad load = rt::parseBundle(bundleText, modelPath);
+  rt::StatusOr<rt::Bundle> load = rt::parseBundle(bundleText, modelPath);
   if (!load.ok())
-    return fail(load.error);
-  printMemoryPlan(load.bundle);
+    return fail(load.status().message());
+  printMemoryPlan((*load));
 
   DatasetKind kind = datasetKind;
   if (kind == DatasetKind::Auto) {
     int64_t seq;
-    kind = bindTextInputs(load.bundle, seq).empty() ? DatasetKind::Text
-                                                    : DatasetKind::FashionMnist;
+    kind = bindTextInputs((*load), seq).empty() ? DatasetKind::Text
+                                                : DatasetKind::FashionMnist;
   }
-  return kind == DatasetKind::Text ? trainText(load.bundle)
-                                   : trainFashionMnist(load.bundle);
+  return kind == DatasetKind::Text ? trainText((*load))
+                                   : trainFashionMnist((*load));
 }

@@ -23,26 +23,23 @@
 #define GPIPE_RUNTIME_BUNDLEREADER_H
 
 #include "gpipe/runtime/Bundle.h"
+#include "gpipe/runtime/Status.h"
 
 #include <string>
 
 namespace gpipe::runtime {
 
-/// The outcome of reading a bundle: `bundle` is meaningful only if ok().
-struct BundleLoad {
-  Bundle bundle;
-  std::string error; ///< empty on success
-  bool ok() const { return error.empty(); }
-};
-
 /// Parses and checks the JSON text of a bundle. `sourceName` (a path, or any
 /// label) prefixes every error message, quoted. Never throws.
-BundleLoad parseBundle(const std::string &text, const std::string &sourceName);
+/// Errors have the code InvalidBundle (OutOfMemory if an allocation failed).
+StatusOr<Bundle> parseBundle(const std::string &text,
+                             const std::string &sourceName);
 
 /// Reads the file at `path` and parses it as parseBundle does, with the path
 /// as the source name; "cannot open '<path>': <reason>" if the file cannot be
 /// read. Never throws.
-BundleLoad loadBundle(const std::string &path);
+/// A file that cannot be read is an Io error.
+StatusOr<Bundle> loadBundle(const std::string &path);
 
 /// The JSON text of `bundle` in format version 1 (the inverse of
 /// parseBundle: parseBundle(writeBundle(b)) gives back `b` for any bundle

@@ -7,12 +7,15 @@
 // may be gzip-compressed; compression is detected from the gzip magic bytes
 // 1f 8b, not from the file name.
 //
-// Errors are returned in DatasetLoad::error, never printed.
+// Errors are returned as a Status (Io for a file that cannot be read,
+// InvalidArgument for one whose content is malformed), never printed.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_RUNTIME_DATASET_H
 #define GPIPE_RUNTIME_DATASET_H
+
+#include "gpipe/runtime/Status.h"
 
 #include <cstdint>
 #include <string>
@@ -33,24 +36,19 @@ struct ImageDataset {
 };
 
 /// The result of a load: the data, or an error message naming the file.
-struct DatasetLoad {
-  ImageDataset data;
-  std::string error;
-  bool ok() const { return error.empty(); }
-};
-
 /// Loads an idx3 images file and the matching idx1 labels file; each may be
 /// raw or gzip-compressed. Fails unless both are well formed and hold the same
 /// number of entries.
-DatasetLoad loadIdxDataset(const std::string &imagesPath,
-                           const std::string &labelsPath);
+StatusOr<ImageDataset> loadIdxDataset(const std::string &imagesPath,
+                                      const std::string &labelsPath);
 
 /// Loads the Fashion-MNIST (or MNIST) training set (`train`) or test set from
 /// `directory`, which holds the files under their distribution names
 /// (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,
 /// t10k-labels-idx1-ubyte), each with a ".gz" suffix or uncompressed; the ".gz"
 /// name is preferred when both exist.
-DatasetLoad loadFashionMnist(const std::string &directory, bool train);
+StatusOr<ImageDataset> loadFashionMnist(const std::string &directory,
+                                        bool train);
 
 } // namespace gpipe::runtime
 

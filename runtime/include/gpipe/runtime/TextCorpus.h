@@ -33,6 +33,8 @@
 #ifndef GPIPE_RUNTIME_TEXTCORPUS_H
 #define GPIPE_RUNTIME_TEXTCORPUS_H
 
+#include "gpipe/runtime/Status.h"
+
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -69,17 +71,11 @@ struct TextCorpus {
 };
 
 /// The result of a load: the corpus, or an error message naming the path.
-struct TextCorpusLoad {
-  TextCorpus corpus;
-  std::string error;
-  bool ok() const { return error.empty(); }
-};
-
 /// Loads the corpus at `path` (a directory or a file). Fails on a missing or
 /// unreadable path, a directory without corpus files, a bad option, or a
 /// corpus whose training or validation stream is empty.
-TextCorpusLoad loadTextCorpus(const std::string &path,
-                              const TextCorpusOptions &options = {});
+StatusOr<TextCorpus> loadTextCorpus(const std::string &path,
+                                    const TextCorpusOptions &options = {});
 
 /// Occurrences of each id in `text`.
 std::vector<int64_t> characterCounts(const std::vector<int32_t> &text);

@@ -80,7 +80,13 @@ typedef enum gpipe_status_e {
    * write before the first training step). */
   GPIPE_ERROR_FAILED_PRECONDITION = 7,
   /* An allocation failed. */
-  GPIPE_ERROR_OUT_OF_MEMORY = 8
+  GPIPE_ERROR_OUT_OF_MEMORY = 8,
+  /* The requested backend or device does not exist on this machine (e.g. no
+   * CUDA device). */
+  GPIPE_ERROR_UNAVAILABLE = 9,
+  /* A peer or a device did not answer within its timeout; the message names
+   * who waited for what. */
+  GPIPE_ERROR_DEADLINE_EXCEEDED = 10
 } gpipe_status_t;
 
 /* The enumerator's name ("GPIPE_OK", "GPIPE_ERROR_IO", ...), or
