@@ -13,9 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/runtime/device/DeviceExecutor.h"
 #include "gpipe/runtime/Executor.h"
 #include "gpipe/runtime/device/ArenaAllocator.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/device/CpuBackend.h"
 #include "gpipe/runtime/device/HostBackend.h"
 
 #include "AllClose.h"
@@ -81,6 +82,8 @@ Batch batchOf(Model model, uint64_t seed) {
   return {};
 }
 
+/// On the host emulation with `scheduleSeed`, or with 0 on CpuBackend's
+/// threads.
 std::unique_ptr<DeviceExecutor> makeDeviceExecutor(Bundle bundle,
                                                    uint64_t scheduleSeed,
                                                    OptimizerConfig optimizer) {
@@ -89,9 +92,13 @@ std::unique_ptr<DeviceExecutor> makeDeviceExecutor(Bundle bundle,
   config.seed = 42;
   config.optimizer = optimizer;
   std::string error;
-  auto executor = DeviceExecutor::create(
-      std::move(bundle), std::make_unique<HostBackend>(devices, scheduleSeed),
-      config, error);
+  std::unique_ptr<DeviceBackend> backend;
+  if (scheduleSeed == 0)
+    backend = std::make_unique<CpuBackend>(devices);
+  else
+    backend = std::make_unique<HostBackend>(devices, scheduleSeed);
+  auto executor = DeviceExecutor::create(std::move(bundle), std::move(backend),
+                                         config, error);
   EXPECT_TRUE(executor) << error;
   return executor;
 }
@@ -126,7 +133,8 @@ std::string sweepName(const ::testing::TestParamInfo<SweepParam> &info) {
 class DeviceVersusCpu : public ::testing::TestWithParam<SweepParam> {};
 
 /// Three Adam steps on different batches: each step's loss and gradients,
-/// then the parameters, against the CPU executor; under two interleavings.
+/// then the parameters, against the CPU executor; under two emulated
+/// interleavings and on CpuBackend's threads.
 TEST_P(DeviceVersusCpu, SameLossesGradientsAndParameters) {
   auto [model, k, m, remat] = GetParam();
   OptimizerConfig adam;
@@ -135,7 +143,7 @@ TEST_P(DeviceVersusCpu, SameLossesGradientsAndParameters) {
   auto cpu = makeCpuExecutor(bundleOf(model, k, m, remat), adam);
   ASSERT_TRUE(cpu);
   std::vector<std::unique_ptr<DeviceExecutor>> devices;
-  for (uint64_t scheduleSeed : {1u, 2u}) {
+  for (uint64_t scheduleSeed : {1u, 2u, 0u}) {
     devices.push_back(
         makeDeviceExecutor(bundleOf(model, k, m, remat), scheduleSeed, adam));
     ASSERT_TRUE(devices.back());

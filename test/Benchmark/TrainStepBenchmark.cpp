@@ -17,6 +17,8 @@
 #include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/device/CpuBackend.h"
+#include "gpipe/runtime/device/DeviceExecutor.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -43,9 +45,14 @@ struct Compiled {
   std::string error;
 };
 
-Compiled compileMlp(unsigned k, unsigned m, gpipe::RematPolicy remat) {
+/// python-free-examples/<example>/<example>.mlir compiled with (K, M, remat);
+/// `batch` > 0 rewrites the example's batch (the leading dimension of every
+/// batched type) first.
+Compiled compileExample(const std::string &example, unsigned k, unsigned m,
+                        gpipe::RematPolicy remat, int64_t batch = 0) {
   Compiled out;
-  std::string path = std::string(GPIPE_EXAMPLES_DIR) + "/mlp/mlp.mlir";
+  std::string path =
+      std::string(GPIPE_EXAMPLES_DIR) + "/" + example + "/" + example + ".mlir";
   std::string openError;
   std::unique_ptr<llvm::MemoryBuffer> file =
       mlir::openInputFile(path, &openError);
@@ -53,13 +60,32 @@ Compiled compileMlp(unsigned k, unsigned m, gpipe::RematPolicy remat) {
     out.error = openError;
     return out;
   }
+  std::string source = file->getBuffer().str();
+  if (batch > 0) {
+    size_t model = source.find("gpipe.model @");
+    size_t at = source.find(" batch ", model);
+    size_t end = source.find(' ', at + 7);
+    if (model == std::string::npos || at == std::string::npos ||
+        end == std::string::npos) {
+      out.error = path + " declares no batch";
+      return out;
+    }
+    std::string old = source.substr(at + 7, end - at - 7);
+    auto replaceAll = [&](const std::string &from, const std::string &to) {
+      for (size_t pos = 0; (pos = source.find(from, pos)) != std::string::npos;
+           pos += to.size())
+        source.replace(pos, from.size(), to);
+    };
+    replaceAll(" batch " + old + " ", " batch " + std::to_string(batch) + " ");
+    replaceAll("tensor<" + old + "x", "tensor<" + std::to_string(batch) + "x");
+  }
   gpipe::CompilePipelineOptions options;
   options.numStages = k;
   options.numMicrobatches = m;
   options.remat = remat;
   std::string json, diagnostics;
-  if (mlir::failed(gpipe::compileSourceToBundle(file->getBuffer(), options,
-                                                json, diagnostics))) {
+  if (mlir::failed(
+          gpipe::compileSourceToBundle(source, options, json, diagnostics))) {
     out.error = "cannot compile " + path + ": " + diagnostics;
     return out;
   }
@@ -105,7 +131,7 @@ rt::Batch randomBatch(const rt::Bundle &bundle, uint64_t seed) {
 void BM_TrainStep(benchmark::State &state) {
   unsigned k = state.range(0), m = state.range(1);
   auto remat = static_cast<gpipe::RematPolicy>(state.range(2));
-  Compiled compiled = compileMlp(k, m, remat);
+  Compiled compiled = compileExample("mlp", k, m, remat);
   if (!compiled.error.empty()) {
     state.SkipWithError(compiled.error.c_str());
     return;
@@ -154,6 +180,88 @@ void BM_TrainStep(benchmark::State &state) {
                  " remat=" + gpipe::stringifyRematPolicy(remat).str() + " batch=" +
                  std::to_string(rows));
 }
+
+/// Args: engine (0: the CPU interpreter, PipelineExecutor; 1: the device
+/// executor on CpuBackend's threads), example (0: mlp, 1: transformer),
+/// batch (0: the example's), K, M. Remat full, Adam. Pairs of engines on the
+/// same bundle run back to back, so their ratio is measured side by side.
+void BM_Executor(benchmark::State &state) {
+  bool device = state.range(0) == 1;
+  const char *example = state.range(1) == 0 ? "mlp" : "transformer";
+  int64_t batchRows = state.range(2);
+  unsigned k = state.range(3), m = state.range(4);
+  Compiled compiled =
+      compileExample(example, k, m, gpipe::RematPolicy::Full, batchRows);
+  if (!compiled.error.empty()) {
+    state.SkipWithError(compiled.error.c_str());
+    return;
+  }
+  rt::Batch batch = randomBatch(compiled.bundle, 1);
+  int64_t rows = compiled.bundle.batch;
+  rt::OptimizerConfig adam;
+  adam.kind = rt::OptimizerKind::Adam;
+  adam.learningRate = 1e-3f;
+  std::string error;
+  std::unique_ptr<rt::PipelineExecutor> interpreter;
+  std::unique_ptr<rt::device::DeviceExecutor> onThreads;
+  if (device) {
+    rt::device::DeviceExecutorConfig config;
+    config.optimizer = adam;
+    config.seed = 1;
+    onThreads = rt::device::DeviceExecutor::create(
+        std::move(compiled.bundle), std::make_unique<rt::device::CpuBackend>(k),
+        config, error);
+  } else {
+    rt::ExecutorConfig config;
+    config.optimizer = adam;
+    config.seed = 1;
+    config.recordTimeline = false;
+    interpreter =
+        rt::PipelineExecutor::create(std::move(compiled.bundle), config, error);
+  }
+  if (!interpreter && !onThreads) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  auto step = [&] {
+    return device ? onThreads->trainStep(batch) : interpreter->trainStep(batch);
+  };
+  rt::StepResult warmup = step();
+  if (!warmup.ok()) {
+    state.SkipWithError(warmup.error.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    rt::StepResult result = step();
+    if (!result.ok()) {
+      state.SkipWithError(result.error.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(result.loss);
+  }
+  state.counters["samples/s"] = benchmark::Counter(
+      double(state.iterations() * rows), benchmark::Counter::kIsRate);
+  state.SetLabel(
+      std::string(device ? "device executor, CPU threads" : "CPU interpreter") +
+      ": " + example + " batch=" + std::to_string(rows) +
+      " K=" + std::to_string(k) + " M=" + std::to_string(m));
+}
+
+BENCHMARK(BM_Executor)
+    ->ArgNames({"engine", "model", "batch", "K", "M"})
+    ->Args({0, 0, 64, 1, 8})
+    ->Args({1, 0, 64, 1, 8})
+    ->Args({0, 0, 64, 2, 8})
+    ->Args({1, 0, 64, 2, 8})
+    ->Args({0, 0, 512, 1, 8})
+    ->Args({1, 0, 512, 1, 8})
+    ->Args({0, 0, 512, 2, 8})
+    ->Args({1, 0, 512, 2, 8})
+    ->Args({0, 1, 0, 2, 4})
+    ->Args({1, 1, 0, 2, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);
 
 constexpr int64_t kNone = int64_t(gpipe::RematPolicy::None);
 constexpr int64_t kFull = int64_t(gpipe::RematPolicy::Full);

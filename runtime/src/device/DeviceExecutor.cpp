@@ -354,41 +354,14 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
                 in[1]->shape[1]);
     break;
   case OpKind::Attention: {
-    const int64_t batch = x0.shape[0], seq = x0.shape[1], d = x0.shape[2];
-    const int64_t heads = op.heads, dh = d / heads;
-    float *qkv = reinterpret_cast<float *>(result->saved[0]);
-    float *probs = reinterpret_cast<float *>(result->saved[1]);
-    float *context = reinterpret_cast<float *>(result->saved[2]);
-    GemmBatch g; // qkv = x wqkv
-    g.m = batch * seq, g.n = 3 * d, g.k = d;
-    g.a = f(0), g.lda = d, g.b = f(1), g.ldb = 3 * d, g.c = qkv, g.ldc = 3 * d;
-    b.gemm(s, g);
-    for (int64_t e = 0; e < batch; ++e) {
-      const float *q = qkv ? qkv + e * seq * 3 * d : nullptr;
-      float *p = probs ? probs + e * heads * seq * seq : nullptr;
-      GemmBatch scores; // per head: q k^T / sqrt(dh)
-      scores.transB = true;
-      scores.m = seq, scores.n = seq, scores.k = dh;
-      scores.alpha = float(1.0 / std::sqrt(double(dh)));
-      scores.a = q, scores.lda = 3 * d, scores.strideA = dh;
-      scores.b = q ? q + d : nullptr, scores.ldb = 3 * d, scores.strideB = dh;
-      scores.c = p, scores.ldc = seq, scores.strideC = seq * seq;
-      scores.count = heads;
-      b.gemm(s, scores);
-      b.softmax(s, p, p, heads * seq, seq, op.causal ? seq : 0);
-      GemmBatch mix; // context_h = probs_h v_h
-      mix.m = seq, mix.n = dh, mix.k = seq;
-      mix.a = p, mix.lda = seq, mix.strideA = seq * seq;
-      mix.b = q ? q + 2 * d : nullptr, mix.ldb = 3 * d, mix.strideB = dh;
-      mix.c = context ? context + e * seq * d : nullptr, mix.ldc = d,
-      mix.strideC = dh;
-      mix.count = heads;
-      b.gemm(s, mix);
-    }
-    GemmBatch o; // y = context wo
-    o.m = batch * seq, o.n = d, o.k = d;
-    o.a = context, o.lda = d, o.b = f(2), o.ldb = d, o.c = out[0], o.ldc = d;
-    b.gemm(s, o);
+    AttentionCall call;
+    call.x = f(0), call.wqkv = f(1), call.wo = f(2), call.y = out[0];
+    call.qkv = reinterpret_cast<float *>(result->saved[0]);
+    call.probs = reinterpret_cast<float *>(result->saved[1]);
+    call.context = reinterpret_cast<float *>(result->saved[2]);
+    call.batch = x0.shape[0], call.seq = x0.shape[1], call.width = x0.shape[2];
+    call.heads = op.heads, call.causal = op.causal;
+    b.attention(s, call);
     break;
   }
   case OpKind::Dropout: {
@@ -472,89 +445,24 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   case OpKind::AttentionGrad: {
     // (dy, forward y, x, wqkv, wo) -> (dx, dwqkv, dwo)
     const DeviceValue &forward = *in[1];
-    const int64_t batch = in[2]->shape[0], seq = in[2]->shape[1],
-                  d = in[2]->shape[2];
-    const int64_t heads = op.heads, dh = d / heads;
-    const float alpha = float(1.0 / std::sqrt(double(dh)));
-    const float *qkv = reinterpret_cast<const float *>(forward.saved[0]);
-    const float *probs = reinterpret_cast<const float *>(forward.saved[1]);
-    const float *context = reinterpret_cast<const float *>(forward.saved[2]);
-    // Scratch: dqkv [b s, 3d], dcontext [b s, d], dscores [heads, s, s].
+    AttentionGradCall call;
+    call.dy = f(0), call.x = f(2), call.wqkv = f(3), call.wo = f(4);
+    call.qkv = reinterpret_cast<const float *>(forward.saved[0]);
+    call.probs = reinterpret_cast<const float *>(forward.saved[1]);
+    call.context = reinterpret_cast<const float *>(forward.saved[2]);
+    call.dx = out[0], call.dwqkv = out[1], call.dwo = out[2];
+    call.batch = in[2]->shape[0], call.seq = in[2]->shape[1];
+    call.width = in[2]->shape[2];
+    call.heads = op.heads, call.causal = op.causal;
     int64_t scratchOffset;
-    int64_t dqkvBytes = ArenaAllocator::roundUp(batch * seq * 3 * d * 4);
-    int64_t dctxBytes = ArenaAllocator::roundUp(batch * seq * d * 4);
-    char *scratch =
-        allocateBlock(device, dqkvBytes + dctxBytes + heads * seq * seq * 4,
-                      scratchOffset);
-    float *dqkv = reinterpret_cast<float *>(scratch);
-    float *dctx =
-        scratch ? reinterpret_cast<float *>(scratch + dqkvBytes) : nullptr;
-    float *dscores = scratch ? reinterpret_cast<float *>(scratch + dqkvBytes +
-                                                         dctxBytes)
-                             : nullptr;
-    auto at = [](const float *p, int64_t off) { return p ? p + off : p; };
-    auto atw = [](float *p, int64_t off) { return p ? p + off : p; };
-    GemmBatch g; // dcontext = dy wo^T
-    g.transB = true;
-    g.m = batch * seq, g.n = d, g.k = d;
-    g.a = f(0), g.lda = d, g.b = f(4), g.ldb = d, g.c = dctx, g.ldc = d;
-    b.gemm(s, g);
-    zeroUnlessFused(2);
-    GemmBatch gwo; // dwo += context^T dy
-    gwo.transA = true;
-    gwo.m = d, gwo.n = d, gwo.k = batch * seq, gwo.beta = 1.0f;
-    gwo.a = context, gwo.lda = d, gwo.b = f(0), gwo.ldb = d;
-    gwo.c = out[2], gwo.ldc = d;
-    b.gemm(s, gwo);
-    for (int64_t e = 0; e < batch; ++e) {
-      const float *q = at(qkv, e * seq * 3 * d);
-      const float *p = at(probs, e * heads * seq * seq);
-      const float *dc = at(dctx, e * seq * d);
-      float *dq = atw(dqkv, e * seq * 3 * d);
-      GemmBatch dp; // dprobs_h = dcontext_h v_h^T
-      dp.transB = true;
-      dp.m = seq, dp.n = seq, dp.k = dh, dp.count = heads;
-      dp.a = dc, dp.lda = d, dp.strideA = dh;
-      dp.b = at(q, 2 * d), dp.ldb = 3 * d, dp.strideB = dh;
-      dp.c = dscores, dp.ldc = seq, dp.strideC = seq * seq;
-      b.gemm(s, dp);
-      GemmBatch dv; // dv_h = probs_h^T dcontext_h
-      dv.transA = true;
-      dv.m = seq, dv.n = dh, dv.k = seq, dv.count = heads;
-      dv.a = p, dv.lda = seq, dv.strideA = seq * seq;
-      dv.b = dc, dv.ldb = d, dv.strideB = dh;
-      dv.c = atw(dq, 2 * d), dv.ldc = 3 * d, dv.strideC = dh;
-      b.gemm(s, dv);
-      b.softmaxGrad(s, p, dscores, dscores, heads * seq, seq);
-      GemmBatch gq; // dq_h = alpha dscores_h k_h
-      gq.m = seq, gq.n = dh, gq.k = seq, gq.count = heads, gq.alpha = alpha;
-      gq.a = dscores, gq.lda = seq, gq.strideA = seq * seq;
-      gq.b = at(q, d), gq.ldb = 3 * d, gq.strideB = dh;
-      gq.c = dq, gq.ldc = 3 * d, gq.strideC = dh;
-      b.gemm(s, gq);
-      GemmBatch gk; // dk_h = alpha dscores_h^T q_h
-      gk.transA = true;
-      gk.m = seq, gk.n = dh, gk.k = seq, gk.count = heads, gk.alpha = alpha;
-      gk.a = dscores, gk.lda = seq, gk.strideA = seq * seq;
-      gk.b = q, gk.ldb = 3 * d, gk.strideB = dh;
-      gk.c = atw(dq, d), gk.ldc = 3 * d, gk.strideC = dh;
-      b.gemm(s, gk);
-    }
+    call.scratch = reinterpret_cast<float *>(
+        allocateBlock(device,
+                      4 * b.attentionGradScratch(call.batch, call.seq,
+                                                 call.width, call.heads),
+                      scratchOffset));
     zeroUnlessFused(1);
-    GemmBatch gw; // dwqkv += x^T dqkv
-    gw.transA = true;
-    gw.m = d, gw.n = 3 * d, gw.k = batch * seq, gw.beta = 1.0f;
-    gw.a = f(2), gw.lda = d, gw.b = dqkv, gw.ldb = 3 * d;
-    gw.c = out[1], gw.ldc = 3 * d;
-    b.gemm(s, gw);
-    if (out[0]) {
-      GemmBatch gx; // dx = dqkv wqkv^T
-      gx.transB = true;
-      gx.m = batch * seq, gx.n = d, gx.k = 3 * d;
-      gx.a = dqkv, gx.lda = 3 * d, gx.b = f(3), gx.ldb = 3 * d;
-      gx.c = out[0], gx.ldc = d;
-      b.gemm(s, gx);
-    }
+    zeroUnlessFused(2);
+    b.attentionGrad(s, call);
     runs[device].arena.free(scratchOffset);
     break;
   }

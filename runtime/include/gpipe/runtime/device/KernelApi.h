@@ -43,6 +43,26 @@ struct GemmBatch {
   int64_t count = 1;
 };
 
+/// Multi-head self-attention of x[batch, seq, width] (CpuKernels.h's
+/// attentionForward): saves qkv, probs and context for the gradient.
+struct AttentionCall {
+  const float *x = nullptr, *wqkv = nullptr, *wo = nullptr;
+  float *y = nullptr, *qkv = nullptr, *probs = nullptr, *context = nullptr;
+  int64_t batch = 0, seq = 0, width = 0, heads = 1;
+  bool causal = false;
+};
+
+/// Its gradient: dx (overwritten; may be null), dwqkv and dwo (accumulate),
+/// from dy and the forward's saved qkv, probs and context; `scratch` holds
+/// attentionGradScratch(...) floats.
+struct AttentionGradCall {
+  const float *dy = nullptr, *x = nullptr, *wqkv = nullptr, *wo = nullptr;
+  const float *qkv = nullptr, *probs = nullptr, *context = nullptr;
+  float *dx = nullptr, *dwqkv = nullptr, *dwo = nullptr, *scratch = nullptr;
+  int64_t batch = 0, seq = 0, width = 0, heads = 1;
+  bool causal = false;
+};
+
 class KernelApi {
 public:
   virtual ~KernelApi() = default;
@@ -127,6 +147,14 @@ public:
   virtual void mseGrad(StreamId s, const float *prediction,
                        const float *target, float scale, float *dprediction,
                        int64_t n) = 0;
+
+  //===-- attention: by default composed of gemm and softmax above; a backend
+  //     with a fused kernel overrides all three -------------------------===//
+  virtual void attention(StreamId s, const AttentionCall &call);
+  virtual void attentionGrad(StreamId s, const AttentionGradCall &call);
+  /// Floats of scratch attentionGrad needs.
+  virtual int64_t attentionGradScratch(int64_t batch, int64_t seq,
+                                       int64_t width, int64_t heads) const;
 
   //===-- optimizer: applyOptimizer (Optimizers.h) on the device ----------===//
   /// slots: a host array of optimizerSlots(config.kind) device pointers (n

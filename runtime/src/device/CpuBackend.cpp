@@ -1,0 +1,391 @@
+//===- CpuBackend.cpp - K pipeline devices as CPU threads -----------------===//
+//
+// Issue and run are separate phases: the host fills the queues while the
+// workers sleep, so the queues need no lock; `synchronize` publishes them by
+// bumping a generation under the mutex, and each worker drains its own
+// queue. Events are flags written by one worker and read by others, with a
+// condition variable for the waits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/runtime/device/CpuBackend.h"
+
+#include "gpipe/runtime/CpuKernels.h"
+
+#include <cblas.h>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <thread>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::device;
+
+namespace {
+
+struct Task {
+  enum Kind { Run, Record, Wait } kind = Run;
+  std::function<void()> work;
+  EventId event = 0;
+};
+
+} // namespace
+
+struct CpuBackend::Impl {
+  std::vector<std::vector<Task>> queues; ///< per device
+  /// Per event: the device that records it, and whether it has been.
+  std::vector<unsigned> eventDevice;
+  std::unique_ptr<std::atomic<bool>[]> eventDone;
+
+  std::mutex mutex;
+  std::condition_variable wake;   ///< workers: a new generation or stop
+  std::condition_variable events; ///< waiters: an event was recorded
+  std::condition_variable done;   ///< the host: a worker finished
+  uint64_t generation = 0;
+  unsigned running = 0;
+  bool stopping = false;
+  std::atomic<bool> aborted{false};
+  std::chrono::steady_clock::time_point deadline;
+  std::chrono::milliseconds timeout{0};
+  std::string firstError;
+  std::vector<std::thread> workers;
+  std::vector<std::unique_ptr<char[]>> allocations;
+
+  void fail(std::string message) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (firstError.empty())
+      firstError = std::move(message);
+    aborted = true;
+    events.notify_all();
+  }
+
+  void runQueue(unsigned device) {
+    for (Task &task : queues[device]) {
+      if (aborted)
+        return;
+      switch (task.kind) {
+      case Task::Run:
+        try {
+          task.work();
+        } catch (const std::bad_alloc &) {
+          fail("device " + std::to_string(device) + ": out of host memory");
+        } catch (const std::exception &e) {
+          fail("device " + std::to_string(device) + ": " + e.what());
+        }
+        break;
+      case Task::Record: {
+        eventDone[task.event].store(true, std::memory_order_release);
+        std::lock_guard<std::mutex> lock(mutex);
+        events.notify_all();
+        break;
+      }
+      case Task::Wait: {
+        if (eventDone[task.event].load(std::memory_order_acquire))
+          break;
+        std::unique_lock<std::mutex> lock(mutex);
+        bool ready = events.wait_until(lock, deadline, [&] {
+          return aborted ||
+                 eventDone[task.event].load(std::memory_order_acquire);
+        });
+        if (!ready) {
+          lock.unlock();
+          fail("device " + std::to_string(device) + " waited longer than " +
+               std::to_string(timeout.count()) + " ms for device " +
+               std::to_string(eventDevice[task.event]) +
+               " (a transfer or its computation did not finish)");
+        }
+        break;
+      }
+      }
+    }
+  }
+
+  void workerLoop(unsigned device) {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait(lock, [&] { return stopping || generation != seen; });
+        if (stopping)
+          return;
+        seen = generation;
+      }
+      runQueue(device);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (--running == 0)
+        done.notify_all();
+    }
+  }
+};
+
+CpuBackend::CpuBackend(unsigned numDevices)
+    : devices(numDevices), impl(std::make_unique<Impl>()) {
+  impl->queues.resize(numDevices);
+  for (unsigned d = 0; d < numDevices; ++d)
+    impl->workers.emplace_back([this, d] { impl->workerLoop(d); });
+}
+
+CpuBackend::~CpuBackend() {
+  {
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    impl->stopping = true;
+  }
+  impl->wake.notify_all();
+  for (std::thread &worker : impl->workers)
+    worker.join();
+}
+
+std::string CpuBackend::describe() const {
+  return std::to_string(devices) + " CPU thread" + (devices == 1 ? "" : "s");
+}
+
+std::string CpuBackend::error() const {
+  std::lock_guard<std::mutex> lock(impl->mutex);
+  return impl->firstError;
+}
+
+std::string CpuBackend::allocate(unsigned device, int64_t bytes,
+                                 void **pointer) {
+  *pointer = nullptr;
+  if (device >= devices)
+    return "allocate: no device " + std::to_string(device) + " (there are " +
+           std::to_string(devices) + ")";
+  if (bytes < 0)
+    return "allocate: negative size " + std::to_string(bytes);
+  // 64-byte aligned: whole cache lines, and wide vector loads.
+  auto block =
+      std::unique_ptr<char[]>(new (std::nothrow) char[size_t(bytes) + 64]);
+  if (!block)
+    return "device " + std::to_string(device) + ": cannot allocate " +
+           std::to_string(bytes) + " bytes of host memory";
+  char *aligned = reinterpret_cast<char *>(
+      (reinterpret_cast<uintptr_t>(block.get()) + 63) & ~uintptr_t(63));
+  impl->allocations.push_back(std::move(block));
+  *pointer = aligned;
+  return {};
+}
+
+void CpuBackend::enqueue(StreamId stream, std::function<void()> work) {
+  impl->queues.at(stream / 2).push_back({Task::Run, std::move(work), 0});
+}
+
+EventId CpuBackend::recordEvent(StreamId stream) {
+  EventId event = impl->eventDevice.size();
+  impl->eventDevice.push_back(stream / 2);
+  impl->queues.at(stream / 2).push_back({Task::Record, nullptr, event});
+  return event;
+}
+
+void CpuBackend::waitEvent(StreamId stream, EventId event) {
+  if (event >= impl->eventDevice.size()) {
+    if (impl->firstError.empty())
+      impl->firstError = "device " + std::to_string(stream / 2) +
+                         " waits for event " + std::to_string(event) +
+                         ", which was never recorded";
+    return;
+  }
+  if (impl->eventDevice[event] == stream / 2)
+    return; // recorded earlier on the same queue: already ordered
+  impl->queues.at(stream / 2).push_back({Task::Wait, nullptr, event});
+}
+
+void CpuBackend::copyToDevice(StreamId s, void *dst, const void *hostSrc,
+                              int64_t bytes) {
+  enqueue(s, [=] { std::memcpy(dst, hostSrc, size_t(bytes)); });
+}
+
+void CpuBackend::copyToHost(StreamId s, void *hostDst, const void *src,
+                            int64_t bytes) {
+  enqueue(s, [=] { std::memcpy(hostDst, src, size_t(bytes)); });
+}
+
+void CpuBackend::copyBetweenDevices(StreamId s, void *dst, unsigned,
+                                    const void *src, unsigned, int64_t bytes) {
+  enqueue(s, [=] { std::memmove(dst, src, size_t(bytes)); });
+}
+
+void CpuBackend::fillZero(StreamId s, void *dst, int64_t bytes) {
+  enqueue(s, [=] { std::memset(dst, 0, size_t(bytes)); });
+}
+
+void CpuBackend::gemm(StreamId stream, const GemmBatch &call) {
+  enqueue(stream, [g = call] {
+    for (int64_t i = 0; i < g.count; ++i) {
+      float *c = g.c + i * g.strideC;
+      if (g.k == 0) { // cblas leaves C untouched for k = 0; beta still scales
+        for (int64_t r = 0; r < g.m; ++r)
+          for (int64_t col = 0; col < g.n; ++col)
+            c[r * g.ldc + col] *= g.beta;
+        continue;
+      }
+      cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
+                  g.transB ? CblasTrans : CblasNoTrans, int(g.m), int(g.n),
+                  int(g.k), g.alpha, g.a + i * g.strideA, int(g.lda),
+                  g.b + i * g.strideB, int(g.ldb), g.beta, c, int(g.ldc));
+    }
+  });
+}
+
+void CpuBackend::relu(StreamId s, const float *x, float *y, int64_t n) {
+  enqueue(s, [=] { cpu::reluForward(x, y, n); });
+}
+void CpuBackend::reluGrad(StreamId s, const float *x, const float *dy,
+                          float *dx, int64_t n) {
+  enqueue(s, [=] { cpu::reluBackward(x, dy, dx, n); });
+}
+void CpuBackend::gelu(StreamId s, const float *x, float *y, int64_t n) {
+  enqueue(s, [=] { cpu::geluForward(x, y, n); });
+}
+void CpuBackend::geluGrad(StreamId s, const float *x, const float *dy,
+                          float *dx, int64_t n) {
+  enqueue(s, [=] { cpu::geluBackward(x, dy, dx, n); });
+}
+void CpuBackend::tanh(StreamId s, const float *x, float *y, int64_t n) {
+  enqueue(s, [=] { cpu::tanhForward(x, y, n); });
+}
+void CpuBackend::tanhGrad(StreamId s, const float *y, const float *dy,
+                          float *dx, int64_t n) {
+  enqueue(s, [=] { cpu::tanhBackward(y, dy, dx, n); });
+}
+void CpuBackend::add(StreamId s, const float *a, const float *b, float *y,
+                     int64_t n) {
+  enqueue(s, [=] { cpu::addForward(a, b, y, n); });
+}
+void CpuBackend::softmax(StreamId s, const float *x, float *y, int64_t rows,
+                         int64_t cols, int64_t causalSeq) {
+  if (causalSeq > 0) // attention's mask: only the device kernel has it
+    return KernelsByFunctor::softmax(s, x, y, rows, cols, causalSeq);
+  enqueue(s, [=] { cpu::softmaxForward(x, y, rows, cols); });
+}
+void CpuBackend::softmaxGrad(StreamId s, const float *y, const float *dy,
+                             float *dx, int64_t rows, int64_t cols) {
+  enqueue(s, [=] { cpu::softmaxBackward(y, dy, dx, rows, cols); });
+}
+void CpuBackend::layerNorm(StreamId s, const float *x, const float *gamma,
+                           const float *beta, float *y, float *mean,
+                           float *rstd, int64_t rows, int64_t cols,
+                           float epsilon) {
+  enqueue(s, [=] {
+    cpu::layerNormForward(x, gamma, beta, y, mean, rstd, rows, cols, epsilon);
+  });
+}
+void CpuBackend::dropout(StreamId s, const float *x, float *y, uint8_t *mask,
+                         int64_t rows, int64_t cols, float rate, uint64_t seed,
+                         uint64_t step, int64_t rowOffset) {
+  enqueue(s, [=] {
+    cpu::dropoutForward(x, y, mask, rows, cols, rate, seed, step, rowOffset);
+  });
+}
+void CpuBackend::dropoutGrad(StreamId s, const uint8_t *mask, const float *dy,
+                             float *dx, int64_t n, float rate) {
+  enqueue(s, [=] { cpu::dropoutBackward(mask, dy, dx, n, rate); });
+}
+void CpuBackend::softmaxCrossEntropy(StreamId s, const float *logits,
+                                     const int32_t *labels, float *probs,
+                                     float *loss, int64_t rows,
+                                     int64_t classes) {
+  enqueue(s, [=] {
+    int64_t badLabel = -1; // labels were checked before the step
+    *loss = cpu::softmaxCrossEntropyForward(logits, labels, probs, rows,
+                                            classes, &badLabel);
+  });
+}
+void CpuBackend::softmaxCrossEntropyGrad(StreamId s, const float *probs,
+                                         const int32_t *labels, float scale,
+                                         float *dlogits, int64_t rows,
+                                         int64_t classes) {
+  enqueue(s, [=] {
+    cpu::softmaxCrossEntropyBackward(probs, labels, scale, dlogits, rows,
+                                     classes);
+  });
+}
+void CpuBackend::mse(StreamId s, const float *prediction, const float *target,
+                     float *loss, int64_t n) {
+  enqueue(s, [=] { *loss = cpu::mseForward(prediction, target, n); });
+}
+void CpuBackend::mseGrad(StreamId s, const float *prediction,
+                         const float *target, float scale, float *dprediction,
+                         int64_t n) {
+  enqueue(s,
+          [=] { cpu::mseBackward(prediction, target, scale, dprediction, n); });
+}
+// Row-major loops with a contiguous inner loop, which the compiler
+// vectorizes (the device bodies go column by column, as GPU threads do).
+void CpuBackend::accumulate(StreamId s, const float *x, float *y, int64_t n) {
+  enqueue(s, [=] {
+    for (int64_t i = 0; i < n; ++i)
+      y[i] += x[i];
+  });
+}
+void CpuBackend::addRowVector(StreamId s, const float *bias, float *y,
+                              int64_t rows, int64_t cols) {
+  enqueue(s, [=] {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        y[r * cols + c] += bias[c];
+  });
+}
+void CpuBackend::columnSums(StreamId s, const float *x, float *sums,
+                            int64_t rows, int64_t cols) {
+  enqueue(s, [=] {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        sums[c] += x[r * cols + c];
+  });
+}
+void CpuBackend::optimizerStep(StreamId s, const OptimizerConfig &config,
+                               float *params, const float *grads,
+                               float *const *slots, int64_t n, int64_t step) {
+  if (n <= 0)
+    return;
+  std::array<float *, 2> slotCopy = {
+      slots && optimizerSlots(config.kind) > 0 ? slots[0] : nullptr,
+      slots && optimizerSlots(config.kind) > 1 ? slots[1] : nullptr};
+  enqueue(s, [=] {
+    applyOptimizer(config, params, grads, slotCopy.data(), n, step);
+  });
+}
+
+void CpuBackend::attention(StreamId s, const AttentionCall &c) {
+  enqueue(s, [c] {
+    cpu::attentionForward(c.x, c.wqkv, c.wo, c.y, c.qkv, c.probs, c.context,
+                          c.batch, c.seq, c.width, c.heads, c.causal);
+  });
+}
+void CpuBackend::attentionGrad(StreamId s, const AttentionGradCall &c) {
+  enqueue(s, [c] {
+    cpu::attentionBackward(c.dy, c.x, c.wqkv, c.wo, c.qkv, c.probs, c.context,
+                           c.dx, c.dwqkv, c.dwo, c.scratch, c.batch, c.seq,
+                           c.width, c.heads, c.causal);
+  });
+}
+int64_t CpuBackend::attentionGradScratch(int64_t batch, int64_t seq,
+                                         int64_t width, int64_t) const {
+  return 4 * batch * seq * width; // CpuKernels.h's attentionBackward
+}
+
+std::string CpuBackend::synchronize(std::chrono::milliseconds timeout) {
+  Impl &s = *impl;
+  const size_t numEvents = s.eventDevice.size();
+  s.eventDone = std::make_unique<std::atomic<bool>[]>(numEvents);
+  for (size_t e = 0; e < numEvents; ++e)
+    s.eventDone[e].store(false, std::memory_order_relaxed);
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    s.timeout = timeout;
+    s.deadline = std::chrono::steady_clock::now() + timeout;
+    s.aborted = !s.firstError.empty();
+    s.running = devices;
+    ++s.generation;
+    s.wake.notify_all();
+    s.done.wait(lock, [&] { return s.running == 0; });
+  }
+  for (auto &queue : s.queues)
+    queue.clear();
+  s.eventDevice.clear();
+  return s.firstError;
+}
