@@ -1,0 +1,363 @@
+//===- DeviceIssue.cpp - A step's buffers and instructions, issued --------===//
+//
+// The arena bookkeeping of one step (values placed when defined, freed after
+// their last use, sent buffers held until their copy is done) and the issue
+// of each instruction: loads, transfers, forward, backward, optimizer step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceExecutorImpl.h"
+
+#include <cassert>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::device;
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+char *DeviceExecutor::Impl::allocateBlock(unsigned device, int64_t bytes,
+                                          int64_t &offset) {
+  DeviceRun &run = runs[device];
+  offset = run.arena.allocate(bytes);
+  assert(offset >= 0 && "the placement of the dry run fits the arena");
+  return run.base ? run.base + offset : nullptr;
+}
+
+DeviceValue &DeviceExecutor::Impl::newValue(unsigned device, unsigned m,
+                                            int id,
+                                            std::vector<int64_t> extraBytes) {
+  const ValueSpec &spec = bundle.stages[device].values[id];
+  DeviceValue &value = runs[device].values[m][id];
+  assert(!value.present && "a value is defined once per micro-batch");
+  value = DeviceValue();
+  value.shape = spec.shape;
+  if (spec.batched)
+    value.shape[0] = rowsOf(m);
+  int64_t mainBytes = ArenaAllocator::roundUp(value.numElements() * 4);
+  int64_t total = mainBytes;
+  for (int64_t extra : extraBytes)
+    total += ArenaAllocator::roundUp(extra);
+  value.data = allocateBlock(device, total, value.offset);
+  int64_t at = mainBytes;
+  for (size_t k = 0; k < extraBytes.size(); ++k) {
+    value.saved[k] = value.data ? value.data + at : nullptr;
+    at += ArenaAllocator::roundUp(extraBytes[k]);
+  }
+  value.present = true;
+  return value;
+}
+
+void DeviceExecutor::Impl::freeValue(unsigned device, DeviceValue &value) {
+  if (!value.present)
+    return;
+  DeviceRun &run = runs[device];
+  if (value.offset >= 0) {
+    if (value.readByCopy)
+      run.pending.push_back(
+          {value.offset, value.copyDone, run.computeCount + 2});
+    else
+      run.arena.free(value.offset);
+  }
+  bool reserved = value.reserved;
+  char *data = value.data;
+  std::vector<int64_t> shape = value.shape;
+  value = DeviceValue();
+  if (reserved) { // the receive buffer stays for a later micro-batch's use
+    value.reserved = true;
+    value.data = data;
+    value.shape = std::move(shape);
+  }
+}
+
+void DeviceExecutor::Impl::releasePending(unsigned device, bool all) {
+  DeviceRun &run = runs[device];
+  std::vector<PendingFree> still;
+  for (const PendingFree &p : run.pending) {
+    if (!all && p.releaseAt > run.computeCount) {
+      still.push_back(p);
+      continue;
+    }
+    if (!all)
+      issue->waitEvent(compute(device), p.copyDone);
+    run.arena.free(p.offset);
+  }
+  run.pending = std::move(still);
+}
+
+
+//===----------------------------------------------------------------------===//
+// Instructions
+//===----------------------------------------------------------------------===//
+
+std::string DeviceExecutor::Impl::send(unsigned device, const Instr &instr) {
+  const StageProgram &program = bundle.stages[device];
+  DeviceRun &run = runs[device];
+  const unsigned m = instr.microbatch;
+  bool activation = instr.kind == InstrKind::SendActivation;
+  int id = activation ? program.outputs[instr.channel]
+                      : program.inputGrads[instr.channel];
+  DeviceValue &value = run.values[m][id];
+  if (!value.present)
+    return "value " + std::to_string(id) + " is no longer available";
+  // The receiver's buffer for this micro-batch and channel.
+  const StageProgram &peer = bundle.stages[instr.peer];
+  int peerId = -1;
+  if (activation) {
+    for (const StageInput &input : peer.inputs)
+      if (input.fromChannel && input.channel == instr.channel)
+        peerId = input.value;
+  } else {
+    peerId = peer.outputGrads[instr.channel];
+  }
+  DeviceValue &target = runs[instr.peer].values[m][peerId];
+  assert(target.reserved && "every receive has a reserved buffer");
+  const StreamId copy = issue->copyStream(device);
+  issue->waitEvent(copy, issue->recordEvent(compute(device)));
+  issue->copyBetweenDevices(copy, target.data, instr.peer, value.data, device,
+                            value.numElements() * 4);
+  EventId done = issue->recordEvent(copy);
+  sent[MessageKey{activation ? 0 : 1, device, m, instr.channel}] = done;
+  if (value.offset >= 0) {
+    value.readByCopy = true;
+    value.copyDone = done;
+  }
+  // Free it unless this device still needs it: the backward, or the send of
+  // another channel that carries the same value.
+  bool needed = activation &&
+                liveness[device].neededAfterForward(id, run.kept[m] != 0);
+  const std::vector<int> &ids = activation ? program.outputs : program.inputGrads;
+  for (unsigned c = 0; c < ids.size() && !needed; ++c)
+    needed = ids[c] == id &&
+             !sent.count(MessageKey{activation ? 0 : 1, device, m, c});
+  if (!needed)
+    freeValue(device, value);
+  return {};
+}
+
+std::string DeviceExecutor::Impl::issueInstr(unsigned device,
+                                             const Instr &instr,
+                                             const Batch *batch) {
+  const StageProgram &program = bundle.stages[device];
+  DeviceRun &run = runs[device];
+  const unsigned m = instr.microbatch;
+  switch (instr.kind) {
+  case InstrKind::LoadInput: {
+    for (const StageInput &input : program.inputs) {
+      if (input.fromChannel || input.inputName != instr.inputName)
+        continue;
+      DeviceValue &value = newValue(device, m, input.value);
+      if (batch) {
+        const HostTensor &host = batch->at(instr.inputName);
+        int64_t perRow = host.numElements() / host.shape[0];
+        const void *src = host.type == ElementType::F32
+                              ? static_cast<const void *>(host.f32.data())
+                              : static_cast<const void *>(host.i32.data());
+        issue->copyToDevice(compute(device), value.data,
+                            static_cast<const char *>(src) +
+                                rowOffsets[m] * perRow * 4,
+                            value.numElements() * 4);
+      }
+    }
+    return {};
+  }
+  case InstrKind::RecvActivation:
+  case InstrKind::RecvGradient: {
+    bool activation = instr.kind == InstrKind::RecvActivation;
+    auto it = sent.find(
+        MessageKey{activation ? 0 : 1, instr.peer, m, instr.channel});
+    assert(it != sent.end() && "issued after its send");
+    issue->waitEvent(compute(device), it->second);
+    int id = -1;
+    if (activation) {
+      for (const StageInput &input : program.inputs)
+        if (input.fromChannel && input.channel == instr.channel)
+          id = input.value;
+    } else {
+      id = program.outputGrads[instr.channel];
+    }
+    run.values[m][id].present = true;
+    return {};
+  }
+  case InstrKind::SendActivation:
+  case InstrKind::SendGradient:
+    return send(device, instr);
+  case InstrKind::Forward: {
+    ++run.computeCount;
+    releasePending(device, false);
+    for (const StageInput &input : program.inputs)
+      if (!run.values[m][input.value].present)
+        return input.fromChannel ? "channel " + std::to_string(input.channel) +
+                                       " was not received before the forward"
+                                 : "model input '" + input.inputName +
+                                       "' was not loaded before the forward";
+    run.kept[m] =
+        keepsForwardValues(bundle.remat, m, lastForward[device]) ? 1 : 0;
+    const StageLiveness &live = liveness[device];
+    std::string error = issueOps(device, m, program.forward, "forward",
+                                 &live.forwardFree[run.kept[m] ? 1 : 0], false);
+    if (!error.empty())
+      return error;
+    if (program.loss >= 0)
+      issue->copyBetweenDevices(compute(device), lossSlots ? lossSlots + m
+                                                           : nullptr,
+                                device, run.values[m][program.loss].data,
+                                device, 4);
+    std::vector<char> keep(program.values.size(), 0);
+    for (size_t id = 0; id < keep.size(); ++id)
+      keep[id] = live.neededAfterForward(int(id), run.kept[m] != 0);
+    for (int id : program.outputs)
+      keep[id] = 1;
+    for (size_t id = 0; id < keep.size(); ++id)
+      if (!keep[id])
+        freeValue(device, run.values[m][id]);
+    return {};
+  }
+  case InstrKind::Backward: {
+    ++run.computeCount;
+    releasePending(device, false);
+    for (size_t c = 0; c < program.outputGrads.size(); ++c)
+      if (!run.values[m][program.outputGrads[c]].present)
+        return "the gradient of channel " + std::to_string(c) +
+               " was not received before the backward";
+    const StageLiveness &live = liveness[device];
+    if (!run.kept[m]) {
+      std::string error = issueOps(device, m, program.recompute, "recompute",
+                                   &live.recomputeFree, false);
+      if (!error.empty())
+        return error;
+    }
+    std::string error = issueOps(device, m, program.backward, "backward",
+                                 &live.backwardFree[run.kept[m] ? 1 : 0], true);
+    if (!error.empty())
+      return error;
+    std::vector<char> keep(program.values.size(), 0);
+    for (int id : program.inputGrads)
+      keep[id] = 1;
+    for (size_t id = 0; id < keep.size(); ++id)
+      if (!keep[id])
+        freeValue(device, run.values[m][id]);
+    return {};
+  }
+  case InstrKind::OptimizerStep: {
+    ++run.computeCount;
+    const StreamId s = compute(device);
+    for (DeviceParameter *param : paramsOf[device])
+      issue->optimizerStep(s, config.optimizer, param->value, param->grad,
+                           param->slots, param->size, steps + 1);
+    return {};
+  }
+  }
+  return {};
+}
+
+/// Issues one step: every device's program, in an order in which each send
+/// is issued before its receive; the optimizer steps once every device has
+/// reached its own.
+std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
+  const unsigned numDevices = bundle.stages.size();
+  const unsigned numMicrobatches = bundle.microbatchRows.size();
+  runs.clear();
+  runs.resize(numDevices);
+  sent.clear();
+  for (unsigned d = 0; d < numDevices; ++d) {
+    DeviceRun &run = runs[d];
+    run.arena =
+        dryRun ? ArenaAllocator() : ArenaAllocator(layout[d].arenaBytes);
+    run.base = dryRun ? nullptr : arenaBase[d];
+    run.values.assign(numMicrobatches, std::vector<DeviceValue>(
+                                           bundle.stages[d].values.size()));
+    run.kept.assign(numMicrobatches, 0);
+    for (DeviceParameter *param : paramsOf[d])
+      issue->fillZero(compute(d), param->grad, param->size * 4);
+  }
+  // Receive buffers, reserved for the whole step.
+  for (unsigned d = 0; d < numDevices; ++d) {
+    const StageProgram &program = bundle.stages[d];
+    for (const Instr &instr : bundle.programs[d]) {
+      if (instr.kind != InstrKind::RecvActivation &&
+          instr.kind != InstrKind::RecvGradient)
+        continue;
+      int id = -1;
+      if (instr.kind == InstrKind::RecvActivation) {
+        for (const StageInput &input : program.inputs)
+          if (input.fromChannel && input.channel == instr.channel)
+            id = input.value;
+      } else {
+        id = program.outputGrads[instr.channel];
+      }
+      DeviceValue &value = newValue(d, instr.microbatch, id);
+      value.present = false;
+      value.reserved = true;
+      value.offset = -1; // freed with the step, not by the liveness rules
+    }
+  }
+
+  // validateBundle proved this order: every receive follows its send.
+  for (const ScheduleStep &step : issueOrder) {
+    const Instr &instr = bundle.programs[step.device][step.index];
+    std::string error = issueInstr(step.device, instr, batch);
+    if (!error.empty())
+      return "device " + std::to_string(step.device) + ": op #" +
+             std::to_string(step.index) + " (" +
+             describeInstruction(instr, step.device) + "): " + error;
+  }
+  for (unsigned d = 0; d < numDevices; ++d)
+    releasePending(d, true);
+  return {};
+}
+
+/// Ids and labels come from the batch, so they are checked here, on the
+/// host, with the CPU executor's messages, before anything is issued.
+std::string DeviceExecutor::Impl::checkModelInputs(const Batch &batch) const {
+  for (unsigned d = 0; d < bundle.stages.size(); ++d) {
+    const StageProgram &program = bundle.stages[d];
+    for (size_t k = 0; k < program.forward.size(); ++k) {
+      const Op &op = program.forward[k];
+      int operand;
+      int64_t limit;
+      const char *what;
+      if (op.kind == OpKind::Embedding) {
+        operand = op.operands[0];
+        limit = program.values[op.operands[1]].shape[0];
+        what = "embedding id ";
+      } else if (op.kind == OpKind::SoftmaxCrossEntropy) {
+        operand = op.operands[1];
+        limit = program.values[op.operands[0]].shape.back();
+        what = "label ";
+      } else {
+        continue;
+      }
+      const StageInput *source = nullptr;
+      for (const StageInput &input : program.inputs)
+        if (input.value == operand && !input.fromChannel)
+          source = &input;
+      if (!source)
+        continue; // validateBundle: i32 values are model inputs
+      const HostTensor &host = batch.at(source->inputName);
+      int64_t perRow = host.numElements() / host.shape[0];
+      for (unsigned m = 0; m < bundle.microbatchRows.size(); ++m)
+        for (int64_t p = 0; p < rowsOf(m) * perRow; ++p) {
+          int32_t v = host.i32[rowOffsets[m] * perRow + p];
+          if (v >= 0 && v < limit)
+            continue;
+          size_t at = 0;
+          const std::vector<Instr> &instrs = bundle.programs[d];
+          while (at < instrs.size() &&
+                 !(instrs[at].kind == InstrKind::Forward &&
+                   instrs[at].microbatch == m))
+            ++at;
+          return "device " + std::to_string(d) + ": op #" +
+                 std::to_string(at) + " (" +
+                 describeInstruction(instrs[at], d) + "): " + what +
+                 std::to_string(v) + " outside [0, " + std::to_string(limit) +
+                 ") at position " + std::to_string(p) +
+                 " of the micro-batch, in forward op " + std::to_string(k) +
+                 " (" + opKindName(op.kind) + ")";
+        }
+    }
+  }
+  return {};
+}
+

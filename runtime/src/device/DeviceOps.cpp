@@ -1,0 +1,293 @@
+//===- DeviceOps.cpp - One op of a stage program, issued as kernels -------===//
+//
+// Turns an op of the op table into the backend's kernel calls on its device's
+// compute stream: its results (with their saved state) are placed first, a
+// parameter-gradient result that accumulates straight into the parameter's
+// gradient gets that buffer, then the kernels are queued.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceExecutorImpl.h"
+
+#include <cassert>
+#include <cmath>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::device;
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
+                                          const Op &op, size_t index,
+                                          bool backward) {
+  const StageProgram &program = bundle.stages[device];
+  std::vector<DeviceValue> &values = runs[device].values[m];
+  const StreamId s = compute(device);
+  DeviceBackend &b = *issue;
+  std::vector<const DeviceValue *> in(op.operands.size());
+  for (size_t k = 0; k < op.operands.size(); ++k) {
+    in[k] = &values[op.operands[k]];
+    if (!in[k]->present)
+      return "operand " + std::to_string(k) + " (value " +
+             std::to_string(op.operands[k]) +
+             ") is not available (never defined, received or loaded, or "
+             "already freed)";
+  }
+  auto fused = [&](size_t r) -> DeviceParameter * {
+    if (!backward)
+      return nullptr;
+    const std::string &name = fusion[device].accumulatesInto[index][r];
+    return name.empty() ? nullptr : paramByName.at(name);
+  };
+  // Results, with their saved state, before the kernels that write them.
+  std::vector<float *> out(op.results.size(), nullptr);
+  std::vector<bool> accumulateInto(op.results.size(), false);
+  static const DeviceValue kNoOperand;
+  const DeviceValue &x0 = in.empty() ? kNoOperand : *in[0];
+  std::vector<int64_t> extra;
+  if (!in.empty()) {
+    SavedState state = savedStateOf(op.kind, in[0]->shape.data(),
+                                    in[0]->shape.size(), op.heads);
+    extra.assign(state.bytes, state.bytes + state.count);
+  }
+  for (size_t r = 0; r < op.results.size(); ++r) {
+    int id = op.results[r];
+    if (DeviceParameter *param = fused(r)) {
+      out[r] = param->grad;
+      accumulateInto[r] = true;
+    } else if (op.kind == OpKind::Param) {
+      auto it = paramByName.find(op.name);
+      if (it == paramByName.end())
+        return "unknown parameter '" + op.name + "'";
+      DeviceValue &view = values[id];
+      view = DeviceValue();
+      view.shape = program.values[id].shape;
+      view.data = reinterpret_cast<char *>(it->second->value);
+      view.present = true;
+      return {};
+    } else if (id >= 0) {
+      out[r] = newValue(device, m, id, r == 0 ? extra : std::vector<int64_t>())
+                   .f();
+    }
+  }
+  DeviceValue *result =
+      op.results.empty() || op.results[0] < 0 ? nullptr
+                                              : &values[op.results[0]];
+  auto f = [&](size_t k) { return in[k]->f(); };
+  // A parameter-gradient result that is a value of its own starts at zero:
+  // its kernels accumulate.
+  auto zeroUnlessFused = [&](size_t r) {
+    if (out[r] && !accumulateInto[r])
+      b.fillZero(s, out[r], values[op.results[r]].numElements() * 4);
+  };
+
+  switch (op.kind) {
+  case OpKind::Param:
+    break;
+  case OpKind::Dense: {
+    int64_t inDim = in[1]->shape[0], outDim = in[1]->shape[1];
+    GemmBatch g;
+    g.m = x0.numElements() / inDim;
+    g.n = outDim;
+    g.k = inDim;
+    g.a = f(0);
+    g.lda = inDim;
+    g.b = f(1);
+    g.ldb = outDim;
+    g.c = out[0];
+    g.ldc = outDim;
+    b.gemm(s, g);
+    if (in.size() == 3)
+      b.addRowVector(s, f(2), out[0], g.m, outDim);
+    break;
+  }
+  case OpKind::Relu:
+    b.relu(s, f(0), out[0], x0.numElements());
+    break;
+  case OpKind::Gelu:
+    b.gelu(s, f(0), out[0], x0.numElements());
+    break;
+  case OpKind::Tanh:
+    b.tanh(s, f(0), out[0], x0.numElements());
+    break;
+  case OpKind::Softmax:
+    b.softmax(s, f(0), out[0], x0.rowsOf(), x0.colsOf(), 0);
+    break;
+  case OpKind::LayerNorm:
+    b.layerNorm(s, f(0), f(1), f(2), out[0],
+                reinterpret_cast<float *>(result->saved[0]),
+                reinterpret_cast<float *>(result->saved[1]), x0.rowsOf(),
+                x0.colsOf(), op.epsilon);
+    break;
+  case OpKind::Add:
+  case OpKind::AddGrads:
+    b.add(s, f(0), f(1), out[0], x0.numElements());
+    break;
+  case OpKind::Embedding:
+    b.embedding(s, in[0]->i(), f(1), out[0], x0.numElements(),
+                in[1]->shape[1]);
+    break;
+  case OpKind::Attention: {
+    AttentionCall call;
+    call.x = f(0), call.wqkv = f(1), call.wo = f(2), call.y = out[0];
+    call.qkv = reinterpret_cast<float *>(result->saved[0]);
+    call.probs = reinterpret_cast<float *>(result->saved[1]);
+    call.context = reinterpret_cast<float *>(result->saved[2]);
+    call.batch = x0.shape[0], call.seq = x0.shape[1], call.width = x0.shape[2];
+    call.heads = op.heads, call.causal = op.causal;
+    b.attention(s, call);
+    break;
+  }
+  case OpKind::Dropout: {
+    int64_t rows = x0.rowsOf();
+    int64_t perExample =
+        program.values[op.operands[0]].batched && !x0.shape.empty()
+            ? rows / x0.shape[0]
+            : 0;
+    b.dropout(s, f(0), out[0], reinterpret_cast<uint8_t *>(result->saved[0]),
+              rows, x0.colsOf(), op.rate, op.seed, uint64_t(steps + 1),
+              rowOffsets[m] * perExample);
+    break;
+  }
+  case OpKind::SoftmaxCrossEntropy:
+    b.softmaxCrossEntropy(s, f(0), in[1]->i(),
+                          reinterpret_cast<float *>(result->saved[0]), out[0],
+                          x0.rowsOf(), x0.colsOf());
+    break;
+  case OpKind::MseLoss:
+    b.mse(s, f(0), f(1), out[0], x0.numElements());
+    break;
+  case OpKind::DenseGrad: {
+    // (dy, x, w) -> (dx = dy w^T, dw += x^T dy)
+    int64_t inDim = in[2]->shape[0], outDim = in[2]->shape[1];
+    int64_t rows = in[1]->numElements() / inDim;
+    if (out[0]) {
+      GemmBatch g;
+      g.transB = true;
+      g.m = rows, g.n = inDim, g.k = outDim;
+      g.a = f(0), g.lda = outDim, g.b = f(2), g.ldb = outDim;
+      g.c = out[0], g.ldc = inDim;
+      b.gemm(s, g);
+    }
+    if (out[1]) {
+      GemmBatch g;
+      g.transA = true;
+      g.m = inDim, g.n = outDim, g.k = rows;
+      g.beta = accumulateInto[1] ? 1.0f : 0.0f;
+      g.a = f(1), g.lda = inDim, g.b = f(0), g.ldb = outDim;
+      g.c = out[1], g.ldc = outDim;
+      b.gemm(s, g);
+    }
+    break;
+  }
+  case OpKind::BiasGrad:
+    zeroUnlessFused(0);
+    b.columnSums(s, f(0), out[0], x0.rowsOf(), x0.colsOf());
+    break;
+  case OpKind::ReluGrad:
+    b.reluGrad(s, f(1), f(0), out[0], x0.numElements());
+    break;
+  case OpKind::GeluGrad:
+    b.geluGrad(s, f(1), f(0), out[0], x0.numElements());
+    break;
+  case OpKind::TanhGrad:
+    b.tanhGrad(s, f(1), f(0), out[0], x0.numElements());
+    break;
+  case OpKind::SoftmaxGrad:
+    b.softmaxGrad(s, f(1), f(0), out[0], x0.rowsOf(), x0.colsOf());
+    break;
+  case OpKind::LayerNormGrad: {
+    // (dy, forward y, x, gamma) -> (dx, dgamma, dbeta)
+    const DeviceValue &forward = *in[1];
+    const float *mean = reinterpret_cast<const float *>(forward.saved[0]);
+    const float *rstd = reinterpret_cast<const float *>(forward.saved[1]);
+    int64_t rows = in[2]->rowsOf(), cols = in[2]->colsOf();
+    if (out[0])
+      b.layerNormGradInput(s, f(0), f(2), f(3), mean, rstd, out[0], rows,
+                           cols);
+    zeroUnlessFused(1);
+    zeroUnlessFused(2);
+    b.layerNormGradParams(s, f(0), f(2), mean, rstd, out[1], out[2], rows,
+                          cols);
+    break;
+  }
+  case OpKind::EmbeddingGrad:
+    zeroUnlessFused(0);
+    b.embeddingGrad(s, in[1]->i(), f(0), out[0], in[1]->numElements(),
+                    program.values[op.results[0]].shape[1]);
+    break;
+  case OpKind::AttentionGrad: {
+    // (dy, forward y, x, wqkv, wo) -> (dx, dwqkv, dwo)
+    const DeviceValue &forward = *in[1];
+    AttentionGradCall call;
+    call.dy = f(0), call.x = f(2), call.wqkv = f(3), call.wo = f(4);
+    call.qkv = reinterpret_cast<const float *>(forward.saved[0]);
+    call.probs = reinterpret_cast<const float *>(forward.saved[1]);
+    call.context = reinterpret_cast<const float *>(forward.saved[2]);
+    call.dx = out[0], call.dwqkv = out[1], call.dwo = out[2];
+    call.batch = in[2]->shape[0], call.seq = in[2]->shape[1];
+    call.width = in[2]->shape[2];
+    call.heads = op.heads, call.causal = op.causal;
+    int64_t scratchOffset;
+    call.scratch = reinterpret_cast<float *>(
+        allocateBlock(device,
+                      4 * b.attentionGradScratch(call.batch, call.seq,
+                                                 call.width, call.heads),
+                      scratchOffset));
+    zeroUnlessFused(1);
+    zeroUnlessFused(2);
+    b.attentionGrad(s, call);
+    runs[device].arena.free(scratchOffset);
+    break;
+  }
+  case OpKind::DropoutGrad:
+    b.dropoutGrad(s, reinterpret_cast<const uint8_t *>(in[1]->saved[0]), f(0),
+                  out[0], x0.numElements(), op.rate);
+    break;
+  case OpKind::SoftmaxCrossEntropyGrad: {
+    int64_t rows = in[1]->numElements(),
+            classes = program.values[op.results[0]].shape.back();
+    b.softmaxCrossEntropyGrad(
+        s, reinterpret_cast<const float *>(in[0]->saved[0]), in[1]->i(),
+        float(double(rowsOf(m)) / double(bundle.batch)), out[0], rows,
+        classes);
+    break;
+  }
+  case OpKind::MseLossGrad:
+    b.mseGrad(s, f(0), f(1), float(double(rowsOf(m)) / double(bundle.batch)),
+              out[0], x0.numElements());
+    break;
+  case OpKind::AccumulateGrad: {
+    auto it = paramByName.find(op.name);
+    if (it == paramByName.end())
+      return "unknown parameter '" + op.name + "'";
+    b.accumulate(s, f(0), it->second->grad, it->second->size);
+    break;
+  }
+  case OpKind::Zeros:
+    b.fillZero(s, out[0], result->numElements() * 4);
+    break;
+  }
+  return {};
+}
+
+std::string DeviceExecutor::Impl::issueOps(
+    unsigned device, unsigned m, const std::vector<Op> &ops,
+    const char *section, const std::vector<std::vector<int>> *freeAfter,
+    bool backward) {
+  std::vector<DeviceValue> &values = runs[device].values[m];
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (backward && fusion[device].skip[k])
+      continue;
+    std::string error = issueOp(device, m, ops[k], k, backward);
+    if (!error.empty())
+      return error + ", in " + section + " op " + std::to_string(k) + " (" +
+             opKindName(ops[k].kind) + ")";
+    for (int id : (*freeAfter)[k])
+      freeValue(device, values[id]);
+  }
+  return {};
+}
+
