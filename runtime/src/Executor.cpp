@@ -61,28 +61,6 @@ static int64_t product(const std::vector<int64_t> &shape) {
   return n;
 }
 
-static const char *timelineName(InstrKind kind) {
-  switch (kind) {
-  case InstrKind::LoadInput:
-    return "load input";
-  case InstrKind::Forward:
-    return "forward";
-  case InstrKind::Backward:
-    return "backward";
-  case InstrKind::SendActivation:
-    return "send activation";
-  case InstrKind::RecvActivation:
-    return "recv activation";
-  case InstrKind::SendGradient:
-    return "send gradient";
-  case InstrKind::RecvGradient:
-    return "recv gradient";
-  case InstrKind::OptimizerStep:
-    return "optimizer step";
-  }
-  return "unknown";
-}
-
 //===----------------------------------------------------------------------===//
 // Bundle validation
 //===----------------------------------------------------------------------===//
@@ -1606,7 +1584,7 @@ void PipelineExecutor::Impl::runDevice(unsigned device, const Batch &batch,
                      instr.kind == InstrKind::OptimizerStep;
       timeline.record(
           device,
-          {timelineName(instr.kind), compute,
+          {instructionName(instr.kind), compute,
            instr.kind == InstrKind::OptimizerStep ? -1
                                                   : int64_t(instr.microbatch),
            micros(begin),

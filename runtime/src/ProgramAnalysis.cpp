@@ -4,6 +4,28 @@
 
 using namespace gpipe::runtime;
 
+const char *gpipe::runtime::instructionName(InstrKind kind) {
+  switch (kind) {
+  case InstrKind::LoadInput:
+    return "load input";
+  case InstrKind::Forward:
+    return "forward";
+  case InstrKind::Backward:
+    return "backward";
+  case InstrKind::SendActivation:
+    return "send activation";
+  case InstrKind::RecvActivation:
+    return "recv activation";
+  case InstrKind::SendGradient:
+    return "send gradient";
+  case InstrKind::RecvGradient:
+    return "recv gradient";
+  case InstrKind::OptimizerStep:
+    return "optimizer step";
+  }
+  return "unknown";
+}
+
 static const char *directionWord(InstrKind kind) {
   return kind == InstrKind::SendActivation || kind == InstrKind::RecvActivation
              ? "activation"

@@ -15,6 +15,7 @@
 
 #include "gpipe/runtime/device/DeviceExecutor.h"
 #include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/ProgramAnalysis.h"
 #include "gpipe/runtime/device/ArenaAllocator.h"
 #include "gpipe/runtime/device/CpuBackend.h"
 #include "gpipe/runtime/device/HostBackend.h"
@@ -193,6 +194,129 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(RematPolicy::Full,
                                          RematPolicy::ExceptLast)),
     sweepName);
+
+Batch batchOf(Model model, int64_t rows, uint64_t seed) {
+  switch (model) {
+  case Model::Mlp:
+    return mlpBatch(rows, seed);
+  case Model::Transformer:
+    return residualBatch(rows, seed);
+  case Model::Mse:
+    return mseBatch(rows, seed);
+  }
+  return {};
+}
+
+void expectCloseTensors(const HostTensor &actual, const HostTensor &expected,
+                        const std::string &what) {
+  ASSERT_EQ(actual.type, expected.type) << what;
+  ASSERT_EQ(actual.shape, expected.shape) << what;
+  if (expected.type == ElementType::I32) {
+    EXPECT_EQ(actual.i32, expected.i32) << what;
+    return;
+  }
+  EXPECT_TRUE(gpipe::testing::allClose(actual.f32, toDouble(expected.f32),
+                                       kRtol, kAtol))
+      << what;
+}
+
+using EvalParam = std::tuple<Model, unsigned>;
+
+class DeviceEvaluate : public ::testing::TestWithParam<EvalParam> {};
+
+/// Evaluation after a training step, on fewer, as many and more rows than
+/// the training batch: the loss, the prediction and the target equal the
+/// CPU executor's, on the emulated streams and on CpuBackend's threads.
+TEST_P(DeviceEvaluate, MatchesTheCpuExecutor) {
+  auto [model, k] = GetParam();
+  OptimizerConfig sgd;
+  sgd.learningRate = 0.05f;
+  for (uint64_t scheduleSeed : {3u, 0u}) {
+    auto cpu = makeCpuExecutor(bundleOf(model, k, 2, RematPolicy::Full), sgd);
+    ASSERT_TRUE(cpu);
+    ASSERT_TRUE(cpu->trainStep(batchOf(model, 7)).ok());
+    auto device = makeDeviceExecutor(bundleOf(model, k, 2, RematPolicy::Full),
+                                     scheduleSeed, sgd);
+    ASSERT_TRUE(device);
+    StepResult step = device->trainStep(batchOf(model, 7));
+    ASSERT_TRUE(step.ok()) << step.error;
+    for (int64_t rows : {int64_t(3), kBatch, 2 * kBatch + 1, int64_t(3)}) {
+      Batch batch = batchOf(model, rows, 50 + rows);
+      EvalResult expected = cpu->evaluate(batch, rows);
+      ASSERT_TRUE(expected.ok()) << expected.error;
+      EvalResult actual = device->evaluate(batch, rows);
+      ASSERT_TRUE(actual.ok()) << actual.error;
+      EXPECT_NEAR(actual.loss, expected.loss,
+                  kRtol * std::fabs(expected.loss) + 1e-6)
+          << rows << " rows";
+      expectCloseTensors(actual.prediction, expected.prediction, "prediction");
+      expectCloseTensors(actual.target, expected.target, "target");
+    }
+    // Evaluation left the training state alone: the next step matches.
+    StepResult expected = cpu->trainStep(batchOf(model, 8));
+    StepResult actual = device->trainStep(batchOf(model, 8));
+    ASSERT_TRUE(actual.ok()) << actual.error;
+    EXPECT_NEAR(actual.loss, expected.loss,
+                kRtol * std::fabs(expected.loss) + 1e-7);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllModels, DeviceEvaluate,
+    ::testing::Combine(::testing::Values(Model::Mlp, Model::Transformer,
+                                         Model::Mse),
+                       ::testing::Values(1u, 2u)),
+    [](const ::testing::TestParamInfo<EvalParam> &info) {
+      return std::string(modelName(std::get<0>(info.param))) + "_K" +
+             std::to_string(std::get<1>(info.param));
+    });
+
+TEST(DeviceEvaluate, RefusesBadRowsAndBatches) {
+  auto device = makeDeviceExecutor(
+      bundleOf(Model::Mlp, 2, 2, RematPolicy::Full), 1, OptimizerConfig());
+  ASSERT_TRUE(device);
+  EXPECT_EQ(device->evaluate(mlpBatch(4, 1), 0).error,
+            "evaluate: expects at least 1 row, got 0");
+  EXPECT_NE(device->evaluate(mlpBatch(4, 1), 5).error.find("evaluate: "),
+            std::string::npos);
+  Batch bad = mlpBatch(4, 1);
+  bad["labels"].i32[2] = 99;
+  std::string error = device->evaluate(bad, 4).error;
+  EXPECT_NE(error.find("label 99 outside [0, 5)"), std::string::npos) << error;
+}
+
+/// Every instruction of a step is on its device's lane, in program order,
+/// with its micro-batch; compute and transfers are told apart, and the
+/// measured bubble lies in [0, 1).
+TEST(DeviceExecutorTimeline, OneEventPerInstruction) {
+  for (uint64_t scheduleSeed : {1u, 0u}) {
+    Bundle bundle = bundleOf(Model::Transformer, 2, 3, RematPolicy::Full);
+    auto device = makeDeviceExecutor(bundle, scheduleSeed, OptimizerConfig());
+    ASSERT_TRUE(device);
+    ASSERT_TRUE(device->trainStep(batchOf(Model::Transformer, 1)).ok());
+    const Timeline &timeline = device->timeline();
+    ASSERT_EQ(timeline.numDevices(), 2u);
+    for (unsigned d = 0; d < 2; ++d) {
+      const std::vector<Instr> &program = bundle.programs[d];
+      const std::vector<TimelineEvent> &lane = timeline.lane(d);
+      ASSERT_EQ(lane.size(), program.size());
+      for (size_t i = 0; i < lane.size(); ++i) {
+        EXPECT_EQ(lane[i].name, instructionName(program[i].kind));
+        bool compute = program[i].kind == InstrKind::Forward ||
+                       program[i].kind == InstrKind::Backward ||
+                       program[i].kind == InstrKind::OptimizerStep;
+        EXPECT_EQ(lane[i].compute, compute);
+        if (program[i].kind != InstrKind::OptimizerStep)
+          EXPECT_EQ(lane[i].microbatch, int64_t(program[i].microbatch));
+        EXPECT_GE(lane[i].startUs, 0.0);
+        EXPECT_GE(lane[i].durationUs, 0.0);
+      }
+    }
+    double bubble = timeline.bubbleFraction();
+    EXPECT_GE(bubble, 0.0);
+    EXPECT_LT(bubble, 1.0);
+  }
+}
 
 //===----------------------------------------------------------------------===//
 // The host backend's interleaving

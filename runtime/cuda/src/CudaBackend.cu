@@ -67,6 +67,7 @@ public:
                           const void *src, unsigned srcDevice,
                           int64_t bytes) override;
   void fillZero(StreamId s, void *dst, int64_t bytes) override;
+  void recordTime(StreamId s, double *slot) override;
   void gemm(StreamId stream, const GemmBatch &call) override;
   std::string synchronize(std::chrono::milliseconds timeout) override;
   std::string error() const override { return firstError; }
@@ -264,6 +265,20 @@ void CudaBackend::fillZero(StreamId s, void *dst, int64_t bytes) {
   if (bytes > 0 && setDevice(s))
     note(cudaMemsetAsync(dst, 0, size_t(bytes), streams[s]), "cudaMemsetAsync",
          s);
+}
+
+/// Runs on a CUDA driver thread when the stream reaches it.
+static void CUDART_CB writeHostTime(void *slot) {
+  *static_cast<double *>(slot) =
+      std::chrono::duration<double, std::micro>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count();
+}
+
+void CudaBackend::recordTime(StreamId s, double *slot) {
+  if (setDevice(s))
+    note(cudaLaunchHostFunc(streams[s], writeHostTime, slot),
+         "cudaLaunchHostFunc", s);
 }
 
 void CudaBackend::gemm(StreamId s, const GemmBatch &g) {

@@ -212,6 +212,14 @@ void CpuBackend::fillZero(StreamId s, void *dst, int64_t bytes) {
   enqueue(s, [=] { std::memset(dst, 0, size_t(bytes)); });
 }
 
+void CpuBackend::recordTime(StreamId s, double *slot) {
+  enqueue(s, [slot] {
+    *slot = std::chrono::duration<double, std::micro>(
+                std::chrono::steady_clock::now().time_since_epoch())
+                .count();
+  });
+}
+
 void CpuBackend::gemm(StreamId stream, const GemmBatch &call) {
   enqueue(stream, [g = call] {
     for (int64_t i = 0; i < g.count; ++i) {

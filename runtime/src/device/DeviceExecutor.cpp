@@ -11,6 +11,8 @@
 #include "gpipe/runtime/Initializers.h"
 #include "gpipe/runtime/device/KernelsByFunctor.h"
 
+#include <algorithm>
+
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
 
@@ -36,6 +38,7 @@ public:
   void copyBetweenDevices(StreamId, void *, unsigned, const void *, unsigned,
                           int64_t) override {}
   void fillZero(StreamId, void *, int64_t) override {}
+  void recordTime(StreamId, double *) override {}
   void gemm(StreamId, const GemmBatch &) override {}
   std::string synchronize(std::chrono::milliseconds) override { return {}; }
   std::string error() const override { return {}; }
@@ -81,7 +84,8 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   s.backend = std::move(backend);
   s.bundle = std::move(bundle);
   const Bundle &b = s.bundle;
-  error = verifySchedule(b, &s.issueOrder);
+  s.training.programs = &b.programs;
+  error = verifySchedule(b, &s.training.order);
   if (!error.empty())
     return nullptr;
   s.paramsOf.resize(numDevices);
@@ -109,20 +113,24 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
         last = instr.microbatch;
     s.lastForward.push_back(last);
   }
+  s.training.rows = b.microbatchRows;
   int64_t offset = 0;
   for (int64_t rows : b.microbatchRows) {
-    s.rowOffsets.push_back(offset);
+    s.training.offsets.push_back(offset);
     offset += rows;
   }
+  s.keptForEvaluation.assign(b.stages.back().values.size(), 0);
+  for (const Op &op : b.stages.back().forward)
+    if (!op.results.empty() && op.results[0] == b.stages.back().loss)
+      for (int id : op.operands)
+        s.keptForEvaluation[id] = 1;
 
   // The placement: one step against the dry-run backend.
-  NullBackend dry(numDevices);
-  s.issue = &dry;
-  error = s.issueStep(nullptr, true);
+  error = s.placePass(s.training);
   if (!error.empty())
     return nullptr;
   for (unsigned d = 0; d < numDevices; ++d) {
-    s.layout[d].arenaBytes = s.runs[d].arena.highWater();
+    s.layout[d].arenaBytes = s.training.arenaBytes[d];
     if (d < b.memoryPlan.devices.size())
       s.layout[d].plannedArenaBytes = b.memoryPlan.devices[d].arenaBytes;
   }
@@ -137,7 +145,7 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
       error = s.backend->allocate(d, s.layout[d].residentBytes, &res);
     if (!error.empty())
       return nullptr;
-    s.arenaBase.push_back(static_cast<char *>(arena));
+    s.training.arenaBase.push_back(static_cast<char *>(arena));
     resident[d] = static_cast<char *>(res);
   }
   std::vector<int64_t> used(numDevices, 0);
@@ -170,9 +178,36 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   return std::unique_ptr<DeviceExecutor>(new DeviceExecutor(std::move(impl)));
 }
 
+std::string DeviceExecutor::Impl::placePass(IssuePass &placed) {
+  NullBackend dry(bundle.stages.size());
+  issue = &dry;
+  pass = &placed;
+  std::string error = issueStep(nullptr, true);
+  placed.arenaBytes.clear();
+  for (const DeviceRun &run : runs)
+    placed.arenaBytes.push_back(run.arena.highWater());
+  return error;
+}
+
+std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
+                                          const Batch &batch) {
+  issue = backend.get();
+  pass = &toRun;
+  recordTimeline = config.recordTimeline;
+  std::string error = issueStep(&batch, false);
+  const unsigned numMicrobatches = toRun.rows.size();
+  hostLosses.assign(numMicrobatches, 0.0f);
+  const unsigned last = bundle.stages.size() - 1;
+  if (error.empty())
+    backend->copyToHost(backend->computeStream(last), hostLosses.data(),
+                        lossSlots, numMicrobatches * 4);
+  return error;
+}
+
 StepResult DeviceExecutor::trainStep(const Batch &batch) {
   Impl &s = *impl;
   StepResult result;
+  s.pass = &s.training;
   result.error = checkBatch(s.bundle, batch, s.bundle.batch);
   if (result.error.empty())
     result.error = s.checkModelInputs(batch);
@@ -180,27 +215,149 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
     result.error = s.backend->error();
   if (!result.error.empty())
     return result;
-  s.issue = s.backend.get();
-  result.error = s.issueStep(&batch, false);
-  const unsigned numMicrobatches = s.bundle.microbatchRows.size();
-  s.hostLosses.assign(numMicrobatches, 0.0f);
-  const unsigned last = s.bundle.stages.size() - 1;
-  if (result.error.empty())
-    s.backend->copyToHost(s.backend->computeStream(last), s.hostLosses.data(),
-                          s.lossSlots, numMicrobatches * 4);
+  result.error = s.runPass(s.training, batch);
   std::string syncError = s.backend->synchronize(s.config.stepTimeout);
   if (result.error.empty())
     result.error = syncError;
   if (!result.error.empty())
     return result;
   ++s.steps;
-  for (unsigned m = 0; m < numMicrobatches; ++m) {
+  if (s.recordTimeline)
+    s.buildTimeline();
+  for (size_t m = 0; m < s.hostLosses.size(); ++m) {
     double loss = s.hostLosses[m];
     result.microbatchLosses.push_back(loss);
     result.loss += double(s.bundle.microbatchRows[m]) /
                    double(s.bundle.batch) * loss;
   }
   return result;
+}
+
+/// The evaluation pass of `rows` rows: each device loads its model inputs,
+/// receives its channels, runs its forward and sends its outputs, devices in
+/// order; placed by its own dry run and given its own arenas (kept while
+/// the next evaluation has the same rows).
+std::string DeviceExecutor::Impl::prepareEvaluation(int64_t rows) {
+  if (evaluation && evaluation->rows.front() == rows)
+    return {};
+  const unsigned numDevices = bundle.stages.size();
+  evaluationPrograms.assign(numDevices, {});
+  auto pass = std::make_unique<IssuePass>();
+  pass->programs = &evaluationPrograms;
+  pass->rows = {rows};
+  pass->offsets = {0};
+  pass->evaluating = true;
+  for (unsigned d = 0; d < numDevices; ++d) {
+    const StageProgram &stage = bundle.stages[d];
+    std::vector<Instr> &program = evaluationPrograms[d];
+    auto add = [&](InstrKind kind, unsigned peer, unsigned channel,
+                   std::string name) {
+      Instr instr;
+      instr.kind = kind;
+      instr.stage = d;
+      instr.peer = peer;
+      instr.channel = channel;
+      instr.inputName = std::move(name);
+      program.push_back(std::move(instr));
+    };
+    std::vector<std::string> loaded;
+    for (const StageInput &input : stage.inputs) {
+      if (input.fromChannel)
+        add(InstrKind::RecvActivation, d - 1, input.channel, "");
+      else if (std::find(loaded.begin(), loaded.end(), input.inputName) ==
+               loaded.end()) {
+        loaded.push_back(input.inputName);
+        add(InstrKind::LoadInput, 0, 0, input.inputName);
+      }
+    }
+    add(InstrKind::Forward, 0, 0, "");
+    for (unsigned c = 0; c < stage.outputs.size(); ++c)
+      add(InstrKind::SendActivation, d + 1, c, "");
+    for (size_t i = 0; i < program.size(); ++i)
+      pass->order.push_back({d, i});
+  }
+  std::string error = placePass(*pass);
+  if (!error.empty())
+    return error;
+  for (unsigned d = 0; d < numDevices; ++d) {
+    void *arena = nullptr;
+    error = backend->allocate(d, pass->arenaBytes[d], &arena);
+    if (!error.empty())
+      return error;
+    pass->arenaBase.push_back(static_cast<char *>(arena));
+  }
+  evaluation = std::move(pass);
+  return {};
+}
+
+EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
+  Impl &s = *impl;
+  EvalResult result;
+  if (rows < 1) {
+    result.error =
+        "evaluate: expects at least 1 row, got " + std::to_string(rows);
+    return result;
+  }
+  result.error = checkBatch(s.bundle, batch, rows);
+  if (result.error.empty())
+    result.error = s.prepareEvaluation(rows);
+  if (result.error.empty()) {
+    s.pass = s.evaluation.get();
+    result.error = s.checkModelInputs(batch);
+  }
+  if (result.error.empty())
+    result.error = s.backend->error();
+  if (!result.error.empty()) {
+    result.error = "evaluate: " + result.error;
+    return result;
+  }
+  bool timeline = s.config.recordTimeline;
+  s.config.recordTimeline = false; // the timeline is the training step's
+  result.error = s.runPass(*s.evaluation, batch);
+  s.config.recordTimeline = timeline;
+  // The loss op's operands, kept on the last device past the forward.
+  const unsigned last = s.bundle.stages.size() - 1;
+  const StageProgram &stage = s.bundle.stages.back();
+  for (const Op &op : stage.forward) {
+    if (!result.error.empty() || op.results.empty() ||
+        op.results[0] != stage.loss)
+      continue;
+    HostTensor *outs[2] = {&result.prediction, &result.target};
+    for (size_t k = 0; k < 2 && k < op.operands.size(); ++k) {
+      const DeviceValue &value = s.runs[last].values[0][op.operands[k]];
+      HostTensor &host = *outs[k];
+      host.type = stage.values[op.operands[k]].type;
+      host.shape = value.shape;
+      void *dst;
+      if (host.type == ElementType::F32) {
+        host.f32.assign(value.numElements(), 0.0f);
+        dst = host.f32.data();
+      } else {
+        host.i32.assign(value.numElements(), 0);
+        dst = host.i32.data();
+      }
+      s.backend->copyToHost(s.backend->computeStream(last), dst, value.data,
+                            value.numElements() * 4);
+    }
+  }
+  std::string syncError = s.backend->synchronize(s.config.stepTimeout);
+  if (result.error.empty())
+    result.error = syncError;
+  if (!result.error.empty()) {
+    result.error = "evaluate: " + result.error;
+    return result;
+  }
+  result.loss = s.hostLosses.front();
+  return result;
+}
+
+const Timeline &DeviceExecutor::timeline() const { return impl->timeline; }
+
+std::vector<int64_t> DeviceExecutor::peakMemoryBytes() const {
+  std::vector<int64_t> bytes;
+  for (const DeviceMemoryLayout &device : impl->layout)
+    bytes.push_back(device.residentBytes + device.arenaBytes);
+  return bytes;
 }
 
 static std::string copyBack(DeviceBackend &backend, unsigned device,

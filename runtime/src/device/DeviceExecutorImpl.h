@@ -24,9 +24,11 @@
 
 #include "gpipe/runtime/ProgramAnalysis.h"
 #include "gpipe/runtime/ScheduleVerifier.h"
+#include "gpipe/runtime/Timeline.h"
 #include "gpipe/runtime/device/ArenaAllocator.h"
 #include "gpipe/runtime/device/DeviceExecutor.h"
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -91,6 +93,24 @@ struct DeviceRun {
   int64_t computeCount = 0;
 };
 
+/// What one issue runs: a training step, or an evaluation's forward pass
+/// over every stage in order on one "micro-batch" of any number of rows.
+struct IssuePass {
+  const std::vector<std::vector<Instr>> *programs = nullptr; ///< per device
+  std::vector<ScheduleStep> order;    ///< each send before its receive
+  std::vector<int64_t> rows, offsets; ///< per micro-batch
+  bool evaluating = false;
+  std::vector<int64_t> arenaBytes; ///< per device, from the dry run
+  std::vector<char *> arenaBase;   ///< per device; null in the dry run
+};
+
+/// One instruction's start and end on its stream, for the timeline.
+struct TimelineMark {
+  unsigned device = 0;
+  InstrKind kind = InstrKind::Forward;
+  int64_t microbatch = -1;
+  double *start = nullptr, *end = nullptr;
+};
 
 } // namespace gpipe::runtime::device::detail
 
@@ -107,20 +127,26 @@ struct DeviceExecutor::Impl {
   std::vector<GradientFusion> fusion;
   std::vector<StageLiveness> liveness;
   std::vector<unsigned> lastForward;
-  std::vector<int64_t> rowOffsets;
   std::vector<DeviceMemoryLayout> layout;
-  std::vector<char *> arenaBase;
+  IssuePass training;
+  /// The forward-only programs and pass of the last evaluate's row count.
+  std::vector<std::vector<Instr>> evaluationPrograms;
+  std::unique_ptr<IssuePass> evaluation;
+  /// Last stage: the loss op's operands, kept after an evaluation's forward.
+  std::vector<char> keptForEvaluation;
   float *lossSlots = nullptr; ///< M floats on the last device
   std::vector<float> hostLosses;
   int64_t steps = 0;
 
   // Per step.
   DeviceBackend *issue = nullptr; ///< the backend, or the dry run's
+  const IssuePass *pass = nullptr;
   std::vector<DeviceRun> runs;
   std::map<MessageKey, EventId> sent;
-  /// Every device's instructions in one order that issues each send before
-  /// its receive (verifySchedule's).
-  std::vector<ScheduleStep> issueOrder;
+  bool recordTimeline = false;
+  std::deque<double> timeSlots; ///< stable addresses for recordTime
+  std::vector<TimelineMark> marks;
+  Timeline timeline{0};
 
   std::string issueStep(const Batch *batch, bool dryRun);
   std::string issueInstr(unsigned device, const Instr &instr,
@@ -133,6 +159,12 @@ struct DeviceExecutor::Impl {
                       bool backward);
   std::string send(unsigned device, const Instr &instr);
   std::string checkModelInputs(const Batch &batch) const;
+  std::string prepareEvaluation(int64_t rows);
+  /// Sizes each device's arena for `placed` by a dry run of its issue.
+  std::string placePass(IssuePass &placed);
+  /// Issues and runs `pass` on `batch`; "" or the first error.
+  std::string runPass(const IssuePass &pass, const Batch &batch);
+  void buildTimeline();
 
   char *allocateBlock(unsigned device, int64_t bytes, int64_t &offset);
   DeviceValue &newValue(unsigned device, unsigned m, int id,
@@ -141,7 +173,11 @@ struct DeviceExecutor::Impl {
   void releasePending(unsigned device, bool all);
 
   StreamId compute(unsigned d) { return issue->computeStream(d); }
-  int64_t rowsOf(unsigned m) const { return bundle.microbatchRows[m]; }
+  int64_t rowsOf(unsigned m) const { return pass->rows[m]; }
+  bool keepsForEvaluation(unsigned device, int id) const {
+    return pass->evaluating && device + 1 == bundle.stages.size() &&
+           keptForEvaluation[id];
+  }
 };
 
 } // namespace gpipe::runtime::device

@@ -8,6 +8,7 @@
 
 #include "DeviceExecutorImpl.h"
 
+#include <algorithm>
 #include <cassert>
 
 using namespace gpipe::runtime;
@@ -156,7 +157,7 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
                               : static_cast<const void *>(host.i32.data());
         issue->copyToDevice(compute(device), value.data,
                             static_cast<const char *>(src) +
-                                rowOffsets[m] * perRow * 4,
+                                pass->offsets[m] * perRow * 4,
                             value.numElements() * 4);
       }
     }
@@ -192,8 +193,10 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
                                        " was not received before the forward"
                                  : "model input '" + input.inputName +
                                        "' was not loaded before the forward";
-    run.kept[m] =
-        keepsForwardValues(bundle.remat, m, lastForward[device]) ? 1 : 0;
+    run.kept[m] = !pass->evaluating && keepsForwardValues(bundle.remat, m,
+                                                          lastForward[device])
+                      ? 1
+                      : 0;
     const StageLiveness &live = liveness[device];
     std::string error = issueOps(device, m, program.forward, "forward",
                                  &live.forwardFree[run.kept[m] ? 1 : 0], false);
@@ -206,7 +209,8 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
                                 device, 4);
     std::vector<char> keep(program.values.size(), 0);
     for (size_t id = 0; id < keep.size(); ++id)
-      keep[id] = live.neededAfterForward(int(id), run.kept[m] != 0);
+      keep[id] = live.neededAfterForward(int(id), run.kept[m] != 0) ||
+                 keepsForEvaluation(device, int(id));
     for (int id : program.outputs)
       keep[id] = 1;
     for (size_t id = 0; id < keep.size(); ++id)
@@ -257,25 +261,28 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
 /// reached its own.
 std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   const unsigned numDevices = bundle.stages.size();
-  const unsigned numMicrobatches = bundle.microbatchRows.size();
+  const unsigned numMicrobatches = pass->rows.size();
+  const std::vector<std::vector<Instr>> &programs = *pass->programs;
   runs.clear();
   runs.resize(numDevices);
   sent.clear();
+  marks.clear();
+  timeSlots.clear();
   for (unsigned d = 0; d < numDevices; ++d) {
     DeviceRun &run = runs[d];
-    run.arena =
-        dryRun ? ArenaAllocator() : ArenaAllocator(layout[d].arenaBytes);
-    run.base = dryRun ? nullptr : arenaBase[d];
+    run.arena = dryRun ? ArenaAllocator() : ArenaAllocator(pass->arenaBytes[d]);
+    run.base = dryRun ? nullptr : pass->arenaBase[d];
     run.values.assign(numMicrobatches, std::vector<DeviceValue>(
                                            bundle.stages[d].values.size()));
     run.kept.assign(numMicrobatches, 0);
-    for (DeviceParameter *param : paramsOf[d])
-      issue->fillZero(compute(d), param->grad, param->size * 4);
+    if (!pass->evaluating)
+      for (DeviceParameter *param : paramsOf[d])
+        issue->fillZero(compute(d), param->grad, param->size * 4);
   }
   // Receive buffers, reserved for the whole step.
   for (unsigned d = 0; d < numDevices; ++d) {
     const StageProgram &program = bundle.stages[d];
-    for (const Instr &instr : bundle.programs[d]) {
+    for (const Instr &instr : programs[d]) {
       if (instr.kind != InstrKind::RecvActivation &&
           instr.kind != InstrKind::RecvGradient)
         continue;
@@ -294,18 +301,53 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
     }
   }
 
-  // validateBundle proved this order: every receive follows its send.
-  for (const ScheduleStep &step : issueOrder) {
-    const Instr &instr = bundle.programs[step.device][step.index];
+  // verifySchedule proved this order: every receive follows its send.
+  const bool timed = recordTimeline && !dryRun;
+  for (const ScheduleStep &step : pass->order) {
+    const Instr &instr = programs[step.device][step.index];
+    StreamId stream = instr.kind == InstrKind::SendActivation ||
+                              instr.kind == InstrKind::SendGradient
+                          ? issue->copyStream(step.device)
+                          : compute(step.device);
+    TimelineMark mark;
+    if (timed) {
+      mark.device = step.device;
+      mark.kind = instr.kind;
+      mark.microbatch = instr.kind == InstrKind::OptimizerStep
+                            ? -1
+                            : int64_t(instr.microbatch);
+      mark.start = &timeSlots.emplace_back(0.0);
+      mark.end = &timeSlots.emplace_back(0.0);
+      issue->recordTime(stream, mark.start);
+    }
     std::string error = issueInstr(step.device, instr, batch);
     if (!error.empty())
       return "device " + std::to_string(step.device) + ": op #" +
              std::to_string(step.index) + " (" +
              describeInstruction(instr, step.device) + "): " + error;
+    if (timed) {
+      issue->recordTime(stream, mark.end);
+      marks.push_back(mark);
+    }
   }
   for (unsigned d = 0; d < numDevices; ++d)
     releasePending(d, true);
   return {};
+}
+
+void DeviceExecutor::Impl::buildTimeline() {
+  timeline = Timeline(bundle.stages.size());
+  double origin = 0;
+  for (size_t i = 0; i < marks.size(); ++i)
+    origin = i == 0 ? *marks[i].start : std::min(origin, *marks[i].start);
+  for (const TimelineMark &mark : marks) {
+    bool computeWork = mark.kind == InstrKind::Forward ||
+                       mark.kind == InstrKind::Backward ||
+                       mark.kind == InstrKind::OptimizerStep;
+    timeline.record(mark.device,
+                    {instructionName(mark.kind), computeWork, mark.microbatch,
+                     *mark.start - origin, *mark.end - *mark.start});
+  }
 }
 
 /// Ids and labels come from the batch, so they are checked here, on the
@@ -337,13 +379,13 @@ std::string DeviceExecutor::Impl::checkModelInputs(const Batch &batch) const {
         continue; // validateBundle: i32 values are model inputs
       const HostTensor &host = batch.at(source->inputName);
       int64_t perRow = host.numElements() / host.shape[0];
-      for (unsigned m = 0; m < bundle.microbatchRows.size(); ++m)
+      for (unsigned m = 0; m < pass->rows.size(); ++m)
         for (int64_t p = 0; p < rowsOf(m) * perRow; ++p) {
-          int32_t v = host.i32[rowOffsets[m] * perRow + p];
+          int32_t v = host.i32[pass->offsets[m] * perRow + p];
           if (v >= 0 && v < limit)
             continue;
           size_t at = 0;
-          const std::vector<Instr> &instrs = bundle.programs[d];
+          const std::vector<Instr> &instrs = (*pass->programs)[d];
           while (at < instrs.size() &&
                  !(instrs[at].kind == InstrKind::Forward &&
                    instrs[at].microbatch == m))

@@ -141,6 +141,11 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     break;
   }
   case OpKind::Dropout: {
+    if (pass->evaluating) { // evaluation has no dropout
+      b.copyBetweenDevices(s, out[0], device, f(0), device,
+                           x0.numElements() * 4);
+      break;
+    }
     int64_t rows = x0.rowsOf();
     int64_t perExample =
         program.values[op.operands[0]].batched && !x0.shape.empty()
@@ -148,7 +153,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
             : 0;
     b.dropout(s, f(0), out[0], reinterpret_cast<uint8_t *>(result->saved[0]),
               rows, x0.colsOf(), op.rate, op.seed, uint64_t(steps + 1),
-              rowOffsets[m] * perExample);
+              pass->offsets[m] * perExample);
     break;
   }
   case OpKind::SoftmaxCrossEntropy:
@@ -286,7 +291,8 @@ std::string DeviceExecutor::Impl::issueOps(
       return error + ", in " + section + " op " + std::to_string(k) + " (" +
              opKindName(ops[k].kind) + ")";
     for (int id : (*freeAfter)[k])
-      freeValue(device, values[id]);
+      if (!keepsForEvaluation(device, id))
+        freeValue(device, values[id]);
   }
   return {};
 }

@@ -3,6 +3,7 @@
 #include "gpipe/runtime/device/HostBackend.h"
 
 #include <cblas.h>
+#include <chrono>
 #include <cstring>
 #include <new>
 
@@ -86,6 +87,14 @@ void HostBackend::copyBetweenDevices(StreamId s, void *dst, unsigned,
 
 void HostBackend::fillZero(StreamId s, void *dst, int64_t bytes) {
   enqueue(s, [=] { std::memset(dst, 0, size_t(bytes)); });
+}
+
+void HostBackend::recordTime(StreamId s, double *slot) {
+  enqueue(s, [slot] {
+    *slot = std::chrono::duration<double, std::micro>(
+                std::chrono::steady_clock::now().time_since_epoch())
+                .count();
+  });
 }
 
 void HostBackend::gemm(StreamId stream, const GemmBatch &call) {

@@ -19,6 +19,9 @@
 
 namespace gpipe::runtime {
 
+/// "forward", "recv activation", ...: an instruction kind in the timeline.
+const char *instructionName(InstrKind kind);
+
 /// "forward of stage 2, micro-batch 1" and the like, as in the schedule's
 /// diagnostics.
 std::string describeInstruction(const Instr &instr, unsigned device);

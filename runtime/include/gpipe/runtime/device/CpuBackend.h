@@ -61,6 +61,7 @@ public:
                           const void *src, unsigned srcDevice,
                           int64_t bytes) override;
   void fillZero(StreamId s, void *dst, int64_t bytes) override;
+  void recordTime(StreamId s, double *slot) override;
   void gemm(StreamId stream, const GemmBatch &call) override;
 
   // The vectorized CPU kernels (CpuKernels.h) where they compute the same

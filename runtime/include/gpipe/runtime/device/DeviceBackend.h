@@ -64,6 +64,10 @@ public:
                                   const void *src, unsigned srcDevice,
                                   int64_t bytes) = 0;
   virtual void fillZero(StreamId s, void *dst, int64_t bytes) = 0;
+  /// When `s` reaches this point, writes the host's steady clock in
+  /// microseconds to `*slot` (valid once `synchronize` returned): the
+  /// executor's timeline marks each instruction's start and end with it.
+  virtual void recordTime(StreamId s, double *slot) = 0;
 
   /// Waits for all queued work, at most `timeout`; returns "" or the first
   /// error, or on timeout which device's which stream had not finished.

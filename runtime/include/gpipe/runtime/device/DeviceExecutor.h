@@ -50,6 +50,8 @@ struct DeviceExecutorConfig {
   uint64_t seed = 0;
   /// How long a step may take on the devices before it is reported stuck.
   std::chrono::milliseconds stepTimeout{60000};
+  /// Mark every instruction's start and end on its stream (timeline()).
+  bool recordTimeline = true;
 };
 
 /// The memory of one device, in bytes.
@@ -74,6 +76,19 @@ public:
 
   /// One training step on `bundle().batch` rows (see PipelineExecutor).
   StepResult trainStep(const Batch &batch);
+
+  /// Forward only, every stage in order, on `rows` rows (any number >= 1;
+  /// inputs have `rows` as dimension 0), with dropout as the identity. Uses
+  /// arenas of its own, sized by a dry run for `rows` and kept until an
+  /// evaluation with other rows. Touches neither parameters nor gradients.
+  EvalResult evaluate(const Batch &batch, int64_t rows);
+
+  /// Each instruction of the last trainStep on its device's lane, with its
+  /// start and end as its stream reached them (recordTimeline).
+  const Timeline &timeline() const;
+  /// Per device: resident bytes plus the static arena, which every step
+  /// reuses.
+  std::vector<int64_t> peakMemoryBytes() const;
 
   /// Copies a parameter / its gradient of the last step back to the host;
   /// "" or an error (unknown name, a device error).

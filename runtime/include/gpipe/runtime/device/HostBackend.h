@@ -54,6 +54,7 @@ public:
                           const void *src, unsigned srcDevice,
                           int64_t bytes) override;
   void fillZero(StreamId s, void *dst, int64_t bytes) override;
+  void recordTime(StreamId s, double *slot) override;
   void gemm(StreamId stream, const GemmBatch &call) override;
   std::string synchronize(std::chrono::milliseconds timeout) override;
   std::string error() const override { return firstError; }
