@@ -19,3 +19,10 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.gpipe_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["gpipe-opt", "gpipe-translate", "gpipe-run", "gpipe-capacity", "embed_train"], [config.gpipe_tools_dir])
+
+# A machine with an NVIDIA GPU (the device tool's): tests of the no-GPU path
+# do not apply there.
+import shutil, subprocess
+if shutil.which("nvidia-smi") and subprocess.run(
+        ["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+    config.available_features.add("cuda-gpu")

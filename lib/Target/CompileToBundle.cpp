@@ -8,6 +8,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
 
@@ -37,6 +39,26 @@ LogicalResult gpipe::compileSourceToBundle(
     return success();
   });
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
+  if (!module)
+    return failure();
+  llvm::raw_string_ostream os(bundleJson);
+  return compileModuleToBundle(*module, options, os);
+}
+
+LogicalResult gpipe::compileFileToBundle(StringRef path,
+                                         const CompilePipelineOptions &options,
+                                         std::string &bundleJson,
+                                         std::string &error) {
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
+  if (!file)
+    return failure();
+  DialectRegistry registry;
+  registry.insert<GPipeDialect>();
+  MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return failure();
   llvm::raw_string_ostream os(bundleJson);

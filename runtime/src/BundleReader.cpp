@@ -1212,6 +1212,10 @@ void appendPretty(const Json &value, size_t column, size_t indent,
 // Entry points
 //===----------------------------------------------------------------------===//
 
+const char *gpipe::runtime::rematPolicyName(RematPolicy policy) {
+  return nameIn(kRemats, policy);
+}
+
 StatusOr<Bundle> gpipe::runtime::parseBundle(const std::string &text,
                                              const std::string &sourceName) {
   std::string prefix = "'" + sourceName + "': ";

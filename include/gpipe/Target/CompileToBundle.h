@@ -30,6 +30,15 @@ mlir::LogicalResult compileSourceToBundle(llvm::StringRef source,
                                           std::string &bundleJson,
                                           std::string &diagnostics);
 
+/// Compiles the gpipe text in the file at `path`, printing the parser's and
+/// the passes' diagnostics to stderr with their source locations. A file that
+/// cannot be read fails with `error` set ("cannot open input file ...");
+/// otherwise `error` stays empty and the diagnostics say why.
+mlir::LogicalResult compileFileToBundle(llvm::StringRef path,
+                                        const CompilePipelineOptions &options,
+                                        std::string &bundleJson,
+                                        std::string &error);
+
 } // namespace gpipe
 
 #endif // GPIPE_TARGET_COMPILETOBUNDLE_H

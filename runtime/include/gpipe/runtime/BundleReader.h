@@ -31,6 +31,9 @@ namespace gpipe::runtime {
 
 /// Parses and checks the JSON text of a bundle. `sourceName` (a path, or any
 /// label) prefixes every error message, quoted. Never throws.
+/// "none", "full" or "except-last", as in the bundle.
+const char *rematPolicyName(RematPolicy policy);
+
 /// Errors have the code InvalidBundle (OutOfMemory if an allocation failed).
 StatusOr<Bundle> parseBundle(const std::string &text,
                              const std::string &sourceName);

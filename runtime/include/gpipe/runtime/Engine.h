@@ -1,0 +1,88 @@
+//===- Engine.h - One training interface over every backend -----*- C++ -*-===//
+//
+// What a training loop (Training.h), a tool or an application needs from the
+// runtime, whichever backend runs the bundle:
+//   - `cpu`: K CPU devices (the pipeline executor, Executor.h);
+//   - `cuda`: the device executor (device/DeviceExecutor.h) on CUDA GPUs;
+//   - `host-emulation`: the device executor on the host emulation of streams
+//     (device/HostBackend.h), for tests and debugging without a GPU.
+// The CUDA backend lives in its own library (runtime/cuda); a program that
+// links it hands its factory in EngineOptions, so that this library does not
+// depend on CUDA. Without one, `cuda` is Unavailable with "no CUDA device".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_ENGINE_H
+#define GPIPE_RUNTIME_ENGINE_H
+
+#include "gpipe/runtime/Bundle.h"
+#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/Status.h"
+#include "gpipe/runtime/Timeline.h"
+#include "gpipe/runtime/device/DeviceBackend.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpipe::runtime {
+
+enum class DeviceKind { Cpu, Cuda, HostEmulation };
+
+/// "cpu", "cuda", "host-emulation", or nothing for another name.
+std::optional<DeviceKind> parseDeviceKind(const std::string &name);
+const char *deviceKindName(DeviceKind kind);
+
+/// Makes the backend of `numDevices` pipeline devices, or null with an error
+/// that says why ("no CUDA device available: ...").
+using BackendFactory = std::function<std::unique_ptr<device::DeviceBackend>(
+    unsigned numDevices, std::string &error)>;
+
+struct EngineOptions {
+  DeviceKind device = DeviceKind::Cpu;
+  OptimizerConfig optimizer;
+  uint64_t seed = 0;
+  /// How long a device waits for a peer (cpu) or a step may take (devices
+  /// with streams) before the step fails, naming who waited for what.
+  std::chrono::milliseconds timeout{60000};
+  bool recordTimeline = true;
+  /// The CUDA backend's factory (runtime/cuda), for DeviceKind::Cuda.
+  BackendFactory cudaBackend;
+};
+
+class Engine {
+public:
+  virtual ~Engine() = default;
+
+  /// One training step on a mini-batch of bundle().batch rows.
+  virtual StepResult trainStep(const Batch &batch) = 0;
+  /// Forward only on `rows` rows, dropout off.
+  virtual EvalResult evaluate(const Batch &batch, int64_t rows) = 0;
+  virtual void setLearningRate(float learningRate) = 0;
+  /// The last step's instructions, one lane per device.
+  virtual const Timeline &timeline() const = 0;
+  /// Per device, the high-water mark of the last step's memory.
+  virtual std::vector<int64_t> peakMemoryBytes() const = 0;
+  /// Whether peakMemoryBytes() counts live bytes under the compiler's
+  /// allocation rules, so that it must stay within the plan's peak (cpu); the
+  /// device executor reports its own static placement (resident + arena),
+  /// which is compared with the plan's arena instead.
+  virtual bool countsLiveBytes() const = 0;
+  virtual const Bundle &bundle() const = 0;
+  unsigned numDevices() const { return bundle().stages.size(); }
+  /// "4 CPU devices", "host emulation of 2 devices ...", the GPUs.
+  virtual std::string describe() const = 0;
+};
+
+/// The engine of `options.device` for `bundle`: InvalidBundle if the bundle
+/// fails the loader's proofs, Unavailable (exit status 2 in the tools) if
+/// the device kind cannot run here.
+StatusOr<std::unique_ptr<Engine>> createEngine(Bundle bundle,
+                                               const EngineOptions &options);
+
+} // namespace gpipe::runtime
+
+#endif // GPIPE_RUNTIME_ENGINE_H

@@ -1,0 +1,62 @@
+//===- TrainingReport.h - The lines a training run prints -------*- C++ -*-===//
+//
+// The standard report of a training run, shared by gpipe-run and the
+// python-free examples: a progress line with an ETA on a terminal, one line
+// per epoch (images) or evaluation (text), and the memory plan against the
+// measured peaks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_TRAININGREPORT_H
+#define GPIPE_RUNTIME_TRAININGREPORT_H
+
+#include "gpipe/runtime/Training.h"
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace gpipe::runtime {
+
+/// "1.5 MiB".
+std::string formatBytes(int64_t bytes);
+/// "1.5 MiB, 2.0 MiB".
+std::string formatBytesList(const std::vector<int64_t> &bytes);
+
+/// "memory plan: peak per device [P (arena A), ...]", or "" without a plan.
+std::string memoryPlanLine(const Bundle &bundle);
+/// "measured peak per device against the plan [M of P, ...]: within the
+/// plan" (or "EXCEEDS THE PLAN", and `within` false); "" without a plan.
+std::string memoryCheckLine(const Bundle &bundle,
+                            const std::vector<int64_t> &peak, bool &within);
+/// "device memory per device [M (planned arena A), ...]: the device
+/// executor's own placement" for engines with static arenas; "" without a
+/// plan.
+std::string placementLine(const Bundle &bundle,
+                          const std::vector<int64_t> &memory);
+/// "K stages, M micro-batches of R rows (remat X)"; uneven splits show the
+/// row range ("22-21").
+std::string describePipeline(const Bundle &bundle);
+/// GPipe's ideal bubble (K - 1) / (M + K - 1).
+double idealBubble(const Bundle &bundle);
+
+/// Prints reports to `out` and, when `progress` is a terminal, a progress
+/// line with an ETA there every 2 s.
+class ConsoleReporter final : public TrainingObserver {
+public:
+  ConsoleReporter(std::FILE *out, std::FILE *progress);
+  void onStep(const StepProgress &progress) override;
+  void onEpoch(const EpochReport &report) override;
+  void onEvaluation(const TextEvaluation &evaluation) override;
+
+private:
+  void clearProgress();
+  std::FILE *out, *progress;
+  bool terminal;
+  std::chrono::steady_clock::time_point last;
+};
+
+} // namespace gpipe::runtime
+
+#endif // GPIPE_RUNTIME_TRAININGREPORT_H

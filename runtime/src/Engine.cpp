@@ -1,0 +1,135 @@
+//===- Engine.cpp - One training interface over every backend -------------===//
+//
+// Two adapters: the CPU pipeline executor, and the device executor over a
+// DeviceBackend. They go when the device executor runs on CPU threads with
+// the compiler's placement (docs/Architecture.md), leaving one executor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/runtime/Engine.h"
+#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/device/HostBackend.h"
+
+using namespace gpipe::runtime;
+
+std::optional<DeviceKind>
+gpipe::runtime::parseDeviceKind(const std::string &name) {
+  if (name == "cpu")
+    return DeviceKind::Cpu;
+  if (name == "cuda")
+    return DeviceKind::Cuda;
+  if (name == "host-emulation")
+    return DeviceKind::HostEmulation;
+  return std::nullopt;
+}
+
+const char *gpipe::runtime::deviceKindName(DeviceKind kind) {
+  switch (kind) {
+  case DeviceKind::Cpu:
+    return "cpu";
+  case DeviceKind::Cuda:
+    return "cuda";
+  case DeviceKind::HostEmulation:
+    return "host-emulation";
+  }
+  return "unknown";
+}
+
+namespace {
+
+class CpuEngine final : public Engine {
+public:
+  explicit CpuEngine(std::unique_ptr<PipelineExecutor> executor)
+      : executor(std::move(executor)) {}
+  StepResult trainStep(const Batch &batch) override {
+    return executor->trainStep(batch);
+  }
+  EvalResult evaluate(const Batch &batch, int64_t rows) override {
+    return executor->evaluate(batch, rows);
+  }
+  void setLearningRate(float learningRate) override {
+    executor->setLearningRate(learningRate);
+  }
+  const Timeline &timeline() const override { return executor->timeline(); }
+  std::vector<int64_t> peakMemoryBytes() const override {
+    return executor->peakMemoryBytes();
+  }
+  bool countsLiveBytes() const override { return true; }
+  const Bundle &bundle() const override { return executor->bundle(); }
+  std::string describe() const override {
+    unsigned k = numDevices();
+    return std::to_string(k) + " CPU device" + (k == 1 ? "" : "s");
+  }
+
+private:
+  std::unique_ptr<PipelineExecutor> executor;
+};
+
+class StreamEngine final : public Engine {
+public:
+  explicit StreamEngine(std::unique_ptr<device::DeviceExecutor> executor)
+      : executor(std::move(executor)) {}
+  StepResult trainStep(const Batch &batch) override {
+    return executor->trainStep(batch);
+  }
+  EvalResult evaluate(const Batch &batch, int64_t rows) override {
+    return executor->evaluate(batch, rows);
+  }
+  void setLearningRate(float learningRate) override {
+    executor->setLearningRate(learningRate);
+  }
+  const Timeline &timeline() const override { return executor->timeline(); }
+  std::vector<int64_t> peakMemoryBytes() const override {
+    return executor->peakMemoryBytes();
+  }
+  bool countsLiveBytes() const override { return false; }
+  const Bundle &bundle() const override { return executor->bundle(); }
+  std::string describe() const override {
+    return executor->backend().describe();
+  }
+
+private:
+  std::unique_ptr<device::DeviceExecutor> executor;
+};
+
+} // namespace
+
+StatusOr<std::unique_ptr<Engine>>
+gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
+  std::string error;
+  if (options.device == DeviceKind::Cpu) {
+    ExecutorConfig config;
+    config.optimizer = options.optimizer;
+    config.seed = options.seed;
+    config.recvTimeout = options.timeout;
+    config.recordTimeline = options.recordTimeline;
+    auto executor = PipelineExecutor::create(std::move(bundle), config, error);
+    if (!executor)
+      return Status(StatusCode::InvalidBundle, error);
+    return std::unique_ptr<Engine>(new CpuEngine(std::move(executor)));
+  }
+  const unsigned numDevices = bundle.stages.size();
+  std::unique_ptr<device::DeviceBackend> backend;
+  if (options.device == DeviceKind::HostEmulation) {
+    backend = std::make_unique<device::HostBackend>(numDevices);
+  } else if (!options.cudaBackend) {
+    return Status(StatusCode::Unavailable,
+                  "no CUDA device: this program was built without the CUDA "
+                  "backend (no CUDA compiler was found when it was "
+                  "configured)");
+  } else {
+    backend = options.cudaBackend(numDevices, error);
+    if (!backend)
+      return Status(StatusCode::Unavailable, error);
+  }
+  device::DeviceExecutorConfig config;
+  config.optimizer = options.optimizer;
+  config.seed = options.seed;
+  config.stepTimeout = options.timeout;
+  config.recordTimeline = options.recordTimeline;
+  auto executor = device::DeviceExecutor::create(
+      std::move(bundle), std::move(backend), config, error);
+  if (!executor)
+    return Status(StatusCode::InvalidBundle, error);
+  return std::unique_ptr<Engine>(new StreamEngine(std::move(executor)));
+}

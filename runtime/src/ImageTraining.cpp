@@ -1,0 +1,172 @@
+//===- ImageTraining.cpp - Epochs of image classification -----------------===//
+
+#include "gpipe/runtime/Training.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+using namespace gpipe::runtime;
+
+float gpipe::runtime::scheduledLearningRate(float peak,
+                                            LearningRateSchedule schedule,
+                                            int64_t step, int64_t total) {
+  if (schedule != LearningRateSchedule::Cosine || total <= 0)
+    return peak;
+  double progress = double(step) / double(total);
+  return float(0.5 * peak * (1.0 + std::cos(M_PI * progress)));
+}
+
+/// "ids [32x32] i32, ..." for error messages.
+static std::string describeInputs(const Bundle &bundle) {
+  std::string found;
+  for (const ModelInputSpec &input : bundle.inputs) {
+    found += (found.empty() ? "" : ", ") + input.name + " [";
+    for (size_t i = 0; i < input.shape.size(); ++i)
+      found += (i ? "x" : "") + std::to_string(input.shape[i]);
+    found += input.type == ElementType::F32 ? "] f32" : "] i32";
+  }
+  return found;
+}
+
+StatusOr<ImageInputs> gpipe::runtime::bindImageInputs(const Bundle &bundle,
+                                                      int64_t pixels) {
+  ImageInputs inputs;
+  for (const ModelInputSpec &input : bundle.inputs) {
+    int64_t perExample = 1;
+    for (size_t i = 1; i < input.shape.size(); ++i)
+      perExample *= input.shape[i];
+    if (input.type == ElementType::F32 && perExample == pixels)
+      inputs.images = input.name;
+    else if (input.type == ElementType::I32 && input.shape.size() == 1)
+      inputs.labels = input.name;
+  }
+  if (inputs.images.empty() || inputs.labels.empty() ||
+      bundle.inputs.size() != 2)
+    return Status(StatusCode::InvalidArgument,
+                  "the model's inputs do not match Fashion-MNIST: expected an "
+                  "f32 input of " +
+                      std::to_string(pixels) +
+                      " values per example and an i32 label input of shape "
+                      "[batch], found " +
+                      describeInputs(bundle));
+  return inputs;
+}
+
+/// Rows [first, first + rows) of the data in `order` as a batch.
+static Batch imageBatch(const ImageDataset &data,
+                        const std::vector<int64_t> &order, int64_t first,
+                        int64_t rows, const Bundle &bundle,
+                        const ImageInputs &inputs) {
+  int64_t pixels = data.height * data.width;
+  std::vector<float> images(rows * pixels);
+  std::vector<int32_t> labels(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t example = order[first + r];
+    std::copy_n(data.images.begin() + example * pixels, pixels,
+                images.begin() + r * pixels);
+    labels[r] = data.labels[example];
+  }
+  std::vector<int64_t> imageShape;
+  for (const ModelInputSpec &input : bundle.inputs)
+    if (input.name == inputs.images)
+      imageShape = input.shape;
+  imageShape[0] = rows;
+  Batch batch;
+  batch[inputs.images] = HostTensor::floats(imageShape, std::move(images));
+  batch[inputs.labels] = HostTensor::ints({rows}, std::move(labels));
+  return batch;
+}
+
+StatusOr<double> gpipe::runtime::testAccuracy(Engine &engine,
+                                              const ImageDataset &test,
+                                              const ImageInputs &inputs) {
+  const Bundle &bundle = engine.bundle();
+  std::vector<int64_t> order(test.count);
+  std::iota(order.begin(), order.end(), 0);
+  int64_t correct = 0;
+  for (int64_t first = 0; first < test.count; first += bundle.batch) {
+    int64_t rows = std::min<int64_t>(bundle.batch, test.count - first);
+    EvalResult result = engine.evaluate(
+        imageBatch(test, order, first, rows, bundle, inputs), rows);
+    if (!result.ok())
+      return Status(StatusCode::DeviceFailure, result.error);
+    int64_t classes = result.prediction.shape.back();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *logits = result.prediction.f32.data() + r * classes;
+      int64_t best = std::max_element(logits, logits + classes) - logits;
+      correct += best == test.labels[first + r];
+    }
+  }
+  return double(correct) / double(test.count);
+}
+
+int64_t
+gpipe::runtime::imageStepsPerEpoch(const Engine &engine,
+                                   const ImageDataset &train,
+                                   const ImageTrainingOptions &options) {
+  int64_t steps = train.count / engine.bundle().batch;
+  if (options.maxStepsPerEpoch > 0)
+    steps = std::min(steps, options.maxStepsPerEpoch);
+  return steps;
+}
+
+Status gpipe::runtime::trainImageClassifier(
+    Engine &engine, const ImageDataset &train, const ImageDataset &test,
+    const ImageInputs &inputs, const ImageTrainingOptions &options,
+    TrainingObserver &observer, std::vector<int64_t> &peakMemoryBytes) {
+  using Clock = std::chrono::steady_clock;
+  const Bundle &bundle = engine.bundle();
+  const int64_t batch = bundle.batch;
+  const int64_t stepsPerEpoch = imageStepsPerEpoch(engine, train, options);
+  const int64_t totalSteps = int64_t(options.epochs) * stepsPerEpoch;
+  std::mt19937_64 shuffler(options.shuffleSeed);
+  std::vector<int64_t> order(train.count);
+  std::iota(order.begin(), order.end(), 0);
+  peakMemoryBytes.assign(engine.numDevices(), 0);
+  const Clock::time_point runStart = Clock::now();
+  for (unsigned epoch = 1; epoch <= options.epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), shuffler);
+    double lossSum = 0, bubbleSum = 0;
+    const Clock::time_point start = Clock::now();
+    for (int64_t step = 0; step < stepsPerEpoch; ++step) {
+      int64_t done = (epoch - 1) * stepsPerEpoch + step;
+      engine.setLearningRate(scheduledLearningRate(
+          options.learningRate, options.schedule, done, totalSteps));
+      StepResult result = engine.trainStep(
+          imageBatch(train, order, step * batch, batch, bundle, inputs));
+      if (!result.ok())
+        return Status(StatusCode::DeviceFailure, result.error);
+      lossSum += result.loss;
+      bubbleSum += engine.timeline().bubbleFraction();
+      std::vector<int64_t> peak = engine.peakMemoryBytes();
+      for (size_t d = 0; d < peak.size(); ++d)
+        peakMemoryBytes[d] = std::max(peakMemoryBytes[d], peak[d]);
+      double elapsed =
+          std::chrono::duration<double>(Clock::now() - runStart).count();
+      observer.onStep(
+          {epoch, options.epochs, step + 1, stepsPerEpoch,
+           lossSum / double(step + 1), elapsed,
+           elapsed / double(done + 1) * double(totalSteps - done - 1)});
+    }
+    double seconds =
+        std::chrono::duration<double>(Clock::now() - start).count();
+    StatusOr<double> accuracy = testAccuracy(engine, test, inputs);
+    if (!accuracy.ok())
+      return accuracy.status();
+    EpochReport report;
+    report.epoch = epoch;
+    report.epochs = options.epochs;
+    report.steps = stepsPerEpoch;
+    report.trainLoss = stepsPerEpoch ? lossSum / double(stepsPerEpoch) : 0;
+    report.testAccuracy = *accuracy;
+    report.samplesPerSecond =
+        seconds > 0 ? double(stepsPerEpoch * batch) / seconds : 0;
+    report.bubble = stepsPerEpoch ? bubbleSum / double(stepsPerEpoch) : 0;
+    report.peakMemoryBytes = peakMemoryBytes;
+    observer.onEpoch(report);
+  }
+  return Status();
+}

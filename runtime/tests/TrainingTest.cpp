@@ -1,0 +1,134 @@
+//===- TrainingTest.cpp - The shared training loops learn, on every engine ===//
+//
+// The image loop of Training.h trains the test MLP on a synthetic image set
+// whose label is a known function of the pixels (the brightest of the first
+// five), so the test accuracy it reports can be checked against a count made
+// here, and it must learn the rule. The same run on the CPU engine and the
+// device executor's host emulation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestBundles.h"
+#include "TestModels.h"
+
+#include "gpipe/runtime/Training.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::testing;
+
+namespace {
+
+/// `count` images of 3 x 4 pixels; the label is the index of the largest of
+/// the first five pixels.
+ImageDataset brightestPixelSet(int64_t count, uint64_t seed) {
+  Lcg rng(seed);
+  ImageDataset data;
+  data.count = count;
+  data.height = 3;
+  data.width = 4;
+  for (int64_t i = 0; i < count; ++i) {
+    for (int p = 0; p < 12; ++p)
+      data.images.push_back(0.5f + 0.5f * rng.uniform());
+    const float *first = data.images.data() + i * 12;
+    data.labels.push_back(int32_t(std::max_element(first, first + 5) - first));
+  }
+  return data;
+}
+
+struct Recorder final : TrainingObserver {
+  std::vector<EpochReport> epochs;
+  int64_t steps = 0;
+  void onStep(const StepProgress &) override { ++steps; }
+  void onEpoch(const EpochReport &report) override { epochs.push_back(report); }
+};
+
+TEST(Training, ImageLoopLearnsTheRuleOnEveryEngine) {
+  ImageDataset train = brightestPixelSet(400, 1),
+               test = brightestPixelSet(97, 2);
+  for (DeviceKind device : {DeviceKind::Cpu, DeviceKind::HostEmulation}) {
+    EngineOptions options;
+    options.device = device;
+    options.optimizer.kind = OptimizerKind::Adam;
+    options.seed = 3;
+    auto engine = createEngine(
+        buildBundle(mlpGraph(20), mlpSplit(2), 4, RematPolicy::Full), options);
+    ASSERT_TRUE(engine.ok()) << engine.status().message();
+    StatusOr<ImageInputs> inputs = bindImageInputs((*engine)->bundle(), 12);
+    ASSERT_TRUE(inputs.ok()) << inputs.status().message();
+
+    StatusOr<double> before = testAccuracy(**engine, test, *inputs);
+    ASSERT_TRUE(before.ok());
+    ImageTrainingOptions training;
+    training.epochs = 25;
+    training.learningRate = 0.02f;
+    Recorder recorder;
+    std::vector<int64_t> peak;
+    Status status = trainImageClassifier(**engine, train, test, *inputs,
+                                         training, recorder, peak);
+    ASSERT_TRUE(status.ok()) << status.message();
+    ASSERT_EQ(recorder.epochs.size(), 25u);
+    EXPECT_EQ(recorder.steps, 25 * 20);
+    EXPECT_EQ(recorder.epochs.back().steps, 20);
+    EXPECT_EQ(peak.size(), 2u);
+    EXPECT_LT(recorder.epochs.back().trainLoss,
+              recorder.epochs.front().trainLoss);
+
+    // The reported accuracy is the share of test images whose argmax logit
+    // is the label, recounted here from the engine's predictions.
+    EvalResult eval = (*engine)->evaluate(
+        {{inputs->images, HostTensor::floats({97, 12}, test.images)},
+         {inputs->labels, HostTensor::ints({97}, test.labels)}},
+        97);
+    ASSERT_TRUE(eval.ok()) << eval.error;
+    int64_t correct = 0;
+    for (int64_t r = 0; r < 97; ++r) {
+      const float *logits = eval.prediction.f32.data() + r * 5;
+      correct +=
+          std::max_element(logits, logits + 5) - logits == test.labels[r];
+    }
+    EXPECT_DOUBLE_EQ(recorder.epochs.back().testAccuracy, correct / 97.0);
+    EXPECT_GT(recorder.epochs.back().testAccuracy, 0.75)
+        << deviceKindName(device) << ": accuracy " << *before << " before";
+  }
+}
+
+TEST(Training, BindingNamesWhatItFound) {
+  Bundle bundle = buildBundle(mlpGraph(4), mlpSplit(1), 1, RematPolicy::Full);
+  EXPECT_EQ(bindImageInputs(bundle, 784).status().message(),
+            "the model's inputs do not match Fashion-MNIST: expected an f32 "
+            "input of 784 values per example and an i32 label input of shape "
+            "[batch], found x [4x12] f32, labels [4] i32");
+  EXPECT_EQ(characterModelWindow(bundle).status().code(),
+            StatusCode::InvalidArgument);
+}
+
+TEST(Training, CosineScheduleDecaysToZero) {
+  EXPECT_FLOAT_EQ(
+      scheduledLearningRate(0.1f, LearningRateSchedule::Cosine, 0, 100), 0.1f);
+  EXPECT_NEAR(
+      scheduledLearningRate(0.1f, LearningRateSchedule::Cosine, 50, 100), 0.05f,
+      1e-7);
+  EXPECT_NEAR(
+      scheduledLearningRate(0.1f, LearningRateSchedule::Cosine, 100, 100), 0.0f,
+      1e-7);
+  EXPECT_FLOAT_EQ(
+      scheduledLearningRate(0.1f, LearningRateSchedule::Constant, 70, 100),
+      0.1f);
+}
+
+TEST(Training, UnavailableCudaSaysNoCudaDevice) {
+  EngineOptions options;
+  options.device = DeviceKind::Cuda;
+  auto engine = createEngine(
+      buildBundle(mlpGraph(4), mlpSplit(1), 1, RematPolicy::Full), options);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), StatusCode::Unavailable);
+  EXPECT_EQ(engine.status().message().rfind("no CUDA device", 0), 0u);
+}
+
+} // namespace
