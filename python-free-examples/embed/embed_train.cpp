@@ -18,12 +18,16 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/Runtime.hpp"
+#ifdef GPIPE_HAVE_CUDA
+#include "gpipe/cuda/gpipe_cuda.h"
+#endif
 
 // The runtime's IDX reader (gzip or raw) for the data set; any loader that
 // yields float pixels and int32 labels would do.
 #include "gpipe/runtime/Dataset.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -41,12 +45,15 @@ struct Options {
   std::string optimizer = "adam";
   float learningRate = 1e-3f;
   uint64_t seed = 1;
+  std::string device = "cpu";
+  bool help = false;
 };
 
 const char *const kUsage =
     "usage: embed_train BUNDLE.json FASHION_MNIST_DIR [--steps N] "
     "[--optimizer sgd|momentum|rmsprop|adam] [--lr X] [--seed S] "
-    "[--trace PATH]\n";
+    "[--device cpu|cuda|host-emulation] [--trace PATH]\n"
+    "  (options also take --name=value)\n";
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "embed_train: error: %s\n", message.c_str());
@@ -67,14 +74,28 @@ std::string parseArgs(int argc, char **argv, Options &options) {
       positional.push_back(arg);
       continue;
     }
-    if (i + 1 >= argc)
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+      return {};
+    }
+    std::string value;
+    size_t equals = arg.find('=');
+    if (equals != std::string::npos) {
+      value = arg.substr(equals + 1);
+      arg = arg.substr(0, equals);
+    } else if (i + 1 >= argc) {
       return "option " + arg + " expects a value";
-    std::string value = argv[++i];
+    } else {
+      value = argv[++i];
+    }
     char *end = nullptr;
     if (arg == "--steps") {
+      errno = 0;
       options.steps = std::strtol(value.c_str(), &end, 10);
-      if (*end || options.steps < 1)
-        return "--steps expects a positive integer, got '" + value + "'";
+      if (*end || value.empty() || errno == ERANGE || options.steps < 1 ||
+          options.steps > 1000000000L)
+        return "--steps expects an integer from 1 to 1000000000, got '" +
+               value + "'";
     } else if (arg == "--lr") {
       options.learningRate = std::strtof(value.c_str(), &end);
       if (*end || !(options.learningRate > 0))
@@ -87,6 +108,8 @@ std::string parseArgs(int argc, char **argv, Options &options) {
       options.optimizer = value;
     } else if (arg == "--trace") {
       options.tracePath = value;
+    } else if (arg == "--device") {
+      options.device = value;
     } else {
       return "unknown option " + arg;
     }
@@ -188,6 +211,10 @@ int main(int argc, char **argv) {
   std::string error = parseArgs(argc, argv, options);
   if (!error.empty())
     return usageError(error);
+  if (options.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
 
   // 1. Open a session on the bundle.
   gpipe::Session::Options sessionOptions = gpipe::Session::defaultOptions();
@@ -196,10 +223,24 @@ int main(int argc, char **argv) {
                       "': expected sgd, momentum, rmsprop or adam");
   sessionOptions.learning_rate = options.learningRate;
   sessionOptions.seed = options.seed;
+  if (options.device == "cpu")
+    sessionOptions.device = GPIPE_DEVICE_CPU;
+  else if (options.device == "cuda")
+    sessionOptions.device = GPIPE_DEVICE_CUDA;
+  else if (options.device == "host-emulation")
+    sessionOptions.device = GPIPE_DEVICE_HOST_EMULATION;
+  else
+    return usageError("unknown device '" + options.device +
+                      "': expected cpu, cuda or host-emulation");
+#ifdef GPIPE_HAVE_CUDA
+  gpipe_register_cuda_backend();
+#endif
   gpipe::Result<gpipe::Session> opened =
       gpipe::Session::open(options.bundlePath, sessionOptions);
-  if (!opened.ok())
-    return fail(opened.status().toString());
+  if (!opened.ok()) {
+    fail(opened.status().toString());
+    return opened.status().code() == GPIPE_ERROR_UNAVAILABLE ? 2 : 1;
+  }
   gpipe::Session session = std::move(opened).value();
 
   const int64_t batch = session.batchSize();

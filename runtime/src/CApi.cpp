@@ -13,6 +13,7 @@
 #include "gpipe/runtime/gpipe_runtime.h"
 
 #include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/Engine.h"
 #include "gpipe/runtime/Executor.h"
 
 #include <algorithm>
@@ -33,7 +34,7 @@
 namespace rt = gpipe::runtime;
 
 struct gpipe_session {
-  std::unique_ptr<rt::PipelineExecutor> executor;
+  std::unique_ptr<rt::Engine> executor;
   /// The message of the last non-const call ("" after a success).
   std::string lastError;
   /// Infos of the inputs and parameters, in bundle order; their names point
@@ -192,25 +193,33 @@ std::string validateOptions(const gpipe_session_options_t &o) {
       return bad(f.field, "a value in [0, 1)", f.value);
   if (o.recv_timeout_ms < 1)
     return "options->recv_timeout_ms: expected at least 1, got 0";
+  if (int64_t(o.device) < GPIPE_DEVICE_CPU ||
+      int64_t(o.device) > GPIPE_DEVICE_HOST_EMULATION)
+    return "options->device: expected GPIPE_DEVICE_CPU, _CUDA or "
+           "_HOST_EMULATION (0 to 2), got " +
+           std::to_string(int(o.device));
   return {};
 }
 
-rt::ExecutorConfig toConfig(const gpipe_session_options_t &o) {
-  rt::ExecutorConfig config;
+rt::EngineOptions toEngineOptions(const gpipe_session_options_t &o) {
+  rt::EngineOptions engine;
   static const rt::OptimizerKind kinds[] = {
       rt::OptimizerKind::Sgd, rt::OptimizerKind::Momentum,
       rt::OptimizerKind::RmsProp, rt::OptimizerKind::Adam};
-  config.optimizer.kind = kinds[o.optimizer];
-  config.optimizer.learningRate = o.learning_rate;
-  config.optimizer.momentum = o.momentum;
-  config.optimizer.decay = o.decay;
-  config.optimizer.beta1 = o.beta1;
-  config.optimizer.beta2 = o.beta2;
-  config.optimizer.epsilon = o.epsilon;
-  config.seed = o.seed;
-  config.recvTimeout = std::chrono::milliseconds(o.recv_timeout_ms);
-  config.recordTimeline = o.record_timeline != 0;
-  return config;
+  static const rt::DeviceKind devices[] = {
+      rt::DeviceKind::Cpu, rt::DeviceKind::Cuda, rt::DeviceKind::HostEmulation};
+  engine.device = devices[o.device];
+  engine.optimizer.kind = kinds[o.optimizer];
+  engine.optimizer.learningRate = o.learning_rate;
+  engine.optimizer.momentum = o.momentum;
+  engine.optimizer.decay = o.decay;
+  engine.optimizer.beta1 = o.beta1;
+  engine.optimizer.beta2 = o.beta2;
+  engine.optimizer.epsilon = o.epsilon;
+  engine.seed = o.seed;
+  engine.timeout = std::chrono::milliseconds(o.recv_timeout_ms);
+  engine.recordTimeline = o.record_timeline != 0;
+  return engine;
 }
 
 /// Creates the session of a parsed bundle: checks the options, builds the
@@ -230,11 +239,14 @@ gpipe_status_t createSession(const char *function,
     return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
 
   auto session = std::make_unique<gpipe_session>();
-  session->executor =
-      rt::PipelineExecutor::create(std::move(*load), toConfig(o), error);
-  if (!session->executor)
-    return fail(nullptr, GPIPE_ERROR_INVALID_BUNDLE, function,
-                "invalid bundle: " + error);
+  rt::StatusOr<std::unique_ptr<rt::Engine>> engine =
+      rt::createEngine(std::move(*load), toEngineOptions(o));
+  if (!engine.ok())
+    return engine.status().code() == rt::StatusCode::InvalidBundle
+               ? fail(nullptr, GPIPE_ERROR_INVALID_BUNDLE, function,
+                      "invalid bundle: " + engine.status().message())
+               : fail(nullptr, engine.status(), function);
+  session->executor = std::move(*engine);
   const rt::Bundle &bundle = session->executor->bundle();
   auto tooLarge = [&](const std::string &what, size_t rank) {
     return fail(nullptr, GPIPE_ERROR_INVALID_BUNDLE, function,
@@ -374,22 +386,24 @@ gpipe_status_t copyParameter(const char *function,
   if (!name)
     return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
                 "name is null");
-  const std::vector<float> *values = gradient
-                                         ? session->executor->gradient(name)
-                                         : session->executor->parameter(name);
   if (!out_values)
     return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
                 "out_values is null");
-  if (!values)
+  std::vector<float> values;
+  rt::Status status = gradient ? session->executor->gradient(name, values)
+                               : session->executor->parameter(name, values);
+  if (status.code() == rt::StatusCode::NotFound)
     return fail(nullptr, GPIPE_ERROR_NOT_FOUND, function,
                 "unknown parameter '" + std::string(name) +
                     "' (the model has " + quotedNames(session->params) + ")");
-  if (capacity < values->size())
+  if (!status.ok())
+    return fail(nullptr, GPIPE_ERROR_RUNTIME, function, status.message());
+  if (capacity < values.size())
     return fail(nullptr, GPIPE_ERROR_BUFFER_TOO_SMALL, function,
                 "parameter '" + std::string(name) + "' has " +
-                    std::to_string(values->size()) +
+                    std::to_string(values.size()) +
                     " elements, the buffer holds " + std::to_string(capacity));
-  std::memcpy(out_values, values->data(), values->size() * sizeof(float));
+  std::memcpy(out_values, values.data(), values.size() * sizeof(float));
   return succeed(nullptr);
 }
 
@@ -447,6 +461,7 @@ void gpipe_session_options_init(gpipe_session_options_t *out_options) {
     return;
   rt::ExecutorConfig defaults;
   *out_options = gpipe_session_options_t{};
+  out_options->device = GPIPE_DEVICE_CPU;
   out_options->seed = defaults.seed;
   out_options->optimizer = GPIPE_OPTIMIZER_SGD;
   out_options->learning_rate = defaults.optimizer.learningRate;
@@ -612,7 +627,7 @@ gpipe_status_t gpipe_session_peak_memory_bytes(const gpipe_session_t *session,
     if (!out_bytes)
       return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
                   "out_bytes is null");
-    const std::vector<int64_t> &peaks = session->executor->peakMemoryBytes();
+    std::vector<int64_t> peaks = session->executor->peakMemoryBytes();
     if (device >= peaks.size())
       return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
                   "device " + std::to_string(device) +
@@ -769,12 +784,15 @@ gpipe_status_t gpipe_session_parameter_size(const gpipe_session_t *session,
     if (!out_element_count)
       return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
                   "out_element_count is null");
-    const std::vector<float> *values = session->executor->parameter(name);
-    if (!values)
+    auto param = std::find_if(session->params.begin(), session->params.end(),
+                              [&](const gpipe_tensor_info_t &info) {
+                                return std::strcmp(info.name, name) == 0;
+                              });
+    if (param == session->params.end())
       return fail(nullptr, GPIPE_ERROR_NOT_FOUND, function,
                   "unknown parameter '" + std::string(name) +
                       "' (the model has " + quotedNames(session->params) + ")");
-    *out_element_count = values->size();
+    *out_element_count = param->element_count;
     return succeed(nullptr);
   });
 }
@@ -837,10 +855,10 @@ gpipe_status_t gpipe_session_set_parameter(gpipe_session_t *session,
                         "': expected finite values, got " + found +
                         " at element " + std::to_string(i));
       }
-    std::string error = session->executor->setParameter(
+    rt::Status status = session->executor->setParameter(
         name, std::vector<float>(values, values + element_count));
-    if (!error.empty())
-      return fail(session, GPIPE_ERROR_RUNTIME, function, error);
+    if (!status.ok())
+      return fail(session, GPIPE_ERROR_RUNTIME, function, status.message());
     return succeed(session);
   });
 }

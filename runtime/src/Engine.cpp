@@ -10,6 +10,9 @@
 #include "gpipe/runtime/device/DeviceExecutor.h"
 #include "gpipe/runtime/device/HostBackend.h"
 
+#include <map>
+#include <mutex>
+
 using namespace gpipe::runtime;
 
 std::optional<DeviceKind>
@@ -37,6 +40,24 @@ const char *gpipe::runtime::deviceKindName(DeviceKind kind) {
 
 namespace {
 
+/// The executors' string errors: an unknown name is NotFound, a size
+/// mismatch InvalidArgument, anything else a device failure.
+Status toStatus(const std::string &error) {
+  if (error.empty())
+    return Status();
+  if (error.rfind("unknown parameter", 0) == 0)
+    return Status(StatusCode::NotFound, error);
+  if (error.find(" elements, got ") != std::string::npos)
+    return Status(StatusCode::InvalidArgument, error);
+  return Status(StatusCode::DeviceFailure, error);
+}
+
+std::mutex registryMutex;
+std::map<DeviceKind, BackendFactory> &registry() {
+  static std::map<DeviceKind, BackendFactory> factories;
+  return factories;
+}
+
 class CpuEngine final : public Engine {
 public:
   explicit CpuEngine(std::unique_ptr<PipelineExecutor> executor)
@@ -55,6 +76,19 @@ public:
     return executor->peakMemoryBytes();
   }
   bool countsLiveBytes() const override { return true; }
+  Status parameter(const std::string &name,
+                   std::vector<float> &values) override {
+    return copy(executor->parameter(name), name, values);
+  }
+  Status gradient(const std::string &name,
+                  std::vector<float> &values) override {
+    return copy(executor->gradient(name), name, values);
+  }
+  Status setParameter(const std::string &name,
+                      const std::vector<float> &values) override {
+    return toStatus(executor->setParameter(name, values));
+  }
+  int64_t stepsDone() const override { return executor->stepsDone(); }
   const Bundle &bundle() const override { return executor->bundle(); }
   std::string describe() const override {
     unsigned k = numDevices();
@@ -62,6 +96,13 @@ public:
   }
 
 private:
+  static Status copy(const std::vector<float> *source, const std::string &name,
+                     std::vector<float> &values) {
+    if (!source)
+      return Status(StatusCode::NotFound, "unknown parameter '" + name + "'");
+    values = *source;
+    return Status();
+  }
   std::unique_ptr<PipelineExecutor> executor;
 };
 
@@ -83,6 +124,19 @@ public:
     return executor->peakMemoryBytes();
   }
   bool countsLiveBytes() const override { return false; }
+  Status parameter(const std::string &name,
+                   std::vector<float> &values) override {
+    return toStatus(executor->parameter(name, values));
+  }
+  Status gradient(const std::string &name,
+                  std::vector<float> &values) override {
+    return toStatus(executor->gradient(name, values));
+  }
+  Status setParameter(const std::string &name,
+                      const std::vector<float> &values) override {
+    return toStatus(executor->setParameter(name, values));
+  }
+  int64_t stepsDone() const override { return executor->stepsDone(); }
   const Bundle &bundle() const override { return executor->bundle(); }
   std::string describe() const override {
     return executor->backend().describe();
@@ -93,6 +147,11 @@ private:
 };
 
 } // namespace
+
+void gpipe::runtime::registerBackend(DeviceKind kind, BackendFactory factory) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  registry()[kind] = std::move(factory);
+}
 
 StatusOr<std::unique_ptr<Engine>>
 gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
@@ -112,13 +171,20 @@ gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
   std::unique_ptr<device::DeviceBackend> backend;
   if (options.device == DeviceKind::HostEmulation) {
     backend = std::make_unique<device::HostBackend>(numDevices);
-  } else if (!options.cudaBackend) {
-    return Status(StatusCode::Unavailable,
-                  "no CUDA device: this program was built without the CUDA "
-                  "backend (no CUDA compiler was found when it was "
-                  "configured)");
   } else {
-    backend = options.cudaBackend(numDevices, error);
+    BackendFactory factory = options.cudaBackend;
+    if (!factory) {
+      std::lock_guard<std::mutex> lock(registryMutex);
+      auto it = registry().find(DeviceKind::Cuda);
+      if (it != registry().end())
+        factory = it->second;
+    }
+    if (!factory)
+      return Status(StatusCode::Unavailable,
+                    "no CUDA device: this program has no CUDA backend (built "
+                    "without a CUDA compiler, or it does not link "
+                    "runtime/cuda)");
+    backend = factory(numDevices, error);
     if (!backend)
       return Status(StatusCode::Unavailable, error);
   }

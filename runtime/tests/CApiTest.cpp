@@ -243,6 +243,59 @@ TEST_F(CApiTest, TrainStepsMatchExecutorBitwise) {
   EXPECT_EQ(steps, 5);
 }
 
+// The session options pick the backend: the device executor on the host
+// emulation trains like the CPU session (within float summation order);
+// `cuda` without a CUDA backend or GPU is GPIPE_ERROR_UNAVAILABLE naming the
+// missing device; a device outside the enum is an invalid argument.
+TEST_F(CApiTest, SessionOptionsSelectTheDevice) {
+  gpipe_session_options_t options = adamOptions();
+  options.device = GPIPE_DEVICE_HOST_EMULATION;
+  gpipe_session_t *emulated = nullptr;
+  ASSERT_EQ(
+      gpipe_session_create_from_file(bundlePath.c_str(), &options, &emulated),
+      GPIPE_OK)
+      << gpipe_last_error();
+  for (uint64_t step = 1; step <= 3; ++step) {
+    Data data = makeData(kBatch, step);
+    std::vector<gpipe_input_t> inputs = toInputs(data);
+    double expected = -1, actual = -2;
+    ASSERT_EQ(gpipe_session_train_step(session, inputs.data(), inputs.size(),
+                                       &expected),
+              GPIPE_OK)
+        << gpipe_last_error();
+    ASSERT_EQ(gpipe_session_train_step(emulated, inputs.data(), inputs.size(),
+                                       &actual),
+              GPIPE_OK)
+        << gpipe_last_error();
+    EXPECT_NEAR(actual, expected, 1e-5 * std::fabs(expected));
+  }
+  std::vector<float> weights = parameter("l1.w");
+  std::vector<float> emulatedWeights(weights.size());
+  ASSERT_EQ(gpipe_session_get_parameter(emulated, "l1.w", weights.size(),
+                                        emulatedWeights.data()),
+            GPIPE_OK);
+  for (size_t i = 0; i < weights.size(); ++i)
+    EXPECT_NEAR(emulatedWeights[i], weights[i], 1e-4) << i;
+  gpipe_session_destroy(emulated);
+
+  options.device = GPIPE_DEVICE_CUDA;
+  gpipe_session_t *cuda = nullptr;
+  EXPECT_EQ(gpipe_session_create_from_file(bundlePath.c_str(), &options, &cuda),
+            GPIPE_ERROR_UNAVAILABLE);
+  EXPECT_EQ(cuda, nullptr);
+  EXPECT_EQ(std::string(gpipe_last_error())
+                .rfind("gpipe_session_create_from_file: no CUDA device", 0),
+            0u)
+      << gpipe_last_error();
+
+  options.device = gpipe_device_t(7);
+  EXPECT_EQ(gpipe_session_create_from_file(bundlePath.c_str(), &options, &cuda),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(gpipe_last_error(),
+               "gpipe_session_create_from_file: options->device: expected "
+               "GPIPE_DEVICE_CPU, _CUDA or _HOST_EMULATION (0 to 2), got 7");
+}
+
 // Evaluation on a row count other than the batch writes the executor's
 // prediction (the logits) and loss, bitwise, and changes nothing.
 TEST_F(CApiTest, EvaluateMatchesExecutorBitwise) {

@@ -205,11 +205,7 @@ int main(int argc, char **argv) {
   engineOptions.seed = seed;
   engineOptions.timeout = std::chrono::milliseconds(timeoutMs);
 #ifdef GPIPE_HAVE_CUDA
-  engineOptions.cudaBackend = [](unsigned k, std::string &error) {
-    gpipe::cuda::CudaBackendOptions cuda;
-    cuda.numDevices = k;
-    return gpipe::cuda::createCudaBackend(cuda, error);
-  };
+  gpipe::cuda::registerCudaBackend();
 #endif
   rt::StatusOr<std::unique_ptr<rt::Engine>> engine =
       rt::createEngine(std::move(*bundle), engineOptions);

@@ -49,7 +49,8 @@ struct EngineOptions {
   /// with streams) before the step fails, naming who waited for what.
   std::chrono::milliseconds timeout{60000};
   bool recordTimeline = true;
-  /// The CUDA backend's factory (runtime/cuda), for DeviceKind::Cuda.
+  /// The CUDA backend's factory (runtime/cuda), for DeviceKind::Cuda; empty:
+  /// the registered one (registerBackend).
   BackendFactory cudaBackend;
 };
 
@@ -73,9 +74,26 @@ public:
   virtual bool countsLiveBytes() const = 0;
   virtual const Bundle &bundle() const = 0;
   unsigned numDevices() const { return bundle().stages.size(); }
+  /// Copies parameter `name` / its gradient of the last step; NotFound for a
+  /// name the model does not have.
+  virtual Status parameter(const std::string &name,
+                           std::vector<float> &values) = 0;
+  virtual Status gradient(const std::string &name,
+                          std::vector<float> &values) = 0;
+  /// Overwrites a parameter (a checkpoint, pretrained weights).
+  virtual Status setParameter(const std::string &name,
+                              const std::vector<float> &values) = 0;
+  /// Successful training steps so far.
+  virtual int64_t stepsDone() const = 0;
   /// "4 CPU devices", "host emulation of 2 devices ...", the GPUs.
   virtual std::string describe() const = 0;
 };
+
+/// Makes `kind` available to every later createEngine without a factory in
+/// its options: the CUDA library registers itself this way
+/// (gpipe::cuda::registerCudaBackend), so that the C API reaches it too.
+/// Thread-safe.
+void registerBackend(DeviceKind kind, BackendFactory factory);
 
 /// The engine of `options.device` for `bundle`: InvalidBundle if the bundle
 /// fails the loader's proofs, Unavailable (exit status 2 in the tools) if

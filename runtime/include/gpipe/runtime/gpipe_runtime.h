@@ -113,6 +113,21 @@ typedef enum gpipe_optimizer_e {
   GPIPE_OPTIMIZER_ENUM_MAX = 0x7fffffff
 } gpipe_optimizer_t;
 
+/* What runs the session's pipeline devices. */
+typedef enum gpipe_device_e {
+  /* K CPU devices, one thread each (the default). */
+  GPIPE_DEVICE_CPU = 0,
+  /* CUDA GPUs, pipeline device d on GPU d % G. Needs the CUDA backend
+   * (runtime/cuda, gpipe_register_cuda_backend in gpipe/cuda/gpipe_cuda.h);
+   * otherwise, or without a GPU, session creation fails with
+   * GPIPE_ERROR_UNAVAILABLE and a message that starts "no CUDA device". */
+  GPIPE_DEVICE_CUDA = 1,
+  /* The CUDA path's executor on a host emulation of streams: no GPU needed;
+   * for tests. */
+  GPIPE_DEVICE_HOST_EMULATION = 2,
+  GPIPE_DEVICE_ENUM_MAX = 0x7fffffff
+} gpipe_device_t;
+
 /* How a session trains. Initialize with gpipe_session_options_init, then
  * change fields; runtime/include/gpipe/runtime/Optimizers.h gives each
  * optimizer's update rule. */
@@ -139,6 +154,8 @@ typedef struct gpipe_session_options_t {
   /* Nonzero: record the per-device timeline of each step (needed by
    * gpipe_session_write_trace and gpipe_session_bubble_fraction). Default 1. */
   int record_timeline;
+  /* Default GPIPE_DEVICE_CPU. */
+  gpipe_device_t device;
 } gpipe_session_options_t;
 
 /* Sets every field of *out_options to its default. Does nothing if

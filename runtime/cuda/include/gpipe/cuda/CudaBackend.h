@@ -40,6 +40,10 @@ struct CudaBackendOptions {
 std::unique_ptr<runtime::device::DeviceBackend>
 createCudaBackend(const CudaBackendOptions &options, std::string &error);
 
+/// Registers createCudaBackend (default options: every GPU, shared, f32) as
+/// the runtime's `cuda` device (Engine.h), for gpipe-run and the C API.
+void registerCudaBackend();
+
 } // namespace gpipe::cuda
 
 #endif // GPIPE_CUDA_CUDABACKEND_H
