@@ -58,9 +58,10 @@ std::map<DeviceKind, BackendFactory> &registry() {
   return factories;
 }
 
-class CpuEngine final : public Engine {
+/// What both executors offer under the same names.
+template <class Executor> class ExecutorEngine : public Engine {
 public:
-  explicit CpuEngine(std::unique_ptr<PipelineExecutor> executor)
+  explicit ExecutorEngine(std::unique_ptr<Executor> executor)
       : executor(std::move(executor)) {}
   StepResult trainStep(const Batch &batch) override {
     return executor->trainStep(batch);
@@ -75,7 +76,25 @@ public:
   std::vector<int64_t> peakMemoryBytes() const override {
     return executor->peakMemoryBytes();
   }
+  const Bundle &bundle() const override { return executor->bundle(); }
+  Status setParameter(const std::string &name,
+                      const std::vector<float> &values) override {
+    return toStatus(executor->setParameter(name, values));
+  }
+  int64_t stepsDone() const override { return executor->stepsDone(); }
+
+protected:
+  std::unique_ptr<Executor> executor;
+};
+
+class CpuEngine final : public ExecutorEngine<PipelineExecutor> {
+public:
+  using ExecutorEngine::ExecutorEngine;
   bool countsLiveBytes() const override { return true; }
+  std::string describe() const override {
+    unsigned k = numDevices();
+    return std::to_string(k) + " CPU device" + (k == 1 ? "" : "s");
+  }
   Status parameter(const std::string &name,
                    std::vector<float> &values) override {
     return copy(executor->parameter(name), name, values);
@@ -83,16 +102,6 @@ public:
   Status gradient(const std::string &name,
                   std::vector<float> &values) override {
     return copy(executor->gradient(name), name, values);
-  }
-  Status setParameter(const std::string &name,
-                      const std::vector<float> &values) override {
-    return toStatus(executor->setParameter(name, values));
-  }
-  int64_t stepsDone() const override { return executor->stepsDone(); }
-  const Bundle &bundle() const override { return executor->bundle(); }
-  std::string describe() const override {
-    unsigned k = numDevices();
-    return std::to_string(k) + " CPU device" + (k == 1 ? "" : "s");
   }
 
 private:
@@ -103,27 +112,15 @@ private:
     values = *source;
     return Status();
   }
-  std::unique_ptr<PipelineExecutor> executor;
 };
 
-class StreamEngine final : public Engine {
+class StreamEngine final : public ExecutorEngine<device::DeviceExecutor> {
 public:
-  explicit StreamEngine(std::unique_ptr<device::DeviceExecutor> executor)
-      : executor(std::move(executor)) {}
-  StepResult trainStep(const Batch &batch) override {
-    return executor->trainStep(batch);
-  }
-  EvalResult evaluate(const Batch &batch, int64_t rows) override {
-    return executor->evaluate(batch, rows);
-  }
-  void setLearningRate(float learningRate) override {
-    executor->setLearningRate(learningRate);
-  }
-  const Timeline &timeline() const override { return executor->timeline(); }
-  std::vector<int64_t> peakMemoryBytes() const override {
-    return executor->peakMemoryBytes();
-  }
+  using ExecutorEngine::ExecutorEngine;
   bool countsLiveBytes() const override { return false; }
+  std::string describe() const override {
+    return executor->backend().describe();
+  }
   Status parameter(const std::string &name,
                    std::vector<float> &values) override {
     return toStatus(executor->parameter(name, values));
@@ -132,18 +129,6 @@ public:
                   std::vector<float> &values) override {
     return toStatus(executor->gradient(name, values));
   }
-  Status setParameter(const std::string &name,
-                      const std::vector<float> &values) override {
-    return toStatus(executor->setParameter(name, values));
-  }
-  int64_t stepsDone() const override { return executor->stepsDone(); }
-  const Bundle &bundle() const override { return executor->bundle(); }
-  std::string describe() const override {
-    return executor->backend().describe();
-  }
-
-private:
-  std::unique_ptr<device::DeviceExecutor> executor;
 };
 
 } // namespace

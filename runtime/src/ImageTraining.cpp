@@ -19,8 +19,7 @@ float gpipe::runtime::scheduledLearningRate(float peak,
   return float(0.5 * peak * (1.0 + std::cos(M_PI * progress)));
 }
 
-/// "ids [32x32] i32, ..." for error messages.
-static std::string describeInputs(const Bundle &bundle) {
+std::string gpipe::runtime::describeModelInputs(const Bundle &bundle) {
   std::string found;
   for (const ModelInputSpec &input : bundle.inputs) {
     found += (found.empty() ? "" : ", ") + input.name + " [";
@@ -51,7 +50,7 @@ StatusOr<ImageInputs> gpipe::runtime::bindImageInputs(const Bundle &bundle,
                       std::to_string(pixels) +
                       " values per example and an i32 label input of shape "
                       "[batch], found " +
-                      describeInputs(bundle));
+                      describeModelInputs(bundle));
   return inputs;
 }
 

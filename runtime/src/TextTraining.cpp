@@ -24,18 +24,11 @@ StatusOr<int64_t> gpipe::runtime::characterModelWindow(const Bundle &bundle) {
   }
   if (match)
     return shape[1];
-  std::string found;
-  for (const ModelInputSpec &input : bundle.inputs) {
-    found += (found.empty() ? "" : ", ") + input.name + " [";
-    for (size_t i = 0; i < input.shape.size(); ++i)
-      found += (i ? "x" : "") + std::to_string(input.shape[i]);
-    found += input.type == ElementType::F32 ? "] f32" : "] i32";
-  }
   return Status(StatusCode::InvalidArgument,
                 "the model's inputs do not match a character language model: "
                 "expected i32 inputs ids, positions and targets of one shape "
                 "[batch, seq], found " +
-                    found);
+                    describeModelInputs(bundle));
 }
 
 static Batch textBatch(TextWindows windows) {

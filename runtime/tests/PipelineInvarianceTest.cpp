@@ -58,15 +58,9 @@ OptimizerConfig adam() {
   return config;
 }
 
-Trajectory onInterpreter(bool transformer, unsigned k, RematPolicy remat) {
-  ExecutorConfig config;
-  config.optimizer = adam();
-  config.seed = 5;
-  config.recordTimeline = false;
-  std::string error;
-  auto executor =
-      PipelineExecutor::create(bundleFor(transformer, k, remat), config, error);
-  EXPECT_TRUE(executor) << error;
+/// Three steps on `executor`, then its parameters; `read` copies one.
+template <class Executor, class Read>
+Trajectory trajectory(Executor *executor, bool transformer, Read read) {
   Trajectory out;
   if (!executor)
     return out;
@@ -76,8 +70,23 @@ Trajectory onInterpreter(bool transformer, unsigned k, RematPolicy remat) {
     out.losses.push_back(step.loss);
   }
   for (const ParamSpec &spec : executor->bundle().params)
-    out.params[spec.name] = *executor->parameter(spec.name);
+    read(*executor, spec.name, out.params[spec.name]);
   return out;
+}
+
+Trajectory onInterpreter(bool transformer, unsigned k, RematPolicy remat) {
+  ExecutorConfig config;
+  config.optimizer = adam();
+  config.seed = 5;
+  config.recordTimeline = false;
+  std::string error;
+  auto executor =
+      PipelineExecutor::create(bundleFor(transformer, k, remat), config, error);
+  EXPECT_TRUE(executor) << error;
+  return trajectory(
+      executor.get(), transformer,
+      [](PipelineExecutor &e, const std::string &name,
+         std::vector<float> &values) { values = *e.parameter(name); });
 }
 
 Trajectory onCpuThreads(bool transformer, unsigned k, RematPolicy remat) {
@@ -89,17 +98,11 @@ Trajectory onCpuThreads(bool transformer, unsigned k, RematPolicy remat) {
       bundleFor(transformer, k, remat), std::make_unique<device::CpuBackend>(k),
       config, error);
   EXPECT_TRUE(executor) << error;
-  Trajectory out;
-  if (!executor)
-    return out;
-  for (int s = 0; s < kSteps; ++s) {
-    StepResult step = executor->trainStep(batchFor(transformer, 10 + s));
-    EXPECT_TRUE(step.ok()) << step.error;
-    out.losses.push_back(step.loss);
-  }
-  for (const ParamSpec &spec : executor->bundle().params)
-    EXPECT_EQ(executor->parameter(spec.name, out.params[spec.name]), "");
-  return out;
+  return trajectory(executor.get(), transformer,
+                    [](device::DeviceExecutor &e, const std::string &name,
+                       std::vector<float> &values) {
+                      EXPECT_EQ(e.parameter(name, values), "");
+                    });
 }
 
 void expectBitwiseEqual(const Trajectory &actual, const Trajectory &expected,

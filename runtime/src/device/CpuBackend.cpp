@@ -11,8 +11,7 @@
 #include "gpipe/runtime/device/CpuBackend.h"
 
 #include "gpipe/runtime/CpuKernels.h"
-
-#include <cblas.h>
+#include "gpipe/runtime/device/HostWork.h"
 
 #include <array>
 #include <atomic>
@@ -213,29 +212,11 @@ void CpuBackend::fillZero(StreamId s, void *dst, int64_t bytes) {
 }
 
 void CpuBackend::recordTime(StreamId s, double *slot) {
-  enqueue(s, [slot] {
-    *slot = std::chrono::duration<double, std::micro>(
-                std::chrono::steady_clock::now().time_since_epoch())
-                .count();
-  });
+  enqueue(s, [slot] { *slot = hostMicroseconds(); });
 }
 
 void CpuBackend::gemm(StreamId stream, const GemmBatch &call) {
-  enqueue(stream, [g = call] {
-    for (int64_t i = 0; i < g.count; ++i) {
-      float *c = g.c + i * g.strideC;
-      if (g.k == 0) { // cblas leaves C untouched for k = 0; beta still scales
-        for (int64_t r = 0; r < g.m; ++r)
-          for (int64_t col = 0; col < g.n; ++col)
-            c[r * g.ldc + col] *= g.beta;
-        continue;
-      }
-      cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
-                  g.transB ? CblasTrans : CblasNoTrans, int(g.m), int(g.n),
-                  int(g.k), g.alpha, g.a + i * g.strideA, int(g.lda),
-                  g.b + i * g.strideB, int(g.ldb), g.beta, c, int(g.ldc));
-    }
-  });
+  enqueue(stream, [call] { runGemmOnHost(call); });
 }
 
 void CpuBackend::relu(StreamId s, const float *x, float *y, int64_t n) {

@@ -69,6 +69,10 @@ public:
 //===-- image classification
 //------------------------------------------------===//
 
+/// "ids [32x32] i32, positions [32x32] i32, ...": the model's inputs, for
+/// messages that say what was found.
+std::string describeModelInputs(const Bundle &bundle);
+
 /// The model inputs that take the images and the labels.
 struct ImageInputs {
   std::string images, labels;

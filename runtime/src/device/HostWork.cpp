@@ -1,0 +1,31 @@
+//===- HostWork.cpp - Stream work that backends on the host share ---------===//
+
+#include "gpipe/runtime/device/HostWork.h"
+
+#include <cblas.h>
+
+#include <chrono>
+
+using namespace gpipe::runtime::device;
+
+void gpipe::runtime::device::runGemmOnHost(const GemmBatch &g) {
+  for (int64_t i = 0; i < g.count; ++i) {
+    float *c = g.c + i * g.strideC;
+    if (g.k == 0) { // cblas leaves C untouched for k = 0; beta still scales
+      for (int64_t r = 0; r < g.m; ++r)
+        for (int64_t col = 0; col < g.n; ++col)
+          c[r * g.ldc + col] *= g.beta;
+      continue;
+    }
+    cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
+                g.transB ? CblasTrans : CblasNoTrans, int(g.m), int(g.n),
+                int(g.k), g.alpha, g.a + i * g.strideA, int(g.lda),
+                g.b + i * g.strideB, int(g.ldb), g.beta, c, int(g.ldc));
+  }
+}
+
+double gpipe::runtime::device::hostMicroseconds() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
