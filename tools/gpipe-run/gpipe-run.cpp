@@ -65,6 +65,10 @@ static cl::opt<gpipe::PartitionObjective>
                          clEnumValN(gpipe::PartitionObjective::Bottleneck,
                                     "bottleneck", "smallest largest cell")),
               cl::cat(pipelineOptions));
+static cl::opt<int64_t>
+    batchSize("batch-size", cl::init(0),
+              cl::desc("mini-batch size (0: the model's own)"),
+              cl::cat(pipelineOptions));
 static cl::opt<std::string> memoryCap("memory-cap", cl::init(""),
                                       cl::desc("per-device memory cap"),
                                       cl::cat(pipelineOptions));
@@ -168,7 +172,11 @@ int main(int argc, char **argv) {
     return fail("unknown device '" + deviceName +
                 "': expected cpu, cuda or host-emulation");
 
+  if (batchSize < 0)
+    return fail("--batch-size expects a positive number of examples, got " +
+                std::to_string(batchSize));
   gpipe::CompilePipelineOptions options;
+  options.batchSize = batchSize;
   options.numStages = numStages;
   options.numMicrobatches = numMicrobatches;
   options.objective = objective;

@@ -10,6 +10,11 @@ using namespace gpipe;
 
 void gpipe::buildCompilePipeline(OpPassManager &pm,
                                  const CompilePipelineOptions &options) {
+  if (options.batchSize > 0) {
+    SetBatchPassOptions rebatch;
+    rebatch.batch = options.batchSize;
+    pm.addPass(createSetBatchPass(rebatch));
+  }
   pm.addPass(createEstimateCostPass());
   PartitionPassOptions partition;
   partition.numStages = options.numStages;

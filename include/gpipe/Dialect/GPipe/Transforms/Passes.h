@@ -34,6 +34,11 @@ enum class CellMemoryEstimate {
 /// Options of the `gpipe-compile` pipeline.
 struct CompilePipelineOptions
     : public mlir::PassPipelineOptions<CompilePipelineOptions> {
+  Option<int64_t> batchSize{
+      *this, "batch-size",
+      llvm::cl::desc("rebatch the model to this mini-batch first (0: keep "
+                     "the model's)"),
+      llvm::cl::init(0)};
   Option<unsigned> numStages{*this, "num-stages",
                              llvm::cl::desc("number of pipeline stages (K)"),
                              llvm::cl::init(1)};

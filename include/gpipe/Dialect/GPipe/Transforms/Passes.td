@@ -5,6 +5,26 @@
 
 include "mlir/Pass/PassBase.td"
 
+def SetBatchPass : Pass<"gpipe-set-batch", "::mlir::ModuleOp"> {
+  let summary = "changes the mini-batch size of a model of layers";
+  let description = [{
+    Rewrites every `gpipe.model` to the mini-batch `batch`: the model's
+    `batch`, the leading dimension of every input and of every value computed
+    per example from them (decided by dataflow, as the bundle does:
+    parameters and losses keep their shapes even when a dimension happens to
+    equal the old batch). Runs before `gpipe-form-stages`. Costs written by
+    hand are kept as they are; `gpipe-estimate-cost` recomputes the others.
+
+    Before (`batch=128`): `gpipe.model @mlp batch 64 { %x = gpipe.input "x" : tensor<64x784xf32> ...`
+    After:  `gpipe.model @mlp batch 128 { %x = gpipe.input "x" : tensor<128x784xf32> ...`
+  }];
+  let options = [
+    Option<"batch", "batch", "int64_t", /*default=*/"0",
+           "the new mini-batch size (> 0)">,
+  ];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
 def EstimateCostPass : Pass<"gpipe-estimate-cost", "::mlir::ModuleOp"> {
   let summary = "fills in the cost of every op and layer from shapes";
   let description = [{
