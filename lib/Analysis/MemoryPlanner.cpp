@@ -3,7 +3,10 @@
 #include "gpipe/Analysis/MemoryPlanner.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
+#include <set>
+#include <unordered_map>
 
 using namespace gpipe;
 
@@ -128,11 +131,13 @@ public:
     gradientSent.assign(numMicrobatches,
                         std::vector<char>(stage.inputGrads.size(), 0));
     for (instr = 0; instr < program.instrs.size(); ++instr) {
+      plan.instrStart.push_back(now);
       std::string error = step(program.instrs[instr]);
       if (!error.empty())
         return "op #" + std::to_string(instr) + " (" +
                instrName(program.instrs[instr].kind) + "): " + error;
     }
+    plan.instrStart.push_back(now);
     for (auto &values : slots)
       for (int &slot : values)
         release(slot);
@@ -264,6 +269,7 @@ private:
     buffer.end = -1;
     buffer.microbatch = microbatch;
     buffer.value = value;
+    buffer.instr = int64_t(instr);
     plan.buffers.push_back(buffer);
     current += bytes;
     if (current > plan.peakBytes) {
@@ -328,9 +334,64 @@ std::string gpipe::planDeviceMemory(const DeviceProgram &program,
                                       return buffer.bytes == 0;
                                     }),
                      plan.buffers.end());
-  plan.arenaBytes = plan.residentBytes + assignOffsets(plan.buffers);
+  plan.arenaBytes =
+      plan.residentBytes + (plan.buffers.size() <= kExactPlacementLimit
+                                ? assignOffsets(plan.buffers)
+                                : assignOffsetsByInstruction(plan));
   return {};
 }
+
+namespace {
+
+/// The placed buffers, indexed by lifetime: a segment tree over time whose
+/// nodes hold the buffers that cover them (for "live at t"), and the placed
+/// buffers ordered by start (for "starts within (s, e)"). Together they
+/// enumerate the placed buffers live during [s, e) in time proportional to
+/// their number, not to all placed buffers.
+class LifetimeIndex {
+public:
+  explicit LifetimeIndex(int64_t horizon) : size(1) {
+    while (size < horizon)
+      size *= 2;
+    nodes.resize(2 * size);
+  }
+
+  void insert(size_t index, int64_t start, int64_t end) {
+    byStart.emplace(start, index);
+    // The canonical nodes of [start, end), bottom-up.
+    for (int64_t lo = start + size, hi = end + size; lo < hi;
+         lo /= 2, hi /= 2) {
+      if (lo & 1)
+        nodes[lo++].push_back(index);
+      if (hi & 1)
+        nodes[--hi].push_back(index);
+    }
+  }
+
+  /// Appends every inserted buffer `other` with other.start < end and
+  /// start < other.end (an empty lifetime [t, t) meets what is live across
+  /// t), given the starts of the inserted buffers.
+  void overlapping(int64_t start, int64_t end,
+                   const std::vector<PlannedBuffer> &buffers,
+                   std::vector<size_t> &out) const {
+    // Live at `start`: on the path from its leaf up.
+    for (int64_t node = start + size; node >= 1; node /= 2)
+      for (size_t index : nodes[node])
+        if (start < end || buffers[index].start < start)
+          out.push_back(index);
+    // Starting after `start` and before `end`.
+    for (auto it = byStart.upper_bound({start, SIZE_MAX});
+         it != byStart.end() && it->first < end; ++it)
+      out.push_back(it->second);
+  }
+
+private:
+  int64_t size;
+  std::vector<std::vector<size_t>> nodes;
+  std::set<std::pair<int64_t, size_t>> byStart;
+};
+
+} // namespace
 
 int64_t gpipe::assignOffsets(std::vector<PlannedBuffer> &buffers) {
   std::vector<size_t> order(buffers.size());
@@ -340,16 +401,25 @@ int64_t gpipe::assignOffsets(std::vector<PlannedBuffer> &buffers) {
       return buffers[a].bytes > buffers[b].bytes;
     return buffers[a].start < buffers[b].start;
   });
-  std::vector<size_t> placed; // by offset
+  int64_t horizon = 1;
+  for (const PlannedBuffer &buffer : buffers)
+    horizon = std::max({horizon, buffer.start + 1, buffer.end + 1});
+  LifetimeIndex placed(horizon);
+  // Placement order breaks ties between equal offsets, as the lowest-offset
+  // first fit over the placed buffers in offset order requires.
+  std::vector<size_t> sequence(buffers.size(), 0);
   std::vector<size_t> overlapping;
   int64_t arena = 0;
-  for (size_t index : order) {
+  for (size_t n = 0; n < order.size(); ++n) {
+    size_t index = order[n];
     PlannedBuffer &buffer = buffers[index];
     overlapping.clear();
-    for (size_t other : placed)
-      if (buffers[other].start < buffer.end &&
-          buffer.start < buffers[other].end)
-        overlapping.push_back(other);
+    placed.overlapping(buffer.start, buffer.end, buffers, overlapping);
+    std::sort(overlapping.begin(), overlapping.end(), [&](size_t a, size_t b) {
+      if (buffers[a].offset != buffers[b].offset)
+        return buffers[a].offset < buffers[b].offset;
+      return sequence[a] < sequence[b];
+    });
     int64_t offset = 0;
     for (size_t other : overlapping) {
       if (offset + buffer.bytes <= buffers[other].offset)
@@ -358,11 +428,98 @@ int64_t gpipe::assignOffsets(std::vector<PlannedBuffer> &buffers) {
     }
     buffer.offset = offset;
     arena = std::max(arena, offset + buffer.bytes);
-    auto at = std::upper_bound(placed.begin(), placed.end(), index,
-                               [&](size_t a, size_t b) {
-                                 return buffers[a].offset < buffers[b].offset;
-                               });
-    placed.insert(at, index);
+    sequence[index] = n;
+    placed.insert(index, buffer.start, buffer.end);
+  }
+  return arena;
+}
+
+namespace {
+/// One instruction's own buffers, relative to its first event: what makes
+/// two instructions' placements interchangeable.
+struct Pattern {
+  std::vector<int64_t> key; ///< bytes, start, end per buffer
+  bool operator==(const Pattern &other) const { return key == other.key; }
+};
+struct PatternHash {
+  size_t operator()(const Pattern &pattern) const {
+    uint64_t hash = 1469598103934665603ull;
+    for (int64_t word : pattern.key)
+      hash = (hash ^ uint64_t(word)) * 1099511628211ull;
+    return size_t(hash);
+  }
+};
+struct PatternPlacement {
+  std::vector<int64_t> offsets; ///< per buffer, in the block
+  int64_t bytes = 0;            ///< the block
+};
+} // namespace
+
+int64_t gpipe::assignOffsetsByInstruction(DeviceMemoryPlan &plan) {
+  std::vector<PlannedBuffer> &buffers = plan.buffers;
+  const std::vector<int64_t> &instrStart = plan.instrStart;
+  const size_t numInstrs = instrStart.empty() ? 0 : instrStart.size() - 1;
+  // Buffers that die in the instruction that allocated them, per instruction.
+  std::vector<std::vector<size_t>> own(numInstrs);
+  std::vector<size_t> crossing;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const PlannedBuffer &buffer = buffers[i];
+    size_t instr = size_t(buffer.instr);
+    if (instr < numInstrs && buffer.end <= instrStart[instr + 1] &&
+        buffer.start >= instrStart[instr])
+      own[instr].push_back(i);
+    else
+      crossing.push_back(i);
+  }
+
+  // Each distinct pattern placed once; one block per instruction.
+  std::unordered_map<Pattern, PatternPlacement, PatternHash> placed;
+  std::vector<const PatternPlacement *> placementOf(numInstrs, nullptr);
+  std::vector<PlannedBuffer> reduced;
+  for (size_t instr = 0; instr < numInstrs; ++instr) {
+    if (own[instr].empty())
+      continue;
+    const int64_t base = instrStart[instr];
+    Pattern pattern;
+    pattern.key.reserve(3 * own[instr].size());
+    for (size_t i : own[instr]) {
+      pattern.key.push_back(buffers[i].bytes);
+      pattern.key.push_back(buffers[i].start - base);
+      pattern.key.push_back(buffers[i].end - base);
+    }
+    auto [it, inserted] = placed.try_emplace(std::move(pattern));
+    if (inserted) {
+      std::vector<PlannedBuffer> local;
+      for (size_t i : own[instr]) {
+        PlannedBuffer copy = buffers[i];
+        copy.start -= base;
+        copy.end -= base;
+        local.push_back(copy);
+      }
+      it->second.bytes = assignOffsets(local);
+      for (const PlannedBuffer &buffer : local)
+        it->second.offsets.push_back(buffer.offset);
+    }
+    placementOf[instr] = &it->second;
+    PlannedBuffer block;
+    block.bytes = it->second.bytes;
+    block.start = instrStart[instr];
+    block.end = instrStart[instr + 1];
+    block.instr = int64_t(instr);
+    reduced.push_back(block);
+  }
+  const size_t numBlocks = reduced.size();
+  for (size_t i : crossing)
+    reduced.push_back(buffers[i]);
+  int64_t arena = assignOffsets(reduced);
+
+  for (size_t k = 0; k < crossing.size(); ++k)
+    buffers[crossing[k]].offset = reduced[numBlocks + k].offset;
+  for (size_t b = 0; b < numBlocks; ++b) {
+    size_t instr = size_t(reduced[b].instr);
+    const PatternPlacement &placement = *placementOf[instr];
+    for (size_t j = 0; j < own[instr].size(); ++j)
+      buffers[own[instr][j]].offset = reduced[b].offset + placement.offsets[j];
   }
   return arena;
 }

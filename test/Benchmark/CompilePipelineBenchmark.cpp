@@ -91,4 +91,5 @@ BENCHMARK(BM_CompilePipeline)
     ->Args({10000, 8, 64})
     ->Args({10000, 8, 512})
     ->Args({10000, 128, 512})
+    ->Args({10000, 64, 256})
     ->Unit(benchmark::kMillisecond);

@@ -65,6 +65,122 @@ TEST(AssignOffsets, RandomLifetimesNeverShareBytes) {
   }
 }
 
+/// The greedy placement as first written, quadratic: each buffer, largest
+/// first, at the lowest offset that fits among the placed buffers live with
+/// it, scanned in offset order. The indexed assignOffsets must reproduce it.
+int64_t referencePlacement(std::vector<PlannedBuffer> &buffers) {
+  std::vector<size_t> order(buffers.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (buffers[a].bytes != buffers[b].bytes)
+      return buffers[a].bytes > buffers[b].bytes;
+    return buffers[a].start < buffers[b].start;
+  });
+  std::vector<size_t> placed; // by offset, earlier placements first
+  int64_t arena = 0;
+  for (size_t index : order) {
+    PlannedBuffer &buffer = buffers[index];
+    int64_t offset = 0;
+    for (size_t other : placed) {
+      if (!(buffers[other].start < buffer.end &&
+            buffer.start < buffers[other].end))
+        continue;
+      if (offset + buffer.bytes <= buffers[other].offset)
+        break;
+      offset = std::max(offset, buffers[other].offset + buffers[other].bytes);
+    }
+    buffer.offset = offset;
+    arena = std::max(arena, offset + buffer.bytes);
+    auto at = std::upper_bound(placed.begin(), placed.end(), index,
+                               [&](size_t a, size_t b) {
+                                 return buffers[a].offset < buffers[b].offset;
+                               });
+    placed.insert(at, index);
+  }
+  return arena;
+}
+
+// Random buffer sets, with repeated sizes, empty lifetimes and zero-byte
+// buffers: every offset equals the reference placement's.
+TEST(AssignOffsets, EqualsTheQuadraticReference) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    int n = 1 + int(rng() % 120);
+    int64_t horizon = 1 + int64_t(rng() % 60);
+    std::vector<PlannedBuffer> buffers(n);
+    for (PlannedBuffer &b : buffers) {
+      b.bytes = int64_t(rng() % 5) * 16 + (rng() % 7 == 0 ? 0 : 8);
+      b.start = int64_t(rng() % horizon);
+      b.end = b.start + int64_t(rng() % 4 == 0 ? 0 : rng() % 12);
+    }
+    std::vector<PlannedBuffer> expected = buffers;
+    int64_t expectedArena = referencePlacement(expected);
+    EXPECT_EQ(assignOffsets(buffers), expectedArena) << "trial " << trial;
+    for (int i = 0; i < n; ++i)
+      ASSERT_EQ(buffers[i].offset, expected[i].offset)
+          << "trial " << trial << ", buffer " << i;
+  }
+}
+
+/// Instructions of 10 events; each allocates short buffers in one of three
+/// repeating patterns (as micro-batches do) plus a few that outlive it.
+DeviceMemoryPlan instructionPlan(std::mt19937 &rng, int numInstrs) {
+  DeviceMemoryPlan plan;
+  std::vector<std::vector<PlannedBuffer>> patterns(3);
+  for (auto &pattern : patterns)
+    for (int k = 0; k < 6; ++k) {
+      PlannedBuffer b;
+      b.start = rng() % 8;
+      b.end = b.start + 1 + rng() % (9 - b.start);
+      b.bytes = 16 * (1 + rng() % 8);
+      pattern.push_back(b);
+    }
+  for (int i = 0; i < numInstrs; ++i) {
+    int64_t base = 10 * i;
+    plan.instrStart.push_back(base);
+    for (PlannedBuffer b : patterns[i % 3]) {
+      b.start += base;
+      b.end += base;
+      b.instr = i;
+      plan.buffers.push_back(b);
+    }
+    if (rng() % 2) { // lives into a later instruction
+      PlannedBuffer b;
+      b.start = base + rng() % 10;
+      b.end = base + 10 + rng() % 40;
+      b.bytes = 16 * (1 + rng() % 8);
+      b.instr = i;
+      plan.buffers.push_back(b);
+    }
+  }
+  plan.instrStart.push_back(10 * numInstrs + 50);
+  return plan;
+}
+
+// Placement by instruction never lets live buffers share bytes, needs at
+// least the peak, and places repeated patterns at the same relative offsets.
+TEST(AssignOffsetsByInstruction, ValidAndSharedAcrossRepeats) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 20; ++trial) {
+    DeviceMemoryPlan plan = instructionPlan(rng, 30);
+    int64_t arena = assignOffsetsByInstruction(plan);
+    expectNoConflicts(plan.buffers, arena);
+    EXPECT_GE(arena, maxLiveBytes(plan.buffers));
+    // Instruction 0's and 3's first buffer both come from pattern 0, and
+    // the pattern's second buffer sits at the same distance from its first.
+    auto firstOf = [&](int instr) {
+      for (size_t i = 0; i < plan.buffers.size(); ++i)
+        if (plan.buffers[i].instr == instr)
+          return i;
+      return plan.buffers.size();
+    };
+    size_t a = firstOf(0), b = firstOf(3);
+    EXPECT_EQ(plan.buffers[a + 1].offset - plan.buffers[a].offset,
+              plan.buffers[b + 1].offset - plan.buffers[b].offset);
+  }
+}
+
 TEST(AssignOffsets, DisjointLifetimesReuseTheSameBytes) {
   std::vector<PlannedBuffer> buffers = {
       {100, 0, 2, 0, -1, -1}, {100, 2, 4, 0, -1, -1}, {50, 1, 3, 0, -1, -1}};
