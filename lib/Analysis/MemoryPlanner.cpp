@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <numeric>
 #include <set>
 #include <unordered_map>
@@ -455,6 +456,91 @@ struct PatternPlacement {
 };
 } // namespace
 
+int64_t gpipe::assignOffsetsInTimeOrder(std::vector<PlannedBuffer> &buffers) {
+  // Events at time t: the frees of buffers ending at t, then the buffers of
+  // empty lifetime [t, t) (live only with what spans t: placed and released
+  // at once), then the allocations of buffers starting at t.
+  enum Phase { Free = 0, Instant = 1, Allocate = 2 };
+  std::vector<std::pair<int64_t, int64_t>> events; // (3 t + phase, index)
+  events.reserve(2 * buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const PlannedBuffer &b = buffers[i];
+    if (b.start >= b.end) {
+      events.push_back({3 * b.start + Instant, int64_t(i)});
+      continue;
+    }
+    events.push_back({3 * b.start + Allocate, int64_t(i)});
+    events.push_back({3 * b.end + Free, int64_t(i)});
+  }
+  std::sort(events.begin(), events.end());
+  std::map<int64_t, int64_t> holes;            // offset -> bytes
+  std::multimap<int64_t, int64_t> holesBySize; // bytes -> offset
+  auto addHole = [&](int64_t offset, int64_t bytes) {
+    // Merge with the neighbours.
+    auto next = holes.lower_bound(offset);
+    if (next != holes.end() && offset + bytes == next->first) {
+      auto range = holesBySize.equal_range(next->second);
+      for (auto it = range.first; it != range.second; ++it)
+        if (it->second == next->first) {
+          holesBySize.erase(it);
+          break;
+        }
+      bytes += next->second;
+      next = holes.erase(next);
+    }
+    if (next != holes.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        auto range = holesBySize.equal_range(prev->second);
+        for (auto it = range.first; it != range.second; ++it)
+          if (it->second == prev->first) {
+            holesBySize.erase(it);
+            break;
+          }
+        offset = prev->first;
+        bytes += prev->second;
+        holes.erase(prev);
+      }
+    }
+    holes[offset] = bytes;
+    holesBySize.emplace(bytes, offset);
+  };
+  int64_t top = 0;
+  for (const auto &[when, index] : events) {
+    PlannedBuffer &buffer = buffers[size_t(index)];
+    Phase phase = Phase(when % 3);
+    if (phase == Free) {
+      if (buffer.bytes > 0)
+        addHole(buffer.offset, buffer.bytes);
+      continue;
+    }
+    auto fit = holesBySize.lower_bound(buffer.bytes); // best fit
+    if (buffer.bytes == 0) {
+      buffer.offset = 0;
+    } else if (fit == holesBySize.end()) {
+      buffer.offset = top;
+      top += buffer.bytes;
+    } else {
+      int64_t offset = fit->second, bytes = fit->first;
+      holesBySize.erase(fit);
+      holes.erase(offset);
+      buffer.offset = offset;
+      if (bytes > buffer.bytes)
+        addHole(offset + buffer.bytes, bytes - buffer.bytes);
+    }
+    if (phase == Instant && buffer.bytes > 0)
+      addHole(buffer.offset, buffer.bytes);
+  }
+  return top;
+}
+
+/// The greedy where it is affordable, else the placement in time order.
+static int64_t placeBuffers(std::vector<PlannedBuffer> &buffers) {
+  return buffers.size() <= kExactPlacementLimit
+             ? assignOffsets(buffers)
+             : assignOffsetsInTimeOrder(buffers);
+}
+
 int64_t gpipe::assignOffsetsByInstruction(DeviceMemoryPlan &plan) {
   std::vector<PlannedBuffer> &buffers = plan.buffers;
   const std::vector<int64_t> &instrStart = plan.instrStart;
@@ -496,7 +582,7 @@ int64_t gpipe::assignOffsetsByInstruction(DeviceMemoryPlan &plan) {
         copy.end -= base;
         local.push_back(copy);
       }
-      it->second.bytes = assignOffsets(local);
+      it->second.bytes = placeBuffers(local);
       for (const PlannedBuffer &buffer : local)
         it->second.offsets.push_back(buffer.offset);
     }
@@ -511,7 +597,7 @@ int64_t gpipe::assignOffsetsByInstruction(DeviceMemoryPlan &plan) {
   const size_t numBlocks = reduced.size();
   for (size_t i : crossing)
     reduced.push_back(buffers[i]);
-  int64_t arena = assignOffsets(reduced);
+  int64_t arena = placeBuffers(reduced);
 
   for (size_t k = 0; k < crossing.size(); ++k)
     buffers[crossing[k]].offset = reduced[numBlocks + k].offset;

@@ -181,6 +181,27 @@ TEST(AssignOffsetsByInstruction, ValidAndSharedAcrossRepeats) {
   }
 }
 
+// Placement in time order: never lets live buffers share bytes, needs at
+// least the peak, and reuses freed holes.
+TEST(AssignOffsetsInTimeOrder, ValidAndReusesHoles) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<PlannedBuffer> buffers(300);
+    for (PlannedBuffer &b : buffers) {
+      b.start = rng() % 400;
+      b.end = b.start + int64_t(rng() % 5 == 0 ? 0 : 1 + rng() % 60);
+      b.bytes = int64_t(rng() % 9 == 0 ? 0 : 1 + rng() % 4096);
+    }
+    int64_t arena = assignOffsetsInTimeOrder(buffers);
+    expectNoConflicts(buffers, arena);
+    EXPECT_GE(arena, maxLiveBytes(buffers));
+    int64_t total = 0;
+    for (const PlannedBuffer &b : buffers)
+      total += b.bytes;
+    EXPECT_LT(arena, total);
+  }
+}
+
 TEST(AssignOffsets, DisjointLifetimesReuseTheSameBytes) {
   std::vector<PlannedBuffer> buffers = {
       {100, 0, 2, 0, -1, -1}, {100, 2, 4, 0, -1, -1}, {50, 1, 3, 0, -1, -1}};

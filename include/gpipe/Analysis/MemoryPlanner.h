@@ -140,12 +140,18 @@ std::string replayDeviceMemory(const DeviceProgram &program,
 /// returns the arena size they need.
 int64_t assignOffsets(std::vector<PlannedBuffer> &buffers);
 
+/// Offsets in allocation order, as an allocator with best-fit reuse of freed
+/// holes would give them: O(n log n) whatever the overlap, for sets too large
+/// for assignOffsets; returns the arena size.
+int64_t assignOffsetsInTimeOrder(std::vector<PlannedBuffer> &buffers);
+
 /// Offsets for the buffers of a replayed program (`plan.buffers`, with
 /// `plan.instrStart`), near-linear in their number: the buffers that live
 /// within one instruction are placed once per distinct pattern (the
 /// micro-batches of a GPipe program repeat a few patterns) inside a block
 /// that stands for the instruction; the blocks and the buffers that cross
-/// instructions are placed by assignOffsets. Returns the arena size.
+/// instructions are placed by assignOffsets (assignOffsetsInTimeOrder for
+/// sets beyond kExactPlacementLimit). Returns the arena size.
 int64_t assignOffsetsByInstruction(DeviceMemoryPlan &plan);
 
 } // namespace gpipe
