@@ -1,0 +1,76 @@
+//===- CapacityTest.cpp - The capacity search and fit ---------------------===//
+//
+// The search of gpipe-capacity's table against monotone arenas whose answer
+// is known, and its least-squares fit against hand-solved points.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Models/Capacity.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace gpipe;
+
+namespace {
+
+// arena(b) = 100 b: the most blocks under a budget is budget / 100, found
+// with O(log) probes, each probed once.
+TEST(Capacity, FindsTheLargestFittingBlockCount) {
+  for (uint64_t budget : {100u, 150u, 999u, 1000u, 1001u, 12345u}) {
+    std::set<int64_t> probed;
+    int probes = 0;
+    auto arenaOf = [&](int64_t blocks) -> std::optional<int64_t> {
+      EXPECT_TRUE(probed.insert(blocks).second) << "probed twice: " << blocks;
+      ++probes;
+      return 100 * blocks;
+    };
+    std::optional<Capacity> found =
+        findLargestFitting(arenaOf, 1, 4096, budget);
+    ASSERT_TRUE(found);
+    EXPECT_EQ(found->blocks, int64_t(budget / 100)) << budget;
+    EXPECT_EQ(found->arena, 100 * found->blocks);
+    EXPECT_FALSE(found->capped);
+    EXPECT_LE(probes, 30);
+  }
+}
+
+TEST(Capacity, NothingFitsAndCappedAndFailure) {
+  auto linear = [](int64_t blocks) -> std::optional<int64_t> {
+    return 100 * blocks;
+  };
+  std::optional<Capacity> none = findLargestFitting(linear, 3, 64, 250);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->blocks, 0);
+  EXPECT_EQ(none->smallestArena, 300);
+  std::optional<Capacity> capped = findLargestFitting(linear, 1, 64, 1u << 30);
+  ASSERT_TRUE(capped);
+  EXPECT_EQ(capped->blocks, 64);
+  EXPECT_TRUE(capped->capped);
+  auto failing = [](int64_t blocks) -> std::optional<int64_t> {
+    if (blocks > 8)
+      return std::nullopt;
+    return blocks;
+  };
+  EXPECT_FALSE(findLargestFitting(failing, 1, 64, 1000));
+  EXPECT_EQ(minBlocksFor(1), 1);
+  EXPECT_EQ(minBlocksFor(8), 3);
+}
+
+// y = 3 x1 + 5 x2 exactly: the fit recovers a = 3, b = 5; proportional
+// columns cannot be separated.
+TEST(Capacity, FitThroughOrigin) {
+  std::vector<double> x1 = {1, 2, 3, 4}, x2 = {2, 1, 5, 0.5}, y;
+  for (size_t i = 0; i < x1.size(); ++i)
+    y.push_back(3 * x1[i] + 5 * x2[i]);
+  LinearFit fit = fitThroughOrigin(x1, x2, y);
+  ASSERT_TRUE(fit.solvable);
+  EXPECT_NEAR(fit.a, 3.0, 1e-9);
+  EXPECT_NEAR(fit.b, 5.0, 1e-9);
+  EXPECT_FALSE(fitThroughOrigin({1, 2}, {2, 4}, {3, 6}).solvable);
+  EXPECT_EQ(formatSize(1536), "1.5 KiB");
+  EXPECT_EQ(formatSize(-2048, 0), "-2 KiB");
+}
+
+} // namespace
