@@ -80,9 +80,11 @@ TEST_P(CompiledOnDevice, MatchesTheCpuExecutor) {
   }
   ASSERT_EQ(bundle.memoryPlan.devices.size(), k);
   // With the plan's optimizer state (its slots per parameter), the device
-  // needs at most 15% more than the plan: its buffers are 256-byte aligned,
-  // attention's backward has a scores scratch, receive buffers are held for
-  // the whole step and a sent buffer is reused only after its copy.
+  // needs at most 6% more than the plan (the MLP: exactly the plan). It
+  // allocates what the plan does, when the plan does (a received value at its
+  // receive, a sent value freed at its send: the transport stages transfers),
+  // but its buffers are 256-byte aligned, the host emulation's attention
+  // backward has a scores scratch, and it places them by its own dry run.
   rt::OptimizerConfig planned;
   planned.kind = bundle.memoryPlan.optimizerSlots == 2 ? rt::OptimizerKind::Adam
                  : bundle.memoryPlan.optimizerSlots == 1
@@ -95,7 +97,7 @@ TEST_P(CompiledOnDevice, MatchesTheCpuExecutor) {
   for (unsigned d = 0; d < k; ++d) {
     const dev::DeviceMemoryLayout &layout = sized->memory()[d];
     EXPECT_LE(double(layout.residentBytes + layout.arenaBytes),
-              1.15 * double(layout.plannedArenaBytes))
+              1.06 * double(layout.plannedArenaBytes))
         << "device " << d;
     // The arena holds what the CPU executor measures live at its peak.
     EXPECT_GE(layout.arenaBytes,

@@ -137,6 +137,7 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
 
   // Device memory, then the parameters, initialized as the CPU executor does.
   s.issue = s.backend.get();
+  s.transport = createInProcessTransport(*s.backend);
   std::vector<char *> resident(numDevices, nullptr);
   for (unsigned d = 0; d < numDevices; ++d) {
     void *arena = nullptr, *res = nullptr;
@@ -180,7 +181,9 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
 
 std::string DeviceExecutor::Impl::placePass(IssuePass &placed) {
   NullBackend dry(bundle.stages.size());
+  std::unique_ptr<Transport> dryTransport = createInProcessTransport(dry);
   issue = &dry;
+  transfer = dryTransport.get();
   pass = &placed;
   std::string error = issueStep(nullptr, true);
   placed.arenaBytes.clear();
@@ -192,6 +195,7 @@ std::string DeviceExecutor::Impl::placePass(IssuePass &placed) {
 std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
                                           const Batch &batch) {
   issue = backend.get();
+  transfer = transport.get();
   pass = &toRun;
   recordTimeline = config.recordTimeline;
   std::string error = issueStep(&batch, false);
@@ -222,6 +226,8 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
   if (!result.error.empty())
     return result;
   ++s.steps;
+  for (unsigned d = 0; d < s.layout.size(); ++d)
+    s.layout[d].stagingBytes = s.transport->stagingBytes(d);
   if (s.recordTimeline)
     s.buildTimeline();
   for (size_t m = 0; m < s.hostLosses.size(); ++m) {

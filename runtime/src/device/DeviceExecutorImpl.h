@@ -7,15 +7,12 @@
 //
 // Issue order and hazards. Work on one stream runs in issue order, so a buffer
 // that only device d's compute stream touches can be reused as soon as the
-// host has issued its last use. Two kinds of buffers are touched by another
-// stream and get more care:
-//   - a receive buffer is written by the sender's copy stream: it is reserved
-//     for the whole step (one per micro-batch and channel, as the GPipe stash
-//     holds them anyway);
-//   - a sent buffer is read by the sender's copy stream: when it is freed, it
-//     waits in `pending` until the device's second next compute instruction,
-//     whose stream first waits for the copy's event (long done by then, so
-//     the copy of micro-batch m overlaps the forward of m + 1 at no cost).
+// host has issued its last use. Transfers keep it that way (Transport.h): a
+// send reads the sent buffer in the sender's compute-stream order, so the
+// buffer is freed at the send; a receive writes a buffer the receiver
+// allocates at the receive, in its own stream's order. These are the memory
+// planner's rules (MemoryPlanner.h), which the placement will come to follow
+// exactly (docs/Architecture.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,10 +24,12 @@
 #include "gpipe/runtime/Timeline.h"
 #include "gpipe/runtime/device/ArenaAllocator.h"
 #include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/device/Transport.h"
 
 #include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -53,10 +52,7 @@ struct DeviceValue {
   /// Layer norm: mean, rstd. Attention: qkv, probs, context. Cross-entropy:
   /// probs. Dropout: the mask (bytes) in saved[0].
   char *saved[3] = {nullptr, nullptr, nullptr};
-  int64_t offset = -1;  ///< its arena block; -1: a view or a receive buffer
-  bool reserved = false; ///< a receive buffer, kept for the whole step
-  bool readByCopy = false;
-  EventId copyDone = 0;
+  int64_t offset = -1; ///< its arena block; -1: a view
 
   int64_t numElements() const { return product(shape); }
   float *f() const { return reinterpret_cast<float *>(data); }
@@ -77,19 +73,12 @@ struct DeviceParameter {
 
 using MessageKey = std::tuple<int, unsigned, unsigned, unsigned>;
 
-struct PendingFree {
-  int64_t offset;
-  EventId copyDone;
-  int64_t releaseAt; ///< compute instruction count
-};
-
 /// One device during the issue of a step.
 struct DeviceRun {
   ArenaAllocator arena;
   char *base = nullptr;
   std::vector<std::vector<DeviceValue>> values; ///< [micro-batch][value id]
   std::vector<char> kept;                       ///< per micro-batch
-  std::vector<PendingFree> pending;
   int64_t computeCount = 0;
 };
 
@@ -142,7 +131,11 @@ struct DeviceExecutor::Impl {
   DeviceBackend *issue = nullptr; ///< the backend, or the dry run's
   const IssuePass *pass = nullptr;
   std::vector<DeviceRun> runs;
-  std::map<MessageKey, EventId> sent;
+  std::set<MessageKey> sent;
+  /// The transport of the backend that issues: the real one, or the dry
+  /// run's.
+  Transport *transfer = nullptr;
+  std::unique_ptr<Transport> transport;
   bool recordTimeline = false;
   std::deque<double> timeSlots; ///< stable addresses for recordTime
   std::vector<TimelineMark> marks;
@@ -170,7 +163,6 @@ struct DeviceExecutor::Impl {
   DeviceValue &newValue(unsigned device, unsigned m, int id,
                         std::vector<int64_t> extraBytes = {});
   void freeValue(unsigned device, DeviceValue &value);
-  void releasePending(unsigned device, bool all);
 
   StreamId compute(unsigned d) { return issue->computeStream(d); }
   int64_t rowsOf(unsigned m) const { return pass->rows[m]; }

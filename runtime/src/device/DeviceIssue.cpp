@@ -53,40 +53,10 @@ DeviceValue &DeviceExecutor::Impl::newValue(unsigned device, unsigned m,
 void DeviceExecutor::Impl::freeValue(unsigned device, DeviceValue &value) {
   if (!value.present)
     return;
-  DeviceRun &run = runs[device];
-  if (value.offset >= 0) {
-    if (value.readByCopy)
-      run.pending.push_back(
-          {value.offset, value.copyDone, run.computeCount + 2});
-    else
-      run.arena.free(value.offset);
-  }
-  bool reserved = value.reserved;
-  char *data = value.data;
-  std::vector<int64_t> shape = value.shape;
+  if (value.offset >= 0)
+    runs[device].arena.free(value.offset);
   value = DeviceValue();
-  if (reserved) { // the receive buffer stays for a later micro-batch's use
-    value.reserved = true;
-    value.data = data;
-    value.shape = std::move(shape);
-  }
 }
-
-void DeviceExecutor::Impl::releasePending(unsigned device, bool all) {
-  DeviceRun &run = runs[device];
-  std::vector<PendingFree> still;
-  for (const PendingFree &p : run.pending) {
-    if (!all && p.releaseAt > run.computeCount) {
-      still.push_back(p);
-      continue;
-    }
-    if (!all)
-      issue->waitEvent(compute(device), p.copyDone);
-    run.arena.free(p.offset);
-  }
-  run.pending = std::move(still);
-}
-
 
 //===----------------------------------------------------------------------===//
 // Instructions
@@ -102,28 +72,14 @@ std::string DeviceExecutor::Impl::send(unsigned device, const Instr &instr) {
   DeviceValue &value = run.values[m][id];
   if (!value.present)
     return "value " + std::to_string(id) + " is no longer available";
-  // The receiver's buffer for this micro-batch and channel.
-  const StageProgram &peer = bundle.stages[instr.peer];
-  int peerId = -1;
-  if (activation) {
-    for (const StageInput &input : peer.inputs)
-      if (input.fromChannel && input.channel == instr.channel)
-        peerId = input.value;
-  } else {
-    peerId = peer.outputGrads[instr.channel];
-  }
-  DeviceValue &target = runs[instr.peer].values[m][peerId];
-  assert(target.reserved && "every receive has a reserved buffer");
-  const StreamId copy = issue->copyStream(device);
-  issue->waitEvent(copy, issue->recordEvent(compute(device)));
-  issue->copyBetweenDevices(copy, target.data, instr.peer, value.data, device,
-                            value.numElements() * 4);
-  EventId done = issue->recordEvent(copy);
-  sent[MessageKey{activation ? 0 : 1, device, m, instr.channel}] = done;
-  if (value.offset >= 0) {
-    value.readByCopy = true;
-    value.copyDone = done;
-  }
+  // The transport reads the value in this stream's order: the value may be
+  // freed right away.
+  TransferKey key{activation ? 0 : 1, device, instr.peer, m, instr.channel};
+  std::string error =
+      transfer->send(compute(device), key, value.data, value.numElements() * 4);
+  if (!error.empty())
+    return error;
+  sent.insert(MessageKey{activation ? 0 : 1, device, m, instr.channel});
   // Free it unless this device still needs it: the backward, or the send of
   // another channel that carries the same value.
   bool needed = activation &&
@@ -166,10 +122,6 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
   case InstrKind::RecvActivation:
   case InstrKind::RecvGradient: {
     bool activation = instr.kind == InstrKind::RecvActivation;
-    auto it = sent.find(
-        MessageKey{activation ? 0 : 1, instr.peer, m, instr.channel});
-    assert(it != sent.end() && "issued after its send");
-    issue->waitEvent(compute(device), it->second);
     int id = -1;
     if (activation) {
       for (const StageInput &input : program.inputs)
@@ -178,15 +130,17 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
     } else {
       id = program.outputGrads[instr.channel];
     }
-    run.values[m][id].present = true;
-    return {};
+    // Allocated at the receive, as a loaded value is.
+    DeviceValue &value = newValue(device, m, id);
+    TransferKey key{activation ? 0 : 1, instr.peer, device, m, instr.channel};
+    return transfer->recv(compute(device), key, value.data,
+                          value.numElements() * 4);
   }
   case InstrKind::SendActivation:
   case InstrKind::SendGradient:
     return send(device, instr);
   case InstrKind::Forward: {
     ++run.computeCount;
-    releasePending(device, false);
     for (const StageInput &input : program.inputs)
       if (!run.values[m][input.value].present)
         return input.fromChannel ? "channel " + std::to_string(input.channel) +
@@ -220,7 +174,6 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
   }
   case InstrKind::Backward: {
     ++run.computeCount;
-    releasePending(device, false);
     for (size_t c = 0; c < program.outputGrads.size(); ++c)
       if (!run.values[m][program.outputGrads[c]].present)
         return "the gradient of channel " + std::to_string(c) +
@@ -279,28 +232,6 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
       for (DeviceParameter *param : paramsOf[d])
         issue->fillZero(compute(d), param->grad, param->size * 4);
   }
-  // Receive buffers, reserved for the whole step.
-  for (unsigned d = 0; d < numDevices; ++d) {
-    const StageProgram &program = bundle.stages[d];
-    for (const Instr &instr : programs[d]) {
-      if (instr.kind != InstrKind::RecvActivation &&
-          instr.kind != InstrKind::RecvGradient)
-        continue;
-      int id = -1;
-      if (instr.kind == InstrKind::RecvActivation) {
-        for (const StageInput &input : program.inputs)
-          if (input.fromChannel && input.channel == instr.channel)
-            id = input.value;
-      } else {
-        id = program.outputGrads[instr.channel];
-      }
-      DeviceValue &value = newValue(d, instr.microbatch, id);
-      value.present = false;
-      value.reserved = true;
-      value.offset = -1; // freed with the step, not by the liveness rules
-    }
-  }
-
   // verifySchedule proved this order: every receive follows its send.
   const bool timed = recordTimeline && !dryRun;
   for (const ScheduleStep &step : pass->order) {
@@ -330,8 +261,6 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
       marks.push_back(mark);
     }
   }
-  for (unsigned d = 0; d < numDevices; ++d)
-    releasePending(d, true);
   return {};
 }
 

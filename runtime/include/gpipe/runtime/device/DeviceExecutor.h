@@ -1,20 +1,18 @@
-//===- DeviceExecutor.h - Runs a bundle on a DeviceBackend -------*- C++ -*-===//
+//===- DeviceExecutor.h - Runs a bundle on a DeviceBackend -------*- C++
+//-*-===//
 //
-// The pipeline executor for devices with streams (GPUs through CudaBackend,
-// or their host emulation, HostBackend). It runs the same bundles as the CPU
-// executor (Executor.h) and computes the same gradients, up to float
-// summation order and the GEMM precision of the backend.
+// The pipeline executor for devices with streams: CPU threads (CpuBackend),
+// GPUs (CudaBackend) or their host emulation (HostBackend). It runs the same
+// bundles as the CPU executor (Executor.h) and computes the same gradients,
+// up to float summation order and the GEMM precision of the backend.
 //
 // How a step runs. One host thread issues every device's instruction stream
-// as asynchronous work: device d's ops go to its compute stream; a send is a
-// copy on the sender's copy stream (started by an event after the producing
-// op) into a buffer the receiver reserved for that micro-batch and channel,
-// and the receive is an event wait on the receiver's compute stream. So
-// transfers overlap compute, and no device blocks the host. Instructions are
-// issued in an order in which every send comes before its receive (the
-// schedule is simulated; a schedule in which no device can go on is reported
-// with who waits for what). The step ends with one synchronize, bounded by
-// `stepTimeout`.
+// as asynchronous work: device d's ops go to its compute stream; a send and
+// a receive go to the Transport (Transport.h), in the sender's and the
+// receiver's stream order (in one process: a staging copy and an event). No
+// device blocks the host. Instructions are issued in the order
+// verifySchedule proved, in which every send comes before its receive. The
+// step ends with one synchronize, bounded by `stepTimeout`.
 //
 // Memory is a static plan: value lifetimes follow ProgramAnalysis.h (those of
 // the CPU executor and of gpipe-plan-memory); `create` issues one step
@@ -59,6 +57,9 @@ struct DeviceMemoryLayout {
   int64_t residentBytes = 0; ///< parameters, gradients, optimizer slots
   int64_t arenaBytes = 0;    ///< this executor's static placement
   int64_t plannedArenaBytes = -1; ///< the bundle's memory plan (-1: none)
+  /// Held by the transport for transfers to this device (staging), outside
+  /// the arena; known after the first step.
+  int64_t stagingBytes = 0;
 };
 
 class DeviceExecutor {
