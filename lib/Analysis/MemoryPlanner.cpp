@@ -265,14 +265,16 @@ private:
 
   int allocate(int64_t bytes, int microbatch, int value) {
     PlannedBuffer buffer;
-    buffer.bytes = bytes;
+    // Whole 4-byte words: a byte mask never leaves the next buffer's floats
+    // unaligned.
+    buffer.bytes = (bytes + 3) / 4 * 4;
     buffer.start = now++;
     buffer.end = -1;
     buffer.microbatch = microbatch;
     buffer.value = value;
     buffer.instr = int64_t(instr);
     plan.buffers.push_back(buffer);
-    current += bytes;
+    current += buffer.bytes;
     if (current > plan.peakBytes) {
       plan.peakBytes = current;
       plan.peakInstr = instr;

@@ -338,14 +338,16 @@ static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
 /// one.
 static std::optional<json::Object> emitMemoryPlan(ModelOp model,
                                                   ScheduleOp schedule) {
-  SmallVector<DictionaryAttr> plans(getStagesCount(model));
+  SmallVector<ProgramOp> programs(getStagesCount(model));
   for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>())
-    if (program.getDevice() < plans.size())
-      plans[program.getDevice()] =
-          program->getAttrOfType<DictionaryAttr>("gpipe.memory");
+    if (program.getDevice() < programs.size())
+      programs[program.getDevice()] = program;
   json::Array devices;
   std::optional<int64_t> slots;
-  for (DictionaryAttr plan : plans) {
+  for (ProgramOp program : programs) {
+    DictionaryAttr plan =
+        program ? program->getAttrOfType<DictionaryAttr>("gpipe.memory")
+                : DictionaryAttr();
     if (!plan)
       return std::nullopt;
     auto get = [&](StringRef key) -> std::optional<int64_t> {
@@ -357,9 +359,19 @@ static std::optional<json::Object> emitMemoryPlan(ModelOp model,
     slots = get("optimizer_slots");
     if (!resident || !peak || !arena || !slots)
       return std::nullopt;
-    devices.push_back(json::Object{{"resident_bytes", *resident},
-                                   {"peak_bytes", *peak},
-                                   {"arena_bytes", *arena}});
+    json::Object device{{"resident_bytes", *resident},
+                        {"peak_bytes", *peak},
+                        {"arena_bytes", *arena}};
+    if (auto placement =
+            program->getAttrOfType<DenseI64ArrayAttr>("gpipe.placement")) {
+      ArrayRef<int64_t> words = placement.asArrayRef();
+      json::Array buffers;
+      for (size_t i = 0; i + 3 < words.size(); i += 4)
+        buffers.push_back(
+            json::Array{words[i], words[i + 1], words[i + 2], words[i + 3]});
+      device["buffers"] = std::move(buffers);
+    }
+    devices.push_back(std::move(device));
   }
   return json::Object{{"optimizer_slots", slots.value_or(0)},
                       {"devices", std::move(devices)}};

@@ -192,6 +192,8 @@ public:
 
   bool read(const Json &root, std::string_view text, Bundle &bundle);
   bool verifyChecksum(const Json &root, std::string_view text);
+  bool readPlacement(const Json &json, const std::string &path,
+                     PlannedDeviceMemory &device);
 
   std::string error;
 
@@ -589,6 +591,46 @@ bool Reader::verifyChecksum(const Json &root, std::string_view text) {
   return true;
 }
 
+bool Reader::readPlacement(const Json &json, const std::string &path,
+                           PlannedDeviceMemory &device) {
+  const Json *buffers;
+  if (!lookup(json, path, "buffers", false, buffers))
+    return false;
+  if (!buffers)
+    return true;
+  std::string at = keyPath(path, "buffers");
+  if (!buffers->is_array())
+    return fail(at, "expected an array of [bytes, offset, start, end], found " +
+                        describe(*buffers));
+  const int64_t room = device.arenaBytes - device.residentBytes;
+  device.buffers.resize(buffers->size());
+  for (size_t i = 0; i < buffers->size(); ++i) {
+    std::string entry = indexPath(at, i);
+    const Json &item = (*buffers)[i];
+    if (!item.is_array() || item.size() != 4)
+      return fail(entry, "expected [bytes, offset, start, end], found " +
+                             describe(item));
+    int64_t fields[4];
+    for (size_t k = 0; k < 4; ++k)
+      if (!integerValue(item[k], indexPath(entry, k), "an integer", fields[k]))
+        return false;
+    PlacedBuffer &buffer = device.buffers[i];
+    buffer = {fields[0], fields[1], fields[2], fields[3]};
+    if (buffer.bytes < 0 || buffer.offset < 0 ||
+        buffer.offset > room - buffer.bytes)
+      return fail(entry, "expected a buffer inside the arena's " +
+                             std::to_string(room) +
+                             " bytes after the resident block, found " +
+                             std::to_string(buffer.bytes) + " bytes at " +
+                             std::to_string(buffer.offset));
+    if (buffer.start < 0 || buffer.end < buffer.start)
+      return fail(entry, "expected 0 <= start <= end, found " +
+                             std::to_string(buffer.start) + " and " +
+                             std::to_string(buffer.end));
+  }
+  return true;
+}
+
 bool Reader::readMemoryPlan(const Json &root, Bundle &bundle) {
   const Json *plan;
   if (!lookup(root, "", "memory_plan", false, plan))
@@ -617,8 +659,9 @@ bool Reader::readMemoryPlan(const Json &root, Bundle &bundle) {
     std::string at = indexPath(keyPath(path, "devices"), d);
     PlannedDeviceMemory device;
     if (!expectObject((*devices)[d], at) ||
-        !checkKeys((*devices)[d], at,
-                   {"resident_bytes", "peak_bytes", "arena_bytes"}) ||
+        !checkKeys(
+            (*devices)[d], at,
+            {"resident_bytes", "peak_bytes", "arena_bytes", "buffers"}) ||
         !getInt((*devices)[d], at, "resident_bytes", device.residentBytes) ||
         !getInt((*devices)[d], at, "peak_bytes", device.peakBytes) ||
         !getInt((*devices)[d], at, "arena_bytes", device.arenaBytes))
@@ -630,6 +673,8 @@ bool Reader::readMemoryPlan(const Json &root, Bundle &bundle) {
                           std::to_string(device.residentBytes) + ", " +
                           std::to_string(device.peakBytes) + ", " +
                           std::to_string(device.arenaBytes));
+    if (!readPlacement((*devices)[d], at, device))
+      return false;
     bundle.memoryPlan.devices.push_back(device);
   }
   return true;
@@ -1316,6 +1361,12 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
       entry["resident_bytes"] = device.residentBytes;
       entry["peak_bytes"] = device.peakBytes;
       entry["arena_bytes"] = device.arenaBytes;
+      if (!device.buffers.empty()) {
+        Json buffers = Json::array();
+        for (const PlacedBuffer &b : device.buffers)
+          buffers.push_back({b.bytes, b.offset, b.start, b.end});
+        entry["buffers"] = std::move(buffers);
+      }
       devices.push_back(std::move(entry));
     }
     Json plan = Json::object();

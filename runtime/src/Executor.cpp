@@ -19,6 +19,7 @@
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/Initializers.h"
 #include "gpipe/runtime/Mailbox.h"
+#include "gpipe/runtime/PlacementVerifier.h"
 #include "gpipe/runtime/ProgramAnalysis.h"
 #include "gpipe/runtime/ScheduleVerifier.h"
 
@@ -761,6 +762,11 @@ std::string gpipe::runtime::validateBundle(const Bundle &bundle) {
   }
   for (unsigned d = 0; d < bundle.programs.size(); ++d) {
     std::string error = validateProgram(bundle, d);
+    if (!error.empty())
+      return error;
+  }
+  for (unsigned d = 0; d < bundle.memoryPlan.devices.size(); ++d) {
+    std::string error = verifyPlacement(bundle.memoryPlan.devices[d], d);
     if (!error.empty())
       return error;
   }

@@ -377,6 +377,30 @@ TEST(BundleReaderTest, RoundTripsMemoryPlan) {
   EXPECT_EQ((*second).memoryPlan.devices[1].arenaBytes, 300);
 }
 
+// The compiler's placement survives writing and reading; a buffer outside
+// the arena or with its end before its start is refused, by position.
+TEST(BundleReaderTest, PlacementRoundTripsAndIsRangeChecked) {
+  StatusOr<Bundle> first = parseBundle(kValidBundle, "m.bundle.json");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  (*first).memoryPlan.devices = {{100, 150, 160}, {200, 260, 300}};
+  (*first).memoryPlan.devices[1].buffers = {{48, 0, 0, 5}, {52, 48, 3, 9}};
+  StatusOr<Bundle> second = parseBundle(writeBundle(*first), "w.json");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  ASSERT_EQ((*second).memoryPlan.devices[1].buffers.size(), 2u);
+  EXPECT_EQ((*second).memoryPlan.devices[1].buffers[1].offset, 48);
+  EXPECT_EQ((*second).memoryPlan.devices[1].buffers[1].end, 9);
+
+  (*first).memoryPlan.devices[1].buffers[1].offset = 60; // 60 + 52 > 100
+  EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
+            "'w.json': memory_plan.devices[1].buffers[1]: expected a buffer "
+            "inside the arena's 100 bytes after the resident block, found 52 "
+            "bytes at 60");
+  (*first).memoryPlan.devices[1].buffers[1] = {4, 0, 7, 6};
+  EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
+            "'w.json': memory_plan.devices[1].buffers[1]: expected 0 <= start "
+            "<= end, found 7 and 6");
+}
+
 // Every op kind, attribute, instruction kind, init, element type and remat
 // policy survives writeBundle -> parseBundle.
 TEST(BundleReaderTest, RoundTripsEveryKind) {

@@ -104,6 +104,12 @@ TEST_P(CompiledOnDevice, MatchesTheCpuExecutor) {
               cpu->peakMemoryBytes()[d] - cpu->residentMemoryBytes()[d]);
     EXPECT_EQ(layout.plannedArenaBytes,
               bundle.memoryPlan.devices[d].arenaBytes);
+    // The arena is the compiler's, byte for byte: the device places every
+    // buffer where the plan put it.
+    EXPECT_TRUE(layout.compilerPlaced) << "device " << d;
+    EXPECT_EQ(layout.arenaBytes, bundle.memoryPlan.devices[d].arenaBytes -
+                                     bundle.memoryPlan.devices[d].residentBytes)
+        << "device " << d;
     RecordProperty("device" + std::to_string(d) + "_arena",
                    std::to_string(layout.arenaBytes));
     RecordProperty("device" + std::to_string(d) + "_resident",
@@ -111,6 +117,61 @@ TEST_P(CompiledOnDevice, MatchesTheCpuExecutor) {
     RecordProperty("device" + std::to_string(d) + "_planned_arena",
                    std::to_string(layout.plannedArenaBytes));
   }
+}
+
+/// The transformer example at K=2, compiled with its placement.
+rt::Bundle placedTransformer() {
+  gpipe::testing::Compiled compiled = gpipe::testing::compile(
+      gpipe::testing::readExample("transformer/transformer.mlir"), 2, 4,
+      gpipe::RematPolicy::Full);
+  EXPECT_TRUE(compiled.error.empty()) << compiled.error;
+  EXPECT_FALSE(compiled.bundle.memoryPlan.devices.at(0).buffers.empty());
+  return compiled.bundle;
+}
+
+std::string createError(const rt::Bundle &bundle) {
+  std::string error;
+  auto executor = dev::DeviceExecutor::create(
+      bundle, std::make_unique<dev::HostBackend>(2, 1), {}, error);
+  return executor ? "" : error;
+}
+
+// The runtime verifies the compiler's placement instead of trusting it: two
+// live buffers moved onto the same bytes, and a buffer whose size is not what
+// the program defines, are refused with where they are.
+TEST(CompilerPlacement, OverlapsAndWrongSizesAreRefused) {
+  rt::Bundle overlapping = placedTransformer();
+  std::vector<rt::PlacedBuffer> &buffers =
+      overlapping.memoryPlan.devices[0].buffers;
+  // The first pair of buffers live at once at different offsets.
+  size_t a = 0, b = 0;
+  for (size_t i = 0; i < buffers.size() && !b; ++i)
+    for (size_t j = i + 1; j < buffers.size() && !b; ++j)
+      if (buffers[i].start < buffers[j].end &&
+          buffers[j].start < buffers[i].end && buffers[i].bytes > 0 &&
+          buffers[j].bytes > 0 && buffers[i].offset != buffers[j].offset &&
+          buffers[j].bytes <= buffers[i].bytes)
+        a = i, b = j;
+  ASSERT_NE(b, 0u);
+  buffers[b].offset = buffers[a].offset;
+  std::string error = createError(overlapping);
+  EXPECT_NE(error.find("device 0: buffers "), std::string::npos) << error;
+  EXPECT_NE(error.find("share bytes"), std::string::npos) << error;
+  EXPECT_NE(error.find("while both live"), std::string::npos) << error;
+
+  rt::Bundle resized = placedTransformer();
+  resized.memoryPlan.devices[1].buffers[2].bytes += 4;
+  EXPECT_EQ(createError(resized).rfind("device 1: the program's buffer #2 "
+                                       "needs ",
+                                       0),
+            0u)
+      << createError(resized);
+
+  rt::Bundle truncated = placedTransformer();
+  truncated.memoryPlan.devices[0].buffers.resize(3);
+  EXPECT_NE(createError(truncated).find("lists only 3 buffers"),
+            std::string::npos)
+      << createError(truncated);
 }
 
 std::string paramName(const ::testing::TestParamInfo<Param> &info) {

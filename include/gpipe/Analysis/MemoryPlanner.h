@@ -117,6 +117,10 @@ struct DeviceMemoryPlan {
   std::vector<int64_t> instrStart;
 };
 
+/// Up to this many buffers per device, the plan's placement travels to the
+/// runtime (the bundle's memory_plan.devices[d].buffers).
+constexpr size_t kMaxPlacedBuffers = 100000;
+
 /// Up to this many buffers, planDeviceMemory places them all with the greedy
 /// of assignOffsets, whose cost grows with the buffers live at once (about
 /// 60 ms for 20,000 buffers here); more are placed by instruction

@@ -125,12 +125,23 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
       for (int id : op.operands)
         s.keptForEvaluation[id] = 1;
 
-  // The placement: one step against the dry-run backend.
+  // The compiler's placement when the bundle has it (validateBundle checked
+  // it: inside the arena, no live overlap), else the dry run's. Either way
+  // one step against the dry-run backend checks the program against it.
+  s.training.planned = b.memoryPlan.devices.size() == numDevices;
+  for (const PlannedDeviceMemory &device : b.memoryPlan.devices)
+    s.training.planned &= !device.buffers.empty();
   error = s.placePass(s.training);
+  if (error.empty())
+    error = s.placementError;
   if (!error.empty())
     return nullptr;
   for (unsigned d = 0; d < numDevices; ++d) {
+    if (s.training.planned)
+      s.training.arenaBytes[d] = b.memoryPlan.devices[d].arenaBytes -
+                                 b.memoryPlan.devices[d].residentBytes;
     s.layout[d].arenaBytes = s.training.arenaBytes[d];
+    s.layout[d].compilerPlaced = s.training.planned;
     if (d < b.memoryPlan.devices.size())
       s.layout[d].plannedArenaBytes = b.memoryPlan.devices[d].arenaBytes;
   }

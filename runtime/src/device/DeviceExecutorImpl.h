@@ -53,6 +53,7 @@ struct DeviceValue {
   /// probs. Dropout: the mask (bytes) in saved[0].
   char *saved[3] = {nullptr, nullptr, nullptr};
   int64_t offset = -1; ///< its arena block; -1: a view
+  int64_t blockBytes = 0; ///< the block with the saved state
 
   int64_t numElements() const { return product(shape); }
   float *f() const { return reinterpret_cast<float *>(data); }
@@ -79,6 +80,7 @@ struct DeviceRun {
   char *base = nullptr;
   std::vector<std::vector<DeviceValue>> values; ///< [micro-batch][value id]
   std::vector<char> kept;                       ///< per micro-batch
+  size_t placed = 0; ///< buffers taken from the compiler's placement
   int64_t computeCount = 0;
 };
 
@@ -89,7 +91,10 @@ struct IssuePass {
   std::vector<ScheduleStep> order;    ///< each send before its receive
   std::vector<int64_t> rows, offsets; ///< per micro-batch
   bool evaluating = false;
-  std::vector<int64_t> arenaBytes; ///< per device, from the dry run
+  /// Buffers at the compiler's offsets (the bundle's placement), not the
+  /// dry run's.
+  bool planned = false;
+  std::vector<int64_t> arenaBytes; ///< per device
   std::vector<char *> arenaBase;   ///< per device; null in the dry run
 };
 
@@ -160,6 +165,14 @@ struct DeviceExecutor::Impl {
   void buildTimeline();
 
   char *allocateBlock(unsigned device, int64_t bytes, int64_t &offset);
+  void releaseBlock(unsigned device, int64_t offset);
+  /// At least `bytes` of workspace on `device` (kept for later steps).
+  std::string reserveWorkspace(unsigned device, int64_t bytes);
+  /// The first mismatch between the program and the compiler's placement.
+  std::string placementError;
+  /// Per device, room for kernels that need more scratch than the plan's.
+  std::vector<char *> workspace;
+  std::vector<int64_t> workspaceBytes;
   DeviceValue &newValue(unsigned device, unsigned m, int id,
                         std::vector<int64_t> extraBytes = {});
   void freeValue(unsigned device, DeviceValue &value);

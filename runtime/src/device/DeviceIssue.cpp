@@ -21,9 +21,50 @@ using namespace gpipe::runtime::device;
 char *DeviceExecutor::Impl::allocateBlock(unsigned device, int64_t bytes,
                                           int64_t &offset) {
   DeviceRun &run = runs[device];
-  offset = run.arena.allocate(bytes);
-  assert(offset >= 0 && "the placement of the dry run fits the arena");
+  if (!pass->planned) {
+    offset = run.arena.allocate(bytes);
+    assert(offset >= 0 && "the placement of the dry run fits the arena");
+    return run.base ? run.base + offset : nullptr;
+  }
+  // The compiler's placement: the program's n-th buffer is the plan's n-th.
+  const std::vector<PlacedBuffer> &planned =
+      bundle.memoryPlan.devices[device].buffers;
+  size_t index = run.placed++;
+  int64_t wanted = (bytes + 3) / 4 * 4;
+  if (index >= planned.size() || planned[index].bytes != wanted) {
+    if (placementError.empty())
+      placementError =
+          "device " + std::to_string(device) + ": the program's buffer #" +
+          std::to_string(index) + " needs " + std::to_string(wanted) +
+          " bytes, but the compiler's placement " +
+          (index >= planned.size()
+               ? "lists only " + std::to_string(planned.size()) + " buffers"
+               : "gives it " + std::to_string(planned[index].bytes));
+    offset = -1;
+    return nullptr;
+  }
+  offset = planned[index].offset;
   return run.base ? run.base + offset : nullptr;
+}
+
+std::string DeviceExecutor::Impl::reserveWorkspace(unsigned device,
+                                                   int64_t bytes) {
+  workspace.resize(bundle.stages.size(), nullptr);
+  workspaceBytes.resize(bundle.stages.size(), 0);
+  if (workspaceBytes[device] >= bytes || issue != backend.get())
+    return {}; // the dry run needs no memory
+  void *memory = nullptr;
+  std::string error = backend->allocate(device, bytes, &memory);
+  if (!error.empty())
+    return "scratch workspace: " + error;
+  workspace[device] = static_cast<char *>(memory);
+  workspaceBytes[device] = bytes;
+  return {};
+}
+
+void DeviceExecutor::Impl::releaseBlock(unsigned device, int64_t offset) {
+  if (!pass->planned && offset >= 0)
+    runs[device].arena.free(offset);
 }
 
 DeviceValue &DeviceExecutor::Impl::newValue(unsigned device, unsigned m,
@@ -36,15 +77,21 @@ DeviceValue &DeviceExecutor::Impl::newValue(unsigned device, unsigned m,
   value.shape = spec.shape;
   if (spec.batched)
     value.shape[0] = rowsOf(m);
-  int64_t mainBytes = ArenaAllocator::roundUp(value.numElements() * 4);
+  // The compiler's layout packs a value and its saved state; the executor's
+  // own placement aligns each part.
+  auto size = [&](int64_t bytes) {
+    return pass->planned ? bytes : ArenaAllocator::roundUp(bytes);
+  };
+  int64_t mainBytes = size(value.numElements() * 4);
   int64_t total = mainBytes;
   for (int64_t extra : extraBytes)
-    total += ArenaAllocator::roundUp(extra);
+    total += size(extra);
   value.data = allocateBlock(device, total, value.offset);
+  value.blockBytes = total;
   int64_t at = mainBytes;
   for (size_t k = 0; k < extraBytes.size(); ++k) {
     value.saved[k] = value.data ? value.data + at : nullptr;
-    at += ArenaAllocator::roundUp(extraBytes[k]);
+    at += size(extraBytes[k]);
   }
   value.present = true;
   return value;
@@ -53,8 +100,7 @@ DeviceValue &DeviceExecutor::Impl::newValue(unsigned device, unsigned m,
 void DeviceExecutor::Impl::freeValue(unsigned device, DeviceValue &value) {
   if (!value.present)
     return;
-  if (value.offset >= 0)
-    runs[device].arena.free(value.offset);
+  releaseBlock(device, value.offset);
   value = DeviceValue();
 }
 
@@ -80,7 +126,7 @@ std::string DeviceExecutor::Impl::send(unsigned device, const Instr &instr) {
   if (!error.empty())
     return error;
   sent.insert(MessageKey{activation ? 0 : 1, device, m, instr.channel});
-  // Free it unless this device still needs it: the backward, or the send of
+  // Keep it if this device still needs it: the backward, or the send of
   // another channel that carries the same value.
   bool needed = activation &&
                 liveness[device].neededAfterForward(id, run.kept[m] != 0);
@@ -88,8 +134,14 @@ std::string DeviceExecutor::Impl::send(unsigned device, const Instr &instr) {
   for (unsigned c = 0; c < ids.size() && !needed; ++c)
     needed = ids[c] == id &&
              !sent.count(MessageKey{activation ? 0 : 1, device, m, c});
-  if (!needed)
+  if (!needed) {
     freeValue(device, value);
+  } else if (pass->planned) {
+    // The plan holds a copy for the transfer while the device keeps the
+    // value; the transport stages from the value itself.
+    int64_t copyOffset;
+    allocateBlock(device, value.blockBytes, copyOffset);
+  }
   return {};
 }
 

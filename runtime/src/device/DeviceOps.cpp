@@ -235,16 +235,27 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     call.batch = in[2]->shape[0], call.seq = in[2]->shape[1];
     call.width = in[2]->shape[2];
     call.heads = op.heads, call.causal = op.causal;
+    // The arena holds the plan's scratch (CpuKernels' attentionBackward's);
+    // a backend that needs more gets a workspace of its own, outside it.
+    const int64_t needed = 4 * b.attentionGradScratch(call.batch, call.seq,
+                                                      call.width, call.heads);
+    const int64_t planned =
+        pass->planned
+            ? scratchBytesOf(OpKind::AttentionGrad, in[2]->numElements())
+            : needed;
     int64_t scratchOffset;
     call.scratch = reinterpret_cast<float *>(
-        allocateBlock(device,
-                      4 * b.attentionGradScratch(call.batch, call.seq,
-                                                 call.width, call.heads),
-                      scratchOffset));
+        allocateBlock(device, planned, scratchOffset));
+    if (needed > planned) {
+      std::string error = reserveWorkspace(device, needed);
+      if (!error.empty())
+        return error;
+      call.scratch = reinterpret_cast<float *>(workspace[device]);
+    }
     zeroUnlessFused(1);
     zeroUnlessFused(2);
     b.attentionGrad(s, call);
-    runs[device].arena.free(scratchOffset);
+    releaseBlock(device, scratchOffset);
     break;
   }
   case OpKind::DropoutGrad:

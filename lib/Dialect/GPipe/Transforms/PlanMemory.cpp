@@ -86,6 +86,18 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
               builder.getNamedAttr("optimizer_slots",
                                    builder.getI64IntegerAttr(optimizerSlots)),
           }));
+      // Every buffer, in the order the program defines them: what the
+      // runtime places (and verifies) instead of planning again. Omitted
+      // beyond kMaxPlacedBuffers, where the runtime places by itself.
+      if (plan.buffers.size() <= kMaxPlacedBuffers) {
+        SmallVector<int64_t> placement;
+        placement.reserve(4 * plan.buffers.size());
+        for (const PlannedBuffer &buffer : plan.buffers)
+          placement.append(
+              {buffer.bytes, buffer.offset, buffer.start, buffer.end});
+        program->setAttr("gpipe.placement",
+                         builder.getDenseI64ArrayAttr(placement));
+      }
       if (plans.size() <= device)
         plans.resize(device + 1);
       plans[device] = std::move(plan);

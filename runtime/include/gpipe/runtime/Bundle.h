@@ -154,10 +154,19 @@ enum class RematPolicy { None, Full, ExceptLast };
 /// What the compiler's memory plan (gpipe-plan-memory) predicts for one
 /// device, for an optimizer with `MemoryPlan::optimizerSlots` state tensors
 /// per parameter.
+/// A buffer of the compiler's placement: `bytes` at `offset` in the arena
+/// (after the resident block), live from event `start` up to `end`. A
+/// device's buffers are listed in the order its program defines them.
+struct PlacedBuffer {
+  int64_t bytes = 0, offset = 0, start = 0, end = 0;
+};
+
 struct PlannedDeviceMemory {
   int64_t residentBytes = 0; ///< parameters, gradients, optimizer slots
   int64_t peakBytes = 0;     ///< the high-water mark of live bytes
   int64_t arenaBytes = 0;    ///< the static arena (>= peakBytes)
+  /// Every buffer, when the compiler wrote its placement (empty: none).
+  std::vector<PlacedBuffer> buffers;
 };
 
 struct MemoryPlan {

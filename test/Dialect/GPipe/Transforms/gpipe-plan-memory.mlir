@@ -14,20 +14,22 @@
 // remat none keeps what the backward reads (x, y, h, o: 192 B per
 // micro-batch). The peak is at the first backward (micro-batch 1):
 // mb 0's 192 B + mb 1's 192 B + d(o) 48 B = 432 B, plus 512 resident = 944.
-// NONE: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 944 : i64, num_buffers = 16 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 944 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}}
+// NONE: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 944 : i64, num_buffers = 16 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 944 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}
+// The placement for the runtime: [bytes, offset, start, end] per buffer, in the order the program defines them.
+// NONE-SAME: gpipe.placement = array<i64: {{([0-9]+, ){63}[0-9]+}}>
 //
 // remat full stashes the stage inputs (x, y: 96 B per micro-batch). At the
 // first backward: mb 0's stash 96 + mb 1's stash 96 + recomputed h, o 96 +
 // d(o) 48 = 336 B, plus 512 = 848.
-// FULL: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 848 : i64, num_buffers = 22 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 848 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}}
+// FULL: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 848 : i64, num_buffers = 22 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 848 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}
 //
 // SGD keeps no optimizer slots: resident 2 x 64 B x 2 = 256 B.
 // SGD: gpipe.memory = {arena_bytes = 592 : i64, {{.*}} peak_bytes = 592 : i64, {{.*}} resident_bytes = 256 : i64}
 //
 // Two devices: device 0 holds fc1 (resident 256 B) and stashes x; its output
 // h leaves with its send.
-// K2: gpipe.program device 0 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64}}
-// K2: gpipe.program device 1 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64}}
+// K2: gpipe.program device 0 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64}
+// K2: gpipe.program device 1 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64}
 //
 // gpipe-report prints the plan.
 // REPORT: memory plan (per device, before anything runs):

@@ -57,6 +57,9 @@ struct DeviceMemoryLayout {
   int64_t residentBytes = 0; ///< parameters, gradients, optimizer slots
   int64_t arenaBytes = 0;    ///< this executor's static placement
   int64_t plannedArenaBytes = -1; ///< the bundle's memory plan (-1: none)
+  /// The arena follows the compiler's placement (the bundle's buffers);
+  /// arenaBytes is then the plan's arena less its resident bytes.
+  bool compilerPlaced = false;
   /// Held by the transport for transfers to this device (staging), outside
   /// the arena; known after the first step.
   int64_t stagingBytes = 0;
