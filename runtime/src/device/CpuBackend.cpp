@@ -123,6 +123,10 @@ struct CpuBackend::Impl {
 
 CpuBackend::CpuBackend(unsigned numDevices)
     : devices(numDevices), impl(std::make_unique<Impl>()) {
+  // Each device is a thread already: BLAS threads of their own would
+  // oversubscribe the cores (process-wide, as the CPU executor always did;
+  // intra-op threads when K < cores are issue 18's).
+  cpu::useSingleThreadedBlas();
   impl->queues.resize(numDevices);
   for (unsigned d = 0; d < numDevices; ++d)
     impl->workers.emplace_back([this, d] { impl->workerLoop(d); });

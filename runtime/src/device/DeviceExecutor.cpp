@@ -136,6 +136,11 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     error = s.placementError;
   if (!error.empty())
     return nullptr;
+  s.residentExact.assign(numDevices, 0);
+  for (const ParamSpec &spec : b.params)
+    s.residentExact[spec.stage] += product(spec.shape) * 4 * (2 + numSlots);
+  for (unsigned d = 0; d < numDevices; ++d)
+    s.livePeak.push_back(s.residentExact[d] + s.runs[d].liveHigh);
   for (unsigned d = 0; d < numDevices; ++d) {
     if (s.training.planned)
       s.training.arenaBytes[d] = b.memoryPlan.devices[d].arenaBytes -
@@ -369,6 +374,14 @@ EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
 }
 
 const Timeline &DeviceExecutor::timeline() const { return impl->timeline; }
+
+std::vector<int64_t> DeviceExecutor::liveBytesPeak() const {
+  return impl->livePeak;
+}
+
+std::vector<int64_t> DeviceExecutor::residentBytes() const {
+  return impl->residentExact;
+}
 
 std::vector<int64_t> DeviceExecutor::peakMemoryBytes() const {
   std::vector<int64_t> bytes;

@@ -81,6 +81,9 @@ struct DeviceRun {
   std::vector<std::vector<DeviceValue>> values; ///< [micro-batch][value id]
   std::vector<char> kept;                       ///< per micro-batch
   size_t placed = 0; ///< buffers taken from the compiler's placement
+  /// Bytes live now and at most, in the order the program allocates them.
+  int64_t live = 0, liveHigh = 0;
+  std::map<int64_t, int64_t> liveAt; ///< offset -> bytes
   int64_t computeCount = 0;
 };
 
@@ -122,6 +125,9 @@ struct DeviceExecutor::Impl {
   std::vector<StageLiveness> liveness;
   std::vector<unsigned> lastForward;
   std::vector<DeviceMemoryLayout> layout;
+  /// Per device: parameters, gradients and optimizer slots, unaligned; and
+  /// that plus the training step's live high-water mark.
+  std::vector<int64_t> residentExact, livePeak;
   IssuePass training;
   /// The forward-only programs and pass of the last evaluate's row count.
   std::vector<std::vector<Instr>> evaluationPrograms;

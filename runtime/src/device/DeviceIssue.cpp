@@ -21,9 +21,12 @@ using namespace gpipe::runtime::device;
 char *DeviceExecutor::Impl::allocateBlock(unsigned device, int64_t bytes,
                                           int64_t &offset) {
   DeviceRun &run = runs[device];
+  run.live += (bytes + 3) / 4 * 4;
+  run.liveHigh = std::max(run.liveHigh, run.live);
   if (!pass->planned) {
     offset = run.arena.allocate(bytes);
     assert(offset >= 0 && "the placement of the dry run fits the arena");
+    run.liveAt[offset] = (bytes + 3) / 4 * 4;
     return run.base ? run.base + offset : nullptr;
   }
   // The compiler's placement: the program's n-th buffer is the plan's n-th.
@@ -44,6 +47,7 @@ char *DeviceExecutor::Impl::allocateBlock(unsigned device, int64_t bytes,
     return nullptr;
   }
   offset = planned[index].offset;
+  run.liveAt[offset] = wanted;
   return run.base ? run.base + offset : nullptr;
 }
 
@@ -63,8 +67,14 @@ std::string DeviceExecutor::Impl::reserveWorkspace(unsigned device,
 }
 
 void DeviceExecutor::Impl::releaseBlock(unsigned device, int64_t offset) {
+  DeviceRun &run = runs[device];
+  auto it = run.liveAt.find(offset);
+  if (it != run.liveAt.end()) {
+    run.live -= it->second;
+    run.liveAt.erase(it);
+  }
   if (!pass->planned && offset >= 0)
-    runs[device].arena.free(offset);
+    run.arena.free(offset);
 }
 
 DeviceValue &DeviceExecutor::Impl::newValue(unsigned device, unsigned m,
@@ -141,6 +151,7 @@ std::string DeviceExecutor::Impl::send(unsigned device, const Instr &instr) {
     // value; the transport stages from the value itself.
     int64_t copyOffset;
     allocateBlock(device, value.blockBytes, copyOffset);
+    releaseBlock(device, copyOffset);
   }
   return {};
 }

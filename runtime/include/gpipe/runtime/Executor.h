@@ -1,24 +1,25 @@
 //===- Executor.h - Runs a bundle's per-device GPipe programs ---*- C++ -*-===//
 //
-// The pipeline executor: K CPU devices (one thread each, per training step)
-// run the K instruction streams of a bundle (see Bundle.h), exchanging
-// boundary activations and gradients through a Mailbox, accumulating the
-// parameter gradients of all micro-batches and applying one synchronous
-// optimizer step. A step computes the gradients of training on the whole
-// mini-batch on one device (up to float summation order): the loss gradient
-// of micro-batch m is scaled by rows_m / N and dropout masks depend on the
-// global row, not on the split.
+// The pipeline executor on K CPU devices: the device executor
+// (device/DeviceExecutor.h) on CpuBackend, one worker thread per device. It
+// runs the K instruction streams of a bundle (see Bundle.h) at the compiler's
+// buffer placement, passes boundary activations and gradients through the
+// Transport, accumulates the parameter gradients of all micro-batches and
+// applies one synchronous optimizer step. A step computes the gradients of
+// training on the whole mini-batch on one device (up to float summation
+// order): the loss gradient of micro-batch m is scaled by rows_m / N and
+// dropout masks depend on the global row, not on the split. For the same
+// micro-batches and seed, K = 1, 2, 4 give bit-identical results.
 //
 // Errors are returned, never thrown or only printed: `create` checks the
-// bundle, `trainStep` checks the batch and reports the first root-cause error
-// of any device ("device 2: op #5 (forward of stage 2, micro-batch 1): label
-// 12 outside [0, 10) at position 3, in stage op 4 (softmax_cross_entropy)");
-// a device error aborts the mailbox so that the other devices stop promptly.
-// A failed step leaves the parameters and the optimizer state as they were:
-// the optimizer step is a barrier that all devices pass together or none.
+// bundle (and proves its schedule and placement), `trainStep` checks the
+// batch before anything runs ("device 2: op #5 (forward of stage 2,
+// micro-batch 1): label 12 outside [0, 10) at position 3, in stage op 4
+// (softmax_cross_entropy)"), so a failed step leaves the parameters and the
+// optimizer state as they were.
 //
-// Thread safety: one call at a time per executor (trainStep spawns and joins
-// its own device threads); distinct executors are independent.
+// Thread safety: one call at a time per executor; distinct executors are
+// independent (each has its own worker threads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,7 +60,8 @@ struct ExecutorConfig {
   OptimizerConfig optimizer;
   /// Seeds the parameter initializers (with each parameter's name).
   uint64_t seed = 0;
-  /// How long a receive (and the optimizer barrier) waits for a peer.
+  /// How long a step may wait for a device (a receive for its send, the
+  /// optimizer barrier) before it fails, naming who waited for whom.
   std::chrono::milliseconds recvTimeout{60000};
   /// Record a Timeline event per instruction (cheap; off saves two clock
   /// reads per instruction).
@@ -142,7 +144,8 @@ public:
   /// Per device, the high-water mark during the last trainStep of the bytes
   /// held by that device's tensors: parameters, gradients, optimizer slots,
   /// kept/stashed/recomputed values with their saved state, received buffers
-  /// and transient scratch, by the executor's own accounting.
+  /// and transient scratch, in the order the program allocates and frees
+  /// them (the compiler's plan predicts it exactly: gpipe.memory peak_bytes).
   const std::vector<int64_t> &peakMemoryBytes() const;
   /// Per device, the bytes held between steps (parameters, gradients and
   /// optimizer slots).

@@ -6,9 +6,9 @@
 // queue per device keeps stream order trivially). The host issues a whole
 // step into the queues, then `synchronize` releases the workers, which run
 // concurrently; an event wait blocks a worker until the recording worker
-// has passed the event. GEMMs go to CBLAS (single-threaded per worker, as
-// the devices already use the cores), the other kernels are the bodies of
-// DeviceKernels.h run as host loops.
+// has passed the event. GEMMs go to CBLAS, single-threaded (the backend sets
+// OpenBLAS to one thread for the whole process: the devices already use the
+// cores), the other kernels are the vectorized CPU kernels.
 //
 // Because the executor issues in an order in which every event is recorded
 // before it is waited for (verifySchedule's), the workers cannot wait for

@@ -93,6 +93,13 @@ public:
   /// Per device: resident bytes plus the static arena, which every step
   /// reuses.
   std::vector<int64_t> peakMemoryBytes() const;
+  /// Per device: parameters, gradients and optimizer slots (unaligned) plus
+  /// the most bytes a training step holds live at once, in the order its
+  /// program allocates and frees them: what the compiler's plan calls the
+  /// peak (gpipe.memory peak_bytes).
+  std::vector<int64_t> liveBytesPeak() const;
+  /// Per device: parameters, gradients and optimizer slots, unaligned.
+  std::vector<int64_t> residentBytes() const;
 
   /// Copies a parameter / its gradient of the last step back to the host;
   /// "" or an error (unknown name, a device error).

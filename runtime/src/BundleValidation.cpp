@@ -1,0 +1,255 @@
+//===- BundleValidation.cpp - What a bundle must be before it runs --------===//
+//
+// validateBundle: every op's operand and result counts (the op table), types,
+// shapes and definition order, the stages' channels, each device's
+// instruction stream, the compiler's placement (PlacementVerifier.h) and the
+// schedule's progress (ScheduleVerifier.h); checkBatch: a batch against the
+// model's inputs. Errors say where, what was expected and what was found.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ValidationText.h"
+#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/PlacementVerifier.h"
+#include "gpipe/runtime/ProgramAnalysis.h"
+#include "gpipe/runtime/ScheduleVerifier.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::detail;
+
+static std::string validateProgram(const Bundle &bundle, unsigned device) {
+  const std::vector<Instr> &program = bundle.programs[device];
+  const StageProgram &stage = bundle.stages[device];
+  const unsigned numStages = bundle.stages.size();
+  const unsigned numMicrobatches = bundle.microbatchRows.size();
+  size_t numChannels = 0;
+  for (const StageInput &input : stage.inputs)
+    numChannels += input.fromChannel;
+  std::vector<int> forwards(numMicrobatches), backwards(numMicrobatches);
+  unsigned optimizerSteps = 0;
+  for (size_t i = 0; i < program.size(); ++i) {
+    const Instr &instr = program[i];
+    std::string prefix = "device " + std::to_string(device) + ": op #" +
+                         std::to_string(i) + " (" +
+                         describeInstruction(instr, device) + "): ";
+    if (instr.kind == InstrKind::OptimizerStep) {
+      if (++optimizerSteps > 1)
+        return prefix + "expects exactly one optimizer step per device";
+      if (i + 1 != program.size())
+        return prefix + "the optimizer step must be the last instruction";
+      continue;
+    }
+    if (instr.microbatch >= numMicrobatches)
+      return prefix + "micro-batch " + std::to_string(instr.microbatch) +
+             " is outside [0, " + std::to_string(numMicrobatches) + ")";
+    auto expectPeer = [&](int peer) -> std::string {
+      if (peer < 0 || peer >= static_cast<int>(numStages))
+        return prefix + "device " + std::to_string(device) +
+               " has no neighbour in that direction";
+      if (instr.peer != static_cast<unsigned>(peer))
+        return prefix + "expects peer device " + std::to_string(peer) +
+               ", got " + std::to_string(instr.peer);
+      return {};
+    };
+    auto expectChannel = [&](size_t count) -> std::string {
+      if (instr.channel >= count)
+        return prefix + "channel " + std::to_string(instr.channel) +
+               " is outside [0, " + std::to_string(count) + ")";
+      return {};
+    };
+    std::string error;
+    switch (instr.kind) {
+    case InstrKind::LoadInput: {
+      bool found = false;
+      for (const StageInput &input : stage.inputs)
+        found |= !input.fromChannel && input.inputName == instr.inputName;
+      if (!found)
+        return prefix + "stage " + std::to_string(device) +
+               " reads no model input '" + instr.inputName + "'";
+      break;
+    }
+    case InstrKind::Forward:
+    case InstrKind::Backward: {
+      if (instr.stage != device)
+        return prefix + "device " + std::to_string(device) + " runs stage " +
+               std::to_string(device) + ", got stage " +
+               std::to_string(instr.stage);
+      bool forward = instr.kind == InstrKind::Forward;
+      int &count = (forward ? forwards : backwards)[instr.microbatch];
+      if (++count > 1)
+        return prefix + "runs twice";
+      if (!forward && forwards[instr.microbatch] == 0)
+        return prefix + "comes before the forward of its micro-batch";
+      break;
+    }
+    case InstrKind::SendActivation:
+      if ((error = expectPeer(int(device) + 1)).empty())
+        error = expectChannel(stage.outputs.size());
+      break;
+    case InstrKind::RecvActivation:
+      if ((error = expectPeer(int(device) - 1)).empty())
+        error = expectChannel(numChannels);
+      break;
+    case InstrKind::SendGradient:
+      if ((error = expectPeer(int(device) - 1)).empty())
+        error = expectChannel(stage.inputGrads.size());
+      break;
+    case InstrKind::RecvGradient:
+      if ((error = expectPeer(int(device) + 1)).empty())
+        error = expectChannel(stage.outputGrads.size());
+      break;
+    case InstrKind::OptimizerStep:
+      break;
+    }
+    if (!error.empty())
+      return error;
+  }
+  std::string prefix = "device " + std::to_string(device) + ": ";
+  for (unsigned m = 0; m < numMicrobatches; ++m)
+    if (forwards[m] != 1 || backwards[m] != 1)
+      return prefix + "micro-batch " + std::to_string(m) +
+             " needs one forward and one backward, got " +
+             std::to_string(forwards[m]) + " and " +
+             std::to_string(backwards[m]);
+  if (optimizerSteps != 1)
+    return prefix + "expects exactly one optimizer step, got none";
+  return {};
+}
+
+std::string gpipe::runtime::validateBundle(const Bundle &bundle) {
+  if (bundle.batch < 1)
+    return "expects a batch of at least 1 row, got " +
+           std::to_string(bundle.batch);
+  if (bundle.microbatchRows.empty())
+    return "expects at least 1 micro-batch, got 0";
+  int64_t total = 0;
+  for (size_t m = 0; m < bundle.microbatchRows.size(); ++m) {
+    if (bundle.microbatchRows[m] < 1)
+      return "micro-batch " + std::to_string(m) + " has " +
+             std::to_string(bundle.microbatchRows[m]) +
+             " rows; expected at least 1";
+    total += bundle.microbatchRows[m];
+  }
+  if (total != bundle.batch)
+    return "micro-batch rows sum to " + std::to_string(total) +
+           ", expected the batch " + std::to_string(bundle.batch);
+  if (bundle.stages.empty())
+    return "expects at least one stage, got 0";
+  if (bundle.programs.size() != bundle.stages.size())
+    return "expects one program per stage (" +
+           std::to_string(bundle.stages.size()) + "), got " +
+           std::to_string(bundle.programs.size());
+  std::set<std::string> names;
+  for (const ModelInputSpec &input : bundle.inputs) {
+    if (!names.insert(input.name).second)
+      return "model input '" + input.name + "' is declared twice";
+    if (input.shape.empty() || input.shape[0] != bundle.batch)
+      return "model input '" + input.name + "' has shape " +
+             shapeString(input.shape) + "; expected the batch " +
+             std::to_string(bundle.batch) + " as dimension 0";
+    for (int64_t dim : input.shape)
+      if (dim < 1)
+        return "model input '" + input.name + "' has shape " +
+               shapeString(input.shape) + "; every dimension must be >= 1";
+  }
+  names.clear();
+  for (const ParamSpec &param : bundle.params) {
+    if (param.name.empty())
+      return "a parameter has an empty name";
+    if (!names.insert(param.name).second)
+      return "parameter '" + param.name + "' is declared twice";
+    if (param.stage >= bundle.stages.size())
+      return "parameter '" + param.name + "' is on stage " +
+             std::to_string(param.stage) + ", outside [0, " +
+             std::to_string(bundle.stages.size()) + ")";
+    for (int64_t dim : param.shape)
+      if (dim < 1)
+        return "parameter '" + param.name + "' has shape " +
+               shapeString(param.shape) + "; every dimension must be >= 1";
+  }
+  for (unsigned s = 0; s < bundle.stages.size(); ++s) {
+    std::string error = validateStage(bundle, s);
+    if (!error.empty())
+      return error;
+  }
+  for (unsigned d = 0; d < bundle.programs.size(); ++d) {
+    std::string error = validateProgram(bundle, d);
+    if (!error.empty())
+      return error;
+  }
+  for (unsigned d = 0; d < bundle.memoryPlan.devices.size(); ++d) {
+    std::string error = verifyPlacement(bundle.memoryPlan.devices[d], d);
+    if (!error.empty())
+      return error;
+  }
+  return verifySchedule(bundle);
+}
+
+std::string gpipe::runtime::checkBatch(const Bundle &bundle, const Batch &batch,
+                                       int64_t rows) {
+  for (const ModelInputSpec &spec : bundle.inputs) {
+    std::vector<int64_t> shape = spec.shape;
+    shape[0] = rows;
+    auto it = batch.find(spec.name);
+    if (it == batch.end())
+      return "missing model input '" + spec.name + "' (expected " +
+             typeName(spec.type) + " " + shapeString(shape) + ")";
+    const HostTensor &tensor = it->second;
+    if (tensor.type != spec.type)
+      return "model input '" + spec.name + "': expected " +
+             typeName(spec.type) + " elements, got " + typeName(tensor.type);
+    if (tensor.shape != shape)
+      return "model input '" + spec.name + "': expected shape " +
+             shapeString(shape) + ", got " + shapeString(tensor.shape);
+    size_t size =
+        spec.type == ElementType::F32 ? tensor.f32.size() : tensor.i32.size();
+    if (int64_t(size) != product(shape))
+      return "model input '" + spec.name + "': shape " + shapeString(shape) +
+             " needs " + std::to_string(product(shape)) + " elements, got " +
+             std::to_string(size);
+  }
+  for (const auto &[name, tensor] : batch) {
+    bool known = std::any_of(
+        bundle.inputs.begin(), bundle.inputs.end(),
+        [&](const ModelInputSpec &spec) { return spec.name == name; });
+    if (!known) {
+      std::string names;
+      for (const ModelInputSpec &spec : bundle.inputs)
+        names += (names.empty() ? "'" : ", '") + spec.name + "'";
+      return "unexpected model input '" + name + "' (the model reads " + names +
+             ")";
+    }
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// HostTensor
+//===----------------------------------------------------------------------===//
+
+HostTensor HostTensor::floats(std::vector<int64_t> shape,
+                              std::vector<float> data) {
+  HostTensor tensor;
+  tensor.type = ElementType::F32;
+  tensor.shape = std::move(shape);
+  tensor.f32 = std::move(data);
+  return tensor;
+}
+
+HostTensor HostTensor::ints(std::vector<int64_t> shape,
+                            std::vector<int32_t> data) {
+  HostTensor tensor;
+  tensor.type = ElementType::I32;
+  tensor.shape = std::move(shape);
+  tensor.i32 = std::move(data);
+  return tensor;
+}
+
+int64_t HostTensor::numElements() const { return product(shape); }
