@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <map>
 #include <numeric>
-#include <set>
 #include <unordered_map>
 
 using namespace gpipe;
@@ -346,11 +345,15 @@ std::string gpipe::planDeviceMemory(const DeviceProgram &program,
 
 namespace {
 
-/// The placed buffers, indexed by lifetime: a segment tree over time whose
-/// nodes hold the buffers that cover them (for "live at t"), and the placed
-/// buffers ordered by start (for "starts within (s, e)"). Together they
-/// enumerate the placed buffers live during [s, e) in time proportional to
-/// their number, not to all placed buffers.
+/// The bytes a placed buffer occupies, [low, high).
+using ByteRange = std::pair<int64_t, int64_t>;
+
+/// The placed buffers' byte ranges, indexed by lifetime: a segment tree over
+/// time whose nodes hold the buffers that cover them (for "live at t"), and
+/// the placed buffers ordered by start (for "starts within (s, e)").
+/// Together they enumerate the placed buffers live during [s, e) in time
+/// proportional to their number, not to all placed buffers. They hold the
+/// ranges themselves, not indices: gathering them is the greedy's inner loop.
 class LifetimeIndex {
 public:
   explicit LifetimeIndex(int64_t horizon) : size(1) {
@@ -359,40 +362,69 @@ public:
     nodes.resize(2 * size);
   }
 
-  void insert(size_t index, int64_t start, int64_t end) {
-    byStart.emplace(start, index);
+  /// Inserts a buffer live during [start, end) that occupies `bytes`.
+  void insert(int64_t start, int64_t end, ByteRange bytes) {
+    byStart.emplace(start, bytes);
     // The canonical nodes of [start, end), bottom-up.
     for (int64_t lo = start + size, hi = end + size; lo < hi;
          lo /= 2, hi /= 2) {
       if (lo & 1)
-        nodes[lo++].push_back(index);
+        nodes[lo++].push_back({start, bytes});
       if (hi & 1)
-        nodes[--hi].push_back(index);
+        nodes[--hi].push_back({start, bytes});
     }
   }
 
-  /// Appends every inserted buffer `other` with other.start < end and
-  /// start < other.end (an empty lifetime [t, t) meets what is live across
-  /// t), given the starts of the inserted buffers.
+  /// Appends the byte range of every inserted buffer `other` with
+  /// other.start < end and start < other.end (an empty lifetime [t, t)
+  /// meets what is live across t).
   void overlapping(int64_t start, int64_t end,
-                   const std::vector<PlannedBuffer> &buffers,
-                   std::vector<size_t> &out) const {
+                   std::vector<ByteRange> &out) const {
     // Live at `start`: on the path from its leaf up.
     for (int64_t node = start + size; node >= 1; node /= 2)
-      for (size_t index : nodes[node])
-        if (start < end || buffers[index].start < start)
-          out.push_back(index);
+      for (const auto &[otherStart, bytes] : nodes[node])
+        if (start < end || otherStart < start)
+          out.push_back(bytes);
     // Starting after `start` and before `end`.
-    for (auto it = byStart.upper_bound({start, SIZE_MAX});
+    for (auto it = byStart.upper_bound(start);
          it != byStart.end() && it->first < end; ++it)
       out.push_back(it->second);
   }
 
 private:
   int64_t size;
-  std::vector<std::vector<size_t>> nodes;
-  std::set<std::pair<int64_t, size_t>> byStart;
+  /// Per node: (start, bytes) of the buffers covering it.
+  std::vector<std::vector<std::pair<int64_t, ByteRange>>> nodes;
+  std::multimap<int64_t, ByteRange> byStart;
 };
+
+/// Sorts `ranges` by merging its ascending runs pairwise. The buffers live
+/// with another come from a few lists kept in placement order, which the
+/// greedy makes mostly ascending in offset: a handful of long runs, which
+/// std::sort handles badly (it falls back to heapsort).
+void sortRuns(std::vector<ByteRange> &ranges, std::vector<ByteRange> &scratch,
+              std::vector<size_t> &runs) {
+  runs.clear();
+  for (size_t i = 0; i < ranges.size(); ++i)
+    if (i == 0 || ranges[i] < ranges[i - 1])
+      runs.push_back(i);
+  runs.push_back(ranges.size());
+  scratch.resize(ranges.size());
+  while (runs.size() > 2) {
+    size_t kept = 0;
+    for (size_t r = 0; r + 1 < runs.size(); r += 2) {
+      size_t begin = runs[r], middle = runs[r + 1];
+      size_t end = r + 2 < runs.size() ? runs[r + 2] : middle;
+      std::merge(ranges.begin() + begin, ranges.begin() + middle,
+                 ranges.begin() + middle, ranges.begin() + end,
+                 scratch.begin() + begin);
+      runs[kept++] = begin;
+    }
+    runs[kept++] = ranges.size();
+    runs.resize(kept);
+    ranges.swap(scratch);
+  }
+}
 
 } // namespace
 
@@ -404,35 +436,42 @@ int64_t gpipe::assignOffsets(std::vector<PlannedBuffer> &buffers) {
       return buffers[a].bytes > buffers[b].bytes;
     return buffers[a].start < buffers[b].start;
   });
-  int64_t horizon = 1;
-  for (const PlannedBuffer &buffer : buffers)
-    horizon = std::max({horizon, buffer.start + 1, buffer.end + 1});
-  LifetimeIndex placed(horizon);
-  // Placement order breaks ties between equal offsets, as the lowest-offset
-  // first fit over the placed buffers in offset order requires.
-  std::vector<size_t> sequence(buffers.size(), 0);
-  std::vector<size_t> overlapping;
+  // Only the order of the starts and ends matters: index them by rank, so
+  // that the index's size follows the buffers, not the events between them
+  // (a handful of blocks may span millions of events).
+  std::vector<int64_t> times;
+  times.reserve(2 * buffers.size());
+  for (const PlannedBuffer &buffer : buffers) {
+    times.push_back(buffer.start);
+    times.push_back(buffer.end);
+  }
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  auto rank = [&](int64_t time) {
+    return int64_t(std::lower_bound(times.begin(), times.end(), time) -
+                   times.begin());
+  };
+  LifetimeIndex placed(int64_t(times.size()) + 1);
+  std::vector<ByteRange> ranges, scratch;
+  std::vector<size_t> runs;
   int64_t arena = 0;
-  for (size_t n = 0; n < order.size(); ++n) {
-    size_t index = order[n];
+  for (size_t index : order) {
     PlannedBuffer &buffer = buffers[index];
-    overlapping.clear();
-    placed.overlapping(buffer.start, buffer.end, buffers, overlapping);
-    std::sort(overlapping.begin(), overlapping.end(), [&](size_t a, size_t b) {
-      if (buffers[a].offset != buffers[b].offset)
-        return buffers[a].offset < buffers[b].offset;
-      return sequence[a] < sequence[b];
-    });
+    const int64_t start = rank(buffer.start), end = rank(buffer.end);
+    ranges.clear();
+    placed.overlapping(start, end, ranges);
+    // The lowest offset that fits, scanning the ranges by offset (how ties
+    // are ordered does not change the result).
+    sortRuns(ranges, scratch, runs);
     int64_t offset = 0;
-    for (size_t other : overlapping) {
-      if (offset + buffer.bytes <= buffers[other].offset)
+    for (const auto &[low, high] : ranges) {
+      if (offset + buffer.bytes <= low)
         break;
-      offset = std::max(offset, buffers[other].offset + buffers[other].bytes);
+      offset = std::max(offset, high);
     }
     buffer.offset = offset;
     arena = std::max(arena, offset + buffer.bytes);
-    sequence[index] = n;
-    placed.insert(index, buffer.start, buffer.end);
+    placed.insert(start, end, {offset, offset + buffer.bytes});
   }
   return arena;
 }

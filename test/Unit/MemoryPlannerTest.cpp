@@ -123,6 +123,55 @@ TEST(AssignOffsets, EqualsTheQuadraticReference) {
   }
 }
 
+/// A GPipe-like set: `numStashed` long-lived buffers of one size with
+/// nested and staggered lifetimes (the stashed inputs of in-flight
+/// micro-batches) among short ones of a few sizes, at event times spread
+/// `stride` apart. The placed buffers live with a new one then come from a
+/// few lists that are each mostly ascending in offset, as in a replay.
+std::vector<PlannedBuffer> stackedBuffers(std::mt19937_64 &rng, int numStashed,
+                                          int numShort, int64_t stride) {
+  std::vector<PlannedBuffer> buffers;
+  const int64_t horizon = 4 * (numStashed + numShort);
+  for (int i = 0; i < numStashed; ++i) {
+    PlannedBuffer b;
+    b.bytes = 64;
+    b.start = int64_t(rng() % uint64_t(horizon / 2));
+    b.end = horizon - b.start + int64_t(rng() % 8);
+    buffers.push_back(b);
+  }
+  for (int i = 0; i < numShort; ++i) {
+    PlannedBuffer b;
+    b.bytes = int64_t(rng() % 3) * 32 + 32;
+    b.start = int64_t(rng() % uint64_t(horizon));
+    b.end = b.start + int64_t(rng() % 16);
+    buffers.push_back(b);
+  }
+  for (PlannedBuffer &b : buffers) {
+    b.start *= stride;
+    b.end *= stride;
+  }
+  return buffers;
+}
+
+// Larger sets shaped like a pipeline's, with dense and sparse event times:
+// the same offsets and arena as the reference, and no live buffers share a
+// byte.
+TEST(AssignOffsets, EqualsTheQuadraticReferenceOnStackedSets) {
+  std::mt19937_64 rng(23);
+  for (int trial = 0; trial < 12; ++trial) {
+    std::vector<PlannedBuffer> buffers =
+        stackedBuffers(rng, 200 + trial * 40, 600, trial % 2 ? 1000003 : 1);
+    std::vector<PlannedBuffer> expected = buffers;
+    int64_t expectedArena = referencePlacement(expected);
+    int64_t arena = assignOffsets(buffers);
+    EXPECT_EQ(arena, expectedArena) << "trial " << trial;
+    for (size_t i = 0; i < buffers.size(); ++i)
+      ASSERT_EQ(buffers[i].offset, expected[i].offset)
+          << "trial " << trial << ", buffer " << i;
+    expectNoConflicts(buffers, arena);
+  }
+}
+
 /// Instructions of 10 events; each allocates short buffers in one of three
 /// repeating patterns (as micro-batches do) plus a few that outlive it.
 DeviceMemoryPlan instructionPlan(std::mt19937 &rng, int numInstrs) {
