@@ -126,6 +126,7 @@ public:
           kept.at(it->microbatch) = 1;
           break;
         }
+    plan.buffers.reserve(maxBuffers());
     activationSent.assign(numMicrobatches,
                           std::vector<char>(stage.outputs.size(), 0));
     gradientSent.assign(numMicrobatches,
@@ -146,6 +147,44 @@ public:
   }
 
 private:
+  /// At least as many buffers as the replay allocates: reserving them spares
+  /// the copies of a growing vector of millions of buffers.
+  size_t maxBuffers() const {
+    auto opBuffers = [](const std::vector<PlannedOp> &ops) {
+      size_t count = 0;
+      for (const PlannedOp &op : ops)
+        count += op.results.size() +
+                 (op.scratch.fixed != 0 || op.scratch.perRow != 0);
+      return count;
+    };
+    const size_t forward = opBuffers(stage.forward);
+    const size_t recompute = opBuffers(stage.recompute);
+    const size_t backward = opBuffers(stage.backward);
+    size_t count = 0;
+    for (const PlannedInstr &in : program.instrs) {
+      switch (in.kind) {
+      case PlannedInstrKind::LoadInput:
+      case PlannedInstrKind::RecvActivation:
+        count += stage.inputs.size();
+        break;
+      case PlannedInstrKind::RecvGradient:
+      case PlannedInstrKind::SendActivation:
+      case PlannedInstrKind::SendGradient:
+        count += 1;
+        break;
+      case PlannedInstrKind::Forward:
+        count += forward;
+        break;
+      case PlannedInstrKind::Backward:
+        count += recompute + backward;
+        break;
+      case PlannedInstrKind::OptimizerStep:
+        break;
+      }
+    }
+    return count;
+  }
+
   std::string step(const PlannedInstr &in) {
     const unsigned m = in.microbatch;
     if (in.kind != PlannedInstrKind::OptimizerStep && m >= slots.size())
