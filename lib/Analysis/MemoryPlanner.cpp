@@ -475,22 +475,30 @@ int64_t gpipe::assignOffsets(std::vector<PlannedBuffer> &buffers) {
       return buffers[a].bytes > buffers[b].bytes;
     return buffers[a].start < buffers[b].start;
   });
-  // Only the order of the starts and ends matters: index them by rank, so
-  // that the index's size follows the buffers, not the events between them
-  // (a handful of blocks may span millions of events).
+  // Only the order of the starts and ends matters: where the events are
+  // sparse (a few blocks may span millions of events), index them by rank so
+  // that the index's size follows the buffers.
+  int64_t horizon = 1;
+  for (const PlannedBuffer &buffer : buffers)
+    horizon = std::max({horizon, buffer.start + 1, buffer.end + 1});
   std::vector<int64_t> times;
-  times.reserve(2 * buffers.size());
-  for (const PlannedBuffer &buffer : buffers) {
-    times.push_back(buffer.start);
-    times.push_back(buffer.end);
+  if (horizon > 4 * int64_t(buffers.size())) {
+    times.reserve(2 * buffers.size());
+    for (const PlannedBuffer &buffer : buffers) {
+      times.push_back(buffer.start);
+      times.push_back(buffer.end);
+    }
+    std::sort(times.begin(), times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+    horizon = int64_t(times.size()) + 1;
   }
-  std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
   auto rank = [&](int64_t time) {
+    if (times.empty())
+      return time;
     return int64_t(std::lower_bound(times.begin(), times.end(), time) -
                    times.begin());
   };
-  LifetimeIndex placed(int64_t(times.size()) + 1);
+  LifetimeIndex placed(horizon);
   std::vector<ByteRange> ranges, scratch;
   std::vector<size_t> runs;
   int64_t arena = 0;
