@@ -150,7 +150,8 @@ static void BM_MemoryPlanner_PlaceByInstruction(benchmark::State &state) {
   state.counters["peak"] = double(plan.peakBytes);
 }
 
-// L = 2,500 and 156: one device of L = 10^4 at K = 4 and K = 64.
+// L = 2,500 and 156: one device of L = 10^4 at K = 4 and K = 64 (L = 25,
+// M = 8: of L = 100 at K = 4).
 BENCHMARK(BM_MemoryPlanner_Replay)
     ->ArgNames({"L", "M"})
     ->ArgsProduct({{156, 2500}, {8, 64, 256}})
@@ -163,6 +164,7 @@ BENCHMARK(BM_MemoryPlanner_Plan)
 // inputs), so its sizes stop short of the others'.
 BENCHMARK(BM_MemoryPlanner_PlaceExact)
     ->ArgNames({"L", "M"})
+    ->Args({25, 8})
     ->Args({156, 8})
     ->Args({156, 64})
     ->Args({156, 256})

@@ -125,11 +125,11 @@ TEST(AssignOffsets, EqualsTheQuadraticReference) {
 
 /// A GPipe-like set: `numStashed` long-lived buffers of one size with
 /// nested and staggered lifetimes (the stashed inputs of in-flight
-/// micro-batches) among short ones of a few sizes, at event times spread
-/// `stride` apart. The placed buffers live with a new one then come from a
-/// few lists that are each mostly ascending in offset, as in a replay.
+/// micro-batches) among short ones of a few sizes, some of them empty if
+/// `withEmpty`, at event times spread `stride` apart.
 std::vector<PlannedBuffer> stackedBuffers(std::mt19937_64 &rng, int numStashed,
-                                          int numShort, int64_t stride) {
+                                          int numShort, int64_t stride,
+                                          bool withEmpty) {
   std::vector<PlannedBuffer> buffers;
   const int64_t horizon = 4 * (numStashed + numShort);
   for (int i = 0; i < numStashed; ++i) {
@@ -143,7 +143,7 @@ std::vector<PlannedBuffer> stackedBuffers(std::mt19937_64 &rng, int numStashed,
     PlannedBuffer b;
     b.bytes = int64_t(rng() % 3) * 32 + 32;
     b.start = int64_t(rng() % uint64_t(horizon));
-    b.end = b.start + int64_t(rng() % 16);
+    b.end = b.start + int64_t(rng() % 16) + (withEmpty ? 0 : 1);
     buffers.push_back(b);
   }
   for (PlannedBuffer &b : buffers) {
@@ -153,14 +153,15 @@ std::vector<PlannedBuffer> stackedBuffers(std::mt19937_64 &rng, int numStashed,
   return buffers;
 }
 
-// Larger sets shaped like a pipeline's, with dense and sparse event times:
-// the same offsets and arena as the reference, and no live buffers share a
-// byte.
+// Larger sets shaped like a pipeline's, with dense and sparse event times,
+// with and without empty lifetimes: the same offsets and arena as the
+// reference, and no live buffers share a byte.
 TEST(AssignOffsets, EqualsTheQuadraticReferenceOnStackedSets) {
   std::mt19937_64 rng(23);
   for (int trial = 0; trial < 12; ++trial) {
     std::vector<PlannedBuffer> buffers =
-        stackedBuffers(rng, 200 + trial * 40, 600, trial % 2 ? 1000003 : 1);
+        stackedBuffers(rng, 200 + trial * 40, 600, trial % 2 ? 1000003 : 1,
+                       trial % 4 < 2);
     std::vector<PlannedBuffer> expected = buffers;
     int64_t expectedArena = referencePlacement(expected);
     int64_t arena = assignOffsets(buffers);
