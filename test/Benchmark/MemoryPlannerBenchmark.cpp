@@ -25,7 +25,8 @@ using namespace gpipe;
 /// of them with scratch) and `numMicrobatches` one-row micro-batches:
 /// receive, forward, send per micro-batch, then in reverse order receive the
 /// gradient, recompute, backward, send the input's gradient.
-static DeviceProgram makeDeviceProgram(int numLayers, unsigned numMicrobatches) {
+static DeviceProgram makeDeviceProgram(int numLayers,
+                                       unsigned numMicrobatches) {
   DeviceProgram program;
   PlannedStage &stage = program.stage;
   // Ids: forward values 0..L (0 the received input), then the gradient of

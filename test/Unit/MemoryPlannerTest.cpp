@@ -159,9 +159,8 @@ std::vector<PlannedBuffer> stackedBuffers(std::mt19937_64 &rng, int numStashed,
 TEST(AssignOffsets, EqualsTheQuadraticReferenceOnStackedSets) {
   std::mt19937_64 rng(23);
   for (int trial = 0; trial < 12; ++trial) {
-    std::vector<PlannedBuffer> buffers =
-        stackedBuffers(rng, 200 + trial * 40, 600, trial % 2 ? 1000003 : 1,
-                       trial % 4 < 2);
+    std::vector<PlannedBuffer> buffers = stackedBuffers(
+        rng, 200 + trial * 40, 600, trial % 2 ? 1000003 : 1, trial % 4 < 2);
     std::vector<PlannedBuffer> expected = buffers;
     int64_t expectedArena = referencePlacement(expected);
     int64_t arena = assignOffsets(buffers);
