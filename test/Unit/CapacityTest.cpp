@@ -58,6 +58,44 @@ TEST(Capacity, NothingFitsAndCappedAndFailure) {
   EXPECT_EQ(minBlocksFor(8), 3);
 }
 
+// The edges of [fewest, most]: a budget equal to an arena fits it, one byte
+// less does not; a range of one block count; a convex arena (b^2 + 7).
+TEST(Capacity, SearchBoundaries) {
+  auto linear = [](int64_t blocks) -> std::optional<int64_t> {
+    return 100 * blocks;
+  };
+  std::optional<Capacity> atFewest = findLargestFitting(linear, 3, 64, 300);
+  ASSERT_TRUE(atFewest);
+  EXPECT_EQ(atFewest->blocks, 3);
+  EXPECT_EQ(atFewest->arena, 300);
+  EXPECT_FALSE(atFewest->capped);
+  std::optional<Capacity> belowFewest = findLargestFitting(linear, 3, 64, 299);
+  ASSERT_TRUE(belowFewest);
+  EXPECT_EQ(belowFewest->blocks, 0);
+  EXPECT_EQ(belowFewest->smallestArena, 300);
+  std::optional<Capacity> atMost = findLargestFitting(linear, 3, 64, 6400);
+  ASSERT_TRUE(atMost);
+  EXPECT_EQ(atMost->blocks, 64);
+  EXPECT_TRUE(atMost->capped);
+  std::optional<Capacity> belowMost = findLargestFitting(linear, 3, 64, 6399);
+  ASSERT_TRUE(belowMost);
+  EXPECT_EQ(belowMost->blocks, 63);
+  EXPECT_EQ(belowMost->arena, 6300);
+  EXPECT_FALSE(belowMost->capped);
+  std::optional<Capacity> single = findLargestFitting(linear, 5, 5, 1000);
+  ASSERT_TRUE(single);
+  EXPECT_EQ(single->blocks, 5);
+  EXPECT_TRUE(single->capped);
+  auto convex = [](int64_t blocks) -> std::optional<int64_t> {
+    return blocks * blocks + 7;
+  };
+  // 31^2 + 7 = 968 <= 1000 < 1031 = 32^2 + 7.
+  std::optional<Capacity> curved = findLargestFitting(convex, 1, 4096, 1000);
+  ASSERT_TRUE(curved);
+  EXPECT_EQ(curved->blocks, 31);
+  EXPECT_EQ(curved->arena, 968);
+}
+
 // y = 3 x1 + 5 x2 exactly: the fit recovers a = 3, b = 5; proportional
 // columns cannot be separated.
 TEST(Capacity, FitThroughOrigin) {
@@ -69,6 +107,26 @@ TEST(Capacity, FitThroughOrigin) {
   EXPECT_NEAR(fit.a, 3.0, 1e-9);
   EXPECT_NEAR(fit.b, 5.0, 1e-9);
   EXPECT_FALSE(fitThroughOrigin({1, 2}, {2, 4}, {3, 6}).solvable);
+  EXPECT_FALSE(fitThroughOrigin({}, {}, {}).solvable);
+}
+
+// Points no (a, b) goes through: x1 = (1, 0, 1), x2 = (0, 1, 1),
+// y = (1, 1, 3). The normal equations [2 1; 1 2] (a, b) = (4, 4) give
+// a = b = 4/3, with residuals (-1/3, -1/3, 1/3).
+TEST(Capacity, FitIsLeastSquares) {
+  LinearFit fit = fitThroughOrigin({1, 0, 1}, {0, 1, 1}, {1, 1, 3});
+  ASSERT_TRUE(fit.solvable);
+  EXPECT_NEAR(fit.a, 4.0 / 3.0, 1e-12);
+  EXPECT_NEAR(fit.b, 4.0 / 3.0, 1e-12);
+  // x1 = (1, 2, 3), x2 = (1, 1, 1), y = (2, 2, 5): [14 6; 6 3] (a, b) =
+  // (21, 9) gives a = 3/2, b = 0.
+  LinearFit tilted = fitThroughOrigin({1, 2, 3}, {1, 1, 1}, {2, 2, 5});
+  ASSERT_TRUE(tilted.solvable);
+  EXPECT_NEAR(tilted.a, 1.5, 1e-12);
+  EXPECT_NEAR(tilted.b, 0.0, 1e-12);
+}
+
+TEST(Capacity, FormatSize) {
   EXPECT_EQ(formatSize(1536), "1.5 KiB");
   EXPECT_EQ(formatSize(-2048, 0), "-2 KiB");
 }

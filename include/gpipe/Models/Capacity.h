@@ -26,6 +26,8 @@
 
 namespace gpipe {
 
+//===-- Compiling models (CapacityCompiler.cpp) ---------------------------===//
+
 /// The `gpipe.memory` dictionary of one device's program.
 struct DeviceMemoryUse {
   int64_t resident = 0, peak = 0, arena = 0, buffers = 0;
@@ -55,6 +57,8 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+//===-- Searches (CapacitySearch.cpp) -------------------------------------===//
+
 /// The largest model of one (remat, K) cell of the table.
 struct Capacity {
   int64_t blocks = 0;        ///< 0: not even the smallest splittable model fits
@@ -70,11 +74,6 @@ std::optional<Capacity>
 findLargestFitting(llvm::function_ref<std::optional<int64_t>(int64_t)> arenaOf,
                    int64_t fewest, int64_t most, uint64_t budget);
 
-/// The studies' limits on K (1..64) and M (1..batch): an error or nothing.
-std::optional<std::string> checkStageCount(int64_t stages);
-std::optional<std::string> checkMicrobatchCount(int64_t microbatches,
-                                                int64_t batch);
-
 /// Fewest blocks whose 2B + 3 layers can be split in `stages` cells.
 int64_t minBlocksFor(int64_t stages);
 
@@ -88,8 +87,12 @@ LinearFit fitThroughOrigin(const std::vector<double> &x1,
                            const std::vector<double> &x2,
                            const std::vector<double> &y);
 
-//===-- the two studies
-//-----------------------------------------------------===//
+//===-- The two studies (Capacity.cpp) ------------------------------------===//
+
+/// The studies' limits on K (1..64) and M (1..batch): an error or nothing.
+std::optional<std::string> checkStageCount(int64_t stages);
+std::optional<std::string> checkMicrobatchCount(int64_t microbatches,
+                                                int64_t batch);
 
 struct CapacityTableRequest {
   TransformerConfig model; ///< all but `blocks`
@@ -105,12 +108,10 @@ struct CapacityTable {
   unsigned compiles = 0;
   double seconds = 0, compileSeconds = 0;
 };
+/// The largest model for each policy and K: a search per cell, each probe a
+/// compile; nothing with `error` if a compile fails.
 std::optional<CapacityTable>
 computeCapacityTable(const CapacityTableRequest &request, std::string &error);
-/// The markdown table and its notes; `model` describes the fixed model.
-void printCapacityTable(llvm::raw_ostream &os,
-                        const CapacityTableRequest &request,
-                        const CapacityTable &table, const std::string &model);
 
 struct MicrobatchSweepRequest {
   TransformerConfig model; ///< all but `blocks` and `batch`
@@ -133,6 +134,14 @@ struct MicrobatchSweep {
 std::optional<MicrobatchSweep>
 computeMicrobatchSweep(const MicrobatchSweepRequest &request,
                        std::string &error);
+
+//===-- Markdown reports (CapacityReport.cpp) -----------------------------===//
+
+/// The markdown table and its notes; `model` describes the fixed model.
+void printCapacityTable(llvm::raw_ostream &os,
+                        const CapacityTableRequest &request,
+                        const CapacityTable &table, const std::string &model);
+/// The sweep's markdown table and its fit; `model` describes the fixed model.
 void printMicrobatchSweep(llvm::raw_ostream &os,
                           const MicrobatchSweepRequest &request,
                           const MicrobatchSweep &sweep,
