@@ -196,33 +196,6 @@ void CpuBackend::waitEvent(StreamId stream, EventId event) {
   impl->queues.at(stream / 2).push_back({Task::Wait, nullptr, event});
 }
 
-void CpuBackend::copyToDevice(StreamId s, void *dst, const void *hostSrc,
-                              int64_t bytes) {
-  enqueue(s, [=] { std::memcpy(dst, hostSrc, size_t(bytes)); });
-}
-
-void CpuBackend::copyToHost(StreamId s, void *hostDst, const void *src,
-                            int64_t bytes) {
-  enqueue(s, [=] { std::memcpy(hostDst, src, size_t(bytes)); });
-}
-
-void CpuBackend::copyBetweenDevices(StreamId s, void *dst, unsigned,
-                                    const void *src, unsigned, int64_t bytes) {
-  enqueue(s, [=] { std::memmove(dst, src, size_t(bytes)); });
-}
-
-void CpuBackend::fillZero(StreamId s, void *dst, int64_t bytes) {
-  enqueue(s, [=] { std::memset(dst, 0, size_t(bytes)); });
-}
-
-void CpuBackend::recordTime(StreamId s, double *slot) {
-  enqueue(s, [slot] { *slot = hostMicroseconds(); });
-}
-
-void CpuBackend::gemm(StreamId stream, const GemmBatch &call) {
-  enqueue(stream, [call] { runGemmOnHost(call); });
-}
-
 void CpuBackend::relu(StreamId s, const float *x, float *y, int64_t n) {
   enqueue(s, [=] { cpu::reluForward(x, y, n); });
 }

@@ -70,34 +70,6 @@ void HostBackend::waitEvent(StreamId stream, EventId event) {
   streams.at(stream).push_back({Task::Wait, nullptr, event});
 }
 
-void HostBackend::copyToDevice(StreamId s, void *dst, const void *hostSrc,
-                               int64_t bytes) {
-  enqueue(s, [=] { std::memcpy(dst, hostSrc, size_t(bytes)); });
-}
-
-void HostBackend::copyToHost(StreamId s, void *hostDst, const void *src,
-                             int64_t bytes) {
-  enqueue(s, [=] { std::memcpy(hostDst, src, size_t(bytes)); });
-}
-
-void HostBackend::copyBetweenDevices(StreamId s, void *dst, unsigned,
-                                     const void *src, unsigned,
-                                     int64_t bytes) {
-  enqueue(s, [=] { std::memmove(dst, src, size_t(bytes)); });
-}
-
-void HostBackend::fillZero(StreamId s, void *dst, int64_t bytes) {
-  enqueue(s, [=] { std::memset(dst, 0, size_t(bytes)); });
-}
-
-void HostBackend::recordTime(StreamId s, double *slot) {
-  enqueue(s, [slot] { *slot = hostMicroseconds(); });
-}
-
-void HostBackend::gemm(StreamId stream, const GemmBatch &call) {
-  enqueue(stream, [call] { runGemmOnHost(call); });
-}
-
 std::string HostBackend::synchronize(std::chrono::milliseconds) {
   switches = 0;
   ran = 0;

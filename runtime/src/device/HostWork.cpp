@@ -5,6 +5,7 @@
 #include <cblas.h>
 
 #include <chrono>
+#include <cstring>
 
 using namespace gpipe::runtime::device;
 
@@ -28,4 +29,32 @@ double gpipe::runtime::device::hostMicroseconds() {
   return std::chrono::duration<double, std::micro>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+void HostStreamBackend::copyToDevice(StreamId s, void *dst, const void *hostSrc,
+                                     int64_t bytes) {
+  enqueue(s, [=] { std::memcpy(dst, hostSrc, size_t(bytes)); });
+}
+
+void HostStreamBackend::copyToHost(StreamId s, void *hostDst, const void *src,
+                                   int64_t bytes) {
+  enqueue(s, [=] { std::memcpy(hostDst, src, size_t(bytes)); });
+}
+
+void HostStreamBackend::copyBetweenDevices(StreamId s, void *dst, unsigned,
+                                           const void *src, unsigned,
+                                           int64_t bytes) {
+  enqueue(s, [=] { std::memmove(dst, src, size_t(bytes)); });
+}
+
+void HostStreamBackend::fillZero(StreamId s, void *dst, int64_t bytes) {
+  enqueue(s, [=] { std::memset(dst, 0, size_t(bytes)); });
+}
+
+void HostStreamBackend::recordTime(StreamId s, double *slot) {
+  enqueue(s, [slot] { *slot = hostMicroseconds(); });
+}
+
+void HostStreamBackend::gemm(StreamId stream, const GemmBatch &call) {
+  enqueue(stream, [call] { runGemmOnHost(call); });
 }

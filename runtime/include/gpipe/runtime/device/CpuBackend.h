@@ -23,7 +23,7 @@
 #ifndef GPIPE_RUNTIME_DEVICE_CPUBACKEND_H
 #define GPIPE_RUNTIME_DEVICE_CPUBACKEND_H
 
-#include "gpipe/runtime/device/DeviceBackend.h"
+#include "gpipe/runtime/device/HostWork.h"
 #include "gpipe/runtime/device/KernelsByFunctor.h"
 
 #include <chrono>
@@ -34,17 +34,11 @@
 
 namespace gpipe::runtime::device {
 
-class CpuBackend final : public KernelsByFunctor<CpuBackend, DeviceBackend> {
+class CpuBackend final
+    : public KernelsByFunctor<CpuBackend, HostStreamBackend> {
 public:
   explicit CpuBackend(unsigned numDevices);
   ~CpuBackend() override;
-
-  template <class F> void forEach(StreamId stream, int64_t n, const F &f) {
-    enqueue(stream, [f, n] {
-      for (int64_t i = 0; i < n; ++i)
-        f(i);
-    });
-  }
 
   std::string describe() const override;
   unsigned numDevices() const override { return devices; }
@@ -53,16 +47,6 @@ public:
   StreamId copyStream(unsigned device) override { return 2 * device + 1; }
   EventId recordEvent(StreamId stream) override;
   void waitEvent(StreamId stream, EventId event) override;
-  void copyToDevice(StreamId s, void *dst, const void *hostSrc,
-                    int64_t bytes) override;
-  void copyToHost(StreamId s, void *hostDst, const void *src,
-                  int64_t bytes) override;
-  void copyBetweenDevices(StreamId s, void *dst, unsigned dstDevice,
-                          const void *src, unsigned srcDevice,
-                          int64_t bytes) override;
-  void fillZero(StreamId s, void *dst, int64_t bytes) override;
-  void recordTime(StreamId s, double *slot) override;
-  void gemm(StreamId stream, const GemmBatch &call) override;
 
   // The vectorized CPU kernels (CpuKernels.h) where they compute the same
   // function; the rest run DeviceKernels.h's bodies.
@@ -119,7 +103,7 @@ public:
   struct Impl;
 
 private:
-  void enqueue(StreamId stream, std::function<void()> work);
+  void enqueue(StreamId stream, std::function<void()> work) override;
 
   unsigned devices;
   std::unique_ptr<Impl> impl;

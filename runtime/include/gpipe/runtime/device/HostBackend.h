@@ -16,7 +16,7 @@
 #ifndef GPIPE_RUNTIME_DEVICE_HOSTBACKEND_H
 #define GPIPE_RUNTIME_DEVICE_HOSTBACKEND_H
 
-#include "gpipe/runtime/device/DeviceBackend.h"
+#include "gpipe/runtime/device/HostWork.h"
 #include "gpipe/runtime/device/KernelsByFunctor.h"
 
 #include <deque>
@@ -27,17 +27,11 @@
 
 namespace gpipe::runtime::device {
 
-class HostBackend final : public KernelsByFunctor<HostBackend, DeviceBackend> {
+class HostBackend final
+    : public KernelsByFunctor<HostBackend, HostStreamBackend> {
 public:
   explicit HostBackend(unsigned numDevices, uint64_t scheduleSeed = 1);
   ~HostBackend() override;
-
-  template <class F> void forEach(StreamId stream, int64_t n, const F &f) {
-    enqueue(stream, [f, n] {
-      for (int64_t i = 0; i < n; ++i)
-        f(i);
-    });
-  }
 
   std::string describe() const override;
   unsigned numDevices() const override { return devices; }
@@ -46,16 +40,6 @@ public:
   StreamId copyStream(unsigned device) override { return 2 * device + 1; }
   EventId recordEvent(StreamId stream) override;
   void waitEvent(StreamId stream, EventId event) override;
-  void copyToDevice(StreamId s, void *dst, const void *hostSrc,
-                    int64_t bytes) override;
-  void copyToHost(StreamId s, void *hostDst, const void *src,
-                  int64_t bytes) override;
-  void copyBetweenDevices(StreamId s, void *dst, unsigned dstDevice,
-                          const void *src, unsigned srcDevice,
-                          int64_t bytes) override;
-  void fillZero(StreamId s, void *dst, int64_t bytes) override;
-  void recordTime(StreamId s, double *slot) override;
-  void gemm(StreamId stream, const GemmBatch &call) override;
   std::string synchronize(std::chrono::milliseconds timeout) override;
   std::string error() const override { return firstError; }
 
@@ -70,7 +54,7 @@ private:
     std::function<void()> work;
     EventId event = 0;
   };
-  void enqueue(StreamId stream, std::function<void()> work);
+  void enqueue(StreamId stream, std::function<void()> work) override;
   std::string streamName(StreamId stream) const;
 
   unsigned devices;

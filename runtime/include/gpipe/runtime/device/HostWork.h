@@ -9,7 +9,10 @@
 #ifndef GPIPE_RUNTIME_DEVICE_HOSTWORK_H
 #define GPIPE_RUNTIME_DEVICE_HOSTWORK_H
 
+#include "gpipe/runtime/device/DeviceBackend.h"
 #include "gpipe/runtime/device/KernelApi.h"
+
+#include <functional>
 
 namespace gpipe::runtime::device {
 
@@ -18,6 +21,36 @@ void runGemmOnHost(const GemmBatch &call);
 
 /// The host's steady clock in microseconds (DeviceBackend::recordTime).
 double hostMicroseconds();
+
+/// A DeviceBackend whose memory is host memory and whose streams are queues of
+/// host closures: the data movement, GEMM and clock calls are one closure each
+/// and mean the same whichever way the queues are drained, so they live here
+/// and each backend supplies only `enqueue` (and its kernels and draining).
+class HostStreamBackend : public DeviceBackend {
+public:
+  /// KernelsByFunctor's element-wise loop: one closure over all `n` indices.
+  template <class F> void forEach(StreamId stream, int64_t n, const F &f) {
+    enqueue(stream, [f, n] {
+      for (int64_t i = 0; i < n; ++i)
+        f(i);
+    });
+  }
+
+  void copyToDevice(StreamId s, void *dst, const void *hostSrc,
+                    int64_t bytes) override;
+  void copyToHost(StreamId s, void *hostDst, const void *src,
+                  int64_t bytes) override;
+  void copyBetweenDevices(StreamId s, void *dst, unsigned dstDevice,
+                          const void *src, unsigned srcDevice,
+                          int64_t bytes) override;
+  void fillZero(StreamId s, void *dst, int64_t bytes) override;
+  void recordTime(StreamId s, double *slot) override;
+  void gemm(StreamId stream, const GemmBatch &call) override;
+
+protected:
+  /// Appends `work` to `stream`'s queue.
+  virtual void enqueue(StreamId stream, std::function<void()> work) = 0;
+};
 
 } // namespace gpipe::runtime::device
 
