@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Target/BundleEmitter.h"
+#include "gpipe/Analysis/MemoryPlanner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/runtime/BundleChecksum.h"
 #include "gpipe/runtime/OpTable.h"
@@ -334,44 +335,60 @@ static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
   return programs;
 }
 
-/// The per-device predictions of gpipe-plan-memory, when every program has
-/// one.
-static std::optional<json::Object> emitMemoryPlan(ModelOp model,
-                                                  ScheduleOp schedule) {
+/// The per-device plans of gpipe-plan-memory with every buffer's placement:
+/// the runtime takes its buffers from them and plans nothing itself.
+static FailureOr<json::Object> emitMemoryPlan(ModelOp model,
+                                              ScheduleOp schedule) {
   SmallVector<ProgramOp> programs(getStagesCount(model));
   for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>())
     if (program.getDevice() < programs.size())
       programs[program.getDevice()] = program;
   json::Array devices;
   std::optional<int64_t> slots;
-  for (ProgramOp program : programs) {
-    DictionaryAttr plan =
-        program ? program->getAttrOfType<DictionaryAttr>("gpipe.memory")
-                : DictionaryAttr();
+  for (auto [device, program] : llvm::enumerate(programs)) {
+    if (!program)
+      return schedule.emitOpError() << "has no gpipe.program for device "
+                                    << device << " of " << programs.size();
+    auto plan = program->getAttrOfType<DictionaryAttr>("gpipe.memory");
     if (!plan)
-      return std::nullopt;
+      return program.emitOpError()
+             << "has no gpipe.memory plan; run gpipe-plan-memory first "
+                "(gpipe-compile does): the runtime places buffers only where "
+                "the compiler planned them";
     auto get = [&](StringRef key) -> std::optional<int64_t> {
       auto value = plan.getAs<IntegerAttr>(key);
       return value ? std::optional<int64_t>(value.getInt()) : std::nullopt;
     };
     std::optional<int64_t> resident = get("resident_bytes"),
-                           peak = get("peak_bytes"), arena = get("arena_bytes");
+                           peak = get("peak_bytes"), arena = get("arena_bytes"),
+                           count = get("num_buffers");
     slots = get("optimizer_slots");
-    if (!resident || !peak || !arena || !slots)
-      return std::nullopt;
-    json::Object device{{"resident_bytes", *resident},
-                        {"peak_bytes", *peak},
-                        {"arena_bytes", *arena}};
-    if (auto placement =
-            program->getAttrOfType<DenseI64ArrayAttr>("gpipe.placement")) {
-      ArrayRef<int64_t> words = placement.asArrayRef();
-      json::Array buffers;
-      for (size_t i = 0; i + 3 < words.size(); i += 4)
-        buffers.push_back(
-            json::Array{words[i], words[i + 1], words[i + 2], words[i + 3]});
-      device["buffers"] = std::move(buffers);
-    }
-    devices.push_back(std::move(device));
+    if (!resident || !peak || !arena || !slots || !count)
+      return program.emitOpError()
+             << "has a gpipe.memory plan without resident_bytes, peak_bytes, "
+                "arena_bytes, num_buffers and optimizer_slots";
+    auto placement =
+        program->getAttrOfType<DenseI64ArrayAttr>("gpipe.placement");
+    if (!placement)
+      return program.emitOpError()
+             << "has " << *count << " buffers, more than the "
+             << kMaxPlacedBuffers
+             << " whose placement a bundle carries per device; use more "
+                "stages or fewer micro-batches";
+    ArrayRef<int64_t> words = placement.asArrayRef();
+    if (words.size() != size_t(*count) * kPlacedBufferWords)
+      return program.emitOpError()
+             << "has a gpipe.placement of " << words.size()
+             << " words, expected " << kPlacedBufferWords << " for each of its "
+             << *count << " buffers";
+    json::Array buffers;
+    for (size_t i = 0; i < words.size(); i += kPlacedBufferWords)
+      buffers.push_back(
+          json::Array(llvm::ArrayRef(words.data() + i, kPlacedBufferWords)));
+    devices.push_back(json::Object{{"resident_bytes", *resident},
+                                   {"peak_bytes", *peak},
+                                   {"arena_bytes", *arena},
+                                   {"buffers", std::move(buffers)}});
   }
   return json::Object{{"optimizer_slots", slots.value_or(0)},
                       {"devices", std::move(devices)}};
@@ -452,9 +469,10 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
                       {"params", std::move(params)},
                       {"stages", std::move(stageObjects)},
                       {"programs", std::move(*programs)}};
-  std::optional<json::Object> plan = emitMemoryPlan(model, schedule);
-  if (plan)
-    bundle["memory_plan"] = std::move(*plan);
+  FailureOr<json::Object> plan = emitMemoryPlan(model, schedule);
+  if (failed(plan))
+    return failure();
+  bundle["memory_plan"] = std::move(*plan);
   return json::Value(std::move(bundle));
 }
 

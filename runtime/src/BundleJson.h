@@ -135,6 +135,7 @@ public:
   bool read(const Json &root, std::string_view text, Bundle &bundle);
   bool verifyChecksum(const Json &root, std::string_view text);
   bool readPlacement(const Json &json, const std::string &path,
+                     const std::vector<Instr> &program, int64_t numValues,
                      PlannedDeviceMemory &device);
 
   std::string error;

@@ -184,6 +184,12 @@ std::string gpipe::runtime::validateBundle(const Bundle &bundle) {
     if (!error.empty())
       return error;
   }
+  if (bundle.memoryPlan.devices.size() != bundle.programs.size())
+    return "the bundle places buffers for " +
+           std::to_string(bundle.memoryPlan.devices.size()) + " of its " +
+           std::to_string(bundle.programs.size()) +
+           " devices (memory_plan.devices); the runtime runs only what the "
+           "compiler placed: recompile it with gpipe-translate";
   for (unsigned d = 0; d < bundle.memoryPlan.devices.size(); ++d) {
     std::string error = verifyPlacement(bundle.memoryPlan.devices[d], d);
     if (!error.empty())

@@ -235,26 +235,24 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
   root["params"] = std::move(params);
   root["stages"] = std::move(stages);
   root["programs"] = std::move(programs);
-  if (!bundle.memoryPlan.devices.empty()) {
-    Json devices = Json::array();
-    for (const PlannedDeviceMemory &device : bundle.memoryPlan.devices) {
-      Json entry = Json::object();
-      entry["resident_bytes"] = device.residentBytes;
-      entry["peak_bytes"] = device.peakBytes;
-      entry["arena_bytes"] = device.arenaBytes;
-      if (!device.buffers.empty()) {
-        Json buffers = Json::array();
-        for (const PlacedBuffer &b : device.buffers)
-          buffers.push_back({b.bytes, b.offset, b.start, b.end});
-        entry["buffers"] = std::move(buffers);
-      }
-      devices.push_back(std::move(entry));
-    }
-    Json plan = Json::object();
-    plan["optimizer_slots"] = bundle.memoryPlan.optimizerSlots;
-    plan["devices"] = std::move(devices);
-    root["memory_plan"] = std::move(plan);
+  // Written even when empty: the reader then names what is missing.
+  Json devices = Json::array();
+  for (const PlannedDeviceMemory &device : bundle.memoryPlan.devices) {
+    Json entry = Json::object();
+    entry["resident_bytes"] = device.residentBytes;
+    entry["peak_bytes"] = device.peakBytes;
+    entry["arena_bytes"] = device.arenaBytes;
+    Json buffers = Json::array();
+    for (const PlacedBuffer &b : device.buffers)
+      buffers.push_back(
+          {b.bytes, b.offset, b.start, b.end, b.instr, b.microbatch, b.value});
+    entry["buffers"] = std::move(buffers);
+    devices.push_back(std::move(entry));
   }
+  Json plan = Json::object();
+  plan["optimizer_slots"] = bundle.memoryPlan.optimizerSlots;
+  plan["devices"] = std::move(devices);
+  root["memory_plan"] = std::move(plan);
 
   std::string text;
   appendPretty(root, 0, 0, text);

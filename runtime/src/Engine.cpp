@@ -90,7 +90,6 @@ protected:
 class CpuEngine final : public ExecutorEngine<PipelineExecutor> {
 public:
   using ExecutorEngine::ExecutorEngine;
-  bool countsLiveBytes() const override { return true; }
   std::string describe() const override {
     unsigned k = numDevices();
     return std::to_string(k) + " CPU device" + (k == 1 ? "" : "s");
@@ -117,7 +116,6 @@ private:
 class StreamEngine final : public ExecutorEngine<device::DeviceExecutor> {
 public:
   using ExecutorEngine::ExecutorEngine;
-  bool countsLiveBytes() const override { return false; }
   std::string describe() const override {
     return executor->backend().describe();
   }

@@ -56,7 +56,7 @@ PipelineExecutor::create(Bundle bundle, const ExecutorConfig &config,
       deviceConfig, error);
   if (!impl->executor)
     return nullptr;
-  impl->peak = impl->executor->liveBytesPeak();
+  impl->peak = impl->executor->peakMemoryBytes();
   return std::unique_ptr<PipelineExecutor>(
       new PipelineExecutor(std::move(impl)));
 }

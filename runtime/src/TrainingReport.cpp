@@ -48,23 +48,6 @@ std::string gpipe::runtime::memoryPlanLine(const Bundle &bundle) {
   return "memory plan: peak per device [" + devices + "]";
 }
 
-std::string gpipe::runtime::memoryCheckLine(const Bundle &bundle,
-                                            const std::vector<int64_t> &peak,
-                                            bool &within) {
-  const MemoryPlan &plan = bundle.memoryPlan;
-  within = true;
-  if (plan.devices.size() != peak.size())
-    return {};
-  std::string devices;
-  for (size_t d = 0; d < peak.size(); ++d) {
-    devices += (d ? ", " : "") + formatBytes(peak[d]) + " of " +
-               formatBytes(plan.devices[d].peakBytes);
-    within &= peak[d] <= plan.devices[d].peakBytes;
-  }
-  return "measured peak per device against the plan [" + devices +
-         "]: " + (within ? "within the plan" : "EXCEEDS THE PLAN");
-}
-
 std::string gpipe::runtime::placementLine(const Bundle &bundle,
                                           const std::vector<int64_t> &memory) {
   const MemoryPlan &plan = bundle.memoryPlan;
@@ -76,7 +59,7 @@ std::string gpipe::runtime::placementLine(const Bundle &bundle,
                formatBytes(plan.devices[d].arenaBytes) + ")";
   return "device memory per device, resident + arena, against the plan's "
          "arena [" +
-         devices + "]: the device executor's own placement";
+         devices + "]: the compiler's placement";
 }
 
 std::string gpipe::runtime::describePipeline(const Bundle &bundle) {

@@ -131,10 +131,15 @@ TEST(BundleCorruption, ChecksumMemberErrors) {
             "'b.json': checksum: expected \"crc32:\" and 8 lowercase hex "
             "digits, found \"CRC32:" +
                 sealed.substr(at + 6, 8) + "\"");
+  // The memory plan moved from before the checksum to after it.
+  size_t planAt = sealed.find(",\n  \"memory_plan\"");
+  size_t checksumAt = sealed.find(",\n  \"checksum\"");
+  ASSERT_NE(planAt, std::string::npos);
+  ASSERT_NE(checksumAt, std::string::npos);
+  std::string plan = sealed.substr(planAt, checksumAt - planAt);
   std::string moved = sealed;
-  moved.insert(moved.find_last_of('}'),
-               ",\n  \"memory_plan\": {\"optimizer_slots\": 0, "
-               "\"devices\": []}\n");
+  moved.erase(planAt, plan.size());
+  moved.insert(moved.find_last_of('}'), plan + "\n");
   EXPECT_EQ(parseBundle(moved, "b.json").status().message(),
             "'b.json': checksum: expected the last member of the bundle, "
             "found 'memory_plan' after it");

@@ -134,7 +134,16 @@ const char *kValidBundleBody = R"json({
       {"op": "send_gradient", "peer": 0, "mb": 0, "channel": 0},
       {"op": "optimizer_step"}
     ]
-  ]
+  ],
+  "memory_plan": {
+    "optimizer_slots": 2,
+    "devices": [
+      {"resident_bytes": 320, "peak_bytes": 400, "arena_bytes": 400,
+       "buffers": [[24, 0, 0, 3, 0, 0, 0], [40, 24, 1, 2, 1, 0, 3]]},
+      {"resident_bytes": 160, "peak_bytes": 200, "arena_bytes": 200,
+       "buffers": [[40, 0, 0, 4, 0, 0, 0]]}
+    ]
+  }
 })json";
 /// The same, sealed with its checksum as gpipe-translate writes it.
 const std::string kValidBundle = sealBundleText(kValidBundleBody);
@@ -365,7 +374,9 @@ TEST(BundleReaderTest, RoundTripsValidBundle) {
 TEST(BundleReaderTest, RoundTripsMemoryPlan) {
   StatusOr<Bundle> first = parseBundle(kValidBundle, "m.bundle.json");
   ASSERT_TRUE(first.ok()) << first.status().message();
-  EXPECT_TRUE((*first).memoryPlan.devices.empty());
+  ASSERT_EQ((*first).memoryPlan.devices.size(), 2u);
+  EXPECT_EQ((*first).memoryPlan.devices[0].buffers.size(), 2u);
+  EXPECT_EQ((*first).memoryPlan.devices[0].buffers[1].value, 3);
   (*first).memoryPlan.optimizerSlots = 1;
   (*first).memoryPlan.devices = {{100, 150, 160}, {200, 260, 300}};
   StatusOr<Bundle> second = parseBundle(writeBundle((*first)), "written.json");
@@ -378,27 +389,54 @@ TEST(BundleReaderTest, RoundTripsMemoryPlan) {
 }
 
 // The compiler's placement survives writing and reading; a buffer outside
-// the arena or with its end before its start is refused, by position.
+// the arena, unaligned, with its end before its start, or naming an
+// instruction, micro-batch or value its device does not have is refused, by
+// position.
 TEST(BundleReaderTest, PlacementRoundTripsAndIsRangeChecked) {
   StatusOr<Bundle> first = parseBundle(kValidBundle, "m.bundle.json");
   ASSERT_TRUE(first.ok()) << first.status().message();
   (*first).memoryPlan.devices = {{100, 150, 160}, {200, 260, 300}};
-  (*first).memoryPlan.devices[1].buffers = {{48, 0, 0, 5}, {52, 48, 3, 9}};
+  (*first).memoryPlan.devices[1].buffers = {{48, 0, 0, 5, 0, 0, 0},
+                                            {52, 48, 3, 9, 2, 0, 3}};
   StatusOr<Bundle> second = parseBundle(writeBundle(*first), "w.json");
   ASSERT_TRUE(second.ok()) << second.status().message();
   ASSERT_EQ((*second).memoryPlan.devices[1].buffers.size(), 2u);
   EXPECT_EQ((*second).memoryPlan.devices[1].buffers[1].offset, 48);
   EXPECT_EQ((*second).memoryPlan.devices[1].buffers[1].end, 9);
+  EXPECT_EQ((*second).memoryPlan.devices[1].buffers[1].instr, 2);
+  EXPECT_EQ((*second).memoryPlan.devices[1].buffers[1].value, 3);
 
   (*first).memoryPlan.devices[1].buffers[1].offset = 60; // 60 + 52 > 100
   EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
             "'w.json': memory_plan.devices[1].buffers[1]: expected a buffer "
             "inside the arena's 100 bytes after the resident block, found 52 "
             "bytes at 60");
-  (*first).memoryPlan.devices[1].buffers[1] = {4, 0, 7, 6};
+  (*first).memoryPlan.devices[1].buffers[1] = {4, 0, 7, 6, 2, 0, 3};
   EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
             "'w.json': memory_plan.devices[1].buffers[1]: expected 0 <= start "
             "<= end, found 7 and 6");
+  (*first).memoryPlan.devices[1].buffers[1] = {6, 2, 3, 9, 2, 0, 3};
+  EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
+            "'w.json': memory_plan.devices[1].buffers[1]: expected a 4-byte "
+            "aligned offset and size, found 6 bytes at 2");
+  (*first).memoryPlan.devices[1].buffers[1] = {4, 0, 3, 9, 11, 0, 3};
+  EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
+            "'w.json': memory_plan.devices[1].buffers[1][4]: expected an "
+            "instruction of the device's program (0 to 10), found 11");
+  (*first).memoryPlan.devices[1].buffers[1] = {4, 0, 3, 9, 2, 1, 3};
+  EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
+            "'w.json': memory_plan.devices[1].buffers[1][5]: expected -1 or "
+            "the micro-batch of instruction 2, found 1");
+  (*first).memoryPlan.devices[1].buffers[1] = {4, 0, 3, 9, 2, 0, 8};
+  EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
+            "'w.json': memory_plan.devices[1].buffers[1][6]: expected -1 or a "
+            "value id of the device's stage (0 to 7), found 8");
+}
+
+/// A memory plan with no buffers for each of `b`'s devices: enough for the
+/// reader, which requires one (the executor would refuse it).
+void addEmptyPlan(Bundle &b) {
+  b.memoryPlan.devices.assign(b.programs.size(), PlannedDeviceMemory());
 }
 
 // Every op kind, attribute, instruction kind, init, element type and remat
@@ -490,6 +528,7 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
        makeInstr(InstrKind::OptimizerStep, 0, 0, 0, 0)},
   };
 
+  addEmptyPlan(b);
   std::string text = writeBundle(b);
   StatusOr<Bundle> load = parseBundle(text, "written.json");
   ASSERT_TRUE(load.ok()) << load.status().message() << "\n" << text;
@@ -544,6 +583,7 @@ TEST(BundleReaderTest, WritesShortestFloats) {
   b.stages[0].forward[1].epsilon = 1e-5f;
   b.stages[0].forward[2].rate = 0.3f;
   b.programs.resize(1);
+  addEmptyPlan(b);
   std::string text = writeBundle(b);
   EXPECT_NE(text.find("\"epsilon\": 1e-05}"), std::string::npos) << text;
   EXPECT_NE(text.find("\"rate\": 0.3, \"seed\": 0}"), std::string::npos)
@@ -948,7 +988,18 @@ const ErrorCase kErrorCases[] = {
      [](Json &j) { j["programs"][0][2]["channel"] = int64_t(1) << 40; },
      "programs[0][2]: 'channel' is too large: 1099511627776 (at most "
      "4294967295)"},
-    // The memory plan (optional).
+    // The memory plan, which the runtime needs: it places nothing itself.
+    {"MemoryPlanMissing", [](Json &j) { j.erase("memory_plan"); },
+     "missing key 'memory_plan'"},
+    {"PlacementMissing",
+     [](Json &j) { j["memory_plan"]["devices"][1].erase("buffers"); },
+     "memory_plan.devices[1]: missing key 'buffers'"},
+    {"PlacementEntryTooShort",
+     [](Json &j) {
+       j["memory_plan"]["devices"][0]["buffers"][1] = {40, 24, 1, 2};
+     },
+     "memory_plan.devices[0].buffers[1]: expected [bytes, offset, start, end, "
+     "instr, microbatch, value], found an array"},
     {"MemoryPlanNotObject", [](Json &j) { j["memory_plan"] = 1; },
      "memory_plan: expected an object, found a number"},
     {"MemoryPlanDeviceCount",
@@ -958,8 +1009,10 @@ const ErrorCase kErrorCases[] = {
      "memory_plan.devices: expected one entry per device (2 devices), found 0"},
     {"MemoryPlanPeakBelowResident",
      [](Json &j) {
-       Json device = {
-           {"resident_bytes", 8}, {"peak_bytes", 4}, {"arena_bytes", 8}};
+       Json device = {{"resident_bytes", 8},
+                      {"peak_bytes", 4},
+                      {"arena_bytes", 8},
+                      {"buffers", Json::array()}};
        j["memory_plan"] = {{"optimizer_slots", 2},
                            {"devices", Json::array({device, device})}};
      },

@@ -16,7 +16,6 @@
 #include "gpipe/runtime/device/DeviceExecutor.h"
 #include "gpipe/runtime/Executor.h"
 #include "gpipe/runtime/ProgramAnalysis.h"
-#include "gpipe/runtime/device/ArenaAllocator.h"
 #include "gpipe/runtime/device/CpuBackend.h"
 #include "gpipe/runtime/device/HostBackend.h"
 
@@ -378,80 +377,72 @@ TEST(DeviceExecutor, StepsInterleaveTheStreams) {
 // Memory
 //===----------------------------------------------------------------------===//
 
-/// The arena holds at least what the CPU executor counts live at its peak
-/// (beyond the resident parameters), and remat lowers it as it does there.
-TEST(DeviceExecutor, ArenaCoversTheLiveBytesAndFollowsRemat) {
-  auto arenaAndLive = [](RematPolicy remat) {
+/// Each device's arena is exactly the compiler's (the plan's arena less its
+/// resident bytes), and remat shrinks it.
+TEST(DeviceExecutor, ArenaIsTheCompilersAndFollowsRemat) {
+  auto arenas = [](RematPolicy remat) {
     Bundle bundle = bundleOf(Model::Transformer, 2, 4, remat);
-    auto cpu = makeCpuExecutor(bundle, {});
     auto device = makeDeviceExecutor(bundle, 1, {});
-    Batch batch = batchOf(Model::Transformer, 5);
-    EXPECT_TRUE(cpu->trainStep(batch).ok());
-    EXPECT_TRUE(device->trainStep(batch).ok());
-    std::vector<std::pair<int64_t, int64_t>> result;
-    for (unsigned d = 0; d < 2; ++d)
-      result.push_back({device->memory()[d].arenaBytes,
-                        cpu->peakMemoryBytes()[d] -
-                            cpu->residentMemoryBytes()[d]});
-    return result;
-  };
-  auto none = arenaAndLive(RematPolicy::None);
-  auto full = arenaAndLive(RematPolicy::Full);
-  for (unsigned d = 0; d < 2; ++d) {
-    EXPECT_GE(none[d].first, none[d].second) << "device " << d;
-    EXPECT_GE(full[d].first, full[d].second) << "device " << d;
-    EXPECT_LT(full[d].first, none[d].first) << "device " << d;
-  }
-}
-
-TEST(ArenaAllocator, PlacementsAreAlignedDisjointAndDeterministic) {
-  auto trace = [](uint64_t seed) {
-    ArenaAllocator arena;
-    std::mt19937_64 random(seed);
-    std::map<int64_t, int64_t> live; // offset -> bytes
-    std::vector<int64_t> offsets;
-    for (int i = 0; i < 2000; ++i) {
-      if (!live.empty() && random() % 3 == 0) {
-        auto it = std::next(live.begin(), random() % live.size());
-        EXPECT_TRUE(arena.free(it->first));
-        live.erase(it);
-        continue;
-      }
-      int64_t bytes = random() % 5000;
-      int64_t at = arena.allocate(bytes);
-      EXPECT_EQ(at % ArenaAllocator::kAlignment, 0);
-      auto next = live.lower_bound(at);
-      if (next != live.end())
-        EXPECT_LE(at + bytes, next->first) << "overlaps the next buffer";
-      if (next != live.begin()) {
-        auto prev = std::prev(next);
-        EXPECT_LE(prev->first + ArenaAllocator::roundUp(prev->second), at)
-            << "overlaps the previous buffer";
-      }
-      EXPECT_LE(at + bytes, arena.highWater());
-      live[at] = bytes;
-      offsets.push_back(at);
+    EXPECT_TRUE(device->trainStep(batchOf(Model::Transformer, 5)).ok());
+    std::vector<int64_t> bytes;
+    for (unsigned d = 0; d < 2; ++d) {
+      const PlannedDeviceMemory &plan = bundle.memoryPlan.devices[d];
+      EXPECT_EQ(device->memory()[d].arenaBytes,
+                plan.arenaBytes - plan.residentBytes)
+          << "device " << d;
+      EXPECT_GE(plan.arenaBytes, plan.peakBytes) << "device " << d;
+      bytes.push_back(device->memory()[d].arenaBytes);
     }
-    for (auto &[at, bytes] : live)
-      EXPECT_TRUE(arena.free(at));
-    EXPECT_EQ(arena.liveBytes(), 0);
-    EXPECT_EQ(arena.allocate(arena.highWater()), 0) << "all coalesced";
-    return offsets;
+    return bytes;
   };
-  EXPECT_EQ(trace(7), trace(7));
+  std::vector<int64_t> none = arenas(RematPolicy::None);
+  std::vector<int64_t> full = arenas(RematPolicy::Full);
+  for (unsigned d = 0; d < 2; ++d)
+    EXPECT_LT(full[d], none[d]) << "device " << d;
 }
 
-TEST(ArenaAllocator, BoundedArenaRefusesWhatDoesNotFit) {
-  ArenaAllocator arena(1024);
-  int64_t a = arena.allocate(512), b = arena.allocate(512);
-  EXPECT_EQ(a, 0);
-  EXPECT_EQ(b, 512);
-  EXPECT_EQ(arena.allocate(1), -1);
-  EXPECT_TRUE(arena.free(a));
-  EXPECT_EQ(arena.allocate(600), -1); // a 512-byte hole only
-  EXPECT_EQ(arena.allocate(300), 0);
-  EXPECT_FALSE(arena.free(12345));
-  EXPECT_FALSE(arena.free(a + 256)); // not the start of a buffer
+/// The executor plans nothing: a bundle whose placement lacks a buffer, or
+/// gives one too few bytes, or has none at all, is refused at creation with
+/// the device, instruction and value named.
+TEST(DeviceExecutor, RefusesAPlacementThatDoesNotFitTheProgram) {
+  const Bundle good = bundleOf(Model::Mlp, 2, 2, RematPolicy::Full);
+  auto create = [](Bundle bundle) {
+    std::string error;
+    auto executor = DeviceExecutor::create(
+        std::move(bundle), std::make_unique<HostBackend>(2), {}, error);
+    EXPECT_FALSE(executor);
+    return error;
+  };
+  // The first buffer that holds a value of device 1.
+  size_t first = 0;
+  const std::vector<PlacedBuffer> &buffers = good.memoryPlan.devices[1].buffers;
+  while (!buffers[first].holdsValue())
+    ++first;
+  const PlacedBuffer &target = buffers[first];
+  std::string named = "device 1: instruction " + std::to_string(target.instr) +
+                      " defines value " + std::to_string(target.value);
+
+  Bundle smaller = good;
+  smaller.memoryPlan.devices[1].buffers[first].bytes -= 4;
+  std::string error = create(smaller);
+  EXPECT_NE(error.find(named), std::string::npos) << error;
+  EXPECT_NE(error.find("gives it " + std::to_string(target.bytes - 4)),
+            std::string::npos)
+      << error;
+
+  Bundle missing = good;
+  missing.memoryPlan.devices[1].buffers[first].value =
+      int64_t(good.stages[1].values.size()) - 1;
+  missing.memoryPlan.devices[1].buffers[first].microbatch = -1;
+  error = create(missing);
+  EXPECT_NE(error.find(named), std::string::npos) << error;
+  EXPECT_NE(error.find("has no buffer for it"), std::string::npos) << error;
+
+  Bundle unplanned = good;
+  unplanned.memoryPlan = MemoryPlan();
+  error = create(unplanned);
+  EXPECT_NE(error.find("recompile it with gpipe-translate"), std::string::npos)
+      << error;
 }
 
 //===----------------------------------------------------------------------===//

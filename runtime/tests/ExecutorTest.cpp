@@ -46,6 +46,7 @@ using Params = std::map<std::string, Vec>;
 struct Reference {
   double loss = 0.0;
   std::map<std::string, Vec> grads;
+  Vec logits; ///< the MLP's
 };
 
 Vec toVec(const std::vector<float> &v) { return Vec(v.begin(), v.end()); }
@@ -85,6 +86,7 @@ Reference mlpReference(const Params &p, const Batch &batch) {
   Vec a3 = ref::geluForward(h3);
   Vec logits = ref::denseForward(a3, p.at("l4.w"), p.at("l4.b"), n, 8, 5);
   Reference r;
+  r.logits = logits;
   r.loss = ref::softmaxCrossEntropyForward(logits, labels, n, 5);
   Vec dlogits = ref::softmaxCrossEntropyBackward(logits, labels, 1.0, n, 5);
   auto g4 = ref::denseBackward(dlogits, a3, p.at("l4.w"), n, 8, 5);
@@ -443,21 +445,27 @@ TEST(Executor, RunsAreBitwiseDeterministic) {
 // Evaluation
 //===----------------------------------------------------------------------===//
 
-// Forward only on any number of rows: the loss and the logits of the
-// reference.
+// Forward only on any number of rows, in chunks of the first micro-batch's
+// 4 rows (one chunk, a part of one, several with a remainder): the loss and
+// every row's logits of the reference.
 TEST(Executor, EvaluateMatchesReference) {
   Bundle bundle =
       buildBundle(mlpGraph(kBatch), mlpSplit(3), 3, RematPolicy::Full);
+  ASSERT_EQ(bundle.microbatchRows.front(), 4);
   Params p = initialParams(bundle, 0);
   auto executor = makeExecutor(bundle);
   ASSERT_TRUE(executor);
-  for (int64_t rows : {kBatch, int64_t(7), int64_t(1)}) {
+  for (int64_t rows :
+       {kBatch, int64_t(7), int64_t(1), int64_t(4), int64_t(37)}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows");
     Batch batch = mlpBatch(rows, 11);
     EvalResult result = executor->evaluate(batch, rows);
     ASSERT_TRUE(result.ok()) << result.error;
     Reference expected = mlpReference(p, batch);
     EXPECT_NEAR(result.loss, expected.loss, 1e-5 * expected.loss);
     EXPECT_EQ(result.prediction.shape, (std::vector<int64_t>{rows, 5}));
+    EXPECT_TRUE(gpipe::testing::allClose(result.prediction.f32, expected.logits,
+                                         1e-5, 1e-6));
     EXPECT_EQ(result.target.i32, batch.at("labels").i32);
   }
   EXPECT_NE(executor->evaluate(mlpBatch(4, 1), 5)

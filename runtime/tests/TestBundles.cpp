@@ -1,6 +1,7 @@
 //===- TestBundles.cpp - Builds pipeline bundles for the executor tests ---===//
 
 #include "TestBundles.h"
+#include "TestPlacement.h"
 
 #include "gpipe/Analysis/PipelineSchedule.h"
 
@@ -381,6 +382,7 @@ Bundle testing::buildBundle(const ModelGraph &graph,
     builder.differentiate(noGradient);
   }
   bundle.programs = gpipePrograms(bundle);
+  placeBundle(bundle);
   return bundle;
 }
 

@@ -66,7 +66,8 @@ private:
 
 /// The bundle of `graph` split into stages starting at `firstLayers`
 /// (firstLayers[0] == 0, increasing), with `numMicrobatches` micro-batches
-/// (split as schedule::splitMicrobatches does) and the GPipe schedule.
+/// (split as schedule::splitMicrobatches does), the GPipe schedule and the
+/// compiler's placement (TestPlacement.h).
 /// Aborts the test program on an inconsistent request.
 Bundle buildBundle(const ModelGraph &graph, const std::vector<int> &firstLayers,
                    unsigned numMicrobatches, RematPolicy remat);

@@ -80,11 +80,8 @@ TEST_P(CompiledOnDevice, MatchesTheCpuExecutor) {
   }
   ASSERT_EQ(bundle.memoryPlan.devices.size(), k);
   // With the plan's optimizer state (its slots per parameter), the device
-  // needs at most 6% more than the plan (the MLP: exactly the plan). It
-  // allocates what the plan does, when the plan does (a received value at its
-  // receive, a sent value freed at its send: the transport stages transfers),
-  // but its buffers are 256-byte aligned, the host emulation's attention
-  // backward has a scores scratch, and it places them by its own dry run.
+  // needs at most 6% more than the plan: its arena is the plan's, and only
+  // its resident tensors are 256-byte aligned.
   rt::OptimizerConfig planned;
   planned.kind = bundle.memoryPlan.optimizerSlots == 2 ? rt::OptimizerKind::Adam
                  : bundle.memoryPlan.optimizerSlots == 1
@@ -99,14 +96,10 @@ TEST_P(CompiledOnDevice, MatchesTheCpuExecutor) {
     EXPECT_LE(double(layout.residentBytes + layout.arenaBytes),
               1.06 * double(layout.plannedArenaBytes))
         << "device " << d;
-    // The arena holds what the CPU executor measures live at its peak.
-    EXPECT_GE(layout.arenaBytes,
-              cpu->peakMemoryBytes()[d] - cpu->residentMemoryBytes()[d]);
     EXPECT_EQ(layout.plannedArenaBytes,
               bundle.memoryPlan.devices[d].arenaBytes);
     // The arena is the compiler's, byte for byte: the device places every
     // buffer where the plan put it.
-    EXPECT_TRUE(layout.compilerPlaced) << "device " << d;
     EXPECT_EQ(layout.arenaBytes, bundle.memoryPlan.devices[d].arenaBytes -
                                      bundle.memoryPlan.devices[d].residentBytes)
         << "device " << d;
@@ -161,15 +154,19 @@ TEST(CompilerPlacement, OverlapsAndWrongSizesAreRefused) {
 
   rt::Bundle resized = placedTransformer();
   resized.memoryPlan.devices[1].buffers[2].bytes += 4;
-  EXPECT_EQ(createError(resized).rfind("device 1: the program's buffer #2 "
-                                       "needs ",
-                                       0),
-            0u)
-      << createError(resized);
+  std::string resizedError = createError(resized);
+  EXPECT_EQ(resizedError.rfind("device 1: instruction ", 0), 0u)
+      << resizedError;
+  EXPECT_NE(resizedError.find(
+                "but the compiler's placement gives it " +
+                std::to_string(resized.memoryPlan.devices[1].buffers[2].bytes)),
+            std::string::npos)
+      << resizedError;
 
+  // The executor has no placement of its own to fall back on.
   rt::Bundle truncated = placedTransformer();
   truncated.memoryPlan.devices[0].buffers.resize(3);
-  EXPECT_NE(createError(truncated).find("lists only 3 buffers"),
+  EXPECT_NE(createError(truncated).find("has no buffer for it"),
             std::string::npos)
       << createError(truncated);
 }

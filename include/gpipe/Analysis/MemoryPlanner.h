@@ -121,6 +121,10 @@ struct DeviceMemoryPlan {
 /// runtime (the bundle's memory_plan.devices[d].buffers).
 constexpr size_t kMaxPlacedBuffers = 100000;
 
+/// Words per buffer in the gpipe.placement attribute and the bundle: bytes,
+/// offset, start, end, instr, microbatch, value (PlannedBuffer's fields).
+constexpr size_t kPlacedBufferWords = 7;
+
 /// Up to this many buffers, planDeviceMemory places them all with the greedy
 /// of assignOffsets, whose cost grows with the fragments of the placed
 /// buffers live at once (about 22 ms for the 40,000 buffers of

@@ -1,7 +1,8 @@
 //===- DeviceExecutor.cpp - Runs a bundle on a DeviceBackend --------------===//
 //
-// Creation (checks, the placement dry run, device memory, parameters), the
-// training step and the public API. DeviceExecutorImpl.h explains how a step
+// Creation (checks, the compiler's placement indexed and verified by a dry
+// run, device memory, parameters), the training step, evaluation and the
+// public API. DeviceExecutorImpl.h explains how a step
 // is issued and its hazards.
 //
 //===----------------------------------------------------------------------===//
@@ -18,12 +19,12 @@ using namespace gpipe::runtime::device;
 
 namespace {
 
-/// Issues nothing: `create` runs a step against it to learn the placement.
+/// Issues nothing: `create` runs a step against it to check the placement.
 class NullBackend final : public KernelsByFunctor<NullBackend, DeviceBackend> {
 public:
   explicit NullBackend(unsigned devices) : devices(devices) {}
   template <class F> void forEach(StreamId, int64_t, const F &) {}
-  std::string describe() const override { return "placement dry run"; }
+  std::string describe() const override { return "placement check"; }
   unsigned numDevices() const override { return devices; }
   std::string allocate(unsigned, int64_t, void **pointer) override {
     *pointer = nullptr;
@@ -47,6 +48,14 @@ private:
   unsigned devices;
 };
 
+/// The resident block's tensors start at multiples of this (cudaMalloc's
+/// alignment).
+constexpr int64_t kResidentAlignment = 256;
+
+int64_t residentSize(int64_t bytes) {
+  int64_t n = bytes > 0 ? bytes : 1;
+  return (n + kResidentAlignment - 1) / kResidentAlignment * kResidentAlignment;
+}
 
 } // namespace
 
@@ -97,16 +106,15 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     param->device = spec.stage;
     param->size = product(spec.shape);
     s.layout[spec.stage].residentBytes +=
-        ArenaAllocator::roundUp(param->size * 4) * (2 + numSlots);
+        residentSize(param->size * 4) * (2 + numSlots);
     s.paramsOf[spec.stage].push_back(param.get());
     s.paramByName[spec.name] = param.get();
     s.params.push_back(std::move(param));
   }
   const unsigned numMicrobatches = b.microbatchRows.size();
-  s.layout.back().residentBytes += ArenaAllocator::roundUp(numMicrobatches * 4);
+  s.layout.back().residentBytes += residentSize(numMicrobatches * 4);
   for (unsigned d = 0; d < numDevices; ++d) {
     s.fusion.push_back(fuseGradientAccumulation(b.stages[d]));
-    s.liveness.push_back(computeLiveness(b.stages[d], s.fusion[d].skip));
     unsigned last = 0;
     for (const Instr &instr : b.programs[d])
       if (instr.kind == InstrKind::Forward)
@@ -119,36 +127,23 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     s.training.offsets.push_back(offset);
     offset += rows;
   }
-  s.keptForEvaluation.assign(b.stages.back().values.size(), 0);
-  for (const Op &op : b.stages.back().forward)
-    if (!op.results.empty() && op.results[0] == b.stages.back().loss)
-      for (int id : op.operands)
-        s.keptForEvaluation[id] = 1;
-
-  // The compiler's placement when the bundle has it (validateBundle checked
-  // it: inside the arena, no live overlap), else the dry run's. Either way
-  // one step against the dry-run backend checks the program against it.
-  s.training.planned = b.memoryPlan.devices.size() == numDevices;
-  for (const PlannedDeviceMemory &device : b.memoryPlan.devices)
-    s.training.planned &= !device.buffers.empty();
-  error = s.placePass(s.training);
+  // The compiler's placement (validateBundle checked it: inside the arena,
+  // no two live buffers sharing a byte); a dry run of a training step and of
+  // an evaluation checks that every buffer the programs define is there.
+  error = s.indexPlacement();
   if (error.empty())
-    error = s.placementError;
+    error = s.verifyPass(s.training);
+  if (error.empty())
+    error = s.prepareEvaluation(b.microbatchRows.front());
   if (!error.empty())
     return nullptr;
   s.residentExact.assign(numDevices, 0);
   for (const ParamSpec &spec : b.params)
     s.residentExact[spec.stage] += product(spec.shape) * 4 * (2 + numSlots);
-  for (unsigned d = 0; d < numDevices; ++d)
-    s.livePeak.push_back(s.residentExact[d] + s.runs[d].liveHigh);
   for (unsigned d = 0; d < numDevices; ++d) {
-    if (s.training.planned)
-      s.training.arenaBytes[d] = b.memoryPlan.devices[d].arenaBytes -
-                                 b.memoryPlan.devices[d].residentBytes;
-    s.layout[d].arenaBytes = s.training.arenaBytes[d];
-    s.layout[d].compilerPlaced = s.training.planned;
-    if (d < b.memoryPlan.devices.size())
-      s.layout[d].plannedArenaBytes = b.memoryPlan.devices[d].arenaBytes;
+    const PlannedDeviceMemory &plan = b.memoryPlan.devices[d];
+    s.layout[d].arenaBytes = plan.arenaBytes - plan.residentBytes;
+    s.layout[d].plannedArenaBytes = plan.arenaBytes;
   }
 
   // Device memory, then the parameters, initialized as the CPU executor does.
@@ -162,13 +157,13 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
       error = s.backend->allocate(d, s.layout[d].residentBytes, &res);
     if (!error.empty())
       return nullptr;
-    s.training.arenaBase.push_back(static_cast<char *>(arena));
+    s.arenaBase.push_back(static_cast<char *>(arena));
     resident[d] = static_cast<char *>(res);
   }
   std::vector<int64_t> used(numDevices, 0);
   auto take = [&](unsigned d, int64_t elements) {
     float *p = reinterpret_cast<float *>(resident[d] + used[d]);
-    used[d] += ArenaAllocator::roundUp(elements * 4);
+    used[d] += residentSize(elements * 4);
     return p;
   };
   std::vector<std::vector<float>> initial;
@@ -195,17 +190,49 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   return std::unique_ptr<DeviceExecutor>(new DeviceExecutor(std::move(impl)));
 }
 
-std::string DeviceExecutor::Impl::placePass(IssuePass &placed) {
+std::string DeviceExecutor::Impl::indexPlacement() {
+  const unsigned numDevices = bundle.stages.size();
+  placement.assign(numDevices, {});
+  for (unsigned d = 0; d < numDevices; ++d) {
+    std::vector<InstrBuffers> &byInstr = placement[d];
+    byInstr.resize(bundle.programs[d].size());
+    const std::vector<PlacedBuffer> &buffers =
+        bundle.memoryPlan.devices[d].buffers;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const PlacedBuffer &buffer = buffers[i];
+      if (buffer.instr < 0 || size_t(buffer.instr) >= byInstr.size())
+        return "device " + std::to_string(d) + ": buffer #" +
+               std::to_string(i) + " is defined by instruction " +
+               std::to_string(buffer.instr) + ", outside the program";
+      InstrBuffers &at = byInstr[buffer.instr];
+      if (buffer.isScratch()) {
+        at.scratch.push_back(&buffer);
+      } else if (buffer.holdsValue()) {
+        for (const auto &[value, other] : at.values)
+          if (value == buffer.value)
+            return "device " + std::to_string(d) + ": buffers #" +
+                   std::to_string(other - buffers.data()) + " and #" +
+                   std::to_string(i) + " both hold value " +
+                   std::to_string(value) + " of instruction " +
+                   std::to_string(buffer.instr);
+        at.values.emplace_back(int(buffer.value), &buffer);
+      }
+      // A send's copy (micro-batch -1, a value): the transport stages from
+      // the value itself, so the executor leaves that room unused.
+    }
+  }
+  return {};
+}
+
+std::string DeviceExecutor::Impl::verifyPass(const IssuePass &toCheck) {
   NullBackend dry(bundle.stages.size());
   std::unique_ptr<Transport> dryTransport = createInProcessTransport(dry);
   issue = &dry;
   transfer = dryTransport.get();
-  pass = &placed;
+  pass = &toCheck;
+  placementError.clear();
   std::string error = issueStep(nullptr, true);
-  placed.arenaBytes.clear();
-  for (const DeviceRun &run : runs)
-    placed.arenaBytes.push_back(run.arena.highWater());
-  return error;
+  return error.empty() ? placementError : error;
 }
 
 std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
@@ -215,6 +242,8 @@ std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
   pass = &toRun;
   recordTimeline = config.recordTimeline;
   std::string error = issueStep(&batch, false);
+  if (toRun.evaluating)
+    return error; // copyEvaluationOutputs took the losses
   const unsigned numMicrobatches = toRun.rows.size();
   hostLosses.assign(numMicrobatches, 0.0f);
   const unsigned last = bundle.stages.size() - 1;
@@ -255,61 +284,113 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
   return result;
 }
 
-/// The evaluation pass of `rows` rows: each device loads its model inputs,
-/// receives its channels, runs its forward and sends its outputs, devices in
-/// order; placed by its own dry run and given its own arenas (kept while
-/// the next evaluation has the same rows).
+/// The evaluation pass of `rows` rows, in chunks of at most the first
+/// micro-batch's rows: for each chunk, each device in order loads its model
+/// inputs, receives its channels, runs its forward and sends its outputs, in
+/// the buffers its training program gives those instructions for the first
+/// micro-batch. Chunks follow one another on each stream, so they reuse the
+/// same buffers safely. Kept while the next evaluation has the same rows.
 std::string DeviceExecutor::Impl::prepareEvaluation(int64_t rows) {
-  if (evaluation && evaluation->rows.front() == rows)
+  if (evaluation &&
+      evaluation->offsets.back() + evaluation->rows.back() == rows)
     return {};
   const unsigned numDevices = bundle.stages.size();
+  auto chunked = std::make_unique<IssuePass>();
+  IssuePass &eval = *chunked;
+  eval.evaluating = true;
+  const int64_t chunk = bundle.microbatchRows.front();
+  for (int64_t offset = 0; offset < rows; offset += chunk) {
+    eval.offsets.push_back(offset);
+    eval.rows.push_back(std::min(chunk, rows - offset));
+  }
   evaluationPrograms.assign(numDevices, {});
-  auto pass = std::make_unique<IssuePass>();
-  pass->programs = &evaluationPrograms;
-  pass->rows = {rows};
-  pass->offsets = {0};
-  pass->evaluating = true;
-  for (unsigned d = 0; d < numDevices; ++d) {
-    const StageProgram &stage = bundle.stages[d];
-    std::vector<Instr> &program = evaluationPrograms[d];
-    auto add = [&](InstrKind kind, unsigned peer, unsigned channel,
-                   std::string name) {
-      Instr instr;
-      instr.kind = kind;
-      instr.stage = d;
-      instr.peer = peer;
-      instr.channel = channel;
-      instr.inputName = std::move(name);
-      program.push_back(std::move(instr));
-    };
-    std::vector<std::string> loaded;
-    for (const StageInput &input : stage.inputs) {
-      if (input.fromChannel)
-        add(InstrKind::RecvActivation, d - 1, input.channel, "");
-      else if (std::find(loaded.begin(), loaded.end(), input.inputName) ==
-               loaded.end()) {
-        loaded.push_back(input.inputName);
-        add(InstrKind::LoadInput, 0, 0, input.inputName);
+  eval.programs = &evaluationPrograms;
+  eval.planInstr.assign(numDevices, {});
+  for (unsigned c = 0; c < eval.rows.size(); ++c) {
+    for (unsigned d = 0; d < numDevices; ++d) {
+      const StageProgram &stage = bundle.stages[d];
+      const std::vector<Instr> &trained = bundle.programs[d];
+      std::vector<Instr> &program = evaluationPrograms[d];
+      // The instruction of micro-batch 0 in the training program that
+      // matches `kind` (and channel or input), whose buffers it takes.
+      auto add = [&](InstrKind kind, unsigned peer, unsigned channel,
+                     const std::string &name) -> std::string {
+        size_t at = 0;
+        while (at < trained.size() &&
+               !(trained[at].kind == kind && trained[at].microbatch == 0 &&
+                 (kind == InstrKind::Forward ||
+                  (kind == InstrKind::LoadInput
+                       ? trained[at].inputName == name
+                       : trained[at].channel == channel))))
+          ++at;
+        if (at == trained.size())
+          return "device " + std::to_string(d) + " has no " +
+                 instructionName(kind) + " of micro-batch 0 to evaluate with";
+        Instr instr = trained[at];
+        instr.microbatch = c;
+        instr.peer = peer;
+        eval.order.push_back({d, program.size()});
+        eval.planInstr[d].push_back(at);
+        program.push_back(std::move(instr));
+        return {};
+      };
+      std::vector<std::string> loaded;
+      std::string error;
+      for (const StageInput &input : stage.inputs) {
+        if (!error.empty())
+          break;
+        if (input.fromChannel)
+          error = add(InstrKind::RecvActivation, d - 1, input.channel, "");
+        else if (std::find(loaded.begin(), loaded.end(), input.inputName) ==
+                 loaded.end()) {
+          loaded.push_back(input.inputName);
+          error = add(InstrKind::LoadInput, 0, 0, input.inputName);
+        }
       }
+      if (error.empty())
+        error = add(InstrKind::Forward, 0, 0, "");
+      for (unsigned ch = 0; ch < stage.outputs.size() && error.empty(); ++ch)
+        error = add(InstrKind::SendActivation, d + 1, ch, "");
+      if (!error.empty())
+        return error;
     }
-    add(InstrKind::Forward, 0, 0, "");
-    for (unsigned c = 0; c < stage.outputs.size(); ++c)
-      add(InstrKind::SendActivation, d + 1, c, "");
-    for (size_t i = 0; i < program.size(); ++i)
-      pass->order.push_back({d, i});
   }
-  std::string error = placePass(*pass);
-  if (!error.empty())
-    return error;
-  for (unsigned d = 0; d < numDevices; ++d) {
-    void *arena = nullptr;
-    error = backend->allocate(d, pass->arenaBytes[d], &arena);
+  if (!evaluation) {
+    // Once, at creation: one chunk checks every buffer an evaluation uses.
+    std::string error = verifyPass(eval);
     if (!error.empty())
-      return error;
-    pass->arenaBase.push_back(static_cast<char *>(arena));
+      return "evaluation: " + error;
   }
-  evaluation = std::move(pass);
+  evaluation = std::move(chunked);
   return {};
+}
+
+void DeviceExecutor::Impl::copyEvaluationOutputs(unsigned m) {
+  if (issue != backend.get())
+    return; // the placement check copies nothing
+  const unsigned last = bundle.stages.size() - 1;
+  const StageProgram &stage = bundle.stages.back();
+  const StreamId s = compute(last);
+  const std::vector<DeviceValue> &values = runs[last].values[m];
+  issue->copyToHost(s, &evaluationLosses[m], values[stage.loss].data, 4);
+  for (const Op &op : stage.forward) {
+    if (op.results.empty() || op.results[0] != stage.loss)
+      continue;
+    for (size_t k = 0; k < 2 && k < op.operands.size(); ++k) {
+      const DeviceValue &value = values[op.operands[k]];
+      HostTensor &host = evaluationOutputs[k];
+      // Batched values fill their rows of the whole evaluation; others are
+      // the same in every chunk.
+      int64_t perRow = value.numElements() / rowsOf(m);
+      int64_t at = stage.values[op.operands[k]].batched
+                       ? pass->offsets[m] * perRow * 4
+                       : 0;
+      char *dst = host.type == ElementType::F32
+                      ? reinterpret_cast<char *>(host.f32.data())
+                      : reinterpret_cast<char *>(host.i32.data());
+      issue->copyToHost(s, dst + at, value.data, value.numElements() * 4);
+    }
+  }
 }
 
 EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
@@ -333,35 +414,30 @@ EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
     result.error = "evaluate: " + result.error;
     return result;
   }
+  // Host room for every chunk's outputs before any copy is queued.
+  const StageProgram &stage = s.bundle.stages.back();
+  s.evaluationLosses.assign(s.evaluation->rows.size(), 0.0f);
+  for (const Op &op : stage.forward) {
+    if (op.results.empty() || op.results[0] != stage.loss)
+      continue;
+    for (size_t k = 0; k < 2 && k < op.operands.size(); ++k) {
+      const ValueSpec &spec = stage.values[op.operands[k]];
+      HostTensor &host = s.evaluationOutputs[k];
+      host = HostTensor();
+      host.type = spec.type;
+      host.shape = spec.shape;
+      if (spec.batched)
+        host.shape[0] = rows;
+      if (host.type == ElementType::F32)
+        host.f32.assign(product(host.shape), 0.0f);
+      else
+        host.i32.assign(product(host.shape), 0);
+    }
+  }
   bool timeline = s.config.recordTimeline;
   s.config.recordTimeline = false; // the timeline is the training step's
   result.error = s.runPass(*s.evaluation, batch);
   s.config.recordTimeline = timeline;
-  // The loss op's operands, kept on the last device past the forward.
-  const unsigned last = s.bundle.stages.size() - 1;
-  const StageProgram &stage = s.bundle.stages.back();
-  for (const Op &op : stage.forward) {
-    if (!result.error.empty() || op.results.empty() ||
-        op.results[0] != stage.loss)
-      continue;
-    HostTensor *outs[2] = {&result.prediction, &result.target};
-    for (size_t k = 0; k < 2 && k < op.operands.size(); ++k) {
-      const DeviceValue &value = s.runs[last].values[0][op.operands[k]];
-      HostTensor &host = *outs[k];
-      host.type = stage.values[op.operands[k]].type;
-      host.shape = value.shape;
-      void *dst;
-      if (host.type == ElementType::F32) {
-        host.f32.assign(value.numElements(), 0.0f);
-        dst = host.f32.data();
-      } else {
-        host.i32.assign(value.numElements(), 0);
-        dst = host.i32.data();
-      }
-      s.backend->copyToHost(s.backend->computeStream(last), dst, value.data,
-                            value.numElements() * 4);
-    }
-  }
   std::string syncError = s.backend->synchronize(s.config.stepTimeout);
   if (result.error.empty())
     result.error = syncError;
@@ -369,15 +445,17 @@ EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
     result.error = "evaluate: " + result.error;
     return result;
   }
-  result.loss = s.hostLosses.front();
+  double loss = 0;
+  for (size_t c = 0; c < s.evaluationLosses.size(); ++c)
+    loss += double(s.evaluation->rows[c]) / double(rows) *
+            double(s.evaluationLosses[c]);
+  result.loss = loss;
+  result.prediction = std::move(s.evaluationOutputs[0]);
+  result.target = std::move(s.evaluationOutputs[1]);
   return result;
 }
 
 const Timeline &DeviceExecutor::timeline() const { return impl->timeline; }
-
-std::vector<int64_t> DeviceExecutor::liveBytesPeak() const {
-  return impl->livePeak;
-}
 
 std::vector<int64_t> DeviceExecutor::residentBytes() const {
   return impl->residentExact;

@@ -5,14 +5,19 @@
 // steps, evaluation, the public API), DeviceIssue.cpp (buffers and
 // instructions) and DeviceOps.cpp (one op's kernels).
 //
+// Buffers. Every value a step defines lives where the compiler's placement
+// (the bundle's memory_plan buffers) puts it: the buffer that instruction i
+// defines for value v. The executor decides no lifetime and no offset; it
+// checks that each buffer has the bytes its program needs (a dry run at
+// creation) and PlacementVerifier has checked that no two live buffers share
+// a byte.
+//
 // Issue order and hazards. Work on one stream runs in issue order, so a buffer
 // that only device d's compute stream touches can be reused as soon as the
 // host has issued its last use. Transfers keep it that way (Transport.h): a
-// send reads the sent buffer in the sender's compute-stream order, so the
-// buffer is freed at the send; a receive writes a buffer the receiver
-// allocates at the receive, in its own stream's order. These are the memory
-// planner's rules (MemoryPlanner.h), which the placement will come to follow
-// exactly (docs/Architecture.md).
+// send reads the sent buffer in the sender's compute-stream order; a receive
+// writes its buffer in the receiver's stream order. These are the memory
+// planner's rules (MemoryPlanner.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +27,6 @@
 #include "gpipe/runtime/ProgramAnalysis.h"
 #include "gpipe/runtime/ScheduleVerifier.h"
 #include "gpipe/runtime/Timeline.h"
-#include "gpipe/runtime/device/ArenaAllocator.h"
 #include "gpipe/runtime/device/DeviceExecutor.h"
 #include "gpipe/runtime/device/Transport.h"
 
@@ -52,8 +56,6 @@ struct DeviceValue {
   /// Layer norm: mean, rstd. Attention: qkv, probs, context. Cross-entropy:
   /// probs. Dropout: the mask (bytes) in saved[0].
   char *saved[3] = {nullptr, nullptr, nullptr};
-  int64_t offset = -1; ///< its arena block; -1: a view
-  int64_t blockBytes = 0; ///< the block with the saved state
 
   int64_t numElements() const { return product(shape); }
   float *f() const { return reinterpret_cast<float *>(data); }
@@ -72,33 +74,35 @@ struct DeviceParameter {
   float *slots[2] = {nullptr, nullptr};
 };
 
-using MessageKey = std::tuple<int, unsigned, unsigned, unsigned>;
+/// The compiler's buffers of one instruction of a device's training
+/// program: the value each holds, and the scratch of its ops in op order.
+struct InstrBuffers {
+  std::vector<std::pair<int, const PlacedBuffer *>> values; ///< value id
+  std::vector<const PlacedBuffer *> scratch;
+};
 
 /// One device during the issue of a step.
 struct DeviceRun {
-  ArenaAllocator arena;
   char *base = nullptr;
   std::vector<std::vector<DeviceValue>> values; ///< [micro-batch][value id]
   std::vector<char> kept;                       ///< per micro-batch
-  size_t placed = 0; ///< buffers taken from the compiler's placement
-  /// Bytes live now and at most, in the order the program allocates them.
-  int64_t live = 0, liveHigh = 0;
-  std::map<int64_t, int64_t> liveAt; ///< offset -> bytes
+  /// The training instruction whose buffers the current one uses, and how
+  /// many of its scratch buffers the current one has taken.
+  size_t planInstr = 0, scratchTaken = 0;
   int64_t computeCount = 0;
 };
 
-/// What one issue runs: a training step, or an evaluation's forward pass
-/// over every stage in order on one "micro-batch" of any number of rows.
+/// What one issue runs: a training step, or an evaluation: the forward
+/// pass over every stage in order, chunk by chunk of at most the first
+/// micro-batch's rows, each chunk in the buffers of that micro-batch.
 struct IssuePass {
   const std::vector<std::vector<Instr>> *programs = nullptr; ///< per device
   std::vector<ScheduleStep> order;    ///< each send before its receive
-  std::vector<int64_t> rows, offsets; ///< per micro-batch
+  std::vector<int64_t> rows, offsets; ///< per micro-batch (or chunk)
   bool evaluating = false;
-  /// Buffers at the compiler's offsets (the bundle's placement), not the
-  /// dry run's.
-  bool planned = false;
-  std::vector<int64_t> arenaBytes; ///< per device
-  std::vector<char *> arenaBase;   ///< per device; null in the dry run
+  /// Per device and instruction, the training instruction whose buffers it
+  /// uses; empty: its own (the training pass).
+  std::vector<std::vector<size_t>> planInstr;
 };
 
 /// One instruction's start and end on its stream, for the timeline.
@@ -122,18 +126,21 @@ struct DeviceExecutor::Impl {
   std::unordered_map<std::string, DeviceParameter *> paramByName;
   std::vector<std::vector<DeviceParameter *>> paramsOf; ///< per device
   std::vector<GradientFusion> fusion;
-  std::vector<StageLiveness> liveness;
   std::vector<unsigned> lastForward;
   std::vector<DeviceMemoryLayout> layout;
-  /// Per device: parameters, gradients and optimizer slots, unaligned; and
-  /// that plus the training step's live high-water mark.
-  std::vector<int64_t> residentExact, livePeak;
+  /// Per device: parameters, gradients and optimizer slots, unaligned.
+  std::vector<int64_t> residentExact;
+  /// Per device and training instruction, the compiler's buffers.
+  std::vector<std::vector<InstrBuffers>> placement;
+  std::vector<char *> arenaBase; ///< per device; null in the dry run
   IssuePass training;
   /// The forward-only programs and pass of the last evaluate's row count.
   std::vector<std::vector<Instr>> evaluationPrograms;
   std::unique_ptr<IssuePass> evaluation;
-  /// Last stage: the loss op's operands, kept after an evaluation's forward.
-  std::vector<char> keptForEvaluation;
+  /// An evaluation's loss per chunk and the loss op's operands (prediction,
+  /// target), copied to the host as each chunk's forward ends.
+  std::vector<float> evaluationLosses;
+  HostTensor evaluationOutputs[2];
   float *lossSlots = nullptr; ///< M floats on the last device
   std::vector<float> hostLosses;
   int64_t steps = 0;
@@ -142,7 +149,6 @@ struct DeviceExecutor::Impl {
   DeviceBackend *issue = nullptr; ///< the backend, or the dry run's
   const IssuePass *pass = nullptr;
   std::vector<DeviceRun> runs;
-  std::set<MessageKey> sent;
   /// The transport of the backend that issues: the real one, or the dry
   /// run's.
   Transport *transfer = nullptr;
@@ -156,22 +162,29 @@ struct DeviceExecutor::Impl {
   std::string issueInstr(unsigned device, const Instr &instr,
                          const Batch *batch);
   std::string issueOps(unsigned device, unsigned m, const std::vector<Op> &ops,
-                       const char *section, const std::vector<std::vector<int>>
-                                                *freeAfter,
-                       bool backward);
+                       const char *section, bool backward);
   std::string issueOp(unsigned device, unsigned m, const Op &op, size_t index,
                       bool backward);
-  std::string send(unsigned device, const Instr &instr);
   std::string checkModelInputs(const Batch &batch) const;
+  /// Builds the compiler's buffers per instruction; "" or why the
+  /// placement does not fit the programs.
+  std::string indexPlacement();
   std::string prepareEvaluation(int64_t rows);
-  /// Sizes each device's arena for `placed` by a dry run of its issue.
-  std::string placePass(IssuePass &placed);
+  /// Issues `pass` against a backend that runs nothing: every buffer it
+  /// asks for must be in the compiler's placement, large enough.
+  std::string verifyPass(const IssuePass &pass);
   /// Issues and runs `pass` on `batch`; "" or the first error.
   std::string runPass(const IssuePass &pass, const Batch &batch);
+  /// The last stage's forward of an evaluation chunk: its loss and the loss
+  /// op's operands, copied to the host.
+  void copyEvaluationOutputs(unsigned m);
   void buildTimeline();
 
-  char *allocateBlock(unsigned device, int64_t bytes, int64_t &offset);
-  void releaseBlock(unsigned device, int64_t offset);
+  /// The compiler's buffer for value `id` (with `bytes` at most) or the
+  /// next scratch buffer of the current instruction; null with
+  /// placementError set when the placement has none large enough.
+  char *valueBuffer(unsigned device, int id, int64_t bytes);
+  char *scratchBuffer(unsigned device, int64_t bytes);
   /// At least `bytes` of workspace on `device` (kept for later steps).
   std::string reserveWorkspace(unsigned device, int64_t bytes);
   /// The first mismatch between the program and the compiler's placement.
@@ -181,14 +194,9 @@ struct DeviceExecutor::Impl {
   std::vector<int64_t> workspaceBytes;
   DeviceValue &newValue(unsigned device, unsigned m, int id,
                         std::vector<int64_t> extraBytes = {});
-  void freeValue(unsigned device, DeviceValue &value);
 
   StreamId compute(unsigned d) { return issue->computeStream(d); }
   int64_t rowsOf(unsigned m) const { return pass->rows[m]; }
-  bool keepsForEvaluation(unsigned device, int id) const {
-    return pass->evaluating && device + 1 == bundle.stages.size() &&
-           keptForEvaluation[id];
-  }
 };
 
 } // namespace gpipe::runtime::device

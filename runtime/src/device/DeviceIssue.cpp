@@ -1,8 +1,8 @@
 //===- DeviceIssue.cpp - A step's buffers and instructions, issued --------===//
 //
-// The arena bookkeeping of one step (values placed when defined, freed after
-// their last use, sent buffers held until their copy is done) and the issue
-// of each instruction: loads, transfers, forward, backward, optimizer step.
+// Where each value of a step lives (the compiler's buffer for it) and the
+// issue of each instruction: loads, transfers, forward, backward, optimizer
+// step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,37 +18,50 @@ using namespace gpipe::runtime::device;
 // Buffers
 //===----------------------------------------------------------------------===//
 
-char *DeviceExecutor::Impl::allocateBlock(unsigned device, int64_t bytes,
-                                          int64_t &offset) {
+/// The placement fails the first time; the dry run at creation reports it.
+static char *misplaced(std::string &error, std::string message) {
+  if (error.empty())
+    error = std::move(message);
+  return nullptr;
+}
+
+char *DeviceExecutor::Impl::valueBuffer(unsigned device, int id,
+                                        int64_t bytes) {
+  const DeviceRun &run = runs[device];
+  const InstrBuffers &buffers = placement[device][run.planInstr];
+  std::string where = "device " + std::to_string(device) + ": instruction " +
+                      std::to_string(run.planInstr) + " defines value " +
+                      std::to_string(id) + " (" + std::to_string(bytes) +
+                      " bytes) but the compiler's placement ";
+  for (const auto &[value, buffer] : buffers.values) {
+    if (value != id)
+      continue;
+    // A training step needs the planned bytes exactly; an evaluation chunk
+    // may have fewer rows than the micro-batch whose buffers it uses.
+    if (pass->evaluating ? bytes > buffer->bytes : bytes != buffer->bytes)
+      return misplaced(placementError,
+                       where + "gives it " + std::to_string(buffer->bytes));
+    return run.base ? run.base + buffer->offset : nullptr;
+  }
+  return misplaced(placementError, where + "has no buffer for it");
+}
+
+char *DeviceExecutor::Impl::scratchBuffer(unsigned device, int64_t bytes) {
   DeviceRun &run = runs[device];
-  run.live += (bytes + 3) / 4 * 4;
-  run.liveHigh = std::max(run.liveHigh, run.live);
-  if (!pass->planned) {
-    offset = run.arena.allocate(bytes);
-    assert(offset >= 0 && "the placement of the dry run fits the arena");
-    run.liveAt[offset] = (bytes + 3) / 4 * 4;
-    return run.base ? run.base + offset : nullptr;
-  }
-  // The compiler's placement: the program's n-th buffer is the plan's n-th.
-  const std::vector<PlacedBuffer> &planned =
-      bundle.memoryPlan.devices[device].buffers;
-  size_t index = run.placed++;
-  int64_t wanted = (bytes + 3) / 4 * 4;
-  if (index >= planned.size() || planned[index].bytes != wanted) {
-    if (placementError.empty())
-      placementError =
-          "device " + std::to_string(device) + ": the program's buffer #" +
-          std::to_string(index) + " needs " + std::to_string(wanted) +
-          " bytes, but the compiler's placement " +
-          (index >= planned.size()
-               ? "lists only " + std::to_string(planned.size()) + " buffers"
-               : "gives it " + std::to_string(planned[index].bytes));
-    offset = -1;
-    return nullptr;
-  }
-  offset = planned[index].offset;
-  run.liveAt[offset] = wanted;
-  return run.base ? run.base + offset : nullptr;
+  const InstrBuffers &buffers = placement[device][run.planInstr];
+  size_t index = run.scratchTaken++;
+  if (index >= buffers.scratch.size() || buffers.scratch[index]->bytes < bytes)
+    return misplaced(
+        placementError,
+        "device " + std::to_string(device) + ": instruction " +
+            std::to_string(run.planInstr) + " needs scratch #" +
+            std::to_string(index) + " of " + std::to_string(bytes) +
+            " bytes but the compiler's placement " +
+            (index >= buffers.scratch.size()
+                 ? "has " + std::to_string(buffers.scratch.size())
+                 : "gives it " +
+                       std::to_string(buffers.scratch[index]->bytes)));
+  return run.base ? run.base + buffers.scratch[index]->offset : nullptr;
 }
 
 std::string DeviceExecutor::Impl::reserveWorkspace(unsigned device,
@@ -66,95 +79,33 @@ std::string DeviceExecutor::Impl::reserveWorkspace(unsigned device,
   return {};
 }
 
-void DeviceExecutor::Impl::releaseBlock(unsigned device, int64_t offset) {
-  DeviceRun &run = runs[device];
-  auto it = run.liveAt.find(offset);
-  if (it != run.liveAt.end()) {
-    run.live -= it->second;
-    run.liveAt.erase(it);
-  }
-  if (!pass->planned && offset >= 0)
-    run.arena.free(offset);
-}
-
 DeviceValue &DeviceExecutor::Impl::newValue(unsigned device, unsigned m,
                                             int id,
                                             std::vector<int64_t> extraBytes) {
   const ValueSpec &spec = bundle.stages[device].values[id];
+  // A recompute defines a forward value again, in a buffer of its own.
   DeviceValue &value = runs[device].values[m][id];
-  assert(!value.present && "a value is defined once per micro-batch");
   value = DeviceValue();
   value.shape = spec.shape;
   if (spec.batched)
     value.shape[0] = rowsOf(m);
-  // The compiler's layout packs a value and its saved state; the executor's
-  // own placement aligns each part.
-  auto size = [&](int64_t bytes) {
-    return pass->planned ? bytes : ArenaAllocator::roundUp(bytes);
-  };
-  int64_t mainBytes = size(value.numElements() * 4);
-  int64_t total = mainBytes;
+  // The compiler's buffer packs a value and its saved state, in whole words.
+  int64_t total = value.numElements() * 4;
   for (int64_t extra : extraBytes)
-    total += size(extra);
-  value.data = allocateBlock(device, total, value.offset);
-  value.blockBytes = total;
-  int64_t at = mainBytes;
+    total += extra;
+  value.data = valueBuffer(device, id, (total + 3) / 4 * 4);
+  int64_t at = value.numElements() * 4;
   for (size_t k = 0; k < extraBytes.size(); ++k) {
     value.saved[k] = value.data ? value.data + at : nullptr;
-    at += size(extraBytes[k]);
+    at += extraBytes[k];
   }
   value.present = true;
   return value;
 }
 
-void DeviceExecutor::Impl::freeValue(unsigned device, DeviceValue &value) {
-  if (!value.present)
-    return;
-  releaseBlock(device, value.offset);
-  value = DeviceValue();
-}
-
 //===----------------------------------------------------------------------===//
 // Instructions
 //===----------------------------------------------------------------------===//
-
-std::string DeviceExecutor::Impl::send(unsigned device, const Instr &instr) {
-  const StageProgram &program = bundle.stages[device];
-  DeviceRun &run = runs[device];
-  const unsigned m = instr.microbatch;
-  bool activation = instr.kind == InstrKind::SendActivation;
-  int id = activation ? program.outputs[instr.channel]
-                      : program.inputGrads[instr.channel];
-  DeviceValue &value = run.values[m][id];
-  if (!value.present)
-    return "value " + std::to_string(id) + " is no longer available";
-  // The transport reads the value in this stream's order: the value may be
-  // freed right away.
-  TransferKey key{activation ? 0 : 1, device, instr.peer, m, instr.channel};
-  std::string error =
-      transfer->send(compute(device), key, value.data, value.numElements() * 4);
-  if (!error.empty())
-    return error;
-  sent.insert(MessageKey{activation ? 0 : 1, device, m, instr.channel});
-  // Keep it if this device still needs it: the backward, or the send of
-  // another channel that carries the same value.
-  bool needed = activation &&
-                liveness[device].neededAfterForward(id, run.kept[m] != 0);
-  const std::vector<int> &ids = activation ? program.outputs : program.inputGrads;
-  for (unsigned c = 0; c < ids.size() && !needed; ++c)
-    needed = ids[c] == id &&
-             !sent.count(MessageKey{activation ? 0 : 1, device, m, c});
-  if (!needed) {
-    freeValue(device, value);
-  } else if (pass->planned) {
-    // The plan holds a copy for the transfer while the device keeps the
-    // value; the transport stages from the value itself.
-    int64_t copyOffset;
-    allocateBlock(device, value.blockBytes, copyOffset);
-    releaseBlock(device, copyOffset);
-  }
-  return {};
-}
 
 std::string DeviceExecutor::Impl::issueInstr(unsigned device,
                                              const Instr &instr,
@@ -200,8 +151,18 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
                           value.numElements() * 4);
   }
   case InstrKind::SendActivation:
-  case InstrKind::SendGradient:
-    return send(device, instr);
+  case InstrKind::SendGradient: {
+    // The transport reads the value in this stream's order.
+    bool activation = instr.kind == InstrKind::SendActivation;
+    int id = activation ? program.outputs[instr.channel]
+                        : program.inputGrads[instr.channel];
+    const DeviceValue &value = run.values[m][id];
+    if (!value.present)
+      return "value " + std::to_string(id) + " was never defined";
+    TransferKey key{activation ? 0 : 1, device, instr.peer, m, instr.channel};
+    return transfer->send(compute(device), key, value.data,
+                          value.numElements() * 4);
+  }
   case InstrKind::Forward: {
     ++run.computeCount;
     for (const StageInput &input : program.inputs)
@@ -214,25 +175,15 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
                                                           lastForward[device])
                       ? 1
                       : 0;
-    const StageLiveness &live = liveness[device];
-    std::string error = issueOps(device, m, program.forward, "forward",
-                                 &live.forwardFree[run.kept[m] ? 1 : 0], false);
-    if (!error.empty())
+    std::string error = issueOps(device, m, program.forward, "forward", false);
+    if (!error.empty() || program.loss < 0)
       return error;
-    if (program.loss >= 0)
-      issue->copyBetweenDevices(compute(device), lossSlots ? lossSlots + m
-                                                           : nullptr,
-                                device, run.values[m][program.loss].data,
-                                device, 4);
-    std::vector<char> keep(program.values.size(), 0);
-    for (size_t id = 0; id < keep.size(); ++id)
-      keep[id] = live.neededAfterForward(int(id), run.kept[m] != 0) ||
-                 keepsForEvaluation(device, int(id));
-    for (int id : program.outputs)
-      keep[id] = 1;
-    for (size_t id = 0; id < keep.size(); ++id)
-      if (!keep[id])
-        freeValue(device, run.values[m][id]);
+    if (pass->evaluating)
+      copyEvaluationOutputs(m);
+    else
+      issue->copyBetweenDevices(compute(device),
+                                lossSlots ? lossSlots + m : nullptr, device,
+                                run.values[m][program.loss].data, device, 4);
     return {};
   }
   case InstrKind::Backward: {
@@ -241,24 +192,13 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
       if (!run.values[m][program.outputGrads[c]].present)
         return "the gradient of channel " + std::to_string(c) +
                " was not received before the backward";
-    const StageLiveness &live = liveness[device];
     if (!run.kept[m]) {
-      std::string error = issueOps(device, m, program.recompute, "recompute",
-                                   &live.recomputeFree, false);
+      std::string error =
+          issueOps(device, m, program.recompute, "recompute", false);
       if (!error.empty())
         return error;
     }
-    std::string error = issueOps(device, m, program.backward, "backward",
-                                 &live.backwardFree[run.kept[m] ? 1 : 0], true);
-    if (!error.empty())
-      return error;
-    std::vector<char> keep(program.values.size(), 0);
-    for (int id : program.inputGrads)
-      keep[id] = 1;
-    for (size_t id = 0; id < keep.size(); ++id)
-      if (!keep[id])
-        freeValue(device, run.values[m][id]);
-    return {};
+    return issueOps(device, m, program.backward, "backward", true);
   }
   case InstrKind::OptimizerStep: {
     ++run.computeCount;
@@ -281,13 +221,11 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   const std::vector<std::vector<Instr>> &programs = *pass->programs;
   runs.clear();
   runs.resize(numDevices);
-  sent.clear();
   marks.clear();
   timeSlots.clear();
   for (unsigned d = 0; d < numDevices; ++d) {
     DeviceRun &run = runs[d];
-    run.arena = dryRun ? ArenaAllocator() : ArenaAllocator(pass->arenaBytes[d]);
-    run.base = dryRun ? nullptr : pass->arenaBase[d];
+    run.base = dryRun ? nullptr : arenaBase[d];
     run.values.assign(numMicrobatches, std::vector<DeviceValue>(
                                            bundle.stages[d].values.size()));
     run.kept.assign(numMicrobatches, 0);
@@ -303,6 +241,11 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
                               instr.kind == InstrKind::SendGradient
                           ? issue->copyStream(step.device)
                           : compute(step.device);
+    DeviceRun &run = runs[step.device];
+    run.planInstr = pass->planInstr.empty()
+                        ? step.index
+                        : pass->planInstr[step.device][step.index];
+    run.scratchTaken = 0;
     TimelineMark mark;
     if (timed) {
       mark.device = step.device;

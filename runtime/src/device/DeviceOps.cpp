@@ -32,8 +32,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     if (!in[k]->present)
       return "operand " + std::to_string(k) + " (value " +
              std::to_string(op.operands[k]) +
-             ") is not available (never defined, received or loaded, or "
-             "already freed)";
+             ") was never defined, received or loaded";
   }
   auto fused = [&](size_t r) -> DeviceParameter * {
     if (!backward)
@@ -240,12 +239,8 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     const int64_t needed = 4 * b.attentionGradScratch(call.batch, call.seq,
                                                       call.width, call.heads);
     const int64_t planned =
-        pass->planned
-            ? scratchBytesOf(OpKind::AttentionGrad, in[2]->numElements())
-            : needed;
-    int64_t scratchOffset;
-    call.scratch = reinterpret_cast<float *>(
-        allocateBlock(device, planned, scratchOffset));
+        scratchBytesOf(OpKind::AttentionGrad, in[2]->numElements());
+    call.scratch = reinterpret_cast<float *>(scratchBuffer(device, planned));
     if (needed > planned) {
       std::string error = reserveWorkspace(device, needed);
       if (!error.empty())
@@ -255,7 +250,6 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     zeroUnlessFused(1);
     zeroUnlessFused(2);
     b.attentionGrad(s, call);
-    releaseBlock(device, scratchOffset);
     break;
   }
   case OpKind::DropoutGrad:
@@ -289,11 +283,9 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   return {};
 }
 
-std::string DeviceExecutor::Impl::issueOps(
-    unsigned device, unsigned m, const std::vector<Op> &ops,
-    const char *section, const std::vector<std::vector<int>> *freeAfter,
-    bool backward) {
-  std::vector<DeviceValue> &values = runs[device].values[m];
+std::string DeviceExecutor::Impl::issueOps(unsigned device, unsigned m,
+                                           const std::vector<Op> &ops,
+                                           const char *section, bool backward) {
   for (size_t k = 0; k < ops.size(); ++k) {
     if (backward && fusion[device].skip[k])
       continue;
@@ -301,10 +293,6 @@ std::string DeviceExecutor::Impl::issueOps(
     if (!error.empty())
       return error + ", in " + section + " op " + std::to_string(k) + " (" +
              opKindName(ops[k].kind) + ")";
-    for (int id : (*freeAfter)[k])
-      if (!keepsForEvaluation(device, id))
-        freeValue(device, values[id]);
   }
   return {};
 }
-

@@ -86,15 +86,17 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
               builder.getNamedAttr("optimizer_slots",
                                    builder.getI64IntegerAttr(optimizerSlots)),
           }));
-      // Every buffer, in the order the program defines them: what the
-      // runtime places (and verifies) instead of planning again. Omitted
-      // beyond kMaxPlacedBuffers, where the runtime places by itself.
+      // Every buffer, in the order the program defines them, with what it
+      // holds: the runtime takes each value's buffer from here and verifies
+      // the placement instead of planning again. Omitted beyond
+      // kMaxPlacedBuffers; gpipe-translate then refuses to write a bundle.
       if (plan.buffers.size() <= kMaxPlacedBuffers) {
         SmallVector<int64_t> placement;
-        placement.reserve(4 * plan.buffers.size());
+        placement.reserve(kPlacedBufferWords * plan.buffers.size());
         for (const PlannedBuffer &buffer : plan.buffers)
-          placement.append(
-              {buffer.bytes, buffer.offset, buffer.start, buffer.end});
+          placement.append({buffer.bytes, buffer.offset, buffer.start,
+                            buffer.end, buffer.instr, buffer.microbatch,
+                            buffer.value});
         program->setAttr("gpipe.placement",
                          builder.getDenseI64ArrayAttr(placement));
       }

@@ -155,10 +155,17 @@ enum class RematPolicy { None, Full, ExceptLast };
 /// device, for an optimizer with `MemoryPlan::optimizerSlots` state tensors
 /// per parameter.
 /// A buffer of the compiler's placement: `bytes` at `offset` in the arena
-/// (after the resident block), live from event `start` up to `end`. A
-/// device's buffers are listed in the order its program defines them.
+/// (after the resident block), live from event `start` up to `end`, defined
+/// by instruction `instr` of its device's program. It holds value `value` of
+/// micro-batch `microbatch`; microbatch -1 marks the copy a send holds
+/// (`value` >= 0) or an op's scratch (`value` -1). A device's buffers are
+/// listed in the order its program defines them.
 struct PlacedBuffer {
   int64_t bytes = 0, offset = 0, start = 0, end = 0;
+  int64_t instr = 0, microbatch = -1, value = -1;
+
+  bool isScratch() const { return microbatch < 0 && value < 0; }
+  bool holdsValue() const { return microbatch >= 0 && value >= 0; }
 };
 
 struct PlannedDeviceMemory {
@@ -183,7 +190,7 @@ struct Bundle {
   std::vector<ParamSpec> params;
   std::vector<StageProgram> stages; ///< stage s runs on device s
   std::vector<std::vector<Instr>> programs; ///< per device
-  MemoryPlan memoryPlan; ///< optional
+  MemoryPlan memoryPlan; ///< every buffer's place: the runtime plans nothing
 };
 
 } // namespace gpipe::runtime

@@ -65,13 +65,9 @@ public:
   virtual void setLearningRate(float learningRate) = 0;
   /// The last step's instructions, one lane per device.
   virtual const Timeline &timeline() const = 0;
-  /// Per device, the high-water mark of the last step's memory.
+  /// Per device, the memory a step uses: the resident block plus the arena
+  /// of the compiler's placement.
   virtual std::vector<int64_t> peakMemoryBytes() const = 0;
-  /// Whether peakMemoryBytes() counts live bytes under the compiler's
-  /// allocation rules, so that it must stay within the plan's peak (cpu); the
-  /// device executor reports its own static placement (resident + arena),
-  /// which is compared with the plan's arena instead.
-  virtual bool countsLiveBytes() const = 0;
   virtual const Bundle &bundle() const = 0;
   unsigned numDevices() const { return bundle().stages.size(); }
   /// Copies parameter `name` / its gradient of the last step; NotFound for a

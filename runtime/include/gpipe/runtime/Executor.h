@@ -141,11 +141,9 @@ public:
   /// microseconds from the start of the step (empty without recordTimeline).
   const Timeline &timeline() const;
 
-  /// Per device, the high-water mark during the last trainStep of the bytes
-  /// held by that device's tensors: parameters, gradients, optimizer slots,
-  /// kept/stashed/recomputed values with their saved state, received buffers
-  /// and transient scratch, in the order the program allocates and frees
-  /// them (the compiler's plan predicts it exactly: gpipe.memory peak_bytes).
+  /// Per device, the memory a step uses: parameters, gradients and
+  /// optimizer slots (each aligned) plus the arena of the compiler's
+  /// placement, which holds every value, saved state and scratch.
   const std::vector<int64_t> &peakMemoryBytes() const;
   /// Per device, the bytes held between steps (parameters, gradients and
   /// optimizer slots).

@@ -26,13 +26,8 @@ std::string formatBytesList(const std::vector<int64_t> &bytes);
 
 /// "memory plan: peak per device [P (arena A), ...]", or "" without a plan.
 std::string memoryPlanLine(const Bundle &bundle);
-/// "measured peak per device against the plan [M of P, ...]: within the
-/// plan" (or "EXCEEDS THE PLAN", and `within` false); "" without a plan.
-std::string memoryCheckLine(const Bundle &bundle,
-                            const std::vector<int64_t> &peak, bool &within);
-/// "device memory per device [M (planned arena A), ...]: the device
-/// executor's own placement" for engines with static arenas; "" without a
-/// plan.
+/// "device memory per device, resident + arena, against the plan's arena
+/// [M (planned A), ...]: the compiler's placement"; "" without a plan.
 std::string placementLine(const Bundle &bundle,
                           const std::vector<int64_t> &memory);
 /// "K stages, M micro-batches of R rows (remat X)"; uneven splits show the

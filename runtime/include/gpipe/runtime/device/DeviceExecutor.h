@@ -14,12 +14,14 @@
 // verifySchedule proved, in which every send comes before its receive. The
 // step ends with one synchronize, bounded by `stepTimeout`.
 //
-// Memory is a static plan: value lifetimes follow ProgramAnalysis.h (those of
-// the CPU executor and of gpipe-plan-memory); `create` issues one step
-// against an unbounded ArenaAllocator without running anything, which gives
-// every buffer's offset and the arena size, allocates one arena per device,
-// and every step repeats the same placement. Parameters, gradients and
-// optimizer slots live in a separate resident block per device.
+// Memory is the compiler's static plan: every value lives in the buffer the
+// bundle's placement gives it (memory_plan.devices[d].buffers, checked on
+// load by PlacementVerifier), in one arena per device of the planned size.
+// The executor plans nothing: `create` issues one step and one evaluation
+// against a backend that runs nothing, to check that every buffer the
+// programs define is in the placement with the bytes it needs. Parameters,
+// gradients and optimizer slots live in a separate resident block per
+// device.
 //
 // Model inputs are checked on the host before anything is issued (ids and
 // labels in range), so a bad batch fails the step with the CPU executor's
@@ -55,11 +57,10 @@ struct DeviceExecutorConfig {
 /// The memory of one device, in bytes.
 struct DeviceMemoryLayout {
   int64_t residentBytes = 0; ///< parameters, gradients, optimizer slots
-  int64_t arenaBytes = 0;    ///< this executor's static placement
-  int64_t plannedArenaBytes = -1; ///< the bundle's memory plan (-1: none)
-  /// The arena follows the compiler's placement (the bundle's buffers);
-  /// arenaBytes is then the plan's arena less its resident bytes.
-  bool compilerPlaced = false;
+  /// The arena: the plan's arena less its resident bytes.
+  int64_t arenaBytes = 0;
+  int64_t plannedArenaBytes =
+      0; ///< the bundle's memory plan, resident included
   /// Held by the transport for transfers to this device (staging), outside
   /// the arena; known after the first step.
   int64_t stagingBytes = 0;
@@ -67,7 +68,7 @@ struct DeviceMemoryLayout {
 
 class DeviceExecutor {
 public:
-  /// Validates the bundle, plans the arenas, allocates them on `backend`
+  /// Validates the bundle and its placement, allocates the arenas on `backend`
   /// (which must have one device per stage) and initializes the parameters
   /// exactly as the CPU executor does. Null and `error` on failure.
   static std::unique_ptr<DeviceExecutor>
@@ -82,9 +83,10 @@ public:
   StepResult trainStep(const Batch &batch);
 
   /// Forward only, every stage in order, on `rows` rows (any number >= 1;
-  /// inputs have `rows` as dimension 0), with dropout as the identity. Uses
-  /// arenas of its own, sized by a dry run for `rows` and kept until an
-  /// evaluation with other rows. Touches neither parameters nor gradients.
+  /// inputs have `rows` as dimension 0), with dropout as the identity, in
+  /// chunks of at most the first micro-batch's rows that reuse its training
+  /// buffers. Touches neither parameters nor gradients. The loss is the
+  /// row-weighted mean of the chunks' losses.
   EvalResult evaluate(const Batch &batch, int64_t rows);
 
   /// Each instruction of the last trainStep on its device's lane, with its
@@ -93,11 +95,6 @@ public:
   /// Per device: resident bytes plus the static arena, which every step
   /// reuses.
   std::vector<int64_t> peakMemoryBytes() const;
-  /// Per device: parameters, gradients and optimizer slots (unaligned) plus
-  /// the most bytes a training step holds live at once, in the order its
-  /// program allocates and frees them: what the compiler's plan calls the
-  /// peak (gpipe.memory peak_bytes).
-  std::vector<int64_t> liveBytesPeak() const;
   /// Per device: parameters, gradients and optimizer slots, unaligned.
   std::vector<int64_t> residentBytes() const;
 
