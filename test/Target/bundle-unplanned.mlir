@@ -1,0 +1,14 @@
+// gpipe-translate writes a bundle only for a schedule whose memory gpipe-plan-memory planned: the runtime places every
+// buffer where the compiler put it and plans nothing itself.
+// RUN: gpipe-opt %s -gpipe-estimate-cost -gpipe-partition -gpipe-form-stages -gpipe-differentiate -gpipe-rematerialize -gpipe-insert-send-recv -gpipe-unroll-schedule | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s
+
+// CHECK: error: 'gpipe.program' op has no gpipe.memory plan; run gpipe-plan-memory first (gpipe-compile does): the runtime places buffers only where the compiler planned them
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %y = gpipe.input "y" : tensor<2xi32>
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.softmax_cross_entropy %x, %y : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
