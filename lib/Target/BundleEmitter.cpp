@@ -110,8 +110,31 @@ static void addAttributes(Operation *op, json::Object &out) {
       });
 }
 
-/// Emits `op` (a compute or gradient op) into `list`, defining its results
-/// in `values` unless they are already named (recompute ops reuse the
+/// Marks the pairs of ops (consecutive: `ops` has no params) that the
+/// runtime runs as one kernel, as OpTable.h's chooseFusions picks them.
+static void markFusions(json::Array &ops) {
+  auto object = [&](size_t i) { return ops[i].getAsObject(); };
+  auto firstId = [&](size_t i, llvm::StringRef key) -> int64_t {
+    const json::Array *ids = object(i)->getArray(key);
+    std::optional<int64_t> id =
+        ids && !ids->empty() ? (*ids)[0].getAsInteger() : std::nullopt;
+    return id.value_or(-1);
+  };
+  std::vector<runtime::FusionKind> fusions = runtime::chooseFusions(
+      ops.size(),
+      [&](size_t i) -> std::optional<runtime::OpKind> {
+        std::optional<llvm::StringRef> name = object(i)->getString("op");
+        return name ? runtime::opKindNamed(
+                          std::string_view(name->data(), name->size()))
+                    : std::nullopt;
+      },
+      [&](size_t i) { return firstId(i, "operands"); },
+      [&](size_t i) { return firstId(i, "results"); });
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (fusions[i] != runtime::FusionKind::None)
+      (*object(i))["fuse"] = runtime::fusionName(fusions[i]);
+}
+
 /// forward's ids).
 static LogicalResult emitOp(Operation *op, ValueTable &values,
                             json::Array &list, bool defineResults) {
@@ -175,8 +198,10 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
                 "gpipe.recv; run gpipe-insert-send-recv first";
   }
 
-  // Forward: the layers flattened; parameters become `param` ops.
-  json::Array forward;
+  // Forward: the layers flattened; parameters become `param` ops, all first
+  // (they are views: no work, no order), so that ops of adjacent layers meet
+  // and fuse (a residual add and the next layer's layer norm).
+  json::Array params, forward;
   SmallVector<Operation *> forwardOps;
   for (LayerOp layer : body.getOps<LayerOp>()) {
     Block &layerBody = layer.getBody().front();
@@ -184,10 +209,10 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
       forwardOps.push_back(&op);
       if (auto param = dyn_cast<ParamOp>(op)) {
         int id = values.define(param.getResult(), false);
-        forward.push_back(json::Object{{"op", "param"},
-                                       {"operands", json::Array()},
-                                       {"results", json::Array{id}},
-                                       {"name", param.getName()}});
+        params.push_back(json::Object{{"op", "param"},
+                                      {"operands", json::Array()},
+                                      {"results", json::Array{id}},
+                                      {"name", param.getName()}});
         std::optional<APFloat> scale = param.getScale();
         json::Array shape;
         for (int64_t dim : param.getType().getShape())
@@ -207,6 +232,8 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
              layer.getResults(), layerBody.getTerminator()->getOperands()))
       values.alias(result, *values.lookup(layer, yielded));
   }
+  markFusions(forward);
+  forward.insert(forward.begin(), params.begin(), params.end());
   auto yield = cast<YieldOp>(body.getTerminator());
   json::Array outputs;
   int loss = -1;

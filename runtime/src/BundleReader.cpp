@@ -527,7 +527,7 @@ bool Reader::readOp(const Json &json, const std::string &path,
   op.kind = *kind;
   const OpInfo &info = opInfo(op.kind);
 
-  std::vector<const char *> keys = {"op", "operands", "results"};
+  std::vector<const char *> keys = {"op", "operands", "results", "fuse"};
   if (info.attrs & NameAttr)
     keys.push_back("name");
   if (info.attrs & EpsilonAttr)
@@ -590,6 +590,16 @@ bool Reader::readOp(const Json &json, const std::string &path,
       (!getInt(json, path, "heads", op.heads, /*required=*/false) ||
        !getBool(json, path, "causal", op.causal, /*required=*/false)))
     return false;
+  std::string fusion;
+  if (!getString(json, path, "fuse", fusion, /*required=*/false))
+    return false;
+  if (!fusion.empty()) {
+    std::optional<FusionKind> kind = fusionNamed(fusion);
+    if (!kind)
+      return fail(path, "unknown fusion '" + fusion +
+                            "'; expected dense_activation or add_layer_norm");
+    op.fusion = *kind;
+  }
   return true;
 }
 

@@ -79,6 +79,8 @@ Json opJson(const Op &op) {
     out["heads"] = op.heads;
     out["causal"] = op.causal;
   }
+  if (op.fusion != FusionKind::None)
+    out["fuse"] = fusionName(op.fusion);
   return out;
 }
 

@@ -35,6 +35,9 @@ private:
   std::string checkOp(const char *section, size_t index, const Op &op,
                       std::set<int> &defined, bool recompute);
   std::string checkShapes(const Op &op);
+  /// The fusion op `index` of `ops` names with the next op, if any.
+  std::string checkFusion(const char *section, const std::vector<Op> &ops,
+                          size_t index) const;
   const ParamSpec *findParam(const std::string &name) const {
     for (const ParamSpec &param : bundle.params)
       if (param.name == name)
@@ -286,6 +289,30 @@ std::string StageValidator::checkShapes(const Op &op) {
   return "unknown op kind";
 }
 
+std::string StageValidator::checkFusion(const char *section,
+                                        const std::vector<Op> &ops,
+                                        size_t index) const {
+  const Op &op = ops[index];
+  if (op.fusion == FusionKind::None)
+    return {};
+  std::string at =
+      where(section, index, op) + ": fusion '" + fusionName(op.fusion) + "' ";
+  if (std::string_view(section) == "backward")
+    return at + "in a backward; only forward and recompute ops fuse";
+  if (index + 1 == ops.size())
+    return at + "with the next op, but it is the last op";
+  const Op &next = ops[index + 1];
+  if (fusionOf(op.kind, next.kind) != op.fusion)
+    return at + "does not apply to " + opKindName(op.kind) + " then " +
+           opKindName(next.kind);
+  if (next.fusion != FusionKind::None)
+    return at + "is followed by another fusion; fusions pair two ops";
+  if (op.results.empty() || next.operands.empty() ||
+      next.operands[0] != op.results[0])
+    return at + "needs the next op to read this op's result as its operand 0";
+  return {};
+}
+
 std::string StageValidator::checkOp(const char *section, size_t index,
                                     const Op &op, std::set<int> &defined,
                                     bool recompute) {
@@ -460,6 +487,8 @@ std::string StageValidator::run() {
   for (size_t i = 0; i < program.forward.size(); ++i) {
     std::string error =
         checkOp("forward", i, program.forward[i], defined, false);
+    if (error.empty())
+      error = checkFusion("forward", program.forward, i);
     if (!error.empty())
       return error;
   }
@@ -499,6 +528,8 @@ std::string StageValidator::run() {
   for (size_t i = 0; i < program.recompute.size(); ++i) {
     std::string error =
         checkOp("recompute", i, program.recompute[i], recomputed, true);
+    if (error.empty())
+      error = checkFusion("recompute", program.recompute, i);
     if (!error.empty())
       return error;
   }
@@ -529,6 +560,8 @@ std::string StageValidator::run() {
         return where("backward", i, op) + ": defines value " +
                std::to_string(id) + " again";
     std::string error = checkOp("backward", i, op, available, false);
+    if (error.empty())
+      error = checkFusion("backward", program.backward, i);
     if (!error.empty())
       return error;
   }

@@ -930,7 +930,11 @@ const ErrorCase kErrorCases[] = {
     {"AttributeOfOtherOp",
      [](Json &j) { j["stages"][0]["forward"][2]["epsilon"] = 1e-5; },
      "stages[0].forward[2]: unknown key 'epsilon' for op 'dense'; expected one "
-     "of op, operands, results"},
+     "of op, operands, results, fuse"},
+    {"UnknownFusion",
+     [](Json &j) { j["stages"][0]["forward"][2]["fuse"] = "dense_softmax"; },
+     "stages[0].forward[2]: unknown fusion 'dense_softmax'; expected "
+     "dense_activation or add_layer_norm"},
     {"HeadsNotInteger",
      [](Json &j) {
        Json attention = op("attention", {3, 1, 1}, {4});

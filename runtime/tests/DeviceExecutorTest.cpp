@@ -22,10 +22,12 @@
 #include "AllClose.h"
 #include "TestBundles.h"
 #include "TestModels.h"
+#include "TestPlacement.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -376,6 +378,85 @@ TEST(DeviceExecutor, StepsInterleaveTheStreams) {
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+/// The compiler's fused pairs (dense + activation, residual add + layer
+/// norm) give the bits of the two kernels they replace, on the CPU threads
+/// and on the host emulation: losses and parameters after two Adam steps.
+TEST(DeviceExecutor, FusedPairsGiveTheUnfusedBits) {
+  for (Model model : {Model::Mlp, Model::Transformer}) {
+    SCOPED_TRACE(modelName(model));
+    Bundle fused = bundleOf(model, 2, 3, RematPolicy::Full);
+    std::set<FusionKind> kinds;
+    Bundle unfused = fused;
+    for (StageProgram &stage : unfused.stages)
+      for (std::vector<Op> *ops : {&stage.forward, &stage.recompute})
+        for (Op &op : *ops) {
+          if (op.fusion != FusionKind::None)
+            kinds.insert(op.fusion);
+          op.fusion = FusionKind::None;
+        }
+    placeBundle(unfused);
+    EXPECT_EQ(kinds.size(), model == Model::Mlp ? 1u : 2u);
+    for (uint64_t scheduleSeed : {0, 5}) {
+      OptimizerConfig adam;
+      adam.kind = OptimizerKind::Adam;
+      auto a = makeDeviceExecutor(fused, scheduleSeed, adam);
+      auto b = makeDeviceExecutor(unfused, scheduleSeed, adam);
+      ASSERT_TRUE(a && b);
+      for (uint64_t step = 0; step < 2; ++step) {
+        StepResult x = a->trainStep(batchOf(model, step));
+        StepResult y = b->trainStep(batchOf(model, step));
+        ASSERT_TRUE(x.ok() && y.ok()) << x.error << y.error;
+        EXPECT_EQ(x.microbatchLosses, y.microbatchLosses);
+      }
+      for (const ParamSpec &param : fused.params) {
+        std::vector<float> x, y;
+        ASSERT_EQ(a->parameter(param.name, x), "");
+        ASSERT_EQ(b->parameter(param.name, y), "");
+        EXPECT_EQ(x, y) << param.name << ", schedule seed " << scheduleSeed;
+      }
+    }
+  }
+}
+
+/// A fusion mark the runtime has no kernel for, or one that breaks the
+/// pairing rules, is refused when the bundle is loaded.
+TEST(DeviceExecutor, RefusesMalformedFusions) {
+  const Bundle good = bundleOf(Model::Transformer, 1, 2, RematPolicy::Full);
+  size_t pair = 0;
+  const std::vector<Op> &forward = good.stages[0].forward;
+  while (forward[pair].fusion != FusionKind::AddLayerNorm)
+    ++pair;
+  auto errorOf = [&](const std::function<void(Bundle &)> &edit) {
+    Bundle bad = good;
+    edit(bad);
+    return validateBundle(bad);
+  };
+  std::string at = "stage 0: forward op " + std::to_string(pair) +
+                   " (add): fusion 'add_layer_norm' ";
+  EXPECT_EQ(errorOf([&](Bundle &b) {
+              b.stages[0].forward[pair].fusion = FusionKind::DenseActivation;
+            }),
+            "stage 0: forward op " + std::to_string(pair) +
+                " (add): fusion 'dense_activation' does not apply to add "
+                "then layer_norm");
+  EXPECT_EQ(errorOf([&](Bundle &b) {
+              b.stages[0].forward[pair + 1].fusion = FusionKind::AddLayerNorm;
+            }),
+            at + "is followed by another fusion; fusions pair two ops");
+  EXPECT_NE(errorOf([&](Bundle &b) {
+              b.stages[0].backward[0].fusion = FusionKind::AddLayerNorm;
+            }).find("in a backward; only forward and recompute ops fuse"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&](Bundle &b) {
+              b.stages[0].forward.back().fusion = FusionKind::AddLayerNorm;
+            }).find("it is the last op"),
+            std::string::npos);
+}
 
 /// Each device's arena is exactly the compiler's (the plan's arena less its
 /// resident bytes), and remat shrinks it.

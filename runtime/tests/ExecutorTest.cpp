@@ -697,7 +697,7 @@ TEST(Executor, InvalidBundlesAreRefused) {
                        break;
                      }
                  }),
-                 "stage 0: forward op 2 (dense): expects 2 or 3 operands, "
+                 "stage 0: forward op 4 (dense): expects 2 or 3 operands, "
                  "got 1");
   expectContains(createError([](Bundle &b) {
                    b.stages[1].backward[0].operands[0] = 1000;

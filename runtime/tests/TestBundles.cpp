@@ -363,6 +363,9 @@ Bundle testing::buildBundle(const ModelGraph &graph,
         program.inputs.push_back(input);
         noGradient.insert(input.value);
       }
+    // As the compiler emits it: the params first, then the ops that do
+    // work, with the pairs that run fused marked.
+    std::vector<Op> work;
     for (const auto &graphOp : graph.ops) {
       if (stageOf(graphOp.layer) != s)
         continue;
@@ -371,7 +374,19 @@ Bundle testing::buildBundle(const ModelGraph &graph,
         v = builder.local(v);
       for (int &v : op.results)
         v = builder.local(v);
-      program.forward.push_back(op);
+      (op.kind == OpKind::Param ? program.forward : work).push_back(op);
+    }
+    std::vector<FusionKind> fusions = chooseFusions(
+        work.size(), [&](size_t i) { return std::optional(work[i].kind); },
+        [&](size_t i) {
+          return work[i].operands.empty() ? -1 : work[i].operands[0];
+        },
+        [&](size_t i) {
+          return work[i].results.empty() ? -1 : work[i].results[0];
+        });
+    for (size_t i = 0; i < work.size(); ++i) {
+      work[i].fusion = fusions[i];
+      program.forward.push_back(work[i]);
     }
     if (s + 1 < numStages)
       for (int v : channels[s])

@@ -80,6 +80,15 @@ gpipe::PlannedStage describeStage(const Bundle &bundle, unsigned s) {
         planned.results.push_back(id);
     stage.recompute.push_back(planned);
   }
+  // A fused pair's kernel reads the first op's operands until the second
+  // is done (the compiler's rule, StageMemoryDescription).
+  for (auto [ops, planned] : {std::pair(&program.forward, &stage.forward),
+                              std::pair(&program.recompute, &stage.recompute)})
+    for (size_t k = 0; k + 1 < ops->size(); ++k)
+      if ((*ops)[k].fusion != FusionKind::None)
+        (*planned)[k + 1].operands.insert((*planned)[k + 1].operands.end(),
+                                          (*ops)[k].operands.begin(),
+                                          (*ops)[k].operands.end());
   for (size_t k = 0; k < program.backward.size(); ++k)
     if (!fusion.skip[k])
       stage.backward.push_back(

@@ -38,11 +38,14 @@
 // CHECK: "op": "dense_grad",
 // CHECK: "name": "w",
 // CHECK-NEXT: "op": "accumulate_grad",
+// The forward: params first; the dense op and the relu that reads its result run as one kernel (OpTable.h's fusions).
 // CHECK: "forward": [
 // CHECK: "name": "w",
 // CHECK-NEXT: "op": "param",
-// CHECK: "op": "dense",
+// CHECK: "fuse": "dense_activation",
+// CHECK-NEXT: "op": "dense",
 // CHECK: "op": "relu",
+// CHECK-NOT: "fuse"
 // CHECK: "input_grads": [],
 // CHECK: "inputs": [
 // CHECK: "input": "x",

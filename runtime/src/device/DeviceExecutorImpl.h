@@ -165,6 +165,10 @@ struct DeviceExecutor::Impl {
                        const char *section, bool backward);
   std::string issueOp(unsigned device, unsigned m, const Op &op, size_t index,
                       bool backward);
+  /// `first` and the next op, `second`, as one fused kernel (OpTable.h's
+  /// FusionKind; StageValidation checked the pair).
+  std::string issueFused(unsigned device, unsigned m, const Op &first,
+                         const Op &second);
   std::string checkModelInputs(const Batch &batch) const;
   /// Builds the compiler's buffers per instruction; "" or why the
   /// placement does not fit the programs.

@@ -283,12 +283,82 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   return {};
 }
 
+/// The bytes of the state `op` saves with its result 0 (OpTable.h).
+static std::vector<int64_t> savedBytes(const Op &op, const DeviceValue &x) {
+  SavedState state =
+      savedStateOf(op.kind, x.shape.data(), x.shape.size(), op.heads);
+  return std::vector<int64_t>(state.bytes, state.bytes + state.count);
+}
+
+std::string DeviceExecutor::Impl::issueFused(unsigned device, unsigned m,
+                                             const Op &first,
+                                             const Op &second) {
+  std::vector<DeviceValue> &values = runs[device].values[m];
+  for (const Op *op : {&first, &second})
+    for (size_t k = op == &second ? 1 : 0; k < op->operands.size(); ++k)
+      if (!values[op->operands[k]].present)
+        return "operand " + std::to_string(k) + " of " + opKindName(op->kind) +
+               " (value " + std::to_string(op->operands[k]) +
+               ") was never defined, received or loaded";
+  const StreamId s = compute(device);
+  DeviceBackend &b = *issue;
+  const DeviceValue &x = values[first.operands[0]];
+  DeviceValue &mid =
+      newValue(device, m, first.results[0], savedBytes(first, x));
+  DeviceValue &out =
+      newValue(device, m, second.results[0], savedBytes(second, mid));
+  switch (first.fusion) {
+  case FusionKind::DenseActivation: {
+    const DeviceValue &w = values[first.operands[1]];
+    GemmBatch g;
+    g.k = w.shape[0];
+    g.n = w.shape[1];
+    g.m = x.numElements() / g.k;
+    g.a = x.f();
+    g.lda = g.k;
+    g.b = w.f();
+    g.ldb = g.n;
+    g.c = mid.f();
+    g.ldc = g.n;
+    b.gemm(s, g);
+    const float *bias =
+        first.operands.size() == 3 ? values[first.operands[2]].f() : nullptr;
+    Activation act = second.kind == OpKind::Relu   ? Activation::Relu
+                     : second.kind == OpKind::Gelu ? Activation::Gelu
+                                                   : Activation::Tanh;
+    b.biasActivation(s, bias, mid.f(), out.f(), g.m, g.n, act);
+    return {};
+  }
+  case FusionKind::AddLayerNorm:
+    b.addLayerNorm(s, x.f(), values[first.operands[1]].f(), mid.f(),
+                   values[second.operands[1]].f(),
+                   values[second.operands[2]].f(), out.f(),
+                   reinterpret_cast<float *>(out.saved[0]),
+                   reinterpret_cast<float *>(out.saved[1]), mid.rowsOf(),
+                   mid.colsOf(), second.epsilon);
+    return {};
+  case FusionKind::None:
+    break;
+  }
+  return "no fused kernel for " + std::string(opKindName(first.kind)) +
+         " then " + opKindName(second.kind);
+}
+
 std::string DeviceExecutor::Impl::issueOps(unsigned device, unsigned m,
                                            const std::vector<Op> &ops,
                                            const char *section, bool backward) {
   for (size_t k = 0; k < ops.size(); ++k) {
     if (backward && fusion[device].skip[k])
       continue;
+    if (ops[k].fusion != FusionKind::None) {
+      std::string error = issueFused(device, m, ops[k], ops[k + 1]);
+      if (!error.empty())
+        return error + ", in " + section + " ops " + std::to_string(k) +
+               " and " + std::to_string(k + 1) + " (" +
+               fusionName(ops[k].fusion) + ")";
+      ++k;
+      continue;
+    }
     std::string error = issueOp(device, m, ops[k], k, backward);
     if (!error.empty())
       return error + ", in " + section + " op " + std::to_string(k) + " (" +

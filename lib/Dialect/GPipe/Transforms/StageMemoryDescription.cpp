@@ -176,6 +176,26 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
   else
     for (Value value : yield.getValues())
       out.outputs.push_back(values.lookup(value));
+  // A fused pair's kernel reads the first op's operands until the second is
+  // done: they live that long.
+  std::vector<runtime::FusionKind> fusions = runtime::chooseFusions(
+      out.forward.size(),
+      [&](size_t i) { return runtime::opKindNamed(out.forward[i].name); },
+      [&](size_t i) {
+        return out.forward[i].operands.empty() ? -1
+                                               : out.forward[i].operands[0];
+      },
+      [&](size_t i) {
+        return out.forward[i].results.empty() ? -1 : out.forward[i].results[0];
+      });
+  for (size_t i = 0; i < fusions.size(); ++i) {
+    if (fusions[i] == runtime::FusionKind::None)
+      continue;
+    size_t next = i + 1;
+    while (out.forward[next].name == "param")
+      ++next;
+    llvm::append_range(out.forward[next].operands, out.forward[i].operands);
+  }
   out.recompute = out.forward; // the same ops on the same ids
 
   Block &backBody = backward.getBody().front();

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace gpipe::runtime {
 
@@ -127,6 +128,80 @@ inline SavedState savedStateOf(OpKind kind, const int64_t *shape, size_t rank,
 /// (attention_grad's x) of `elements` elements.
 inline int64_t scratchBytesOf(OpKind kind, int64_t operand2Elements) {
   return kind == OpKind::AttentionGrad ? 4 * operand2Elements * 4 : 0;
+}
+
+/// Pairs of consecutive forward ops that run as one kernel: the second
+/// reads the first's result as its operand 0, and both results stay values
+/// (the backward reads them), so fusing saves a pass over memory and a
+/// launch, not a buffer. The compiler marks them (BundleEmitter), the
+/// runtime runs them (DeviceOps.cpp, KernelApi's fused kernels).
+enum class FusionKind {
+  None,
+  DenseActivation, ///< dense (bias) then relu, gelu or tanh
+  AddLayerNorm     ///< add (a residual) then layer_norm
+};
+
+/// The fusion of `first` followed by `second`, or None.
+inline FusionKind fusionOf(OpKind first, OpKind second) {
+  if (first == OpKind::Dense &&
+      (second == OpKind::Relu || second == OpKind::Gelu ||
+       second == OpKind::Tanh))
+    return FusionKind::DenseActivation;
+  if (first == OpKind::Add && second == OpKind::LayerNorm)
+    return FusionKind::AddLayerNorm;
+  return FusionKind::None;
+}
+
+/// "dense_activation", "add_layer_norm": the bundle's names.
+inline const char *fusionName(FusionKind kind) {
+  switch (kind) {
+  case FusionKind::DenseActivation:
+    return "dense_activation";
+  case FusionKind::AddLayerNorm:
+    return "add_layer_norm";
+  case FusionKind::None:
+    break;
+  }
+  return "none";
+}
+
+inline std::optional<FusionKind> fusionNamed(std::string_view name) {
+  for (FusionKind kind :
+       {FusionKind::DenseActivation, FusionKind::AddLayerNorm})
+    if (name == fusionName(kind))
+      return kind;
+  return std::nullopt;
+}
+
+/// The compiler's choice of fused pairs among the `n` ops of a forward, the
+/// one rule for the bundle's marks and the memory plan's lifetimes: per op,
+/// the fusion it starts with the next op that does work (params are views
+/// and are skipped), or None. `kind(i)` is op i's kind (nullopt: unknown),
+/// `operand0(i)` / `result0(i)` its first operand and result ids (-1: none).
+/// The second op must read the first's result as its operand 0; pairs do
+/// not chain. The plan keeps the first op's operands live through the
+/// second, which the fused kernel still reads.
+template <class KindOf, class IdOf, class ResultOf>
+std::vector<FusionKind> chooseFusions(size_t n, KindOf kind, IdOf operand0,
+                                      ResultOf result0) {
+  std::vector<FusionKind> fusions(n, FusionKind::None);
+  std::optional<size_t> open; // the last op that may start a pair
+  for (size_t i = 0; i < n; ++i) {
+    std::optional<OpKind> current = kind(i);
+    if (current == OpKind::Param)
+      continue;
+    if (open && current) {
+      FusionKind fusion = fusionOf(*kind(*open), *current);
+      int64_t linked = result0(*open);
+      if (fusion != FusionKind::None && linked >= 0 && operand0(i) == linked) {
+        fusions[*open] = fusion;
+        open.reset();
+        continue;
+      }
+    }
+    open = current ? std::optional<size_t>(i) : std::nullopt;
+  }
+  return fusions;
 }
 
 // The table is indexed by kind: each row must sit at its enumerator.

@@ -68,6 +68,12 @@ public:
   void layerNorm(StreamId s, const float *x, const float *gamma,
                  const float *beta, float *y, float *mean, float *rstd,
                  int64_t rows, int64_t cols, float epsilon) override;
+  void biasActivation(StreamId s, const float *bias, float *h, float *y,
+                      int64_t rows, int64_t cols, Activation act) override;
+  void addLayerNorm(StreamId s, const float *a, const float *b, float *sum,
+                    const float *gamma, const float *beta, float *y,
+                    float *mean, float *rstd, int64_t rows, int64_t cols,
+                    float epsilon) override;
   void dropout(StreamId s, const float *x, float *y, uint8_t *mask,
                int64_t rows, int64_t cols, float rate, uint64_t seed,
                uint64_t step, int64_t rowOffset) override;

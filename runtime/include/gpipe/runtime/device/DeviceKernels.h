@@ -92,12 +92,20 @@ GPIPE_HD inline float logPartition(const float *x, int64_t n) {
 
 //===-- element-wise: item = element --------------------------------------===//
 
+GPIPE_HD inline float reluOf(float v) { return v > 0.0f ? v : 0.0f; }
+
+/// 0.5 x (1 + tanh u) with 1 + tanh u = 2 / (1 + exp(-2u)): no cancellation
+/// where tanh u rounds to -1 (the formulation of CpuKernels and the fused
+/// kernels of KernelEmitter).
+GPIPE_HD inline float geluOf(float v) {
+  float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
+  return 0.5f * v * (2.0f / (1.0f + ::expf(::fminf(-2.0f * u, kExpMax))));
+}
+
 struct Relu {
   const float *x;
   float *y;
-  GPIPE_HD void operator()(int64_t i) const {
-    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-  }
+  GPIPE_HD void operator()(int64_t i) const { y[i] = reluOf(x[i]); }
 };
 
 struct ReluGrad {
@@ -108,17 +116,10 @@ struct ReluGrad {
   }
 };
 
-/// 0.5 x (1 + tanh u) with 1 + tanh u = 2 / (1 + exp(-2u)): no cancellation
-/// where tanh u rounds to -1 (the formulation of CpuKernels and the fused
-/// kernels of KernelEmitter).
 struct Gelu {
   const float *x;
   float *y;
-  GPIPE_HD void operator()(int64_t i) const {
-    float v = x[i];
-    float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
-    y[i] = 0.5f * v * (2.0f / (1.0f + ::expf(::fminf(-2.0f * u, kExpMax))));
-  }
+  GPIPE_HD void operator()(int64_t i) const { y[i] = geluOf(x[i]); }
 };
 
 /// dy (0.5 (1 + tanh u) + 0.5 x sech^2(u) u'), sech^2 u = 4 e / (1 + e)^2.
@@ -169,6 +170,20 @@ struct AddRowVector {
   float *y;
   int64_t cols;
   GPIPE_HD void operator()(int64_t i) const { y[i] += bias[i % cols]; }
+};
+
+/// A dense op's epilogue: h += bias (bias may be null), y = act(h), with
+/// act 0 relu, 1 gelu, 2 tanh (KernelApi's Activation).
+struct BiasActivation {
+  const float *bias;
+  float *h, *y;
+  int64_t cols;
+  int act;
+  GPIPE_HD void operator()(int64_t i) const {
+    float v = bias ? h[i] + bias[i % cols] : h[i];
+    h[i] = v;
+    y[i] = act == 0 ? reluOf(v) : act == 1 ? geluOf(v) : ::tanhf(v);
+  }
 };
 
 /// Item = column. Adds row by row onto sums[c], the order of the CPU's bias
@@ -234,6 +249,12 @@ struct LayerNorm {
   GPIPE_HD void operator()(int64_t r) const {
     const float *xr = x + r * cols;
     float *yr = y + r * cols;
+    normalizeRow(xr, gamma, beta, yr, mean + r, rstd + r, cols, epsilon);
+  }
+
+  GPIPE_HD static void normalizeRow(const float *xr, const float *gamma,
+                                    const float *beta, float *yr, float *mean,
+                                    float *rstd, int64_t cols, float epsilon) {
     double sum = 0.0;
     for (int64_t j = 0; j < cols; ++j)
       sum += xr[j];
@@ -245,10 +266,25 @@ struct LayerNorm {
     }
     float var = static_cast<float>(sq) * (1.0f / static_cast<float>(cols));
     float rs = 1.0f / ::sqrtf(var + epsilon);
-    mean[r] = mu;
-    rstd[r] = rs;
+    *mean = mu;
+    *rstd = rs;
     for (int64_t j = 0; j < cols; ++j)
       yr[j] = (xr[j] - mu) * rs * gamma[j] + beta[j];
+  }
+};
+
+/// A residual add and the layer norm of its sum, row by row.
+struct AddLayerNorm {
+  const float *a, *b, *gamma, *beta;
+  float *sum, *y, *mean, *rstd;
+  int64_t cols;
+  float epsilon;
+  GPIPE_HD void operator()(int64_t r) const {
+    float *sr = sum + r * cols;
+    for (int64_t j = 0; j < cols; ++j)
+      sr[j] = a[r * cols + j] + b[r * cols + j];
+    LayerNorm::normalizeRow(sr, gamma, beta, y + r * cols, mean + r, rstd + r,
+                            cols, epsilon);
   }
 };
 

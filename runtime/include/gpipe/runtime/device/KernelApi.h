@@ -63,6 +63,9 @@ struct AttentionGradCall {
   bool causal = false;
 };
 
+/// The activation a dense op's fused epilogue applies.
+enum class Activation { Relu, Gelu, Tanh };
+
 class KernelApi {
 public:
   virtual ~KernelApi() = default;
@@ -114,6 +117,20 @@ public:
                                    const float *mean, const float *rstd,
                                    float *dgamma, float *dbeta, int64_t rows,
                                    int64_t cols) = 0;
+
+  //===-- fused pairs (OpTable.h's FusionKind): bit-identical to the two
+  //---===//
+  //===-- kernels they replace, in one pass ------------------------------===//
+  /// h[r, c] += bias[c] (bias may be null), then y = act(h): a dense op's
+  /// bias and the activation that reads its result.
+  virtual void biasActivation(StreamId s, const float *bias, float *h, float *y,
+                              int64_t rows, int64_t cols, Activation act) = 0;
+  /// sum = a + b, then layerNorm(sum): a residual add and the layer norm
+  /// that reads it.
+  virtual void addLayerNorm(StreamId s, const float *a, const float *b,
+                            float *sum, const float *gamma, const float *beta,
+                            float *y, float *mean, float *rstd, int64_t rows,
+                            int64_t cols, float epsilon) = 0;
 
   //===-- embedding (ids already checked to lie in [0, vocab)) ------------===//
   virtual void embedding(StreamId s, const int32_t *ids, const float *table,

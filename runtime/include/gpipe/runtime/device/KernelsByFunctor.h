@@ -95,6 +95,20 @@ public:
       launch(s, rows,
              kernels::LayerNorm{x, gamma, beta, y, mean, rstd, cols, epsilon});
   }
+  void biasActivation(StreamId s, const float *bias, float *h, float *y,
+                      int64_t rows, int64_t cols, Activation act) override {
+    launch(s, rows * cols,
+           kernels::BiasActivation{bias, h, y, cols, static_cast<int>(act)});
+  }
+  void addLayerNorm(StreamId s, const float *a, const float *b, float *sum,
+                    const float *gamma, const float *beta, float *y,
+                    float *mean, float *rstd, int64_t rows, int64_t cols,
+                    float epsilon) override {
+    if (cols > 0)
+      launch(s, rows,
+             kernels::AddLayerNorm{a, b, gamma, beta, sum, y, mean, rstd, cols,
+                                   epsilon});
+  }
   void layerNormGradInput(StreamId s, const float *dy, const float *x,
                           const float *gamma, const float *mean,
                           const float *rstd, float *dx, int64_t rows,
