@@ -179,20 +179,31 @@ void BM_TrainStep(benchmark::State &state) {
                  std::to_string(rows));
 }
 
-/// Args: example (0: mlp, 1: transformer), batch (0: the example's), K, M.
-/// Remat full, Adam, on the one executor (the device executor on CPU
-/// threads, through PipelineExecutor). Before the CPU interpreter was
-/// removed, this benchmark timed both side by side (docs/Benchmarks.md).
+/// Args: example (0: mlp, 1: transformer), batch (0: the example's), K, M,
+/// fused (1: the compiler's fused pairs; 0: their marks removed, each op its
+/// own kernel, on the same placement). Remat full, Adam, on the one executor
+/// (the device executor on CPU threads, through PipelineExecutor). Before the
+/// CPU interpreter was removed, this benchmark timed both side by side
+/// (docs/Benchmarks.md).
 void BM_Executor(benchmark::State &state) {
   const char *example = state.range(0) == 0 ? "mlp" : "transformer";
   int64_t batchRows = state.range(1);
   unsigned k = state.range(2), m = state.range(3);
+  bool fused = state.range(4) != 0;
   Compiled compiled =
       compileExample(example, k, m, gpipe::RematPolicy::Full, batchRows);
   if (!compiled.error.empty()) {
     state.SkipWithError(compiled.error.c_str());
     return;
   }
+  int pairs = 0;
+  for (rt::StageProgram &stage : compiled.bundle.stages)
+    for (std::vector<rt::Op> *ops : {&stage.forward, &stage.recompute})
+      for (rt::Op &op : *ops) {
+        pairs += op.fusion != rt::FusionKind::None;
+        if (!fused)
+          op.fusion = rt::FusionKind::None;
+      }
   rt::Batch batch = randomBatch(compiled.bundle, 1);
   int64_t rows = compiled.bundle.batch;
   rt::ExecutorConfig config;
@@ -222,17 +233,23 @@ void BM_Executor(benchmark::State &state) {
   }
   state.counters["samples/s"] = benchmark::Counter(
       double(state.iterations() * rows), benchmark::Counter::kIsRate);
+  state.counters["fused_pairs"] = fused ? pairs : 0;
   state.SetLabel(std::string(example) + " batch=" + std::to_string(rows) +
-                 " K=" + std::to_string(k) + " M=" + std::to_string(m));
+                 " K=" + std::to_string(k) + " M=" + std::to_string(m) +
+                 (fused ? " fused" : " unfused"));
 }
 
 BENCHMARK(BM_Executor)
-    ->ArgNames({"model", "batch", "K", "M"})
-    ->Args({0, 64, 1, 8})
-    ->Args({0, 64, 2, 8})
-    ->Args({0, 512, 1, 8})
-    ->Args({0, 512, 2, 8})
-    ->Args({1, 0, 2, 4})
+    ->ArgNames({"model", "batch", "K", "M", "fused"})
+    ->Args({0, 64, 1, 8, 1})
+    ->Args({0, 64, 2, 8, 1})
+    ->Args({0, 512, 1, 8, 0})
+    ->Args({0, 512, 1, 8, 1})
+    ->Args({0, 512, 2, 8, 1})
+    ->Args({1, 0, 1, 4, 0})
+    ->Args({1, 0, 1, 4, 1})
+    ->Args({1, 0, 2, 4, 0})
+    ->Args({1, 0, 2, 4, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(1.0);
