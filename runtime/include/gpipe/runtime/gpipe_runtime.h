@@ -346,6 +346,80 @@ gpipe_status_t gpipe_session_evaluate(gpipe_session_t *session, int64_t rows,
                                       float *out_prediction, double *out_loss);
 
 /*===----------------------------------------------------------------------===*
+ * Training loops (the library's, shared with gpipe-run)
+ *===----------------------------------------------------------------------===*/
+
+/* What a loop reports after each epoch (images) or evaluation (text). Fields
+ * that do not apply are NaN. */
+typedef struct gpipe_training_report_t {
+  uint32_t epoch;       /* images: 1-based; text: 0 */
+  int64_t step;         /* steps done: in the epoch (images), the run (text) */
+  double train_loss;    /* mean since the last report */
+  double test_accuracy; /* images: share of the test set classified right */
+  double validation_loss; /* text: nats per character */
+  double samples_per_second;
+} gpipe_training_report_t;
+
+/* Receives each report; `user_data` is the loop's argument. May be NULL. */
+typedef void (*gpipe_report_fn)(const gpipe_training_report_t *report,
+                                void *user_data);
+
+typedef struct gpipe_image_training_options_t {
+  uint32_t epochs;             /* >= 1. Default 10. */
+  int64_t max_steps_per_epoch; /* 0: the whole training set. Default 0. */
+  float learning_rate;         /* > 0 and finite. Default 1e-3. */
+  int cosine_schedule;   /* Nonzero: decay to 0 over the run. Default 1. */
+  uint64_t shuffle_seed; /* Default 1. */
+} gpipe_image_training_options_t;
+
+/* Sets every field to its default. NULL is a no-op. */
+void gpipe_image_training_options_init(
+    gpipe_image_training_options_t *out_options);
+
+/* Trains an image classifier: epochs over the shuffled training set of the
+ * IDX files in `dataset_dir` (Fashion-MNIST's names: train-images-idx3-ubyte,
+ * ... , raw or .gz), the test accuracy after each. The model must have one
+ * f32 input of height x width values per example and one i32 label input.
+ * *out_test_accuracy (may be NULL) gets the last epoch's accuracy.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL session or directory, a bad
+ * option, a model whose inputs do not fit the images; the message says what
+ * was expected and found), GPIPE_ERROR_IO (a file missing or unreadable),
+ * GPIPE_ERROR_RUNTIME (a failed step), GPIPE_ERROR_OUT_OF_MEMORY.
+ * Non-const: must not overlap any other call on the session. */
+gpipe_status_t
+gpipe_session_train_images(gpipe_session_t *session, const char *dataset_dir,
+                           const gpipe_image_training_options_t *options,
+                           gpipe_report_fn report, void *user_data,
+                           double *out_test_accuracy);
+
+typedef struct gpipe_text_training_options_t {
+  int64_t steps;         /* >= 1. Default 1000. */
+  uint32_t eval_every;   /* Steps between evaluations; 0: at the end only.
+                            Default 100. */
+  uint32_t eval_batches; /* Validation batches per evaluation; 0: all.
+                            Default 8. */
+  float learning_rate;   /* > 0 and finite. Default 1e-3. */
+  int cosine_schedule;   /* Default 1. */
+  uint64_t seed;         /* The windows drawn. Default 1. */
+} gpipe_text_training_options_t;
+
+void gpipe_text_training_options_init(
+    gpipe_text_training_options_t *out_options);
+
+/* Trains a character language model on the text at `corpus_path` (a file or
+ * a directory of files; every tenth document is validation): steps of random
+ * windows, the validation loss before the first step, every eval_every steps
+ * and after the last. The model must have i32 inputs ids, positions and
+ * targets of one shape [batch, seq]. *out_validation_loss (may be NULL) gets
+ * the last validation loss, in nats per character.
+ * Errors: as gpipe_session_train_images. */
+gpipe_status_t
+gpipe_session_train_text(gpipe_session_t *session, const char *corpus_path,
+                         const gpipe_text_training_options_t *options,
+                         gpipe_report_fn report, void *user_data,
+                         double *out_validation_loss);
+
+/*===----------------------------------------------------------------------===*
  * Parameters
  *===----------------------------------------------------------------------===*/
 

@@ -1,0 +1,195 @@
+//===- CApiLoops.cpp - The C API: the library's training loops ------------===//
+//
+// gpipe_session_train_images and gpipe_session_train_text run the loops of
+// Training.h, the ones gpipe-run runs, on the session's engine, and turn
+// their reports into gpipe_training_report_t for the caller's callback.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CApiSupport.h"
+
+#include "gpipe/runtime/Training.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace gpipe::runtime::capi;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// Hands each epoch or evaluation to the C callback and keeps the last.
+class CallbackObserver final : public rt::TrainingObserver {
+public:
+  CallbackObserver(gpipe_report_fn report, void *userData)
+      : report(report), userData(userData) {}
+
+  void onEpoch(const rt::EpochReport &epoch) override {
+    gpipe_training_report_t r = blank();
+    r.epoch = epoch.epoch;
+    r.step = epoch.steps;
+    r.train_loss = epoch.trainLoss;
+    r.test_accuracy = epoch.testAccuracy;
+    r.samples_per_second = epoch.samplesPerSecond;
+    deliver(r);
+  }
+  void onEvaluation(const rt::TextEvaluation &evaluation) override {
+    gpipe_training_report_t r = blank();
+    r.step = evaluation.step;
+    r.train_loss = evaluation.trainLoss.value_or(kNaN);
+    r.validation_loss = evaluation.validationLoss;
+    r.samples_per_second = evaluation.charsPerSecond;
+    deliver(r);
+  }
+
+  gpipe_training_report_t last = blank();
+
+private:
+  static gpipe_training_report_t blank() {
+    return {0, 0, kNaN, kNaN, kNaN, kNaN};
+  }
+  void deliver(const gpipe_training_report_t &r) {
+    last = r;
+    if (report)
+      report(&r, userData);
+  }
+  gpipe_report_fn report;
+  void *userData;
+};
+
+/// "" or why the learning rate cannot be used.
+std::string checkLearningRate(float rate) {
+  if (std::isfinite(rate) && rate > 0)
+    return {};
+  return "expected a positive finite learning_rate, got " +
+         std::to_string(rate);
+}
+
+rt::LearningRateSchedule scheduleOf(int cosine) {
+  return cosine ? rt::LearningRateSchedule::Cosine
+                : rt::LearningRateSchedule::Constant;
+}
+
+} // namespace
+
+void gpipe_image_training_options_init(
+    gpipe_image_training_options_t *out_options) {
+  if (out_options)
+    *out_options = {10, 0, 1e-3f, 1, 1};
+}
+
+void gpipe_text_training_options_init(
+    gpipe_text_training_options_t *out_options) {
+  if (out_options)
+    *out_options = {1000, 100, 8, 1e-3f, 1, 1};
+}
+
+gpipe_status_t
+gpipe_session_train_images(gpipe_session_t *session, const char *dataset_dir,
+                           const gpipe_image_training_options_t *options,
+                           gpipe_report_fn report, void *user_data,
+                           double *out_test_accuracy) {
+  const char *function = "gpipe_session_train_images";
+  return guarded(session, function, [&]() -> gpipe_status_t {
+    if (!session)
+      return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
+                  "session is null");
+    if (!dataset_dir)
+      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
+                  "dataset_dir is null");
+    gpipe_image_training_options_t o;
+    gpipe_image_training_options_init(&o);
+    if (options)
+      o = *options;
+    std::string error = checkLearningRate(o.learning_rate);
+    if (error.empty() && o.epochs < 1)
+      error = "expected at least 1 epoch, got 0";
+    if (error.empty() && o.max_steps_per_epoch < 0)
+      error = "expected max_steps_per_epoch >= 0, got " +
+              std::to_string(o.max_steps_per_epoch);
+    if (!error.empty())
+      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
+    rt::StatusOr<rt::ImageDataset> train =
+        rt::loadFashionMnist(dataset_dir, true);
+    if (!train.ok())
+      return fail(session, train.status(), function);
+    rt::StatusOr<rt::ImageDataset> test =
+        rt::loadFashionMnist(dataset_dir, false);
+    if (!test.ok())
+      return fail(session, test.status(), function);
+    rt::Engine &engine = *session->executor;
+    rt::StatusOr<rt::ImageInputs> inputs =
+        rt::bindImageInputs(engine.bundle(), train->height * train->width);
+    if (!inputs.ok())
+      return fail(session, inputs.status(), function);
+    rt::ImageTrainingOptions loop;
+    loop.epochs = o.epochs;
+    loop.maxStepsPerEpoch = o.max_steps_per_epoch;
+    loop.learningRate = o.learning_rate;
+    loop.schedule = scheduleOf(o.cosine_schedule);
+    loop.shuffleSeed = o.shuffle_seed;
+    CallbackObserver observer(report, user_data);
+    std::vector<int64_t> peak;
+    rt::Status status = rt::trainImageClassifier(engine, *train, *test, *inputs,
+                                                 loop, observer, peak);
+    if (!status.ok())
+      return fail(session, status, function);
+    if (out_test_accuracy)
+      *out_test_accuracy = observer.last.test_accuracy;
+    return succeed(session);
+  });
+}
+
+gpipe_status_t
+gpipe_session_train_text(gpipe_session_t *session, const char *corpus_path,
+                         const gpipe_text_training_options_t *options,
+                         gpipe_report_fn report, void *user_data,
+                         double *out_validation_loss) {
+  const char *function = "gpipe_session_train_text";
+  return guarded(session, function, [&]() -> gpipe_status_t {
+    if (!session)
+      return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
+                  "session is null");
+    if (!corpus_path)
+      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
+                  "corpus_path is null");
+    gpipe_text_training_options_t o;
+    gpipe_text_training_options_init(&o);
+    if (options)
+      o = *options;
+    std::string error = checkLearningRate(o.learning_rate);
+    if (error.empty() && o.steps < 1)
+      error = "expected at least 1 step, got " + std::to_string(o.steps);
+    if (!error.empty())
+      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
+    rt::Engine &engine = *session->executor;
+    rt::StatusOr<int64_t> seq = rt::characterModelWindow(engine.bundle());
+    if (!seq.ok())
+      return fail(session, seq.status(), function);
+    rt::StatusOr<rt::TextCorpus> corpus = rt::loadTextCorpus(corpus_path);
+    if (!corpus.ok())
+      return fail(session, corpus.status(), function);
+    error = rt::checkTextFitsWindow(corpus->validation, *seq,
+                                    "the validation text of '" +
+                                        std::string(corpus_path) + "'");
+    if (!error.empty())
+      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
+    rt::TextTrainingOptions loop;
+    loop.steps = o.steps;
+    loop.evalEvery = o.eval_every;
+    loop.evalBatches = o.eval_batches;
+    loop.learningRate = o.learning_rate;
+    loop.schedule = scheduleOf(o.cosine_schedule);
+    loop.seed = o.seed;
+    CallbackObserver observer(report, user_data);
+    rt::TextRunSummary summary;
+    rt::Status status =
+        rt::trainCharacterModel(engine, *corpus, *seq, loop, observer, summary);
+    if (!status.ok())
+      return fail(session, status, function);
+    if (out_validation_loss)
+      *out_validation_loss = summary.validationLoss;
+    return succeed(session);
+  });
+}

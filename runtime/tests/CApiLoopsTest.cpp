@@ -1,0 +1,245 @@
+//===- CApiLoopsTest.cpp - The C API's training loops ---------------------===//
+//
+// gpipe_session_train_images on a synthetic IDX image set whose label is a
+// known function of the pixels (the brightest of the first five): it must
+// learn the rule, and the accuracy it reports must equal a count made here
+// from the session's own predictions. gpipe_session_train_text on the
+// fortunes corpus with a bigram-sized character model: the validation loss
+// must fall from about ln 96 to below it. And the errors of both.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestBundles.h"
+#include "TestModels.h"
+
+#include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/TextCorpus.h"
+#include "gpipe/runtime/gpipe_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::testing;
+
+namespace {
+
+/// `count` images of 3 x 4 bytes and their labels: the index of the
+/// brightest of the first five pixels.
+struct ByteImages {
+  std::vector<uint8_t> pixels, labels;
+};
+
+ByteImages brightestPixelImages(int count, uint64_t seed) {
+  Lcg rng(seed);
+  ByteImages out;
+  for (int i = 0; i < count; ++i) {
+    for (int p = 0; p < 12; ++p)
+      out.pixels.push_back(uint8_t(128 + 127 * rng.uniform()));
+    const uint8_t *first = out.pixels.data() + i * 12;
+    out.labels.push_back(uint8_t(std::max_element(first, first + 5) - first));
+  }
+  return out;
+}
+
+void writeBigEndian(std::ofstream &out, uint32_t value) {
+  const char bytes[4] = {char(value >> 24), char(value >> 16), char(value >> 8),
+                         char(value)};
+  out.write(bytes, 4);
+}
+
+/// Writes the IDX image and label files of `images` as `prefix`-images-idx3
+/// -ubyte and `prefix`-labels-idx1-ubyte in `dir`.
+void writeIdx(const std::string &dir, const std::string &prefix,
+              const ByteImages &images) {
+  uint32_t count = images.labels.size();
+  std::ofstream pixels(dir + "/" + prefix + "-images-idx3-ubyte",
+                       std::ios::binary);
+  writeBigEndian(pixels, 0x00000803);
+  writeBigEndian(pixels, count);
+  writeBigEndian(pixels, 3);
+  writeBigEndian(pixels, 4);
+  pixels.write(reinterpret_cast<const char *>(images.pixels.data()),
+               images.pixels.size());
+  std::ofstream labels(dir + "/" + prefix + "-labels-idx1-ubyte",
+                       std::ios::binary);
+  writeBigEndian(labels, 0x00000801);
+  writeBigEndian(labels, count);
+  labels.write(reinterpret_cast<const char *>(images.labels.data()),
+               images.labels.size());
+}
+
+gpipe_session_t *sessionOf(const Bundle &bundle) {
+  std::string json = writeBundle(bundle);
+  gpipe_session_options_t options;
+  gpipe_session_options_init(&options);
+  options.seed = 3;
+  options.optimizer = GPIPE_OPTIMIZER_ADAM;
+  gpipe_session_t *session = nullptr;
+  EXPECT_EQ(gpipe_session_create_from_json(json.data(), json.size(), "test",
+                                           &options, &session),
+            GPIPE_OK)
+      << gpipe_last_error();
+  return session;
+}
+
+void record(const gpipe_training_report_t *report, void *reports) {
+  static_cast<std::vector<gpipe_training_report_t> *>(reports)->push_back(
+      *report);
+}
+
+class CApiLoops : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = std::filesystem::temp_directory_path() /
+          ("gpipe-capi-loops-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    test = brightestPixelImages(97, 2);
+    writeIdx(dir.string(), "train", brightestPixelImages(400, 1));
+    writeIdx(dir.string(), "t10k", test);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::filesystem::path dir;
+  ByteImages test;
+};
+
+} // namespace
+
+TEST_F(CApiLoops, ImageLoopLearnsAndReportsTheAccuracyOfItsPredictions) {
+  gpipe_session_t *session =
+      sessionOf(buildBundle(mlpGraph(20), mlpSplit(2), 4, RematPolicy::Full));
+  ASSERT_TRUE(session);
+  gpipe_image_training_options_t options;
+  gpipe_image_training_options_init(&options);
+  options.epochs = 25;
+  options.learning_rate = 0.02f;
+  std::vector<gpipe_training_report_t> reports;
+  double accuracy = -1;
+  ASSERT_EQ(gpipe_session_train_images(session, dir.c_str(), &options, record,
+                                       &reports, &accuracy),
+            GPIPE_OK)
+      << gpipe_session_last_error(session);
+  ASSERT_EQ(reports.size(), 25u);
+  for (unsigned e = 0; e < 25; ++e) {
+    EXPECT_EQ(reports[e].epoch, e + 1);
+    EXPECT_EQ(reports[e].step, 20); // 400 images in batches of 20
+    EXPECT_TRUE(std::isnan(reports[e].validation_loss));
+  }
+  EXPECT_LT(reports.back().train_loss, reports.front().train_loss);
+  EXPECT_EQ(accuracy, reports.back().test_accuracy);
+  EXPECT_GT(accuracy, 0.75) << "chance is 0.2";
+
+  // The reported accuracy is the share of test images whose largest logit
+  // is their label, counted here from the session's predictions.
+  std::vector<float> pixels(test.pixels.begin(), test.pixels.end());
+  for (float &p : pixels)
+    p /= 255.0f;
+  std::vector<int32_t> labels(test.labels.begin(), test.labels.end());
+  gpipe_input_t inputs[2] = {
+      {"x", GPIPE_ELEMENT_F32, pixels.data(), pixels.size()},
+      {"labels", GPIPE_ELEMENT_I32, labels.data(), labels.size()}};
+  std::vector<float> logits(97 * 5);
+  double loss;
+  ASSERT_EQ(gpipe_session_evaluate(session, 97, inputs, 2, logits.size(),
+                                   logits.data(), &loss),
+            GPIPE_OK)
+      << gpipe_session_last_error(session);
+  int right = 0;
+  for (int i = 0; i < 97; ++i)
+    right +=
+        std::max_element(&logits[i * 5], &logits[i * 5 + 5]) - &logits[i * 5] ==
+        labels[i];
+  EXPECT_EQ(accuracy, double(right) / 97);
+  gpipe_session_destroy(session);
+}
+
+TEST_F(CApiLoops, ErrorsSayWhatWasExpected) {
+  gpipe_session_t *session =
+      sessionOf(buildBundle(mlpGraph(20), mlpSplit(1), 2, RematPolicy::Full));
+  ASSERT_TRUE(session);
+  gpipe_image_training_options_t options;
+  gpipe_image_training_options_init(&options);
+  options.learning_rate = std::nanf("");
+  EXPECT_EQ(gpipe_session_train_images(session, dir.c_str(), &options, nullptr,
+                                       nullptr, nullptr),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpipe_session_last_error(session))
+                .find("expected a positive finite learning_rate, got nan"),
+            std::string::npos)
+      << gpipe_session_last_error(session);
+  EXPECT_EQ(gpipe_session_train_images(session, nullptr, nullptr, nullptr,
+                                       nullptr, nullptr),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  std::string missing = (dir / "absent").string();
+  EXPECT_NE(gpipe_session_train_images(session, missing.c_str(), nullptr,
+                                       nullptr, nullptr, nullptr),
+            GPIPE_OK);
+  EXPECT_NE(std::string(gpipe_session_last_error(session)).find(missing),
+            std::string::npos)
+      << gpipe_session_last_error(session);
+  // The MLP is no character model: the message names its inputs.
+  EXPECT_EQ(gpipe_session_train_text(session, dir.c_str(), nullptr, nullptr,
+                                     nullptr, nullptr),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpipe_session_last_error(session)).find("ids"),
+            std::string::npos)
+      << gpipe_session_last_error(session);
+  gpipe_text_training_options_t text;
+  gpipe_text_training_options_init(&text);
+  text.steps = 0;
+  EXPECT_EQ(gpipe_session_train_text(session, dir.c_str(), &text, nullptr,
+                                     nullptr, nullptr),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(gpipe_session_last_error(session)),
+            "gpipe_session_train_text: expected at least 1 step, got 0");
+  gpipe_session_destroy(session);
+}
+
+// A character model (token and position embeddings, one dense layer to the
+// 96 characters) on the fortunes corpus: the validation loss starts near
+// ln 96 = 4.56 nats and falls well below it.
+TEST(CApiTextLoop, ValidationLossFalls) {
+  constexpr int64_t batch = 16, seq = 8, width = 16;
+  ModelGraph g(batch);
+  int ids = g.input("ids", {batch, seq}, ElementType::I32);
+  int positions = g.input("positions", {batch, seq}, ElementType::I32);
+  int targets = g.input("targets", {batch, seq}, ElementType::I32);
+  int tokens = g.param("tokens", {int64_t(kTextVocabSize), width},
+                       InitKind::Normal, 0.02);
+  int place = g.param("places", {seq, width}, InitKind::Normal, 0.02);
+  int h = g.add(g.embedding(ids, tokens), g.embedding(positions, place));
+  g.nextLayer();
+  int w = g.param("out.w", {width, int64_t(kTextVocabSize)},
+                  InitKind::GlorotUniform);
+  int b = g.param("out.b", {int64_t(kTextVocabSize)}, InitKind::Zeros);
+  g.softmaxCrossEntropy(g.dense(h, w, b), targets);
+  gpipe_session_t *session =
+      sessionOf(buildBundle(g, {0, 1}, 2, RematPolicy::Full));
+  ASSERT_TRUE(session);
+  gpipe_text_training_options_t options;
+  gpipe_text_training_options_init(&options);
+  options.steps = 300;
+  options.eval_every = 100;
+  options.learning_rate = 1e-2f;
+  std::vector<gpipe_training_report_t> reports;
+  double validation = 0;
+  ASSERT_EQ(gpipe_session_train_text(session, GPIPE_FORTUNES_DIR, &options,
+                                     record, &reports, &validation),
+            GPIPE_OK)
+      << gpipe_session_last_error(session);
+  ASSERT_EQ(reports.size(), 4u); // before the first step, at 100, 200, 300
+  EXPECT_EQ(reports.front().step, 0);
+  EXPECT_EQ(reports.back().step, 300);
+  EXPECT_NEAR(reports.front().validation_loss, std::log(96.0), 0.1);
+  EXPECT_LT(validation, std::log(96.0) - 1.0);
+  EXPECT_EQ(validation, reports.back().validation_loss);
+  EXPECT_TRUE(std::isnan(reports.back().test_accuracy));
+  gpipe_session_destroy(session);
+}
