@@ -32,14 +32,18 @@ CostAttr gpipe::addCosts(MLIRContext *context, CostAttr lhs, CostAttr rhs) {
                        lhs.getActivationBytes() + rhs.getActivationBytes());
 }
 
-static uint64_t numElements(Value value) {
+/// Costs are computed in 128 bits and refused at 2^63 and beyond: the
+/// verifier bounds every tensor's bytes, not the products of its sizes.
+using Wide = unsigned __int128;
+
+static Wide numElements(Value value) {
   return cast<RankedTensorType>(value.getType()).getNumElements();
 }
 
 /// Bytes of the operands that are parameters (read straight from a
 /// gpipe.param).
-static uint64_t paramOperandBytes(Operation *op) {
-  uint64_t bytes = 0;
+static Wide paramOperandBytes(Operation *op) {
+  Wide bytes = 0;
   for (Value operand : op->getOperands())
     if (operand.getDefiningOp<ParamOp>())
       bytes += tensorBytes(operand.getType());
@@ -49,8 +53,8 @@ static uint64_t paramOperandBytes(Operation *op) {
 /// FLOPs and extra kept bytes (beyond the result) of each kind of op.
 namespace {
 struct OpWork {
-  uint64_t flops = 0;
-  uint64_t extraActivationBytes = 0;
+  Wide flops = 0;
+  Wide extraActivationBytes = 0;
 };
 } // namespace
 
@@ -58,9 +62,9 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
   return llvm::TypeSwitch<Operation *, FailureOr<OpWork>>(op)
       .Case([](DenseOp dense) -> OpWork {
         auto weight = cast<RankedTensorType>(dense.getWeight().getType());
-        uint64_t rows = numElements(dense.getInput()) / weight.getDimSize(0);
-        uint64_t n = weight.getDimSize(1);
-        uint64_t flops = 2 * rows * weight.getDimSize(0) * n;
+        Wide rows = numElements(dense.getInput()) / weight.getDimSize(0);
+        Wide n = weight.getDimSize(1);
+        Wide flops = 2 * rows * Wide(weight.getDimSize(0)) * n;
         if (dense.getBias())
           flops += rows * n;
         return {flops, 0};
@@ -82,16 +86,14 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
       .Case([](EmbeddingOp o) -> OpWork { return {numElements(o.getResult()), 0}; })
       .Case([](AttentionOp o) -> OpWork {
         auto type = cast<RankedTensorType>(o.getInput().getType());
-        uint64_t b = type.getDimSize(0), s = type.getDimSize(1),
-                 d = type.getDimSize(2), h = o.getHeads();
-        uint64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
+        Wide b = type.getDimSize(0), s = type.getDimSize(1),
+             d = type.getDimSize(2), h = o.getHeads();
+        Wide elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
         // QKV projection, scores, weighted sum, output projection, softmax.
-        uint64_t flops = 2 * b * s * d * 3 * d + 2 * b * s * s * d +
-                         2 * b * s * s * d + 2 * b * s * d * d +
-                         5 * b * h * s * s;
+        Wide flops = 2 * b * s * d * 3 * d + 2 * b * s * s * d +
+                     2 * b * s * s * d + 2 * b * s * d * d + 5 * b * h * s * s;
         // Kept for the backward: q, k, v, the attention weights, the context.
-        uint64_t kept = (3 * b * s * d + b * h * s * s + b * s * d) *
-                        elementBytes;
+        Wide kept = (3 * b * s * d + b * h * s * s + b * s * d) * elementBytes;
         return {flops, kept};
       })
       .Case([](SoftmaxCrossEntropyOp o) -> OpWork {
@@ -106,10 +108,15 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
 FailureOr<CostAttr> gpipe::estimateOpCost(Operation *op) {
   FailureOr<OpWork> work = estimateWork(op);
   if (failed(work))
-    return failure();
-  uint64_t activationBytes = work->extraActivationBytes;
+    return op->emitOpError() << "has no cost model; write its cost by hand";
+  Wide activationBytes = work->extraActivationBytes;
   for (Type type : op->getResultTypes())
     activationBytes += tensorBytes(type);
-  return CostAttr::get(op->getContext(), work->flops, paramOperandBytes(op),
-                       activationBytes);
+  Wide paramBytes = paramOperandBytes(op);
+  if (work->flops > Wide(INT64_MAX) || activationBytes > Wide(INT64_MAX) ||
+      paramBytes > Wide(INT64_MAX))
+    return op->emitOpError()
+           << "costs 2^63 FLOPs or bytes or more; the model is too large";
+  return CostAttr::get(op->getContext(), uint64_t(work->flops),
+                       uint64_t(paramBytes), uint64_t(activationBytes));
 }

@@ -117,7 +117,7 @@ public:
   std::string run() {
     plan = DeviceMemoryPlan();
     plan.residentBytes = stage.residentBytes;
-    current = plan.peakBytes = stage.residentBytes;
+    current = plan.peakBytes = total = stage.residentBytes;
     const size_t numMicrobatches = program.microbatchRows.size();
     kept.assign(numMicrobatches, program.keep == KeepPolicy::All);
     if (program.keep == KeepPolicy::Last)
@@ -143,6 +143,10 @@ public:
       for (int &slot : values)
         release(slot);
     plan.peakWhere = peakWhere.str();
+    // Every offset and arena end is at most this sum, so it alone is checked.
+    if (overflowed)
+      return "its buffers over a training step, with its resident bytes, sum "
+             "to 2^63 bytes or more; the model is too large to plan";
     return {};
   }
 
@@ -260,7 +264,7 @@ private:
       where = {section, &op.name, k, m};
       for (int id : op.results)
         define(m, id);
-      int64_t scratch = op.scratch.at(program.microbatchRows[m]);
+      int64_t scratch = bytesAt(op.scratch, program.microbatchRows[m]);
       if (scratch > 0) {
         int buffer = allocate(scratch, -1, -1);
         release(buffer);
@@ -297,8 +301,20 @@ private:
   /// Allocates value `id` of micro-batch m, replacing a live one.
   void define(unsigned m, int id) {
     release(slots[m][id]);
-    slots[m][id] =
-        allocate(stage.values[id].at(program.microbatchRows[m]), int(m), id);
+    slots[m][id] = allocate(
+        bytesAt(stage.values[id], program.microbatchRows[m]), int(m), id);
+  }
+
+  /// `size` at `rows` rows; 0 (and overflowed) past int64.
+  int64_t bytesAt(const ByteSize &size, int64_t rows) {
+    int64_t bytes;
+    if (__builtin_mul_overflow(size.perRow, rows, &bytes) ||
+        __builtin_add_overflow(bytes, size.fixed, &bytes) ||
+        bytes > INT64_MAX - 3) {
+      overflowed = true;
+      return 0;
+    }
+    return bytes;
   }
 
   int allocate(int64_t bytes, int microbatch, int value) {
@@ -306,6 +322,7 @@ private:
     // Whole 4-byte words: a byte mask never leaves the next buffer's floats
     // unaligned.
     buffer.bytes = (bytes + 3) / 4 * 4;
+    overflowed |= __builtin_add_overflow(total, buffer.bytes, &total);
     buffer.start = now++;
     buffer.end = -1;
     buffer.microbatch = microbatch;
@@ -338,6 +355,9 @@ private:
   std::vector<std::vector<char>> activationSent, gradientSent;
   int64_t now = 0;
   int64_t current = 0;
+  /// Resident bytes plus every buffer's, checked; `overflowed` past int64.
+  int64_t total = 0;
+  bool overflowed = false;
   size_t instr = 0;
   /// Where the replay is, spelled out only for the peak: building the
   /// string at every op would dominate the replay's cost.

@@ -20,8 +20,8 @@ CostAttr addCosts(mlir::MLIRContext *context, CostAttr lhs, CostAttr rhs);
 
 /// Estimates the forward cost of a compute op from its shapes: FLOPs (a
 /// multiply-add counts two), bytes of the parameters it reads directly and
-/// bytes of the activations it keeps for the backward. Fails for ops that
-/// are not compute ops.
+/// bytes of the activations it keeps for the backward. Fails, with a
+/// diagnostic, for ops that are not compute ops and for costs of 2^63 or more.
 mlir::FailureOr<CostAttr> estimateOpCost(mlir::Operation *op);
 
 } // namespace gpipe

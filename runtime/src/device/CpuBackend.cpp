@@ -52,7 +52,7 @@ struct CpuBackend::Impl {
   std::chrono::milliseconds timeout{0};
   std::string firstError;
   std::vector<std::thread> workers;
-  std::vector<std::unique_ptr<char[]>> allocations;
+  std::vector<HostBlock> allocations;
 
   void fail(std::string message) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -160,15 +160,14 @@ std::string CpuBackend::allocate(unsigned device, int64_t bytes,
   if (bytes < 0)
     return "allocate: negative size " + std::to_string(bytes);
   // 64-byte aligned: whole cache lines, and wide vector loads.
-  auto block =
-      std::unique_ptr<char[]>(new (std::nothrow) char[size_t(bytes) + 64]);
-  if (!block)
-    return "device " + std::to_string(device) + ": cannot allocate " +
+  HostBlock block = allocateHostBlock(bytes, 64);
+  if (!block.aligned)
+    return "device " + std::to_string(device) +
+           ": out of memory: cannot "
+           "allocate " +
            std::to_string(bytes) + " bytes of host memory";
-  char *aligned = reinterpret_cast<char *>(
-      (reinterpret_cast<uintptr_t>(block.get()) + 63) & ~uintptr_t(63));
+  *pointer = block.aligned;
   impl->allocations.push_back(std::move(block));
-  *pointer = aligned;
   return {};
 }
 

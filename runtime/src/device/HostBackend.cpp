@@ -34,13 +34,13 @@ std::string HostBackend::allocate(unsigned device, int64_t bytes,
   if (bytes < 0)
     return "allocate: negative size " + std::to_string(bytes);
   // 256-byte aligned, as cudaMalloc's blocks are.
-  auto block = std::unique_ptr<char[]>(new (std::nothrow)
-                                           char[size_t(bytes) + 256]);
-  if (!block)
-    return "device " + std::to_string(device) + ": cannot allocate " +
+  HostBlock block = allocateHostBlock(bytes, 256);
+  if (!block.aligned)
+    return "device " + std::to_string(device) +
+           ": out of memory: cannot "
+           "allocate " +
            std::to_string(bytes) + " bytes";
-  char *aligned = reinterpret_cast<char *>(
-      (reinterpret_cast<uintptr_t>(block.get()) + 255) & ~uintptr_t(255));
+  char *aligned = block.aligned;
   // Fresh memory is garbage on a GPU: make reads of unwritten memory visible.
   std::memset(aligned, 0xff, size_t(bytes));
   allocations.push_back(std::move(block));

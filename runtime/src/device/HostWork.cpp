@@ -9,6 +9,20 @@
 
 using namespace gpipe::runtime::device;
 
+HostBlock gpipe::runtime::device::allocateHostBlock(int64_t bytes,
+                                                    int64_t alignment) {
+  HostBlock block;
+  if (bytes < 0 || uint64_t(bytes) > SIZE_MAX - uint64_t(alignment))
+    return block;
+  block.owner.reset(
+      static_cast<char *>(std::malloc(size_t(bytes) + alignment)));
+  if (block.owner)
+    block.aligned = reinterpret_cast<char *>(
+        (reinterpret_cast<uintptr_t>(block.owner.get()) + alignment - 1) &
+        ~uintptr_t(alignment - 1));
+  return block;
+}
+
 void gpipe::runtime::device::runGemmOnHost(const GemmBatch &g) {
   for (int64_t i = 0; i < g.count; ++i) {
     float *c = g.c + i * g.strideC;

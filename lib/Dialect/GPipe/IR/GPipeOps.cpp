@@ -45,6 +45,31 @@ static LogicalResult verifyResultShape(Operation *op, Type expected,
   return success();
 }
 
+/// Every size the compiler and the runtime derive from a tensor (element
+/// and byte counts, costs) fits in int64 only if the tensor's bytes do: a
+/// dimension of 0 or a byte count of 2^63 or more is refused here, before
+/// any pass multiplies by it.
+static LogicalResult verifyTensorSize(Operation *op, Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return success();
+  Type element = tensor.getElementType();
+  int64_t bytes =
+      element.isIntOrFloat()
+          ? std::max<int64_t>(1, (element.getIntOrFloatBitWidth() + 7) / 8)
+          : 8;
+  for (int64_t dim : tensor.getShape()) {
+    if (dim < 1)
+      return op->emitOpError()
+             << "expects every dimension to be at least 1, got " << tensor;
+    if (__builtin_mul_overflow(bytes, dim, &bytes))
+      return op->emitOpError() << "expects a tensor of fewer than 2^63 bytes, "
+                                  "got "
+                               << tensor;
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Model structure
 //===----------------------------------------------------------------------===//
@@ -93,6 +118,9 @@ LogicalResult ModelOp::verify() {
 
   // Layer and parameter names identify them in reports and checkpoints.
   WalkResult names = walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (failed(verifyTensorSize(op, type)))
+        return WalkResult::interrupt();
     if (auto layer = dyn_cast<LayerOp>(op)) {
       if (!layerNames.insert(layer.getName()).second) {
         layer.emitOpError() << "name '" << layer.getName()

@@ -53,9 +53,21 @@ public:
   }
   void addSaved(int id, int64_t bytes, bool perExample) {
     ByteSize extra = sizeOf(bytes, perExample);
-    stage.values[id].fixed += extra.fixed;
-    stage.values[id].perRow += extra.perRow;
+    overflowed |= __builtin_add_overflow(stage.values[id].fixed, extra.fixed,
+                                         &stage.values[id].fixed) ||
+                  __builtin_add_overflow(stage.values[id].perRow, extra.perRow,
+                                         &stage.values[id].perRow);
   }
+  /// Adds `bytes` to the stage's resident bytes, checked.
+  void addResident(int64_t elements, int64_t copies) {
+    int64_t bytes;
+    overflowed |=
+        __builtin_mul_overflow(elements, kElementBytes * copies, &bytes) ||
+        __builtin_add_overflow(stage.residentBytes, bytes,
+                               &stage.residentBytes);
+  }
+  /// A size past int64 was met: the stage cannot be planned.
+  bool overflowed = false;
 
 private:
   int64_t batch;
@@ -160,8 +172,8 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
         int id = values.define(param.getResult(), false);
         out.values[id] = ByteSize();
         out.forward.push_back({{}, {id}, {}, "param"});
-        out.residentBytes += numElements(param.getResult()) * kElementBytes *
-                             (2 + int64_t(optimizerSlots));
+        values.addResident(numElements(param.getResult()),
+                           2 + int64_t(optimizerSlots));
         continue;
       }
       out.forward.push_back(describeOp(&op, values, /*defineResults=*/true));
@@ -248,6 +260,11 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
   }
   for (Value grad : backBody.getTerminator()->getOperands())
     out.inputGrads.push_back(values.lookup(grad));
+  if (values.overflowed)
+    return stage.emitOpError()
+           << "needs 2^63 bytes or more for its parameters (with their "
+              "gradients and optimizer state) or for one value with its "
+              "saved state; the model is too large to plan";
   return out;
 }
 

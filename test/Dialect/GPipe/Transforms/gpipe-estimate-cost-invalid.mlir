@@ -11,3 +11,22 @@ gpipe.model @foreign batch 2 {
   }
   gpipe.return %a : tensor<f32>
 }
+
+// -----
+
+// A GEMM of 2^77 FLOPs: every tensor fits below 2^63 bytes, the cost does not.
+gpipe.model @huge batch 1073741824 {
+  %x = gpipe.input "x" : tensor<1073741824x65536xf32>
+  %y = gpipe.input "y" : tensor<1073741824xi32>
+  %h = gpipe.layer "fc" -> tensor<1073741824x1073741824xf32> {
+    %w = gpipe.param "w" glorot_uniform : tensor<65536x1073741824xf32>
+    // expected-error @+1 {{'gpipe.dense' op costs 2^63 FLOPs or bytes or more; the model is too large}}
+    %0 = gpipe.dense %x, %w : (tensor<1073741824x65536xf32>, tensor<65536x1073741824xf32>) -> tensor<1073741824x1073741824xf32>
+    gpipe.yield %0 : tensor<1073741824x1073741824xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.softmax_cross_entropy %h, %y : (tensor<1073741824x1073741824xf32>, tensor<1073741824xi32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

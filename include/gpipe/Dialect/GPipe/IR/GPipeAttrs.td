@@ -22,6 +22,9 @@ def GPipe_CostAttr : AttrDef<GPipe_Dialect, "Cost"> {
   let parameters = (ins "uint64_t":$flops, "uint64_t":$param_bytes,
                         "uint64_t":$activation_bytes);
   let assemblyFormat = "`<` struct(params) `>`";
+  // Every field is below 2^63: a negative number written by hand would
+  // otherwise read as a huge unsigned one, and sums of costs must fit.
+  let genVerifyDecl = 1;
 }
 
 def GPipe_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [

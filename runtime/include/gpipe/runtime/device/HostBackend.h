@@ -61,7 +61,7 @@ private:
   std::vector<std::deque<Task>> streams;
   std::vector<char> eventDone;
   std::vector<StreamId> eventStream;
-  std::vector<std::unique_ptr<char[]>> allocations;
+  std::vector<HostBlock> allocations;
   std::mt19937_64 random;
   std::string firstError;
   int64_t switches = 0, ran = 0;

@@ -12,9 +12,22 @@
 #include "gpipe/runtime/device/DeviceBackend.h"
 #include "gpipe/runtime/device/KernelApi.h"
 
+#include <cstdlib>
 #include <functional>
+#include <memory>
 
 namespace gpipe::runtime::device {
+
+/// Host memory from malloc, not operator new: the new-handler a tool may
+/// install (LLVM's aborts with "out of memory") must not turn a device
+/// allocation that fails into a crash; it is an error the caller reports.
+struct HostBlock {
+  std::unique_ptr<char, void (*)(void *)> owner{nullptr, std::free};
+  char *aligned = nullptr; ///< null when the allocation failed
+};
+
+/// `bytes` at an address that is a multiple of `alignment` (a power of 2).
+HostBlock allocateHostBlock(int64_t bytes, int64_t alignment);
 
 /// Runs `call` with cblas_sgemm, one product per batch entry.
 void runGemmOnHost(const GemmBatch &call);
