@@ -58,14 +58,6 @@ private:
   void *userData;
 };
 
-/// "" or why the learning rate cannot be used.
-std::string checkLearningRate(float rate) {
-  if (std::isfinite(rate) && rate > 0)
-    return {};
-  return "expected a positive finite learning_rate, got " +
-         std::to_string(rate);
-}
-
 rt::LearningRateSchedule scheduleOf(int cosine) {
   return cosine ? rt::LearningRateSchedule::Cosine
                 : rt::LearningRateSchedule::Constant;
@@ -102,14 +94,14 @@ gpipe_session_train_images(gpipe_session_t *session, const char *dataset_dir,
     gpipe_image_training_options_init(&o);
     if (options)
       o = *options;
-    std::string error = checkLearningRate(o.learning_rate);
-    if (error.empty() && o.epochs < 1)
-      error = "expected at least 1 epoch, got 0";
-    if (error.empty() && o.max_steps_per_epoch < 0)
-      error = "expected max_steps_per_epoch >= 0, got " +
-              std::to_string(o.max_steps_per_epoch);
-    if (!error.empty())
-      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
+    rt::ImageTrainingOptions loop;
+    loop.epochs = o.epochs;
+    loop.maxStepsPerEpoch = o.max_steps_per_epoch;
+    loop.learningRate = o.learning_rate;
+    loop.schedule = scheduleOf(o.cosine_schedule);
+    loop.shuffleSeed = o.shuffle_seed;
+    if (rt::Status status = rt::checkOptions(loop); !status.ok())
+      return fail(session, status, function);
     rt::StatusOr<rt::ImageDataset> train =
         rt::loadFashionMnist(dataset_dir, true);
     if (!train.ok())
@@ -123,12 +115,6 @@ gpipe_session_train_images(gpipe_session_t *session, const char *dataset_dir,
         rt::bindImageInputs(engine.bundle(), train->height * train->width);
     if (!inputs.ok())
       return fail(session, inputs.status(), function);
-    rt::ImageTrainingOptions loop;
-    loop.epochs = o.epochs;
-    loop.maxStepsPerEpoch = o.max_steps_per_epoch;
-    loop.learningRate = o.learning_rate;
-    loop.schedule = scheduleOf(o.cosine_schedule);
-    loop.shuffleSeed = o.shuffle_seed;
     CallbackObserver observer(report, user_data);
     std::vector<int64_t> peak;
     rt::Status status = rt::trainImageClassifier(engine, *train, *test, *inputs,
@@ -158,23 +144,6 @@ gpipe_session_train_text(gpipe_session_t *session, const char *corpus_path,
     gpipe_text_training_options_init(&o);
     if (options)
       o = *options;
-    std::string error = checkLearningRate(o.learning_rate);
-    if (error.empty() && o.steps < 1)
-      error = "expected at least 1 step, got " + std::to_string(o.steps);
-    if (!error.empty())
-      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
-    rt::Engine &engine = *session->executor;
-    rt::StatusOr<int64_t> seq = rt::characterModelWindow(engine.bundle());
-    if (!seq.ok())
-      return fail(session, seq.status(), function);
-    rt::StatusOr<rt::TextCorpus> corpus = rt::loadTextCorpus(corpus_path);
-    if (!corpus.ok())
-      return fail(session, corpus.status(), function);
-    error = rt::checkTextFitsWindow(corpus->validation, *seq,
-                                    "the validation text of '" +
-                                        std::string(corpus_path) + "'");
-    if (!error.empty())
-      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
     rt::TextTrainingOptions loop;
     loop.steps = o.steps;
     loop.evalEvery = o.eval_every;
@@ -182,6 +151,20 @@ gpipe_session_train_text(gpipe_session_t *session, const char *corpus_path,
     loop.learningRate = o.learning_rate;
     loop.schedule = scheduleOf(o.cosine_schedule);
     loop.seed = o.seed;
+    if (rt::Status status = rt::checkOptions(loop); !status.ok())
+      return fail(session, status, function);
+    rt::Engine &engine = *session->executor;
+    rt::StatusOr<int64_t> seq = rt::characterModelWindow(engine.bundle());
+    if (!seq.ok())
+      return fail(session, seq.status(), function);
+    rt::StatusOr<rt::TextCorpus> corpus = rt::loadTextCorpus(corpus_path);
+    if (!corpus.ok())
+      return fail(session, corpus.status(), function);
+    std::string error = rt::checkTextFitsWindow(
+        corpus->validation, *seq,
+        "the validation text of '" + std::string(corpus_path) + "'");
+    if (!error.empty())
+      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
     CallbackObserver observer(report, user_data);
     rt::TextRunSummary summary;
     rt::Status status =

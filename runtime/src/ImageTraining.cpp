@@ -5,10 +5,39 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <random>
 
 using namespace gpipe::runtime;
+
+/// "" or why `rate` cannot be a learning rate.
+static std::string checkLearningRate(float rate) {
+  if (std::isfinite(rate) && rate > 0)
+    return {};
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", double(rate));
+  return std::string("the learning rate must be a finite positive number, "
+                     "got ") +
+         text;
+}
+
+Status gpipe::runtime::checkOptions(const ImageTrainingOptions &options) {
+  std::string error = checkLearningRate(options.learningRate);
+  if (error.empty() && options.epochs < 1)
+    error = "expected at least 1 epoch, got 0";
+  if (error.empty() && options.maxStepsPerEpoch < 0)
+    error = "expected at least 0 steps per epoch (0: all), got " +
+            std::to_string(options.maxStepsPerEpoch);
+  return error.empty() ? Status() : Status(StatusCode::InvalidArgument, error);
+}
+
+Status gpipe::runtime::checkOptions(const TextTrainingOptions &options) {
+  std::string error = checkLearningRate(options.learningRate);
+  if (error.empty() && options.steps < 1)
+    error = "expected at least 1 step, got " + std::to_string(options.steps);
+  return error.empty() ? Status() : Status(StatusCode::InvalidArgument, error);
+}
 
 float gpipe::runtime::scheduledLearningRate(float peak,
                                             LearningRateSchedule schedule,
@@ -116,6 +145,8 @@ Status gpipe::runtime::trainImageClassifier(
     Engine &engine, const ImageDataset &train, const ImageDataset &test,
     const ImageInputs &inputs, const ImageTrainingOptions &options,
     TrainingObserver &observer, std::vector<int64_t> &peakMemoryBytes) {
+  if (Status status = checkOptions(options); !status.ok())
+    return status;
   using Clock = std::chrono::steady_clock;
   const Bundle &bundle = engine.bundle();
   const int64_t batch = bundle.batch;

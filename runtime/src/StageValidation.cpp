@@ -10,6 +10,7 @@
 #include "gpipe/runtime/ProgramAnalysis.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -588,6 +589,23 @@ std::string StageValidator::run() {
                typeName(grad.type) + " " + shapeString(grad.shape);
     }
   }
+
+  // Every parameter the forward reads gets its gradient each micro-batch
+  // (once per read that has one): a backward that drops it would train to a
+  // clean exit without ever updating it.
+  std::map<std::string, int> accumulated;
+  for (const Op &op : program.forward)
+    if (op.kind == OpKind::Param)
+      accumulated.emplace(op.name, 0);
+  for (const Op &op : program.backward)
+    if (op.kind == OpKind::AccumulateGrad)
+      ++accumulated[op.name];
+  for (const auto &[name, count] : accumulated)
+    if (count == 0)
+      return prefix +
+             "the backward never accumulates the gradient of "
+             "parameter '" +
+             name + "', which the forward reads; its updates would be lost";
   return {};
 }
 

@@ -76,6 +76,8 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
                                            const TextTrainingOptions &options,
                                            TrainingObserver &observer,
                                            TextRunSummary &summary) {
+  if (Status status = checkOptions(options); !status.ok())
+    return status;
   using Clock = std::chrono::steady_clock;
   std::string error =
       checkTextFitsWindow(corpus.validation, seq, "the validation text");

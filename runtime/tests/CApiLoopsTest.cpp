@@ -171,7 +171,8 @@ TEST_F(CApiLoops, ErrorsSayWhatWasExpected) {
                                        nullptr, nullptr),
             GPIPE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(gpipe_session_last_error(session))
-                .find("expected a positive finite learning_rate, got nan"),
+                .find("the learning rate must be a finite positive number, "
+                      "got nan"),
             std::string::npos)
       << gpipe_session_last_error(session);
   EXPECT_EQ(gpipe_session_train_images(session, nullptr, nullptr, nullptr,

@@ -690,6 +690,12 @@ TEST(Executor, InvalidBundlesAreRefused) {
       buildBundle(mlpGraph(kBatch), mlpSplit(2), 2, RematPolicy::Full);
   EXPECT_EQ(validateBundle(good), "");
 
+  // An empty backward would train to a clean exit and never update stage
+  // 0's parameters.
+  expectContains(createError([](Bundle &b) { b.stages[0].backward.clear(); }),
+                 "stage 0: the backward never accumulates the gradient of "
+                 "parameter 'l1.b', which the forward reads; its updates "
+                 "would be lost");
   expectContains(createError([](Bundle &b) {
                    for (Op &op : b.stages[0].forward)
                      if (op.kind == OpKind::Dense) {

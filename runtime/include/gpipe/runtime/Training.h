@@ -90,6 +90,11 @@ struct ImageTrainingOptions {
   uint64_t shuffleSeed = 1;
 };
 
+/// InvalidArgument naming the option that cannot train: a learning rate
+/// that is not finite and positive (nan, inf and -1 would train to a loss of
+/// nan or away from the minimum), no epochs.
+Status checkOptions(const ImageTrainingOptions &options);
+
 /// Steps per epoch for `options` on `train` with the engine's batch.
 int64_t imageStepsPerEpoch(const Engine &engine, const ImageDataset &train,
                            const ImageTrainingOptions &options);
@@ -123,6 +128,9 @@ struct TextTrainingOptions {
   LearningRateSchedule schedule = LearningRateSchedule::Cosine;
   uint64_t seed = 1;
 };
+
+/// As for images: a learning rate that is not finite and positive, no steps.
+Status checkOptions(const TextTrainingOptions &options);
 
 /// The validation windows an evaluation reads.
 std::vector<int64_t> validationWindows(const Engine &engine,
