@@ -10,6 +10,7 @@
 #include "gpipe/Target/BundleEmitter.h"
 #include "gpipe/Analysis/MemoryPlanner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/runtime/BundleChecksum.h"
 #include "gpipe/runtime/OpTable.h"
 
@@ -516,6 +517,10 @@ LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
   if (!model)
     return schedule.emitOpError() << "refers to " << schedule.getModelAttr()
                                   << ", which is not a gpipe.model";
+  // A schedule edited after gpipe-compile may no longer be sound: it is
+  // proven again, so that no bundle that could hang is written.
+  if (failed(verifyUnrolledSchedule(schedule)))
+    return failure();
   FailureOr<json::Value> bundle = emitBundle(model, schedule);
   if (failed(bundle))
     return failure();

@@ -204,53 +204,53 @@ static LogicalResult checkAgainstModel(const ScheduleInIR &schedule,
   return success(ok);
 }
 
+LogicalResult gpipe::verifyUnrolledSchedule(ScheduleOp schedule) {
+  FailureOr<ModelOp> model = lookupScheduledModel(schedule);
+  if (failed(model))
+    return failure();
+  int64_t totalRows = 0;
+  for (int64_t rows : schedule.getRows())
+    totalRows += rows;
+  if (totalRows != static_cast<int64_t>(model->getBatch()))
+    return schedule.emitOpError()
+           << "expects micro-batch rows adding up to the batch size "
+           << model->getBatch() << " of @" << model->getSymName() << ", got "
+           << totalRows;
+  FailureOr<ScheduleInIR> read = readSchedule(schedule, *model);
+  if (failed(read))
+    return failure();
+  SmallVector<StageOp> stages = getStages(*model);
+  bool ok =
+      succeeded(checkAgainstModel(*read, *model, stages, schedule.getRows()));
+  // A forward or backward of the wrong stage was reported above; count it
+  // as the device's own so that it is not reported again as missing.
+  for (sched::DeviceProgram &program : read->program.devices)
+    for (sched::Instr &instr : program.instrs)
+      if (instr.kind == sched::InstrKind::Forward ||
+          instr.kind == sched::InstrKind::Backward)
+        instr.stage = program.device;
+  for (const sched::Violation &violation :
+       sched::verifySchedule(read->program)) {
+    // A violation about something missing points past the last op.
+    const auto &ops = read->ops[violation.device];
+    Operation *at = violation.instrIndex < ops.size()
+                        ? ops[violation.instrIndex]
+                        : read->programs[violation.device];
+    at->emitError(violation.message);
+    ok = false;
+  }
+  return success(ok);
+}
+
 namespace {
 struct VerifySchedulePass
     : public gpipe::impl::VerifySchedulePassBase<VerifySchedulePass> {
   void runOnOperation() override {
     bool ok = true;
     for (ScheduleOp schedule : getOperation().getOps<ScheduleOp>())
-      ok &= succeeded(verify(schedule));
+      ok &= succeeded(verifyUnrolledSchedule(schedule));
     if (!ok)
       signalPassFailure();
-  }
-
-  LogicalResult verify(ScheduleOp schedule) {
-    FailureOr<ModelOp> model = lookupScheduledModel(schedule);
-    if (failed(model))
-      return failure();
-    int64_t totalRows = 0;
-    for (int64_t rows : schedule.getRows())
-      totalRows += rows;
-    if (totalRows != static_cast<int64_t>(model->getBatch()))
-      return schedule.emitOpError()
-             << "expects micro-batch rows adding up to the batch size "
-             << model->getBatch() << " of @" << model->getSymName() << ", got "
-             << totalRows;
-    FailureOr<ScheduleInIR> read = readSchedule(schedule, *model);
-    if (failed(read))
-      return failure();
-    SmallVector<StageOp> stages = getStages(*model);
-    bool ok =
-        succeeded(checkAgainstModel(*read, *model, stages, schedule.getRows()));
-    // A forward or backward of the wrong stage was reported above; count it
-    // as the device's own so that it is not reported again as missing.
-    for (sched::DeviceProgram &program : read->program.devices)
-      for (sched::Instr &instr : program.instrs)
-        if (instr.kind == sched::InstrKind::Forward ||
-            instr.kind == sched::InstrKind::Backward)
-          instr.stage = program.device;
-    for (const sched::Violation &violation :
-         sched::verifySchedule(read->program)) {
-      // A violation about something missing points past the last op.
-      const auto &ops = read->ops[violation.device];
-      Operation *at = violation.instrIndex < ops.size()
-                          ? ops[violation.instrIndex]
-                          : read->programs[violation.device];
-      at->emitError(violation.message);
-      ok = false;
-    }
-    return success(ok);
   }
 };
 } // namespace

@@ -78,6 +78,13 @@ struct CompilePipelineOptions
 void buildCompilePipeline(mlir::OpPassManager &pm,
                           const CompilePipelineOptions &options);
 
+/// What gpipe-verify-schedule proves of one unrolled schedule (transfers
+/// matched, no deadlock under rendezvous sends, dependences, rows, stages
+/// and channel types against the model), with its diagnostics. The bundle
+/// writer runs it too: no bundle leaves the compiler unproven.
+class ScheduleOp;
+mlir::LogicalResult verifyUnrolledSchedule(ScheduleOp schedule);
+
 #define GEN_PASS_REGISTRATION
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
 
