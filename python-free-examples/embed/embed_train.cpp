@@ -30,6 +30,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <numeric>
@@ -45,6 +46,7 @@ struct Options {
   std::string optimizer = "adam";
   float learningRate = 1e-3f;
   uint64_t seed = 1;
+  long timeoutMs = 60000;
   std::string device = "cpu";
   bool help = false;
 };
@@ -52,7 +54,7 @@ struct Options {
 const char *const kUsage =
     "usage: embed_train BUNDLE.json FASHION_MNIST_DIR [--steps N] "
     "[--optimizer sgd|momentum|rmsprop|adam] [--lr X] [--seed S] "
-    "[--device cpu|cuda|host-emulation] [--trace PATH]\n"
+    "[--device cpu|cuda|host-emulation] [--timeout-ms MS] [--trace PATH]\n"
     "  (options also take --name=value)\n";
 
 int fail(const std::string &message) {
@@ -98,12 +100,23 @@ std::string parseArgs(int argc, char **argv, Options &options) {
                value + "'";
     } else if (arg == "--lr") {
       options.learningRate = std::strtof(value.c_str(), &end);
-      if (*end || !(options.learningRate > 0))
-        return "--lr expects a positive number, got '" + value + "'";
+      if (*end || value.empty() || !std::isfinite(options.learningRate) ||
+          !(options.learningRate > 0))
+        return "--lr expects a finite positive number, got '" + value + "'";
     } else if (arg == "--seed") {
+      errno = 0;
       options.seed = std::strtoull(value.c_str(), &end, 10);
-      if (*end || value.empty())
-        return "--seed expects an unsigned integer, got '" + value + "'";
+      if (*end || value.empty() || value[0] == '-' || errno == ERANGE)
+        return "--seed expects an integer from 0 to 2^64 - 1, got '" + value +
+               "'";
+    } else if (arg == "--timeout-ms") {
+      errno = 0;
+      options.timeoutMs = std::strtol(value.c_str(), &end, 10);
+      if (*end || value.empty() || errno == ERANGE || options.timeoutMs < 1 ||
+          options.timeoutMs > 86400000L)
+        return "--timeout-ms expects an integer from 1 to 86400000 (a day), "
+               "got '" +
+               value + "'";
     } else if (arg == "--optimizer") {
       options.optimizer = value;
     } else if (arg == "--trace") {
@@ -223,6 +236,8 @@ int main(int argc, char **argv) {
                       "': expected sgd, momentum, rmsprop or adam");
   sessionOptions.learning_rate = options.learningRate;
   sessionOptions.seed = options.seed;
+  // How long a device waits for its peer before the step fails, naming both.
+  sessionOptions.recv_timeout_ms = uint32_t(options.timeoutMs);
   if (options.device == "cpu")
     sessionOptions.device = GPIPE_DEVICE_CPU;
   else if (options.device == "cuda")
