@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Builds everything and runs every test: the lit suite (dialect, passes,
-# examples, tools) and the GoogleTest unit tests, all through ctest.
+# examples, tools) and the GoogleTest unit tests, all through ctest; then the
+# runtime under ASan and UBSan with its fuzz targets (scripts/sanitize.sh;
+# GPIPE_SKIP_SANITIZE=1 skips it).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/build.sh"
 build="${GPIPE_BUILD_DIR:-$root/build}"
-cd "$build"
-ctest --output-on-failure -j2
+(cd "$build" && ctest --output-on-failure -j2)
+if [ "${GPIPE_SKIP_SANITIZE:-0}" != 1 ]; then
+  "$root/scripts/sanitize.sh"
+fi

@@ -221,7 +221,8 @@ std::string gpipe::runtime::checkBatch(const Bundle &bundle, const Batch &batch,
              " needs " + std::to_string(product(shape)) + " elements, got " +
              std::to_string(size);
   }
-  for (const auto &[name, tensor] : batch) {
+  for (const auto &entry : batch) {
+    const std::string &name = entry.first;
     bool known = std::any_of(
         bundle.inputs.begin(), bundle.inputs.end(),
         [&](const ModelInputSpec &spec) { return spec.name == name; });

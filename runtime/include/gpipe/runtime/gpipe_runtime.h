@@ -86,7 +86,10 @@ typedef enum gpipe_status_e {
   GPIPE_ERROR_UNAVAILABLE = 9,
   /* A peer or a device did not answer within its timeout; the message names
    * who waited for what. */
-  GPIPE_ERROR_DEADLINE_EXCEEDED = 10
+  GPIPE_ERROR_DEADLINE_EXCEEDED = 10,
+  /* Not a status: keeps the enum 32-bit and any int32 value defined, so that
+   * gpipe_status_string may be asked about any value (found by UBSan). */
+  GPIPE_STATUS_ENUM_MAX = 0x7fffffff
 } gpipe_status_t;
 
 /* The enumerator's name ("GPIPE_OK", "GPIPE_ERROR_IO", ...), or

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The runtime under AddressSanitizer and UndefinedBehaviorSanitizer, built by
+# clang without the compiler (GPIPE_BUILD_COMPILER=OFF) in build-sanitize/:
+# runs the runtime's unit tests (any report fails them: UBSan does not
+# recover, ASan and LeakSanitizer exit non-zero), then each libFuzzer target
+# (runtime/fuzz) for GPIPE_FUZZ_SECONDS seconds (default 60) from its seed
+# corpus, printing how long each ran. A crash fails the script and leaves the
+# input in build-sanitize/fuzz-<target>/.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$root/scripts/setup.sh"
+build="${GPIPE_SANITIZE_BUILD_DIR:-$root/build-sanitize}"
+seconds="${GPIPE_FUZZ_SECONDS:-60}"
+flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -fsanitize=fuzzer-no-link"
+if [ ! -f "$build/build.ninja" ]; then
+  CC=clang CXX=clang++ cmake -G Ninja -S "$root" -B "$build" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DGPIPE_BUILD_COMPILER=OFF -DGPIPE_BUILD_CUDA=OFF \
+    -DGPIPE_BUILD_BENCHMARKS=OFF -DGPIPE_BUILD_FUZZERS=ON \
+    -DCMAKE_CXX_FLAGS="$flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+fi
+ninja -C "$build" -j"${GPIPE_JOBS:-2}"
+(cd "$build" && ctest --output-on-failure -j2)
+
+for target in FuzzBundle FuzzIdx FuzzCorpus; do
+  case $target in
+    FuzzBundle) seeds=bundle ;;
+    FuzzIdx) seeds=idx ;;
+    FuzzCorpus) seeds=corpus ;;
+  esac
+  work="$build/fuzz-$target"
+  rm -rf "$work" && mkdir -p "$work/corpus"
+  cp "$root/runtime/fuzz/corpus/$seeds"/* "$work/corpus/"
+  start=$(date +%s)
+  (cd "$work" && "$build/runtime/fuzz/$target" -max_total_time="$seconds" \
+     -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 corpus \
+     > log.txt 2>&1) || {
+    tail -40 "$work/log.txt"
+    echo "sanitize: $target crashed; the input is in $work" >&2
+    exit 1
+  }
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$' || echo '?')
+  echo "sanitize: $target ran $(( $(date +%s) - start )) s, $runs inputs, no crash"
+done
