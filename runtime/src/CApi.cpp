@@ -62,6 +62,8 @@ const char *gpipe_status_string(gpipe_status_t status) {
     return "GPIPE_ERROR_UNAVAILABLE";
   case GPIPE_ERROR_DEADLINE_EXCEEDED:
     return "GPIPE_ERROR_DEADLINE_EXCEEDED";
+  case GPIPE_ERROR_CANCELLED:
+    return "GPIPE_ERROR_CANCELLED";
   case GPIPE_STATUS_ENUM_MAX:
     break;
   }

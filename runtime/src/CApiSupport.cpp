@@ -35,12 +35,15 @@ gpipe_status_t fail(gpipe_session_t *session, gpipe_status_t status,
 gpipe_status_t toC(rt::StatusCode code) {
   return static_cast<gpipe_status_t>(code);
 }
-static_assert(
-    int(rt::StatusCode::InvalidBundle) == GPIPE_ERROR_INVALID_BUNDLE &&
-        int(rt::StatusCode::OutOfMemory) == GPIPE_ERROR_OUT_OF_MEMORY &&
-        int(rt::StatusCode::Unavailable) == GPIPE_ERROR_UNAVAILABLE &&
-        int(rt::StatusCode::DeadlineExceeded) == GPIPE_ERROR_DEADLINE_EXCEEDED,
-    "gpipe_status_t and StatusCode must match");
+static_assert(int(rt::StatusCode::InvalidBundle) ==
+                      GPIPE_ERROR_INVALID_BUNDLE &&
+                  int(rt::StatusCode::OutOfMemory) ==
+                      GPIPE_ERROR_OUT_OF_MEMORY &&
+                  int(rt::StatusCode::Unavailable) == GPIPE_ERROR_UNAVAILABLE &&
+                  int(rt::StatusCode::DeadlineExceeded) ==
+                      GPIPE_ERROR_DEADLINE_EXCEEDED &&
+                  int(rt::StatusCode::Cancelled) == GPIPE_ERROR_CANCELLED,
+              "gpipe_status_t and StatusCode must match");
 
 gpipe_status_t fail(gpipe_session_t *session, const rt::Status &status,
                     const char *function) {

@@ -4,8 +4,8 @@
 // CpuBackend: one worker thread per pipeline device, the bundle's memory
 // placement, the Transport's staged transfers. What it adds is the host
 // view the CPU callers expect: parameters and gradients as host vectors
-// (copied back on request), and the live bytes of each device in the order
-// the program allocates and frees them.
+// (copied back on request), and each device's memory (its resident block
+// and the compiler's arena).
 //
 //===----------------------------------------------------------------------===//
 

@@ -180,6 +180,13 @@ Status gpipe::runtime::trainImageClassifier(
           {epoch, options.epochs, step + 1, stepsPerEpoch,
            lossSum / double(step + 1), elapsed,
            elapsed / double(done + 1) * double(totalSteps - done - 1)});
+      if (observer.stopRequested())
+        return Status(StatusCode::Cancelled, "stopped on request after step " +
+                                                 std::to_string(step + 1) +
+                                                 " of epoch " +
+                                                 std::to_string(epoch) +
+                                                 "; the timeline is that "
+                                                 "step's");
     }
     double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();

@@ -28,6 +28,8 @@ const char *gpipe::runtime::statusCodeName(StatusCode code) {
     return "unavailable";
   case StatusCode::DeadlineExceeded:
     return "deadline exceeded";
+  case StatusCode::Cancelled:
+    return "cancelled";
   }
   return "unknown";
 }

@@ -148,6 +148,13 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
     observer.onStep({0, 0, step + 1, steps, lossSum / double(lossSteps),
                      elapsed,
                      elapsed / double(step + 1) * double(steps - step - 1)});
+    if (observer.stopRequested()) {
+      summary.elapsedSeconds = elapsed;
+      return Status(StatusCode::Cancelled, "stopped on request after step " +
+                                               std::to_string(step + 1) +
+                                               " of " + std::to_string(steps) +
+                                               "; the timeline is that step's");
+    }
     bool last = step + 1 == steps;
     if ((options.evalEvery > 0 && (step + 1) % options.evalEvery == 0) ||
         (last && lossSteps > 0)) {

@@ -79,8 +79,9 @@ double gpipe::runtime::idealBubble(const Bundle &bundle) {
   return (k - 1) / (m + k - 1);
 }
 
-ConsoleReporter::ConsoleReporter(std::FILE *out, std::FILE *progress)
-    : out(out), progress(progress),
+ConsoleReporter::ConsoleReporter(std::FILE *out, std::FILE *progress,
+                                 const std::atomic<int> *stop)
+    : out(out), progress(progress), stop(stop),
       terminal(progress && isatty(fileno(progress))),
       last(std::chrono::steady_clock::now()) {}
 

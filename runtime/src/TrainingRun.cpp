@@ -2,28 +2,84 @@
 
 #include "gpipe/runtime/TrainingRun.h"
 
+#include <cerrno>
 #include <cmath>
+#include <csignal>
+#include <cstring>
+#include <unistd.h>
 
 using namespace gpipe::runtime;
 
-/// The device memory against the plan, then the last step's timeline.
+namespace {
+std::atomic<int> stopSignal{0};
+
+void recordStop(int signal) {
+  int none = 0;
+  if (!stopSignal.compare_exchange_strong(none, signal)) {
+    // A second signal: the default action, at once.
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+  }
+}
+
+/// "" or why `path` cannot be written: the file must be writable, or its
+/// directory must accept a new one.
+std::string checkWritable(const std::string &path) {
+  if (path.empty() || ::access(path.c_str(), W_OK) == 0)
+    return {};
+  if (errno == ENOENT) {
+    size_t slash = path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+    if (::access(dir.empty() ? "/" : dir.c_str(), W_OK) == 0)
+      return {};
+  }
+  return "cannot write the trace to '" + path + "': " + std::strerror(errno);
+}
+} // namespace
+
+const std::atomic<int> &gpipe::runtime::stopOnSignals() {
+  struct sigaction action = {};
+  action.sa_handler = recordStop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  return stopSignal;
+}
+
+int gpipe::runtime::exitStatusOf(const Status &status,
+                                 const std::atomic<int> &stop) {
+  if (status.ok())
+    return 0;
+  if (status.code() == StatusCode::Cancelled && stop.load() != 0)
+    return 128 + stop.load();
+  return status.code() == StatusCode::Unavailable ? 2 : 1;
+}
+
+/// The device memory against the plan, then the last step's timeline; a run
+/// stopped on request (`ended` Cancelled) writes them too, then says so.
 static Status finish(const Engine &engine, const std::vector<int64_t> &peak,
-                     const std::string &tracePath, std::FILE *out) {
+                     const std::string &tracePath, std::FILE *out,
+                     Status ended = Status()) {
+  if (!ended.ok() && ended.code() != StatusCode::Cancelled)
+    return ended;
   std::string check = placementLine(engine.bundle(), peak);
   if (!check.empty())
     std::fprintf(out, "%s\n", check.c_str());
   std::fflush(out);
   if (tracePath.empty())
-    return Status();
+    return ended;
   std::string error = engine.timeline().writeChromeTrace(tracePath);
   if (!error.empty())
     return Status(StatusCode::Io, error);
   std::fprintf(out, "timeline of the last step: %s\n", tracePath.c_str());
-  return Status();
+  std::fflush(out);
+  return ended;
 }
 
 Status gpipe::runtime::runImageTraining(Engine &engine, const ImageRun &run,
                                         std::FILE *out, std::FILE *progress) {
+  if (std::string error = checkWritable(run.tracePath); !error.empty())
+    return Status(StatusCode::Io, error);
   StatusOr<ImageDataset> train = loadFashionMnist(run.dataDir, true);
   if (!train.ok())
     return train.status();
@@ -41,16 +97,18 @@ Status gpipe::runtime::runImageTraining(Engine &engine, const ImageRun &run,
                (long long)imageStepsPerEpoch(engine, *train, run.options),
                (long long)engine.bundle().batch, idealBubble(engine.bundle()));
   std::fflush(out);
-  ConsoleReporter reporter(out, progress);
+  ConsoleReporter reporter(out, progress, run.stop);
   std::vector<int64_t> peak;
   Status status = trainImageClassifier(engine, *train, *test, *inputs,
                                        run.options, reporter, peak);
-  return status.ok() ? finish(engine, peak, run.tracePath, out) : status;
+  return finish(engine, peak, run.tracePath, out, status);
 }
 
 Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
                                        const TextRun &run, std::FILE *out,
                                        std::FILE *progress) {
+  if (std::string error = checkWritable(run.tracePath); !error.empty())
+    return Status(StatusCode::Io, error);
   StatusOr<TextCorpus> corpus = loadTextCorpus(run.corpusPath);
   if (!corpus.ok())
     return corpus.status();
@@ -83,12 +141,12 @@ Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
                entropy, entropy / M_LN2, windows,
                (long long)(int64_t(windows) * seq));
   std::fflush(out);
-  ConsoleReporter reporter(out, progress);
+  ConsoleReporter reporter(out, progress, run.stop);
   TextRunSummary summary;
   Status status =
       trainCharacterModel(engine, *corpus, seq, run.options, reporter, summary);
   if (!status.ok())
-    return status;
+    return finish(engine, summary.peakMemoryBytes, run.tracePath, out, status);
   double val = summary.validationLoss;
   std::fprintf(out,
                "after %lld steps (%lld characters) in %.1f s: validation loss "

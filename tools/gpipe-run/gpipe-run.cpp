@@ -157,6 +157,8 @@ static int fail(const std::string &message) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // SIGINT/SIGTERM stop training at a step boundary, files complete.
+  const std::atomic<int> &stop = rt::stopOnSignals();
   cl::HideUnrelatedOptions(
       {&pipelineOptions, &trainingOptions, &dataOptions, &outputOptions});
   cl::ParseCommandLineOptions(
@@ -222,7 +224,7 @@ int main(int argc, char **argv) {
   std::string title = "gpipe-run: " + modelPath;
   rt::Status status;
   if (text) {
-    rt::TextRun run{title, corpusPath, {}, tracePath};
+    rt::TextRun run{title, corpusPath, {}, tracePath, &stop};
     run.options.steps = maxSteps > 0 ? int64_t(maxSteps) : 1000;
     run.options.evalEvery = evalEvery;
     run.options.evalBatches = evalBatches;
@@ -231,7 +233,7 @@ int main(int argc, char **argv) {
     run.options.seed = seed;
     status = rt::runTextTraining(**engine, *seq, run, stdout, stderr);
   } else {
-    rt::ImageRun run{title, dataDir, {}, tracePath};
+    rt::ImageRun run{title, dataDir, {}, tracePath, &stop};
     run.options.epochs = epochs;
     run.options.maxStepsPerEpoch = maxSteps;
     run.options.learningRate = learningRate;
@@ -239,5 +241,9 @@ int main(int argc, char **argv) {
     run.options.shuffleSeed = seed;
     status = rt::runImageTraining(**engine, run, stdout, stderr);
   }
-  return status.ok() ? 0 : fail(status);
+  if (status.code() == rt::StatusCode::Cancelled)
+    llvm::errs() << "gpipe-run: " << status.message() << "\n";
+  else if (!status.ok())
+    fail(status);
+  return rt::exitStatusOf(status, stop);
 }

@@ -3,8 +3,8 @@
 // KernelApi's default attention: per example, the heads' products as one
 // strided GEMM batch each, and the row softmax with attention's causal mask.
 // Backends with a fused attention kernel override it. Pointers may be null
-// in the executor's placement dry run (nothing runs then), so offsets are
-// taken only from non-null pointers.
+// in the executor's placement check at creation (nothing runs then), so
+// offsets are taken only from non-null pointers.
 //
 //===----------------------------------------------------------------------===//
 

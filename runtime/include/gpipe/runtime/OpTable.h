@@ -184,22 +184,26 @@ inline std::optional<FusionKind> fusionNamed(std::string_view name) {
 template <class KindOf, class IdOf, class ResultOf>
 std::vector<FusionKind> chooseFusions(size_t n, KindOf kind, IdOf operand0,
                                       ResultOf result0) {
+  constexpr size_t kNone = ~size_t(0);
   std::vector<FusionKind> fusions(n, FusionKind::None);
-  std::optional<size_t> open; // the last op that may start a pair
+  size_t open = kNone; // the last op that may start a pair
+  OpKind openKind = OpKind::Param;
   for (size_t i = 0; i < n; ++i) {
     std::optional<OpKind> current = kind(i);
     if (current == OpKind::Param)
       continue;
-    if (open && current) {
-      FusionKind fusion = fusionOf(*kind(*open), *current);
-      int64_t linked = result0(*open);
+    if (open != kNone && current) {
+      FusionKind fusion = fusionOf(openKind, *current);
+      int64_t linked = result0(open);
       if (fusion != FusionKind::None && linked >= 0 && operand0(i) == linked) {
-        fusions[*open] = fusion;
-        open.reset();
+        fusions[open] = fusion;
+        open = kNone;
         continue;
       }
     }
-    open = current ? std::optional<size_t>(i) : std::nullopt;
+    open = current ? i : kNone;
+    if (current)
+      openKind = *current;
   }
   return fusions;
 }

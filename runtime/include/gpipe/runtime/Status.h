@@ -48,6 +48,9 @@ enum class StatusCode {
   Unavailable = 9,
   /// A peer or a device did not answer within its timeout.
   DeadlineExceeded = 10,
+  /// A run stopped on request (a signal) at a step boundary, its files
+  /// complete.
+  Cancelled = 11,
 };
 
 /// "invalid argument", "no such name", ... for messages and logs.

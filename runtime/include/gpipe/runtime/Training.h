@@ -64,6 +64,8 @@ public:
   virtual void onStep(const StepProgress &) {}
   virtual void onEpoch(const EpochReport &) {}
   virtual void onEvaluation(const TextEvaluation &) {}
+  /// Asked after every step: true stops the run there, with Cancelled.
+  virtual bool stopRequested() { return false; }
 };
 
 //===-- image classification

@@ -12,6 +12,7 @@
 
 #include "gpipe/runtime/Training.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -40,14 +41,18 @@ double idealBubble(const Bundle &bundle);
 /// line with an ETA there every 2 s.
 class ConsoleReporter final : public TrainingObserver {
 public:
-  ConsoleReporter(std::FILE *out, std::FILE *progress);
+  /// `stop`, when given, is polled after each step: nonzero stops the run.
+  ConsoleReporter(std::FILE *out, std::FILE *progress,
+                  const std::atomic<int> *stop = nullptr);
   void onStep(const StepProgress &progress) override;
   void onEpoch(const EpochReport &report) override;
   void onEvaluation(const TextEvaluation &evaluation) override;
+  bool stopRequested() override { return stop && stop->load() != 0; }
 
 private:
   void clearProgress();
   std::FILE *out, *progress;
+  const std::atomic<int> *stop;
   bool terminal;
   std::chrono::steady_clock::time_point last;
 };

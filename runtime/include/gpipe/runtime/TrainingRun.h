@@ -13,6 +13,7 @@
 
 #include "gpipe/runtime/TrainingReport.h"
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 
@@ -23,6 +24,8 @@ struct ImageRun {
   std::string dataDir; ///< the Fashion-MNIST IDX files
   ImageTrainingOptions options;
   std::string tracePath; ///< "" for none
+  /// Nonzero stops the run at the next step boundary (stopOnSignals).
+  const std::atomic<int> *stop = nullptr;
 };
 
 struct TextRun {
@@ -30,10 +33,23 @@ struct TextRun {
   std::string corpusPath;
   TextTrainingOptions options;
   std::string tracePath;
+  const std::atomic<int> *stop = nullptr;
 };
 
-/// Reports go to `out`, progress to `progress` when it is a terminal. A peak
-/// above the plan is FailedPrecondition, after the line that shows it.
+/// Installs handlers for SIGINT and SIGTERM that record the signal in the
+/// returned flag (the first one; a second of either ends the process as
+/// usual), so that a run stops at a step boundary with its files complete.
+const std::atomic<int> &stopOnSignals();
+
+/// The exit status of a run that ended with `status`: 0, 128 + the signal
+/// for a run stopped by one (130 for SIGINT, 143 for SIGTERM), 2 for an
+/// unavailable device, else 1.
+int exitStatusOf(const Status &status, const std::atomic<int> &stop);
+
+/// Checks first that the trace path can be written (a run must not train for
+/// an hour to fail at its end). Reports go to `out`, progress to `progress`
+/// when it is a terminal. A run stopped on request still writes the device
+/// memory line and the trace of its last step, then returns Cancelled.
 Status runImageTraining(Engine &engine, const ImageRun &run, std::FILE *out,
                         std::FILE *progress);
 /// `seq`: characterModelWindow(engine.bundle()).

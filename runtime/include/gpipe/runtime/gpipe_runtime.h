@@ -87,6 +87,9 @@ typedef enum gpipe_status_e {
   /* A peer or a device did not answer within its timeout; the message names
    * who waited for what. */
   GPIPE_ERROR_DEADLINE_EXCEEDED = 10,
+  /* A run stopped on request at a step boundary (gpipe-run on SIGINT or
+   * SIGTERM); what it wrote is complete. */
+  GPIPE_ERROR_CANCELLED = 11,
   /* Not a status: keeps the enum 32-bit and any int32 value defined, so that
    * gpipe_status_string may be asked about any value (found by UBSan). */
   GPIPE_STATUS_ENUM_MAX = 0x7fffffff
