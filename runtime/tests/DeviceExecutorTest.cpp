@@ -519,6 +519,24 @@ TEST(DeviceExecutor, RefusesAPlacementThatDoesNotFitTheProgram) {
   EXPECT_NE(error.find(named), std::string::npos) << error;
   EXPECT_NE(error.find("has no buffer for it"), std::string::npos) << error;
 
+  // Two buffers of one instruction that claim the same value.
+  Bundle twice = good;
+  std::vector<PlacedBuffer> &all = twice.memoryPlan.devices[1].buffers;
+  size_t a = 0, b = 0;
+  for (size_t i = 0; i < all.size() && !b; ++i)
+    for (size_t j = i + 1; j < all.size() && !b; ++j)
+      if (all[i].holdsValue() && all[j].holdsValue() &&
+          all[i].instr == all[j].instr)
+        a = i, b = j;
+  ASSERT_NE(b, 0u);
+  all[b].value = all[a].value;
+  error = create(twice);
+  EXPECT_NE(error.find("device 1: buffers #" + std::to_string(a) + " and #" +
+                       std::to_string(b) + " both hold value " +
+                       std::to_string(all[a].value)),
+            std::string::npos)
+      << error;
+
   Bundle unplanned = good;
   unplanned.memoryPlan = MemoryPlan();
   error = create(unplanned);

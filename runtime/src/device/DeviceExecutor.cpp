@@ -208,17 +208,25 @@ std::string DeviceExecutor::Impl::indexPlacement() {
       if (buffer.isScratch()) {
         at.scratch.push_back(&buffer);
       } else if (buffer.holdsValue()) {
-        for (const auto &[value, other] : at.values)
-          if (value == buffer.value)
-            return "device " + std::to_string(d) + ": buffers #" +
-                   std::to_string(other - buffers.data()) + " and #" +
-                   std::to_string(i) + " both hold value " +
-                   std::to_string(value) + " of instruction " +
-                   std::to_string(buffer.instr);
         at.values.emplace_back(int(buffer.value), &buffer);
       }
       // A send's copy (micro-batch -1, a value): the transport stages from
       // the value itself, so the executor leaves that room unused.
+    }
+    // Sorted by value for the lookups of every step; a value twice is an
+    // error.
+    for (size_t instr = 0; instr < byInstr.size(); ++instr) {
+      auto &values = byInstr[instr].values;
+      std::stable_sort(
+          values.begin(), values.end(),
+          [](const auto &a, const auto &b) { return a.first < b.first; });
+      for (size_t k = 1; k < values.size(); ++k)
+        if (values[k].first == values[k - 1].first)
+          return "device " + std::to_string(d) + ": buffers #" +
+                 std::to_string(values[k - 1].second - buffers.data()) +
+                 " and #" + std::to_string(values[k].second - buffers.data()) +
+                 " both hold value " + std::to_string(values[k].first) +
+                 " of instruction " + std::to_string(instr);
     }
   }
   return {};

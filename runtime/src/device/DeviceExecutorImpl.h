@@ -77,7 +77,8 @@ struct DeviceParameter {
 /// The compiler's buffers of one instruction of a device's training
 /// program: the value each holds, and the scratch of its ops in op order.
 struct InstrBuffers {
-  std::vector<std::pair<int, const PlacedBuffer *>> values; ///< value id
+  /// By value id, sorted.
+  std::vector<std::pair<int, const PlacedBuffer *>> values;
   std::vector<const PlacedBuffer *> scratch;
 };
 

@@ -29,21 +29,26 @@ char *DeviceExecutor::Impl::valueBuffer(unsigned device, int id,
                                         int64_t bytes) {
   const DeviceRun &run = runs[device];
   const InstrBuffers &buffers = placement[device][run.planInstr];
-  std::string where = "device " + std::to_string(device) + ": instruction " +
-                      std::to_string(run.planInstr) + " defines value " +
-                      std::to_string(id) + " (" + std::to_string(bytes) +
-                      " bytes) but the compiler's placement ";
-  for (const auto &[value, buffer] : buffers.values) {
-    if (value != id)
-      continue;
-    // A training step needs the planned bytes exactly; an evaluation chunk
-    // may have fewer rows than the micro-batch whose buffers it uses.
-    if (pass->evaluating ? bytes > buffer->bytes : bytes != buffer->bytes)
-      return misplaced(placementError,
-                       where + "gives it " + std::to_string(buffer->bytes));
-    return run.base ? run.base + buffer->offset : nullptr;
-  }
-  return misplaced(placementError, where + "has no buffer for it");
+  // The message is built only on a failure: this runs for every value.
+  auto where = [&] {
+    return "device " + std::to_string(device) + ": instruction " +
+           std::to_string(run.planInstr) + " defines value " +
+           std::to_string(id) + " (" + std::to_string(bytes) +
+           " bytes) but the compiler's placement ";
+  };
+  auto found =
+      std::lower_bound(buffers.values.begin(), buffers.values.end(), id,
+                       [](const std::pair<int, const PlacedBuffer *> &entry,
+                          int value) { return entry.first < value; });
+  if (found == buffers.values.end() || found->first != id)
+    return misplaced(placementError, where() + "has no buffer for it");
+  const PlacedBuffer &buffer = *found->second;
+  // A training step needs the planned bytes exactly; an evaluation chunk
+  // may have fewer rows than the micro-batch whose buffers it uses.
+  if (pass->evaluating ? bytes > buffer.bytes : bytes != buffer.bytes)
+    return misplaced(placementError,
+                     where() + "gives it " + std::to_string(buffer.bytes));
+  return run.base ? run.base + buffer.offset : nullptr;
 }
 
 char *DeviceExecutor::Impl::scratchBuffer(unsigned device, int64_t bytes) {
