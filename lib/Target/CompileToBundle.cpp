@@ -55,6 +55,9 @@ LogicalResult gpipe::compileFileToBundle(StringRef path,
   DialectRegistry registry;
   registry.insert<GPipeDialect>();
   MLIRContext context(registry);
+  // A tool's user wants the error and its location, not the model printed
+  // after each one (gpipe-opt keeps mlir-opt's default).
+  context.printOpOnDiagnostic(false);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());

@@ -13,6 +13,7 @@
 
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Target/CompileToBundle.h"
+#include "gpipe/Tools/CountParser.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/TrainingRun.h"
 #ifdef GPIPE_HAVE_CUDA
@@ -41,13 +42,12 @@ static cl::OptionCategory outputOptions("Output");
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"),
                                       cl::cat(pipelineOptions));
-static cl::opt<unsigned> numStages("stages", cl::init(4),
-                                   cl::desc("pipeline stages K (devices)"),
-                                   cl::cat(pipelineOptions));
-static cl::opt<unsigned>
-    numMicrobatches("microbatches", cl::init(8),
-                    cl::desc("micro-batches M per mini-batch"),
-                    cl::cat(pipelineOptions));
+static gpipe::Count numStages("stages", cl::init(4),
+                              cl::desc("pipeline stages K (devices)"),
+                              cl::cat(pipelineOptions));
+static gpipe::Count numMicrobatches("microbatches", cl::init(8),
+                                    cl::desc("micro-batches M per mini-batch"),
+                                    cl::cat(pipelineOptions));
 static cl::opt<gpipe::RematPolicy> remat(
     "remat", cl::desc("rematerialisation policy"),
     cl::init(gpipe::RematPolicy::Full),
@@ -77,15 +77,15 @@ static cl::opt<std::string>
                cl::desc("cpu, cuda (a GPU per stage, shared when there are "
                         "fewer) or host-emulation"),
                cl::cat(pipelineOptions));
-static cl::opt<unsigned>
+static gpipe::Count
     timeoutMs("timeout-ms", cl::init(60000),
               cl::desc("how long a device waits for a peer before failing"),
               cl::cat(pipelineOptions));
 
-static cl::opt<unsigned> epochs("epochs", cl::init(10),
-                                cl::desc("passes over the training set"),
-                                cl::cat(trainingOptions));
-static cl::opt<unsigned> maxSteps(
+static gpipe::Count epochs("epochs", cl::init(10),
+                           cl::desc("passes over the training set"),
+                           cl::cat(trainingOptions));
+static gpipe::Count maxSteps(
     "max-steps", cl::init(0),
     cl::desc("images: stop each epoch after this many steps (0: the whole "
              "set); text: the number of training steps (0: 1000)"),
@@ -128,11 +128,11 @@ static cl::opt<std::string>
     corpusPath("corpus", cl::init("/usr/share/games/fortunes"),
                cl::desc("text corpus: a directory of fortune files or a file"),
                cl::cat(dataOptions));
-static cl::opt<unsigned>
+static gpipe::Count
     evalEvery("eval-every", cl::init(100),
               cl::desc("text: validation loss every this many steps"),
               cl::cat(dataOptions));
-static cl::opt<unsigned> evalBatches(
+static gpipe::Count evalBatches(
     "eval-batches", cl::init(8),
     cl::desc("text: validation batches per evaluation (0: every window)"),
     cl::cat(dataOptions));
