@@ -19,6 +19,13 @@ using namespace gpipe::runtime::device;
 // Ops
 //===----------------------------------------------------------------------===//
 
+/// The bytes of the state `op` saves with its result 0 (OpTable.h).
+static std::vector<int64_t> savedBytes(const Op &op, const DeviceValue &x) {
+  SavedState state =
+      savedStateOf(op.kind, x.shape.data(), x.shape.size(), op.heads);
+  return std::vector<int64_t>(state.bytes, state.bytes + state.count);
+}
+
 std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
                                           const Op &op, size_t index,
                                           bool backward) {
@@ -46,11 +53,8 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   static const DeviceValue kNoOperand;
   const DeviceValue &x0 = in.empty() ? kNoOperand : *in[0];
   std::vector<int64_t> extra;
-  if (!in.empty()) {
-    SavedState state = savedStateOf(op.kind, in[0]->shape.data(),
-                                    in[0]->shape.size(), op.heads);
-    extra.assign(state.bytes, state.bytes + state.count);
-  }
+  if (!in.empty())
+    extra = savedBytes(op, *in[0]);
   for (size_t r = 0; r < op.results.size(); ++r) {
     int id = op.results[r];
     if (DeviceParameter *param = fused(r)) {
@@ -281,13 +285,6 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     break;
   }
   return {};
-}
-
-/// The bytes of the state `op` saves with its result 0 (OpTable.h).
-static std::vector<int64_t> savedBytes(const Op &op, const DeviceValue &x) {
-  SavedState state =
-      savedStateOf(op.kind, x.shape.data(), x.shape.size(), op.heads);
-  return std::vector<int64_t>(state.bytes, state.bytes + state.count);
 }
 
 std::string DeviceExecutor::Impl::issueFused(unsigned device, unsigned m,
