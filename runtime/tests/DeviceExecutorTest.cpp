@@ -29,6 +29,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <new>
 #include <random>
 #include <set>
 #include <tuple>
@@ -326,6 +327,25 @@ TEST(DeviceExecutorTimeline, OneEventPerInstruction) {
 /// A producer on one stream, a copy on another: with the event the copy
 /// always sees the data; without it, some interleaving copies it too early.
 /// This is what makes the executor tests above sensitive to a missing event.
+// A device that does not fit in host memory is an error that names it, not
+// an abort (LLVM's tools install a new-handler that would abort in new).
+TEST(HostBackend, AllocationThatCannotBeMetIsAnError) {
+  const int64_t huge = int64_t(1) << 61;
+  void *memory = &memory;
+  // As LLVM's tools do: operator new, even nothrow, would now abort.
+  std::new_handler previous = std::set_new_handler([] { std::abort(); });
+  CpuBackend cpu(2);
+  EXPECT_EQ(cpu.allocate(1, huge, &memory),
+            "device 1: out of memory: cannot allocate " + std::to_string(huge) +
+                " bytes of host memory");
+  EXPECT_EQ(memory, nullptr);
+  HostBackend host(2, 1);
+  EXPECT_EQ(host.allocate(0, huge, &memory),
+            "device 0: out of memory: cannot allocate " + std::to_string(huge) +
+                " bytes");
+  std::set_new_handler(previous);
+}
+
 TEST(HostBackend, MissingEventIsCaughtByTheInterleaving) {
   auto run = [](uint64_t seed, bool withEvent) {
     HostBackend backend(2, seed);
