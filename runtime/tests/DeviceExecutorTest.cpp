@@ -395,6 +395,29 @@ TEST(DeviceExecutor, StepsInterleaveTheStreams) {
   EXPECT_GT(backend.streamSwitches(), backend.tasksRun() / 4);
 }
 
+// Every input copy of a step reads the backend's staging memory (page-locked
+// on CUDA), not the caller's batch: on a GPU a copy from pageable memory
+// would stall the one thread that issues all devices' programs. Evaluation
+// on more rows than the training batch grows the staging.
+TEST(DeviceExecutor, InputsAreCopiedFromStagingMemory) {
+  const unsigned m = 4;
+  auto executor =
+      makeDeviceExecutor(bundleOf(Model::Mlp, 2, m, RematPolicy::None), 5, {});
+  ASSERT_TRUE(executor);
+  auto &backend = static_cast<HostBackend &>(executor->backend());
+  for (uint64_t seed : {1u, 2u}) {
+    StepResult step = executor->trainStep(batchOf(Model::Mlp, seed));
+    ASSERT_TRUE(step.ok()) << step.error;
+    EXPECT_EQ(backend.unstagedCopies(), 0);
+    EXPECT_EQ(backend.stagedCopies(), 2 * m) << "images and labels";
+  }
+  EvalResult eval =
+      executor->evaluate(batchOf(Model::Mlp, 3 * kBatch, 9), 3 * kBatch);
+  ASSERT_TRUE(eval.ok()) << eval.error;
+  EXPECT_EQ(backend.unstagedCopies(), 0);
+  EXPECT_GT(backend.stagedCopies(), 0);
+}
+
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//

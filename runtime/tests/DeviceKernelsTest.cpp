@@ -16,9 +16,9 @@
 //     (entries that cancel to near zero get the buffer's scale).
 // Exact: dropout's mask, output and gradient, embedding's rows.
 // The CPU uses vectorized exp/tanh approximations and lane-split float sums,
-// the device functors libm and sequential (double, along rows) sums, so a
-// few ulp are expected; the worst errors seen are printed at the end of the
-// run.
+// the device functors libm and sums over 32 lanes combined by a butterfly
+// (run here as the GPU's warp runs it), so a few ulp are expected; the worst
+// errors seen are printed at the end of the run.
 //
 // All randomness comes from std::mt19937_64 with fixed seeds.
 //
@@ -65,6 +65,14 @@ public:
     ++launches;
     for (int64_t i = 0; i < n; ++i)
       f(i);
+  }
+  template <class F> void forEachRow(StreamId s, int64_t rows, const F &f) {
+    static_assert(std::is_trivially_copyable_v<F>);
+    EXPECT_EQ(s, kStream);
+    EXPECT_GT(rows, 0) << "KernelsByFunctor launched no rows";
+    ++launches;
+    for (int64_t r = 0; r < rows; ++r)
+      kernels::runRowOnHost(f, r);
   }
   void gemm(StreamId, const GemmBatch &) override {
     ADD_FAILURE() << "gemm is not KernelsByFunctor's";
@@ -430,7 +438,65 @@ TEST(DeviceKernels, Embedding) {
                     s.cols);
     cpu::embeddingBackward(ids.data(), dy.data(), dtableRef.data(), s.rows,
                            s.cols);
-    EXPECT_TRUE(closeReduced("embeddingGrad", dtable, dtableRef));
+    // Deterministic and in the CPU's order: the same bits.
+    EXPECT_EQ(dtable, dtableRef);
+  }
+}
+
+/// A row kernel that hands each lane's view of the combined values back:
+/// pass 0 sums the row, pass 1 takes its maximum.
+struct LaneProbe {
+  const float *x;
+  float *sums, *maxima; ///< [row][lane]
+  int64_t cols;
+
+  using Value = float;
+  static constexpr int kPasses = 2;
+  static kernels::Combine combineOf(int pass) {
+    return pass == 0 ? kernels::Combine::Sum : kernels::Combine::Max;
+  }
+  float partial(int pass, int64_t r, int lane, const float *) const {
+    float acc = pass == 0 ? 0.0f : -INFINITY;
+    for (int64_t j = lane; j < cols; j += kernels::kRowLanes)
+      acc = pass == 0 ? acc + x[r * cols + j] : std::max(acc, x[r * cols + j]);
+    return acc;
+  }
+  void finish(int64_t r, int lane, const float *done) const {
+    sums[r * kernels::kRowLanes + lane] = done[0];
+    maxima[r * kernels::kRowLanes + lane] = done[1];
+  }
+};
+
+// Every lane of a row gets the same combined value (what lets the CUDA
+// kernels use any lane's copy), equal to the row's sum and maximum; rows
+// narrower than the lanes leave the idle lanes' identities out.
+TEST(DeviceKernels, RowLanesAllSeeTheCombinedRow) {
+  std::mt19937_64 rng(21);
+  for (int64_t cols : {1, 3, 31, 32, 33, 100, 1000}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const int64_t rows = 3;
+    Floats x = randomFloats(rng, rows * cols, -50.0f, 50.0f);
+    Floats sums(rows * kernels::kRowLanes), maxima(sums.size());
+    LaneProbe probe{x.data(), sums.data(), maxima.data(), cols};
+    for (int64_t r = 0; r < rows; ++r)
+      kernels::runRowOnHost(probe, r);
+    for (int64_t r = 0; r < rows; ++r) {
+      double exact = 0.0;
+      float maximum = -INFINITY;
+      for (int64_t j = 0; j < cols; ++j) {
+        exact += x[r * cols + j];
+        maximum = std::max(maximum, x[r * cols + j]);
+      }
+      for (int lane = 0; lane < kernels::kRowLanes; ++lane) {
+        EXPECT_EQ(sums[r * kernels::kRowLanes + lane],
+                  sums[r * kernels::kRowLanes])
+            << "row " << r << " lane " << lane;
+        EXPECT_EQ(maxima[r * kernels::kRowLanes + lane], maximum)
+            << "row " << r << " lane " << lane;
+      }
+      EXPECT_NEAR(sums[r * kernels::kRowLanes], exact,
+                  1e-5 * 50.0 * double(cols));
+    }
   }
 }
 
@@ -627,6 +693,7 @@ TEST(DeviceKernels, EmptyCallsLaunchNothingButTheLossMeans) {
                         nullptr, 5, 5); // both outputs null
   k.embedding(kStream, nullptr, nullptr, nullptr, 0, 5);
   k.embeddingGrad(kStream, nullptr, nullptr, nullptr, 5, 0);
+  k.embeddingGrad(kStream, nullptr, nullptr, nullptr, 0, 5);
   k.dropout(kStream, nullptr, nullptr, nullptr, 0, 5, 0.5f, 1, 1, 0);
   k.dropoutGrad(kStream, nullptr, nullptr, nullptr, 0, 0.5f);
   k.softmaxCrossEntropyGrad(kStream, nullptr, nullptr, 1.0f, nullptr, 0, 5);

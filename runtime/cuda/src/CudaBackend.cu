@@ -29,6 +29,32 @@ template <class F> __global__ void forEachKernel(F f, int64_t n) {
     f(i);
 }
 
+/// Row kernels (DeviceKernels.h's "rows"): a warp per row, striding over the
+/// grid's warps; the lanes combine their partials with the butterfly of
+/// kernels::runRowOnHost. Every lane of a warp takes the same rows, so the
+/// full-mask shuffles see all 32 lanes.
+template <class F> __global__ void forEachRowKernel(F f, int64_t rows) {
+  using gpipe::runtime::device::kernels::combineValues;
+  using gpipe::runtime::device::kernels::kRowLanes;
+  static_assert(kRowLanes == 32, "a row is a warp");
+  const int lane = int(threadIdx.x) % kRowLanes;
+  const int64_t warpsPerBlock = blockDim.x / kRowLanes;
+  const int64_t stride = warpsPerBlock * gridDim.x;
+  for (int64_t row = int64_t(blockIdx.x) * warpsPerBlock +
+                     int64_t(threadIdx.x) / kRowLanes;
+       row < rows; row += stride) {
+    typename F::Value done[F::kPasses];
+    for (int pass = 0; pass < F::kPasses; ++pass) {
+      typename F::Value v = f.partial(pass, row, lane, done);
+      for (int offset = kRowLanes / 2; offset > 0; offset /= 2)
+        v = combineValues(F::combineOf(pass), v,
+                          __shfl_xor_sync(0xffffffffu, v, offset));
+      done[pass] = v;
+    }
+    f.finish(row, lane, done);
+  }
+}
+
 class CudaBackend final : public KernelsByFunctor<CudaBackend, DeviceBackend> {
 public:
   CudaBackend(CudaBackendOptions options, std::vector<GpuInfo> gpus,
@@ -52,9 +78,24 @@ public:
     note(cudaGetLastError(), "a kernel launch", s);
   }
 
+  template <class F> void forEachRow(StreamId s, int64_t rows, const F &f) {
+    if (rows <= 0)
+      return;
+    const int threads = 256; // 8 rows per block
+    const int64_t rowsPerBlock =
+        threads / gpipe::runtime::device::kernels::kRowLanes;
+    const int64_t wanted = (rows + rowsPerBlock - 1) / rowsPerBlock;
+    const int64_t blocks = std::min<int64_t>(wanted, int64_t(sms(s)) * 16);
+    if (!setDevice(s))
+      return;
+    forEachRowKernel<<<unsigned(blocks), threads, 0, streams[s]>>>(f, rows);
+    note(cudaGetLastError(), "a row kernel launch", s);
+  }
+
   std::string describe() const override;
   unsigned numDevices() const override { return options.numDevices; }
   std::string allocate(unsigned device, int64_t bytes, void **pointer) override;
+  std::string allocateStaging(int64_t bytes, void **pointer) override;
   StreamId computeStream(unsigned device) override { return 2 * device; }
   StreamId copyStream(unsigned device) override { return 2 * device + 1; }
   EventId recordEvent(StreamId stream) override;
@@ -105,6 +146,7 @@ private:
   std::vector<cudaStream_t> streams;
   std::vector<std::unique_ptr<CublasGemm>> blas; ///< per pipeline device
   std::vector<void *> allocations;
+  std::vector<void *> stagingBlocks; ///< page-locked host memory
   /// Events recorded since the last synchronize, and the free ones, per GPU.
   std::vector<cudaEvent_t> events;
   std::vector<int> eventGpu;
@@ -127,6 +169,8 @@ CudaBackend::~CudaBackend() {
       (void)cudaEventDestroy(event);
   for (void *p : allocations)
     (void)cudaFree(p);
+  for (void *p : stagingBlocks)
+    (void)cudaFreeHost(p);
   for (size_t s = 0; s < streams.size(); ++s)
     if (streams[s]) {
       (void)cudaSetDevice(gpuOfStream(StreamId(s)));
@@ -197,6 +241,24 @@ std::string CudaBackend::allocate(unsigned device, int64_t bytes,
            std::to_string(bytes) + " bytes failed: " + cudaErrorText(int(err));
   }
   allocations.push_back(*pointer);
+  return {};
+}
+
+std::string CudaBackend::allocateStaging(int64_t bytes, void **pointer) {
+  *pointer = nullptr;
+  if (bytes <= 0)
+    return {};
+  // Portable: page-locked for every GPU's copies, not only the current one's.
+  cudaError_t err =
+      cudaHostAlloc(pointer, size_t(bytes), cudaHostAllocPortable);
+  if (err != cudaSuccess) {
+    *pointer = nullptr;
+    (void)cudaGetLastError();
+    return "cudaHostAlloc of " + std::to_string(bytes) +
+           " bytes of page-locked staging memory failed: " +
+           cudaErrorText(int(err));
+  }
+  stagingBlocks.push_back(*pointer);
   return {};
 }
 
@@ -315,6 +377,9 @@ std::string CudaBackend::synchronize(std::chrono::milliseconds timeout) {
         note(err, "the stream's work", s);
         break;
       }
+      // cudaErrorNotReady is only an answer, but the runtime also keeps it as
+      // the thread's last error: the next launch check would report it.
+      (void)cudaGetLastError();
       if (Clock::now() > deadline) {
         if (firstError.empty())
           firstError = streamName(s) + " did not finish within " +

@@ -341,6 +341,23 @@ void CpuBackend::columnSums(StreamId s, const float *x, float *sums,
         sums[c] += x[r * cols + c];
   });
 }
+void CpuBackend::layerNormGradInput(StreamId s, const float *dy, const float *x,
+                                    const float *gamma, const float *mean,
+                                    const float *rstd, float *dx, int64_t rows,
+                                    int64_t cols) {
+  if (rows > 0 && cols > 0)
+    enqueue(s, [=] {
+      cpu::layerNormBackward(dy, x, gamma, mean, rstd, dx, nullptr, nullptr,
+                             rows, cols);
+    });
+}
+// Row by row, as the device's column-per-item kernel adds: each table entry
+// gets its contributions in the same order, so the same bits.
+void CpuBackend::embeddingGrad(StreamId s, const int32_t *ids, const float *dy,
+                               float *dtable, int64_t n, int64_t width) {
+  if (n > 0 && width > 0)
+    enqueue(s, [=] { cpu::embeddingBackward(ids, dy, dtable, n, width); });
+}
 void CpuBackend::optimizerStep(StreamId s, const OptimizerConfig &config,
                                float *params, const float *grads,
                                float *const *slots, int64_t n, int64_t step) {

@@ -13,6 +13,7 @@
 #include "gpipe/runtime/device/KernelsByFunctor.h"
 
 #include <algorithm>
+#include <cstring>
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
@@ -24,6 +25,7 @@ class NullBackend final : public KernelsByFunctor<NullBackend, DeviceBackend> {
 public:
   explicit NullBackend(unsigned devices) : devices(devices) {}
   template <class F> void forEach(StreamId, int64_t, const F &) {}
+  template <class F> void forEachRow(StreamId, int64_t, const F &) {}
   std::string describe() const override { return "placement check"; }
   unsigned numDevices() const override { return devices; }
   std::string allocate(unsigned, int64_t, void **pointer) override {
@@ -34,6 +36,10 @@ public:
   StreamId copyStream(unsigned d) override { return 2 * d + 1; }
   EventId recordEvent(StreamId) override { return 0; }
   void waitEvent(StreamId, EventId) override {}
+  std::string allocateStaging(int64_t, void **pointer) override {
+    *pointer = nullptr;
+    return {};
+  }
   void copyToDevice(StreamId, void *, const void *, int64_t) override {}
   void copyToHost(StreamId, void *, const void *, int64_t) override {}
   void copyBetweenDevices(StreamId, void *, unsigned, const void *, unsigned,
@@ -243,13 +249,51 @@ std::string DeviceExecutor::Impl::verifyPass(const IssuePass &toCheck) {
   return error.empty() ? placementError : error;
 }
 
+std::string DeviceExecutor::Impl::stageInputs(const Batch &batch) {
+  // The previous pass has been synchronized, so its copies have read their
+  // staging bytes: one buffer for the whole batch suffices (a second one
+  // would pay only once steps overlap, and issue waits for none).
+  constexpr int64_t kAlign = 64;
+  int64_t needed = 0;
+  for (const auto &entry : batch)
+    needed += (entry.second.numElements() * 4 + kAlign - 1) / kAlign * kAlign;
+  inputSource.clear();
+  if (!stagesNothing && needed > stagingBytes) {
+    void *fresh = nullptr;
+    std::string error = backend->allocateStaging(needed, &fresh);
+    if (!error.empty())
+      return error;
+    staging = static_cast<char *>(fresh);
+    stagingBytes = fresh ? needed : 0;
+    stagesNothing = !fresh;
+  }
+  int64_t at = 0;
+  for (const auto &[name, tensor] : batch) {
+    const char *src = tensor.type == ElementType::F32
+                          ? reinterpret_cast<const char *>(tensor.f32.data())
+                          : reinterpret_cast<const char *>(tensor.i32.data());
+    const int64_t bytes = tensor.numElements() * 4;
+    if (!staging) {
+      inputSource[name] = src;
+      continue;
+    }
+    std::memcpy(staging + at, src, size_t(bytes));
+    inputSource[name] = staging + at;
+    at += (bytes + kAlign - 1) / kAlign * kAlign;
+  }
+  return {};
+}
+
 std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
                                           const Batch &batch) {
   issue = backend.get();
   transfer = transport.get();
   pass = &toRun;
   recordTimeline = config.recordTimeline;
-  std::string error = issueStep(&batch, false);
+  std::string error = stageInputs(batch);
+  if (!error.empty())
+    return error;
+  error = issueStep(&batch, false);
   if (toRun.evaluating)
     return error; // copyEvaluationOutputs took the losses
   const unsigned numMicrobatches = toRun.rows.size();

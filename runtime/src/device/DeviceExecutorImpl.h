@@ -145,6 +145,13 @@ struct DeviceExecutor::Impl {
   float *lossSlots = nullptr; ///< M floats on the last device
   std::vector<float> hostLosses;
   int64_t steps = 0;
+  /// The backend's staging memory (DeviceBackend::allocateStaging) and,
+  /// during a pass, where each input of the batch is read from: its copy
+  /// there, or the caller's memory when the backend stages nothing.
+  char *staging = nullptr;
+  int64_t stagingBytes = 0;
+  bool stagesNothing = false;
+  std::map<std::string, const char *> inputSource;
 
   // Per step.
   DeviceBackend *issue = nullptr; ///< the backend, or the dry run's
@@ -178,6 +185,9 @@ struct DeviceExecutor::Impl {
   /// Issues `pass` against a backend that runs nothing: every buffer it
   /// asks for must be in the compiler's placement, large enough.
   std::string verifyPass(const IssuePass &pass);
+  /// Copies the batch's inputs into staging memory (grown as needed) and
+  /// fills inputSource.
+  std::string stageInputs(const Batch &batch);
   /// Issues and runs `pass` on `batch`; "" or the first error.
   std::string runPass(const IssuePass &pass, const Batch &batch);
   /// The last stage's forward of an evaluation chunk: its loss and the loss

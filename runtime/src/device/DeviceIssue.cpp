@@ -127,11 +127,8 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
       if (batch) {
         const HostTensor &host = batch->at(instr.inputName);
         int64_t perRow = host.numElements() / host.shape[0];
-        const void *src = host.type == ElementType::F32
-                              ? static_cast<const void *>(host.f32.data())
-                              : static_cast<const void *>(host.i32.data());
         issue->copyToDevice(compute(device), value.data,
-                            static_cast<const char *>(src) +
+                            inputSource.at(instr.inputName) +
                                 pass->offsets[m] * perRow * 4,
                             value.numElements() * 4);
       }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <new>
+#include <utility>
 
 using namespace gpipe::runtime::device;
 
@@ -48,6 +49,30 @@ std::string HostBackend::allocate(unsigned device, int64_t bytes,
   return {};
 }
 
+std::string HostBackend::allocateStaging(int64_t bytes, void **pointer) {
+  *pointer = nullptr;
+  if (bytes < 0)
+    return "allocateStaging: negative size " + std::to_string(bytes);
+  HostBlock block = allocateHostBlock(bytes, 256);
+  if (!block.aligned)
+    return "out of memory: cannot allocate " + std::to_string(bytes) +
+           " bytes of staging memory";
+  stagingBlocks.emplace_back(block.aligned, bytes);
+  *pointer = block.aligned;
+  allocations.push_back(std::move(block));
+  return {};
+}
+
+void HostBackend::copyToDevice(StreamId s, void *dst, const void *hostSrc,
+                               int64_t bytes) {
+  const char *src = static_cast<const char *>(hostSrc);
+  bool fromStaging = false;
+  for (const auto &[begin, size] : stagingBlocks)
+    fromStaging |= src >= begin && src + bytes <= begin + size;
+  ++(fromStaging ? pendingStaged : pendingUnstaged);
+  HostStreamBackend::copyToDevice(s, dst, hostSrc, bytes);
+}
+
 void HostBackend::enqueue(StreamId stream, std::function<void()> work) {
   streams.at(stream).push_back({Task::Run, std::move(work), 0});
 }
@@ -73,6 +98,8 @@ void HostBackend::waitEvent(StreamId stream, EventId event) {
 std::string HostBackend::synchronize(std::chrono::milliseconds) {
   switches = 0;
   ran = 0;
+  unstaged = std::exchange(pendingUnstaged, 0);
+  staged = std::exchange(pendingStaged, 0);
   StreamId previous = StreamId(-1);
   std::vector<StreamId> ready;
   for (;;) {

@@ -43,6 +43,11 @@ public:
   std::string describe() const override;
   unsigned numDevices() const override { return devices; }
   std::string allocate(unsigned device, int64_t bytes, void **pointer) override;
+  /// None: the workers copy from the caller's memory as fast.
+  std::string allocateStaging(int64_t, void **pointer) override {
+    *pointer = nullptr;
+    return {};
+  }
   StreamId computeStream(unsigned device) override { return 2 * device; }
   StreamId copyStream(unsigned device) override { return 2 * device + 1; }
   EventId recordEvent(StreamId stream) override;
@@ -68,12 +73,18 @@ public:
   void layerNorm(StreamId s, const float *x, const float *gamma,
                  const float *beta, float *y, float *mean, float *rstd,
                  int64_t rows, int64_t cols, float epsilon) override;
+  void layerNormGradInput(StreamId s, const float *dy, const float *x,
+                          const float *gamma, const float *mean,
+                          const float *rstd, float *dx, int64_t rows,
+                          int64_t cols) override;
   void biasActivation(StreamId s, const float *bias, float *h, float *y,
                       int64_t rows, int64_t cols, Activation act) override;
   void addLayerNorm(StreamId s, const float *a, const float *b, float *sum,
                     const float *gamma, const float *beta, float *y,
                     float *mean, float *rstd, int64_t rows, int64_t cols,
                     float epsilon) override;
+  void embeddingGrad(StreamId s, const int32_t *ids, const float *dy,
+                     float *dtable, int64_t n, int64_t width) override;
   void dropout(StreamId s, const float *x, float *y, uint8_t *mask,
                int64_t rows, int64_t cols, float rate, uint64_t seed,
                uint64_t step, int64_t rowOffset) override;

@@ -53,6 +53,14 @@ public:
   /// The event must have been recorded already (in issue order).
   virtual void waitEvent(StreamId stream, EventId event) = 0;
 
+  /// Host memory that copies to the devices read asynchronously, for the
+  /// executor to stage each step's inputs in: page-locked on CUDA, where a
+  /// copy from pageable memory makes the issuing thread wait until the stream
+  /// reaches it (and one thread issues every device's program). Sets
+  /// *pointer = nullptr when the backend copies as fast from any host memory
+  /// (the CPU threads); "" or an error. Valid until the backend is destroyed.
+  virtual std::string allocateStaging(int64_t bytes, void **pointer) = 0;
+
   virtual void copyToDevice(StreamId s, void *dst, const void *hostSrc,
                             int64_t bytes) = 0;
   /// `hostDst` must stay valid until `synchronize` returns.

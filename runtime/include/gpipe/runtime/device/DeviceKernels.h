@@ -6,20 +6,18 @@
 // with nvcc (`__host__ __device__`, launched by the CUDA backend as a
 // grid-stride loop), so the host tests check the arithmetic the GPU runs.
 //
-// A work item is an element for element-wise kernels, a row for row
-// reductions (softmax, layer norm) and a column for column reductions
-// (columnSums, layerNormGradParams: a loop over rows, deterministic, no
-// atomics). The losses' means are single-item functors (n = 1) that run after
-// the per-row work on the same stream; embeddingGrad is the only kernel with
-// atomics (repeated ids), on the device only.
+// A work item is an element for element-wise kernels and a column for column
+// reductions (columnSums, layerNormGradParams, embeddingGrad: a loop over
+// rows in the CPU's order, deterministic, no atomics). Row reductions
+// (softmax, layer norm, the losses' means) are row kernels: kRowLanes lanes
+// share a row -- a warp on the GPU -- and combine their partial sums in a
+// fixed butterfly order (see "rows" below), on the GPU and on the host alike.
 //
 // The formulas are those of CpuKernels.cpp and Optimizers.cpp: libm calls
 // (expf, tanhf, sqrtf) instead of the CPU's vectorized approximations, so
 // results agree to a few ulp, not bit for bit -- except dropout's mask,
-// which is the same hash (DropoutHash.h) and therefore identical. A row's
-// sums (softmax, layer norm) run sequentially in one work item, so they
-// accumulate in double, where the CPU splits them over float lanes; column
-// sums add row by row in float, in the CPU's order.
+// which is the same hash (DropoutHash.h) and therefore identical, and the
+// column reductions, which add in the CPU's order.
 //
 // Functors must stay trivially copyable (no virtuals, no owning members):
 // they are CUDA kernel arguments. KernelsByFunctor checks it.
@@ -33,16 +31,6 @@
 
 #include <cmath>
 #include <cstdint>
-
-/// dst += v from concurrent work items: atomicAdd on the device; the host
-/// backend runs work items one at a time.
-#ifndef GPIPE_ATOMIC_ADD
-#ifdef __CUDA_ARCH__
-#define GPIPE_ATOMIC_ADD(ptr, v) atomicAdd((ptr), (v))
-#else
-#define GPIPE_ATOMIC_ADD(ptr, v) (*(ptr) += (v))
-#endif
-#endif
 
 namespace gpipe::runtime::device::kernels {
 
@@ -64,24 +52,8 @@ GPIPE_HD inline float rowMax(const float *x, int64_t n) {
   return m;
 }
 
-/// y[0, n) = softmax(x[0, n)), max-shifted; x and y may be the same buffer.
-/// Returns the log-partition log(sum(exp(x - max))) + max.
-GPIPE_HD inline float softmaxRow(const float *x, float *y, int64_t n) {
-  float m = rowMax(x, n);
-  double sum = 0.0;
-  for (int64_t j = 0; j < n; ++j) {
-    float e = ::expf(x[j] - m);
-    sum += e;
-    y[j] = e;
-  }
-  float s = static_cast<float>(sum);
-  float inv = 1.0f / s;
-  for (int64_t j = 0; j < n; ++j)
-    y[j] *= inv;
-  return ::logf(s) + m;
-}
-
-/// The log-partition of softmaxRow without writing anything.
+/// log(sum(exp(x - max))) + max of x[0, n), sequentially (the losses' rare
+/// fallback for a probability that underflowed).
 GPIPE_HD inline float logPartition(const float *x, int64_t n) {
   float m = rowMax(x, n);
   double sum = 0.0;
@@ -200,23 +172,130 @@ struct ColumnSums {
   }
 };
 
-//===-- rows: item = row --------------------------------------------------===//
+//===-- rows: kRowLanes lanes per row ------------------------------------===//
+//
+// A row kernel F runs with kRowLanes lanes per row; lane l handles columns
+// l, l + kRowLanes, ... For each of its F::kPasses passes, every lane computes
+// F::partial over its columns (given the results of the earlier passes), the
+// lanes' partials are combined (F::combineOf: Sum or Max) and every lane gets
+// the result; then each lane writes its columns (F::finish). partial may write
+// the lane's own columns, which only that lane reads again.
+//
+// The combination is a butterfly: for offset = 16, 8, 4, 2, 1, lane l takes
+// combine(v[l], v[l ^ offset]). Addition being commutative, every lane ends
+// with the same value, and the order of the additions is fixed: the CUDA
+// backend does it with __shfl_xor_sync, the host backends with runRowOnHost,
+// so both add in the same order (deterministic on the GPU too).
 
-/// With causalSeq > 0, row r only sees columns [0, r % causalSeq] and the
-/// rest get probability 0.
+constexpr int kRowLanes = 32;
+
+enum class Combine { Sum, Max };
+
+template <class T> GPIPE_HD inline T combineValues(Combine how, T a, T b) {
+  return how == Combine::Sum ? a + b : (b > a ? b : a);
+}
+
+/// Two-step layer norm of one row, shared by LayerNorm and AddLayerNorm:
+/// pass 0 sums the row (its mean), pass 1 the squared deviations from that
+/// mean (a row with a large offset keeps its digits), as the CPU does.
+struct LayerNormRow {
+  GPIPE_HD static float partial(int pass, const float *xr, int lane,
+                                int64_t cols, const float *done) {
+    float acc = 0.0f;
+    if (pass == 0) {
+      for (int64_t j = lane; j < cols; j += kRowLanes)
+        acc += xr[j];
+      return acc;
+    }
+    const float mu = meanOf(done, cols);
+    for (int64_t j = lane; j < cols; j += kRowLanes) {
+      float d = xr[j] - mu;
+      acc += d * d;
+    }
+    return acc;
+  }
+  GPIPE_HD static float meanOf(const float *done, int64_t cols) {
+    return done[0] / static_cast<float>(cols);
+  }
+  GPIPE_HD static void finish(const float *xr, const float *gamma,
+                              const float *beta, float *yr, float *mean,
+                              float *rstd, int lane, int64_t cols,
+                              float epsilon, const float *done) {
+    const float mu = meanOf(done, cols);
+    const float var = done[1] * (1.0f / static_cast<float>(cols));
+    const float rs = 1.0f / ::sqrtf(var + epsilon);
+    if (lane == 0) {
+      *mean = mu;
+      *rstd = rs;
+    }
+    for (int64_t j = lane; j < cols; j += kRowLanes)
+      yr[j] = (xr[j] - mu) * rs * gamma[j] + beta[j];
+  }
+};
+
+/// Row `row` of the row kernel f on the host: the lanes one after another,
+/// with the partials and the butterfly of the GPU's warp.
+template <class F> inline void runRowOnHost(const F &f, int64_t row) {
+  using Value = typename F::Value;
+  Value done[F::kPasses];
+  Value lanes[kRowLanes], next[kRowLanes];
+  for (int pass = 0; pass < F::kPasses; ++pass) {
+    for (int l = 0; l < kRowLanes; ++l)
+      lanes[l] = f.partial(pass, row, l, done);
+    const Combine how = F::combineOf(pass);
+    for (int offset = kRowLanes / 2; offset > 0; offset /= 2) {
+      for (int l = 0; l < kRowLanes; ++l)
+        next[l] = combineValues(how, lanes[l], lanes[l ^ offset]);
+      for (int l = 0; l < kRowLanes; ++l)
+        lanes[l] = next[l];
+    }
+    done[pass] = lanes[0];
+  }
+  for (int l = 0; l < kRowLanes; ++l)
+    f.finish(row, l, done);
+}
+
+/// Softmax of each row, max-shifted. With causalSeq > 0, row r only sees
+/// columns [0, r % causalSeq] and the rest get probability 0. x and y may be
+/// the same buffer.
 struct Softmax {
   const float *x;
   float *y;
   int64_t cols, causalSeq;
-  GPIPE_HD void operator()(int64_t r) const {
-    int64_t n = cols;
-    if (causalSeq > 0) {
-      int64_t seen = r % causalSeq + 1;
-      n = seen < cols ? seen : cols;
+
+  using Value = float;
+  static constexpr int kPasses = 2; // the max, then the sum of exponentials
+  GPIPE_HD static Combine combineOf(int pass) {
+    return pass == 0 ? Combine::Max : Combine::Sum;
+  }
+  GPIPE_HD int64_t visible(int64_t r) const {
+    if (causalSeq <= 0)
+      return cols;
+    int64_t seen = r % causalSeq + 1;
+    return seen < cols ? seen : cols;
+  }
+  GPIPE_HD float partial(int pass, int64_t r, int lane,
+                         const float *done) const {
+    const float *xr = x + r * cols;
+    const int64_t n = visible(r);
+    if (pass == 0) {
+      float m = -INFINITY;
+      for (int64_t j = lane; j < n; j += kRowLanes)
+        m = xr[j] > m ? xr[j] : m;
+      return m;
     }
-    softmaxRow(x + r * cols, y + r * cols, n);
-    for (int64_t j = n; j < cols; ++j)
-      y[r * cols + j] = 0.0f;
+    float sum = 0.0f;
+    for (int64_t j = lane; j < n; j += kRowLanes)
+      sum += ::expf(xr[j] - done[0]);
+    return sum;
+  }
+  GPIPE_HD void finish(int64_t r, int lane, const float *done) const {
+    const float *xr = x + r * cols;
+    float *yr = y + r * cols;
+    const int64_t n = visible(r);
+    const float inv = 1.0f / done[1];
+    for (int64_t j = lane; j < cols; j += kRowLanes)
+      yr[j] = j < n ? ::expf(xr[j] - done[0]) * inv : 0.0f;
   }
 };
 
@@ -226,91 +305,95 @@ struct SoftmaxGrad {
   const float *y, *dy;
   float *dx;
   int64_t cols;
-  GPIPE_HD void operator()(int64_t r) const {
-    const float *yr = y + r * cols;
-    const float *dyr = dy + r * cols;
-    float *dxr = dx + r * cols;
-    double sum = 0.0;
-    for (int64_t j = 0; j < cols; ++j)
-      sum += dyr[j] * yr[j];
-    float s = static_cast<float>(sum);
-    for (int64_t j = 0; j < cols; ++j)
-      dxr[j] = yr[j] * (dyr[j] - s);
+
+  using Value = float;
+  static constexpr int kPasses = 1;
+  GPIPE_HD static Combine combineOf(int) { return Combine::Sum; }
+  GPIPE_HD float partial(int, int64_t r, int lane, const float *) const {
+    float sum = 0.0f;
+    for (int64_t j = lane; j < cols; j += kRowLanes)
+      sum += dy[r * cols + j] * y[r * cols + j];
+    return sum;
+  }
+  GPIPE_HD void finish(int64_t r, int lane, const float *done) const {
+    for (int64_t j = lane; j < cols; j += kRowLanes)
+      dx[r * cols + j] = y[r * cols + j] * (dy[r * cols + j] - done[0]);
   }
 };
 
-/// Two passes as on the CPU: the mean (a row with a large offset keeps its
-/// digits), then the biased variance of the centered row.
 struct LayerNorm {
   const float *x, *gamma, *beta;
   float *y, *mean, *rstd;
   int64_t cols;
   float epsilon;
-  GPIPE_HD void operator()(int64_t r) const {
-    const float *xr = x + r * cols;
-    float *yr = y + r * cols;
-    normalizeRow(xr, gamma, beta, yr, mean + r, rstd + r, cols, epsilon);
-  }
 
-  GPIPE_HD static void normalizeRow(const float *xr, const float *gamma,
-                                    const float *beta, float *yr, float *mean,
-                                    float *rstd, int64_t cols, float epsilon) {
-    double sum = 0.0;
-    for (int64_t j = 0; j < cols; ++j)
-      sum += xr[j];
-    float mu = static_cast<float>(sum / static_cast<double>(cols));
-    double sq = 0.0;
-    for (int64_t j = 0; j < cols; ++j) {
-      float d = xr[j] - mu;
-      sq += d * d;
-    }
-    float var = static_cast<float>(sq) * (1.0f / static_cast<float>(cols));
-    float rs = 1.0f / ::sqrtf(var + epsilon);
-    *mean = mu;
-    *rstd = rs;
-    for (int64_t j = 0; j < cols; ++j)
-      yr[j] = (xr[j] - mu) * rs * gamma[j] + beta[j];
+  using Value = float;
+  static constexpr int kPasses = 2;
+  GPIPE_HD static Combine combineOf(int) { return Combine::Sum; }
+  GPIPE_HD float partial(int pass, int64_t r, int lane,
+                         const float *done) const {
+    return LayerNormRow::partial(pass, x + r * cols, lane, cols, done);
+  }
+  GPIPE_HD void finish(int64_t r, int lane, const float *done) const {
+    LayerNormRow::finish(x + r * cols, gamma, beta, y + r * cols, mean + r,
+                         rstd + r, lane, cols, epsilon, done);
   }
 };
 
-/// A residual add and the layer norm of its sum, row by row.
+/// A residual add and the layer norm of its sum: pass 0 writes the lane's
+/// columns of `sum` as it adds them up.
 struct AddLayerNorm {
   const float *a, *b, *gamma, *beta;
   float *sum, *y, *mean, *rstd;
   int64_t cols;
   float epsilon;
-  GPIPE_HD void operator()(int64_t r) const {
+
+  using Value = float;
+  static constexpr int kPasses = 2;
+  GPIPE_HD static Combine combineOf(int) { return Combine::Sum; }
+  GPIPE_HD float partial(int pass, int64_t r, int lane,
+                         const float *done) const {
     float *sr = sum + r * cols;
-    for (int64_t j = 0; j < cols; ++j)
-      sr[j] = a[r * cols + j] + b[r * cols + j];
-    LayerNorm::normalizeRow(sr, gamma, beta, y + r * cols, mean + r, rstd + r,
-                            cols, epsilon);
+    if (pass == 0)
+      for (int64_t j = lane; j < cols; j += kRowLanes)
+        sr[j] = a[r * cols + j] + b[r * cols + j];
+    return LayerNormRow::partial(pass, sr, lane, cols, done);
+  }
+  GPIPE_HD void finish(int64_t r, int lane, const float *done) const {
+    LayerNormRow::finish(sum + r * cols, gamma, beta, y + r * cols, mean + r,
+                         rstd + r, lane, cols, epsilon, done);
   }
 };
 
 /// With g = dy gamma and xhat = (x - mean) rstd:
-/// dx = rstd (g - mean(g) - xhat mean(g xhat)).
+/// dx = rstd (g - mean(g) - xhat mean(g xhat)); pass 0 sums g, pass 1
+/// g (x - mean).
 struct LayerNormGradInput {
   const float *dy, *x, *gamma, *mean, *rstd;
   float *dx;
   int64_t cols;
-  GPIPE_HD void operator()(int64_t r) const {
-    const float *xr = x + r * cols;
-    const float *dyr = dy + r * cols;
-    float *dxr = dx + r * cols;
-    float mu = mean[r], rs = rstd[r];
-    float invCols = 1.0f / static_cast<float>(cols);
-    double sumG = 0.0, sumGHat = 0.0;
-    for (int64_t j = 0; j < cols; ++j) {
-      float g = dyr[j] * gamma[j];
-      sumG += g;
-      sumGHat += g * (xr[j] - mu);
+
+  using Value = float;
+  static constexpr int kPasses = 2;
+  GPIPE_HD static Combine combineOf(int) { return Combine::Sum; }
+  GPIPE_HD float partial(int pass, int64_t r, int lane, const float *) const {
+    const float mu = mean[r];
+    float acc = 0.0f;
+    for (int64_t j = lane; j < cols; j += kRowLanes) {
+      float g = dy[r * cols + j] * gamma[j];
+      acc += pass == 0 ? g : g * (x[r * cols + j] - mu);
     }
-    float meanG = static_cast<float>(sumG) * invCols;
-    float meanGHat = static_cast<float>(sumGHat) * rs * invCols;
-    for (int64_t j = 0; j < cols; ++j) {
-      float xHat = (xr[j] - mu) * rs;
-      dxr[j] = rs * (dyr[j] * gamma[j] - meanG - xHat * meanGHat);
+    return acc;
+  }
+  GPIPE_HD void finish(int64_t r, int lane, const float *done) const {
+    const float mu = mean[r], rs = rstd[r];
+    const float invCols = 1.0f / static_cast<float>(cols);
+    const float meanG = done[0] * invCols;
+    const float meanGHat = done[1] * rs * invCols;
+    for (int64_t j = lane; j < cols; j += kRowLanes) {
+      float xHat = (x[r * cols + j] - mu) * rs;
+      dx[r * cols + j] =
+          rs * (dy[r * cols + j] * gamma[j] - meanG - xHat * meanGHat);
     }
   }
 };
@@ -350,18 +433,16 @@ struct Embedding {
   }
 };
 
-/// Repeated ids add into the same table row: atomics on the device (their
-/// order, hence the rounding, is not deterministic there).
+/// Item = column of the table: adds dy's rows in order, as the CPU does, so
+/// repeated ids add up deterministically (no atomics) and in the CPU's order.
 struct EmbeddingGrad {
   const int32_t *ids;
   const float *dy;
   float *dtable;
-  int64_t width;
-  GPIPE_HD void operator()(int64_t i) const {
-    int64_t row = i / width;
-    float *dst =
-        dtable + static_cast<int64_t>(ids[row]) * width + (i - row * width);
-    GPIPE_ATOMIC_ADD(dst, dy[i]);
+  int64_t n, width;
+  GPIPE_HD void operator()(int64_t c) const {
+    for (int64_t i = 0; i < n; ++i)
+      dtable[static_cast<int64_t>(ids[i]) * width + c] += dy[i * width + c];
   }
 };
 
@@ -412,21 +493,25 @@ struct DropoutGrad {
 
 //===-- losses ------------------------------------------------------------===//
 
-/// Item 0 only (after Softmax over the rows has written probs): loss[0] =
-/// mean over rows of -log probs[label], in double. The CPU's
-/// logPartition - logit[label] is the same value in exact arithmetic; the
-/// saved probability is used unless it has lost its precision (below the
-/// smallest normal, possibly 0), where the row's log-partition is recomputed
-/// from the logits. So the mean costs O(rows), not O(rows * classes), on one
-/// thread.
+/// A row kernel over one "row", the whole batch (after Softmax over the rows
+/// has written probs): loss[0] = mean over rows of -log probs[label], each
+/// lane summing its rows in double. The CPU's logPartition - logit[label] is
+/// the same value in exact arithmetic; the saved probability is used unless
+/// it has lost its precision (below the smallest normal, possibly 0), where
+/// the row's log-partition is recomputed from the logits. So the mean costs
+/// O(rows), not O(rows * classes).
 struct CrossEntropyMean {
   const float *logits, *probs;
   const int32_t *labels;
   float *loss;
   int64_t rows, classes;
-  GPIPE_HD void operator()(int64_t) const {
+
+  using Value = double;
+  static constexpr int kPasses = 1;
+  GPIPE_HD static Combine combineOf(int) { return Combine::Sum; }
+  GPIPE_HD double partial(int, int64_t, int lane, const double *) const {
     double total = 0.0;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = lane; r < rows; r += kRowLanes) {
       int64_t label = labels[r];
       float p = probs[r * classes + label];
       if (p >= kMinNormal) {
@@ -436,8 +521,13 @@ struct CrossEntropyMean {
         total += static_cast<double>(logPartition(lr, classes)) - lr[label];
       }
     }
-    loss[0] =
-        rows > 0 ? static_cast<float>(total / static_cast<double>(rows)) : 0.0f;
+    return total;
+  }
+  GPIPE_HD void finish(int64_t, int lane, const double *done) const {
+    if (lane == 0)
+      loss[0] = rows > 0
+                    ? static_cast<float>(done[0] / static_cast<double>(rows))
+                    : 0.0f;
   }
 };
 
@@ -456,18 +546,28 @@ struct CrossEntropyGrad {
   }
 };
 
-/// Item 0 only: loss[0] = mean of (prediction - target)^2, summed in double.
+/// A row kernel over one "row", all n values: loss[0] = mean of
+/// (prediction - target)^2, each lane summing in double.
 struct MseMean {
   const float *prediction, *target;
   float *loss;
   int64_t n;
-  GPIPE_HD void operator()(int64_t) const {
+
+  using Value = double;
+  static constexpr int kPasses = 1;
+  GPIPE_HD static Combine combineOf(int) { return Combine::Sum; }
+  GPIPE_HD double partial(int, int64_t, int lane, const double *) const {
     double total = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
+    for (int64_t i = lane; i < n; i += kRowLanes) {
       double d = static_cast<double>(prediction[i]) - target[i];
       total += d * d;
     }
-    loss[0] = n > 0 ? static_cast<float>(total / static_cast<double>(n)) : 0.0f;
+    return total;
+  }
+  GPIPE_HD void finish(int64_t, int lane, const double *done) const {
+    if (lane == 0)
+      loss[0] =
+          n > 0 ? static_cast<float>(done[0] / static_cast<double>(n)) : 0.0f;
   }
 };
 

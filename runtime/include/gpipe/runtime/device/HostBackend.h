@@ -36,6 +36,10 @@ public:
   std::string describe() const override;
   unsigned numDevices() const override { return devices; }
   std::string allocate(unsigned device, int64_t bytes, void **pointer) override;
+  /// Stages as the CUDA backend does, so that the tests run that path.
+  std::string allocateStaging(int64_t bytes, void **pointer) override;
+  void copyToDevice(StreamId s, void *dst, const void *hostSrc,
+                    int64_t bytes) override;
   StreamId computeStream(unsigned device) override { return 2 * device; }
   StreamId copyStream(unsigned device) override { return 2 * device + 1; }
   EventId recordEvent(StreamId stream) override;
@@ -47,6 +51,10 @@ public:
   /// stream than the task before: how much the run interleaved streams.
   int64_t streamSwitches() const { return switches; }
   int64_t tasksRun() const { return ran; }
+  /// Of the copies to a device that the last `synchronize` ran, those whose
+  /// source was not staging memory (allocateStaging's), and those whose was.
+  int64_t unstagedCopies() const { return unstaged; }
+  int64_t stagedCopies() const { return staged; }
 
 private:
   struct Task {
@@ -62,9 +70,11 @@ private:
   std::vector<char> eventDone;
   std::vector<StreamId> eventStream;
   std::vector<HostBlock> allocations;
+  std::vector<std::pair<const char *, int64_t>> stagingBlocks;
   std::mt19937_64 random;
   std::string firstError;
-  int64_t switches = 0, ran = 0;
+  int64_t switches = 0, ran = 0, unstaged = 0, staged = 0;
+  int64_t pendingUnstaged = 0, pendingStaged = 0; ///< since the last sync
 };
 
 } // namespace gpipe::runtime::device

@@ -10,6 +10,7 @@
 #define GPIPE_RUNTIME_DEVICE_HOSTWORK_H
 
 #include "gpipe/runtime/device/DeviceBackend.h"
+#include "gpipe/runtime/device/DeviceKernels.h"
 #include "gpipe/runtime/device/KernelApi.h"
 
 #include <cstdlib>
@@ -46,6 +47,15 @@ public:
     enqueue(stream, [f, n] {
       for (int64_t i = 0; i < n; ++i)
         f(i);
+    });
+  }
+
+  /// KernelsByFunctor's row kernels: one closure over all `rows` rows.
+  template <class F>
+  void forEachRow(StreamId stream, int64_t rows, const F &f) {
+    enqueue(stream, [f, rows] {
+      for (int64_t r = 0; r < rows; ++r)
+        kernels::runRowOnHost(f, r);
     });
   }
 

@@ -6,11 +6,16 @@
 //   template <class F> void forEach(StreamId s, int64_t n, const F &f);
 //
 // which runs f(i) for every i in [0, n), in stream order on `s` (the host
-// backend: a loop; CUDA: a grid-stride kernel taking f by value). Kernels of
-// two phases (the losses: rows, then their mean) call forEach twice on the
-// same stream, which orders them. Empty calls never reach forEach, except
-// that a loss's mean is still written (0, as the CPU kernels return) for
-// empty inputs.
+// backend: a loop; CUDA: a grid-stride kernel taking f by value), and row
+// kernels (DeviceKernels.h's "rows") to its
+//
+//   template <class F> void forEachRow(StreamId s, int64_t rows, const F &f);
+//
+// which runs every row with kernels::kRowLanes lanes (the host: runRowOnHost;
+// CUDA: a warp per row). Kernels of two phases (the losses: rows, then their
+// mean) make two calls on the same stream, which orders them. Empty calls
+// never reach the backend, except that a loss's mean is still written (0, as
+// the CPU kernels return) for empty inputs.
 //
 // Derived is the backend (CRTP: forEach is a template, so it cannot be
 // virtual); Base is KernelApi or a class derived from it, whose constructors
@@ -81,19 +86,20 @@ public:
   void softmax(StreamId s, const float *x, float *y, int64_t rows, int64_t cols,
                int64_t causalSeq) override {
     if (cols > 0)
-      launch(s, rows, kernels::Softmax{x, y, cols, causalSeq});
+      launchRows(s, rows, kernels::Softmax{x, y, cols, causalSeq});
   }
   void softmaxGrad(StreamId s, const float *y, const float *dy, float *dx,
                    int64_t rows, int64_t cols) override {
     if (cols > 0)
-      launch(s, rows, kernels::SoftmaxGrad{y, dy, dx, cols});
+      launchRows(s, rows, kernels::SoftmaxGrad{y, dy, dx, cols});
   }
   void layerNorm(StreamId s, const float *x, const float *gamma,
                  const float *beta, float *y, float *mean, float *rstd,
                  int64_t rows, int64_t cols, float epsilon) override {
     if (cols > 0)
-      launch(s, rows,
-             kernels::LayerNorm{x, gamma, beta, y, mean, rstd, cols, epsilon});
+      launchRows(
+          s, rows,
+          kernels::LayerNorm{x, gamma, beta, y, mean, rstd, cols, epsilon});
   }
   void biasActivation(StreamId s, const float *bias, float *h, float *y,
                       int64_t rows, int64_t cols, Activation act) override {
@@ -105,17 +111,18 @@ public:
                     float *mean, float *rstd, int64_t rows, int64_t cols,
                     float epsilon) override {
     if (cols > 0)
-      launch(s, rows,
-             kernels::AddLayerNorm{a, b, gamma, beta, sum, y, mean, rstd, cols,
-                                   epsilon});
+      launchRows(s, rows,
+                 kernels::AddLayerNorm{a, b, gamma, beta, sum, y, mean, rstd,
+                                       cols, epsilon});
   }
   void layerNormGradInput(StreamId s, const float *dy, const float *x,
                           const float *gamma, const float *mean,
                           const float *rstd, float *dx, int64_t rows,
                           int64_t cols) override {
     if (cols > 0)
-      launch(s, rows,
-             kernels::LayerNormGradInput{dy, x, gamma, mean, rstd, dx, cols});
+      launchRows(
+          s, rows,
+          kernels::LayerNormGradInput{dy, x, gamma, mean, rstd, dx, cols});
   }
   void layerNormGradParams(StreamId s, const float *dy, const float *x,
                            const float *mean, const float *rstd, float *dgamma,
@@ -133,7 +140,8 @@ public:
   }
   void embeddingGrad(StreamId s, const int32_t *ids, const float *dy,
                      float *dtable, int64_t n, int64_t width) override {
-    launch(s, n * width, kernels::EmbeddingGrad{ids, dy, dtable, width});
+    if (n > 0)
+      launch(s, width, kernels::EmbeddingGrad{ids, dy, dtable, n, width});
   }
 
   //===-- dropout ---------------------------------------------------------===//
@@ -159,10 +167,10 @@ public:
                            const int32_t *labels, float *probs, float *loss,
                            int64_t rows, int64_t classes) override {
     if (classes > 0)
-      launch(s, rows, kernels::Softmax{logits, probs, classes, 0});
+      launchRows(s, rows, kernels::Softmax{logits, probs, classes, 0});
     else
       rows = 0; // nothing to read; the mean below writes 0
-    launch(
+    launchRows(
         s, 1,
         kernels::CrossEntropyMean{logits, probs, labels, loss, rows, classes});
   }
@@ -178,7 +186,7 @@ public:
   }
   void mse(StreamId s, const float *prediction, const float *target,
            float *loss, int64_t n) override {
-    launch(s, 1, kernels::MseMean{prediction, target, loss, n});
+    launchRows(s, 1, kernels::MseMean{prediction, target, loss, n});
   }
   void mseGrad(StreamId s, const float *prediction, const float *target,
                float scale, float *dprediction, int64_t n) override {
@@ -238,6 +246,14 @@ protected:
                   "kernel functors are passed to CUDA kernels by value");
     if (n > 0)
       static_cast<Derived &>(*this).forEach(s, n, f);
+  }
+  /// Hands the row kernel f over `rows` rows to the backend; rows <= 0
+  /// launches nothing.
+  template <class F> void launchRows(StreamId s, int64_t rows, const F &f) {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "kernel functors are passed to CUDA kernels by value");
+    if (rows > 0)
+      static_cast<Derived &>(*this).forEachRow(s, rows, f);
   }
 };
 
