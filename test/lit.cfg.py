@@ -18,7 +18,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.gpipe_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["gpipe-opt", "gpipe-translate", "gpipe-run", "gpipe-capacity", "embed_train"], [config.gpipe_tools_dir])
+llvm_config.add_tool_substitutions(["gpipe-opt", "gpipe-translate", "gpipe-run", "gpipe-capacity", "embed_train", "gpipe-train-bundle"], [config.gpipe_tools_dir])
 
 # A machine with an NVIDIA GPU (the device tool's): tests of the no-GPU path
 # do not apply there.

@@ -11,7 +11,8 @@
 //
 // It binds the model's inputs to Fashion-MNIST by their shapes (an f32 input
 // of 784 values per example, an i32 label input of shape [batch]), trains
-// --steps mini-batches, evaluates the test accuracy, and prints a short
+// --steps mini-batches (past the end of the set, a new epoch, reshuffled),
+// evaluates the test accuracy, and prints a short
 // report. docs/RuntimeAPI.md walks through it. Every error ends the program
 // with a message on stderr and exit status 1 (2 for a bad command line).
 //
@@ -285,11 +286,12 @@ int main(int argc, char **argv) {
       bindInputs(session.inputs(), (*train).height * (*train).width, binding);
   if (!error.empty())
     return fail(error);
-  if (options.steps * batch > (*train).count)
-    return fail("--steps " + std::to_string(options.steps) + " needs " +
-                std::to_string(options.steps * batch) +
-                " training examples, the set has " +
-                std::to_string((*train).count));
+  // Steps past the end of the set start a new epoch, reshuffled.
+  const long stepsPerEpoch = long((*train).count / batch);
+  if (stepsPerEpoch < 1)
+    return fail("a mini-batch of " + std::to_string(batch) +
+                " examples needs more than the " +
+                std::to_string((*train).count) + " the training set has");
 
   // 3. Train: one C API call per mini-batch.
   std::vector<int64_t> order((*train).count);
@@ -300,7 +302,10 @@ int main(int argc, char **argv) {
   long window = 0;
   auto start = std::chrono::steady_clock::now();
   for (long step = 0; step < options.steps; ++step) {
-    HostBatch host = gather((*train), order, step * batch, batch);
+    if (step > 0 && step % stepsPerEpoch == 0)
+      std::shuffle(order.begin(), order.end(), shuffler);
+    HostBatch host =
+        gather((*train), order, (step % stepsPerEpoch) * batch, batch);
     gpipe::Result<double> loss =
         session.trainStep({gpipe::Input::f32(binding.images, host.images),
                            gpipe::Input::i32(binding.labels, host.labels)});

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Run HERE, on the CPU machine (Debian, apt): downloads the Debian packages that
+# the runtime-only build needs and a GPU machine lacks, into .gpu-deps/ at the
+# repository root (kept out of git by .git/info/exclude). The device tool
+# carries that folder (`carry: [".gpu-deps"]`); scripts/gpu-check.sh unpacks
+# it there under /tmp, never over `/`.
+#
+# ~46 MB: development headers and libraries (nlohmann-json, GoogleTest,
+# Google Benchmark, OpenBLAS with its Fortran runtime, zlib) and the data sets
+# (Fashion-MNIST, the fortunes corpus).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+dest="$root/.gpu-deps"
+
+packages=(
+  nlohmann-json3-dev
+  libgtest-dev googletest
+  libbenchmark-dev libbenchmark1debian
+  libopenblas-dev libopenblas0 libopenblas0-pthread libopenblas-pthread-dev
+  libgfortran5 libquadmath0
+  zlib1g-dev zlib1g
+  dataset-fashion-mnist
+  fortunes fortunes-min
+)
+
+exclude="$(git -C "$root" rev-parse --git-path info/exclude)"
+mkdir -p "$(dirname "$exclude")"
+grep -qxF '/.gpu-deps/' "$exclude" 2>/dev/null ||
+  echo '/.gpu-deps/' >>"$exclude"
+mkdir -p "$dest"
+if ! apt-cache show "${packages[0]}" >/dev/null 2>&1; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+fi
+(cd "$dest" && apt-get download -q "${packages[@]}")
+echo "gpu-deps: $(ls "$dest"/*.deb | wc -l) packages, $(du -sh "$dest" | cut -f1) in $dest"
