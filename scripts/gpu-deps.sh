@@ -6,8 +6,10 @@
 # it there under /tmp, never over `/`.
 #
 # ~46 MB: development headers and libraries (nlohmann-json, GoogleTest,
-# Google Benchmark, OpenBLAS with its Fortran runtime, zlib) and the data sets
-# (Fashion-MNIST, the fortunes corpus).
+# Google Benchmark, OpenBLAS with its Fortran runtime, zlib), the data sets
+# (Fashion-MNIST, the fortunes corpus), and the bundles gpu-check.sh trains,
+# compiled here (the GPU machine has no compiler): the MLP at K=4, M=8 and
+# the character LM at K=4, M=4, the configurations of scripts/train-*.sh.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -36,3 +38,16 @@ if ! apt-cache show "${packages[0]}" >/dev/null 2>&1; then
 fi
 (cd "$dest" && apt-get download -q "${packages[@]}")
 echo "gpu-deps: $(ls "$dest"/*.deb | wc -l) packages, $(du -sh "$dest" | cut -f1) in $dest"
+
+# The bundles, compiled with this checkout's compiler.
+"$root/scripts/build.sh" gpipe-opt gpipe-translate >/dev/null
+build="${GPIPE_BUILD_DIR:-$root/build}"
+mkdir -p "$dest/bundles"
+compile() {
+  "$build/bin/gpipe-opt" "$root/python-free-examples/$1/$1.mlir" \
+    --gpipe-compile="num-stages=$2 num-microbatches=$3" |
+    "$build/bin/gpipe-translate" --gpipe-to-bundle -o "$dest/bundles/$1.bundle.json"
+}
+compile mlp 4 8
+compile charlm 4 4
+echo "gpu-deps: bundles $(ls "$dest/bundles" | tr '\n' ' ')"

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# The first thing to run on a machine with an NVIDIA GPU. It needs CUDA (nvcc),
+# CMake and ninja, not LLVM/MLIR and no network:
+#   1. builds the runtime with its CUDA backend (-DGPIPE_BUILD_COMPILER=OFF);
+#   2. runs `ctest -L gpu` (the GPU tests) and the runtime's other tests;
+#   3. trains the MLP on Fashion-MNIST with --device cuda (10 epochs, K=4
+#      pipeline devices on the GPU) and the character LM for its standard
+#      steps, from bundles compiled on the CPU machine;
+#   4. runs the GPU benchmarks (gpipe-cuda-bench);
+#   5. writes one report: $GPIPE_GPU_REPORT, else $OUT/gpu-report.md under the
+#      device tool, else build-gpu/gpu-report.md.
+#
+# What the GPU machine lacks travels in .gpu-deps/ (scripts/gpu-deps.sh, run
+# on the CPU machine first): Debian's development packages, unpacked here
+# under /tmp (never over /), the data sets, and the bundles. With the device
+# tool: carry [".gpu-deps"] and run `scripts/gpu-check.sh`.
+#
+# Exit status: 0 when every step passed, else 1 (the report says which).
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+build="${GPIPE_GPU_BUILD_DIR:-$root/build-gpu}"
+deps="$root/.gpu-deps"
+prefix=/tmp/gpipe-gpu-deps
+report="${GPIPE_GPU_REPORT:-${OUT:+$OUT/gpu-report.md}}"
+report="${report:-$build/gpu-report.md}"
+jobs="${GPIPE_JOBS:-$(nproc)}"
+mkdir -p "$build" "$(dirname "$report")"
+logs="$(dirname "$report")"
+failed=()
+
+say() { echo "$*" | tee -a "$report"; }
+# step NAME LOG COMMAND...: runs it, keeps its output in LOG, records failure.
+step() {
+  local name="$1" log="$2"
+  shift 2
+  echo "== $name" >&2
+  local start=$SECONDS
+  if "$@" >"$log" 2>&1; then
+    say "- $name: passed ($((SECONDS - start)) s; log $(basename "$log"))"
+  else
+    say "- $name: FAILED with status $? ($((SECONDS - start)) s; log $(basename "$log"))"
+    failed+=("$name")
+    tail -20 "$log" | sed 's/^/      /' | tee -a "$report"
+  fi
+}
+
+: >"$report"
+say "# gpipe GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say ""
+say '```'
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 || echo "nvidia-smi: none"; } | tee -a "$report"
+{ nvcc --version 2>&1 | tail -2 || echo "nvcc: none"; } | tee -a "$report"
+say '```'
+say ""
+
+# --- 0. what the machine lacks -------------------------------------------------
+cmake_args=()
+if [ -d "$deps" ]; then
+  rm -rf "$prefix" && mkdir -p "$prefix"
+  for f in "$deps"/*.deb; do dpkg -x "$f" "$prefix"; done
+  arch_lib="$prefix/usr/lib/x86_64-linux-gnu"
+  cmake_args+=(
+    "-DCMAKE_PREFIX_PATH=$prefix/usr"
+    "-DOPENBLAS_LIBRARY=$arch_lib/openblas-pthread/libopenblas.so"
+    "-DOPENBLAS_INCLUDE_DIR=$prefix/usr/include/x86_64-linux-gnu/openblas-pthread"
+  )
+  if [ ! -e /usr/include/zlib.h ]; then
+    cmake_args+=("-DZLIB_INCLUDE_DIR=$prefix/usr/include" "-DZLIB_LIBRARY=$arch_lib/libz.so")
+  fi
+  export LD_LIBRARY_PATH="$arch_lib/openblas-pthread:$arch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  data="$prefix/usr/share/datasets/fashion-mnist"
+  corpus="$prefix/usr/share/games/fortunes"
+  bundles="$deps/bundles"
+else
+  data=/usr/share/datasets/fashion-mnist
+  corpus=/usr/share/games/fortunes
+  bundles="$build/bundles"
+fi
+
+# --- 1. build ------------------------------------------------------------------
+step "configure (runtime only, CUDA backend)" "$logs/configure.log" \
+  cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+  -DGPIPE_BUILD_COMPILER=OFF -DGPIPE_BUILD_CUDA=ON "${cmake_args[@]}"
+step "build" "$logs/build.log" ninja -C "$build" -j"$jobs"
+if ! grep -q "GPipeCuda" "$build/build.ninja" 2>/dev/null; then
+  say "- the CUDA backend was not configured (no nvcc found?): see configure.log"
+  failed+=("CUDA backend")
+fi
+
+# --- 2. tests ------------------------------------------------------------------
+step "ctest -L gpu" "$logs/ctest-gpu.log" \
+  ctest --test-dir "$build" -L gpu -j4 --output-on-failure
+grep -E "tests passed|tests failed|Skipped" "$logs/ctest-gpu.log" | tail -3 | sed 's/^/      /' | tee -a "$report"
+if grep -q "Skipped" "$logs/ctest-gpu.log"; then
+  say "      (GPU tests SKIPPED: no GPU was visible; nothing below ran on one)"
+fi
+step "ctest (the runtime's other tests)" "$logs/ctest-rest.log" \
+  ctest --test-dir "$build" -LE gpu -j"$jobs" --output-on-failure
+grep -E "tests passed|tests failed" "$logs/ctest-rest.log" | sed 's/^/      /' | tee -a "$report"
+
+# --- 3. training ---------------------------------------------------------------
+trainer="$build/bin/gpipe-train-bundle"
+if [ -f "$bundles/mlp.bundle.json" ]; then
+  step "MLP on Fashion-MNIST, --device cuda, K=4 M=8, 10 epochs (want >= 88%)" \
+    "$logs/train-mlp.log" "$trainer" "$bundles/mlp.bundle.json" \
+    --images "$data" --device cuda --epochs 10
+  grep -E "^epoch|final" "$logs/train-mlp.log" | sed 's/^/      /' | tee -a "$report"
+  acc="$(sed -n 's/^final test accuracy: \([0-9.]*\)%/\1/p' "$logs/train-mlp.log")"
+  if [ -n "$acc" ] && awk "BEGIN { exit !($acc < 88) }"; then
+    say "      below 88%"
+    failed+=("MLP accuracy")
+  fi
+  step "the same run again (bitwise-identical losses wanted)" \
+    "$logs/train-mlp-again.log" "$trainer" "$bundles/mlp.bundle.json" \
+    --images "$data" --device cuda --epochs 10
+  if diff <(grep -E "^epoch|final" "$logs/train-mlp.log" | sed 's/, [0-9]* samples.s//') \
+          <(grep -E "^epoch|final" "$logs/train-mlp-again.log" | sed 's/, [0-9]* samples.s//') >/dev/null; then
+    say "      the two runs print the same losses and accuracies"
+  else
+    say "      the two runs DIFFER"
+    failed+=("repeatability")
+  fi
+else
+  say "- MLP training: skipped, no $bundles/mlp.bundle.json (run scripts/gpu-deps.sh on the CPU machine)"
+  failed+=("MLP bundle")
+fi
+if [ -f "$bundles/charlm.bundle.json" ]; then
+  step "character LM on the fortunes corpus, --device cuda, K=4 M=4, 1500 steps" \
+    "$logs/train-charlm.log" "$trainer" "$bundles/charlm.bundle.json" \
+    --text "$corpus" --device cuda --steps 1500 --eval-every 500 \
+    --optimizer adam --lr 0.002
+  grep -E "^step|final" "$logs/train-charlm.log" | sed 's/^/      /' | tee -a "$report"
+fi
+
+# --- 4. benchmarks -------------------------------------------------------------
+if [ -x "$build/bin/gpipe-cuda-bench" ]; then
+  step "GPU benchmarks (gpipe-cuda-bench)" "$logs/bench.log" \
+    "$build/bin/gpipe-cuda-bench" --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true \
+    --benchmark_out="$logs/bench.json" --benchmark_out_format=json
+  say '```'
+  grep -E "^BM_|^-|Benchmark" "$logs/bench.log" | tee -a "$report"
+  say '```'
+fi
+
+say ""
+if [ ${#failed[@]} -eq 0 ]; then
+  say "All steps passed."
+  exit 0
+fi
+say "Failed: ${failed[*]}"
+exit 1
