@@ -6,6 +6,7 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <climits>
 
 namespace gpipe::cuda {
@@ -128,19 +129,22 @@ CudaStatus CublasGemm::init(int gpuOrdinal, cudaStream_t s) {
 CudaStatus CublasGemm::ensureScratch(size_t elements) {
   if (elements <= scratchElements)
     return CudaStatus::success();
+  // Stream-ordered: the old buffer is freed once the conversions queued
+  // before it have run, and nothing synchronizes the device mid-step (as
+  // cudaFree would). Growth by half again keeps reallocations rare.
+  elements = std::max(elements, scratchElements + scratchElements / 2);
   if (scratch) {
-    // Earlier conversions may still be in flight on the stream.
-    cudaError_t err = cudaStreamSynchronize(stream);
-    if (err != cudaSuccess)
-      return cudaFailure("cublas gemm: cudaStreamSynchronize", err);
-    (void)cudaFree(scratch);
+    cudaError_t err = cudaFreeAsync(scratch, stream);
     scratch = nullptr;
     scratchElements = 0;
+    if (err != cudaSuccess)
+      return cudaFailure("cublas gemm: cudaFreeAsync of the bf16 scratch", err);
   }
-  cudaError_t err = cudaMalloc(&scratch, elements * 2 /*sizeof bf16*/);
+  cudaError_t err =
+      cudaMallocAsync(&scratch, elements * 2 /*sizeof bf16*/, stream);
   if (err != cudaSuccess) {
     scratch = nullptr;
-    return cudaFailure("cublas gemm: cudaMalloc of " +
+    return cudaFailure("cublas gemm: cudaMallocAsync of " +
                            std::to_string(elements * 2) +
                            " bytes of bf16 scratch",
                        err);
@@ -150,11 +154,23 @@ CudaStatus CublasGemm::ensureScratch(size_t elements) {
 }
 
 CudaStatus CublasGemm::gemm(GemmPrecision precision, const GemmArgs &g) {
+  return gemmStridedBatched(precision, g, 1, 0, 0, 0);
+}
+
+CudaStatus CublasGemm::gemmStridedBatched(GemmPrecision precision,
+                                          const GemmArgs &g, int64_t count,
+                                          int64_t strideA, int64_t strideB,
+                                          int64_t strideC) {
   if (!handle)
     return CudaStatus::failure("cublas gemm: init() was not called");
   if (CudaStatus st = checkGemmArgs(g); !st.ok)
     return st;
-  if (g.m == 0 || g.n == 0)
+  if (count < 0 || count > INT_MAX)
+    return CudaStatus::failure("cublas gemm: batch count " +
+                               std::to_string(count) + " outside [0, INT_MAX]");
+  if (strideA < 0 || strideB < 0 || strideC < 0)
+    return CudaStatus::failure("cublas gemm: negative batch stride");
+  if (g.m == 0 || g.n == 0 || count == 0)
     return CudaStatus::success();
   cudaError_t err = cudaSetDevice(gpu);
   if (err != cudaSuccess)
@@ -170,15 +186,23 @@ CudaStatus CublasGemm::gemm(GemmPrecision precision, const GemmArgs &g) {
   cublasOperation_t opA = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   const void *aPtr = g.a, *bPtr = g.b;
   cudaDataType_t abType = CUDA_R_32F;
-  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
-
-  if (precision == GemmPrecision::TF32) {
-    compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-  } else if (precision == GemmPrecision::BF16) {
-    size_t aN = storedExtent(g.transA ? g.k : g.m, g.transA ? g.m : g.k,
-                             g.lda);
-    size_t bN = storedExtent(g.transB ? g.n : g.k, g.transB ? g.k : g.n,
-                             g.ldb);
+  cublasComputeType_t compute = precision == GemmPrecision::TF32
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
+  if (precision == GemmPrecision::BF16) {
+    // Each operand's whole batched span, converted once: attention's heads
+    // are strided views of one interleaved buffer, which a conversion per
+    // head would convert `count` times. The copies keep the layout, so the
+    // strides and leading dimensions stay as they are.
+    auto span = [count](size_t extent, int64_t stride) {
+      return extent == 0 ? 0 : extent + size_t(count - 1) * size_t(stride);
+    };
+    size_t aN =
+        span(storedExtent(g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda),
+             strideA);
+    size_t bN =
+        span(storedExtent(g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb),
+             strideB);
     size_t aPadded = (aN + 127) / 128 * 128; // keep B 256-byte aligned
     if (CudaStatus st = ensureScratch(aPadded + bN); !st.ok)
       return st;
@@ -197,58 +221,12 @@ CudaStatus CublasGemm::gemm(GemmPrecision precision, const GemmArgs &g) {
 
   // k == 0 is legal for cuBLAS (C = beta * C) but A/B may be null then and
   // their leading dimensions must still be >= 1; checkGemmArgs ensured that.
-  cublasStatus_t cs = cublasGemmEx(
+  cublasStatus_t cs = cublasGemmStridedBatchedEx(
       static_cast<cublasHandle_t>(handle), opB, opA, static_cast<int>(g.n),
       static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha, bPtr, abType,
-      static_cast<int>(g.ldb), aPtr, abType, static_cast<int>(g.lda), &g.beta,
-      g.c, CUDA_R_32F, static_cast<int>(g.ldc), compute, CUBLAS_GEMM_DEFAULT);
-  if (cs != CUBLAS_STATUS_SUCCESS)
-    return CudaStatus::failure(std::string("cublasGemmEx (") +
-                               gemmPrecisionName(precision) +
-                               ") failed: " + cublasText(cs));
-  return CudaStatus::success();
-}
-
-CudaStatus CublasGemm::gemmStridedBatched(GemmPrecision precision,
-                                          const GemmArgs &g, int64_t count,
-                                          int64_t strideA, int64_t strideB,
-                                          int64_t strideC) {
-  if (count == 1 || precision == GemmPrecision::BF16) {
-    GemmArgs one = g;
-    for (int64_t i = 0; i < count; ++i) {
-      one.a = g.a + i * strideA;
-      one.b = g.b + i * strideB;
-      one.c = g.c + i * strideC;
-      if (CudaStatus st = gemm(precision, one); !st.ok)
-        return st;
-    }
-    return CudaStatus::success();
-  }
-  if (!handle)
-    return CudaStatus::failure("cublas gemm: init() was not called");
-  if (CudaStatus st = checkGemmArgs(g); !st.ok)
-    return st;
-  if (count < 0 || count > INT_MAX)
-    return CudaStatus::failure("cublas gemm: batch count " +
-                               std::to_string(count) + " outside [0, INT_MAX]");
-  if (g.m == 0 || g.n == 0 || count == 0)
-    return CudaStatus::success();
-  cudaError_t err = cudaSetDevice(gpu);
-  if (err != cudaSuccess)
-    return cudaFailure("cublas gemm: cudaSetDevice(" + std::to_string(gpu) +
-                           ")",
-                       err);
-  // The row-major operand swap of `gemm`, per matrix of the batch.
-  cublasStatus_t cs = cublasGemmStridedBatchedEx(
-      static_cast<cublasHandle_t>(handle), g.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-      g.transA ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(g.n),
-      static_cast<int>(g.m), static_cast<int>(g.k), &g.alpha, g.b, CUDA_R_32F,
-      static_cast<int>(g.ldb), strideB, g.a, CUDA_R_32F,
-      static_cast<int>(g.lda), strideA, &g.beta, g.c, CUDA_R_32F,
-      static_cast<int>(g.ldc), strideC, static_cast<int>(count),
-      precision == GemmPrecision::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                       : CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT);
+      static_cast<int>(g.ldb), strideB, aPtr, abType, static_cast<int>(g.lda),
+      strideA, &g.beta, g.c, CUDA_R_32F, static_cast<int>(g.ldc), strideC,
+      static_cast<int>(count), compute, CUBLAS_GEMM_DEFAULT);
   if (cs != CUBLAS_STATUS_SUCCESS)
     return CudaStatus::failure(std::string("cublasGemmStridedBatchedEx (") +
                                gemmPrecisionName(precision) +

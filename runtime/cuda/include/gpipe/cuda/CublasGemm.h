@@ -66,8 +66,10 @@ public:
   /// before reading C on the host).
   CudaStatus gemm(GemmPrecision precision, const GemmArgs &args);
   /// `count` GEMMs whose A, B and C start `strideA`, `strideB`, `strideC`
-  /// elements apart (attention's heads): one cublasGemmStridedBatchedEx for
-  /// F32 and TF32, one bf16 GEMM per matrix for BF16.
+  /// elements apart (attention's heads): one cublasGemmStridedBatchedEx in
+  /// every precision. BF16 first converts each operand's whole span to bf16
+  /// once, on the stream, into scratch that grows stream-ordered
+  /// (cudaMallocAsync), never synchronizing the device.
   CudaStatus gemmStridedBatched(GemmPrecision precision, const GemmArgs &args,
                                 int64_t count, int64_t strideA,
                                 int64_t strideB, int64_t strideC);
