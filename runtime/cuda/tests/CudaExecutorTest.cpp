@@ -4,7 +4,8 @@
 // CudaBackend with all K pipeline devices on one GPU, against the CPU
 // executor (checked in its own tests against a double-precision reference),
 // for the MLP and the Transformer block of TestModels.h at K = 1, 2, 4, under
-// every remat policy, in each GEMM precision. Three SGD steps: each step's
+// every remat policy, in each GEMM precision (and two GPU runs against each
+// other, bit for bit). Three SGD steps: each step's
 // loss and gradients, then the parameters. SGD, not Adam: Adam's first steps
 // move a parameter by about lr * sign(g), so a gradient near 0 whose sign
 // TF32 or bf16 rounding flips would move it by 2 lr, far past the tolerance;
@@ -134,6 +135,59 @@ TEST_P(CudaVersusCpu, SameLossesGradientsAndParameters) {
         value, std::vector<double>(want.begin(), want.end()), tol.rtol,
         tol.atol))
         << "parameter " << spec.name;
+  }
+}
+
+/// Two runs of one bundle and seed on the GPU give the same bits, in every
+/// GEMM precision: the row reductions combine a warp's lanes in a fixed
+/// order, column sums and embeddingGrad add rows in order (no atomics), and
+/// each device's cuBLAS handle has one stream.
+TEST(CudaDeterminism, TwoRunsGiveTheSameBits) {
+  std::string why;
+  if (!gpipe::cuda::gpuAvailable(&why))
+    GTEST_SKIP() << "no CUDA device: " << why;
+  for (GemmPrecision precision :
+       {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16}) {
+    for (bool transformer : {false, true}) {
+      SCOPED_TRACE(std::string(transformer ? "transformer " : "mlp ") +
+                   gpipe::cuda::gemmPrecisionName(precision));
+      Bundle bundle = transformer
+                          ? buildBundle(residualGraph(kBatch), residualSplit(2),
+                                        4, RematPolicy::Full)
+                          : buildBundle(mlpGraph(kBatch), mlpSplit(2), 4,
+                                        RematPolicy::Full);
+      std::vector<double> losses[2];
+      std::vector<std::vector<float>> params[2];
+      for (int run = 0; run < 2; ++run) {
+        gpipe::cuda::CudaBackendOptions options;
+        options.numDevices = 2;
+        options.maxGpus = 1;
+        options.precision = precision;
+        std::string error;
+        auto backend = gpipe::cuda::createCudaBackend(options, error);
+        ASSERT_TRUE(backend) << error;
+        DeviceExecutorConfig config;
+        config.seed = 42;
+        config.optimizer.kind = OptimizerKind::Adam;
+        config.optimizer.learningRate = 0.01f;
+        auto gpu =
+            DeviceExecutor::create(bundle, std::move(backend), config, error);
+        ASSERT_TRUE(gpu) << error;
+        for (uint64_t step = 1; step <= 3; ++step) {
+          StepResult result =
+              gpu->trainStep(transformer ? residualBatch(kBatch, 100 + step)
+                                         : mlpBatch(kBatch, 100 + step));
+          ASSERT_TRUE(result.ok()) << result.error;
+          losses[run].push_back(result.loss);
+        }
+        for (const ParamSpec &spec : bundle.params) {
+          params[run].emplace_back();
+          ASSERT_EQ(gpu->parameter(spec.name, params[run].back()), "");
+        }
+      }
+      EXPECT_EQ(losses[0], losses[1]);
+      EXPECT_EQ(params[0], params[1]);
+    }
   }
 }
 
