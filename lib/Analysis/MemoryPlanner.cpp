@@ -310,7 +310,7 @@ private:
     int64_t bytes;
     if (__builtin_mul_overflow(size.perRow, rows, &bytes) ||
         __builtin_add_overflow(bytes, size.fixed, &bytes) ||
-        bytes > INT64_MAX - 3) {
+        bytes > INT64_MAX - kBufferGranule) {
       overflowed = true;
       return 0;
     }
@@ -319,9 +319,8 @@ private:
 
   int allocate(int64_t bytes, int microbatch, int value) {
     PlannedBuffer buffer;
-    // Whole 4-byte words: a byte mask never leaves the next buffer's floats
-    // unaligned.
-    buffer.bytes = (bytes + 3) / 4 * 4;
+    buffer.bytes =
+        (bytes + kBufferGranule - 1) / kBufferGranule * kBufferGranule;
     overflowed |= __builtin_add_overflow(total, buffer.bytes, &total);
     buffer.start = now++;
     buffer.end = -1;

@@ -50,10 +50,12 @@ bool Reader::readPlacement(const Json &json, const std::string &path,
                              " bytes after the resident block, found " +
                              std::to_string(buffer.bytes) + " bytes at " +
                              std::to_string(buffer.offset));
-    if (buffer.offset % 4 != 0 || buffer.bytes % 4 != 0)
-      return fail(entry, "expected a 4-byte aligned offset and size, found " +
-                             std::to_string(buffer.bytes) + " bytes at " +
-                             std::to_string(buffer.offset));
+    if (buffer.offset % kPlacedBufferGranule != 0 ||
+        buffer.bytes % kPlacedBufferGranule != 0)
+      return fail(entry, "expected an offset and size that are multiples of " +
+                             std::to_string(kPlacedBufferGranule) +
+                             " bytes, found " + std::to_string(buffer.bytes) +
+                             " bytes at " + std::to_string(buffer.offset));
     if (buffer.start < 0 || buffer.end < buffer.start)
       return fail(entry, "expected 0 <= start <= end, found " +
                              std::to_string(buffer.start) + " and " +

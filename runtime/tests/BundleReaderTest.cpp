@@ -139,9 +139,9 @@ const char *kValidBundleBody = R"json({
     "optimizer_slots": 2,
     "devices": [
       {"resident_bytes": 320, "peak_bytes": 400, "arena_bytes": 400,
-       "buffers": [[24, 0, 0, 3, 0, 0, 0], [40, 24, 1, 2, 1, 0, 3]]},
-      {"resident_bytes": 160, "peak_bytes": 200, "arena_bytes": 200,
-       "buffers": [[40, 0, 0, 4, 0, 0, 0]]}
+       "buffers": [[32, 0, 0, 3, 0, 0, 0], [48, 32, 1, 2, 1, 0, 3]]},
+      {"resident_bytes": 160, "peak_bytes": 208, "arena_bytes": 208,
+       "buffers": [[48, 0, 0, 4, 0, 0, 0]]}
     ]
   }
 })json";
@@ -397,7 +397,7 @@ TEST(BundleReaderTest, PlacementRoundTripsAndIsRangeChecked) {
   ASSERT_TRUE(first.ok()) << first.status().message();
   (*first).memoryPlan.devices = {{100, 150, 160}, {200, 260, 300}};
   (*first).memoryPlan.devices[1].buffers = {{48, 0, 0, 5, 0, 0, 0},
-                                            {52, 48, 3, 9, 2, 0, 3}};
+                                            {48, 48, 3, 9, 2, 0, 3}};
   StatusOr<Bundle> second = parseBundle(writeBundle(*first), "w.json");
   ASSERT_TRUE(second.ok()) << second.status().message();
   ASSERT_EQ((*second).memoryPlan.devices[1].buffers.size(), 2u);
@@ -406,28 +406,28 @@ TEST(BundleReaderTest, PlacementRoundTripsAndIsRangeChecked) {
   EXPECT_EQ((*second).memoryPlan.devices[1].buffers[1].instr, 2);
   EXPECT_EQ((*second).memoryPlan.devices[1].buffers[1].value, 3);
 
-  (*first).memoryPlan.devices[1].buffers[1].offset = 60; // 60 + 52 > 100
+  (*first).memoryPlan.devices[1].buffers[1].offset = 64; // 64 + 48 > 100
   EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
             "'w.json': memory_plan.devices[1].buffers[1]: expected a buffer "
-            "inside the arena's 100 bytes after the resident block, found 52 "
-            "bytes at 60");
-  (*first).memoryPlan.devices[1].buffers[1] = {4, 0, 7, 6, 2, 0, 3};
+            "inside the arena's 100 bytes after the resident block, found 48 "
+            "bytes at 64");
+  (*first).memoryPlan.devices[1].buffers[1] = {16, 0, 7, 6, 2, 0, 3};
   EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
             "'w.json': memory_plan.devices[1].buffers[1]: expected 0 <= start "
             "<= end, found 7 and 6");
-  (*first).memoryPlan.devices[1].buffers[1] = {6, 2, 3, 9, 2, 0, 3};
+  (*first).memoryPlan.devices[1].buffers[1] = {12, 4, 3, 9, 2, 0, 3};
   EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
-            "'w.json': memory_plan.devices[1].buffers[1]: expected a 4-byte "
-            "aligned offset and size, found 6 bytes at 2");
-  (*first).memoryPlan.devices[1].buffers[1] = {4, 0, 3, 9, 11, 0, 3};
+            "'w.json': memory_plan.devices[1].buffers[1]: expected an offset "
+            "and size that are multiples of 16 bytes, found 12 bytes at 4");
+  (*first).memoryPlan.devices[1].buffers[1] = {16, 0, 3, 9, 11, 0, 3};
   EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
             "'w.json': memory_plan.devices[1].buffers[1][4]: expected an "
             "instruction of the device's program (0 to 10), found 11");
-  (*first).memoryPlan.devices[1].buffers[1] = {4, 0, 3, 9, 2, 1, 3};
+  (*first).memoryPlan.devices[1].buffers[1] = {16, 0, 3, 9, 2, 1, 3};
   EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
             "'w.json': memory_plan.devices[1].buffers[1][5]: expected -1 or "
             "the micro-batch of instruction 2, found 1");
-  (*first).memoryPlan.devices[1].buffers[1] = {4, 0, 3, 9, 2, 0, 8};
+  (*first).memoryPlan.devices[1].buffers[1] = {16, 0, 3, 9, 2, 0, 8};
   EXPECT_EQ(parseBundle(writeBundle(*first), "w.json").status().message(),
             "'w.json': memory_plan.devices[1].buffers[1][6]: expected -1 or a "
             "value id of the device's stage (0 to 7), found 8");
@@ -1000,7 +1000,7 @@ const ErrorCase kErrorCases[] = {
      "memory_plan.devices[1]: missing key 'buffers'"},
     {"PlacementEntryTooShort",
      [](Json &j) {
-       j["memory_plan"]["devices"][0]["buffers"][1] = {40, 24, 1, 2};
+       j["memory_plan"]["devices"][0]["buffers"][1] = {48, 32, 1, 2};
      },
      "memory_plan.devices[0].buffers[1]: expected [bytes, offset, start, end, "
      "instr, microbatch, value], found an array"},

@@ -11,6 +11,7 @@ namespace {
 // The chain x -> a = f(x) -> b = f(a) -> loss(b, t) of MemoryPlannerTest,
 // written once as one stage and once as two stages cut after a. Every value
 // is 10 bytes per row; the loss 4 bytes; g has 5 bytes per row of scratch.
+// Buffers take whole 16-byte granules (kBufferGranule).
 
 /// ids: 0 x, 1 t, 2 a, 3 b, 4 loss, 5 d_b, 6 d_a, 7 d_x
 PlannedStage wholeChain() {
@@ -93,8 +94,8 @@ TEST(JoinStages, TwoHalvesPlanLikeTheWholeChain) {
       EXPECT_EQ(fromHalves.arenaBytes, whole.arenaBytes) << "M=" << m;
     }
   // Hand-counted in MemoryPlannerTest (2 rows per micro-batch, M = 2).
-  EXPECT_EQ(planAlone(joined, KeepPolicy::All, 2).peakBytes, 1000 + 180);
-  EXPECT_EQ(planAlone(joined, KeepPolicy::None, 2).peakBytes, 1000 + 140);
+  EXPECT_EQ(planAlone(joined, KeepPolicy::All, 2).peakBytes, 1000 + 288);
+  EXPECT_EQ(planAlone(joined, KeepPolicy::None, 2).peakBytes, 1000 + 224);
 }
 
 TEST(JoinStages, ASingleStageIsItself) {
@@ -119,14 +120,15 @@ TEST(CellMemoryPlanner, CellsPlanAsTheirDevices) {
   EXPECT_LE(planner.peakBytes(1, 2), planner.peakBytes(0, 2));
   EXPECT_EQ(planner.error(), "");
 
-  // Stage 1 alone (20 B per value of a 2-row micro-batch): each forward
-  // stashes a and t (40 B; b and the loss die in it), peaking at 40 + 40 +
-  // b 20 + loss 4 = 104 in the second. The first backward recomputes b (100;
-  // the loss comes and goes), adds d_b (120), frees b and t (80), adds d_a
-  // and 10 B of scratch (110). Peak 400 + 120.
+  // Stage 1 alone (20 B per value of a 2-row micro-batch, a 32 B buffer; the
+  // loss and the scratch 16 B): each forward stashes a and t (64 B; b and the
+  // loss die in it), peaking at 64 + 64 + b 32 + loss 16 = 176 in the
+  // second. The first backward recomputes b (160; the loss comes and goes:
+  // 176), adds d_b (192), frees b and t (128), adds d_a and the scratch
+  // (176). Peak 400 + 192.
   DeviceMemoryPlan second;
   ASSERT_EQ(planner.plan(1, 2, second), "");
-  EXPECT_EQ(second.peakBytes, 400 + 120);
+  EXPECT_EQ(second.peakBytes, 400 + 192);
 }
 
 TEST(CellMemoryPlanner, UnsplittableBatchIsAnError) {

@@ -291,20 +291,22 @@ DeviceProgram chainProgram(KeepPolicy keep, unsigned microbatches) {
   return p;
 }
 
-// Hand-counted, 20 bytes per value of a 2-row micro-batch, loss 4 bytes:
-//  keep all: each forward keeps x, t, a, b (80). The first backward (of
-//  micro-batch 1) starts on 160 and adds d_b: 180; then b and t die (140),
-//  d_a and 10 bytes of scratch come (170), d_b and a die, and so on.
-//  recompute: each forward keeps the stash x, t (40). The first backward
-//  recomputes a and b (40 + 40 + 40; the loss, +4, dies at once) and adds
-//  d_b: 140.
+// Hand-counted. A value of a 2-row micro-batch has 20 bytes, the loss 4 and
+// g's scratch 10: each buffer takes whole 16-byte granules
+// (kBufferGranule), so 32, 16 and 16.
+//  keep all: each forward keeps x, t, a, b (128). The first backward (of
+//  micro-batch 1) starts on 256 and adds d_b: 288; then b and t die (224),
+//  d_a and the scratch come (272), d_b and a die, and so on.
+//  recompute: each forward keeps the stash x, t (64). The first backward
+//  recomputes a and b (64 + 64 + 64; the loss, +16, dies at once) and adds
+//  d_b: 224.
 TEST(PlanDeviceMemory, HandCountedPeaks) {
   DeviceMemoryPlan all, none;
   ASSERT_EQ(planDeviceMemory(chainProgram(KeepPolicy::All, 2), all), "");
   ASSERT_EQ(planDeviceMemory(chainProgram(KeepPolicy::None, 2), none), "");
   EXPECT_EQ(all.residentBytes, 1000);
-  EXPECT_EQ(all.peakBytes, 1000 + 180);
-  EXPECT_EQ(none.peakBytes, 1000 + 140);
+  EXPECT_EQ(all.peakBytes, 1000 + 288);
+  EXPECT_EQ(none.peakBytes, 1000 + 224);
   EXPECT_GE(all.arenaBytes, all.peakBytes);
   EXPECT_GE(none.arenaBytes, none.peakBytes);
   expectNoConflicts(all.buffers, all.arenaBytes - all.residentBytes);

@@ -31,6 +31,14 @@
 
 namespace gpipe {
 
+/// Every buffer's size, and so its offset, is a multiple of this many bytes:
+/// the alignment that cuBLAS's tensor-core kernels and 128-bit vector loads
+/// need on a GPU (a byte mask or a 4-byte loss would otherwise leave the next
+/// buffer's floats at any multiple of 4). The runtime rounds a value's bytes
+/// the same way and refuses offsets that are not multiples of it
+/// (gpipe::runtime::kPlacedBufferGranule).
+constexpr int64_t kBufferGranule = 16;
+
 /// Bytes of a buffer holding `rows` batch rows: fixed + perRow * rows.
 struct ByteSize {
   int64_t fixed = 0;

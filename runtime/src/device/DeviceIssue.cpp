@@ -94,11 +94,14 @@ DeviceValue &DeviceExecutor::Impl::newValue(unsigned device, unsigned m,
   value.shape = spec.shape;
   if (spec.batched)
     value.shape[0] = rowsOf(m);
-  // The compiler's buffer packs a value and its saved state, in whole words.
+  // The compiler's buffer packs a value and its saved state, rounded up to
+  // whole granules.
   int64_t total = value.numElements() * 4;
   for (int64_t extra : extraBytes)
     total += extra;
-  value.data = valueBuffer(device, id, (total + 3) / 4 * 4);
+  value.data = valueBuffer(device, id,
+                           (total + kPlacedBufferGranule - 1) /
+                               kPlacedBufferGranule * kPlacedBufferGranule);
   int64_t at = value.numElements() * 4;
   for (size_t k = 0; k < extraBytes.size(); ++k) {
     value.saved[k] = value.data ? value.data + at : nullptr;

@@ -163,6 +163,11 @@ enum class RematPolicy { None, Full, ExceptLast };
 /// micro-batch `microbatch`; microbatch -1 marks the copy a send holds
 /// (`value` >= 0) or an op's scratch (`value` -1). A device's buffers are
 /// listed in the order its program defines them.
+/// Every placed buffer's size and offset is a multiple of this many bytes (the
+/// compiler's gpipe::kBufferGranule): a GPU's tensor-core GEMMs and vector
+/// loads need 16-byte aligned operands.
+constexpr int64_t kPlacedBufferGranule = 16;
+
 struct PlacedBuffer {
   int64_t bytes = 0, offset = 0, start = 0, end = 0;
   int64_t instr = 0, microbatch = -1, value = -1;
