@@ -9,6 +9,7 @@
 
 #include "gpipe/Analysis/ByteCount.h"
 #include "gpipe/Models/Capacity.h"
+#include "gpipe/Tools/CountParser.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -36,26 +37,30 @@ static cl::SubCommand sweepCommand(
 static cl::SubCommandGroup bothCommands({&tableCommand, &sweepCommand});
 
 static cl::OptionCategory modelCategory("Transformer options");
-static cl::opt<int64_t> width("width", cl::init(256), cl::sub(bothCommands),
-                              cl::cat(modelCategory), cl::desc("model width"));
-static cl::opt<int64_t> heads("heads", cl::init(8), cl::sub(bothCommands),
-                              cl::cat(modelCategory),
-                              cl::desc("attention heads"));
-static cl::opt<int64_t> ffWidth("ff", cl::init(1024), cl::sub(bothCommands),
-                                cl::cat(modelCategory),
-                                cl::desc("hidden width of each MLP"));
-static cl::opt<int64_t> seq("seq", cl::init(128), cl::sub(bothCommands),
-                            cl::cat(modelCategory),
-                            cl::desc("sequence length"));
-static cl::opt<int64_t> vocab("vocab", cl::init(96), cl::sub(bothCommands),
-                              cl::cat(modelCategory),
-                              cl::desc("vocabulary size"));
-static cl::opt<double> dropout("dropout", cl::init(0.1), cl::sub(bothCommands),
-                               cl::cat(modelCategory),
-                               cl::desc("dropout rate"));
+static gpipe::Whole<int64_t> width("width", cl::init(256),
+                                   cl::sub(bothCommands),
+                                   cl::cat(modelCategory),
+                                   cl::desc("model width"));
+static gpipe::Whole<int64_t> heads("heads", cl::init(8), cl::sub(bothCommands),
+                                   cl::cat(modelCategory),
+                                   cl::desc("attention heads"));
+static gpipe::Whole<int64_t> ffWidth("ff", cl::init(1024),
+                                     cl::sub(bothCommands),
+                                     cl::cat(modelCategory),
+                                     cl::desc("hidden width of each MLP"));
+static gpipe::Whole<int64_t> seq("seq", cl::init(128), cl::sub(bothCommands),
+                                 cl::cat(modelCategory),
+                                 cl::desc("sequence length"));
+static gpipe::Whole<int64_t> vocab("vocab", cl::init(96), cl::sub(bothCommands),
+                                   cl::cat(modelCategory),
+                                   cl::desc("vocabulary size"));
+static gpipe::Real<double> dropout("dropout", cl::init(0.1),
+                                   cl::sub(bothCommands),
+                                   cl::cat(modelCategory),
+                                   cl::desc("dropout rate"));
 
 static cl::OptionCategory compileCategory("Compile options");
-static cl::opt<unsigned>
+static gpipe::Count
     optimizerSlots("optimizer-slots", cl::init(2), cl::sub(bothCommands),
                    cl::cat(compileCategory),
                    cl::desc("optimizer state tensors per parameter (Adam: 2)"));
@@ -74,14 +79,15 @@ static cl::opt<std::string>
     budgetText("budget", cl::init("1GiB"), cl::sub(tableCommand),
                cl::cat(tableCategory),
                cl::desc("per-device memory budget (1048576, 512MiB, 1GiB)"));
-static cl::opt<int64_t> tableBatch("batch", cl::init(32), cl::sub(tableCommand),
-                                   cl::cat(modelCategory),
-                                   cl::desc("mini-batch size N"));
-static cl::opt<int64_t> tableMicrobatches("microbatches", cl::init(8),
-                                          cl::sub(tableCommand),
-                                          cl::cat(tableCategory),
-                                          cl::desc("micro-batches M"));
-static cl::list<int64_t> tableStages(
+static gpipe::Whole<int64_t> tableBatch("batch", cl::init(32),
+                                        cl::sub(tableCommand),
+                                        cl::cat(modelCategory),
+                                        cl::desc("mini-batch size N"));
+static gpipe::Whole<int64_t> tableMicrobatches("microbatches", cl::init(8),
+                                               cl::sub(tableCommand),
+                                               cl::cat(tableCategory),
+                                               cl::desc("micro-batches M"));
+static gpipe::WholeList<int64_t> tableStages(
     "stages", cl::CommaSeparated, cl::sub(tableCommand), cl::cat(tableCategory),
     cl::desc("numbers of devices K, one row each (default 1,2,4,8)"));
 static cl::list<std::string>
@@ -89,27 +95,27 @@ static cl::list<std::string>
                cl::cat(tableCategory),
                cl::desc("remat policies, one column group each: none, full "
                         "or except-last (default none,full)"));
-static cl::opt<int64_t>
+static gpipe::Whole<int64_t>
     maxBlocks("max-blocks", cl::init(4096), cl::sub(tableCommand),
               cl::cat(tableCategory),
               cl::desc("stop searching at this many blocks"));
 
 // sweep
 static cl::OptionCategory sweepCategory("Sweep options");
-static cl::list<int64_t>
+static gpipe::WholeList<int64_t>
     sweepBlocks("blocks", cl::CommaSeparated, cl::sub(sweepCommand),
                 cl::cat(modelCategory),
                 cl::desc("Transformer blocks L (default 16; a list sweeps "
                          "them too)"));
-static cl::opt<int64_t> sweepStages("stages", cl::init(4),
-                                    cl::sub(sweepCommand),
-                                    cl::cat(sweepCategory),
-                                    cl::desc("devices K"));
-static cl::list<int64_t>
+static gpipe::Whole<int64_t> sweepStages("stages", cl::init(4),
+                                         cl::sub(sweepCommand),
+                                         cl::cat(sweepCategory),
+                                         cl::desc("devices K"));
+static gpipe::WholeList<int64_t>
     sweepMicrobatches("microbatches", cl::CommaSeparated, cl::sub(sweepCommand),
                       cl::cat(sweepCategory),
                       cl::desc("micro-batch counts M (default 1,2,4,8,16,32)"));
-static cl::list<int64_t>
+static gpipe::WholeList<int64_t>
     sweepBatch("batch", cl::CommaSeparated, cl::sub(sweepCommand),
                cl::cat(modelCategory),
                cl::desc("mini-batch sizes N (default 32; a list sweeps them "

@@ -65,7 +65,7 @@ static cl::opt<gpipe::PartitionObjective>
                          clEnumValN(gpipe::PartitionObjective::Bottleneck,
                                     "bottleneck", "smallest largest cell")),
               cl::cat(pipelineOptions));
-static cl::opt<int64_t>
+static gpipe::Whole<int64_t>
     batchSize("batch-size", cl::init(0),
               cl::desc("mini-batch size (0: the model's own)"),
               cl::cat(pipelineOptions));
@@ -94,9 +94,9 @@ static cl::opt<std::string>
     optimizerName("optimizer", cl::init("adam"),
                   cl::desc("sgd, momentum, rmsprop or adam"),
                   cl::cat(trainingOptions));
-static cl::opt<float> learningRate("lr", cl::init(1e-3f),
-                                   cl::desc("(peak) learning rate"),
-                                   cl::cat(trainingOptions));
+static gpipe::Real<float> learningRate("lr", cl::init(1e-3f),
+                                       cl::desc("(peak) learning rate"),
+                                       cl::cat(trainingOptions));
 static cl::opt<rt::LearningRateSchedule>
     lrSchedule("lr-schedule",
                cl::desc("learning-rate schedule over the whole run"),
@@ -106,9 +106,9 @@ static cl::opt<rt::LearningRateSchedule>
                           clEnumValN(rt::LearningRateSchedule::Cosine, "cosine",
                                      "cosine decay from --lr to 0")),
                cl::cat(trainingOptions));
-static cl::opt<uint64_t> seed("seed", cl::init(1),
-                              cl::desc("parameter and shuffling seed"),
-                              cl::cat(trainingOptions));
+static gpipe::Whole<uint64_t> seed("seed", cl::init(1),
+                                   cl::desc("parameter and shuffling seed"),
+                                   cl::cat(trainingOptions));
 
 enum class DatasetKind { Auto, Images, Text };
 static cl::opt<DatasetKind> datasetKind(
