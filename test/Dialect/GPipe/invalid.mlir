@@ -1185,6 +1185,38 @@ gpipe.schedule @s model @m microbatches 3 rows [2, 2] {
 
 // -----
 
+// An instruction's micro-batch is one of the schedule's: 2^32 is not read as
+// micro-batch 0 by anything after the verifier.
+gpipe.schedule @s model @m microbatches 2 rows [2, 2] {
+  gpipe.program device 0 {
+    gpipe.forward @stage0 mb 0 rows 2
+    // expected-error @+1 {{'gpipe.forward' op names micro-batch 4294967296, but the schedule has 2 micro-batches (0 to 1)}}
+    gpipe.forward @stage0 mb 4294967296 rows 2
+  }
+}
+
+// -----
+
+// Channels and peers are 32-bit indices.
+gpipe.schedule @s model @m microbatches 1 rows [2] {
+  gpipe.program device 0 {
+    // expected-error @+1 {{'gpipe.send_activation' op expects a channel below 2^32, got 4294967296}}
+    gpipe.send_activation to 1 mb 0 channel 4294967296 : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+// A device index fits in 32 bits.
+gpipe.schedule @s model @m microbatches 1 rows [2] {
+  // expected-error @+1 {{'gpipe.program' op expects a device below 2^32, got 4294967296}}
+  gpipe.program device 4294967296 {
+    gpipe.optimizer_step
+  }
+}
+
+// -----
+
 // Every micro-batch has at least one row.
 // expected-error @+1 {{'gpipe.schedule' op expects a positive row count for micro-batch 1, got 0}}
 gpipe.schedule @s model @m microbatches 2 rows [4, 0] {

@@ -389,5 +389,33 @@ LogicalResult ScheduleOp::verify() {
   return success();
 }
 
+// After the programs and instructions passed their own verifiers. Devices,
+// micro-batches, channels and peers are 32-bit indices past the IR (the
+// schedule analysis, the memory planner, the bundle): bound them here, so
+// that no later stage truncates one into another valid index.
+LogicalResult ScheduleOp::verifyRegions() {
+  const uint64_t numMicrobatches = getMicrobatches();
+  for (ProgramOp program : getBody().front().getOps<ProgramOp>()) {
+    if (program.getDevice() > UINT32_MAX)
+      return program.emitOpError()
+             << "expects a device below 2^32, got " << program.getDevice();
+    for (Operation &instr : program.getBody().front()) {
+      if (auto mb = instr.getAttrOfType<IntegerAttr>("mb");
+          mb && mb.getValue().getZExtValue() >= numMicrobatches)
+        return instr.emitOpError()
+               << "names micro-batch " << mb.getValue().getZExtValue()
+               << ", but the schedule has " << numMicrobatches
+               << " micro-batches (0 to " << numMicrobatches - 1 << ")";
+      for (StringRef name : {"peer", "channel"})
+        if (auto index = instr.getAttrOfType<IntegerAttr>(name);
+            index && index.getValue().getZExtValue() > UINT32_MAX)
+          return instr.emitOpError()
+                 << "expects a " << name << " below 2^32, got "
+                 << index.getValue().getZExtValue();
+    }
+  }
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.cpp.inc"

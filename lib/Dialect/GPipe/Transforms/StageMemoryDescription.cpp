@@ -269,35 +269,36 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
 }
 
 std::vector<PlannedInstr> gpipe::describeProgramMemory(ProgramOp program) {
+  // ScheduleOp's verifier bounds micro-batches and channels below 2^32.
   std::vector<PlannedInstr> instrs;
   for (Operation &op : program.getBody().front()) {
     PlannedInstr instr;
     llvm::TypeSwitch<Operation *>(&op)
         .Case([&](LoadInputOp o) {
-          instr = {PlannedInstrKind::LoadInput, o.getMb(), 0,
+          instr = {PlannedInstrKind::LoadInput, unsigned(o.getMb()), 0,
                    o.getName().str()};
         })
         .Case([&](ForwardOp o) {
-          instr = {PlannedInstrKind::Forward, o.getMb(), 0, ""};
+          instr = {PlannedInstrKind::Forward, unsigned(o.getMb()), 0, ""};
         })
         .Case([&](BackwardOp o) {
-          instr = {PlannedInstrKind::Backward, o.getMb(), 0, ""};
+          instr = {PlannedInstrKind::Backward, unsigned(o.getMb()), 0, ""};
         })
         .Case([&](SendActivationOp o) {
-          instr = {PlannedInstrKind::SendActivation, o.getMb(), o.getChannel(),
-                   ""};
+          instr = {PlannedInstrKind::SendActivation, unsigned(o.getMb()),
+                   unsigned(o.getChannel()), ""};
         })
         .Case([&](RecvActivationOp o) {
-          instr = {PlannedInstrKind::RecvActivation, o.getMb(), o.getChannel(),
-                   ""};
+          instr = {PlannedInstrKind::RecvActivation, unsigned(o.getMb()),
+                   unsigned(o.getChannel()), ""};
         })
         .Case([&](SendGradientOp o) {
-          instr = {PlannedInstrKind::SendGradient, o.getMb(), o.getChannel(),
-                   ""};
+          instr = {PlannedInstrKind::SendGradient, unsigned(o.getMb()),
+                   unsigned(o.getChannel()), ""};
         })
         .Case([&](RecvGradientOp o) {
-          instr = {PlannedInstrKind::RecvGradient, o.getMb(), o.getChannel(),
-                   ""};
+          instr = {PlannedInstrKind::RecvGradient, unsigned(o.getMb()),
+                   unsigned(o.getChannel()), ""};
         })
         .Case([&](OptimizerStepOp) {
           instr = {PlannedInstrKind::OptimizerStep, 0, 0, ""};

@@ -393,6 +393,7 @@ def GPipe_ScheduleOp : GPipe_Op<"schedule", [
     attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
+  let hasRegionVerifier = 1;
 }
 
 def GPipe_ProgramOp : GPipe_Op<"program", [

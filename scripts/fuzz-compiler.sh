@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The compiler under AddressSanitizer and UndefinedBehaviorSanitizer, fuzzed:
+# builds tools/fuzz/FuzzCompile with clang-22 (the compiler of LLVM/MLIR 22)
+# in build-fuzz-compiler/ -- only the libraries it needs; LLVM and MLIR
+# themselves are Debian's, uninstrumented -- and runs it for
+# GPIPE_FUZZ_SECONDS seconds (default 60) from the lit tests' models and the
+# examples, printing how long it ran. A crash, or a bundle the compiler writes
+# that the runtime refuses, fails the script and leaves the input in
+# build-fuzz-compiler/fuzz/.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$root/scripts/setup.sh"
+build="${GPIPE_FUZZ_BUILD_DIR:-$root/build-fuzz-compiler}"
+seconds="${GPIPE_FUZZ_SECONDS:-60}"
+flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -fsanitize=fuzzer-no-link"
+if [ ! -f "$build/build.ninja" ]; then
+  CC=clang-22 CXX=clang++-22 cmake -G Ninja -S "$root" -B "$build" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DGPIPE_BUILD_CUDA=OFF -DGPIPE_BUILD_BENCHMARKS=OFF \
+    -DGPIPE_BUILD_FUZZERS=ON \
+    -DCMAKE_CXX_FLAGS="$flags" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+fi
+ninja -C "$build" -j"${GPIPE_JOBS:-2}" FuzzCompile
+
+work="$build/fuzz"
+rm -rf "$work" && mkdir -p "$work/corpus"
+# Seeds: every model the lit tests and the examples hold, valid or not.
+find "$root/test" "$root/python-free-examples" -name '*.mlir' -size -64k |
+  while read -r f; do cp "$f" "$work/corpus/$(echo "$f" | md5sum | cut -c1-16).mlir"; done
+start=$(date +%s)
+(cd "$work" && "$build/tools/fuzz/FuzzCompile" -max_total_time="$seconds" \
+   -timeout=30 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 corpus \
+   > log.txt 2>&1) || {
+  tail -60 "$work/log.txt"
+  echo "fuzz-compiler: FuzzCompile crashed; the input is in $work" >&2
+  exit 1
+}
+runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$' || echo '?')
+echo "fuzz-compiler: FuzzCompile ran $(( $(date +%s) - start )) s, $runs inputs, no crash"
