@@ -30,6 +30,12 @@ rm -rf "$work" && mkdir -p "$work/corpus"
 # Seeds: every model the lit tests and the examples hold, valid or not.
 find "$root/test" "$root/python-free-examples" -name '*.mlir' -size -64k |
   while read -r f; do cp "$f" "$work/corpus/$(echo "$f" | md5sum | cut -c1-16).mlir"; done
+# LLVM's allocators poison their free slab space when the code that inlines
+# them is built with ASan, as ours is, and unpoison what they hand out; the
+# uninstrumented LLVM/MLIR libraries hand out from the same slabs without
+# unpoisoning. Manual poisoning is therefore off: ASan still checks every
+# heap, stack and global access of our code.
+export ASAN_OPTIONS="allow_user_poisoning=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 start=$(date +%s)
 (cd "$work" && "$build/tools/fuzz/FuzzCompile" -max_total_time="$seconds" \
    -timeout=30 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 corpus \

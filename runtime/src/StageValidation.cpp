@@ -590,13 +590,19 @@ std::string StageValidator::run() {
     }
   }
 
-  // Every parameter the forward reads gets its gradient each micro-batch
-  // (once per read that has one): a backward that drops it would train to a
-  // clean exit without ever updating it.
+  // Every parameter an op of the forward reads gets its gradient each
+  // micro-batch (once per read that has one): a backward that drops it would
+  // train to a clean exit without ever updating it. A parameter declared and
+  // never read has no gradient (the optimizer sees zeros).
+  std::map<int, const std::string *> paramOfValue;
+  for (const Op &op : program.forward)
+    if (op.kind == OpKind::Param && !op.results.empty())
+      paramOfValue[op.results[0]] = &op.name;
   std::map<std::string, int> accumulated;
   for (const Op &op : program.forward)
-    if (op.kind == OpKind::Param)
-      accumulated.emplace(op.name, 0);
+    for (int operand : op.operands)
+      if (auto it = paramOfValue.find(operand); it != paramOfValue.end())
+        accumulated.emplace(*it->second, 0);
   for (const Op &op : program.backward)
     if (op.kind == OpKind::AccumulateGrad)
       ++accumulated[op.name];

@@ -684,6 +684,26 @@ template <typename Edit> std::string createError(Edit edit) {
 }
 
 // Bad bundles are refused with a message saying what was expected.
+// A parameter declared and never read has no gradient: the load-time rule
+// asks only for the parameters some op reads (FuzzCompile found the compiler
+// writing such a bundle, gpipe-report.mlir's 'a.b', which the rule refused).
+// It trains, and the parameter keeps its value.
+TEST(Executor, UnreadParameterLoadsAndKeepsItsValue) {
+  ModelGraph graph = mlpGraph(kBatch);
+  graph.param("unread", {3}, InitKind::Ones);
+  Bundle bundle = buildBundle(graph, mlpSplit(2), 2, RematPolicy::Full);
+  EXPECT_EQ(validateBundle(bundle), "");
+  OptimizerConfig sgd;
+  sgd.learningRate = 0.5f;
+  ExecutorConfig config;
+  config.optimizer = sgd;
+  auto executor = makeExecutor(std::move(bundle), config);
+  ASSERT_TRUE(executor);
+  StepResult step = executor->trainStep(mlpBatch(kBatch, 3));
+  ASSERT_TRUE(step.ok()) << step.error;
+  EXPECT_EQ(*executor->parameter("unread"), std::vector<float>(3, 1.0f));
+}
+
 TEST(Executor, InvalidBundlesAreRefused) {
   std::string valid;
   Bundle good =
