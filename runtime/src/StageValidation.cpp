@@ -590,19 +590,26 @@ std::string StageValidator::run() {
     }
   }
 
-  // Every parameter an op of the forward reads gets its gradient each
-  // micro-batch (once per read that has one): a backward that drops it would
-  // train to a clean exit without ever updating it. A parameter declared and
-  // never read has no gradient (the optimizer sees zeros).
+  // Every parameter that the stage's outputs or loss depend on gets its
+  // gradient each micro-batch (once per read that has one): a backward that
+  // drops it would train to a clean exit without ever updating it. A
+  // parameter declared and never read, or read only by ops whose results
+  // reach neither (dead code), has a zero gradient, which the compiler's
+  // autodiff rightly leaves out. FuzzCompile found both.
+  std::set<int> live(program.outputs.begin(), program.outputs.end());
+  live.insert(program.loss);
   std::map<int, const std::string *> paramOfValue;
-  for (const Op &op : program.forward)
-    if (op.kind == OpKind::Param && !op.results.empty())
-      paramOfValue[op.results[0]] = &op.name;
+  for (auto op = program.forward.rbegin(); op != program.forward.rend(); ++op) {
+    if (op->kind == OpKind::Param && !op->results.empty())
+      paramOfValue[op->results[0]] = &op->name;
+    if (std::any_of(op->results.begin(), op->results.end(),
+                    [&](int result) { return live.count(result) > 0; }))
+      live.insert(op->operands.begin(), op->operands.end());
+  }
   std::map<std::string, int> accumulated;
-  for (const Op &op : program.forward)
-    for (int operand : op.operands)
-      if (auto it = paramOfValue.find(operand); it != paramOfValue.end())
-        accumulated.emplace(*it->second, 0);
+  for (const auto &[value, name] : paramOfValue)
+    if (live.count(value))
+      accumulated.emplace(*name, 0);
   for (const Op &op : program.backward)
     if (op.kind == OpKind::AccumulateGrad)
       ++accumulated[op.name];

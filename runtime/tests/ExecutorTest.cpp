@@ -684,13 +684,17 @@ template <typename Edit> std::string createError(Edit edit) {
 }
 
 // Bad bundles are refused with a message saying what was expected.
-// A parameter declared and never read has no gradient: the load-time rule
-// asks only for the parameters some op reads (FuzzCompile found the compiler
-// writing such a bundle, gpipe-report.mlir's 'a.b', which the rule refused).
-// It trains, and the parameter keeps its value.
+// A parameter declared and never read, or read only by an op whose result
+// reaches no output (dead code), has a zero gradient: the load-time rule asks
+// only for the parameters the outputs depend on. FuzzCompile found the
+// compiler writing both kinds (gpipe-report.mlir's unread 'a.b'; a mutated
+// charlm whose attention result was dropped), which the rule refused. They
+// train, and those parameters keep their values.
 TEST(Executor, UnreadParameterLoadsAndKeepsItsValue) {
   ModelGraph graph = mlpGraph(kBatch);
   graph.param("unread", {3}, InitKind::Ones);
+  (void)graph.dense(graph.inputValues[0],
+                    graph.param("dead.w", {12, 2}, InitKind::Ones));
   Bundle bundle = buildBundle(graph, mlpSplit(2), 2, RematPolicy::Full);
   EXPECT_EQ(validateBundle(bundle), "");
   OptimizerConfig sgd;
@@ -702,6 +706,7 @@ TEST(Executor, UnreadParameterLoadsAndKeepsItsValue) {
   StepResult step = executor->trainStep(mlpBatch(kBatch, 3));
   ASSERT_TRUE(step.ok()) << step.error;
   EXPECT_EQ(*executor->parameter("unread"), std::vector<float>(3, 1.0f));
+  EXPECT_EQ(*executor->parameter("dead.w"), std::vector<float>(24, 1.0f));
 }
 
 TEST(Executor, InvalidBundlesAreRefused) {
