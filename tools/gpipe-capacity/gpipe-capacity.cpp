@@ -9,7 +9,7 @@
 
 #include "gpipe/Analysis/ByteCount.h"
 #include "gpipe/Models/Capacity.h"
-#include "gpipe/Tools/CountParser.h"
+#include "gpipe/Support/OptionParsers.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"

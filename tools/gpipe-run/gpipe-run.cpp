@@ -12,8 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Support/OptionParsers.h"
 #include "gpipe/Target/CompileToBundle.h"
-#include "gpipe/Tools/CountParser.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/TrainingRun.h"
 #ifdef GPIPE_HAVE_CUDA

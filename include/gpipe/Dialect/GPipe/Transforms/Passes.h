@@ -5,6 +5,7 @@
 
 #include "gpipe/Analysis/Partitioner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
+#include "gpipe/Support/OptionParsers.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -34,15 +35,15 @@ enum class CellMemoryEstimate {
 /// Options of the `gpipe-compile` pipeline.
 struct CompilePipelineOptions
     : public mlir::PassPipelineOptions<CompilePipelineOptions> {
-  Option<int64_t> batchSize{
+  Option<int64_t, WholeParser<int64_t>> batchSize{
       *this, "batch-size",
       llvm::cl::desc("rebatch the model to this mini-batch first (0: keep "
                      "the model's)"),
       llvm::cl::init(0)};
-  Option<unsigned> numStages{*this, "num-stages",
-                             llvm::cl::desc("number of pipeline stages (K)"),
-                             llvm::cl::init(1)};
-  Option<unsigned> numMicrobatches{
+  Option<unsigned, WholeParser<unsigned>> numStages{
+      *this, "num-stages", llvm::cl::desc("number of pipeline stages (K)"),
+      llvm::cl::init(1)};
+  Option<unsigned, WholeParser<unsigned>> numMicrobatches{
       *this, "num-microbatches",
       llvm::cl::desc("micro-batches per mini-batch (M)"), llvm::cl::init(1)};
   Option<PartitionObjective> objective{
@@ -66,7 +67,7 @@ struct CompilePipelineOptions
                      "recompute each stage's forward (GPipe)"),
           clEnumValN(RematPolicy::ExceptLast, "except-last",
                      "recompute but for the last micro-batch"))};
-  Option<unsigned> optimizerSlots{
+  Option<unsigned, WholeParser<unsigned>> optimizerSlots{
       *this, "optimizer-slots",
       llvm::cl::desc("optimizer state tensors per parameter (Adam: 2, "
                      "momentum and RMSProp: 1, SGD: 0)"),

@@ -1,15 +1,15 @@
-//===- CountParser.h - Command-line numbers with clear errors ---*- C++ -*-===//
+//===- OptionParsers.h - Command-line numbers with clear errors -*- C++ -*-===//
 //
 // LLVM's parsers answer `--stages -1` with "'-1' value invalid for uint
 // argument!". A gpipe tool's number option says what it expects instead:
 // "for the --stages option: expects a whole number from 0 to 4294967295, got
 // '-1'", "expects a whole number, got 'x'" or "expects a finite number, got
-// 'nan'". Header-only, for the tools' mains.
+// 'nan'". Header-only: the tools' options and the gpipe-compile pipeline's.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GPIPE_TOOLS_COUNTPARSER_H
-#define GPIPE_TOOLS_COUNTPARSER_H
+#ifndef GPIPE_SUPPORT_OPTIONPARSERS_H
+#define GPIPE_SUPPORT_OPTIONPARSERS_H
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -89,4 +89,4 @@ template <class T> using Real = llvm::cl::opt<T, false, RealParser<T>>;
 
 } // namespace gpipe
 
-#endif // GPIPE_TOOLS_COUNTPARSER_H
+#endif // GPIPE_SUPPORT_OPTIONPARSERS_H
