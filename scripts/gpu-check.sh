@@ -6,7 +6,8 @@
 #   3. trains the MLP on Fashion-MNIST with --device cuda (10 epochs, K=4
 #      pipeline devices on the GPU) and the character LM for its standard
 #      steps, from bundles compiled on the CPU machine;
-#   4. runs the GPU benchmarks (gpipe-cuda-bench);
+#   4. runs the GPU benchmarks (gpipe-cuda-bench) and the same model in
+#      PyTorch eager (scripts/gpu/torch_transformer_bench.py);
 #   5. writes one report: $GPIPE_GPU_REPORT, else $OUT/gpu-report.md under the
 #      device tool, else build-gpu/gpu-report.md.
 #
@@ -154,6 +155,21 @@ if [ "$gpu" = yes ] && [ -x "$build/bin/gpipe-cuda-bench" ]; then
     --benchmark_out="$logs/bench.json" --benchmark_out_format=json
   say '```'
   grep -E "^BM_|^-|Benchmark" "$logs/bench.log" | tee -a "$report"
+  say '```'
+fi
+
+# The same model in PyTorch eager (the image's python3 has torch): the
+# comparison the step times above are read against.
+if [ "$gpu" = yes ] && python3 -c "import torch" 2>/dev/null; then
+  torch_bench="$root/scripts/gpu/torch_transformer_bench.py"
+  step "PyTorch eager, the same Transformer stack" "$logs/torch.log" \
+    python3 "$torch_bench" --layers 8 24 --precision bf16
+  step "PyTorch eager, fused attention (sdpa)" "$logs/torch-sdpa.log" \
+    python3 "$torch_bench" --layers 8 24 --precision bf16 --sdpa
+  step "PyTorch eager, tf32 and f32" "$logs/torch-f32.log" \
+    python3 "$torch_bench" --layers 8 --precision tf32 f32
+  say '```'
+  cat "$logs"/torch*.log | grep '^torch eager' | tee -a "$report"
   say '```'
 fi
 
