@@ -23,6 +23,7 @@ struct PipelineExecutor::Impl {
   /// a step or a setParameter.
   std::map<std::string, std::vector<float>> parameters, gradients;
   std::vector<int64_t> peak;
+  OptimizerKind optimizerKind = OptimizerKind::Sgd;
 };
 
 PipelineExecutor::PipelineExecutor(std::unique_ptr<Impl> impl)
@@ -57,6 +58,7 @@ PipelineExecutor::create(Bundle bundle, const ExecutorConfig &config,
   if (!impl->executor)
     return nullptr;
   impl->peak = impl->executor->peakMemoryBytes();
+  impl->optimizerKind = config.optimizer.kind;
   return std::unique_ptr<PipelineExecutor>(
       new PipelineExecutor(std::move(impl)));
 }
@@ -107,8 +109,28 @@ std::string PipelineExecutor::setParameter(const std::string &name,
   return error;
 }
 
+std::string PipelineExecutor::optimizerState(const std::string &name,
+                                             unsigned slot,
+                                             std::vector<float> &values) const {
+  return impl->executor->optimizerState(name, slot, values);
+}
+
+std::string
+PipelineExecutor::setOptimizerState(const std::string &name, unsigned slot,
+                                    const std::vector<float> &values) {
+  return impl->executor->setOptimizerState(name, slot, values);
+}
+
+OptimizerKind PipelineExecutor::optimizerKind() const {
+  return impl->optimizerKind;
+}
+
 int64_t PipelineExecutor::stepsDone() const {
   return impl->executor->stepsDone();
+}
+
+void PipelineExecutor::setStepsDone(int64_t steps) {
+  impl->executor->setStepsDone(steps);
 }
 
 void PipelineExecutor::setLearningRate(float learningRate) {

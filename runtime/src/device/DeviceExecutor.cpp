@@ -561,7 +561,51 @@ std::string DeviceExecutor::setParameter(const std::string &name,
   return backend.synchronize(impl->config.stepTimeout);
 }
 
+/// The parameter `name` and its optimizer slot `slot`, or an error.
+static std::string findSlot(DeviceExecutor::Impl &impl, const std::string &name,
+                            unsigned slot, DeviceParameter *&param) {
+  auto it = impl.paramByName.find(name);
+  if (it == impl.paramByName.end())
+    return "unknown parameter '" + name + "'";
+  const unsigned slots = optimizerSlots(impl.config.optimizer.kind);
+  if (slot >= slots)
+    return "the optimizer has " + std::to_string(slots) +
+           " state tensors per parameter, no slot " + std::to_string(slot);
+  param = it->second;
+  return {};
+}
+
+std::string DeviceExecutor::optimizerState(const std::string &name,
+                                           unsigned slot,
+                                           std::vector<float> &values) {
+  DeviceParameter *param = nullptr;
+  std::string error = findSlot(*impl, name, slot, param);
+  if (!error.empty())
+    return error;
+  return copyBack(*impl->backend, param->device, param->slots[slot],
+                  param->size, values, impl->config.stepTimeout);
+}
+
+std::string
+DeviceExecutor::setOptimizerState(const std::string &name, unsigned slot,
+                                  const std::vector<float> &values) {
+  DeviceParameter *param = nullptr;
+  std::string error = findSlot(*impl, name, slot, param);
+  if (!error.empty())
+    return error;
+  if (int64_t(values.size()) != param->size)
+    return "optimizer state " + std::to_string(slot) + " of parameter '" +
+           name + "' has " + std::to_string(param->size) + " elements, got " +
+           std::to_string(values.size());
+  DeviceBackend &backend = *impl->backend;
+  backend.copyToDevice(backend.computeStream(param->device), param->slots[slot],
+                       values.data(), param->size * 4);
+  return backend.synchronize(impl->config.stepTimeout);
+}
+
 int64_t DeviceExecutor::stepsDone() const { return impl->steps; }
+
+void DeviceExecutor::setStepsDone(int64_t steps) { impl->steps = steps; }
 
 void DeviceExecutor::setLearningRate(float learningRate) {
   impl->config.optimizer.learningRate = learningRate;

@@ -129,8 +129,21 @@ public:
   std::string setParameter(const std::string &name,
                            const std::vector<float> &values);
 
+  /// Optimizer state `slot` (0 to optimizerSlots(kind) - 1) of a parameter,
+  /// read from / written to its device; "" or an error (unknown name or
+  /// slot, wrong size, a device error).
+  std::string optimizerState(const std::string &name, unsigned slot,
+                             std::vector<float> &values) const;
+  std::string setOptimizerState(const std::string &name, unsigned slot,
+                                const std::vector<float> &values);
+  /// The optimizer kind and the number of state tensors per parameter.
+  OptimizerKind optimizerKind() const;
+
   /// Number of successful training steps (the optimizer's t).
   int64_t stepsDone() const;
+  /// A resumed run: the next step is step `steps` + 1 (the optimizer's t and
+  /// dropout's masks).
+  void setStepsDone(int64_t steps);
   /// The learning rate of the next steps (for schedules such as cosine
   /// decay); the optimizer's state is kept.
   void setLearningRate(float learningRate);

@@ -105,7 +105,17 @@ public:
   std::string setParameter(const std::string &name,
                            const std::vector<float> &values);
 
+  /// Optimizer state `slot` (0 to optimizerSlots(kind) - 1: Adam's m and v,
+  /// momentum's velocity, ...) of a parameter; "" or an error.
+  std::string optimizerState(const std::string &name, unsigned slot,
+                             std::vector<float> &values);
+  std::string setOptimizerState(const std::string &name, unsigned slot,
+                                const std::vector<float> &values);
+
   int64_t stepsDone() const;
+  /// A resumed run: the next step is step `steps` + 1 (Adam's bias
+  /// correction, dropout's masks).
+  void setStepsDone(int64_t steps);
   void setLearningRate(float learningRate);
   const Bundle &bundle() const;
   DeviceBackend &backend();

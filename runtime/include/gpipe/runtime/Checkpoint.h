@@ -1,0 +1,59 @@
+//===- Checkpoint.h - Saving and resuming training --------------*- C++ -*-===//
+//
+// A checkpoint is a directory `<dir>/step-<N>` holding
+//   - tensors.safetensors: every parameter under its name and every
+//     optimizer state tensor as "optimizer.<slot>/<name>" (SafeTensors.h,
+//     each with its CRC-32);
+//   - state.json: the format, the step, the model, the optimizer and the
+//     training loop's own state (data cursor, seeds, options) as JSON.
+// Tensors are keyed by parameter names, not by device, so a run resumes on
+// any number of pipeline devices. `<dir>/latest` names the newest.
+//
+// Saving is atomic: both files are written into a temporary directory and
+// fsynced, the directory is renamed into place and its parent fsynced, then
+// `latest` is replaced the same way. A process killed at any point leaves
+// the previous checkpoint and `latest` loadable.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_CHECKPOINT_H
+#define GPIPE_RUNTIME_CHECKPOINT_H
+
+#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+
+namespace gpipe::runtime {
+
+/// What state.json holds beside the tensors.
+struct CheckpointInfo {
+  int64_t step = 0;      ///< training steps done
+  std::string model;     ///< the bundle's model name
+  std::string optimizer; ///< optimizerKindName
+  /// The training loop's state, a JSON object as text (e.g. the epoch, the
+  /// data cursor, the shuffling seed); "{}" when it keeps none.
+  std::string loopState = "{}";
+};
+
+/// Saves `executor`'s parameters, optimizer state and steps done with
+/// `loopState` as `<dir>/step-<N>` (creating `dir`), points `<dir>/latest`
+/// at it and deletes all but the newest `keep` checkpoints (0: none).
+/// Returns the checkpoint's path.
+StatusOr<std::string> saveCheckpoint(PipelineExecutor &executor,
+                                     const std::string &dir,
+                                     const std::string &loopState = "{}",
+                                     unsigned keep = 0);
+
+/// Loads a checkpoint into `executor`: `path` is a checkpoint directory or a
+/// save directory whose `latest` names one. Every parameter and optimizer
+/// state tensor must be there with the model's shape; checksums are
+/// verified; the optimizer must be the run's. Then stepsDone is the
+/// checkpoint's. Nothing is changed when an error is returned.
+Status loadCheckpoint(PipelineExecutor &executor, const std::string &path,
+                      CheckpointInfo *info = nullptr);
+
+} // namespace gpipe::runtime
+
+#endif // GPIPE_RUNTIME_CHECKPOINT_H

@@ -1,0 +1,310 @@
+//===- Checkpoint.cpp - Saving and resuming training ----------------------===//
+
+#include "gpipe/runtime/Checkpoint.h"
+
+#include "gpipe/runtime/Optimizers.h"
+#include "gpipe/runtime/SafeTensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace gpipe::runtime;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr const char *kFormat = "gpipe-checkpoint";
+constexpr int kVersion = 1;
+constexpr const char *kTensors = "tensors.safetensors";
+constexpr const char *kState = "state.json";
+constexpr const char *kLatest = "latest";
+
+Status ioError(const std::string &what, const std::string &path) {
+  return Status(StatusCode::Io,
+                what + " '" + path + "': " + std::strerror(errno));
+}
+
+/// Writes `bytes` to `path` and fsyncs it.
+Status writeDurably(const std::string &path, const std::string &bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return ioError("cannot create", path);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      Status status = ioError("cannot write", path);
+      ::close(fd);
+      return status;
+    }
+    done += size_t(n);
+  }
+  if (::fsync(fd) != 0) {
+    Status status = ioError("cannot fsync", path);
+    ::close(fd);
+    return status;
+  }
+  if (::close(fd) != 0)
+    return ioError("cannot close", path);
+  return {};
+}
+
+/// fsyncs a directory, so that a rename inside it is durable.
+Status syncDirectory(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return ioError("cannot open directory", dir);
+  int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? Status() : ioError("cannot fsync directory", dir);
+}
+
+/// Removes `path` and, if a directory, what it holds (one level: a
+/// checkpoint's files).
+void removeTree(const std::string &path) {
+  if (DIR *d = ::opendir(path.c_str())) {
+    while (dirent *entry = ::readdir(d)) {
+      std::string name = entry->d_name;
+      if (name != "." && name != "..")
+        ::unlink((path + "/" + name).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(path.c_str());
+}
+
+StatusOr<std::string> readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return ioError("cannot open", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string stepName(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%010lld",
+                static_cast<long long>(step));
+  return name;
+}
+
+std::string slotTensorName(unsigned slot, const std::string &param) {
+  return "optimizer." + std::to_string(slot) + "/" + param;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? "," : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+} // namespace
+
+StatusOr<std::string>
+gpipe::runtime::saveCheckpoint(PipelineExecutor &executor,
+                               const std::string &dir,
+                               const std::string &loopState, unsigned keep) {
+  Json loop = Json::parse(loopState, nullptr, /*allow_exceptions=*/false);
+  if (!loop.is_object())
+    return Status(
+        StatusCode::InvalidArgument,
+        "the loop state of a checkpoint must be a JSON object, got '" +
+            loopState + "'");
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return ioError("cannot create the checkpoint directory", dir);
+
+  const Bundle &bundle = executor.bundle();
+  const unsigned slots = optimizerSlots(executor.optimizerKind());
+  std::vector<NamedTensor> tensors;
+  for (const ParamSpec &spec : bundle.params) {
+    const std::vector<float> *values = executor.parameter(spec.name);
+    if (!values)
+      return Status(StatusCode::DeviceFailure,
+                    "cannot read parameter '" + spec.name + "' to save it");
+    tensors.push_back({spec.name, spec.shape, *values});
+    for (unsigned slot = 0; slot < slots; ++slot) {
+      NamedTensor state{slotTensorName(slot, spec.name), spec.shape, {}};
+      std::string error = executor.optimizerState(spec.name, slot, state.data);
+      if (!error.empty())
+        return Status(StatusCode::DeviceFailure, error);
+      tensors.push_back(std::move(state));
+    }
+  }
+  const int64_t step = executor.stepsDone();
+  Json state = {{"format", kFormat},
+                {"version", kVersion},
+                {"step", step},
+                {"model", bundle.model},
+                {"optimizer", optimizerKindName(executor.optimizerKind())},
+                {"loop", loop}};
+
+  const std::string name = stepName(step);
+  const std::string temp =
+      dir + "/.tmp-" + name + "-" + std::to_string(::getpid());
+  removeTree(temp);
+  if (::mkdir(temp.c_str(), 0755) != 0)
+    return ioError("cannot create", temp);
+  Status status = writeDurably(
+      temp + "/" + kTensors, encodeSafeTensors(tensors, {{"format", kFormat}}));
+  if (status.ok())
+    status = writeDurably(temp + "/" + kState, state.dump(2) + "\n");
+  if (status.ok())
+    status = syncDirectory(temp);
+  const std::string final = dir + "/" + name;
+  if (status.ok()) {
+    removeTree(final); // a second save of the same step replaces the first
+    if (::rename(temp.c_str(), final.c_str()) != 0)
+      status = ioError("cannot rename the checkpoint into", final);
+  }
+  if (!status.ok()) {
+    removeTree(temp);
+    return status;
+  }
+  // `latest` names the new checkpoint only once it is complete and durable.
+  const std::string latestTemp =
+      dir + "/.tmp-latest-" + std::to_string(::getpid());
+  status = syncDirectory(dir);
+  if (status.ok())
+    status = writeDurably(latestTemp, name + "\n");
+  if (status.ok() &&
+      ::rename(latestTemp.c_str(), (dir + "/" + kLatest).c_str()) != 0)
+    status = ioError("cannot rename into", dir + "/" + kLatest);
+  if (status.ok())
+    status = syncDirectory(dir);
+  if (!status.ok())
+    return status;
+
+  if (keep > 0) {
+    std::vector<std::string> saved;
+    if (DIR *d = ::opendir(dir.c_str())) {
+      while (dirent *entry = ::readdir(d)) {
+        std::string entryName = entry->d_name;
+        if (entryName.rfind("step-", 0) == 0)
+          saved.push_back(entryName);
+      }
+      ::closedir(d);
+    }
+    std::sort(saved.begin(), saved.end()); // zero-padded: oldest first
+    for (size_t i = 0; i + keep < saved.size(); ++i)
+      if (saved[i] != name)
+        removeTree(dir + "/" + saved[i]);
+  }
+  return final;
+}
+
+Status gpipe::runtime::loadCheckpoint(PipelineExecutor &executor,
+                                      const std::string &path,
+                                      CheckpointInfo *info) {
+  // A save directory: follow `latest`.
+  std::string checkpoint = path;
+  struct stat st;
+  if (::stat((path + "/" + kState).c_str(), &st) != 0) {
+    StatusOr<std::string> latest = readFile(path + "/" + kLatest);
+    if (!latest.ok())
+      return Status(StatusCode::Io,
+                    "'" + path + "' is neither a checkpoint (no " + kState +
+                        ") nor a save directory (no " + kLatest + ")");
+    std::string name = *latest;
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
+      name.pop_back();
+    checkpoint = path + "/" + name;
+  }
+
+  StatusOr<std::string> stateText = readFile(checkpoint + "/" + kState);
+  if (!stateText.ok())
+    return stateText.status();
+  Json state = Json::parse(*stateText, nullptr, /*allow_exceptions=*/false);
+  if (!state.is_object() || state.value("format", "") != kFormat ||
+      !state.contains("step") || !state["step"].is_number_integer() ||
+      !state.contains("optimizer") || !state["optimizer"].is_string())
+    return Status(StatusCode::InvalidArgument,
+                  "'" + checkpoint + "/" + kState +
+                      "' is not a gpipe checkpoint's state");
+  if (state.value("version", 0) != kVersion)
+    return Status(StatusCode::InvalidArgument,
+                  "'" + checkpoint + "': unsupported checkpoint version " +
+                      state.value("version", Json(0)).dump() +
+                      " (this runtime reads " + std::to_string(kVersion) + ")");
+  const std::string optimizer = state["optimizer"].get<std::string>();
+  if (optimizer != optimizerKindName(executor.optimizerKind()))
+    return Status(StatusCode::InvalidArgument,
+                  "'" + checkpoint + "' holds " + optimizer +
+                      " state, the run uses " +
+                      optimizerKindName(executor.optimizerKind()));
+
+  StatusOr<std::string> bytes = readFile(checkpoint + "/" + kTensors);
+  if (!bytes.ok())
+    return bytes.status();
+  StatusOr<std::vector<NamedTensor>> tensors =
+      decodeSafeTensors(*bytes, checkpoint + "/" + kTensors);
+  if (!tensors.ok())
+    return tensors.status();
+  std::map<std::string, const NamedTensor *> byName;
+  for (const NamedTensor &tensor : *tensors)
+    byName[tensor.name] = &tensor;
+
+  // Every check first, so that a refused checkpoint changes nothing.
+  const Bundle &bundle = executor.bundle();
+  const unsigned slots = optimizerSlots(executor.optimizerKind());
+  struct Load {
+    const NamedTensor *tensor;
+    const std::string *param;
+    unsigned slot; ///< 0: the parameter, k: optimizer state k - 1
+  };
+  std::vector<Load> loads;
+  for (const ParamSpec &spec : bundle.params) {
+    for (unsigned slot = 0; slot <= slots; ++slot) {
+      std::string name =
+          slot == 0 ? spec.name : slotTensorName(slot - 1, spec.name);
+      auto it = byName.find(name);
+      if (it == byName.end())
+        return Status(StatusCode::NotFound, "'" + checkpoint +
+                                                "' has no tensor '" + name +
+                                                "', which the model needs");
+      if (it->second->shape != spec.shape)
+        return Status(StatusCode::InvalidArgument,
+                      "checkpoint has " + name + " " +
+                          shapeText(it->second->shape) + ", model expects " +
+                          shapeText(spec.shape));
+      loads.push_back({it->second, &spec.name, slot});
+      byName.erase(it);
+    }
+  }
+  if (!byName.empty())
+    return Status(StatusCode::InvalidArgument,
+                  "'" + checkpoint + "' has tensor '" + byName.begin()->first +
+                      "', which is not a parameter of model '" + bundle.model +
+                      "' or its optimizer state");
+
+  for (const Load &load : loads) {
+    std::string error =
+        load.slot == 0 ? executor.setParameter(*load.param, load.tensor->data)
+                       : executor.setOptimizerState(*load.param, load.slot - 1,
+                                                    load.tensor->data);
+    if (!error.empty())
+      return Status(StatusCode::DeviceFailure, error);
+  }
+  executor.setStepsDone(state["step"].get<int64_t>());
+  if (info) {
+    info->step = state["step"].get<int64_t>();
+    info->model = state.value("model", "");
+    info->optimizer = optimizer;
+    info->loopState = state.contains("loop") ? state["loop"].dump() : "{}";
+  }
+  return {};
+}

@@ -1,0 +1,255 @@
+//===- CheckpointTest.cpp - Saving and resuming training ------------------===//
+//
+// The safetensors codec (round trip, every corruption named), and
+// checkpoints of the executor: a run resumed from a checkpoint continues
+// bit for bit as the uninterrupted run, on the same or another number of
+// pipeline devices; mismatched, corrupted or half-written checkpoints are
+// refused (or skipped) with errors that name what is wrong, and a refused
+// load changes nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/runtime/Checkpoint.h"
+#include "gpipe/runtime/SafeTensors.h"
+
+#include "TestBundles.h"
+#include "TestModels.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::testing;
+
+namespace {
+
+constexpr int64_t kRows = 8;
+
+std::string freshDir(const std::string &name) {
+  std::string dir = ::testing::TempDir() + "gpipe-ckpt-" + name + "-" +
+                    std::to_string(::getpid());
+  std::string command = "rm -rf '" + dir + "'";
+  EXPECT_EQ(std::system(command.c_str()), 0);
+  return dir;
+}
+
+std::string readAll(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void writeAll(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+bool exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::unique_ptr<PipelineExecutor> transformerOn(unsigned k, uint64_t seed) {
+  ExecutorConfig config;
+  config.seed = seed;
+  config.optimizer.kind = OptimizerKind::Adam;
+  config.optimizer.learningRate = 0.01f;
+  std::string error;
+  auto executor = PipelineExecutor::create(
+      buildBundle(residualGraph(kRows), residualSplit(k), 2, RematPolicy::Full),
+      config, error);
+  EXPECT_TRUE(executor) << error;
+  return executor;
+}
+
+std::vector<double> trainSteps(PipelineExecutor &executor, uint64_t first,
+                               uint64_t last) {
+  std::vector<double> losses;
+  for (uint64_t step = first; step <= last; ++step) {
+    StepResult result = executor.trainStep(residualBatch(kRows, step));
+    EXPECT_TRUE(result.ok()) << result.error;
+    losses.push_back(result.loss);
+  }
+  return losses;
+}
+
+//===----------------------------------------------------------------------===//
+// safetensors
+//===----------------------------------------------------------------------===//
+
+TEST(SafeTensors, RoundTripsAndNamesEveryCorruption) {
+  std::vector<NamedTensor> tensors = {{"w", {2, 3}, {1, 2, 3, 4, 5, 6}},
+                                      {"b", {3}, {-1.5f, 0.0f, 7.25f}}};
+  std::string bytes = encodeSafeTensors(tensors, {{"note", "x"}});
+  std::map<std::string, std::string> metadata;
+  auto decoded = decodeSafeTensors(bytes, "t.safetensors", &metadata);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+  ASSERT_EQ(decoded->size(), 2u); // by name: b, w
+  EXPECT_EQ((*decoded)[0].name, "b");
+  EXPECT_EQ((*decoded)[0].data, tensors[1].data);
+  EXPECT_EQ((*decoded)[1].shape, tensors[0].shape);
+  EXPECT_EQ((*decoded)[1].data, tensors[0].data);
+  EXPECT_EQ(metadata, (std::map<std::string, std::string>{{"note", "x"}}));
+
+  // The header length is little-endian, the header 8-byte padded JSON.
+  uint64_t length = 0;
+  for (int i = 0; i < 8; ++i)
+    length |= uint64_t(uint8_t(bytes[i])) << (8 * i);
+  EXPECT_EQ(length % 8, 0u);
+  EXPECT_EQ(bytes.size(), 8 + length + 9 * 4);
+
+  std::string flipped = bytes;
+  flipped[8 + length + 24 + 4] ^= 0x40; // a byte of b (after w's 24)
+  EXPECT_EQ(decodeSafeTensors(flipped, "t.safetensors")
+                .status()
+                .message()
+                .rfind("'t.safetensors': tensor 'b' fails its checksum", 0),
+            0u);
+  EXPECT_NE(decodeSafeTensors(bytes.substr(0, bytes.size() - 1), "t")
+                .status()
+                .message()
+                .find("spans bytes"),
+            std::string::npos);
+  EXPECT_NE(decodeSafeTensors(bytes.substr(0, 5), "t")
+                .status()
+                .message()
+                .find("expected an 8-byte header length"),
+            std::string::npos);
+  std::string huge = bytes;
+  huge[7] = char(0x7f);
+  EXPECT_NE(
+      decodeSafeTensors(huge, "t").status().message().find("the header claims"),
+      std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+
+// Three Adam steps, a checkpoint, three more: a fresh executor (another
+// initialization seed) loaded from the checkpoint gives the last three
+// losses and the final parameters bit for bit, at K = 2 as saved and at
+// K = 1 and 4 (the tensors are keyed by name, not by device).
+TEST(Checkpoint, ResumedRunsContinueBitForBitOnAnyK) {
+  const std::string dir = freshDir("resume");
+  auto whole = transformerOn(2, 5);
+  ASSERT_TRUE(whole);
+  std::vector<double> first = trainSteps(*whole, 1, 3);
+  StatusOr<std::string> saved =
+      saveCheckpoint(*whole, dir, R"({"epoch": 1, "cursor": 24})");
+  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  EXPECT_EQ(*saved, dir + "/step-0000000003");
+  std::vector<double> rest = trainSteps(*whole, 4, 6);
+
+  for (unsigned k : {2u, 1u, 4u}) {
+    SCOPED_TRACE("resumed on K=" + std::to_string(k));
+    auto resumed = transformerOn(k, 99);
+    ASSERT_TRUE(resumed);
+    CheckpointInfo info;
+    Status loaded = loadCheckpoint(*resumed, dir, &info);
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+    EXPECT_EQ(info.step, 3);
+    EXPECT_EQ(info.optimizer, "adam");
+    EXPECT_EQ(info.loopState, R"({"cursor":24,"epoch":1})");
+    EXPECT_EQ(resumed->stepsDone(), 3);
+    EXPECT_EQ(trainSteps(*resumed, 4, 6), rest);
+    for (const ParamSpec &spec : resumed->bundle().params)
+      EXPECT_EQ(*resumed->parameter(spec.name), *whole->parameter(spec.name))
+          << spec.name;
+  }
+}
+
+// A checkpoint of another model, optimizer or a corrupted one is refused
+// with what is wrong, and the executor keeps its parameters.
+TEST(Checkpoint, MismatchesAndCorruptionAreRefusedAndChangeNothing) {
+  const std::string dir = freshDir("mismatch");
+  ExecutorConfig adam;
+  adam.optimizer.kind = OptimizerKind::Adam;
+  std::string error;
+  auto narrow = PipelineExecutor::create(
+      buildBundle(mlpGraph(kRows, 16), mlpSplit(2), 2, RematPolicy::Full), adam,
+      error);
+  ASSERT_TRUE(narrow) << error;
+  ASSERT_TRUE(narrow->trainStep(mlpBatch(kRows, 1)).ok());
+  StatusOr<std::string> saved = saveCheckpoint(*narrow, dir);
+  ASSERT_TRUE(saved.ok()) << saved.status().message();
+
+  auto wide = PipelineExecutor::create(
+      buildBundle(mlpGraph(kRows, 32), mlpSplit(2), 2, RematPolicy::Full), adam,
+      error);
+  ASSERT_TRUE(wide) << error;
+  const std::vector<float> before = *wide->parameter("l1.w");
+  EXPECT_EQ(loadCheckpoint(*wide, dir).message(),
+            "checkpoint has l1.w [12,16], model expects [12,32]");
+  EXPECT_EQ(*wide->parameter("l1.w"), before);
+  EXPECT_EQ(wide->stepsDone(), 0);
+
+  ExecutorConfig sgd;
+  auto other = PipelineExecutor::create(
+      buildBundle(mlpGraph(kRows, 16), mlpSplit(1), 2, RematPolicy::Full), sgd,
+      error);
+  ASSERT_TRUE(other) << error;
+  EXPECT_EQ(loadCheckpoint(*other, dir).message(),
+            "'" + *saved + "' holds adam state, the run uses sgd");
+
+  // One flipped byte near the end of the tensor file: the last tensor.
+  std::string tensors = readAll(*saved + "/tensors.safetensors");
+  tensors[tensors.size() - 3] ^= 0x01;
+  writeAll(*saved + "/tensors.safetensors", tensors);
+  auto same = PipelineExecutor::create(
+      buildBundle(mlpGraph(kRows, 16), mlpSplit(2), 2, RematPolicy::Full), adam,
+      error);
+  ASSERT_TRUE(same) << error;
+  Status corrupted = loadCheckpoint(*same, dir);
+  EXPECT_NE(corrupted.message().find("fails its checksum"), std::string::npos)
+      << corrupted.message();
+  EXPECT_NE(corrupted.message().find("tensor '"), std::string::npos);
+  EXPECT_EQ(same->stepsDone(), 0);
+
+  EXPECT_EQ(loadCheckpoint(*same, dir + "/nothing-here").code(),
+            StatusCode::Io);
+}
+
+// Saves are atomic: a save killed before its rename leaves only a temporary
+// directory, which loading ignores (it follows `latest`); `latest` moves
+// only to a complete checkpoint; `keep` prunes the oldest.
+TEST(Checkpoint, LatestOnlyNamesCompleteCheckpointsAndKeepPrunes) {
+  const std::string dir = freshDir("atomic");
+  auto executor = transformerOn(2, 5);
+  ASSERT_TRUE(executor);
+  for (uint64_t step = 1; step <= 4; ++step) {
+    trainSteps(*executor, step, step);
+    ASSERT_TRUE(saveCheckpoint(*executor, dir, "{}", /*keep=*/2).ok());
+  }
+  EXPECT_FALSE(exists(dir + "/step-0000000001"));
+  EXPECT_FALSE(exists(dir + "/step-0000000002"));
+  EXPECT_TRUE(exists(dir + "/step-0000000003"));
+  EXPECT_EQ(readAll(dir + "/latest"), "step-0000000004\n");
+
+  // What a save killed mid-write leaves: a half-written temporary
+  // directory. And a killed save between its rename and `latest`: a
+  // complete step-5 that `latest` does not name yet.
+  ASSERT_EQ(::mkdir((dir + "/.tmp-step-0000000005-1").c_str(), 0755), 0);
+  writeAll(dir + "/.tmp-step-0000000005-1/tensors.safetensors", "\x10\0\0");
+  auto resumed = transformerOn(2, 7);
+  ASSERT_TRUE(resumed);
+  Status loaded = loadCheckpoint(*resumed, dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  EXPECT_EQ(resumed->stepsDone(), 4);
+  for (const ParamSpec &spec : resumed->bundle().params)
+    EXPECT_EQ(*resumed->parameter(spec.name), *executor->parameter(spec.name));
+
+  EXPECT_NE(saveCheckpoint(*executor, dir, "[1, 2]")
+                .status()
+                .message()
+                .find("must be a JSON object"),
+            std::string::npos);
+}
+
+} // namespace
