@@ -116,8 +116,7 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 } // namespace
 
 StatusOr<std::string>
-gpipe::runtime::saveCheckpoint(PipelineExecutor &executor,
-                               const std::string &dir,
+gpipe::runtime::saveCheckpoint(Engine &engine, const std::string &dir,
                                const std::string &loopState, unsigned keep) {
   Json loop = Json::parse(loopState, nullptr, /*allow_exceptions=*/false);
   if (!loop.is_object())
@@ -128,29 +127,28 @@ gpipe::runtime::saveCheckpoint(PipelineExecutor &executor,
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return ioError("cannot create the checkpoint directory", dir);
 
-  const Bundle &bundle = executor.bundle();
-  const unsigned slots = optimizerSlots(executor.optimizerKind());
+  const Bundle &bundle = engine.bundle();
+  const unsigned slots = optimizerSlots(engine.optimizerKind());
   std::vector<NamedTensor> tensors;
   for (const ParamSpec &spec : bundle.params) {
-    const std::vector<float> *values = executor.parameter(spec.name);
-    if (!values)
-      return Status(StatusCode::DeviceFailure,
-                    "cannot read parameter '" + spec.name + "' to save it");
-    tensors.push_back({spec.name, spec.shape, *values});
+    NamedTensor param{spec.name, spec.shape, {}};
+    if (Status status = engine.parameter(spec.name, param.data); !status.ok())
+      return status;
+    tensors.push_back(std::move(param));
     for (unsigned slot = 0; slot < slots; ++slot) {
       NamedTensor state{slotTensorName(slot, spec.name), spec.shape, {}};
-      std::string error = executor.optimizerState(spec.name, slot, state.data);
-      if (!error.empty())
-        return Status(StatusCode::DeviceFailure, error);
+      if (Status status = engine.optimizerState(spec.name, slot, state.data);
+          !status.ok())
+        return status;
       tensors.push_back(std::move(state));
     }
   }
-  const int64_t step = executor.stepsDone();
+  const int64_t step = engine.stepsDone();
   Json state = {{"format", kFormat},
                 {"version", kVersion},
                 {"step", step},
                 {"model", bundle.model},
-                {"optimizer", optimizerKindName(executor.optimizerKind())},
+                {"optimizer", optimizerKindName(engine.optimizerKind())},
                 {"loop", loop}};
 
   const std::string name = stepName(step);
@@ -207,8 +205,7 @@ gpipe::runtime::saveCheckpoint(PipelineExecutor &executor,
   return final;
 }
 
-Status gpipe::runtime::loadCheckpoint(PipelineExecutor &executor,
-                                      const std::string &path,
+Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
                                       CheckpointInfo *info) {
   // A save directory: follow `latest`.
   std::string checkpoint = path;
@@ -241,11 +238,11 @@ Status gpipe::runtime::loadCheckpoint(PipelineExecutor &executor,
                       state.value("version", Json(0)).dump() +
                       " (this runtime reads " + std::to_string(kVersion) + ")");
   const std::string optimizer = state["optimizer"].get<std::string>();
-  if (optimizer != optimizerKindName(executor.optimizerKind()))
+  if (optimizer != optimizerKindName(engine.optimizerKind()))
     return Status(StatusCode::InvalidArgument,
                   "'" + checkpoint + "' holds " + optimizer +
                       " state, the run uses " +
-                      optimizerKindName(executor.optimizerKind()));
+                      optimizerKindName(engine.optimizerKind()));
 
   StatusOr<std::string> bytes = readFile(checkpoint + "/" + kTensors);
   if (!bytes.ok())
@@ -259,8 +256,8 @@ Status gpipe::runtime::loadCheckpoint(PipelineExecutor &executor,
     byName[tensor.name] = &tensor;
 
   // Every check first, so that a refused checkpoint changes nothing.
-  const Bundle &bundle = executor.bundle();
-  const unsigned slots = optimizerSlots(executor.optimizerKind());
+  const Bundle &bundle = engine.bundle();
+  const unsigned slots = optimizerSlots(engine.optimizerKind());
   struct Load {
     const NamedTensor *tensor;
     const std::string *param;
@@ -292,14 +289,14 @@ Status gpipe::runtime::loadCheckpoint(PipelineExecutor &executor,
                       "' or its optimizer state");
 
   for (const Load &load : loads) {
-    std::string error =
-        load.slot == 0 ? executor.setParameter(*load.param, load.tensor->data)
-                       : executor.setOptimizerState(*load.param, load.slot - 1,
-                                                    load.tensor->data);
-    if (!error.empty())
-      return Status(StatusCode::DeviceFailure, error);
+    Status status = load.slot == 0
+                        ? engine.setParameter(*load.param, load.tensor->data)
+                        : engine.setOptimizerState(*load.param, load.slot - 1,
+                                                   load.tensor->data);
+    if (!status.ok())
+      return status;
   }
-  executor.setStepsDone(state["step"].get<int64_t>());
+  engine.setStepsDone(state["step"].get<int64_t>());
   if (info) {
     info->step = state["step"].get<int64_t>();
     info->model = state.value("model", "");

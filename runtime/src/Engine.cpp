@@ -47,7 +47,8 @@ Status toStatus(const std::string &error) {
     return Status();
   if (error.rfind("unknown parameter", 0) == 0)
     return Status(StatusCode::NotFound, error);
-  if (error.find(" elements, got ") != std::string::npos)
+  if (error.find(" elements, got ") != std::string::npos ||
+      error.find(" state tensors per parameter, no slot ") != std::string::npos)
     return Status(StatusCode::InvalidArgument, error);
   return Status(StatusCode::DeviceFailure, error);
 }
@@ -61,8 +62,8 @@ std::map<DeviceKind, BackendFactory> &registry() {
 /// What both executors offer under the same names.
 template <class Executor> class ExecutorEngine : public Engine {
 public:
-  explicit ExecutorEngine(std::unique_ptr<Executor> executor)
-      : executor(std::move(executor)) {}
+  ExecutorEngine(std::unique_ptr<Executor> executor, OptimizerKind optimizer)
+      : executor(std::move(executor)), optimizer(optimizer) {}
   StepResult trainStep(const Batch &batch) override {
     return executor->trainStep(batch);
   }
@@ -81,10 +82,21 @@ public:
                       const std::vector<float> &values) override {
     return toStatus(executor->setParameter(name, values));
   }
+  Status optimizerState(const std::string &name, unsigned slot,
+                        std::vector<float> &values) override {
+    return toStatus(executor->optimizerState(name, slot, values));
+  }
+  Status setOptimizerState(const std::string &name, unsigned slot,
+                           const std::vector<float> &values) override {
+    return toStatus(executor->setOptimizerState(name, slot, values));
+  }
+  OptimizerKind optimizerKind() const override { return optimizer; }
   int64_t stepsDone() const override { return executor->stepsDone(); }
+  void setStepsDone(int64_t steps) override { executor->setStepsDone(steps); }
 
 protected:
   std::unique_ptr<Executor> executor;
+  OptimizerKind optimizer;
 };
 
 class CpuEngine final : public ExecutorEngine<PipelineExecutor> {
@@ -148,7 +160,8 @@ gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
     auto executor = PipelineExecutor::create(std::move(bundle), config, error);
     if (!executor)
       return Status(StatusCode::InvalidBundle, error);
-    return std::unique_ptr<Engine>(new CpuEngine(std::move(executor)));
+    return std::unique_ptr<Engine>(
+        new CpuEngine(std::move(executor), options.optimizer.kind));
   }
   const unsigned numDevices = bundle.stages.size();
   std::unique_ptr<device::DeviceBackend> backend;
@@ -180,5 +193,6 @@ gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
       std::move(bundle), std::move(backend), config, error);
   if (!executor)
     return Status(StatusCode::InvalidBundle, error);
-  return std::unique_ptr<Engine>(new StreamEngine(std::move(executor)));
+  return std::unique_ptr<Engine>(
+      new StreamEngine(std::move(executor), options.optimizer.kind));
 }

@@ -23,7 +23,6 @@ struct PipelineExecutor::Impl {
   /// a step or a setParameter.
   std::map<std::string, std::vector<float>> parameters, gradients;
   std::vector<int64_t> peak;
-  OptimizerKind optimizerKind = OptimizerKind::Sgd;
 };
 
 PipelineExecutor::PipelineExecutor(std::unique_ptr<Impl> impl)
@@ -58,7 +57,6 @@ PipelineExecutor::create(Bundle bundle, const ExecutorConfig &config,
   if (!impl->executor)
     return nullptr;
   impl->peak = impl->executor->peakMemoryBytes();
-  impl->optimizerKind = config.optimizer.kind;
   return std::unique_ptr<PipelineExecutor>(
       new PipelineExecutor(std::move(impl)));
 }
@@ -119,10 +117,6 @@ std::string
 PipelineExecutor::setOptimizerState(const std::string &name, unsigned slot,
                                     const std::vector<float> &values) {
   return impl->executor->setOptimizerState(name, slot, values);
-}
-
-OptimizerKind PipelineExecutor::optimizerKind() const {
-  return impl->optimizerKind;
 }
 
 int64_t PipelineExecutor::stepsDone() const {

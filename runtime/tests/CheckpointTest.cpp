@@ -1,7 +1,7 @@
 //===- CheckpointTest.cpp - Saving and resuming training ------------------===//
 //
 // The safetensors codec (round trip, every corruption named), and
-// checkpoints of the executor: a run resumed from a checkpoint continues
+// checkpoints of an engine: a run resumed from a checkpoint continues
 // bit for bit as the uninterrupted run, on the same or another number of
 // pipeline devices; mismatched, corrupted or half-written checkpoints are
 // refused (or skipped) with errors that name what is wrong, and a refused
@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -55,28 +56,48 @@ bool exists(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-std::unique_ptr<PipelineExecutor> transformerOn(unsigned k, uint64_t seed) {
-  ExecutorConfig config;
-  config.seed = seed;
-  config.optimizer.kind = OptimizerKind::Adam;
-  config.optimizer.learningRate = 0.01f;
-  std::string error;
-  auto executor = PipelineExecutor::create(
-      buildBundle(residualGraph(kRows), residualSplit(k), 2, RematPolicy::Full),
-      config, error);
-  EXPECT_TRUE(executor) << error;
-  return executor;
+std::unique_ptr<Engine> engineFor(Bundle bundle, OptimizerKind optimizer,
+                                  uint64_t seed,
+                                  DeviceKind device = DeviceKind::Cpu) {
+  EngineOptions options;
+  options.device = device;
+  options.seed = seed;
+  options.optimizer.kind = optimizer;
+  options.optimizer.learningRate = 0.01f;
+  StatusOr<std::unique_ptr<Engine>> engine =
+      createEngine(std::move(bundle), options);
+  EXPECT_TRUE(engine.ok()) << engine.status().message();
+  return engine.ok() ? std::move(*engine) : nullptr;
 }
 
-std::vector<double> trainSteps(PipelineExecutor &executor, uint64_t first,
-                               uint64_t last) {
+std::unique_ptr<Engine> transformerOn(unsigned k, uint64_t seed,
+                                      DeviceKind device = DeviceKind::Cpu) {
+  return engineFor(
+      buildBundle(residualGraph(kRows), residualSplit(k), 2, RematPolicy::Full),
+      OptimizerKind::Adam, seed, device);
+}
+
+std::unique_ptr<Engine> mlpOn(int64_t hidden, unsigned k,
+                              OptimizerKind optimizer) {
+  return engineFor(
+      buildBundle(mlpGraph(kRows, hidden), mlpSplit(k), 2, RematPolicy::Full),
+      optimizer, 5);
+}
+
+std::vector<double> trainSteps(Engine &engine, uint64_t first, uint64_t last) {
   std::vector<double> losses;
   for (uint64_t step = first; step <= last; ++step) {
-    StepResult result = executor.trainStep(residualBatch(kRows, step));
+    StepResult result = engine.trainStep(residualBatch(kRows, step));
     EXPECT_TRUE(result.ok()) << result.error;
     losses.push_back(result.loss);
   }
   return losses;
+}
+
+std::vector<float> parameterOf(Engine &engine, const std::string &name) {
+  std::vector<float> values;
+  EXPECT_TRUE(engine.parameter(name, values).ok()) << name;
+  return values;
 }
 
 //===----------------------------------------------------------------------===//
@@ -132,15 +153,17 @@ TEST(SafeTensors, RoundTripsAndNamesEveryCorruption) {
 // Checkpoints
 //===----------------------------------------------------------------------===//
 
-// Three Adam steps, a checkpoint, three more: a fresh executor (another
+// Three Adam steps, a checkpoint, three more: a fresh engine (another
 // initialization seed) loaded from the checkpoint gives the last three
 // losses and the final parameters bit for bit, at K = 2 as saved and at
-// K = 1 and 4 (the tensors are keyed by name, not by device).
+// K = 1 and 4 (the tensors are keyed by name, not by device). On the host
+// emulation of the CUDA path, whose kernels round differently, the resumed
+// losses agree to 1e-5.
 TEST(Checkpoint, ResumedRunsContinueBitForBitOnAnyK) {
   const std::string dir = freshDir("resume");
   auto whole = transformerOn(2, 5);
   ASSERT_TRUE(whole);
-  std::vector<double> first = trainSteps(*whole, 1, 3);
+  trainSteps(*whole, 1, 3);
   StatusOr<std::string> saved =
       saveCheckpoint(*whole, dir, R"({"epoch": 1, "cursor": 24})");
   ASSERT_TRUE(saved.ok()) << saved.status().message();
@@ -160,41 +183,39 @@ TEST(Checkpoint, ResumedRunsContinueBitForBitOnAnyK) {
     EXPECT_EQ(resumed->stepsDone(), 3);
     EXPECT_EQ(trainSteps(*resumed, 4, 6), rest);
     for (const ParamSpec &spec : resumed->bundle().params)
-      EXPECT_EQ(*resumed->parameter(spec.name), *whole->parameter(spec.name))
+      EXPECT_EQ(parameterOf(*resumed, spec.name),
+                parameterOf(*whole, spec.name))
           << spec.name;
   }
+
+  auto emulated = transformerOn(2, 99, DeviceKind::HostEmulation);
+  ASSERT_TRUE(emulated);
+  ASSERT_TRUE(loadCheckpoint(*emulated, dir).ok());
+  std::vector<double> emulatedRest = trainSteps(*emulated, 4, 6);
+  for (size_t i = 0; i < rest.size(); ++i)
+    EXPECT_NEAR(emulatedRest[i], rest[i], 1e-5 * std::fabs(rest[i]));
 }
 
 // A checkpoint of another model, optimizer or a corrupted one is refused
-// with what is wrong, and the executor keeps its parameters.
+// with what is wrong, and the engine keeps its parameters and step.
 TEST(Checkpoint, MismatchesAndCorruptionAreRefusedAndChangeNothing) {
   const std::string dir = freshDir("mismatch");
-  ExecutorConfig adam;
-  adam.optimizer.kind = OptimizerKind::Adam;
-  std::string error;
-  auto narrow = PipelineExecutor::create(
-      buildBundle(mlpGraph(kRows, 16), mlpSplit(2), 2, RematPolicy::Full), adam,
-      error);
-  ASSERT_TRUE(narrow) << error;
+  auto narrow = mlpOn(16, 2, OptimizerKind::Adam);
+  ASSERT_TRUE(narrow);
   ASSERT_TRUE(narrow->trainStep(mlpBatch(kRows, 1)).ok());
   StatusOr<std::string> saved = saveCheckpoint(*narrow, dir);
   ASSERT_TRUE(saved.ok()) << saved.status().message();
 
-  auto wide = PipelineExecutor::create(
-      buildBundle(mlpGraph(kRows, 32), mlpSplit(2), 2, RematPolicy::Full), adam,
-      error);
-  ASSERT_TRUE(wide) << error;
-  const std::vector<float> before = *wide->parameter("l1.w");
+  auto wide = mlpOn(32, 2, OptimizerKind::Adam);
+  ASSERT_TRUE(wide);
+  const std::vector<float> before = parameterOf(*wide, "l1.w");
   EXPECT_EQ(loadCheckpoint(*wide, dir).message(),
             "checkpoint has l1.w [12,16], model expects [12,32]");
-  EXPECT_EQ(*wide->parameter("l1.w"), before);
+  EXPECT_EQ(parameterOf(*wide, "l1.w"), before);
   EXPECT_EQ(wide->stepsDone(), 0);
 
-  ExecutorConfig sgd;
-  auto other = PipelineExecutor::create(
-      buildBundle(mlpGraph(kRows, 16), mlpSplit(1), 2, RematPolicy::Full), sgd,
-      error);
-  ASSERT_TRUE(other) << error;
+  auto other = mlpOn(16, 1, OptimizerKind::Sgd);
+  ASSERT_TRUE(other);
   EXPECT_EQ(loadCheckpoint(*other, dir).message(),
             "'" + *saved + "' holds adam state, the run uses sgd");
 
@@ -202,15 +223,15 @@ TEST(Checkpoint, MismatchesAndCorruptionAreRefusedAndChangeNothing) {
   std::string tensors = readAll(*saved + "/tensors.safetensors");
   tensors[tensors.size() - 3] ^= 0x01;
   writeAll(*saved + "/tensors.safetensors", tensors);
-  auto same = PipelineExecutor::create(
-      buildBundle(mlpGraph(kRows, 16), mlpSplit(2), 2, RematPolicy::Full), adam,
-      error);
-  ASSERT_TRUE(same) << error;
+  auto same = mlpOn(16, 2, OptimizerKind::Adam);
+  ASSERT_TRUE(same);
+  const std::vector<float> initial = parameterOf(*same, "l4.b");
   Status corrupted = loadCheckpoint(*same, dir);
   EXPECT_NE(corrupted.message().find("fails its checksum"), std::string::npos)
       << corrupted.message();
   EXPECT_NE(corrupted.message().find("tensor '"), std::string::npos);
   EXPECT_EQ(same->stepsDone(), 0);
+  EXPECT_EQ(parameterOf(*same, "l4.b"), initial);
 
   EXPECT_EQ(loadCheckpoint(*same, dir + "/nothing-here").code(),
             StatusCode::Io);
@@ -221,31 +242,30 @@ TEST(Checkpoint, MismatchesAndCorruptionAreRefusedAndChangeNothing) {
 // only to a complete checkpoint; `keep` prunes the oldest.
 TEST(Checkpoint, LatestOnlyNamesCompleteCheckpointsAndKeepPrunes) {
   const std::string dir = freshDir("atomic");
-  auto executor = transformerOn(2, 5);
-  ASSERT_TRUE(executor);
+  auto engine = transformerOn(2, 5);
+  ASSERT_TRUE(engine);
   for (uint64_t step = 1; step <= 4; ++step) {
-    trainSteps(*executor, step, step);
-    ASSERT_TRUE(saveCheckpoint(*executor, dir, "{}", /*keep=*/2).ok());
+    trainSteps(*engine, step, step);
+    ASSERT_TRUE(saveCheckpoint(*engine, dir, "{}", /*keep=*/2).ok());
   }
   EXPECT_FALSE(exists(dir + "/step-0000000001"));
   EXPECT_FALSE(exists(dir + "/step-0000000002"));
   EXPECT_TRUE(exists(dir + "/step-0000000003"));
   EXPECT_EQ(readAll(dir + "/latest"), "step-0000000004\n");
 
-  // What a save killed mid-write leaves: a half-written temporary
-  // directory. And a killed save between its rename and `latest`: a
-  // complete step-5 that `latest` does not name yet.
+  // What a save killed mid-write leaves: a half-written temporary directory.
   ASSERT_EQ(::mkdir((dir + "/.tmp-step-0000000005-1").c_str(), 0755), 0);
-  writeAll(dir + "/.tmp-step-0000000005-1/tensors.safetensors", "\x10\0\0");
+  writeAll(dir + "/.tmp-step-0000000005-1/tensors.safetensors", "\x10");
   auto resumed = transformerOn(2, 7);
   ASSERT_TRUE(resumed);
   Status loaded = loadCheckpoint(*resumed, dir);
   ASSERT_TRUE(loaded.ok()) << loaded.message();
   EXPECT_EQ(resumed->stepsDone(), 4);
   for (const ParamSpec &spec : resumed->bundle().params)
-    EXPECT_EQ(*resumed->parameter(spec.name), *executor->parameter(spec.name));
+    EXPECT_EQ(parameterOf(*resumed, spec.name),
+              parameterOf(*engine, spec.name));
 
-  EXPECT_NE(saveCheckpoint(*executor, dir, "[1, 2]")
+  EXPECT_NE(saveCheckpoint(*engine, dir, "[1, 2]")
                 .status()
                 .message()
                 .find("must be a JSON object"),

@@ -19,7 +19,7 @@
 #ifndef GPIPE_RUNTIME_CHECKPOINT_H
 #define GPIPE_RUNTIME_CHECKPOINT_H
 
-#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/Engine.h"
 #include "gpipe/runtime/Status.h"
 
 #include <cstdint>
@@ -37,21 +37,20 @@ struct CheckpointInfo {
   std::string loopState = "{}";
 };
 
-/// Saves `executor`'s parameters, optimizer state and steps done with
+/// Saves `engine`'s parameters, optimizer state and steps done with
 /// `loopState` as `<dir>/step-<N>` (creating `dir`), points `<dir>/latest`
 /// at it and deletes all but the newest `keep` checkpoints (0: none).
 /// Returns the checkpoint's path.
-StatusOr<std::string> saveCheckpoint(PipelineExecutor &executor,
-                                     const std::string &dir,
+StatusOr<std::string> saveCheckpoint(Engine &engine, const std::string &dir,
                                      const std::string &loopState = "{}",
                                      unsigned keep = 0);
 
-/// Loads a checkpoint into `executor`: `path` is a checkpoint directory or a
-/// save directory whose `latest` names one. Every parameter and optimizer
-/// state tensor must be there with the model's shape; checksums are
+/// Loads a checkpoint into `engine` (any device kind): `path` is a checkpoint
+/// directory or a save directory whose `latest` names one. Every parameter and
+/// optimizer state tensor must be there with the model's shape; checksums are
 /// verified; the optimizer must be the run's. Then stepsDone is the
 /// checkpoint's. Nothing is changed when an error is returned.
-Status loadCheckpoint(PipelineExecutor &executor, const std::string &path,
+Status loadCheckpoint(Engine &engine, const std::string &path,
                       CheckpointInfo *info = nullptr);
 
 } // namespace gpipe::runtime

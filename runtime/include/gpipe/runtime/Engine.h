@@ -79,8 +79,18 @@ public:
   /// Overwrites a parameter (a checkpoint, pretrained weights).
   virtual Status setParameter(const std::string &name,
                               const std::vector<float> &values) = 0;
+  /// Optimizer state `slot` (0 to optimizerSlots(optimizerKind()) - 1:
+  /// Adam's m and v, ...) of a parameter, read or written.
+  virtual Status optimizerState(const std::string &name, unsigned slot,
+                                std::vector<float> &values) = 0;
+  virtual Status setOptimizerState(const std::string &name, unsigned slot,
+                                   const std::vector<float> &values) = 0;
+  virtual OptimizerKind optimizerKind() const = 0;
   /// Successful training steps so far.
   virtual int64_t stepsDone() const = 0;
+  /// A resumed run: the next step is step `steps` + 1 (the optimizer's t,
+  /// dropout's masks).
+  virtual void setStepsDone(int64_t steps) = 0;
   /// "4 CPU devices", "host emulation of 2 devices ...", the GPUs.
   virtual std::string describe() const = 0;
 };

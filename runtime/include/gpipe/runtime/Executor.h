@@ -136,8 +136,6 @@ public:
                              std::vector<float> &values) const;
   std::string setOptimizerState(const std::string &name, unsigned slot,
                                 const std::vector<float> &values);
-  /// The optimizer kind and the number of state tensors per parameter.
-  OptimizerKind optimizerKind() const;
 
   /// Number of successful training steps (the optimizer's t).
   int64_t stepsDone() const;
