@@ -115,6 +115,22 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 } // namespace
 
+Status gpipe::runtime::createSaveDirectory(const std::string &dir) {
+  // Each missing ancestor in turn, as mkdir -p.
+  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+    std::string prefix = dir.substr(0, slash);
+    if (!prefix.empty() && ::mkdir(prefix.c_str(), 0755) != 0 &&
+        errno != EEXIST)
+      return ioError("cannot create the checkpoint directory", prefix);
+    if (slash == std::string::npos)
+      break;
+  }
+  // Writable: a save must not fail after hours of training.
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return ioError("cannot write checkpoints into", dir);
+  return {};
+}
+
 StatusOr<std::string>
 gpipe::runtime::saveCheckpoint(Engine &engine, const std::string &dir,
                                const std::string &loopState, unsigned keep) {
@@ -124,8 +140,8 @@ gpipe::runtime::saveCheckpoint(Engine &engine, const std::string &dir,
         StatusCode::InvalidArgument,
         "the loop state of a checkpoint must be a JSON object, got '" +
             loopState + "'");
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-    return ioError("cannot create the checkpoint directory", dir);
+  if (Status status = createSaveDirectory(dir); !status.ok())
+    return status;
 
   const Bundle &bundle = engine.bundle();
   const unsigned slots = optimizerSlots(engine.optimizerKind());

@@ -2,6 +2,10 @@
 
 #include "gpipe/runtime/Training.h"
 
+#include "TrainingCheckpoints.h"
+
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -152,17 +156,46 @@ Status gpipe::runtime::trainImageClassifier(
   const int64_t batch = bundle.batch;
   const int64_t stepsPerEpoch = imageStepsPerEpoch(engine, train, options);
   const int64_t totalSteps = int64_t(options.epochs) * stepsPerEpoch;
+  // What fixes the data order and the schedule: a checkpoint resumes only
+  // a run with the same.
+  const std::string loopState = nlohmann::json{
+      {"loop", "images"},
+      {"shuffle_seed", options.shuffleSeed},
+      {"steps_per_epoch", stepsPerEpoch},
+      {"epochs", options.epochs},
+      {"learning_rate", options.learningRate},
+      {"schedule",
+       options.schedule == LearningRateSchedule::Cosine
+           ? "cosine"
+           : "constant"}}.dump();
+  const CheckpointOptions &checkpoints = options.checkpoints;
+  if (Status status = detail::resumeTraining(engine, checkpoints, loopState);
+      !status.ok())
+    return status;
+  const int64_t resumeAt =
+      checkpoints.resumeFrom.empty() ? 0 : engine.stepsDone();
+  if (resumeAt >= totalSteps)
+    return Status(StatusCode::FailedPrecondition,
+                  "nothing left to train: the checkpoint is at step " +
+                      std::to_string(resumeAt) + " of the run's " +
+                      std::to_string(totalSteps));
   std::mt19937_64 shuffler(options.shuffleSeed);
   std::vector<int64_t> order(train.count);
   std::iota(order.begin(), order.end(), 0);
   peakMemoryBytes.assign(engine.numDevices(), 0);
   const Clock::time_point runStart = Clock::now();
   for (unsigned epoch = 1; epoch <= options.epochs; ++epoch) {
+    // Every epoch's shuffle, also those a resumed run skips: the order is
+    // the uninterrupted run's.
     std::shuffle(order.begin(), order.end(), shuffler);
+    const int64_t epochStart = int64_t(epoch - 1) * stepsPerEpoch;
+    if (epochStart + stepsPerEpoch <= resumeAt)
+      continue;
+    const int64_t firstStep = std::max<int64_t>(0, resumeAt - epochStart);
     double lossSum = 0, bubbleSum = 0;
     const Clock::time_point start = Clock::now();
-    for (int64_t step = 0; step < stepsPerEpoch; ++step) {
-      int64_t done = (epoch - 1) * stepsPerEpoch + step;
+    for (int64_t step = firstStep; step < stepsPerEpoch; ++step) {
+      int64_t done = epochStart + step;
       engine.setLearningRate(scheduledLearningRate(
           options.learningRate, options.schedule, done, totalSteps));
       StepResult result = engine.trainStep(
@@ -174,13 +207,19 @@ Status gpipe::runtime::trainImageClassifier(
       std::vector<int64_t> peak = engine.peakMemoryBytes();
       for (size_t d = 0; d < peak.size(); ++d)
         peakMemoryBytes[d] = std::max(peakMemoryBytes[d], peak[d]);
+      const int64_t run = done + 1 - resumeAt; // steps of this process
       double elapsed =
           std::chrono::duration<double>(Clock::now() - runStart).count();
-      observer.onStep(
-          {epoch, options.epochs, step + 1, stepsPerEpoch,
-           lossSum / double(step + 1), elapsed,
-           elapsed / double(done + 1) * double(totalSteps - done - 1)});
-      if (observer.stopRequested())
+      observer.onStep({epoch, options.epochs, step + 1, stepsPerEpoch,
+                       lossSum / double(step + 1 - firstStep), elapsed,
+                       elapsed / double(run) * double(totalSteps - done - 1)});
+      const bool stop = observer.stopRequested();
+      if (Status status =
+              detail::saveIfDue(engine, checkpoints, loopState, done + 1,
+                                stop || done + 1 == totalSteps);
+          !status.ok())
+        return status;
+      if (stop)
         return Status(StatusCode::Cancelled, "stopped on request after step " +
                                                  std::to_string(step + 1) +
                                                  " of epoch " +
@@ -196,12 +235,12 @@ Status gpipe::runtime::trainImageClassifier(
     EpochReport report;
     report.epoch = epoch;
     report.epochs = options.epochs;
+    const int64_t ran = stepsPerEpoch - firstStep;
     report.steps = stepsPerEpoch;
-    report.trainLoss = stepsPerEpoch ? lossSum / double(stepsPerEpoch) : 0;
+    report.trainLoss = ran ? lossSum / double(ran) : 0;
     report.testAccuracy = *accuracy;
-    report.samplesPerSecond =
-        seconds > 0 ? double(stepsPerEpoch * batch) / seconds : 0;
-    report.bubble = stepsPerEpoch ? bubbleSum / double(stepsPerEpoch) : 0;
+    report.samplesPerSecond = seconds > 0 ? double(ran * batch) / seconds : 0;
+    report.bubble = ran ? bubbleSum / double(ran) : 0;
     report.peakMemoryBytes = peakMemoryBytes;
     observer.onEpoch(report);
   }

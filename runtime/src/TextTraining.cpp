@@ -2,6 +2,10 @@
 
 #include "gpipe/runtime/Training.h"
 
+#include "TrainingCheckpoints.h"
+
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <chrono>
 
@@ -93,6 +97,31 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
   summary.peakMemoryBytes.assign(engine.numDevices(), 0);
   std::vector<int64_t> windows =
       validationWindows(engine, corpus, seq, options);
+  // What fixes the windows drawn and the schedule: a checkpoint resumes only
+  // a run with the same.
+  const std::string loopState = nlohmann::json{
+      {"loop", "text"},
+      {"seed", options.seed},
+      {"steps", steps},
+      {"learning_rate", options.learningRate},
+      {"schedule",
+       options.schedule == LearningRateSchedule::Cosine
+           ? "cosine"
+           : "constant"}}.dump();
+  const CheckpointOptions &checkpoints = options.checkpoints;
+  if (Status status = detail::resumeTraining(engine, checkpoints, loopState);
+      !status.ok())
+    return status;
+  const int64_t resumeAt =
+      checkpoints.resumeFrom.empty() ? 0 : engine.stepsDone();
+  if (resumeAt >= steps)
+    return Status(StatusCode::FailedPrecondition,
+                  "nothing left to train: the checkpoint is at step " +
+                      std::to_string(resumeAt) + " of the run's " +
+                      std::to_string(steps));
+  // The windows the steps before drew: the uninterrupted run's sequence.
+  for (int64_t step = 0; step < resumeAt; ++step)
+    (void)sampler->next(batch);
 
   const Clock::time_point start = Clock::now();
   double trainSeconds = 0, lossSum = 0, bubbleSum = 0;
@@ -111,7 +140,9 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
     report.validationLoss = *loss;
     report.unigramEntropy = summary.unigramEntropy;
     report.charsPerSecond =
-        trainSeconds > 0 ? double(step * batch * seq) / trainSeconds : 0.0;
+        trainSeconds > 0
+            ? double((step - resumeAt) * batch * seq) / trainSeconds
+            : 0.0;
     report.bubble = lossSteps ? bubbleSum / double(lossSteps) : 0.0;
     report.elapsedSeconds =
         std::chrono::duration<double>(Clock::now() - start).count();
@@ -121,12 +152,12 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
     return Status();
   };
 
-  if (options.evalEvery > 0) {
+  if (options.evalEvery > 0 && resumeAt == 0) {
     Status status = evaluate(0);
     if (!status.ok())
       return status;
   }
-  for (int64_t step = 0; step < steps; ++step) {
+  for (int64_t step = resumeAt; step < steps; ++step) {
     engine.setLearningRate(scheduledLearningRate(
         options.learningRate, options.schedule, step, steps));
     Batch data = textBatch(sampler->next(batch));
@@ -145,10 +176,15 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
           std::max(summary.peakMemoryBytes[d], peak[d]);
     double elapsed =
         std::chrono::duration<double>(Clock::now() - start).count();
-    observer.onStep({0, 0, step + 1, steps, lossSum / double(lossSteps),
-                     elapsed,
-                     elapsed / double(step + 1) * double(steps - step - 1)});
-    if (observer.stopRequested()) {
+    observer.onStep(
+        {0, 0, step + 1, steps, lossSum / double(lossSteps), elapsed,
+         elapsed / double(step + 1 - resumeAt) * double(steps - step - 1)});
+    const bool stop = observer.stopRequested();
+    if (Status status = detail::saveIfDue(engine, checkpoints, loopState,
+                                          step + 1, stop || step + 1 == steps);
+        !status.ok())
+      return status;
+    if (stop) {
       summary.elapsedSeconds = elapsed;
       return Status(StatusCode::Cancelled, "stopped on request after step " +
                                                std::to_string(step + 1) +

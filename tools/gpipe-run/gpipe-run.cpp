@@ -2,18 +2,17 @@
 //
 //   gpipe-run MODEL.mlir --stages K --microbatches M [--device cpu|cuda] ...
 //
-// Compiles the model (gpipe-compile) into a program bundle, loads it into the
-// runtime on the chosen devices and trains it with the runtime's training
-// loops (gpipe/runtime/Training.h) on the data its inputs call for: images
+// Compiles the model (gpipe-compile), loads the bundle on the chosen devices
+// and trains it with the runtime's loops (gpipe/runtime/Training.h): images
 // (Fashion-MNIST) or, for i32 inputs ids, positions and targets, a character
-// language model on a text corpus. Exit status: 0, 1 on an error, 2 when the
-// requested device is not available here.
+// language model. Exit status 0, 1 on an error, 2 for an unavailable device.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Support/OptionParsers.h"
 #include "gpipe/Target/CompileToBundle.h"
+#include "gpipe/Tools/CheckpointFlags.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/TrainingRun.h"
 #ifdef GPIPE_HAVE_CUDA
@@ -27,7 +26,6 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <chrono>
-#include <cmath>
 #include <optional>
 
 using namespace mlir;
@@ -159,8 +157,8 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // SIGINT/SIGTERM stop training at a step boundary, files complete.
   const std::atomic<int> &stop = rt::stopOnSignals();
-  cl::HideUnrelatedOptions(
-      {&pipelineOptions, &trainingOptions, &dataOptions, &outputOptions});
+  cl::HideUnrelatedOptions({&pipelineOptions, &trainingOptions, &dataOptions,
+                            &outputOptions, &gpipe::tools::checkpointCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "gpipe-run: compile a model into a GPipe pipeline and train it on "
@@ -231,6 +229,7 @@ int main(int argc, char **argv) {
     run.options.learningRate = learningRate;
     run.options.schedule = lrSchedule;
     run.options.seed = seed;
+    run.options.checkpoints = gpipe::tools::checkpointOptionsFromFlags();
     status = rt::runTextTraining(**engine, *seq, run, stdout, stderr);
   } else {
     rt::ImageRun run{title, dataDir, {}, tracePath, &stop};
@@ -239,6 +238,7 @@ int main(int argc, char **argv) {
     run.options.learningRate = learningRate;
     run.options.schedule = lrSchedule;
     run.options.shuffleSeed = seed;
+    run.options.checkpoints = gpipe::tools::checkpointOptionsFromFlags();
     status = rt::runImageTraining(**engine, run, stdout, stderr);
   }
   if (status.code() == rt::StatusCode::Cancelled)

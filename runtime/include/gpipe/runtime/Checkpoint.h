@@ -37,6 +37,10 @@ struct CheckpointInfo {
   std::string loopState = "{}";
 };
 
+/// Creates `dir` and its missing parents and checks that it can be written:
+/// what a run checks before training, so that its first save cannot fail.
+Status createSaveDirectory(const std::string &dir);
+
 /// Saves `engine`'s parameters, optimizer state and steps done with
 /// `loopState` as `<dir>/step-<N>` (creating `dir`), points `<dir>/latest`
 /// at it and deletes all but the newest `keep` checkpoints (0: none).

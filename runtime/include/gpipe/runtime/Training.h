@@ -84,12 +84,24 @@ struct ImageInputs {
 /// shape [batch], and nothing else; InvalidArgument naming what was found.
 StatusOr<ImageInputs> bindImageInputs(const Bundle &bundle, int64_t pixels);
 
+/// Checkpoints of a training loop (Checkpoint.h). A loop resumes from the
+/// engine's stepsDone(): after loading `resumeFrom` it replays the data order
+/// up to there (the shuffles of the epochs before, the windows drawn), so a
+/// resumed run continues bit for bit as the uninterrupted one.
+struct CheckpointOptions {
+  std::string saveDir;    ///< "" saves nothing
+  int64_t saveEvery = 0;  ///< steps between saves; 0: only at the end
+  unsigned keep = 0;      ///< checkpoints kept; 0: all
+  std::string resumeFrom; ///< a checkpoint or a save directory; "" starts anew
+};
+
 struct ImageTrainingOptions {
   unsigned epochs = 10;
   int64_t maxStepsPerEpoch = 0; ///< 0: the whole training set
   float learningRate = 1e-3f;
   LearningRateSchedule schedule = LearningRateSchedule::Cosine;
   uint64_t shuffleSeed = 1;
+  CheckpointOptions checkpoints;
 };
 
 /// InvalidArgument naming the option that cannot train: a learning rate
@@ -129,6 +141,7 @@ struct TextTrainingOptions {
   float learningRate = 1e-3f;
   LearningRateSchedule schedule = LearningRateSchedule::Cosine;
   uint64_t seed = 1;
+  CheckpointOptions checkpoints;
 };
 
 /// As for images: a learning rate that is not finite and positive, no steps.

@@ -1,0 +1,47 @@
+//===- TrainingCheckpoints.cpp - Resuming and saving inside the loops -----===//
+
+#include "TrainingCheckpoints.h"
+
+#include "gpipe/runtime/Checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace gpipe::runtime;
+using Json = nlohmann::json;
+
+Status detail::resumeTraining(Engine &engine, const CheckpointOptions &options,
+                              const std::string &loopState) {
+  if (!options.saveDir.empty())
+    if (Status status = createSaveDirectory(options.saveDir); !status.ok())
+      return status;
+  if (options.resumeFrom.empty())
+    return {};
+  CheckpointInfo info;
+  if (Status status = loadCheckpoint(engine, options.resumeFrom, &info);
+      !status.ok())
+    return status;
+  Json saved = Json::parse(info.loopState, nullptr, false);
+  Json expected = Json::parse(loopState, nullptr, false);
+  for (const auto &[key, value] : expected.items()) {
+    Json had = saved.is_object() && saved.contains(key) ? saved[key] : Json();
+    if (had != value)
+      return Status(StatusCode::InvalidArgument,
+                    "cannot resume from '" + options.resumeFrom +
+                        "': the checkpoint's run had " + key + " " +
+                        (had.is_null() ? std::string("none") : had.dump()) +
+                        ", this run has " + value.dump());
+  }
+  return {};
+}
+
+Status detail::saveIfDue(Engine &engine, const CheckpointOptions &options,
+                         const std::string &loopState, int64_t done,
+                         bool last) {
+  if (options.saveDir.empty() || done == 0)
+    return {};
+  if (!last && (options.saveEvery <= 0 || done % options.saveEvery != 0))
+    return {};
+  StatusOr<std::string> saved =
+      saveCheckpoint(engine, options.saveDir, loopState, options.keep);
+  return saved.ok() ? Status() : saved.status();
+}
