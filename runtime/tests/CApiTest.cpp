@@ -243,6 +243,73 @@ TEST_F(CApiTest, TrainStepsMatchExecutorBitwise) {
   EXPECT_EQ(steps, 5);
 }
 
+// A checkpoint saved through the C API resumes another session: the same
+// parameters, steps done, and the next step's loss bit for bit; a corrupted
+// checkpoint is refused with the tensor's name and changes nothing.
+TEST_F(CApiTest, CheckpointsResumeAnotherSessionBitwise) {
+  for (uint64_t step = 1; step <= 2; ++step) {
+    std::vector<gpipe_input_t> inputs;
+    Data data = makeData(kBatch, step);
+    inputs = toInputs(data);
+    double loss;
+    ASSERT_EQ(
+        gpipe_session_train_step(session, inputs.data(), inputs.size(), &loss),
+        GPIPE_OK)
+        << gpipe_last_error();
+  }
+  const std::string dir = tempPath("capi-checkpoints");
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+  ASSERT_EQ(gpipe_session_save_checkpoint(session, dir.c_str(), 1), GPIPE_OK)
+      << gpipe_last_error();
+
+  gpipe_session_options_t options = adamOptions();
+  options.seed = 1234; // other initial parameters, overwritten by the load
+  gpipe_session_t *resumed = nullptr;
+  ASSERT_EQ(
+      gpipe_session_create_from_file(bundlePath.c_str(), &options, &resumed),
+      GPIPE_OK);
+  ASSERT_EQ(gpipe_session_load_checkpoint(resumed, dir.c_str()), GPIPE_OK)
+      << gpipe_last_error();
+  int64_t steps = 0;
+  ASSERT_EQ(gpipe_session_steps_done(resumed, &steps), GPIPE_OK);
+  EXPECT_EQ(steps, 2);
+  Data data = makeData(kBatch, 3);
+  std::vector<gpipe_input_t> inputs = toInputs(data);
+  double expected = 0, actual = 0;
+  ASSERT_EQ(gpipe_session_train_step(session, inputs.data(), inputs.size(),
+                                     &expected),
+            GPIPE_OK);
+  ASSERT_EQ(
+      gpipe_session_train_step(resumed, inputs.data(), inputs.size(), &actual),
+      GPIPE_OK);
+  EXPECT_EQ(std::memcmp(&actual, &expected, sizeof(double)), 0);
+
+  // A flipped byte in the tensor file: refused, naming the tensor.
+  std::string tensorsPath = dir + "/step-0000000002/tensors.safetensors";
+  std::string bytes;
+  {
+    std::ifstream in(tensorsPath, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[bytes.size() - 1] ^= 0x10;
+  writeFile(tensorsPath, bytes);
+  gpipe_status_t status = gpipe_session_load_checkpoint(resumed, dir.c_str());
+  EXPECT_EQ(status, GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gpipe_last_error()).find("fails its checksum"),
+            std::string::npos)
+      << gpipe_last_error();
+  ASSERT_EQ(gpipe_session_steps_done(resumed, &steps), GPIPE_OK);
+  EXPECT_EQ(steps, 3);
+
+  EXPECT_EQ(gpipe_session_save_checkpoint(resumed, nullptr, 0),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpipe_session_load_checkpoint(nullptr, dir.c_str()),
+            GPIPE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(gpipe_session_load_checkpoint(resumed, (dir + "/none").c_str()),
+            GPIPE_ERROR_IO);
+  gpipe_session_destroy(resumed);
+}
+
 // The session options pick the backend: the device executor on the host
 // emulation trains like the CPU session (within float summation order);
 // `cuda` without a CUDA backend or GPU is GPIPE_ERROR_UNAVAILABLE naming the

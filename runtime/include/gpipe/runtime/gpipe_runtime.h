@@ -461,6 +461,36 @@ gpipe_status_t gpipe_session_set_parameter(gpipe_session_t *session,
                                            const float *values,
                                            size_t element_count);
 
+/*===----------------------------------------------------------------------===*
+ * Checkpoints (docs/Checkpoints.md)
+ *===----------------------------------------------------------------------===*/
+
+/* Saves the session's parameters, optimizer state and steps done as the
+ * checkpoint `<dir>/step-<N>` (created with its parents; safetensors plus a
+ * JSON state), atomically: a process killed at any point leaves the previous
+ * checkpoint loadable. Then `<dir>/latest` names it, and all but the newest
+ * `keep` checkpoints are deleted (0: none).
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL or empty pointer), GPIPE_ERROR_IO
+ * (the directory cannot be created or written), GPIPE_ERROR_RUNTIME (a
+ * device failed). Non-const: must not overlap any other call on the
+ * session. */
+gpipe_status_t gpipe_session_save_checkpoint(gpipe_session_t *session,
+                                             const char *dir, uint32_t keep);
+
+/* Loads a checkpoint into the session: `path` is a checkpoint directory or a
+ * save directory whose `latest` names one; it may come from a run on any
+ * number of pipeline devices or another device kind. Every parameter and
+ * optimizer state tensor must be there with the model's shape, each passes
+ * its checksum, and the optimizer must be the session's; then the next step
+ * is the checkpoint's step + 1. Nothing changes on an error.
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL or empty pointer; a shape, the
+ * optimizer or a checksum that does not match: the message names the tensor
+ * and both shapes), GPIPE_ERROR_NOT_FOUND (a tensor the model needs is
+ * missing), GPIPE_ERROR_IO (the files cannot be read), GPIPE_ERROR_RUNTIME.
+ * Non-const: must not overlap any other call on the session. */
+gpipe_status_t gpipe_session_load_checkpoint(gpipe_session_t *session,
+                                             const char *path);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
