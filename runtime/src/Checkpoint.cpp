@@ -167,7 +167,13 @@ gpipe::runtime::saveCheckpoint(Engine &engine, const std::string &dir,
                 {"optimizer", optimizerKindName(engine.optimizerKind())},
                 {"loop", loop}};
 
-  const std::string name = stepName(step);
+  // A second save of one step (an application's) gets a name of its own:
+  // replacing the first in place would leave `latest` naming nothing for a
+  // moment.
+  std::string name = stepName(step);
+  struct stat existing;
+  for (int copy = 2; ::stat((dir + "/" + name).c_str(), &existing) == 0; ++copy)
+    name = stepName(step) + "-" + std::to_string(copy);
   const std::string temp =
       dir + "/.tmp-" + name + "-" + std::to_string(::getpid());
   removeTree(temp);
@@ -180,11 +186,8 @@ gpipe::runtime::saveCheckpoint(Engine &engine, const std::string &dir,
   if (status.ok())
     status = syncDirectory(temp);
   const std::string final = dir + "/" + name;
-  if (status.ok()) {
-    removeTree(final); // a second save of the same step replaces the first
-    if (::rename(temp.c_str(), final.c_str()) != 0)
-      status = ioError("cannot rename the checkpoint into", final);
-  }
+  if (status.ok() && ::rename(temp.c_str(), final.c_str()) != 0)
+    status = ioError("cannot rename the checkpoint into", final);
   if (!status.ok()) {
     removeTree(temp);
     return status;

@@ -265,6 +265,16 @@ TEST(Checkpoint, LatestOnlyNamesCompleteCheckpointsAndKeepPrunes) {
     EXPECT_EQ(parameterOf(*resumed, spec.name),
               parameterOf(*engine, spec.name));
 
+  // A second save of the same step gets a name of its own, which `latest`
+  // then names: the first is never replaced in place.
+  StatusOr<std::string> again = saveCheckpoint(*engine, dir, "{}", 2);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(*again, dir + "/step-0000000004-2");
+  EXPECT_EQ(readAll(dir + "/latest"), "step-0000000004-2\n");
+  EXPECT_TRUE(exists(dir + "/step-0000000004"));
+  EXPECT_FALSE(exists(dir + "/step-0000000003"));
+  ASSERT_TRUE(loadCheckpoint(*resumed, dir).ok());
+
   EXPECT_NE(saveCheckpoint(*engine, dir, "[1, 2]")
                 .status()
                 .message()
