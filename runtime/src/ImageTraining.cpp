@@ -158,27 +158,18 @@ Status gpipe::runtime::trainImageClassifier(
   const int64_t totalSteps = int64_t(options.epochs) * stepsPerEpoch;
   // What fixes the data order and the schedule: a checkpoint resumes only
   // a run with the same.
-  const std::string loopState = nlohmann::json{
-      {"loop", "images"},
-      {"shuffle_seed", options.shuffleSeed},
-      {"steps_per_epoch", stepsPerEpoch},
-      {"epochs", options.epochs},
-      {"learning_rate", options.learningRate},
-      {"schedule",
-       options.schedule == LearningRateSchedule::Cosine
-           ? "cosine"
-           : "constant"}}.dump();
+  const std::string loopState =
+      detail::loopStateOf(nlohmann::json{{"loop", "images"},
+                                         {"shuffle_seed", options.shuffleSeed},
+                                         {"steps_per_epoch", stepsPerEpoch},
+                                         {"epochs", options.epochs}},
+                          options.learningRate, options.schedule);
   const CheckpointOptions &checkpoints = options.checkpoints;
-  if (Status status = detail::resumeTraining(engine, checkpoints, loopState);
-      !status.ok())
-    return status;
-  const int64_t resumeAt =
-      checkpoints.resumeFrom.empty() ? 0 : engine.stepsDone();
-  if (resumeAt >= totalSteps)
-    return Status(StatusCode::FailedPrecondition,
-                  "nothing left to train: the checkpoint is at step " +
-                      std::to_string(resumeAt) + " of the run's " +
-                      std::to_string(totalSteps));
+  StatusOr<int64_t> resumed =
+      detail::resumeTraining(engine, checkpoints, loopState, totalSteps);
+  if (!resumed.ok())
+    return resumed.status();
+  const int64_t resumeAt = *resumed;
   std::mt19937_64 shuffler(options.shuffleSeed);
   std::vector<int64_t> order(train.count);
   std::iota(order.begin(), order.end(), 0);

@@ -99,26 +99,16 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
       validationWindows(engine, corpus, seq, options);
   // What fixes the windows drawn and the schedule: a checkpoint resumes only
   // a run with the same.
-  const std::string loopState = nlohmann::json{
-      {"loop", "text"},
-      {"seed", options.seed},
-      {"steps", steps},
-      {"learning_rate", options.learningRate},
-      {"schedule",
-       options.schedule == LearningRateSchedule::Cosine
-           ? "cosine"
-           : "constant"}}.dump();
+  const std::string loopState = detail::loopStateOf(
+      nlohmann::json{
+          {"loop", "text"}, {"seed", options.seed}, {"steps", steps}},
+      options.learningRate, options.schedule);
   const CheckpointOptions &checkpoints = options.checkpoints;
-  if (Status status = detail::resumeTraining(engine, checkpoints, loopState);
-      !status.ok())
-    return status;
-  const int64_t resumeAt =
-      checkpoints.resumeFrom.empty() ? 0 : engine.stepsDone();
-  if (resumeAt >= steps)
-    return Status(StatusCode::FailedPrecondition,
-                  "nothing left to train: the checkpoint is at step " +
-                      std::to_string(resumeAt) + " of the run's " +
-                      std::to_string(steps));
+  StatusOr<int64_t> resumed =
+      detail::resumeTraining(engine, checkpoints, loopState, steps);
+  if (!resumed.ok())
+    return resumed.status();
+  const int64_t resumeAt = *resumed;
   // The windows the steps before drew: the uninterrupted run's sequence.
   for (int64_t step = 0; step < resumeAt; ++step)
     (void)sampler->next(batch);

@@ -9,13 +9,23 @@
 using namespace gpipe::runtime;
 using Json = nlohmann::json;
 
-Status detail::resumeTraining(Engine &engine, const CheckpointOptions &options,
-                              const std::string &loopState) {
+std::string detail::loopStateOf(Json fields, float learningRate,
+                                LearningRateSchedule schedule) {
+  fields["learning_rate"] = learningRate;
+  fields["schedule"] =
+      schedule == LearningRateSchedule::Cosine ? "cosine" : "constant";
+  return fields.dump();
+}
+
+StatusOr<int64_t> detail::resumeTraining(Engine &engine,
+                                         const CheckpointOptions &options,
+                                         const std::string &loopState,
+                                         int64_t totalSteps) {
   if (!options.saveDir.empty())
     if (Status status = createSaveDirectory(options.saveDir); !status.ok())
       return status;
   if (options.resumeFrom.empty())
-    return {};
+    return int64_t(0);
   CheckpointInfo info;
   if (Status status = loadCheckpoint(engine, options.resumeFrom, &info);
       !status.ok())
@@ -31,7 +41,13 @@ Status detail::resumeTraining(Engine &engine, const CheckpointOptions &options,
                         (had.is_null() ? std::string("none") : had.dump()) +
                         ", this run has " + value.dump());
   }
-  return {};
+  const int64_t resumeAt = engine.stepsDone();
+  if (resumeAt >= totalSteps)
+    return Status(StatusCode::FailedPrecondition,
+                  "nothing left to train: the checkpoint is at step " +
+                      std::to_string(resumeAt) + " of the run's " +
+                      std::to_string(totalSteps));
+  return resumeAt;
 }
 
 Status detail::saveIfDue(Engine &engine, const CheckpointOptions &options,

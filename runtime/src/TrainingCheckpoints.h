@@ -14,18 +14,28 @@
 #include "gpipe/runtime/Engine.h"
 #include "gpipe/runtime/Training.h"
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 namespace gpipe::runtime::detail {
 
+/// The loop state: `fields` (what fixes the loop's data order) with the
+/// learning rate and the schedule, as JSON text.
+std::string loopStateOf(nlohmann::json fields, float learningRate,
+                        LearningRateSchedule schedule);
+
 /// Before training: creates the save directory (if any; an error now rather
 /// than at the first save), then loads `options.resumeFrom` (if any) into
-/// `engine` and checks that the
-/// checkpoint's loop state is `loopState`: InvalidArgument naming the first
-/// field that differs ("the checkpoint's run had shuffle_seed 1, this run
-/// has 2").
-Status resumeTraining(Engine &engine, const CheckpointOptions &options,
-                      const std::string &loopState);
+/// `engine` and checks that the checkpoint's loop state is `loopState`:
+/// InvalidArgument naming the first field that differs ("the checkpoint's
+/// run had shuffle_seed 1, this run has 2"). Returns the step the run starts
+/// at: 0, or the checkpoint's; FailedPrecondition when that leaves nothing
+/// of the run's `totalSteps` to train.
+StatusOr<int64_t> resumeTraining(Engine &engine,
+                                 const CheckpointOptions &options,
+                                 const std::string &loopState,
+                                 int64_t totalSteps);
 
 /// Saves a checkpoint after step `done` when it is a multiple of saveEvery,
 /// or when `last` (the run's end or a stop); nothing without a saveDir.
