@@ -14,11 +14,20 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in",
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%examples", os.path.join(config.gpipe_src_root, "python-free-examples")))
 
+import shutil
 llvm_config.use_default_substitutions()
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.gpipe_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["gpipe-opt", "gpipe-translate", "gpipe-run", "gpipe-capacity", "embed_train", "gpipe-train-bundle"], [config.gpipe_tools_dir])
+
+# The tools built with the MPI transport and an mpirun to start them: the
+# multi-process tests. CI runs as root, which Open MPI refuses unless told;
+# two cores run up to four ranks.
+if config.gpipe_have_mpi and shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.substitutions.append(
+        ("%mpirun", "mpirun --oversubscribe --allow-run-as-root"))
 
 # A machine with an NVIDIA GPU (the device tool's): tests of the no-GPU path
 # do not apply there.

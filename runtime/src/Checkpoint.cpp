@@ -140,9 +140,12 @@ gpipe::runtime::saveCheckpoint(Engine &engine, const std::string &dir,
         StatusCode::InvalidArgument,
         "the loop state of a checkpoint must be a JSON object, got '" +
             loopState + "'");
-  if (Status status = createSaveDirectory(dir); !status.ok())
-    return status;
+  if (engine.leads())
+    if (Status status = createSaveDirectory(dir); !status.ok())
+      return status;
 
+  // Across processes each reads every tensor (collective calls), and only
+  // the first writes.
   const Bundle &bundle = engine.bundle();
   const unsigned slots = optimizerSlots(engine.optimizerKind());
   std::vector<NamedTensor> tensors;
@@ -160,6 +163,8 @@ gpipe::runtime::saveCheckpoint(Engine &engine, const std::string &dir,
     }
   }
   const int64_t step = engine.stepsDone();
+  if (!engine.leads())
+    return dir + "/" + stepName(step);
   Json state = {{"format", kFormat},
                 {"version", kVersion},
                 {"step", step},

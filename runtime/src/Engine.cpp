@@ -59,6 +59,12 @@ std::map<DeviceKind, BackendFactory> &registry() {
   return factories;
 }
 
+/// ", over MPI: rank 1 of 2 runs device 1" for a transport across
+/// processes; "" in one process.
+std::string acrossProcesses(const device::Transport &transport) {
+  return transport.spansProcesses() ? ", " + transport.describe() : "";
+}
+
 /// What both executors offer under the same names.
 template <class Executor> class ExecutorEngine : public Engine {
 public:
@@ -91,6 +97,7 @@ public:
     return toStatus(executor->setOptimizerState(name, slot, values));
   }
   OptimizerKind optimizerKind() const override { return optimizer; }
+  bool leads() const override { return executor->transport().leads(); }
   int64_t stepsDone() const override { return executor->stepsDone(); }
   void setStepsDone(int64_t steps) override { executor->setStepsDone(steps); }
 
@@ -104,7 +111,8 @@ public:
   using ExecutorEngine::ExecutorEngine;
   std::string describe() const override {
     unsigned k = numDevices();
-    return std::to_string(k) + " CPU device" + (k == 1 ? "" : "s");
+    return std::to_string(k) + " CPU device" + (k == 1 ? "" : "s") +
+           acrossProcesses(executor->transport());
   }
   Status parameter(const std::string &name,
                    std::vector<float> &values) override {
@@ -129,7 +137,8 @@ class StreamEngine final : public ExecutorEngine<device::DeviceExecutor> {
 public:
   using ExecutorEngine::ExecutorEngine;
   std::string describe() const override {
-    return executor->backend().describe();
+    return executor->backend().describe() +
+           acrossProcesses(executor->transport());
   }
   Status parameter(const std::string &name,
                    std::vector<float> &values) override {
@@ -157,6 +166,7 @@ gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
     config.seed = options.seed;
     config.recvTimeout = options.timeout;
     config.recordTimeline = options.recordTimeline;
+    config.transport = options.transport;
     auto executor = PipelineExecutor::create(std::move(bundle), config, error);
     if (!executor)
       return Status(StatusCode::InvalidBundle, error);
@@ -189,6 +199,7 @@ gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
   config.seed = options.seed;
   config.stepTimeout = options.timeout;
   config.recordTimeline = options.recordTimeline;
+  config.transport = options.transport;
   auto executor = device::DeviceExecutor::create(
       std::move(bundle), std::move(backend), config, error);
   if (!executor)

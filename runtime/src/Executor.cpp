@@ -50,6 +50,7 @@ PipelineExecutor::create(Bundle bundle, const ExecutorConfig &config,
   deviceConfig.seed = config.seed;
   deviceConfig.stepTimeout = config.recvTimeout;
   deviceConfig.recordTimeline = config.recordTimeline;
+  deviceConfig.transport = config.transport;
   auto impl = std::make_unique<Impl>();
   impl->executor = device::DeviceExecutor::create(
       std::move(bundle), std::make_unique<device::CpuBackend>(numDevices),
@@ -137,6 +138,10 @@ unsigned PipelineExecutor::numDevices() const {
 
 const Bundle &PipelineExecutor::bundle() const {
   return impl->executor->bundle();
+}
+
+const device::Transport &PipelineExecutor::transport() const {
+  return impl->executor->transport();
 }
 
 const Timeline &PipelineExecutor::timeline() const {

@@ -66,7 +66,7 @@ static Status finish(const Engine &engine, const std::vector<int64_t> &peak,
   if (!check.empty())
     std::fprintf(out, "%s\n", check.c_str());
   std::fflush(out);
-  if (tracePath.empty())
+  if (tracePath.empty() || !engine.leads()) // one file, its lanes
     return ended;
   std::string error = engine.timeline().writeChromeTrace(tracePath);
   if (!error.empty())

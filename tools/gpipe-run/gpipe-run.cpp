@@ -5,7 +5,8 @@
 // Compiles the model (gpipe-compile), loads the bundle on the chosen devices
 // and trains it with the runtime's loops (gpipe/runtime/Training.h): images
 // (Fashion-MNIST) or, for i32 inputs ids, positions and targets, a character
-// language model. Exit status 0, 1 on an error, 2 for an unavailable device.
+// language model. Under `mpirun -np K`, rank r runs device r and rank 0
+// prints. Exit status 0, 1 on an error, 2 for an unavailable device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,7 @@
 #include "gpipe/Support/OptionParsers.h"
 #include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/Tools/CheckpointFlags.h"
+#include "gpipe/Tools/DistributedFlags.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/TrainingRun.h"
 #ifdef GPIPE_HAVE_CUDA
@@ -153,17 +155,10 @@ static int fail(const std::string &message) {
   return fail(rt::Status(rt::StatusCode::InvalidArgument, message));
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  // SIGINT/SIGTERM stop training at a step boundary, files complete.
-  const std::atomic<int> &stop = rt::stopOnSignals();
-  cl::HideUnrelatedOptions({&pipelineOptions, &trainingOptions, &dataOptions,
-                            &outputOptions, &gpipe::tools::checkpointCategory});
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "gpipe-run: compile a model into a GPipe pipeline and train it on "
-      "Fashion-MNIST or, as a character language model, on a text corpus\n");
-  rt::EngineOptions engineOptions;
+/// Compiles and trains; the exit status.
+static int run(rt::EngineOptions &engineOptions,
+               gpipe::tools::Processes &processes,
+               const std::atomic<int> &stop) {
   if (!rt::parseOptimizerKind(optimizerName, engineOptions.optimizer.kind))
     return fail("unknown optimizer '" + optimizerName +
                 "': expected sgd, momentum, rmsprop or adam");
@@ -199,7 +194,7 @@ int main(int argc, char **argv) {
   if (!bundle.ok())
     return fail(bundle.status());
   std::string plan = rt::memoryPlanLine(*bundle);
-  if (!plan.empty())
+  if (!plan.empty() && processes.leads())
     llvm::outs() << plan << "\n";
   llvm::outs().flush();
 
@@ -230,7 +225,8 @@ int main(int argc, char **argv) {
     run.options.schedule = lrSchedule;
     run.options.seed = seed;
     run.options.checkpoints = gpipe::tools::checkpointOptionsFromFlags();
-    status = rt::runTextTraining(**engine, *seq, run, stdout, stderr);
+    status = rt::runTextTraining(**engine, *seq, run, processes.out(stdout),
+                                 processes.out(stderr));
   } else {
     rt::ImageRun run{title, dataDir, {}, tracePath, &stop};
     run.options.epochs = epochs;
@@ -239,11 +235,30 @@ int main(int argc, char **argv) {
     run.options.schedule = lrSchedule;
     run.options.shuffleSeed = seed;
     run.options.checkpoints = gpipe::tools::checkpointOptionsFromFlags();
-    status = rt::runImageTraining(**engine, run, stdout, stderr);
+    status = rt::runImageTraining(**engine, run, processes.out(stdout),
+                                  processes.out(stderr));
   }
   if (status.code() == rt::StatusCode::Cancelled)
     llvm::errs() << "gpipe-run: " << status.message() << "\n";
   else if (!status.ok())
     fail(status);
   return rt::exitStatusOf(status, stop);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  // SIGINT/SIGTERM stop training at a step boundary, files complete.
+  const std::atomic<int> &stop = rt::stopOnSignals();
+  cl::HideUnrelatedOptions({&pipelineOptions, &trainingOptions, &dataOptions,
+                            &outputOptions, &gpipe::tools::checkpointCategory,
+                            &gpipe::tools::distributedCategory});
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "gpipe-run: compile a model into a GPipe pipeline and train it on "
+      "Fashion-MNIST or, as a character language model, on a text corpus\n");
+  rt::EngineOptions engineOptions;
+  gpipe::tools::Processes processes;
+  if (rt::Status started = processes.start(engineOptions, &stop); !started.ok())
+    return processes.finish(fail(started));
+  return processes.finish(run(engineOptions, processes, stop));
 }

@@ -152,12 +152,26 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     s.layout[d].plannedArenaBytes = plan.arenaBytes;
   }
 
-  // Device memory, then the parameters, initialized as the CPU executor does.
+  // Device memory, then the parameters, initialized as the CPU executor does:
+  // only for the devices this process runs.
   s.issue = s.backend.get();
-  s.transport = createInProcessTransport(*s.backend);
+  if (config.transport) {
+    error = config.transport(*s.backend, s.transport);
+    if (error.empty() && !s.transport)
+      error = "the transport factory made no transport";
+    if (!error.empty())
+      return nullptr;
+  } else {
+    s.transport = createInProcessTransport(*s.backend);
+  }
+  const Transport &transport = *s.transport;
   std::vector<char *> resident(numDevices, nullptr);
   for (unsigned d = 0; d < numDevices; ++d) {
     void *arena = nullptr, *res = nullptr;
+    if (!transport.runsDevice(d)) {
+      s.arenaBase.push_back(nullptr);
+      continue;
+    }
     error = s.backend->allocate(d, s.layout[d].arenaBytes, &arena);
     if (error.empty())
       error = s.backend->allocate(d, s.layout[d].residentBytes, &res);
@@ -175,6 +189,8 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   std::vector<std::vector<float>> initial;
   for (auto &param : s.params) {
     unsigned d = param->device;
+    if (!transport.runsDevice(d))
+      continue;
     param->value = take(d, param->size);
     param->grad = take(d, param->size);
     for (unsigned k = 0; k < numSlots; ++k) {
@@ -189,7 +205,8 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     s.backend->copyToDevice(s.backend->computeStream(d), param->value,
                             initial.back().data(), param->size * 4);
   }
-  s.lossSlots = take(numDevices - 1, numMicrobatches);
+  if (transport.runsDevice(numDevices - 1))
+    s.lossSlots = take(numDevices - 1, numMicrobatches);
   error = s.backend->synchronize(config.stepTimeout);
   if (!error.empty())
     return nullptr;
@@ -299,7 +316,7 @@ std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
   const unsigned numMicrobatches = toRun.rows.size();
   hostLosses.assign(numMicrobatches, 0.0f);
   const unsigned last = bundle.stages.size() - 1;
-  if (error.empty())
+  if (error.empty() && lossSlots)
     backend->copyToHost(backend->computeStream(last), hostLosses.data(),
                         lossSlots, numMicrobatches * 4);
   return error;
@@ -316,17 +333,24 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
     result.error = s.backend->error();
   if (!result.error.empty())
     return result;
+  s.transport->beginPass("step " + std::to_string(s.steps + 1));
   result.error = s.runPass(s.training, batch);
   std::string syncError = s.backend->synchronize(s.config.stepTimeout);
   if (result.error.empty())
     result.error = syncError;
+  if (result.error.empty())
+    result.error =
+        s.transport->shareFrom(s.bundle.stages.size() - 1, s.hostLosses.data(),
+                               int64_t(s.hostLosses.size()) * 4, "the losses");
   if (!result.error.empty())
     return result;
   ++s.steps;
   for (unsigned d = 0; d < s.layout.size(); ++d)
     s.layout[d].stagingBytes = s.transport->stagingBytes(d);
   if (s.recordTimeline)
-    s.buildTimeline();
+    result.error = s.buildTimeline();
+  if (!result.error.empty())
+    return result;
   for (size_t m = 0; m < s.hostLosses.size(); ++m) {
     double loss = s.hostLosses[m];
     result.microbatchLosses.push_back(loss);
@@ -445,6 +469,24 @@ void DeviceExecutor::Impl::copyEvaluationOutputs(unsigned m) {
   }
 }
 
+std::string DeviceExecutor::Impl::shareEvaluationOutputs() {
+  const unsigned last = bundle.stages.size() - 1;
+  std::string error =
+      transport->shareFrom(last, evaluationLosses.data(),
+                           int64_t(evaluationLosses.size()) * 4, "the losses");
+  for (HostTensor &host : evaluationOutputs) {
+    if (!error.empty())
+      break;
+    if (host.type == ElementType::F32)
+      error = transport->shareFrom(last, host.f32.data(),
+                                   int64_t(host.f32.size()) * 4, "outputs");
+    else
+      error = transport->shareFrom(last, host.i32.data(),
+                                   int64_t(host.i32.size()) * 4, "outputs");
+  }
+  return error;
+}
+
 EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
   Impl &s = *impl;
   EvalResult result;
@@ -486,6 +528,8 @@ EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
         host.i32.assign(product(host.shape), 0);
     }
   }
+  s.transport->beginPass("the evaluation after step " +
+                         std::to_string(s.steps));
   bool timeline = s.config.recordTimeline;
   s.config.recordTimeline = false; // the timeline is the training step's
   result.error = s.runPass(*s.evaluation, batch);
@@ -493,6 +537,8 @@ EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
   std::string syncError = s.backend->synchronize(s.config.stepTimeout);
   if (result.error.empty())
     result.error = syncError;
+  if (result.error.empty())
+    result.error = s.shareEvaluationOutputs();
   if (!result.error.empty()) {
     result.error = "evaluate: " + result.error;
     return result;
@@ -520,13 +566,22 @@ std::vector<int64_t> DeviceExecutor::peakMemoryBytes() const {
   return bytes;
 }
 
-static std::string copyBack(DeviceBackend &backend, unsigned device,
+/// Copies `n` floats at `src` on `device` to the host, in every process:
+/// the one that runs the device reads them and shares them.
+static std::string copyBack(DeviceExecutor::Impl &impl, unsigned device,
                             const float *src, int64_t n,
                             std::vector<float> &values,
-                            std::chrono::milliseconds timeout) {
+                            const std::string &what) {
   values.assign(n, 0.0f);
-  backend.copyToHost(backend.computeStream(device), values.data(), src, n * 4);
-  return backend.synchronize(timeout);
+  if (impl.transport->runsDevice(device)) {
+    DeviceBackend &backend = *impl.backend;
+    backend.copyToHost(backend.computeStream(device), values.data(), src,
+                       n * 4);
+    std::string error = backend.synchronize(impl.config.stepTimeout);
+    if (!error.empty())
+      return error;
+  }
+  return impl.transport->shareFrom(device, values.data(), n * 4, what);
 }
 
 std::string DeviceExecutor::parameter(const std::string &name,
@@ -534,8 +589,8 @@ std::string DeviceExecutor::parameter(const std::string &name,
   auto it = impl->paramByName.find(name);
   if (it == impl->paramByName.end())
     return "unknown parameter '" + name + "'";
-  return copyBack(*impl->backend, it->second->device, it->second->value,
-                  it->second->size, values, impl->config.stepTimeout);
+  return copyBack(*impl, it->second->device, it->second->value,
+                  it->second->size, values, "parameter '" + name + "'");
 }
 
 std::string DeviceExecutor::gradient(const std::string &name,
@@ -543,8 +598,8 @@ std::string DeviceExecutor::gradient(const std::string &name,
   auto it = impl->paramByName.find(name);
   if (it == impl->paramByName.end())
     return "unknown parameter '" + name + "'";
-  return copyBack(*impl->backend, it->second->device, it->second->grad,
-                  it->second->size, values, impl->config.stepTimeout);
+  return copyBack(*impl, it->second->device, it->second->grad, it->second->size,
+                  values, "the gradient of '" + name + "'");
 }
 
 std::string DeviceExecutor::setParameter(const std::string &name,
@@ -555,6 +610,8 @@ std::string DeviceExecutor::setParameter(const std::string &name,
   if (int64_t(values.size()) != it->second->size)
     return "parameter '" + name + "' has " + std::to_string(it->second->size) +
            " elements, got " + std::to_string(values.size());
+  if (!impl->transport->runsDevice(it->second->device))
+    return {}; // its process sets it
   DeviceBackend &backend = *impl->backend;
   backend.copyToDevice(backend.computeStream(it->second->device),
                        it->second->value, values.data(), it->second->size * 4);
@@ -582,8 +639,8 @@ std::string DeviceExecutor::optimizerState(const std::string &name,
   std::string error = findSlot(*impl, name, slot, param);
   if (!error.empty())
     return error;
-  return copyBack(*impl->backend, param->device, param->slots[slot],
-                  param->size, values, impl->config.stepTimeout);
+  return copyBack(*impl, param->device, param->slots[slot], param->size, values,
+                  "the optimizer state of '" + name + "'");
 }
 
 std::string
@@ -597,6 +654,8 @@ DeviceExecutor::setOptimizerState(const std::string &name, unsigned slot,
     return "optimizer state " + std::to_string(slot) + " of parameter '" +
            name + "' has " + std::to_string(param->size) + " elements, got " +
            std::to_string(values.size());
+  if (!impl->transport->runsDevice(param->device))
+    return {}; // its process sets it
   DeviceBackend &backend = *impl->backend;
   backend.copyToDevice(backend.computeStream(param->device), param->slots[slot],
                        values.data(), param->size * 4);
@@ -614,6 +673,8 @@ void DeviceExecutor::setLearningRate(float learningRate) {
 const Bundle &DeviceExecutor::bundle() const { return impl->bundle; }
 
 DeviceBackend &DeviceExecutor::backend() { return *impl->backend; }
+
+const Transport &DeviceExecutor::transport() const { return *impl->transport; }
 
 const std::vector<DeviceMemoryLayout> &DeviceExecutor::memory() const {
   return impl->layout;

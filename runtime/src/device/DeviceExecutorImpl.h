@@ -193,7 +193,12 @@ struct DeviceExecutor::Impl {
   /// The last stage's forward of an evaluation chunk: its loss and the loss
   /// op's operands, copied to the host.
   void copyEvaluationOutputs(unsigned m);
-  void buildTimeline();
+  /// After an evaluation: the last device's losses and outputs, from its
+  /// process to every other (Transport::shareFrom).
+  std::string shareEvaluationOutputs();
+  /// The last step's timeline from the marks (shared across processes);
+  /// "" or an error.
+  std::string buildTimeline();
 
   /// The compiler's buffer for value `id` (with `bytes` at most) or the
   /// next scratch buffer of the current instruction; null with

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
@@ -234,13 +235,15 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
     run.values.assign(numMicrobatches, std::vector<DeviceValue>(
                                            bundle.stages[d].values.size()));
     run.kept.assign(numMicrobatches, 0);
-    if (!pass->evaluating)
+    if (!pass->evaluating && transfer->runsDevice(d))
       for (DeviceParameter *param : paramsOf[d])
         issue->fillZero(compute(d), param->grad, param->size * 4);
   }
   // verifySchedule proved this order: every receive follows its send.
   const bool timed = recordTimeline && !dryRun;
   for (const ScheduleStep &step : pass->order) {
+    if (!transfer->runsDevice(step.device))
+      continue; // another process issues it
     const Instr &instr = programs[step.device][step.index];
     StreamId stream = instr.kind == InstrKind::SendActivation ||
                               instr.kind == InstrKind::SendGradient
@@ -275,19 +278,44 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   return {};
 }
 
-void DeviceExecutor::Impl::buildTimeline() {
+std::string DeviceExecutor::Impl::buildTimeline() {
+  // Each event as four doubles: kind, micro-batch, start, end (the host's
+  // steady clock, shared by the processes of one machine).
+  std::vector<std::vector<double>> events(bundle.stages.size());
+  for (const TimelineMark &mark : marks)
+    events[mark.device].insert(
+        events[mark.device].end(),
+        {double(mark.kind), double(mark.microbatch), *mark.start, *mark.end});
+  // Across processes, every process gets every device's lane.
+  if (transport->spansProcesses())
+    for (unsigned d = 0; d < events.size(); ++d) {
+      int64_t count = int64_t(events[d].size());
+      std::string error =
+          transport->shareFrom(d, &count, sizeof count, "the timeline");
+      if (error.empty()) {
+        events[d].resize(size_t(count));
+        error = transport->shareFrom(d, events[d].data(), count * 8,
+                                     "the timeline");
+      }
+      if (!error.empty())
+        return error;
+    }
   timeline = Timeline(bundle.stages.size());
-  double origin = 0;
-  for (size_t i = 0; i < marks.size(); ++i)
-    origin = i == 0 ? *marks[i].start : std::min(origin, *marks[i].start);
-  for (const TimelineMark &mark : marks) {
-    bool computeWork = mark.kind == InstrKind::Forward ||
-                       mark.kind == InstrKind::Backward ||
-                       mark.kind == InstrKind::OptimizerStep;
-    timeline.record(mark.device,
-                    {instructionName(mark.kind), computeWork, mark.microbatch,
-                     *mark.start - origin, *mark.end - *mark.start});
-  }
+  double origin = std::numeric_limits<double>::infinity();
+  for (const std::vector<double> &lane : events)
+    for (size_t i = 0; i < lane.size(); i += 4)
+      origin = std::min(origin, lane[i + 2]);
+  for (unsigned d = 0; d < events.size(); ++d)
+    for (size_t i = 0; i < events[d].size(); i += 4) {
+      InstrKind kind = InstrKind(int(events[d][i]));
+      bool computeWork = kind == InstrKind::Forward ||
+                         kind == InstrKind::Backward ||
+                         kind == InstrKind::OptimizerStep;
+      timeline.record(d, {instructionName(kind), computeWork,
+                          int64_t(events[d][i + 1]), events[d][i + 2] - origin,
+                          events[d][i + 3] - events[d][i + 2]});
+    }
+  return {};
 }
 
 /// Ids and labels come from the batch, so they are checked here, on the

@@ -20,6 +20,7 @@
 #include "gpipe/runtime/Status.h"
 #include "gpipe/runtime/Timeline.h"
 #include "gpipe/runtime/device/DeviceBackend.h"
+#include "gpipe/runtime/device/Transport.h"
 
 #include <chrono>
 #include <functional>
@@ -52,6 +53,9 @@ struct EngineOptions {
   /// The CUDA backend's factory (runtime/cuda), for DeviceKind::Cuda; empty:
   /// the registered one (registerBackend).
   BackendFactory cudaBackend;
+  /// Transfers between devices; empty: all devices in this process. MPI
+  /// (runtime/mpi) runs one device per process, on the CPU backend.
+  device::TransportFactory transport;
 };
 
 class Engine {
@@ -93,6 +97,11 @@ public:
   virtual void setStepsDone(int64_t steps) = 0;
   /// "4 CPU devices", "host emulation of 2 devices ...", the GPUs.
   virtual std::string describe() const = 0;
+  /// Whether this process prints and writes files: across processes (MPI),
+  /// only the first does; each process runs the same loop, and the calls
+  /// that read a device's state (parameter, gradient, optimizerState) are
+  /// collective.
+  virtual bool leads() const { return true; }
 };
 
 /// Makes `kind` available to every later createEngine without a factory in

@@ -29,6 +29,7 @@
 #include "gpipe/runtime/Bundle.h"
 #include "gpipe/runtime/Optimizers.h"
 #include "gpipe/runtime/Timeline.h"
+#include "gpipe/runtime/device/Transport.h"
 
 #include <chrono>
 #include <cstdint>
@@ -66,6 +67,9 @@ struct ExecutorConfig {
   /// Record a Timeline event per instruction (cheap; off saves two clock
   /// reads per instruction).
   bool recordTimeline = true;
+  /// Transfers between devices (DeviceExecutorConfig::transport); empty:
+  /// every device a thread of this process.
+  device::TransportFactory transport;
 };
 
 struct StepResult {
@@ -147,6 +151,7 @@ public:
   void setLearningRate(float learningRate);
   unsigned numDevices() const;
   const Bundle &bundle() const;
+  const device::Transport &transport() const;
 
   /// The instructions of the last trainStep, one lane per device, times in
   /// microseconds from the start of the step (empty without recordTimeline).

@@ -36,6 +36,7 @@
 #include "gpipe/runtime/Executor.h"
 #include "gpipe/runtime/Optimizers.h"
 #include "gpipe/runtime/device/DeviceBackend.h"
+#include "gpipe/runtime/device/Transport.h"
 
 #include <chrono>
 #include <memory>
@@ -52,6 +53,11 @@ struct DeviceExecutorConfig {
   std::chrono::milliseconds stepTimeout{60000};
   /// Mark every instruction's start and end on its stream (timeline()).
   bool recordTimeline = true;
+  /// The transfers between devices; empty: in-process staging copies. A
+  /// transport across processes (MPI) runs some devices here: the executor
+  /// allocates, initializes and issues only theirs, and shares the results
+  /// the caller reads (losses, evaluation outputs, parameters).
+  TransportFactory transport;
 };
 
 /// The memory of one device, in bytes.
@@ -99,7 +105,9 @@ public:
   std::vector<int64_t> residentBytes() const;
 
   /// Copies a parameter / its gradient of the last step back to the host;
-  /// "" or an error (unknown name, a device error).
+  /// "" or an error (unknown name, a device error). Across processes every
+  /// process calls these in the same order (the owner shares the values);
+  /// the setters write only where the parameter's device runs.
   std::string parameter(const std::string &name, std::vector<float> &values);
   std::string gradient(const std::string &name, std::vector<float> &values);
   std::string setParameter(const std::string &name,
@@ -119,6 +127,7 @@ public:
   void setLearningRate(float learningRate);
   const Bundle &bundle() const;
   DeviceBackend &backend();
+  const Transport &transport() const;
   const std::vector<DeviceMemoryLayout> &memory() const;
 
   struct Impl;

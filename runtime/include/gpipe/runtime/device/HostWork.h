@@ -70,6 +70,13 @@ public:
   void recordTime(StreamId s, double *slot) override;
   void gemm(StreamId stream, const GemmBatch &call) override;
 
+  /// Runs `work` on the host when `stream` reaches this point: how a
+  /// transport across processes (MpiTransport) puts its transfers in stream
+  /// order. An exception it throws is the stream's error.
+  void runInStreamOrder(StreamId stream, std::function<void()> work) {
+    enqueue(stream, std::move(work));
+  }
+
 protected:
   /// Appends `work` to `stream`'s queue.
   virtual void enqueue(StreamId stream, std::function<void()> work) = 0;

@@ -14,8 +14,13 @@
 //     device, reused every step), and the receiver copies it out after the
 //     sender's event; the schedule's proof orders every send before its
 //     receive;
-//   - NCCL (grouped ncclSend/ncclRecv, rendezvous in stream order) and MPI
-//     for one process per device come next (issue 15).
+//   - MPI (runtime/mpi, MpiTransport.h): one process per pipeline device;
+//     the transfers are host work in stream order, each a point-to-point
+//     message that waits for its peer at most the peer timeout;
+//   - NCCL (grouped ncclSend/ncclRecv, rendezvous in stream order) is next.
+// A transport across processes also says which devices this process runs
+// (the executor issues only theirs) and shares the host results that only
+// one process has (the losses, an evaluation's outputs, a parameter).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +30,7 @@
 #include "gpipe/runtime/device/DeviceBackend.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -51,7 +57,34 @@ public:
                            void *destination, int64_t bytes) = 0;
   /// Bytes of memory the transport holds on `device` (staging).
   virtual int64_t stagingBytes(unsigned device) const = 0;
+
+  /// Whether the devices run in more than one process.
+  virtual bool spansProcesses() const { return false; }
+  /// Whether this process runs pipeline device `device`: in one process,
+  /// every device.
+  virtual bool runsDevice(unsigned device) const {
+    (void)device;
+    return true;
+  }
+  /// Whether this process prints and writes files (MPI: rank 0 only).
+  virtual bool leads() const { return true; }
+  /// Host-blocking, with no stream work pending: copies `bytes` at `data` in
+  /// the process that runs `device` to `data` in every other process. Every
+  /// process calls it, in the same order. `what` names the data in errors
+  /// ("the losses"). "" or an error.
+  virtual std::string shareFrom(unsigned device, void *data, int64_t bytes,
+                                const std::string &what) {
+    (void)device, (void)data, (void)bytes, (void)what;
+    return {};
+  }
+  /// What the transfers that follow belong to ("step 3"), for messages.
+  virtual void beginPass(const std::string &name) { (void)name; }
 };
+
+/// Makes the transport of an executor over `backend` (which outlives it):
+/// "" and `transport`, or an error (a backend the transport cannot drive).
+using TransportFactory = std::function<std::string(
+    DeviceBackend &backend, std::unique_ptr<Transport> &transport)>;
 
 /// The transport of K pipeline devices in one process, over `backend` (which
 /// must outlive it).

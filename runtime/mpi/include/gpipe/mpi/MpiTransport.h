@@ -1,0 +1,45 @@
+//===- MpiTransport.h - Pipeline transfers between MPI ranks ----*- C++ -*-===//
+//
+// The device executor's Transport (device/Transport.h) for one process per
+// pipeline device: rank r of MPI_COMM_WORLD runs device r, on a backend
+// whose streams are host queues (CpuBackend). A send or a receive is host
+// work in its stream's order: a non-blocking MPI message, then a wait for it.
+// Waiting for the message to complete (not merely to be buffered) gives the
+// rendezvous semantics the compiler's schedule proof assumes, so the
+// programs cannot deadlock; a peer that died or stalled ends the wait after
+// the peer timeout with a message naming this rank, the peer, the transfer,
+// its micro-batch and the step.
+//
+// The tag of a transfer encodes direction, channel and micro-batch, so
+// messages match by meaning, not by arrival order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_MPI_MPITRANSPORT_H
+#define GPIPE_MPI_MPITRANSPORT_H
+
+#include "gpipe/mpi/MpiSession.h"
+#include "gpipe/runtime/device/Transport.h"
+
+#include <atomic>
+#include <chrono>
+
+namespace gpipe::mpi {
+
+struct MpiTransportOptions {
+  /// How long a transfer or a collective waits for its peer.
+  std::chrono::milliseconds peerTimeout{60000};
+  /// Non-zero (a signal's number): waits end at once, naming what they
+  /// waited for. Null: none.
+  const std::atomic<int> *stop = nullptr;
+};
+
+/// The factory of DeviceExecutorConfig::transport / EngineOptions::transport.
+/// It refuses a backend without host streams, and a job whose size is not
+/// the number of pipeline devices.
+runtime::device::TransportFactory mpiTransport(const MpiSession &session,
+                                               MpiTransportOptions options);
+
+} // namespace gpipe::mpi
+
+#endif // GPIPE_MPI_MPITRANSPORT_H
