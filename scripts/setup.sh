@@ -10,6 +10,7 @@ packages=(
   dataset-fashion-mnist fortunes
   python3 python3-psutil
   clang libclang-rt-dev clang-22 libclang-rt-22-dev
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

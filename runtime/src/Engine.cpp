@@ -98,6 +98,9 @@ public:
   }
   OptimizerKind optimizerKind() const override { return optimizer; }
   bool leads() const override { return executor->transport().leads(); }
+  int64_t batchRows() const override {
+    return bundle().batch * executor->transport().replicas();
+  }
   int64_t stepsDone() const override { return executor->stepsDone(); }
   void setStepsDone(int64_t steps) override { executor->setStepsDone(steps); }
 

@@ -139,7 +139,7 @@ int64_t
 gpipe::runtime::imageStepsPerEpoch(const Engine &engine,
                                    const ImageDataset &train,
                                    const ImageTrainingOptions &options) {
-  int64_t steps = train.count / engine.bundle().batch;
+  int64_t steps = train.count / engine.batchRows();
   if (options.maxStepsPerEpoch > 0)
     steps = std::min(steps, options.maxStepsPerEpoch);
   return steps;
@@ -153,7 +153,7 @@ Status gpipe::runtime::trainImageClassifier(
     return status;
   using Clock = std::chrono::steady_clock;
   const Bundle &bundle = engine.bundle();
-  const int64_t batch = bundle.batch;
+  const int64_t batch = engine.batchRows();
   const int64_t stepsPerEpoch = imageStepsPerEpoch(engine, train, options);
   const int64_t totalSteps = int64_t(options.epochs) * stepsPerEpoch;
   // What fixes the data order and the schedule: a checkpoint resumes only

@@ -49,8 +49,7 @@ gpipe::runtime::validationWindows(const Engine &engine,
                                   const TextCorpus &corpus, int64_t seq,
                                   const TextTrainingOptions &options) {
   return evenlySpacedWindows(sequentialWindowCount(corpus.validation, seq),
-                             int64_t(options.evalBatches) *
-                                 engine.bundle().batch);
+                             int64_t(options.evalBatches) * engine.batchRows());
 }
 
 /// The mean next-character loss (nats) over `windows` of the validation
@@ -59,7 +58,7 @@ static StatusOr<double> validationLoss(Engine &engine,
                                        const std::vector<int32_t> &validation,
                                        int64_t seq,
                                        const std::vector<int64_t> &windows) {
-  int64_t batch = engine.bundle().batch;
+  int64_t batch = engine.batchRows();
   double sum = 0;
   for (size_t first = 0; first < windows.size(); first += batch) {
     size_t last = std::min(windows.size(), first + batch);
@@ -91,7 +90,7 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
       TextSampler::create(corpus.train, seq, options.seed, error);
   if (!sampler)
     return Status(StatusCode::InvalidArgument, error);
-  const int64_t batch = engine.bundle().batch;
+  const int64_t batch = engine.batchRows();
   const int64_t steps = options.steps;
   summary.unigramEntropy = unigramEntropyNats(corpus.train);
   summary.peakMemoryBytes.assign(engine.numDevices(), 0);

@@ -95,7 +95,7 @@ Status gpipe::runtime::runImageTraining(Engine &engine, const ImageRun &run,
                "(K-1)/(M+K-1) = %.3f\n",
                run.title.c_str(), describePipeline(engine.bundle()).c_str(),
                (long long)imageStepsPerEpoch(engine, *train, run.options),
-               (long long)engine.bundle().batch, idealBubble(engine.bundle()));
+               (long long)engine.batchRows(), idealBubble(engine.bundle()));
   std::fflush(out);
   ConsoleReporter reporter(out, progress, run.stop);
   std::vector<int64_t> peak;
@@ -117,7 +117,7 @@ Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
                           "the validation text of '" + run.corpusPath + "'");
   if (!error.empty())
     return Status(StatusCode::InvalidArgument, error);
-  const int64_t batch = engine.bundle().batch, steps = run.options.steps;
+  const int64_t batch = engine.batchRows(), steps = run.options.steps;
   const double entropy = unigramEntropyNats(corpus->train);
   size_t windows = validationWindows(engine, *corpus, seq, run.options).size();
   std::fprintf(out,

@@ -173,6 +173,7 @@ static int run(rt::EngineOptions &engineOptions,
   gpipe::CompilePipelineOptions options;
   options.batchSize = batchSize;
   options.numStages = numStages;
+  options.dataParallel = gpipe::tools::dataParallel;
   options.numMicrobatches = numMicrobatches;
   options.objective = objective;
   options.memoryCap = memoryCap;

@@ -35,6 +35,11 @@ static Real<double> peerTimeout(
     llvm::cl::desc("seconds a process waits for a peer's transfer or "
                    "broadcast before it fails, naming the peer"),
     llvm::cl::cat(distributedCategory));
+static Count dataParallel(
+    "data-parallel", llvm::cl::init(1),
+    llvm::cl::desc("data-parallel replicas R of the pipeline, each training "
+                   "on 1/R of every mini-batch (mpirun -np R*K)"),
+    llvm::cl::cat(distributedCategory));
 
 /// This tool's processes: one, or one per pipeline device under MPI.
 class Processes {
@@ -48,9 +53,18 @@ public:
                              "--peer-timeout expects a positive number of "
                              "seconds, got " +
                                  std::to_string(double(peerTimeout)));
+    if (dataParallel < 1)
+      return runtime::Status(runtime::StatusCode::InvalidArgument,
+                             "--data-parallel expects at least 1 replica, "
+                             "got 0");
+    const runtime::Status alone(
+        runtime::StatusCode::InvalidArgument,
+        "--data-parallel " + std::to_string(unsigned(dataParallel)) +
+            " runs one process per device of each replica: start it with "
+            "mpirun -np R*K");
 #ifdef GPIPE_HAVE_MPI
     if (!mpi::MpiSession::launchedByMpi())
-      return {};
+      return dataParallel > 1 ? alone : runtime::Status();
     runtime::StatusOr<std::unique_ptr<mpi::MpiSession>> started =
         mpi::MpiSession::start();
     if (!started.ok())
@@ -60,12 +74,15 @@ public:
     transport.peerTimeout =
         std::chrono::milliseconds(int64_t(double(peerTimeout) * 1000.0 + 0.5));
     transport.stop = stop;
+    transport.replicas = dataParallel;
     options.transport = mpi::mpiTransport(*session, transport);
     if (session->rank() != 0)
       quiet = std::fopen("/dev/null", "w");
     return {};
 #else
     (void)options, (void)stop;
+    if (dataParallel > 1)
+      return alone;
     for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE"})
       if (std::getenv(name))
         return runtime::Status(runtime::StatusCode::Unavailable,

@@ -326,7 +326,12 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
   Impl &s = *impl;
   StepResult result;
   s.pass = &s.training;
-  result.error = checkBatch(s.bundle, batch, s.bundle.batch);
+  // Data parallelism: the whole mini-batch, of which this replica takes its
+  // slice.
+  const Transport &transport = *s.transport;
+  result.error =
+      checkBatch(s.bundle, batch, s.bundle.batch * transport.replicas());
+  s.rowBase = int64_t(transport.replica()) * s.bundle.batch;
   if (result.error.empty())
     result.error = s.checkModelInputs(batch);
   if (result.error.empty())
@@ -342,6 +347,9 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
     result.error =
         s.transport->shareFrom(s.bundle.stages.size() - 1, s.hostLosses.data(),
                                int64_t(s.hostLosses.size()) * 4, "the losses");
+  if (result.error.empty())
+    result.error = s.transport->averageOverReplicasNow(
+        s.hostLosses.data(), int64_t(s.hostLosses.size()), "the losses");
   if (!result.error.empty())
     return result;
   ++s.steps;
@@ -496,6 +504,7 @@ EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
     return result;
   }
   result.error = checkBatch(s.bundle, batch, rows);
+  s.rowBase = 0; // every replica evaluates every row
   if (result.error.empty())
     result.error = s.prepareEvaluation(rows);
   if (result.error.empty()) {

@@ -217,6 +217,10 @@ struct DeviceExecutor::Impl {
 
   StreamId compute(unsigned d) { return issue->computeStream(d); }
   int64_t rowsOf(unsigned m) const { return pass->rows[m]; }
+  /// The batch row where micro-batch (or chunk) m starts: a data-parallel
+  /// replica's training slice starts at replica * bundle.batch.
+  int64_t firstRow(unsigned m) const { return rowBase + pass->offsets[m]; }
+  int64_t rowBase = 0;
 };
 
 } // namespace gpipe::runtime::device

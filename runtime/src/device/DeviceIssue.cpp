@@ -133,7 +133,7 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
         int64_t perRow = host.numElements() / host.shape[0];
         issue->copyToDevice(compute(device), value.data,
                             inputSource.at(instr.inputName) +
-                                pass->offsets[m] * perRow * 4,
+                                firstRow(m) * perRow * 4,
                             value.numElements() * 4);
       }
     }
@@ -209,6 +209,15 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
   case InstrKind::OptimizerStep: {
     ++run.computeCount;
     const StreamId s = compute(device);
+    // Data parallelism: every replica steps with the mean gradient, that of
+    // the whole mini-batch.
+    for (DeviceParameter *param : paramsOf[device]) {
+      std::string error = transfer->averageOverReplicas(
+          s, device, param->grad, param->size,
+          "the gradient of '" + param->spec.name + "'");
+      if (!error.empty())
+        return error;
+    }
     for (DeviceParameter *param : paramsOf[device])
       issue->optimizerStep(s, config.optimizer, param->value, param->grad,
                            param->slots, param->size, steps + 1);
@@ -349,7 +358,7 @@ std::string DeviceExecutor::Impl::checkModelInputs(const Batch &batch) const {
       int64_t perRow = host.numElements() / host.shape[0];
       for (unsigned m = 0; m < pass->rows.size(); ++m)
         for (int64_t p = 0; p < rowsOf(m) * perRow; ++p) {
-          int32_t v = host.i32[pass->offsets[m] * perRow + p];
+          int32_t v = host.i32[firstRow(m) * perRow + p];
           if (v >= 0 && v < limit)
             continue;
           size_t at = 0;

@@ -156,7 +156,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
             : 0;
     b.dropout(s, f(0), out[0], reinterpret_cast<uint8_t *>(result->saved[0]),
               rows, x0.colsOf(), op.rate, op.seed, uint64_t(steps + 1),
-              pass->offsets[m] * perExample);
+              firstRow(m) * perExample);
     break;
   }
   case OpKind::SoftmaxCrossEntropy:

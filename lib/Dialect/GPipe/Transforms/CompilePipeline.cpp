@@ -10,9 +10,10 @@ using namespace gpipe;
 
 void gpipe::buildCompilePipeline(OpPassManager &pm,
                                  const CompilePipelineOptions &options) {
-  if (options.batchSize > 0) {
+  if (options.batchSize > 0 || options.dataParallel > 1) {
     SetBatchPassOptions rebatch;
     rebatch.batch = options.batchSize;
+    rebatch.replicas = options.dataParallel;
     pm.addPass(createSetBatchPass(rebatch));
   }
   pm.addPass(createEstimateCostPass());

@@ -72,14 +72,29 @@ namespace {
 struct SetBatchPass : public gpipe::impl::SetBatchPassBase<SetBatchPass> {
   using SetBatchPassBase::SetBatchPassBase;
   void runOnOperation() override {
-    if (batch < 1) {
+    if (replicas < 1) {
+      getOperation().emitError()
+          << "gpipe-set-batch expects replicas >= 1, got 0";
+      return signalPassFailure();
+    }
+    if (batch < 1 && replicas == 1) {
       getOperation().emitError()
           << "gpipe-set-batch expects batch >= 1, got " << int64_t(batch);
       return signalPassFailure();
     }
-    for (ModelOp model : getOperation().getOps<ModelOp>())
-      if (failed(setBatch(model, batch)))
+    for (ModelOp model : getOperation().getOps<ModelOp>()) {
+      int64_t whole = batch > 0 ? int64_t(batch) : model.getBatch();
+      if (whole % int64_t(replicas) != 0) {
+        model.emitOpError() << "cannot split its mini-batch of " << whole
+                            << " rows over " << unsigned(replicas)
+                            << " data-parallel replicas: expected a multiple "
+                               "of "
+                            << unsigned(replicas) << " rows";
         return signalPassFailure();
+      }
+      if (failed(setBatch(model, whole / int64_t(replicas))))
+        return signalPassFailure();
+    }
   }
 };
 } // namespace

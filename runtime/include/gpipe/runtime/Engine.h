@@ -62,8 +62,11 @@ class Engine {
 public:
   virtual ~Engine() = default;
 
-  /// One training step on a mini-batch of bundle().batch rows.
+  /// One training step on a mini-batch of batchRows() rows.
   virtual StepResult trainStep(const Batch &batch) = 0;
+  /// The rows of a training mini-batch: the bundle's batch, times the
+  /// data-parallel replicas, each of which trains on its slice.
+  virtual int64_t batchRows() const { return bundle().batch; }
   /// Forward only on `rows` rows, dropout off.
   virtual EvalResult evaluate(const Batch &batch, int64_t rows) = 0;
   virtual void setLearningRate(float learningRate) = 0;

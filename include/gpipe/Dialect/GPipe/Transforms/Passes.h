@@ -40,6 +40,11 @@ struct CompilePipelineOptions
       llvm::cl::desc("rebatch the model to this mini-batch first (0: keep "
                      "the model's)"),
       llvm::cl::init(0)};
+  Option<unsigned, WholeParser<unsigned>> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("data-parallel replicas R: each replica's program gets "
+                     "1/R of the mini-batch"),
+      llvm::cl::init(1)};
   Option<unsigned, WholeParser<unsigned>> numStages{
       *this, "num-stages", llvm::cl::desc("number of pipeline stages (K)"),
       llvm::cl::init(1)};

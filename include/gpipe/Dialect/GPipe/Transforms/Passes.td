@@ -17,10 +17,17 @@ def SetBatchPass : Pass<"gpipe-set-batch", "::mlir::ModuleOp"> {
 
     Before (`batch=128`): `gpipe.model @mlp batch 64 { %x = gpipe.input "x" : tensor<64x784xf32> ...`
     After:  `gpipe.model @mlp batch 128 { %x = gpipe.input "x" : tensor<128x784xf32> ...`
+
+    With `replicas=R` (data parallelism), the model gets the mini-batch's
+    R-th part, `batch / R` rows (the model's own batch when `batch` is 0):
+    each replica runs that program on its slice. R must divide the batch.
   }];
   let options = [
     Option<"batch", "batch", "int64_t", /*default=*/"0",
-           "the new mini-batch size (> 0)">,
+           "the new mini-batch size (> 0; 0 with replicas > 1: the model's)">,
+    Option<"replicas", "replicas", "unsigned", /*default=*/"1",
+           "data-parallel replicas: each one's program gets 1/replicas of "
+           "the mini-batch">,
   ];
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }

@@ -79,6 +79,28 @@ public:
   }
   /// What the transfers that follow belong to ("step 3"), for messages.
   virtual void beginPass(const std::string &name) { (void)name; }
+
+  /// Data parallelism: R replicas of the whole pipeline, each training on
+  /// its slice of the mini-batch; this process belongs to replica
+  /// `replica()`. One replica: nothing to reduce.
+  virtual unsigned replicas() const { return 1; }
+  virtual unsigned replica() const { return 0; }
+  /// In `stream`'s order on `device`: replaces the `count` floats at `data`
+  /// by their mean over the replicas (the gradients before the optimizer
+  /// step). "" or an error at issue.
+  virtual std::string averageOverReplicas(StreamId stream, unsigned device,
+                                          float *data, int64_t count,
+                                          const std::string &what) {
+    (void)stream, (void)device, (void)data, (void)count, (void)what;
+    return {};
+  }
+  /// The same on the host, blocking, with no stream work pending (the
+  /// losses); every process calls it, in the same order.
+  virtual std::string averageOverReplicasNow(float *data, int64_t count,
+                                             const std::string &what) {
+    (void)data, (void)count, (void)what;
+    return {};
+  }
 };
 
 /// Makes the transport of an executor over `backend` (which outlives it):

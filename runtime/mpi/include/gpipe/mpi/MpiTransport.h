@@ -1,7 +1,8 @@
 //===- MpiTransport.h - Pipeline transfers between MPI ranks ----*- C++ -*-===//
 //
 // The device executor's Transport (device/Transport.h) for one process per
-// pipeline device: rank r of MPI_COMM_WORLD runs device r, on a backend
+// pipeline device: rank r of MPI_COMM_WORLD runs device r % K of replica
+// r / K (data parallelism: R replicas, R * K ranks), on a backend
 // whose streams are host queues (CpuBackend). A send or a receive is host
 // work in its stream's order: a non-blocking MPI message, then a wait for it.
 // Waiting for the message to complete (not merely to be buffered) gives the
@@ -11,7 +12,9 @@
 // its micro-batch and the step.
 //
 // The tag of a transfer encodes direction, channel and micro-batch, so
-// messages match by meaning, not by arrival order.
+// messages match by meaning, not by arrival order. Before the optimizer
+// step, each gradient becomes its mean over the replicas, the same bits in
+// every replica.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,11 +35,13 @@ struct MpiTransportOptions {
   /// Non-zero (a signal's number): waits end at once, naming what they
   /// waited for. Null: none.
   const std::atomic<int> *stop = nullptr;
+  /// Data-parallel replicas R of the pipeline: the job has R * K ranks.
+  unsigned replicas = 1;
 };
 
 /// The factory of DeviceExecutorConfig::transport / EngineOptions::transport.
 /// It refuses a backend without host streams, and a job whose size is not
-/// the number of pipeline devices.
+/// replicas times the pipeline's devices.
 runtime::device::TransportFactory mpiTransport(const MpiSession &session,
                                                MpiTransportOptions options);
 

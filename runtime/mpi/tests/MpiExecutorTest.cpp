@@ -1,0 +1,211 @@
+//===- MpiExecutorTest.cpp - One process per device, checked -------------===//
+//
+// Runs under `mpirun -np 4` (ctest does): every rank runs every test, and the
+// job fails if any rank does. The references run in each rank, in one
+// process (every device a thread):
+//   - a pipeline of 4 ranks gives the threaded pipeline's losses and
+//     parameters to the bit, for the MLP and the Transformer (attention,
+//     dropout, a residual across stages) under every remat policy;
+//   - 2 data-parallel replicas of a 2-device pipeline, each on half of the
+//     mini-batch, give the gradients of one pipeline on the whole mini-batch
+//     within f32 summation tolerance, and identical parameters in both
+//     replicas.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../../tests/TestBundles.h"
+#include "../../tests/TestModels.h"
+
+#include "gpipe/mpi/MpiTransport.h"
+#include "gpipe/runtime/device/CpuBackend.h"
+#include "gpipe/runtime/device/DeviceExecutor.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstring>
+
+using namespace gpipe;
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::testing;
+
+namespace {
+
+mpi::MpiSession *session = nullptr;
+
+constexpr unsigned kRanks = 4;
+constexpr int kSteps = 3;
+
+OptimizerConfig adam() {
+  OptimizerConfig config;
+  config.kind = OptimizerKind::Adam;
+  config.learningRate = 0.01f;
+  return config;
+}
+
+Bundle bundleFor(bool transformer, int64_t batch, unsigned k,
+                 unsigned microbatches, RematPolicy remat) {
+  return transformer
+             ? buildBundle(residualGraph(batch), residualSplit(k), microbatches,
+                           remat)
+             : buildBundle(mlpGraph(batch), mlpSplit(k), microbatches, remat);
+}
+
+Batch batchFor(bool transformer, int64_t rows, uint64_t seed) {
+  return transformer ? residualBatch(rows, seed) : mlpBatch(rows, seed);
+}
+
+/// The device executor on K CPU threads; over MPI when `replicas` > 0.
+std::unique_ptr<device::DeviceExecutor> executorFor(Bundle bundle,
+                                                    unsigned replicas) {
+  device::DeviceExecutorConfig config;
+  config.optimizer = adam();
+  config.seed = 5;
+  if (replicas > 0) {
+    mpi::MpiTransportOptions options;
+    options.peerTimeout = std::chrono::milliseconds(30000);
+    options.replicas = replicas;
+    config.transport = mpi::mpiTransport(*session, options);
+  }
+  const unsigned k = bundle.stages.size();
+  std::string error;
+  auto executor = device::DeviceExecutor::create(
+      std::move(bundle), std::make_unique<device::CpuBackend>(k), config,
+      error);
+  EXPECT_TRUE(executor) << error;
+  return executor;
+}
+
+struct Trajectory {
+  std::vector<double> losses;
+  std::map<std::string, std::vector<float>> params, firstGradients;
+};
+
+/// kSteps steps on batches of `rows` rows; the gradients of the first.
+Trajectory train(device::DeviceExecutor &executor, bool transformer,
+                 int64_t rows) {
+  Trajectory out;
+  for (int s = 0; s < kSteps; ++s) {
+    StepResult step = executor.trainStep(batchFor(transformer, rows, 10 + s));
+    EXPECT_TRUE(step.ok()) << step.error;
+    out.losses.push_back(step.loss);
+    if (s == 0)
+      for (const ParamSpec &spec : executor.bundle().params)
+        EXPECT_EQ(executor.gradient(spec.name, out.firstGradients[spec.name]),
+                  "");
+  }
+  for (const ParamSpec &spec : executor.bundle().params)
+    EXPECT_EQ(executor.parameter(spec.name, out.params[spec.name]), "");
+  return out;
+}
+
+using Param = std::tuple<bool, RematPolicy>;
+
+std::string paramName(const ::testing::TestParamInfo<Param> &info) {
+  RematPolicy remat = std::get<1>(info.param);
+  return std::string(std::get<0>(info.param) ? "transformer" : "mlp") + "_" +
+         (remat == RematPolicy::None   ? "none"
+          : remat == RematPolicy::Full ? "full"
+                                       : "exceptlast");
+}
+
+class MpiPipeline : public ::testing::TestWithParam<Param> {};
+class MpiDataParallel : public ::testing::TestWithParam<Param> {};
+
+TEST_P(MpiPipeline, RanksGiveTheThreadedBits) {
+  ASSERT_EQ(session->size(), int(kRanks));
+  auto [transformer, remat] = GetParam();
+  const int64_t batch = 12;
+  auto ranks = executorFor(bundleFor(transformer, batch, kRanks, 4, remat), 1);
+  auto threads =
+      executorFor(bundleFor(transformer, batch, kRanks, 4, remat), 0);
+  ASSERT_TRUE(ranks && threads);
+  EXPECT_TRUE(ranks->transport().spansProcesses());
+  Trajectory actual = train(*ranks, transformer, batch);
+  Trajectory expected = train(*threads, transformer, batch);
+  ASSERT_EQ(actual.losses.size(), expected.losses.size());
+  for (size_t s = 0; s < expected.losses.size(); ++s)
+    EXPECT_EQ(std::memcmp(&actual.losses[s], &expected.losses[s], 8), 0)
+        << "step " << s << ": " << actual.losses[s] << " vs "
+        << expected.losses[s];
+  for (const auto &[name, values] : expected.params)
+    EXPECT_EQ(actual.params[name], values) << name;
+}
+
+TEST_P(MpiDataParallel, GradientsMatchOnePipelineOnTheWholeBatch) {
+  ASSERT_EQ(session->size(), int(kRanks));
+  auto [transformer, remat] = GetParam();
+  // Two replicas of 2 devices, each 2 micro-batches of 3 rows, against one
+  // pipeline of 2 devices with 4 micro-batches of 3 rows: the same
+  // micro-batches.
+  const unsigned replicas = 2, k = kRanks / replicas;
+  const int64_t whole = 12;
+  auto parallel = executorFor(
+      bundleFor(transformer, whole / replicas, k, 2, remat), replicas);
+  auto one = executorFor(bundleFor(transformer, whole, k, 4, remat), 0);
+  ASSERT_TRUE(parallel && one);
+  EXPECT_EQ(parallel->transport().replicas(), replicas);
+  Trajectory actual = train(*parallel, transformer, whole);
+  Trajectory expected = train(*one, transformer, whole);
+  for (size_t s = 0; s < expected.losses.size(); ++s)
+    EXPECT_NEAR(actual.losses[s], expected.losses[s],
+                1e-5 * std::fabs(expected.losses[s]))
+        << "step " << s;
+  for (const auto &[name, gradient] : expected.firstGradients) {
+    const std::vector<float> &mean = actual.firstGradients[name];
+    ASSERT_EQ(mean.size(), gradient.size()) << name;
+    float scale = 0;
+    for (float g : gradient)
+      scale = std::max(scale, std::fabs(g));
+    for (size_t i = 0; i < gradient.size(); ++i)
+      ASSERT_NEAR(mean[i], gradient[i], 1e-5f * scale + 1e-7f)
+          << "the gradient of " << name << " at " << i;
+  }
+  // Every replica holds the same bits: compare with replica 0's.
+  for (auto &[name, values] : actual.params) {
+    std::vector<float> first = values;
+    MPI_Bcast(first.data(), int(first.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    EXPECT_EQ(first, values) << name << " differs from replica 0's";
+  }
+}
+
+const auto kCases = ::testing::Combine(
+    ::testing::Bool(), ::testing::Values(RematPolicy::None, RematPolicy::Full,
+                                         RematPolicy::ExceptLast));
+INSTANTIATE_TEST_SUITE_P(Models, MpiPipeline, kCases, paramName);
+INSTANTIATE_TEST_SUITE_P(Models, MpiDataParallel, kCases, paramName);
+
+TEST(MpiTransport, RefusesAJobOfTheWrongSize) {
+  std::string error;
+  device::DeviceExecutorConfig config;
+  mpi::MpiTransportOptions options;
+  options.replicas = 3;
+  config.transport = mpi::mpiTransport(*session, options);
+  auto executor = device::DeviceExecutor::create(
+      bundleFor(false, 12, 2, 2, RematPolicy::Full),
+      std::make_unique<device::CpuBackend>(2), config, error);
+  EXPECT_FALSE(executor);
+  EXPECT_EQ(error, "the MPI job has 4 processes, but 3 replicas of a 2-device "
+                   "pipeline need 6: start one process per device (mpirun "
+                   "-np 6)");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  StatusOr<std::unique_ptr<mpi::MpiSession>> started = mpi::MpiSession::start();
+  if (!started.ok()) {
+    std::fprintf(stderr, "%s\n", started.status().message().c_str());
+    return 1;
+  }
+  session = started->get();
+  // Only rank 0 prints the tests; every rank's failure fails the job.
+  if (session->rank() != 0) {
+    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int status = RUN_ALL_TESTS();
+  return (*started)->finish(status);
+}
