@@ -55,6 +55,15 @@ int gpipe::runtime::exitStatusOf(const Status &status,
   return status.code() == StatusCode::Unavailable ? 2 : 1;
 }
 
+/// The pipeline, and its data-parallel replicas when there are several.
+static std::string describeRun(const Engine &engine) {
+  std::string text = describePipeline(engine.bundle());
+  const int64_t replicas = engine.batchRows() / engine.bundle().batch;
+  if (replicas > 1)
+    text += ", " + std::to_string(replicas) + " data-parallel replicas";
+  return text;
+}
+
 /// The device memory against the plan, then the last step's timeline; a run
 /// stopped on request (`ended` Cancelled) writes them too, then says so.
 static Status finish(const Engine &engine, const std::vector<int64_t> &peak,
@@ -93,7 +102,7 @@ Status gpipe::runtime::runImageTraining(Engine &engine, const ImageRun &run,
   std::fprintf(out,
                "%s: %s, %lld steps of %lld examples per epoch; ideal bubble "
                "(K-1)/(M+K-1) = %.3f\n",
-               run.title.c_str(), describePipeline(engine.bundle()).c_str(),
+               run.title.c_str(), describeRun(engine).c_str(),
                (long long)imageStepsPerEpoch(engine, *train, run.options),
                (long long)engine.batchRows(), idealBubble(engine.bundle()));
   std::fflush(out);
@@ -123,9 +132,8 @@ Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
   std::fprintf(out,
                "%s: %s, %lld steps of %lld windows of %lld characters; ideal "
                "bubble (K-1)/(M+K-1) = %.3f\n",
-               run.title.c_str(), describePipeline(engine.bundle()).c_str(),
-               (long long)steps, (long long)batch, (long long)seq,
-               idealBubble(engine.bundle()));
+               run.title.c_str(), describeRun(engine).c_str(), (long long)steps,
+               (long long)batch, (long long)seq, idealBubble(engine.bundle()));
   std::fprintf(out,
                "corpus %s: %zu files, %lld documents for training (%zu "
                "characters) and %lld for validation (%zu characters), %lld "

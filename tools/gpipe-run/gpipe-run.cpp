@@ -14,6 +14,7 @@
 #include "gpipe/Support/OptionParsers.h"
 #include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/Tools/CheckpointFlags.h"
+#include "gpipe/Tools/DataFlags.h"
 #include "gpipe/Tools/DistributedFlags.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/TrainingRun.h"
@@ -33,10 +34,10 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 namespace rt = gpipe::runtime;
+namespace tools = gpipe::tools;
 
 static cl::OptionCategory pipelineOptions("Pipeline");
 static cl::OptionCategory trainingOptions("Training");
-static cl::OptionCategory dataOptions("Data");
 static cl::OptionCategory outputOptions("Output");
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
@@ -79,7 +80,7 @@ static cl::opt<std::string>
                cl::cat(pipelineOptions));
 static gpipe::Count
     timeoutMs("timeout-ms", cl::init(60000),
-              cl::desc("how long a device waits for a peer before failing"),
+              cl::desc("how long a step may wait for this process's devices"),
               cl::cat(pipelineOptions));
 
 static gpipe::Count epochs("epochs", cl::init(10),
@@ -110,33 +111,6 @@ static gpipe::Whole<uint64_t> seed("seed", cl::init(1),
                                    cl::desc("parameter and shuffling seed"),
                                    cl::cat(trainingOptions));
 
-enum class DatasetKind { Auto, Images, Text };
-static cl::opt<DatasetKind> datasetKind(
-    "dataset", cl::desc("what to train on"), cl::init(DatasetKind::Auto),
-    cl::values(clEnumValN(DatasetKind::Auto, "auto",
-                          "text for inputs ids, positions and targets"),
-               clEnumValN(DatasetKind::Images, "fashion-mnist",
-                          "image classification (--data)"),
-               clEnumValN(DatasetKind::Text, "text",
-                          "character language model (--corpus)")),
-    cl::cat(dataOptions));
-static cl::opt<std::string>
-    dataDir("data", cl::init("/usr/share/datasets/fashion-mnist"),
-            cl::desc("directory of the Fashion-MNIST IDX files"),
-            cl::cat(dataOptions));
-static cl::opt<std::string>
-    corpusPath("corpus", cl::init("/usr/share/games/fortunes"),
-               cl::desc("text corpus: a directory of fortune files or a file"),
-               cl::cat(dataOptions));
-static gpipe::Count
-    evalEvery("eval-every", cl::init(100),
-              cl::desc("text: validation loss every this many steps"),
-              cl::cat(dataOptions));
-static gpipe::Count evalBatches(
-    "eval-batches", cl::init(8),
-    cl::desc("text: validation batches per evaluation (0: every window)"),
-    cl::cat(dataOptions));
-
 static cl::opt<std::string> tracePath(
     "trace", cl::init(""),
     cl::desc("write the last step's timeline (Chrome trace JSON) here"),
@@ -156,8 +130,7 @@ static int fail(const std::string &message) {
 }
 
 /// Compiles and trains; the exit status.
-static int run(rt::EngineOptions &engineOptions,
-               gpipe::tools::Processes &processes,
+static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
                const std::atomic<int> &stop) {
   if (!rt::parseOptimizerKind(optimizerName, engineOptions.optimizer.kind))
     return fail("unknown optimizer '" + optimizerName +
@@ -173,7 +146,7 @@ static int run(rt::EngineOptions &engineOptions,
   gpipe::CompilePipelineOptions options;
   options.batchSize = batchSize;
   options.numStages = numStages;
-  options.dataParallel = gpipe::tools::dataParallel;
+  options.dataParallel = tools::dataParallel;
   options.numMicrobatches = numMicrobatches;
   options.objective = objective;
   options.memoryCap = memoryCap;
@@ -200,8 +173,8 @@ static int run(rt::EngineOptions &engineOptions,
   llvm::outs().flush();
 
   rt::StatusOr<int64_t> seq = rt::characterModelWindow(*bundle);
-  bool text = datasetKind == DatasetKind::Text ||
-              (datasetKind == DatasetKind::Auto && seq.ok());
+  bool text = tools::datasetKind == tools::DatasetKind::Text ||
+              (tools::datasetKind == tools::DatasetKind::Auto && seq.ok());
   if (text && !seq.ok())
     return fail(seq.status());
   engineOptions.device = *device;
@@ -218,24 +191,24 @@ static int run(rt::EngineOptions &engineOptions,
   std::string title = "gpipe-run: " + modelPath;
   rt::Status status;
   if (text) {
-    rt::TextRun run{title, corpusPath, {}, tracePath, &stop};
+    rt::TextRun run{title, tools::corpusPath, {}, tracePath, &stop};
     run.options.steps = maxSteps > 0 ? int64_t(maxSteps) : 1000;
-    run.options.evalEvery = evalEvery;
-    run.options.evalBatches = evalBatches;
+    run.options.evalEvery = tools::evalEvery;
+    run.options.evalBatches = tools::evalBatches;
     run.options.learningRate = learningRate;
     run.options.schedule = lrSchedule;
     run.options.seed = seed;
-    run.options.checkpoints = gpipe::tools::checkpointOptionsFromFlags();
+    run.options.checkpoints = tools::checkpointOptionsFromFlags();
     status = rt::runTextTraining(**engine, *seq, run, processes.out(stdout),
                                  processes.out(stderr));
   } else {
-    rt::ImageRun run{title, dataDir, {}, tracePath, &stop};
+    rt::ImageRun run{title, tools::dataDir, {}, tracePath, &stop};
     run.options.epochs = epochs;
     run.options.maxStepsPerEpoch = maxSteps;
     run.options.learningRate = learningRate;
     run.options.schedule = lrSchedule;
     run.options.shuffleSeed = seed;
-    run.options.checkpoints = gpipe::tools::checkpointOptionsFromFlags();
+    run.options.checkpoints = tools::checkpointOptionsFromFlags();
     status = rt::runImageTraining(**engine, run, processes.out(stdout),
                                   processes.out(stderr));
   }
@@ -250,15 +223,15 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // SIGINT/SIGTERM stop training at a step boundary, files complete.
   const std::atomic<int> &stop = rt::stopOnSignals();
-  cl::HideUnrelatedOptions({&pipelineOptions, &trainingOptions, &dataOptions,
-                            &outputOptions, &gpipe::tools::checkpointCategory,
-                            &gpipe::tools::distributedCategory});
+  cl::HideUnrelatedOptions(
+      {&pipelineOptions, &trainingOptions, &tools::dataCategory, &outputOptions,
+       &tools::checkpointCategory, &tools::distributedCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "gpipe-run: compile a model into a GPipe pipeline and train it on "
       "Fashion-MNIST or, as a character language model, on a text corpus\n");
   rt::EngineOptions engineOptions;
-  gpipe::tools::Processes processes;
+  tools::Processes processes;
   if (rt::Status started = processes.start(engineOptions, &stop); !started.ok())
     return processes.finish(fail(started));
   return processes.finish(run(engineOptions, processes, stop));
