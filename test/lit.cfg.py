@@ -28,6 +28,8 @@ if config.gpipe_have_mpi and shutil.which("mpirun"):
     config.available_features.add("mpi")
     config.substitutions.append(
         ("%mpirun", "mpirun --oversubscribe --allow-run-as-root"))
+    if os.path.exists(os.path.join(config.gpipe_tools_dir, "gpipe-mpi-bench")):
+        config.available_features.add("mpi-bench")
 
 # A machine with an NVIDIA GPU (the device tool's): tests of the no-GPU path
 # do not apply there.

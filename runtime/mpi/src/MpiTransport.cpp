@@ -68,6 +68,7 @@ public:
   bool runsDevice(unsigned d) const override { return d == device(); }
   bool leads() const override { return rank == 0; }
   int64_t stagingBytes(unsigned) const override { return 0; }
+  int64_t bytesSent() const override { return sent; }
   void beginPass(const std::string &name) override { pass = name; }
   unsigned replicas() const override { return replicaCount; }
   unsigned replica() const override { return unsigned(rank) / devices; }
@@ -185,6 +186,8 @@ private:
     if (bytes > INT_MAX)
       return "a transfer of " + std::to_string(bytes) +
              " bytes is past one MPI message's " + std::to_string(INT_MAX);
+    if (sending)
+      sent += bytes;
     std::string peer = "rank " + std::to_string(rankOf(peerDevice));
     std::string what = std::string(sending ? "send" : "recv") + " of the " +
                        (key.direction == 0 ? "activation" : "gradient") +
@@ -240,6 +243,7 @@ private:
   const MpiTransportOptions options;
   MPI_Comm pipeline = MPI_COMM_NULL, replicaGroup = MPI_COMM_NULL;
   int64_t tagLimit = 32767;
+  int64_t sent = 0;
   std::string pass = "the first step";
 };
 

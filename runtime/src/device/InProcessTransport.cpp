@@ -38,6 +38,7 @@ public:
     }
     backend.copyBetweenDevices(stream, slot.data, key.to, source, key.from,
                                bytes);
+    sent += bytes;
     slot.ready = backend.recordEvent(stream);
     return {};
   }
@@ -54,6 +55,7 @@ public:
     return {};
   }
 
+  int64_t bytesSent() const override { return sent; }
   int64_t stagingBytes(unsigned device) const override {
     return device < staged.size() ? staged[device] : 0;
   }
@@ -67,6 +69,7 @@ private:
   DeviceBackend &backend;
   std::map<TransferKey, Slot> slots;
   std::vector<int64_t> staged;
+  int64_t sent = 0;
 };
 
 } // namespace

@@ -57,6 +57,9 @@ public:
                            void *destination, int64_t bytes) = 0;
   /// Bytes of memory the transport holds on `device` (staging).
   virtual int64_t stagingBytes(unsigned device) const = 0;
+  /// Bytes of the sends this process has issued so far (activations and
+  /// gradients between devices; not the replicas' gradient means).
+  virtual int64_t bytesSent() const = 0;
 
   /// Whether the devices run in more than one process.
   virtual bool spansProcesses() const { return false; }
