@@ -198,12 +198,15 @@ std::string gpipe::runtime::validateBundle(const Bundle &bundle) {
   return verifySchedule(bundle);
 }
 
-std::string gpipe::runtime::checkBatch(const Bundle &bundle, const Batch &batch,
-                                       int64_t rows) {
+std::string gpipe::runtime::checkBatch(
+    const Bundle &bundle, const Batch &batch, int64_t rows,
+    const std::function<bool(const std::string &)> &used) {
   for (const ModelInputSpec &spec : bundle.inputs) {
     std::vector<int64_t> shape = spec.shape;
     shape[0] = rows;
     auto it = batch.find(spec.name);
+    if (it == batch.end() && used && !used(spec.name))
+      continue; // another process reads it
     if (it == batch.end())
       return "missing model input '" + spec.name + "' (expected " +
              typeName(spec.type) + " " + shapeString(shape) + ")";

@@ -205,7 +205,7 @@ static Status dataError(const std::string &message) {
 
 StatusOr<ImageDataset>
 gpipe::runtime::loadIdxDataset(const std::string &imagesPath,
-                               const std::string &labelsPath) {
+                               const std::string &labelsPath, bool keepPixels) {
   std::string error;
   std::vector<uint8_t> images;
   bool compressed = false;
@@ -259,16 +259,19 @@ gpipe::runtime::loadIdxDataset(const std::string &imagesPath,
   data.count = static_cast<int64_t>(count);
   data.height = static_cast<int64_t>(height);
   data.width = static_cast<int64_t>(width);
-  data.images.resize(pixels);
-  const uint8_t *pixel = images.data() + kImagesHeaderBytes;
-  for (uint64_t i = 0; i < pixels; ++i)
-    data.images[i] = static_cast<float>(pixel[i]) / 255.0f;
+  if (keepPixels) {
+    data.images.resize(pixels);
+    const uint8_t *pixel = images.data() + kImagesHeaderBytes;
+    for (uint64_t i = 0; i < pixels; ++i)
+      data.images[i] = static_cast<float>(pixel[i]) / 255.0f;
+  }
   data.labels.assign(labels.begin() + kLabelsHeaderBytes, labels.end());
   return data;
 }
 
 StatusOr<ImageDataset>
-gpipe::runtime::loadFashionMnist(const std::string &directory, bool train) {
+gpipe::runtime::loadFashionMnist(const std::string &directory, bool train,
+                                 bool keepPixels) {
   namespace fs = std::filesystem;
   const char *prefix = train ? "train" : "t10k";
   auto pick = [&](const char *suffix) {
@@ -282,5 +285,6 @@ gpipe::runtime::loadFashionMnist(const std::string &directory, bool train) {
       return base.string();
     return gz.string();
   };
-  return loadIdxDataset(pick("-images-idx3-ubyte"), pick("-labels-idx1-ubyte"));
+  return loadIdxDataset(pick("-images-idx3-ubyte"), pick("-labels-idx1-ubyte"),
+                        keepPixels);
 }

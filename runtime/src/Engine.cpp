@@ -98,6 +98,9 @@ public:
   }
   OptimizerKind optimizerKind() const override { return optimizer; }
   bool leads() const override { return executor->transport().leads(); }
+  bool usesInput(const std::string &name) const override {
+    return executor->usesInput(name);
+  }
   int64_t batchRows() const override {
     return bundle().batch * executor->transport().replicas();
   }

@@ -140,6 +140,10 @@ const Bundle &PipelineExecutor::bundle() const {
   return impl->executor->bundle();
 }
 
+bool PipelineExecutor::usesInput(const std::string &name) const {
+  return impl->executor->usesInput(name);
+}
+
 const device::Transport &PipelineExecutor::transport() const {
   return impl->executor->transport();
 }

@@ -92,13 +92,17 @@ static Batch imageBatch(const ImageDataset &data,
                         const std::vector<int64_t> &order, int64_t first,
                         int64_t rows, const Bundle &bundle,
                         const ImageInputs &inputs) {
+  // Without pixels (this process's devices do not read the images), the
+  // batch has the labels alone.
+  const bool withImages = !data.images.empty();
   int64_t pixels = data.height * data.width;
-  std::vector<float> images(rows * pixels);
+  std::vector<float> images(withImages ? rows * pixels : 0);
   std::vector<int32_t> labels(rows);
   for (int64_t r = 0; r < rows; ++r) {
     int64_t example = order[first + r];
-    std::copy_n(data.images.begin() + example * pixels, pixels,
-                images.begin() + r * pixels);
+    if (withImages)
+      std::copy_n(data.images.begin() + example * pixels, pixels,
+                  images.begin() + r * pixels);
     labels[r] = data.labels[example];
   }
   std::vector<int64_t> imageShape;
@@ -107,7 +111,8 @@ static Batch imageBatch(const ImageDataset &data,
       imageShape = input.shape;
   imageShape[0] = rows;
   Batch batch;
-  batch[inputs.images] = HostTensor::floats(imageShape, std::move(images));
+  if (withImages)
+    batch[inputs.images] = HostTensor::floats(imageShape, std::move(images));
   batch[inputs.labels] = HostTensor::ints({rows}, std::move(labels));
   return batch;
 }

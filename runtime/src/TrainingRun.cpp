@@ -89,10 +89,18 @@ Status gpipe::runtime::runImageTraining(Engine &engine, const ImageRun &run,
                                         std::FILE *out, std::FILE *progress) {
   if (std::string error = checkWritable(run.tracePath); !error.empty())
     return Status(StatusCode::Io, error);
-  StatusOr<ImageDataset> train = loadFashionMnist(run.dataDir, true);
+  // Across processes, only the ranks whose devices read the images keep
+  // their pixels; every rank keeps the labels (docs/Distributed.md).
+  bool keepPixels = false;
+  for (const ModelInputSpec &input : engine.bundle().inputs)
+    keepPixels |=
+        input.type == ElementType::F32 && engine.usesInput(input.name);
+  StatusOr<ImageDataset> train =
+      loadFashionMnist(run.dataDir, true, keepPixels);
   if (!train.ok())
     return train.status();
-  StatusOr<ImageDataset> test = loadFashionMnist(run.dataDir, false);
+  StatusOr<ImageDataset> test =
+      loadFashionMnist(run.dataDir, false, keepPixels);
   if (!test.ok())
     return test.status();
   StatusOr<ImageInputs> inputs =

@@ -5,7 +5,8 @@
 // process (every device a thread):
 //   - a pipeline of 4 ranks gives the threaded pipeline's losses and
 //     parameters to the bit, for the MLP and the Transformer (attention,
-//     dropout, a residual across stages) under every remat policy;
+//     dropout, a residual across stages) under every remat policy, each rank
+//     given only the model inputs its device reads;
 //   - 2 data-parallel replicas of a 2-device pipeline, each on half of the
 //     mini-batch, give the gradients of one pipeline on the whole mini-batch
 //     within f32 summation tolerance, and identical parameters in both
@@ -82,12 +83,17 @@ struct Trajectory {
   std::map<std::string, std::vector<float>> params, firstGradients;
 };
 
-/// kSteps steps on batches of `rows` rows; the gradients of the first.
+/// kSteps steps on batches of `rows` rows, each without the inputs that
+/// this process's devices do not read; the gradients of the first.
 Trajectory train(device::DeviceExecutor &executor, bool transformer,
                  int64_t rows) {
   Trajectory out;
   for (int s = 0; s < kSteps; ++s) {
-    StepResult step = executor.trainStep(batchFor(transformer, rows, 10 + s));
+    Batch batch = batchFor(transformer, rows, 10 + s);
+    for (const ModelInputSpec &input : executor.bundle().inputs)
+      if (!executor.usesInput(input.name))
+        batch.erase(input.name);
+    StepResult step = executor.trainStep(batch);
     EXPECT_TRUE(step.ok()) << step.error;
     out.losses.push_back(step.loss);
     if (s == 0)
@@ -122,6 +128,10 @@ TEST_P(MpiPipeline, RanksGiveTheThreadedBits) {
       executorFor(bundleFor(transformer, batch, kRanks, 4, remat), 0);
   ASSERT_TRUE(ranks && threads);
   EXPECT_TRUE(ranks->transport().spansProcesses());
+  // The first device reads the features, the last the labels.
+  const std::string features = transformer ? "ids" : "x";
+  EXPECT_EQ(ranks->usesInput(features), session->rank() == 0);
+  EXPECT_TRUE(threads->usesInput(features));
   Trajectory actual = train(*ranks, transformer, batch);
   Trajectory expected = train(*threads, transformer, batch);
   ASSERT_EQ(actual.losses.size(), expected.losses.size());

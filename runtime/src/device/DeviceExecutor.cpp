@@ -329,8 +329,9 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
   // Data parallelism: the whole mini-batch, of which this replica takes its
   // slice.
   const Transport &transport = *s.transport;
+  auto used = [this](const std::string &name) { return usesInput(name); };
   result.error =
-      checkBatch(s.bundle, batch, s.bundle.batch * transport.replicas());
+      checkBatch(s.bundle, batch, s.bundle.batch * transport.replicas(), used);
   s.rowBase = int64_t(transport.replica()) * s.bundle.batch;
   if (result.error.empty())
     result.error = s.checkModelInputs(batch);
@@ -503,7 +504,9 @@ EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
         "evaluate: expects at least 1 row, got " + std::to_string(rows);
     return result;
   }
-  result.error = checkBatch(s.bundle, batch, rows);
+  result.error =
+      checkBatch(s.bundle, batch, rows,
+                 [this](const std::string &name) { return usesInput(name); });
   s.rowBase = 0; // every replica evaluates every row
   if (result.error.empty())
     result.error = s.prepareEvaluation(rows);
@@ -684,6 +687,15 @@ const Bundle &DeviceExecutor::bundle() const { return impl->bundle; }
 DeviceBackend &DeviceExecutor::backend() { return *impl->backend; }
 
 const Transport &DeviceExecutor::transport() const { return *impl->transport; }
+
+bool DeviceExecutor::usesInput(const std::string &name) const {
+  for (unsigned d = 0; d < impl->bundle.stages.size(); ++d)
+    if (impl->transport->runsDevice(d))
+      for (const StageInput &input : impl->bundle.stages[d].inputs)
+        if (!input.fromChannel && input.inputName == name)
+          return true;
+  return false;
+}
 
 const std::vector<DeviceMemoryLayout> &DeviceExecutor::memory() const {
   return impl->layout;

@@ -331,6 +331,8 @@ std::string DeviceExecutor::Impl::buildTimeline() {
 /// host, with the CPU executor's messages, before anything is issued.
 std::string DeviceExecutor::Impl::checkModelInputs(const Batch &batch) const {
   for (unsigned d = 0; d < bundle.stages.size(); ++d) {
+    if (!transport->runsDevice(d))
+      continue; // its process checks its inputs
     const StageProgram &program = bundle.stages[d];
     for (size_t k = 0; k < program.forward.size(); ++k) {
       const Op &op = program.forward[k];

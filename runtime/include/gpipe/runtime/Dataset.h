@@ -29,7 +29,8 @@ struct ImageDataset {
   int64_t height = 0;
   int64_t width = 0;
   /// count * height * width pixels, row-major per image, each byte / 255 so
-  /// that values lie in [0, 1].
+  /// that values lie in [0, 1]; empty when loaded without them (a process
+  /// whose devices do not read the images).
   std::vector<float> images;
   /// count labels, as stored in the file.
   std::vector<int32_t> labels;
@@ -39,8 +40,10 @@ struct ImageDataset {
 /// Loads an idx3 images file and the matching idx1 labels file; each may be
 /// raw or gzip-compressed. Fails unless both are well formed and hold the same
 /// number of entries.
+/// `keepPixels` false checks the images file but keeps none of its pixels.
 StatusOr<ImageDataset> loadIdxDataset(const std::string &imagesPath,
-                                      const std::string &labelsPath);
+                                      const std::string &labelsPath,
+                                      bool keepPixels = true);
 
 /// Loads the Fashion-MNIST (or MNIST) training set (`train`) or test set from
 /// `directory`, which holds the files under their distribution names
@@ -48,7 +51,7 @@ StatusOr<ImageDataset> loadIdxDataset(const std::string &imagesPath,
 /// t10k-labels-idx1-ubyte), each with a ".gz" suffix or uncompressed; the ".gz"
 /// name is preferred when both exist.
 StatusOr<ImageDataset> loadFashionMnist(const std::string &directory,
-                                        bool train);
+                                        bool train, bool keepPixels = true);
 
 } // namespace gpipe::runtime
 

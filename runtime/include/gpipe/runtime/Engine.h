@@ -67,6 +67,12 @@ public:
   /// The rows of a training mini-batch: the bundle's batch, times the
   /// data-parallel replicas, each of which trains on its slice.
   virtual int64_t batchRows() const { return bundle().batch; }
+  /// Whether this process's devices read model input `name`; across
+  /// processes a batch may leave out the inputs this process does not read.
+  virtual bool usesInput(const std::string &name) const {
+    (void)name;
+    return true;
+  }
   /// Forward only on `rows` rows, dropout off.
   virtual EvalResult evaluate(const Batch &batch, int64_t rows) = 0;
   virtual void setLearningRate(float learningRate) = 0;

@@ -33,6 +33,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -100,7 +101,11 @@ std::string validateBundle(const Bundle &bundle);
 
 /// Checks that `batch` holds exactly the model inputs of `bundle`, at `rows`
 /// rows; returns "" or what is missing, extra or misshapen.
-std::string checkBatch(const Bundle &bundle, const Batch &batch, int64_t rows);
+/// `used`, when given, says which inputs this process reads: the others may
+/// be missing from the batch (across processes).
+std::string
+checkBatch(const Bundle &bundle, const Batch &batch, int64_t rows,
+           const std::function<bool(const std::string &)> &used = nullptr);
 
 class PipelineExecutor {
 public:
@@ -152,6 +157,8 @@ public:
   unsigned numDevices() const;
   const Bundle &bundle() const;
   const device::Transport &transport() const;
+  /// Whether this process's devices read model input `name`.
+  bool usesInput(const std::string &name) const;
 
   /// The instructions of the last trainStep, one lane per device, times in
   /// microseconds from the start of the step (empty without recordTimeline).

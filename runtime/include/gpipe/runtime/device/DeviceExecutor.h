@@ -128,6 +128,8 @@ public:
   const Bundle &bundle() const;
   DeviceBackend &backend();
   const Transport &transport() const;
+  /// Whether a device this process runs loads model input `name`.
+  bool usesInput(const std::string &name) const;
   const std::vector<DeviceMemoryLayout> &memory() const;
 
   struct Impl;
