@@ -18,6 +18,9 @@
 #ifdef GPIPE_HAVE_MPI
 #include "gpipe/mpi/MpiTransport.h"
 #endif
+#ifdef GPIPE_HAVE_NCCL
+#include "gpipe/mpi/NcclTransport.h"
+#endif
 
 #include "llvm/Support/CommandLine.h"
 
@@ -75,7 +78,22 @@ public:
         std::chrono::milliseconds(int64_t(double(peerTimeout) * 1000.0 + 0.5));
     transport.stop = stop;
     transport.replicas = dataParallel;
-    options.transport = mpi::mpiTransport(*session, transport);
+    // CPU devices transfer through MPI, GPUs (backends with native streams)
+    // through NCCL when it was built.
+    runtime::device::TransportFactory cpu =
+        mpi::mpiTransport(*session, transport);
+#ifdef GPIPE_HAVE_NCCL
+    runtime::device::TransportFactory gpu =
+        mpi::ncclTransport(*session, transport);
+#endif
+    options.transport = [=](runtime::device::DeviceBackend &backend,
+                            std::unique_ptr<runtime::device::Transport> &made) {
+#ifdef GPIPE_HAVE_NCCL
+      if (backend.nativeStream(backend.computeStream(0)))
+        return gpu(backend, made);
+#endif
+      return cpu(backend, made);
+    };
     if (session->rank() != 0)
       quiet = std::fopen("/dev/null", "w");
     return {};

@@ -111,6 +111,12 @@ public:
   void recordTime(StreamId s, double *slot) override;
   void gemm(StreamId stream, const GemmBatch &call) override;
   std::string synchronize(std::chrono::milliseconds timeout) override;
+  void *nativeStream(StreamId s) override {
+    return s < streams.size() ? static_cast<void *>(streams[s]) : nullptr;
+  }
+  int nativeDevice(unsigned device) const override {
+    return device < gpuOf.size() ? gpuOf[device] : -1;
+  }
   std::string error() const override { return firstError; }
 
 private:

@@ -96,10 +96,11 @@ Trajectory train(device::DeviceExecutor &executor, bool transformer,
     StepResult step = executor.trainStep(batch);
     EXPECT_TRUE(step.ok()) << step.error;
     out.losses.push_back(step.loss);
-    if (s == 0)
+    if (s == 0) {
       for (const ParamSpec &spec : executor.bundle().params)
         EXPECT_EQ(executor.gradient(spec.name, out.firstGradients[spec.name]),
                   "");
+    }
   }
   for (const ParamSpec &spec : executor.bundle().params)
     EXPECT_EQ(executor.parameter(spec.name, out.params[spec.name]), "");

@@ -2,8 +2,9 @@
 //
 // Creation (checks, the compiler's placement indexed and verified by a dry
 // run, device memory, parameters), the training step, evaluation and the
-// public API. DeviceExecutorImpl.h explains how a step
-// is issued and its hazards.
+// rest of the public API (parameters and optimizer state:
+// DeviceParameters.cpp). DeviceExecutorImpl.h explains how a step is issued and
+// its hazards.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,8 +77,7 @@ DeviceExecutor::~DeviceExecutor() = default;
 
 std::unique_ptr<DeviceExecutor>
 DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
-                       const DeviceExecutorConfig &config,
-                       std::string &error) {
+                       const DeviceExecutorConfig &config, std::string &error) {
   error = validateBundle(bundle);
   if (!error.empty())
     return nullptr;
@@ -199,9 +199,8 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
                           param->size * 4);
     }
     initial.emplace_back(param->size);
-    initializeParameter(param->spec.init, param->spec.scale,
-                        param->spec.shape, config.seed, param->spec.name,
-                        initial.back().data());
+    initializeParameter(param->spec.init, param->spec.scale, param->spec.shape,
+                        config.seed, param->spec.name, initial.back().data());
     s.backend->copyToDevice(s.backend->computeStream(d), param->value,
                             initial.back().data(), param->size * 4);
   }
@@ -301,6 +300,16 @@ std::string DeviceExecutor::Impl::stageInputs(const Batch &batch) {
   return {};
 }
 
+std::string DeviceExecutor::Impl::synchronizePass() {
+  std::string error = backend->synchronize(config.stepTimeout);
+  if (!error.empty()) {
+    std::string stopped = transport->abandon();
+    if (!stopped.empty())
+      error += "; " + stopped;
+  }
+  return error;
+}
+
 std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
                                           const Batch &batch) {
   issue = backend.get();
@@ -341,7 +350,7 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
     return result;
   s.transport->beginPass("step " + std::to_string(s.steps + 1));
   result.error = s.runPass(s.training, batch);
-  std::string syncError = s.backend->synchronize(s.config.stepTimeout);
+  std::string syncError = s.synchronizePass();
   if (result.error.empty())
     result.error = syncError;
   if (result.error.empty())
@@ -363,8 +372,8 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
   for (size_t m = 0; m < s.hostLosses.size(); ++m) {
     double loss = s.hostLosses[m];
     result.microbatchLosses.push_back(loss);
-    result.loss += double(s.bundle.microbatchRows[m]) /
-                   double(s.bundle.batch) * loss;
+    result.loss +=
+        double(s.bundle.microbatchRows[m]) / double(s.bundle.batch) * loss;
   }
   return result;
 }
@@ -546,7 +555,7 @@ EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
   s.config.recordTimeline = false; // the timeline is the training step's
   result.error = s.runPass(*s.evaluation, batch);
   s.config.recordTimeline = timeline;
-  std::string syncError = s.backend->synchronize(s.config.stepTimeout);
+  std::string syncError = s.synchronizePass();
   if (result.error.empty())
     result.error = syncError;
   if (result.error.empty())
@@ -576,102 +585,6 @@ std::vector<int64_t> DeviceExecutor::peakMemoryBytes() const {
   for (const DeviceMemoryLayout &device : impl->layout)
     bytes.push_back(device.residentBytes + device.arenaBytes);
   return bytes;
-}
-
-/// Copies `n` floats at `src` on `device` to the host, in every process:
-/// the one that runs the device reads them and shares them.
-static std::string copyBack(DeviceExecutor::Impl &impl, unsigned device,
-                            const float *src, int64_t n,
-                            std::vector<float> &values,
-                            const std::string &what) {
-  values.assign(n, 0.0f);
-  if (impl.transport->runsDevice(device)) {
-    DeviceBackend &backend = *impl.backend;
-    backend.copyToHost(backend.computeStream(device), values.data(), src,
-                       n * 4);
-    std::string error = backend.synchronize(impl.config.stepTimeout);
-    if (!error.empty())
-      return error;
-  }
-  return impl.transport->shareFrom(device, values.data(), n * 4, what);
-}
-
-std::string DeviceExecutor::parameter(const std::string &name,
-                                      std::vector<float> &values) {
-  auto it = impl->paramByName.find(name);
-  if (it == impl->paramByName.end())
-    return "unknown parameter '" + name + "'";
-  return copyBack(*impl, it->second->device, it->second->value,
-                  it->second->size, values, "parameter '" + name + "'");
-}
-
-std::string DeviceExecutor::gradient(const std::string &name,
-                                     std::vector<float> &values) {
-  auto it = impl->paramByName.find(name);
-  if (it == impl->paramByName.end())
-    return "unknown parameter '" + name + "'";
-  return copyBack(*impl, it->second->device, it->second->grad, it->second->size,
-                  values, "the gradient of '" + name + "'");
-}
-
-std::string DeviceExecutor::setParameter(const std::string &name,
-                                         const std::vector<float> &values) {
-  auto it = impl->paramByName.find(name);
-  if (it == impl->paramByName.end())
-    return "unknown parameter '" + name + "'";
-  if (int64_t(values.size()) != it->second->size)
-    return "parameter '" + name + "' has " + std::to_string(it->second->size) +
-           " elements, got " + std::to_string(values.size());
-  if (!impl->transport->runsDevice(it->second->device))
-    return {}; // its process sets it
-  DeviceBackend &backend = *impl->backend;
-  backend.copyToDevice(backend.computeStream(it->second->device),
-                       it->second->value, values.data(), it->second->size * 4);
-  return backend.synchronize(impl->config.stepTimeout);
-}
-
-/// The parameter `name` and its optimizer slot `slot`, or an error.
-static std::string findSlot(DeviceExecutor::Impl &impl, const std::string &name,
-                            unsigned slot, DeviceParameter *&param) {
-  auto it = impl.paramByName.find(name);
-  if (it == impl.paramByName.end())
-    return "unknown parameter '" + name + "'";
-  const unsigned slots = optimizerSlots(impl.config.optimizer.kind);
-  if (slot >= slots)
-    return "the optimizer has " + std::to_string(slots) +
-           " state tensors per parameter, no slot " + std::to_string(slot);
-  param = it->second;
-  return {};
-}
-
-std::string DeviceExecutor::optimizerState(const std::string &name,
-                                           unsigned slot,
-                                           std::vector<float> &values) {
-  DeviceParameter *param = nullptr;
-  std::string error = findSlot(*impl, name, slot, param);
-  if (!error.empty())
-    return error;
-  return copyBack(*impl, param->device, param->slots[slot], param->size, values,
-                  "the optimizer state of '" + name + "'");
-}
-
-std::string
-DeviceExecutor::setOptimizerState(const std::string &name, unsigned slot,
-                                  const std::vector<float> &values) {
-  DeviceParameter *param = nullptr;
-  std::string error = findSlot(*impl, name, slot, param);
-  if (!error.empty())
-    return error;
-  if (int64_t(values.size()) != param->size)
-    return "optimizer state " + std::to_string(slot) + " of parameter '" +
-           name + "' has " + std::to_string(param->size) + " elements, got " +
-           std::to_string(values.size());
-  if (!impl->transport->runsDevice(param->device))
-    return {}; // its process sets it
-  DeviceBackend &backend = *impl->backend;
-  backend.copyToDevice(backend.computeStream(param->device), param->slots[slot],
-                       values.data(), param->size * 4);
-  return backend.synchronize(impl->config.stepTimeout);
 }
 
 int64_t DeviceExecutor::stepsDone() const { return impl->steps; }

@@ -188,6 +188,9 @@ struct DeviceExecutor::Impl {
   /// Copies the batch's inputs into staging memory (grown as needed) and
   /// fills inputSource.
   std::string stageInputs(const Batch &batch);
+  /// Waits for the issued pass; on failure the transport abandons what it
+  /// has in flight. "" or the error.
+  std::string synchronizePass();
   /// Issues and runs `pass` on `batch`; "" or the first error.
   std::string runPass(const IssuePass &pass, const Batch &batch);
   /// The last stage's forward of an evaluation chunk: its loss and the loss

@@ -83,6 +83,18 @@ public:
   virtual std::string synchronize(std::chrono::milliseconds timeout) = 0;
   /// The first error so far ("" if none).
   virtual std::string error() const = 0;
+
+  /// For libraries that take the backend's own handles (NCCL): stream `s`
+  /// as a cudaStream_t, and the GPU (CUDA ordinal) of pipeline device
+  /// `device`; null and -1 for backends without them.
+  virtual void *nativeStream(StreamId s) {
+    (void)s;
+    return nullptr;
+  }
+  virtual int nativeDevice(unsigned device) const {
+    (void)device;
+    return -1;
+  }
 };
 
 } // namespace gpipe::runtime::device

@@ -82,6 +82,10 @@ public:
   }
   /// What the transfers that follow belong to ("step 3"), for messages.
   virtual void beginPass(const std::string &name) { (void)name; }
+  /// After a step whose synchronize failed: stops what the transport still
+  /// has in flight (NCCL: aborts its communicators, whose kernels would spin
+  /// for a dead peer) and says so, or "" when there is nothing to stop.
+  virtual std::string abandon() { return {}; }
 
   /// Data parallelism: R replicas of the whole pipeline, each training on
   /// its slice of the mini-batch; this process belongs to replica

@@ -1,0 +1,178 @@
+//===- NcclTransport.cpp - Pipeline transfers between GPUs of ranks -------===//
+
+#include "gpipe/mpi/NcclTransport.h"
+
+#include "MpiProcessGroup.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+using namespace gpipe;
+using namespace gpipe::mpi;
+using namespace gpipe::runtime::device;
+
+namespace {
+
+class NcclTransport final : public Transport {
+public:
+  NcclTransport(DeviceBackend &backend, int rank, int size, unsigned replicas,
+                MpiTransportOptions options)
+      : backend(backend), group(rank, size, replicas, options) {}
+
+  ~NcclTransport() override {
+    for (ncclComm_t comm : {pipeline, replicaGroup})
+      if (comm)
+        (void)(aborted ? ncclCommAbort(comm) : ncclCommDestroy(comm));
+  }
+
+  /// The communicators of this rank's pipeline and of its device's
+  /// replicas, on the device's GPU: "" or why not. Collective.
+  std::string init() {
+    const int gpu = backend.nativeDevice(group.device());
+    if (cudaError_t err = cudaSetDevice(gpu); err != cudaSuccess)
+      return group.who() + "cudaSetDevice(" + std::to_string(gpu) +
+             "): " + cudaGetErrorString(err);
+    std::string error = communicator(group.pipeline(), group.devices(),
+                                     group.device(), pipeline);
+    if (error.empty() && group.replicas() > 1)
+      error = communicator(group.replicaGroup(), group.replicas(),
+                           group.replica(), replicaGroup);
+    return error;
+  }
+
+  std::string describe() const override {
+    return group.describe() + ", NCCL between GPUs";
+  }
+  bool spansProcesses() const override { return group.size() > 1; }
+  bool runsDevice(unsigned d) const override { return d == group.device(); }
+  bool leads() const override { return group.rank() == 0; }
+  int64_t stagingBytes(unsigned) const override { return 0; }
+  int64_t bytesSent() const override { return sent; }
+  void beginPass(const std::string &name) override { group.beginPass(name); }
+  unsigned replicas() const override { return group.replicas(); }
+  unsigned replica() const override { return group.replica(); }
+
+  std::string send(StreamId stream, const TransferKey &key, const void *source,
+                   int64_t bytes) override {
+    sent += bytes;
+    return check(ncclSend(source, size_t(bytes), ncclUint8, int(key.to),
+                          pipeline, cudaStream(stream)),
+                 "ncclSend to device " + std::to_string(key.to), key);
+  }
+  std::string recv(StreamId stream, const TransferKey &key, void *destination,
+                   int64_t bytes) override {
+    return check(ncclRecv(destination, size_t(bytes), ncclUint8, int(key.from),
+                          pipeline, cudaStream(stream)),
+                 "ncclRecv from device " + std::to_string(key.from), key);
+  }
+
+  std::string averageOverReplicas(StreamId stream, unsigned, float *data,
+                                  int64_t count,
+                                  const std::string &name) override {
+    if (group.replicas() == 1)
+      return {};
+    ncclResult_t result =
+        ncclAllReduce(data, data, size_t(count), ncclFloat, ncclAvg,
+                      replicaGroup, cudaStream(stream));
+    if (result == ncclSuccess)
+      return {};
+    return group.who() + "ncclAllReduce of " + name + " in " + group.pass() +
+           ": " + ncclGetErrorString(result);
+  }
+
+  std::string shareFrom(unsigned d, void *data, int64_t bytes,
+                        const std::string &name) override {
+    return group.broadcast(d, data, bytes, name);
+  }
+  std::string averageOverReplicasNow(float *data, int64_t count,
+                                     const std::string &name) override {
+    if (group.replicas() == 1)
+      return {};
+    return group.average(data, count,
+                         "all-reduce of " + name + " over the " +
+                             std::to_string(group.replicas()) +
+                             " replicas after " + group.pass());
+  }
+
+  std::string abandon() override {
+    if (aborted)
+      return {};
+    aborted = true;
+    std::string why;
+    for (ncclComm_t comm : {pipeline, replicaGroup}) {
+      ncclResult_t async = ncclSuccess;
+      if (comm && ncclCommGetAsyncError(comm, &async) == ncclSuccess &&
+          async != ncclSuccess && why.empty())
+        why = std::string(": ") + ncclGetErrorString(async);
+      if (comm)
+        (void)ncclCommAbort(comm);
+    }
+    pipeline = replicaGroup = nullptr;
+    return group.who() + "aborted its NCCL communicators in " + group.pass() +
+           " (a peer has failed or stalled" + why + ")";
+  }
+
+private:
+  cudaStream_t cudaStream(StreamId s) {
+    return static_cast<cudaStream_t>(backend.nativeStream(s));
+  }
+
+  /// One NCCL communicator over the MPI communicator `comm` of `members`
+  /// ranks, this one at `index`: the first rank's unique id, broadcast.
+  std::string communicator(MPI_Comm comm, unsigned members, unsigned index,
+                           ncclComm_t &out) {
+    ncclUniqueId id;
+    if (index == 0)
+      if (ncclResult_t result = ncclGetUniqueId(&id); result != ncclSuccess)
+        return group.who() + "ncclGetUniqueId: " + ncclGetErrorString(result);
+    MPI_Request request;
+    int code = MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, comm, &request);
+    std::string error =
+        group.wait(code, request, "broadcast of the NCCL id", "another rank");
+    if (!error.empty())
+      return error;
+    ncclResult_t result = ncclCommInitRank(&out, int(members), id, int(index));
+    if (result != ncclSuccess)
+      return group.who() + "ncclCommInitRank: " + ncclGetErrorString(result);
+    return {};
+  }
+
+  std::string check(ncclResult_t result, const std::string &what,
+                    const TransferKey &key) {
+    if (result == ncclSuccess)
+      return {};
+    return group.who() + what + " (channel " + std::to_string(key.channel) +
+           ", micro-batch " + std::to_string(key.microbatch) + ") in " +
+           group.pass() + ": " + ncclGetErrorString(result);
+  }
+
+  DeviceBackend &backend;
+  MpiProcessGroup group;
+  ncclComm_t pipeline = nullptr, replicaGroup = nullptr;
+  bool aborted = false;
+  int64_t sent = 0;
+};
+
+} // namespace
+
+TransportFactory gpipe::mpi::ncclTransport(const MpiSession &session,
+                                           MpiTransportOptions options) {
+  const int rank = session.rank(), size = session.size();
+  return [=](DeviceBackend &backend,
+             std::unique_ptr<Transport> &transport) -> std::string {
+    if (!backend.nativeStream(backend.computeStream(0)))
+      return "the NCCL transport runs GPU devices (--device cuda), not " +
+             backend.describe() + "; CPU devices use the MPI transport";
+    std::string error =
+        checkJobSize(size, options.replicas, backend.numDevices());
+    if (!error.empty())
+      return error;
+    auto nccl = std::make_unique<NcclTransport>(backend, rank, size,
+                                                options.replicas, options);
+    error = nccl->init();
+    if (!error.empty())
+      return error;
+    transport = std::move(nccl);
+    return {};
+  };
+}
