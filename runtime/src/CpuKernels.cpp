@@ -16,6 +16,8 @@
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/device/DropoutHash.h"
 
+#include "CpuVectorMath.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -27,6 +29,7 @@ using namespace gpipe::runtime;
 // The dropout hash is shared with the device kernels: one mask, bit for bit.
 using gpipe::runtime::device::dropoutRowKey;
 using gpipe::runtime::device::dropoutUniform;
+using namespace gpipe::runtime::cpu::simd;
 
 //===----------------------------------------------------------------------===//
 // Helpers
@@ -116,87 +119,6 @@ float maxOf(const float *x, int64_t n) {
   for (int64_t l = 0; l < kLanes; ++l)
     m = acc[l] > m ? acc[l] : m;
   return m;
-}
-
-//===-- vectorized exp and tanh --------------------------------------------===//
-//
-// libm's expf and tanhf are scalar calls (tens of ns each for tanhf), which
-// made GELU and the softmaxes cost as much as the GEMMs around them. These
-// are the Cephes single-precision approximations (about 1-2 ulp), written on
-// GCC/Clang vectors of four floats (SSE2, the x86-64 baseline) so that the
-// clamps and range switches are SIMD selects: GCC does not if-convert such
-// scalar code under its default -ftrapping-math, and the loops stayed scalar.
-
-using Float4 = float __attribute__((vector_size(16)));
-using Int4 = int32_t __attribute__((vector_size(16)));
-
-/// Loads count <= 4 floats; the missing lanes get `fill`.
-inline Float4 load4(const float *p, int64_t count, float fill = 0.0f) {
-  Float4 v = {fill, fill, fill, fill};
-  std::memcpy(&v, p, count * sizeof(float));
-  return v;
-}
-
-/// Stores the first count <= 4 lanes of v.
-inline void store4(float *p, Float4 v, int64_t count) {
-  std::memcpy(p, &v, count * sizeof(float));
-}
-
-/// Calls body(i, count) on [0, n) in blocks of four, the last one partial.
-/// The full blocks pass a constant count, so their loads and stores compile
-/// to single vector moves instead of variable-length copies.
-template <typename Body>
-inline void forEachBlock4(int64_t n, Body body) {
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    body(i, 4);
-  if (i < n)
-    body(i, n - i);
-}
-
-/// exp(x): 2^n * p(r) with x = n ln2 + r, |r| <= ln2 / 2. Underflows to 0
-/// below ln(2^-126) (so exp(-inf) = 0); saturates at exp(88.37) (callers
-/// never go that high); NaN stays NaN, so that a diverging run shows.
-inline Float4 fastExp(Float4 x) {
-  constexpr float kMax = 88.3762626647949f;
-  constexpr float kMin = -87.3365447504f;
-  constexpr float kLog2e = 1.44269504088896341f;
-  // ln 2 split in a part exact in float and the rest (Cody-Waite).
-  constexpr float kLn2Hi = 0.693359375f;
-  constexpr float kLn2Lo = -2.12194440e-4f;
-  // Adding 1.5 * 2^23 rounds to the nearest integer (default rounding mode).
-  constexpr float kRound = 12582912.0f;
-  // NaN clamps too (the comparisons are false): n is always a small integer.
-  Float4 c = x < kMax ? x : kMax;
-  c = c > kMin ? c : kMin;
-  Float4 n = (c * kLog2e + kRound) - kRound;
-  Float4 r = c - n * kLn2Hi - n * kLn2Lo;
-  Float4 p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  // 2^n from its exponent bits; 0 below the range, NaN for NaN.
-  Int4 bits = (__builtin_convertvector(n, Int4) + 127) << 23;
-  bits = x < kMin ? 0 : bits;
-  bits = x != x ? 0x7FC00000 : bits;
-  return p * reinterpret_cast<Float4>(bits);
-}
-
-/// tanh(x): an odd polynomial below 0.625 (no cancellation near 0), else
-/// 1 - 2 / (exp(2|x|) + 1), which is exactly 1 once exp saturates.
-inline Float4 fastTanh(Float4 x) {
-  Float4 z = x < 0.0f ? -x : x;
-  Float4 far = 1.0f - 2.0f / (fastExp(2.0f * z) + 1.0f);
-  Float4 z2 = z * z;
-  Float4 p = z2 * -5.70498872745e-3f + 2.06390887954e-2f;
-  p = p * z2 - 5.37397155531e-2f;
-  p = p * z2 + 1.33314422036e-1f;
-  p = p * z2 - 3.33332819422e-1f;
-  Float4 nearZero = p * z2 * z + z;
-  Float4 t = z < 0.625f ? nearZero : far;
-  return x < 0.0f ? -t : t;
 }
 
 /// y[0, n) = softmax(x[0, n)), max-shifted; x and y may be the same buffer.
