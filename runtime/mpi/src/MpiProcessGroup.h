@@ -75,6 +75,42 @@ private:
   std::string passName = "the first step";
 };
 
+/// What every transport of an MPI job says the same way: which device this
+/// rank runs, who leads, the replicas, and the host-side results (MPI
+/// collectives over the group). Subclasses move the device data.
+class GroupTransport : public runtime::device::Transport {
+public:
+  GroupTransport(int rank, int size, unsigned replicas,
+                 MpiTransportOptions options)
+      : group(rank, size, replicas, options) {}
+
+  bool spansProcesses() const override { return group.size() > 1; }
+  bool runsDevice(unsigned d) const override { return d == group.device(); }
+  bool leads() const override { return group.rank() == 0; }
+  int64_t stagingBytes(unsigned) const override { return 0; }
+  int64_t bytesSent() const override { return sent; }
+  void beginPass(const std::string &name) override { group.beginPass(name); }
+  unsigned replicas() const override { return group.replicas(); }
+  unsigned replica() const override { return group.replica(); }
+  std::string shareFrom(unsigned d, void *data, int64_t bytes,
+                        const std::string &name) override {
+    return group.broadcast(d, data, bytes, name);
+  }
+  std::string averageOverReplicasNow(float *data, int64_t count,
+                                     const std::string &name) override {
+    if (group.replicas() == 1)
+      return {};
+    return group.average(data, count,
+                         "all-reduce of " + name + " over the " +
+                             std::to_string(group.replicas()) +
+                             " replicas after " + group.pass());
+  }
+
+protected:
+  MpiProcessGroup group;
+  int64_t sent = 0;
+};
+
 /// MPI's text for an error code.
 std::string mpiErrorText(int code);
 

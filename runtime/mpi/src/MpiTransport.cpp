@@ -22,25 +22,17 @@ namespace {
 /// Channels per (direction, micro-batch) in a tag.
 constexpr unsigned kTagChannels = 256;
 
-class MpiTransport final : public Transport {
+class MpiTransport final : public GroupTransport {
 public:
   MpiTransport(HostStreamBackend &backend, int rank, int size,
                unsigned replicas, MpiTransportOptions options)
-      : backend(backend), group(rank, size, replicas, options) {
+      : GroupTransport(rank, size, replicas, options), backend(backend) {
     int *upperBound = nullptr, found = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &upperBound, &found);
     tagLimit = found && upperBound ? *upperBound : 32767; // MPI's minimum
   }
 
   std::string describe() const override { return group.describe(); }
-  bool spansProcesses() const override { return group.size() > 1; }
-  bool runsDevice(unsigned d) const override { return d == group.device(); }
-  bool leads() const override { return group.rank() == 0; }
-  int64_t stagingBytes(unsigned) const override { return 0; }
-  int64_t bytesSent() const override { return sent; }
-  void beginPass(const std::string &name) override { group.beginPass(name); }
-  unsigned replicas() const override { return group.replicas(); }
-  unsigned replica() const override { return group.replica(); }
 
   std::string send(StreamId stream, const TransferKey &key, const void *source,
                    int64_t bytes) override {
@@ -49,11 +41,6 @@ public:
   std::string recv(StreamId stream, const TransferKey &key, void *destination,
                    int64_t bytes) override {
     return post(stream, key, destination, bytes, false);
-  }
-
-  std::string shareFrom(unsigned d, void *data, int64_t bytes,
-                        const std::string &name) override {
-    return group.broadcast(d, data, bytes, name);
   }
 
   std::string averageOverReplicas(StreamId stream, unsigned, float *data,
@@ -70,16 +57,6 @@ public:
         throw std::runtime_error(error);
     });
     return {};
-  }
-
-  std::string averageOverReplicasNow(float *data, int64_t count,
-                                     const std::string &name) override {
-    if (group.replicas() == 1)
-      return {};
-    return group.average(data, count,
-                         "all-reduce of " + name + " over the " +
-                             std::to_string(group.replicas()) +
-                             " replicas after " + group.pass());
   }
 
 private:
@@ -128,9 +105,7 @@ private:
   }
 
   HostStreamBackend &backend;
-  MpiProcessGroup group;
   int64_t tagLimit = 32767;
-  int64_t sent = 0;
 };
 
 } // namespace

@@ -13,11 +13,11 @@ using namespace gpipe::runtime::device;
 
 namespace {
 
-class NcclTransport final : public Transport {
+class NcclTransport final : public GroupTransport {
 public:
   NcclTransport(DeviceBackend &backend, int rank, int size, unsigned replicas,
                 MpiTransportOptions options)
-      : backend(backend), group(rank, size, replicas, options) {}
+      : GroupTransport(rank, size, replicas, options), backend(backend) {}
 
   ~NcclTransport() override {
     for (ncclComm_t comm : {pipeline, replicaGroup})
@@ -43,14 +43,6 @@ public:
   std::string describe() const override {
     return group.describe() + ", NCCL between GPUs";
   }
-  bool spansProcesses() const override { return group.size() > 1; }
-  bool runsDevice(unsigned d) const override { return d == group.device(); }
-  bool leads() const override { return group.rank() == 0; }
-  int64_t stagingBytes(unsigned) const override { return 0; }
-  int64_t bytesSent() const override { return sent; }
-  void beginPass(const std::string &name) override { group.beginPass(name); }
-  unsigned replicas() const override { return group.replicas(); }
-  unsigned replica() const override { return group.replica(); }
 
   std::string send(StreamId stream, const TransferKey &key, const void *source,
                    int64_t bytes) override {
@@ -78,20 +70,6 @@ public:
       return {};
     return group.who() + "ncclAllReduce of " + name + " in " + group.pass() +
            ": " + ncclGetErrorString(result);
-  }
-
-  std::string shareFrom(unsigned d, void *data, int64_t bytes,
-                        const std::string &name) override {
-    return group.broadcast(d, data, bytes, name);
-  }
-  std::string averageOverReplicasNow(float *data, int64_t count,
-                                     const std::string &name) override {
-    if (group.replicas() == 1)
-      return {};
-    return group.average(data, count,
-                         "all-reduce of " + name + " over the " +
-                             std::to_string(group.replicas()) +
-                             " replicas after " + group.pass());
   }
 
   std::string abandon() override {
@@ -147,10 +125,8 @@ private:
   }
 
   DeviceBackend &backend;
-  MpiProcessGroup group;
   ncclComm_t pipeline = nullptr, replicaGroup = nullptr;
   bool aborted = false;
-  int64_t sent = 0;
 };
 
 } // namespace

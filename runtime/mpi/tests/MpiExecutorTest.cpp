@@ -16,6 +16,7 @@
 
 #include "../../tests/TestBundles.h"
 #include "../../tests/TestModels.h"
+#include "MpiTestMain.h"
 
 #include "gpipe/mpi/MpiTransport.h"
 #include "gpipe/runtime/device/CpuBackend.h"
@@ -205,18 +206,5 @@ TEST(MpiTransport, RefusesAJobOfTheWrongSize) {
 } // namespace
 
 int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  StatusOr<std::unique_ptr<mpi::MpiSession>> started = mpi::MpiSession::start();
-  if (!started.ok()) {
-    std::fprintf(stderr, "%s\n", started.status().message().c_str());
-    return 1;
-  }
-  session = started->get();
-  // Only rank 0 prints the tests; every rank's failure fails the job.
-  if (session->rank() != 0) {
-    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int status = RUN_ALL_TESTS();
-  return (*started)->finish(status);
+  return mpi::testing::runTestsUnderMpi(argc, argv, session);
 }

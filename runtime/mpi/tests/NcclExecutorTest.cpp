@@ -11,6 +11,7 @@
 
 #include "../../tests/TestBundles.h"
 #include "../../tests/TestModels.h"
+#include "MpiTestMain.h"
 
 #include "gpipe/cuda/CudaBackend.h"
 #include "gpipe/mpi/NcclTransport.h"
@@ -90,16 +91,5 @@ INSTANTIATE_TEST_SUITE_P(Models, NcclPipeline, ::testing::Bool(),
 } // namespace
 
 int main(int argc, char **argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  StatusOr<std::unique_ptr<mpi::MpiSession>> started = mpi::MpiSession::start();
-  if (!started.ok()) {
-    std::fprintf(stderr, "%s\n", started.status().message().c_str());
-    return 1;
-  }
-  session = started->get();
-  if (session->rank() != 0) {
-    auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  return (*started)->finish(RUN_ALL_TESTS());
+  return mpi::testing::runTestsUnderMpi(argc, argv, session);
 }
