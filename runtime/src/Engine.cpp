@@ -96,6 +96,14 @@ public:
                            const std::vector<float> &values) override {
     return toStatus(executor->setOptimizerState(name, slot, values));
   }
+  Status parameter(const std::string &name,
+                   std::vector<float> &values) override {
+    return toStatus(executor->parameter(name, values));
+  }
+  Status gradient(const std::string &name,
+                  std::vector<float> &values) override {
+    return toStatus(executor->gradient(name, values));
+  }
   OptimizerKind optimizerKind() const override { return optimizer; }
   bool leads() const override { return executor->transport().leads(); }
   bool usesInput(const std::string &name) const override {
@@ -120,23 +128,6 @@ public:
     return std::to_string(k) + " CPU device" + (k == 1 ? "" : "s") +
            acrossProcesses(executor->transport());
   }
-  Status parameter(const std::string &name,
-                   std::vector<float> &values) override {
-    return copy(executor->parameter(name), name, values);
-  }
-  Status gradient(const std::string &name,
-                  std::vector<float> &values) override {
-    return copy(executor->gradient(name), name, values);
-  }
-
-private:
-  static Status copy(const std::vector<float> *source, const std::string &name,
-                     std::vector<float> &values) {
-    if (!source)
-      return Status(StatusCode::NotFound, "unknown parameter '" + name + "'");
-    values = *source;
-    return Status();
-  }
 };
 
 class StreamEngine final : public ExecutorEngine<device::DeviceExecutor> {
@@ -145,14 +136,6 @@ public:
   std::string describe() const override {
     return executor->backend().describe() +
            acrossProcesses(executor->transport());
-  }
-  Status parameter(const std::string &name,
-                   std::vector<float> &values) override {
-    return toStatus(executor->parameter(name, values));
-  }
-  Status gradient(const std::string &name,
-                  std::vector<float> &values) override {
-    return toStatus(executor->gradient(name, values));
   }
 };
 

@@ -75,17 +75,18 @@ EvalResult PipelineExecutor::evaluate(const Batch &batch, int64_t rows) {
   return impl->executor->evaluate(batch, rows);
 }
 
-/// The host copy of `name` in `cache`, read from the device if absent.
+/// The host copy of `name` in `cache`, read from the device if absent;
+/// null and `error` on failure.
 static const std::vector<float> *
 hostCopy(std::map<std::string, std::vector<float>> &cache,
          const std::string &name, device::DeviceExecutor &executor,
-         bool gradient) {
+         bool gradient, std::string &error) {
   auto it = cache.find(name);
   if (it != cache.end())
     return &it->second;
   std::vector<float> values;
-  std::string error = gradient ? executor.gradient(name, values)
-                               : executor.parameter(name, values);
+  error = gradient ? executor.gradient(name, values)
+                   : executor.parameter(name, values);
   if (!error.empty())
     return nullptr;
   return &(cache[name] = std::move(values));
@@ -93,12 +94,32 @@ hostCopy(std::map<std::string, std::vector<float>> &cache,
 
 const std::vector<float> *
 PipelineExecutor::parameter(const std::string &name) const {
-  return hostCopy(impl->parameters, name, *impl->executor, false);
+  std::string error;
+  return hostCopy(impl->parameters, name, *impl->executor, false, error);
 }
 
 const std::vector<float> *
 PipelineExecutor::gradient(const std::string &name) const {
-  return hostCopy(impl->gradients, name, *impl->executor, true);
+  std::string error;
+  return hostCopy(impl->gradients, name, *impl->executor, true, error);
+}
+
+std::string PipelineExecutor::parameter(const std::string &name,
+                                        std::vector<float> &values) const {
+  std::string error;
+  if (const std::vector<float> *copy =
+          hostCopy(impl->parameters, name, *impl->executor, false, error))
+    values = *copy;
+  return error;
+}
+
+std::string PipelineExecutor::gradient(const std::string &name,
+                                       std::vector<float> &values) const {
+  std::string error;
+  if (const std::vector<float> *copy =
+          hostCopy(impl->gradients, name, *impl->executor, true, error))
+    values = *copy;
+  return error;
 }
 
 std::string PipelineExecutor::setParameter(const std::string &name,

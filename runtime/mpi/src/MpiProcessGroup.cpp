@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 using namespace gpipe::mpi;
 
@@ -17,6 +18,14 @@ std::string gpipe::mpi::mpiErrorText(int code) {
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
     return "MPI error " + std::to_string(code);
   return std::string(text, length);
+}
+
+/// "rank 1" or "one of ranks 1, 2, 3": whom a collective waits for.
+static std::string ranksNamed(const std::vector<int> &ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "one of ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text;
 }
 
 std::string gpipe::mpi::checkJobSize(int size, unsigned replicas,
@@ -99,8 +108,12 @@ std::string MpiProcessGroup::broadcast(unsigned d, void *data, int64_t bytes,
       (d == device() ? " to the other devices"
                      : " from rank " + std::to_string(rankOf(d))) +
       " after " + passName;
+  std::vector<int> others;
+  for (unsigned other = 0; other < pipelineDevices; ++other)
+    if (other != device())
+      others.push_back(rankOf(other));
   const std::string peer =
-      d == device() ? "another rank" : "rank " + std::to_string(rankOf(d));
+      d == device() ? ranksNamed(others) : "rank " + std::to_string(rankOf(d));
   for (int64_t at = 0; at < bytes; at += kMaxMessage) {
     MPI_Request request;
     int code = MPI_Ibcast(static_cast<char *>(data) + at,
@@ -117,20 +130,25 @@ std::string MpiProcessGroup::average(float *data, int64_t count,
                                      const std::string &what) const {
   const int64_t chunk = kMaxMessage / 4;
   const bool root = replica() == 0;
+  std::vector<int> others;
+  for (unsigned r = 0; r < replicaCount; ++r)
+    if (r != replica())
+      others.push_back(int(r * pipelineDevices + device()));
+  const std::string peers = ranksNamed(others);
   for (int64_t at = 0; at < count; at += chunk) {
     int n = int(std::min(chunk, count - at));
     float *part = data + at;
     MPI_Request request;
     int code = MPI_Ireduce(root ? MPI_IN_PLACE : part, root ? part : nullptr, n,
                            MPI_FLOAT, MPI_SUM, 0, replicaComm, &request);
-    std::string error = wait(code, request, what, "another replica");
+    std::string error = wait(code, request, what, peers);
     if (!error.empty())
       return error;
     if (root)
       for (int i = 0; i < n; ++i)
         part[i] /= float(replicaCount);
     code = MPI_Ibcast(part, n, MPI_FLOAT, 0, replicaComm, &request);
-    error = wait(code, request, what, "another replica");
+    error = wait(code, request, what, peers);
     if (!error.empty())
       return error;
   }

@@ -130,9 +130,15 @@ public:
   EvalResult evaluate(const Batch &batch, int64_t rows);
 
   /// The parameter / its gradient (accumulated over the micro-batches of the
-  /// last step), or null for an unknown name.
+  /// last step), or null for an unknown name (or a failed copy).
   const std::vector<float> *parameter(const std::string &name) const;
   const std::vector<float> *gradient(const std::string &name) const;
+  /// The same into `values`: "" or the error (an unknown name, a device's,
+  /// or across processes the owner's broadcast that failed).
+  std::string parameter(const std::string &name,
+                        std::vector<float> &values) const;
+  std::string gradient(const std::string &name,
+                       std::vector<float> &values) const;
   /// Overwrites a parameter (e.g. from a checkpoint); returns an error if the
   /// name is unknown or the size differs.
   std::string setParameter(const std::string &name,
