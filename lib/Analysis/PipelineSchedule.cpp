@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Analysis/PipelineSchedule.h"
+#include "ProgramBuilder.h"
 
 #include <algorithm>
 #include <cassert>
@@ -104,66 +105,6 @@ MicrobatchSplit schedule::splitMicrobatches(int64_t batchSize,
 //===----------------------------------------------------------------------===//
 // GPipe schedule
 //===----------------------------------------------------------------------===//
-
-namespace {
-/// Appends the instructions of one device's program.
-class ProgramBuilder {
-public:
-  ProgramBuilder(DeviceProgram &program, const std::vector<int64_t> &rows)
-      : program(program), rows(rows) {}
-
-  void addCompute(InstrKind kind, unsigned stage, unsigned microbatch) {
-    Instr instr;
-    instr.kind = kind;
-    instr.stage = stage;
-    instr.microbatch = microbatch;
-    instr.rows = rows[microbatch];
-    program.instrs.push_back(std::move(instr));
-  }
-
-  void addLoad(const std::string &name, unsigned microbatch) {
-    Instr instr;
-    instr.kind = InstrKind::LoadInput;
-    instr.microbatch = microbatch;
-    instr.inputName = name;
-    instr.rows = rows[microbatch];
-    program.instrs.push_back(std::move(instr));
-  }
-
-  /// One Send or Recv per tensor of `boundary`, in channel order, so that
-  /// both ends of a boundary see the channels in the same order (required
-  /// under rendezvous semantics).
-  void addTransfers(InstrKind kind, Direction direction, unsigned peer,
-                    const std::vector<BoundaryTensor> &boundary,
-                    unsigned microbatch) {
-    for (std::size_t c = 0, e = boundary.size(); c != e; ++c) {
-      Instr instr;
-      instr.kind = kind;
-      instr.microbatch = microbatch;
-      instr.peer = peer;
-      instr.channel = static_cast<unsigned>(c);
-      instr.direction = direction;
-      instr.shape = boundary[c].shape;
-      // Boundary shapes are at the full batch; dimension 0 is the batch.
-      if (!instr.shape.empty())
-        instr.shape[0] = rows[microbatch];
-      instr.elementType = boundary[c].elementType;
-      instr.rows = rows[microbatch];
-      program.instrs.push_back(std::move(instr));
-    }
-  }
-
-  void addOptimizerStep() {
-    Instr instr;
-    instr.kind = InstrKind::OptimizerStep;
-    program.instrs.push_back(std::move(instr));
-  }
-
-private:
-  DeviceProgram &program;
-  const std::vector<int64_t> &rows;
-};
-} // namespace
 
 Program schedule::buildGPipeSchedule(const PipelineSpec &spec) {
   Program program;

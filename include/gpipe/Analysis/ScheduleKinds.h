@@ -1,0 +1,81 @@
+//===- ScheduleKinds.h - Pipeline schedules beyond GPipe --------*- C++ -*-===//
+//
+// A schedule is decided by one thing: the order in which each device runs
+// its stage's forwards and backwards (its compute order). GPipe runs every
+// forward, then every backward; 1F1B (PipeDream-flush) runs K-s-1 forwards on
+// device s, then alternates one forward and one backward, so that device s
+// holds at most K-s micro-batches in flight instead of M. A user may write a
+// compute order of their own (ScheduleText.h).
+//
+// buildFromComputeOrder turns any consistent compute order into device
+// programs whose transfers can never deadlock, even when every send blocks
+// until it is received: it simulates the devices (a backward costing twice a
+// forward) and places each send and its receive at the same point of one
+// global order, which is then an execution of the programs. An inconsistent
+// order is refused with the cycle of devices that would wait on each other.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_SCHEDULEKINDS_H
+#define GPIPE_ANALYSIS_SCHEDULEKINDS_H
+
+#include "gpipe/Analysis/PipelineSchedule.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpipe::schedule {
+
+enum class ScheduleKind {
+  GPipe,    ///< fill-drain: all forwards, then all backwards (reversed)
+  OneFOneB, ///< PipeDream-flush: warm-up forwards, then one forward, one
+            ///< backward
+};
+
+/// "gpipe" or "1f1b".
+const char *scheduleKindName(ScheduleKind kind);
+/// The kind named `name`, if any.
+std::optional<ScheduleKind> parseScheduleKind(std::string_view name);
+
+/// One forward or backward of a device's stage.
+struct ComputeStep {
+  InstrKind kind = InstrKind::Forward; ///< Forward or Backward
+  unsigned microbatch = 0;
+};
+
+/// "forward of micro-batch 2" or "backward of micro-batch 0".
+std::string describe(const ComputeStep &step);
+
+/// order[d]: the forwards and backwards device d runs, in order (device d runs
+/// stage d).
+using ComputeOrder = std::vector<std::vector<ComputeStep>>;
+
+/// The compute order of `kind` for K stages and M micro-batches.
+ComputeOrder computeOrderOf(ScheduleKind kind, unsigned numStages,
+                            unsigned numMicrobatches);
+
+struct ScheduleBuild {
+  Program program;
+  std::string error; ///< empty on success
+};
+
+/// The device programs that run `order` (see the file comment): each forward
+/// preceded by its activation receives and input loads, each send right where
+/// the global order puts it, one optimizer step last. Fails, naming the
+/// device, its action and the micro-batch, when `order` has the wrong number
+/// of devices, misses or repeats a forward or backward, runs a backward
+/// before its forward, names a micro-batch out of range, or deadlocks (the
+/// message then names every device of the wait cycle).
+ScheduleBuild buildFromComputeOrder(const PipelineSpec &spec,
+                                    const ComputeOrder &order);
+
+/// The programs of `kind`: buildGPipeSchedule for GPipe, otherwise
+/// buildFromComputeOrder(computeOrderOf(kind)). Same preconditions as
+/// buildGPipeSchedule; the built-in orders never fail.
+Program buildSchedule(const PipelineSpec &spec, ScheduleKind kind);
+
+} // namespace gpipe::schedule
+
+#endif // GPIPE_ANALYSIS_SCHEDULEKINDS_H

@@ -1,0 +1,34 @@
+//===- ScheduleText.h - Compute orders written as text ----------*- C++ -*-===//
+//
+// A user schedule: one line per device listing its forwards (F) and
+// backwards (B) in order, each with its micro-batch. '#' starts a comment.
+//
+//   # 1F1B, K = 2, M = 3
+//   device 0: F0 F1 B0 F2 B1 B2
+//   device 1: F0 B0 F1 B1 F2 B2
+//
+// The devices must be listed in order 0, 1, ... The text only says the
+// order; buildFromComputeOrder checks it and places the transfers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_SCHEDULETEXT_H
+#define GPIPE_ANALYSIS_SCHEDULETEXT_H
+
+#include "gpipe/Analysis/ScheduleKinds.h"
+
+#include <string>
+#include <string_view>
+
+namespace gpipe::schedule {
+
+/// Parses `text` into `order`. Returns "" or "line N: ..." saying what was
+/// expected and what was found.
+std::string parseComputeOrder(std::string_view text, ComputeOrder &order);
+
+/// Writes `order` in the form parseComputeOrder reads.
+std::string printComputeOrder(const ComputeOrder &order);
+
+} // namespace gpipe::schedule
+
+#endif // GPIPE_ANALYSIS_SCHEDULETEXT_H

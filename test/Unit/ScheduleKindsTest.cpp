@@ -1,0 +1,289 @@
+//===- ScheduleKindsTest.cpp - 1F1B, user compute orders, their programs --===//
+//
+// The compute orders are checked against the schedules' definitions written
+// out by hand, the programs built from them against the independent
+// verifier (verifySchedule, which simulates rendezvous sends), and the
+// in-flight micro-batches (the memory 1F1B exists to save) are counted from
+// the programs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/ScheduleKinds.h"
+#include "gpipe/Analysis/ScheduleText.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+using namespace gpipe::schedule;
+
+namespace {
+
+PipelineSpec makeSpec(unsigned numStages, unsigned numMicrobatches,
+                      int64_t batchSize, unsigned channels = 1) {
+  PipelineSpec spec;
+  spec.numStages = numStages;
+  spec.numMicrobatches = numMicrobatches;
+  spec.batchSize = batchSize;
+  spec.boundaries.resize(numStages - 1);
+  for (auto &boundary : spec.boundaries)
+    for (unsigned c = 0; c < channels; ++c)
+      boundary.push_back({{batchSize, 8}, "f32"});
+  spec.stageInputs.resize(numStages);
+  spec.stageInputs[0].push_back("x");
+  spec.stageInputs[numStages - 1].push_back("labels");
+  return spec;
+}
+
+std::string dump(const std::vector<Violation> &violations) {
+  std::string text;
+  for (const Violation &v : violations)
+    text += "[" + std::to_string(v.device) + "#" +
+            std::to_string(v.instrIndex) + "] " + v.message + "\n";
+  return text;
+}
+
+/// The device's program as one line of short names: "x0 F0 >a0 <g0 B0 step"
+/// (load, compute, send, recv; a = activation, g = gradient; channel 0
+/// only).
+std::string shorthand(const DeviceProgram &device) {
+  std::string text;
+  for (const Instr &instr : device.instrs) {
+    if (!text.empty())
+      text += ' ';
+    std::string m = std::to_string(instr.microbatch);
+    const char *tensor = instr.direction == Direction::Activation ? "a" : "g";
+    switch (instr.kind) {
+    case InstrKind::LoadInput:
+      text += instr.inputName + m;
+      break;
+    case InstrKind::Forward:
+      text += "F" + m;
+      break;
+    case InstrKind::Backward:
+      text += "B" + m;
+      break;
+    case InstrKind::Send:
+      text += ">" + std::string(tensor) + m;
+      break;
+    case InstrKind::Recv:
+      text += "<" + std::string(tensor) + m;
+      break;
+    case InstrKind::OptimizerStep:
+      text += "step";
+      break;
+    }
+  }
+  return text;
+}
+
+/// The most micro-batches whose forward has run and whose backward has not,
+/// at any point of the device's program.
+unsigned maxInFlight(const DeviceProgram &device) {
+  unsigned live = 0, most = 0;
+  for (const Instr &instr : device.instrs) {
+    if (instr.kind == InstrKind::Forward)
+      most = std::max(most, ++live);
+    else if (instr.kind == InstrKind::Backward)
+      --live;
+  }
+  return most;
+}
+
+ComputeOrder parse(const char *text) {
+  ComputeOrder order;
+  std::string error = parseComputeOrder(text, order);
+  EXPECT_EQ(error, "");
+  return order;
+}
+
+} // namespace
+
+TEST(ScheduleKindNames, RoundTrip) {
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
+    EXPECT_EQ(parseScheduleKind(scheduleKindName(kind)), kind);
+  EXPECT_EQ(std::string(scheduleKindName(ScheduleKind::OneFOneB)), "1f1b");
+  EXPECT_FALSE(parseScheduleKind("pipedream"));
+  EXPECT_FALSE(parseScheduleKind(""));
+}
+
+TEST(ScheduleKindOrders, OneFOneBWarmsUpThenAlternates) {
+  // K = 4, M = 6: device s runs K-s-1 forwards first.
+  ComputeOrder order = computeOrderOf(ScheduleKind::OneFOneB, 4, 6);
+  EXPECT_EQ(printComputeOrder(order),
+            "device 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5\n"
+            "device 1: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 B4 B5\n"
+            "device 2: F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 B5\n"
+            "device 3: F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5\n");
+}
+
+TEST(ScheduleKindOrders, OneFOneBWithFewerMicrobatchesThanStages) {
+  // M < K: the warm-up min(K-s-1, M) is capped at M, so devices 0 and 1
+  // run every forward first, as GPipe does (but drain in order).
+  EXPECT_EQ(printComputeOrder(computeOrderOf(ScheduleKind::OneFOneB, 4, 2)),
+            "device 0: F0 F1 B0 B1\n"
+            "device 1: F0 F1 B0 B1\n"
+            "device 2: F0 F1 B0 B1\n"
+            "device 3: F0 B0 F1 B1\n");
+}
+
+TEST(ScheduleKindOrders, GPipeIsFillThenReversedDrain) {
+  EXPECT_EQ(printComputeOrder(computeOrderOf(ScheduleKind::GPipe, 2, 3)),
+            "device 0: F0 F1 F2 B2 B1 B0\n"
+            "device 1: F0 F1 F2 B2 B1 B0\n");
+}
+
+TEST(ScheduleKindPrograms, OneFOneBTwoStagesThreeMicrobatches) {
+  // Written out from the simulation (forward 1, backward 2): device 1
+  // receives the next activation before it sends the previous gradient,
+  // which is what keeps blocking sends from deadlocking.
+  Program program = buildSchedule(makeSpec(2, 3, 7), ScheduleKind::OneFOneB);
+  ASSERT_EQ(program.devices.size(), 2u);
+  EXPECT_EQ(shorthand(program.devices[0]),
+            "x0 F0 >a0 x1 F1 >a1 <g0 B0 x2 F2 <g1 >a2 B1 <g2 B2 step");
+  EXPECT_EQ(shorthand(program.devices[1]),
+            "<a0 labels0 F0 B0 <a1 >g0 labels1 F1 B1 >g1 <a2 labels2 F2 B2 "
+            ">g2 step");
+  EXPECT_EQ(dump(verifySchedule(program)), "");
+  // Rows and shapes follow the uneven split 3, 2, 2.
+  for (const Instr &instr : program.devices[0].instrs) {
+    if (instr.kind == InstrKind::Send) {
+      EXPECT_EQ(instr.shape,
+                (std::vector<int64_t>{instr.microbatch ? 2 : 3, 8}));
+    }
+  }
+}
+
+TEST(ScheduleKindPrograms, EveryKindVerifiesCleanAndBoundsWhatIsInFlight) {
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+    for (unsigned k : {1u, 2u, 3u, 4u, 5u, 8u}) {
+      for (unsigned m : {1u, 2u, 3u, 4u, 7u, 8u, 16u}) {
+        for (unsigned c : {1u, 3u}) {
+          SCOPED_TRACE(std::string(scheduleKindName(kind)) +
+                       " K=" + std::to_string(k) + " M=" + std::to_string(m) +
+                       " channels=" + std::to_string(c));
+          Program program = buildSchedule(makeSpec(k, m, 2 * m + 1, c), kind);
+          ASSERT_EQ(program.devices.size(), k);
+          EXPECT_EQ(dump(verifySchedule(program)), "");
+          for (unsigned s = 0; s < k; ++s) {
+            unsigned expected =
+                kind == ScheduleKind::GPipe ? m : std::min(k - s, m);
+            EXPECT_EQ(maxInFlight(program.devices[s]), expected)
+                << "device " << s;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ScheduleKindPrograms, GPipeOrderThroughTheGenericBuilderVerifies) {
+  for (unsigned k : {1u, 2u, 4u})
+    for (unsigned m : {1u, 3u, 8u}) {
+      ScheduleBuild build = buildFromComputeOrder(
+          makeSpec(k, m, m), computeOrderOf(ScheduleKind::GPipe, k, m));
+      EXPECT_EQ(build.error, "");
+      EXPECT_EQ(dump(verifySchedule(build.program)), "");
+    }
+}
+
+TEST(ScheduleKindPrograms, UserOrderThatIsNeitherGPipeNor1F1B) {
+  // Device 0 runs two forwards ahead, then drains in order.
+  ScheduleBuild build = buildFromComputeOrder(
+      makeSpec(2, 3, 3), parse("device 0: F0 F1 F2 B0 B1 B2\n"
+                               "device 1: F0 B0 F1 B1 F2 B2\n"));
+  EXPECT_EQ(build.error, "");
+  EXPECT_EQ(dump(verifySchedule(build.program)), "");
+}
+
+TEST(ScheduleKindPrograms, InconsistentOrdersAreRefusedWithTheirCause) {
+  struct Case {
+    unsigned stages, microbatches;
+    const char *order;
+    const char *error;
+  };
+  const Case cases[] = {
+      {2, 2,
+       "device 0: F0 B0 F1 B1\n"
+       "device 1: F0 F1 B0 B1\n",
+       "the schedule deadlocks: device 0 action #1 (backward of micro-batch "
+       "0) waits for device 1's backward of micro-batch 0 (its action #2); "
+       "device 1 action #1 (forward of micro-batch 1) waits for device 0's "
+       "forward of micro-batch 1 (its action #2)"},
+      {3, 1, "device 0: F0 B0\ndevice 1: B0 F0\ndevice 2: F0 B0\n",
+       "device 1 action #0 (backward of micro-batch 0) runs before its "
+       "forward (action #1)"},
+      {2, 2, "device 0: F0 F1 B0 B1\ndevice 1: F0 B0 F0 B1\n",
+       "device 1 action #2 (forward of micro-batch 0) repeats action #0: each "
+       "runs once per micro-batch"},
+      {2, 2, "device 0: F0 F1 B0 B1\ndevice 1: F0 B0 B1\n",
+       "device 1 never runs the forward of micro-batch 1"},
+      {2, 2, "device 0: F0 F1 B0 B1\ndevice 1: F0 B0 F2 B1\n",
+       "device 1 action #2 (forward of micro-batch 2) names a micro-batch out "
+       "of range: the schedule has 2 micro-batch(es)"},
+      {3, 1, "device 0: F0 B0\ndevice 1: F0 B0\n",
+       "the schedule has 2 device(s), expected 3 (one per stage)"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.order);
+    ScheduleBuild build = buildFromComputeOrder(
+        makeSpec(c.stages, c.microbatches, 4), parse(c.order));
+    EXPECT_EQ(build.error, c.error);
+    EXPECT_TRUE(build.program.devices.empty());
+  }
+}
+
+TEST(ScheduleKindPrograms, DeadlockCycleSkipsDevicesOutsideIt) {
+  // Devices 1 and 2 wait on each other; device 0 only waits on device 1.
+  ScheduleBuild build = buildFromComputeOrder(makeSpec(3, 2, 2),
+                                              parse("device 0: F0 F1 B0 B1\n"
+                                                    "device 1: F0 B0 F1 B1\n"
+                                                    "device 2: F0 F1 B0 B1\n"));
+  EXPECT_EQ(build.error,
+            "the schedule deadlocks: device 1 action #1 (backward of "
+            "micro-batch 0) waits for device 2's backward of micro-batch 0 "
+            "(its action #2); device 2 action #1 (forward of micro-batch 1) "
+            "waits for device 1's forward of micro-batch 1 (its action #2)");
+}
+
+TEST(ScheduleText, ParsesCommentsBlankLinesAndSpacing) {
+  ComputeOrder order;
+  EXPECT_EQ(parseComputeOrder("# two devices\n\n device 0 :F0  B0 # done\n"
+                              "device 1: F0 B0",
+                              order),
+            "");
+  EXPECT_EQ(printComputeOrder(order), "device 0: F0 B0\ndevice 1: F0 B0\n");
+}
+
+TEST(ScheduleText, ErrorsSayWhatWasExpected) {
+  struct Case {
+    const char *text;
+    const char *error;
+  };
+  const Case cases[] = {
+      {"", "expected at least one line 'device N: ...', got none"},
+      {"# nothing\n", "expected at least one line 'device N: ...', got none"},
+      {"device 0 F0 B0\n",
+       "line 1: expected 'device N: F0 B0 ...', got 'device 0 F0 B0'"},
+      {"stage 0: F0\n",
+       "line 1: expected 'device N: F0 B0 ...', got 'stage 0: F0'"},
+      {"device 0: F0 B0\ndevice 2: F0 B0\n",
+       "line 2: expected device 1 (devices are listed in order), got device "
+       "2"},
+      {"device 0: F0 W0\n",
+       "line 1: expected an action such as F0 (forward of micro-batch 0) or "
+       "B3 (backward of micro-batch 3), got 'W0'"},
+      {"device 0: F B0\n",
+       "line 1: expected an action such as F0 (forward of micro-batch 0) or "
+       "B3 (backward of micro-batch 3), got 'F'"},
+      {"device 0: F99999999999\n",
+       "line 1: expected an action such as F0 (forward of micro-batch 0) or "
+       "B3 (backward of micro-batch 3), got 'F99999999999'"},
+  };
+  for (const Case &c : cases) {
+    ComputeOrder order;
+    EXPECT_EQ(parseComputeOrder(c.text, order), c.error) << c.text;
+  }
+}
