@@ -131,8 +131,9 @@ PlannedStage gpipe::joinStages(const std::vector<PlannedStage> &stages,
 }
 
 std::vector<std::vector<PlannedInstr>>
-gpipe::gpipeInstructions(const std::vector<PlannedStage> &stages,
-                         int64_t batch, unsigned numMicrobatches) {
+gpipe::pipelineInstructions(const std::vector<PlannedStage> &stages,
+                            int64_t batch, unsigned numMicrobatches,
+                            schedule::ScheduleKind kind) {
   schedule::MicrobatchSplit split =
       schedule::splitMicrobatches(batch, numMicrobatches);
   if (!split.error.empty() || stages.empty())
@@ -155,7 +156,7 @@ gpipe::gpipeInstructions(const std::vector<PlannedStage> &stages,
   }
   std::vector<std::vector<PlannedInstr>> programs;
   for (const schedule::DeviceProgram &device :
-       schedule::buildGPipeSchedule(spec).devices) {
+       schedule::buildSchedule(spec, kind).devices) {
     std::vector<PlannedInstr> instrs;
     for (const schedule::Instr &instr : device.instrs)
       instrs.push_back({plannedKind(instr), instr.microbatch, instr.channel,
@@ -167,26 +168,31 @@ gpipe::gpipeInstructions(const std::vector<PlannedStage> &stages,
 
 CellMemoryPlanner::CellMemoryPlanner(std::vector<PlannedStage> layerStages,
                                      int64_t batch, unsigned numMicrobatches,
-                                     KeepPolicy keep)
+                                     KeepPolicy keep, CellSchedule schedule)
     : layerStages(std::move(layerStages)), batch(batch),
-      numMicrobatches(numMicrobatches), keep(keep) {}
+      numMicrobatches(numMicrobatches), keep(keep), cellSchedule(schedule) {}
 
 std::string CellMemoryPlanner::plan(unsigned begin, unsigned end,
                                     DeviceMemoryPlan &plan,
                                     bool placeBuffers) const {
   // The cell between stand-ins for the stages before and after it: only
-  // their channel counts shape the cell's own program.
-  std::vector<PlannedStage> pipeline;
-  if (begin > 0) {
-    pipeline.emplace_back();
-    pipeline.back().outputs.assign(layerStages[begin - 1].outputs.size(), 0);
+  // their channel counts shape the cell's own program, and under 1F1B their
+  // number sets its position (CellSchedule).
+  const bool first = begin == 0, last = end == layerStages.size();
+  unsigned before = first ? 0 : 1, after = last ? 0 : 1;
+  if (cellSchedule.kind != schedule::ScheduleKind::GPipe) {
+    unsigned k = std::max(cellSchedule.numStages, before + 1 + after);
+    before = first ? 0 : last ? k - 1 : 1;
+    after = last ? 0 : k - 1 - before;
   }
+  std::vector<PlannedStage> pipeline(before);
+  if (!first)
+    pipeline.back().outputs.assign(layerStages[begin - 1].outputs.size(), 0);
   unsigned device = unsigned(pipeline.size());
   pipeline.push_back(joinStages(layerStages, begin, end));
-  if (end < layerStages.size())
-    pipeline.emplace_back();
+  pipeline.resize(pipeline.size() + after);
   std::vector<std::vector<PlannedInstr>> programs =
-      gpipeInstructions(pipeline, batch, numMicrobatches);
+      pipelineInstructions(pipeline, batch, numMicrobatches, cellSchedule.kind);
   if (programs.empty())
     return "the batch of " + std::to_string(batch) +
            " rows cannot be split into " + std::to_string(numMicrobatches) +

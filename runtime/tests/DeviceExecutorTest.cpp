@@ -308,8 +308,9 @@ TEST(DeviceExecutorTimeline, OneEventPerInstruction) {
                        program[i].kind == InstrKind::Backward ||
                        program[i].kind == InstrKind::OptimizerStep;
         EXPECT_EQ(lane[i].compute, compute);
-        if (program[i].kind != InstrKind::OptimizerStep)
+        if (program[i].kind != InstrKind::OptimizerStep) {
           EXPECT_EQ(lane[i].microbatch, int64_t(program[i].microbatch));
+        }
         EXPECT_GE(lane[i].startUs, 0.0);
         EXPECT_GE(lane[i].durationUs, 0.0);
       }

@@ -223,12 +223,14 @@ const char *rematName(RematPolicy remat) {
   return "?";
 }
 
-using SweepParam = std::tuple<unsigned, unsigned, RematPolicy>;
+using gpipe::schedule::ScheduleKind;
+using SweepParam = std::tuple<unsigned, unsigned, RematPolicy, ScheduleKind>;
 
 std::string sweepName(const ::testing::TestParamInfo<SweepParam> &info) {
-  auto [k, m, remat] = info.param;
+  auto [k, m, remat, kind] = info.param;
   return "K" + std::to_string(k) + "_M" + std::to_string(m) + "_" +
-         rematName(remat);
+         rematName(remat) + "_" +
+         (kind == ScheduleKind::GPipe ? "gpipe" : "onefoneb");
 }
 
 /// One step of `bundle` compared with `reference` (computed at the initial
@@ -262,11 +264,12 @@ Reference residualStep1(const Params &p, const Batch &batch) {
 
 class MlpGradients : public ::testing::TestWithParam<SweepParam> {};
 
-// K stages x M micro-batches x remat compute the whole-batch gradients of the
-// MLP (batch 10: M = 3 and 8 split unevenly).
+// K stages x M micro-batches x remat x schedule compute the whole-batch
+// gradients of the MLP (batch 10: M = 3 and 8 split unevenly; M < K and M
+// not divisible by K included).
 TEST_P(MlpGradients, MatchWholeBatchReference) {
-  auto [k, m, remat] = GetParam();
-  Bundle bundle = buildBundle(mlpGraph(kBatch), mlpSplit(k), m, remat);
+  auto [k, m, remat, kind] = GetParam();
+  Bundle bundle = buildBundle(mlpGraph(kBatch), mlpSplit(k), m, remat, kind);
   checkOneStep(std::move(bundle), mlpBatch(kBatch, 1), mlpReference);
 }
 
@@ -275,16 +278,19 @@ class ResidualGradients : public ::testing::TestWithParam<SweepParam> {};
 // Same for embedding + layer norm + causal attention + dropout + residuals,
 // the skip value carried through intermediate stages.
 TEST_P(ResidualGradients, MatchWholeBatchReference) {
-  auto [k, m, remat] = GetParam();
+  auto [k, m, remat, kind] = GetParam();
   Bundle bundle =
-      buildBundle(residualGraph(kBatch), residualSplit(k), m, remat);
+      buildBundle(residualGraph(kBatch), residualSplit(k), m, remat, kind);
   checkOneStep(std::move(bundle), residualBatch(kBatch, 2), residualStep1);
 }
 
+const auto kSchedules =
+    ::testing::Values(ScheduleKind::GPipe, ScheduleKind::OneFOneB);
 const auto kSweep = ::testing::Combine(
     ::testing::Values(1u, 2u, 3u, 4u), ::testing::Values(1u, 2u, 3u, 8u),
     ::testing::Values(RematPolicy::None, RematPolicy::Full,
-                      RematPolicy::ExceptLast));
+                      RematPolicy::ExceptLast),
+    kSchedules);
 
 INSTANTIATE_TEST_SUITE_P(Sweep, MlpGradients, kSweep, sweepName);
 INSTANTIATE_TEST_SUITE_P(Sweep, ResidualGradients, kSweep, sweepName);
@@ -293,10 +299,10 @@ class MseGradients : public ::testing::TestWithParam<SweepParam> {};
 
 // Softmax and MSE (the loss-gradient scale of a non-classification loss).
 TEST_P(MseGradients, MatchWholeBatchReference) {
-  auto [k, m, remat] = GetParam();
+  auto [k, m, remat, kind] = GetParam();
   std::vector<int> split =
       k == 1 ? std::vector<int>{0} : std::vector<int>{0, 1};
-  Bundle bundle = buildBundle(mseGraph(kBatch), split, m, remat);
+  Bundle bundle = buildBundle(mseGraph(kBatch), split, m, remat, kind);
   checkOneStep(std::move(bundle), mseBatch(kBatch, 3), mseReference);
 }
 
@@ -304,7 +310,8 @@ INSTANTIATE_TEST_SUITE_P(
     Sweep, MseGradients,
     ::testing::Combine(::testing::Values(1u, 2u), ::testing::Values(1u, 3u),
                        ::testing::Values(RematPolicy::None, RematPolicy::Full,
-                                         RematPolicy::ExceptLast)),
+                                         RematPolicy::ExceptLast),
+                       kSchedules),
     sweepName);
 
 //===----------------------------------------------------------------------===//
@@ -773,9 +780,10 @@ constexpr int64_t kBigBatch = 512, kBigHidden = 64;
 
 /// Per-device peak bytes of one step of an MLP with big activations.
 std::vector<int64_t> peakOf(RematPolicy remat,
-                            std::vector<int64_t> *resident = nullptr) {
-  auto executor = makeExecutor(
-      buildBundle(mlpGraph(kBigBatch, kBigHidden), mlpSplit(2), 8, remat));
+                            std::vector<int64_t> *resident = nullptr,
+                            ScheduleKind kind = ScheduleKind::GPipe) {
+  auto executor = makeExecutor(buildBundle(mlpGraph(kBigBatch, kBigHidden),
+                                           mlpSplit(2), 8, remat, kind));
   if (!executor)
     return {};
   StepResult step = executor->trainStep(mlpBatch(kBigBatch, 4));
@@ -808,6 +816,21 @@ TEST(Executor, RematerializationLowersPeakMemory) {
   int64_t activations = kBigBatch * kBigHidden * 3 * sizeof(float);
   EXPECT_GE(none[0] - resident[0], activations);
   EXPECT_LT(full[0] - resident[0], activations / 2);
+}
+
+// Without remat, GPipe's device 0 holds the activations of all 8
+// micro-batches at the turn from fill to drain; 1F1B's holds those of at
+// most K = 2 (device 1, the last, of one), a quarter of them.
+TEST(Executor, OneFOneBHoldsAtMostKMicrobatches) {
+  std::vector<int64_t> resident;
+  std::vector<int64_t> gpipe = peakOf(RematPolicy::None, &resident);
+  std::vector<int64_t> oneFOneB =
+      peakOf(RematPolicy::None, nullptr, ScheduleKind::OneFOneB);
+  ASSERT_EQ(oneFOneB.size(), 2u);
+  int64_t activations = kBigBatch * kBigHidden * 3 * sizeof(float);
+  EXPECT_GE(gpipe[0] - resident[0], activations);
+  EXPECT_LT(oneFOneB[0] - resident[0], activations / 2);
+  EXPECT_LT(oneFOneB[1], gpipe[1]);
 }
 
 // One event per instruction, forward/backward/optimizer counted as compute,

@@ -3,10 +3,13 @@
 // GPipe's promise, checked exactly: for the same bundle source, micro-batch
 // count, seed and data, splitting the model over K = 1, 2 or 4 devices gives
 // bit-identical losses and parameters after several Adam steps, for every
-// remat policy, on both executors (the CPU interpreter, and the device
-// executor on CpuBackend's threads). Each micro-batch runs the same kernels
-// on the same values whichever device holds its layers, and gradients are
-// accumulated over micro-batches in the same order.
+// remat policy and schedule, on both executors (the CPU interpreter, and the
+// device executor on CpuBackend's threads). Each micro-batch runs the same
+// kernels on the same values whichever device holds its layers, and a
+// schedule accumulates gradients over micro-batches in the same order at
+// every K (GPipe from the last micro-batch, 1F1B from the first; across
+// schedules the sums differ in rounding only, which ExecutorTest's sweeps
+// check against the reference).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,11 +43,14 @@ struct Trajectory {
   std::map<std::string, std::vector<float>> params;
 };
 
-Bundle bundleFor(bool transformer, unsigned k, RematPolicy remat) {
-  return transformer
-             ? buildBundle(residualGraph(kBatch), residualSplit(k),
-                           kMicrobatches, remat)
-             : buildBundle(mlpGraph(kBatch), mlpSplit(k), kMicrobatches, remat);
+using gpipe::schedule::ScheduleKind;
+
+Bundle bundleFor(bool transformer, unsigned k, RematPolicy remat,
+                 ScheduleKind kind) {
+  return transformer ? buildBundle(residualGraph(kBatch), residualSplit(k),
+                                   kMicrobatches, remat, kind)
+                     : buildBundle(mlpGraph(kBatch), mlpSplit(k), kMicrobatches,
+                                   remat, kind);
 }
 
 Batch batchFor(bool transformer, uint64_t seed) {
@@ -74,14 +80,15 @@ Trajectory trajectory(Executor *executor, bool transformer, Read read) {
   return out;
 }
 
-Trajectory onInterpreter(bool transformer, unsigned k, RematPolicy remat) {
+Trajectory onInterpreter(bool transformer, unsigned k, RematPolicy remat,
+                         ScheduleKind kind) {
   ExecutorConfig config;
   config.optimizer = adam();
   config.seed = 5;
   config.recordTimeline = false;
   std::string error;
-  auto executor =
-      PipelineExecutor::create(bundleFor(transformer, k, remat), config, error);
+  auto executor = PipelineExecutor::create(
+      bundleFor(transformer, k, remat, kind), config, error);
   EXPECT_TRUE(executor) << error;
   return trajectory(
       executor.get(), transformer,
@@ -89,14 +96,15 @@ Trajectory onInterpreter(bool transformer, unsigned k, RematPolicy remat) {
          std::vector<float> &values) { values = *e.parameter(name); });
 }
 
-Trajectory onCpuThreads(bool transformer, unsigned k, RematPolicy remat) {
+Trajectory onCpuThreads(bool transformer, unsigned k, RematPolicy remat,
+                        ScheduleKind kind) {
   device::DeviceExecutorConfig config;
   config.optimizer = adam();
   config.seed = 5;
   std::string error;
   auto executor = device::DeviceExecutor::create(
-      bundleFor(transformer, k, remat), std::make_unique<device::CpuBackend>(k),
-      config, error);
+      bundleFor(transformer, k, remat, kind),
+      std::make_unique<device::CpuBackend>(k), config, error);
   EXPECT_TRUE(executor) << error;
   return trajectory(executor.get(), transformer,
                     [](device::DeviceExecutor &e, const std::string &name,
@@ -124,7 +132,7 @@ void expectBitwiseEqual(const Trajectory &actual, const Trajectory &expected,
   }
 }
 
-using Param = std::tuple<bool, RematPolicy, bool>;
+using Param = std::tuple<bool, RematPolicy, bool, ScheduleKind>;
 
 std::string paramName(const ::testing::TestParamInfo<Param> &info) {
   bool transformer = std::get<0>(info.param), threads = std::get<2>(info.param);
@@ -132,19 +140,21 @@ std::string paramName(const ::testing::TestParamInfo<Param> &info) {
   const char *policy = remat == RematPolicy::None   ? "none"
                        : remat == RematPolicy::Full ? "full"
                                                     : "exceptlast";
+  bool gpipe = std::get<3>(info.param) == ScheduleKind::GPipe;
   return std::string(transformer ? "transformer" : "mlp") + "_" + policy +
-         (threads ? "_cputhreads" : "_interpreter");
+         (threads ? "_cputhreads" : "_interpreter") +
+         (gpipe ? "_gpipe" : "_onefoneb");
 }
 
 class PipelineInvariance : public ::testing::TestWithParam<Param> {};
 
 TEST_P(PipelineInvariance, LossesAndParametersAreBitwiseEqualForEveryK) {
-  auto [transformer, remat, threads] = GetParam();
+  auto [transformer, remat, threads, kind] = GetParam();
   auto run = threads ? onCpuThreads : onInterpreter;
-  Trajectory single = run(transformer, 1, remat);
+  Trajectory single = run(transformer, 1, remat, kind);
   ASSERT_EQ(single.losses.size(), size_t(kSteps));
   for (unsigned k : {2u, 4u})
-    expectBitwiseEqual(run(transformer, k, remat), single, k);
+    expectBitwiseEqual(run(transformer, k, remat, kind), single, k);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -152,7 +162,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Bool(),
                        ::testing::Values(RematPolicy::None, RematPolicy::Full,
                                          RematPolicy::ExceptLast),
-                       ::testing::Bool()),
+                       ::testing::Bool(),
+                       ::testing::Values(ScheduleKind::GPipe,
+                                         ScheduleKind::OneFOneB)),
     paramName);
 
 } // namespace

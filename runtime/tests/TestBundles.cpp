@@ -3,7 +3,7 @@
 #include "TestBundles.h"
 #include "TestPlacement.h"
 
-#include "gpipe/Analysis/PipelineSchedule.h"
+#include "gpipe/Analysis/ScheduleKinds.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -289,7 +289,8 @@ public:
 
 Bundle testing::buildBundle(const ModelGraph &graph,
                             const std::vector<int> &firstLayers,
-                            unsigned numMicrobatches, RematPolicy remat) {
+                            unsigned numMicrobatches, RematPolicy remat,
+                            gpipe::schedule::ScheduleKind kind) {
   const unsigned numStages = firstLayers.size();
   if (numStages == 0 || firstLayers[0] != 0)
     fatal("the first stage must start at layer 0");
@@ -396,12 +397,14 @@ Bundle testing::buildBundle(const ModelGraph &graph,
     program.recompute = program.forward;
     builder.differentiate(noGradient);
   }
-  bundle.programs = gpipePrograms(bundle);
+  bundle.programs = schedulePrograms(bundle, kind);
   placeBundle(bundle);
   return bundle;
 }
 
-std::vector<std::vector<Instr>> testing::gpipePrograms(const Bundle &bundle) {
+std::vector<std::vector<Instr>>
+testing::schedulePrograms(const Bundle &bundle,
+                          gpipe::schedule::ScheduleKind kind) {
   namespace sch = gpipe::schedule;
   const unsigned numStages = bundle.stages.size();
   sch::PipelineSpec spec;
@@ -419,7 +422,7 @@ std::vector<std::vector<Instr>> testing::gpipePrograms(const Bundle &bundle) {
       if (!input.fromChannel)
         spec.stageInputs[s].push_back(input.inputName);
   }
-  sch::Program schedule = sch::buildGPipeSchedule(spec);
+  sch::Program schedule = sch::buildSchedule(spec, kind);
   std::vector<std::vector<Instr>> programs(numStages);
   for (unsigned d = 0; d < numStages; ++d)
     for (const sch::Instr &from : schedule.devices[d].instrs) {

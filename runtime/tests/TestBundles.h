@@ -7,13 +7,14 @@
 // each stage gets its forward, a recompute copy of it and a reverse-mode
 // backward (gradients of a value used twice are summed with AddGrads,
 // parameter gradients go to AccumulateGrad), and the per-device programs
-// come from gpipe::schedule::buildGPipeSchedule (GPipeAnalysisCore).
+// come from gpipe::schedule::buildSchedule (GPipeAnalysisCore).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_RUNTIME_TESTS_TESTBUNDLES_H
 #define GPIPE_RUNTIME_TESTS_TESTBUNDLES_H
 
+#include "gpipe/Analysis/ScheduleKinds.h"
 #include "gpipe/runtime/Bundle.h"
 
 #include <string>
@@ -66,16 +67,20 @@ private:
 
 /// The bundle of `graph` split into stages starting at `firstLayers`
 /// (firstLayers[0] == 0, increasing), with `numMicrobatches` micro-batches
-/// (split as schedule::splitMicrobatches does), the GPipe schedule and the
+/// (split as schedule::splitMicrobatches does), the schedule `kind` and the
 /// compiler's placement (TestPlacement.h).
 /// Aborts the test program on an inconsistent request.
-Bundle buildBundle(const ModelGraph &graph, const std::vector<int> &firstLayers,
-                   unsigned numMicrobatches, RematPolicy remat);
+Bundle buildBundle(
+    const ModelGraph &graph, const std::vector<int> &firstLayers,
+    unsigned numMicrobatches, RematPolicy remat,
+    gpipe::schedule::ScheduleKind kind = gpipe::schedule::ScheduleKind::GPipe);
 
-/// The GPipe fill-drain programs of a bundle's stages and micro-batches
-/// (through gpipe::schedule::buildGPipeSchedule), converted to runtime
-/// instructions.
-std::vector<std::vector<Instr>> gpipePrograms(const Bundle &bundle);
+/// The programs of schedule `kind` (GPipe's fill-drain by default) for a
+/// bundle's stages and micro-batches (through gpipe::schedule::buildSchedule),
+/// converted to runtime instructions.
+std::vector<std::vector<Instr>> schedulePrograms(
+    const Bundle &bundle,
+    gpipe::schedule::ScheduleKind kind = gpipe::schedule::ScheduleKind::GPipe);
 
 } // namespace gpipe::runtime::testing
 

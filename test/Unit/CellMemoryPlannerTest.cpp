@@ -68,7 +68,7 @@ PlannedStage secondHalf() {
 DeviceMemoryPlan planAlone(const PlannedStage &stage, KeepPolicy keep,
                            unsigned microbatches) {
   std::vector<std::vector<PlannedInstr>> programs =
-      gpipeInstructions({stage}, 4, microbatches);
+      pipelineInstructions({stage}, 4, microbatches);
   EXPECT_EQ(programs.size(), 1u);
   DeviceProgram program{stage, programs.at(0), {}, keep};
   program.microbatchRows.assign(microbatches, 4 / microbatches);

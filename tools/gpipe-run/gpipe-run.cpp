@@ -58,6 +58,20 @@ static cl::opt<gpipe::RematPolicy> remat(
                clEnumValN(gpipe::RematPolicy::ExceptLast, "except-last",
                           "recompute but for the last micro-batch")),
     cl::cat(pipelineOptions));
+static cl::opt<gpipe::schedule::ScheduleKind> scheduleKind(
+    "schedule", cl::desc("the order of forwards and backwards per device"),
+    cl::init(gpipe::schedule::ScheduleKind::GPipe),
+    cl::values(clEnumValN(gpipe::schedule::ScheduleKind::GPipe, "gpipe",
+                          "fill, then drain (GPipe)"),
+               clEnumValN(gpipe::schedule::ScheduleKind::OneFOneB, "1f1b",
+                          "one forward, one backward: at most K "
+                          "micro-batches in flight")),
+    cl::cat(pipelineOptions));
+static cl::opt<std::string> scheduleFile(
+    "schedule-file", cl::init(""),
+    cl::desc("each device's order of forwards and backwards, one line per "
+             "device ('device 0: F0 F1 B0 ...')"),
+    cl::cat(pipelineOptions));
 static cl::opt<gpipe::PartitionObjective>
     objective("objective", cl::desc("partition objective"),
               cl::init(gpipe::PartitionObjective::Variance),
@@ -151,6 +165,8 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   options.objective = objective;
   options.memoryCap = memoryCap;
   options.remat = remat;
+  options.schedule = scheduleKind;
+  options.scheduleFile = scheduleFile;
   options.optimizerSlots = rt::optimizerSlots(engineOptions.optimizer.kind);
   std::string bundleText, openError;
   if (failed(gpipe::compileFileToBundle(modelPath, options, bundleText,

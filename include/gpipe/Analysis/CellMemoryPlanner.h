@@ -21,6 +21,7 @@
 
 #include "gpipe/Analysis/MemoryPlanner.h"
 #include "gpipe/Analysis/Partitioner.h"
+#include "gpipe/Analysis/ScheduleKinds.h"
 
 #include <cstdint>
 #include <map>
@@ -39,18 +40,29 @@ namespace gpipe {
 PlannedStage joinStages(const std::vector<PlannedStage> &stages,
                         unsigned begin, unsigned end);
 
-/// Each device's instructions under the GPipe fill-drain schedule for
-/// `stages` (stage s on device s), `numMicrobatches` of `batch` rows.
-/// Returns an empty vector when the batch cannot be split that way.
-std::vector<std::vector<PlannedInstr>>
-gpipeInstructions(const std::vector<PlannedStage> &stages, int64_t batch,
-                  unsigned numMicrobatches);
+/// Each device's instructions under schedule `kind` for `stages` (stage s
+/// on device s), `numMicrobatches` of `batch` rows. Returns an empty vector
+/// when the batch cannot be split that way.
+std::vector<std::vector<PlannedInstr>> pipelineInstructions(
+    const std::vector<PlannedStage> &stages, int64_t batch,
+    unsigned numMicrobatches,
+    schedule::ScheduleKind kind = schedule::ScheduleKind::GPipe);
+
+/// The schedule a cell is planned under. Under GPipe every device holds every
+/// micro-batch, wherever it is; under 1F1B device s of K holds up to K - s,
+/// so a cell is planned at the most demanding position it can have: the
+/// first cell at device 0, the last at device K - 1, any other at device 1.
+struct CellSchedule {
+  schedule::ScheduleKind kind = schedule::ScheduleKind::GPipe;
+  unsigned numStages = 1; ///< K of the pipeline the cell will be part of
+};
 
 class CellMemoryPlanner {
 public:
   /// `layerStages[i]` is layer i compiled as a stage of its own.
   CellMemoryPlanner(std::vector<PlannedStage> layerStages, int64_t batch,
-                    unsigned numMicrobatches, KeepPolicy keep);
+                    unsigned numMicrobatches, KeepPolicy keep,
+                    CellSchedule schedule = {});
 
   unsigned numLayers() const { return unsigned(layerStages.size()); }
   const std::vector<PlannedStage> &stages() const { return layerStages; }
@@ -77,6 +89,7 @@ private:
   int64_t batch;
   unsigned numMicrobatches;
   KeepPolicy keep;
+  CellSchedule cellSchedule;
   uint64_t memoized(std::map<std::pair<unsigned, unsigned>, uint64_t> &memo,
                     unsigned begin, unsigned end, bool arena);
 

@@ -24,6 +24,11 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   partition.numMicrobatches = options.numMicrobatches;
   partition.remat = options.remat;
   partition.optimizerSlots = options.optimizerSlots;
+  // A user order holds at most M micro-batches per device, as GPipe does:
+  // GPipe's memory bounds it.
+  partition.schedule = options.scheduleFile.empty()
+                           ? options.schedule.getValue()
+                           : schedule::ScheduleKind::GPipe;
   pm.addPass(createPartitionPass(partition));
   pm.addPass(createFormStagesPass());
   pm.addPass(createDifferentiatePass());
@@ -33,6 +38,8 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   pm.addPass(createInsertSendRecvPass());
   UnrollSchedulePassOptions unroll;
   unroll.numMicrobatches = options.numMicrobatches;
+  unroll.schedule = options.schedule;
+  unroll.scheduleFile = options.scheduleFile;
   pm.addPass(createUnrollSchedulePass(unroll));
   pm.addPass(createVerifySchedulePass());
   PlanMemoryPassOptions plan;
@@ -46,7 +53,7 @@ void gpipe::registerGPipePassesAndPipelines() {
   PassPipelineRegistration<CompilePipelineOptions>(
       "gpipe-compile",
       "partition, outline stages, differentiate, choose what to recompute, "
-      "insert channels, unroll and verify the GPipe schedule, plan each "
+      "insert channels, unroll and verify the schedule, plan each "
       "device's memory",
       buildCompilePipeline);
 }

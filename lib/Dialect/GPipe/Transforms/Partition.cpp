@@ -43,6 +43,8 @@ namespace {
 struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
   using Base::Base;
 
+  CellSchedule cellSchedule() const { return {schedule, numStages}; }
+
   void runOnOperation() override {
     std::optional<uint64_t> cap;
     if (failed(parseMemoryCapOption(getOperation(), memoryCap, cap)))
@@ -80,7 +82,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
         return failure();
       planner.emplace(std::move(*layerStages), model.getBatch(),
                       std::max(1u, unsigned(numMicrobatches)),
-                      keepPolicyOf(remat));
+                      keepPolicyOf(remat), cellSchedule());
     }
 
     PartitionOutcome outcome = planner
@@ -143,7 +145,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
       problem.memoryCap = outcome.smallestFittingCap;
       CellMemoryPlanner same(planner.stages(), planner.batchSize(),
                              std::max(1u, unsigned(numMicrobatches)),
-                             keepPolicyOf(remat));
+                             keepPolicyOf(remat), cellSchedule());
       PartitionOutcome best = partitionWithPlannedMemory(problem, same);
       if (best.succeeded()) {
         const Partition &split = *best.partition;
@@ -165,29 +167,41 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
     }
     problem.memoryCap = cap;
     const int64_t batch = planner.batchSize();
+    // The same search, in the same order, as gpipe-plan-memory's advice.
+    using schedule::ScheduleKind;
     for (KeepPolicy keep :
          {KeepPolicy::All, KeepPolicy::Last, KeepPolicy::None})
-      for (int64_t m = 1; m <= batch; m *= 2) {
-        CellMemoryPlanner other(planner.stages(), batch, unsigned(m), keep);
-        PartitionOutcome fits = partitionWithPlannedMemory(problem, other);
-        if (fits.succeeded() && other.error().empty())
-          return text + "; it fits with remat " + rematNameOf(keep).str() +
-                 " and " + std::to_string(m) + " micro-batches (largest device " +
-                 formatBytes(*std::max_element(
-                     fits.partition->cellMemory.begin(),
-                     fits.partition->cellMemory.end())) +
+      for (int64_t m = 1; m <= batch; m *= 2)
+        for (ScheduleKind kind :
+             {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+          CellMemoryPlanner other(planner.stages(), batch, unsigned(m), keep,
+                                  CellSchedule{kind, numStages});
+          PartitionOutcome fits = partitionWithPlannedMemory(problem, other);
+          if (!fits.succeeded() || !other.error().empty())
+            continue;
+          std::string withSchedule =
+              kind == ScheduleKind::GPipe
+                  ? ""
+                  : "schedule " + std::string(scheduleKindName(kind)) + ", ";
+          return text + "; it fits with " + withSchedule + "remat " +
+                 rematNameOf(keep).str() + " and " + std::to_string(m) +
+                 " micro-batches (largest device " +
+                 formatBytes(
+                     *std::max_element(fits.partition->cellMemory.begin(),
+                                       fits.partition->cellMemory.end())) +
                  ")";
-      }
+        }
     // More stages, with this remat policy and micro-batch count: fitting is
     // monotone in the number of cells, so bisect it.
     CellMemoryPlanner same(planner.stages(), batch,
                            std::max(1u, unsigned(numMicrobatches)),
-                           keepPolicyOf(remat));
+                           keepPolicyOf(remat), cellSchedule());
     unsigned lo = problem.numCells + 1, hi = sequence.layers.size();
     problem.numCells = hi;
     if (lo > hi || !partitionWithPlannedMemory(problem, same).succeeded())
-      return text + "; no remat policy, micro-batch count or number of "
-                    "stages fits";
+      return text +
+             "; no schedule, remat policy, micro-batch count or number of "
+             "stages fits";
     while (lo < hi) {
       problem.numCells = lo + (hi - lo) / 2;
       if (partitionWithPlannedMemory(problem, same).succeeded())
@@ -195,7 +209,8 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
       else
         lo = problem.numCells + 1;
     }
-    return text + "; no remat policy or micro-batch count fits with " +
+    return text +
+           "; no schedule, remat policy or micro-batch count fits with " +
            std::to_string(numStages) + (numStages == 1 ? " stage" : " stages") +
            "; " + std::to_string(lo) + " stages fit";
   }

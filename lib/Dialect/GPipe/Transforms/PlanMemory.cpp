@@ -137,7 +137,8 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
     if (!fits.empty())
       diag << "; " << fits;
     else
-      diag << "; no remat policy or micro-batch count fits this partition "
+      diag << "; no schedule, remat policy or micro-batch count fits this "
+              "partition "
               "(try more stages)";
     return failure();
   }
@@ -146,24 +147,33 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
   std::string whatFits(ModelOp model, ArrayRef<PlannedStage> stages,
                        uint64_t cap) {
     const int64_t batch = model.getBatch();
+    using schedule::ScheduleKind;
     for (KeepPolicy keep :
          {KeepPolicy::All, KeepPolicy::Last, KeepPolicy::None})
-      for (int64_t m = 1; m <= batch; m *= 2) {
-        std::optional<int64_t> arena = largestArena(stages, batch, m, keep);
-        if (arena && uint64_t(*arena) <= cap)
-          return "it fits with remat " + rematNameOf(keep).str() + " and " +
-                 std::to_string(m) + " micro-batches (largest device " +
-                 formatBytes(*arena) + ")";
-      }
+      for (int64_t m = 1; m <= batch; m *= 2)
+        for (ScheduleKind kind :
+             {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+          std::optional<int64_t> arena =
+              largestArena(stages, batch, m, keep, kind);
+          if (!arena || uint64_t(*arena) > cap)
+            continue;
+          std::string withSchedule =
+              kind == ScheduleKind::GPipe
+                  ? ""
+                  : "schedule " + std::string(scheduleKindName(kind)) + ", ";
+          return "it fits with " + withSchedule + "remat " +
+                 rematNameOf(keep).str() + " and " + std::to_string(m) +
+                 " micro-batches (largest device " + formatBytes(*arena) + ")";
+        }
     return {};
   }
 
   std::optional<int64_t> largestArena(ArrayRef<PlannedStage> stages,
-                                      int64_t batch, int64_t m,
-                                      KeepPolicy keep) {
+                                      int64_t batch, int64_t m, KeepPolicy keep,
+                                      schedule::ScheduleKind kind) {
     std::vector<PlannedStage> pipeline(stages.begin(), stages.end());
     std::vector<std::vector<PlannedInstr>> programs =
-        gpipeInstructions(pipeline, batch, unsigned(m));
+        pipelineInstructions(pipeline, batch, unsigned(m), kind);
     if (programs.empty())
       return std::nullopt;
     std::vector<int64_t> rows =

@@ -2,12 +2,15 @@
 
 #include "gpipe/Analysis/PipelineSchedule.h"
 #include "gpipe/Analysis/ScheduleIR.h"
+#include "gpipe/Analysis/ScheduleKinds.h"
+#include "gpipe/Analysis/ScheduleText.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #define DEBUG_TYPE "gpipe-unroll-schedule"
 
@@ -132,10 +135,35 @@ struct UnrollSchedulePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (!scheduleFile.empty() && failed(readScheduleFile()))
+      return signalPassFailure();
     SymbolTable symbols(module);
     for (ModelOp model : llvm::to_vector(module.getOps<ModelOp>()))
       if (failed(unroll(model, symbols)))
         return signalPassFailure();
+  }
+
+  /// Parses `scheduleFile` into `userOrder`.
+  LogicalResult readScheduleFile() {
+    // Reported at the module's location, not on it, so that the whole module
+    // is not printed with the message.
+    Location loc = getOperation().getLoc();
+    if (schedule != sched::ScheduleKind::GPipe)
+      return emitError(loc)
+             << "expects either schedule=" << sched::scheduleKindName(schedule)
+             << " or schedule-file, not both";
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+        llvm::MemoryBuffer::getFile(scheduleFile);
+    if (!file)
+      return emitError(loc) << "cannot open schedule file '" << scheduleFile
+                            << "': " << file.getError().message();
+    userOrder.emplace();
+    std::string error =
+        sched::parseComputeOrder((*file)->getBuffer().str(), *userOrder);
+    if (!error.empty())
+      return emitError(loc)
+             << "schedule file '" << scheduleFile << "', " << error;
+    return success();
   }
 
   LogicalResult unroll(ModelOp model, SymbolTable &symbols) {
@@ -169,10 +197,23 @@ struct UnrollSchedulePass
         if (auto op = input.getDefiningOp<InputOp>())
           names.push_back(op.getName().str());
     }
-    sched::Program program = sched::buildGPipeSchedule(spec);
+    sched::Program program;
+    if (userOrder) {
+      sched::ScheduleBuild build =
+          sched::buildFromComputeOrder(spec, *userOrder);
+      if (!build.error.empty())
+        return model.emitOpError() << "cannot run the schedule in '"
+                                   << scheduleFile << "': " << build.error;
+      program = std::move(build.program);
+    } else {
+      program = sched::buildSchedule(spec, schedule);
+    }
     emitSchedule(model, stages, *channels, split.rows, program, symbols);
     return success();
   }
+
+  /// The compute order read from `scheduleFile`, if one is given.
+  std::optional<sched::ComputeOrder> userOrder;
 
   /// Materialises `program` as a gpipe.schedule right after the model.
   void emitSchedule(ModelOp model, ArrayRef<StageOp> stages,

@@ -4,6 +4,7 @@
 #define GPIPE_DIALECT_GPIPE_TRANSFORMS_PASSES_H
 
 #include "gpipe/Analysis/Partitioner.h"
+#include "gpipe/Analysis/ScheduleKinds.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Support/OptionParsers.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -72,6 +73,21 @@ struct CompilePipelineOptions
                      "recompute each stage's forward (GPipe)"),
           clEnumValN(RematPolicy::ExceptLast, "except-last",
                      "recompute but for the last micro-batch"))};
+  Option<::gpipe::schedule::ScheduleKind> schedule{
+      *this, "schedule",
+      llvm::cl::desc("the order of forwards and backwards on each device"),
+      llvm::cl::init(::gpipe::schedule::ScheduleKind::GPipe),
+      llvm::cl::values(
+          clEnumValN(::gpipe::schedule::ScheduleKind::GPipe, "gpipe",
+                     "fill, then drain (GPipe)"),
+          clEnumValN(::gpipe::schedule::ScheduleKind::OneFOneB, "1f1b",
+                     "warm up, then one forward and one backward in turn: at "
+                     "most K-s micro-batches in flight on device s"))};
+  Option<std::string> scheduleFile{
+      *this, "schedule-file",
+      llvm::cl::desc("read each device's order of forwards and backwards "
+                     "from this file ('device 0: F0 F1 B0 ...')"),
+      llvm::cl::init("")};
   Option<unsigned, WholeParser<unsigned>> optimizerSlots{
       *this, "optimizer-slots",
       llvm::cl::desc("optimizer state tensors per parameter (Adam: 2, "

@@ -56,8 +56,8 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     `memory-cap`, the device holding each cell must fit. By default
     (`memory-model=plan`) a cell's memory is what gpipe-plan-memory will
     plan for it: the model is compiled once with one layer per stage and the
-    stages of a candidate cell are joined and replayed under the GPipe
-    schedule. `memory-model=cost` uses the closed form of the layers' cost
+    stages of a candidate cell are joined and replayed under `schedule`
+    (under 1f1b at the most demanding position the cell can take). `memory-model=cost` uses the closed form of the layers' cost
     attributes instead (parameters x (2 + optimizer-slots), the stashed
     boundary inputs of all micro-batches and, with remat, one micro-batch's
     activations), for costs written by hand.
@@ -92,6 +92,14 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
                         "as full, but the last micro-batch keeps its values"))}]>,
     Option<"optimizerSlots", "optimizer-slots", "unsigned", "2",
            "optimizer state tensors per parameter (Adam: 2, momentum: 1)">,
+    Option<"schedule", "schedule", "::gpipe::schedule::ScheduleKind",
+           "::gpipe::schedule::ScheduleKind::GPipe",
+           "schedule assumed by the memory model",
+           [{::llvm::cl::values(
+             clEnumValN(::gpipe::schedule::ScheduleKind::GPipe, "gpipe",
+                        "fill, then drain (GPipe)"),
+             clEnumValN(::gpipe::schedule::ScheduleKind::OneFOneB, "1f1b",
+                        "warm up, then one forward and one backward in turn"))}]>,
     Option<"memoryModel", "memory-model", "::gpipe::CellMemoryEstimate",
            "::gpipe::CellMemoryEstimate::Plan",
            "how a cell's memory is sized against memory-cap",
@@ -169,22 +177,41 @@ def InsertSendRecvPass : Pass<"gpipe-insert-send-recv", "::mlir::ModuleOp"> {
 }
 
 def UnrollSchedulePass : Pass<"gpipe-unroll-schedule", "::mlir::ModuleOp"> {
-  let summary = "unrolls the GPipe micro-batch schedule into one program per device";
+  let summary = "unrolls the micro-batch schedule into one program per device";
   let description = [{
     Needs the form gpipe-form-stages and gpipe-insert-send-recv produce:
     every layer in a stage, stage i at position i, and every result of a
     non-last stage sent to the next stage exactly once on channel c = result
     c, with the batch as leading dimension, and received there with the same
-    type. Writes a `gpipe.schedule` next to each model:
-    device s runs stage s; forwards for micro-batches 0..M-1 (fill), then
-    backwards for M-1..0 (drain), each with its receives before and sends
-    after, gradient accumulation across micro-batches, and exactly one
-    optimizer step. A batch not divisible by M is split into micro-batches
-    whose row counts differ by at most one (the first batch % M get one more).
+    type. Writes a `gpipe.schedule` next to each model, device s running
+    stage s, with gradient accumulation across micro-batches and exactly one
+    optimizer step. `schedule=gpipe`: forwards for micro-batches 0..M-1
+    (fill), then backwards for M-1..0 (drain), each with its receives before
+    and sends after. `schedule=1f1b` (PipeDream-flush): device s runs
+    min(K-s-1, M) forwards, then one forward and one backward in turn, so it
+    holds at most K-s micro-batches instead of M. `schedule-file` reads each
+    device's order of forwards and backwards ("device 0: F0 F1 B0 F2 B1
+    B2"); an order that repeats, misses or deadlocks is an error naming the
+    device, the action and the micro-batch. For every order but gpipe's the
+    transfers are placed by simulating the devices, so that the programs
+    cannot deadlock even when every send blocks until it is received. A
+    batch not divisible by M is split into micro-batches whose row counts
+    differ by at most one (the first batch % M get one more).
   }];
   let options = [
     Option<"numMicrobatches", "num-microbatches", "unsigned", "1",
            "micro-batches per mini-batch">,
+    Option<"schedule", "schedule", "::gpipe::schedule::ScheduleKind",
+           "::gpipe::schedule::ScheduleKind::GPipe",
+           "the order of forwards and backwards on each device",
+           [{::llvm::cl::values(
+             clEnumValN(::gpipe::schedule::ScheduleKind::GPipe, "gpipe",
+                        "fill, then drain (GPipe)"),
+             clEnumValN(::gpipe::schedule::ScheduleKind::OneFOneB, "1f1b",
+                        "warm up, then one forward and one backward in turn"))}]>,
+    Option<"scheduleFile", "schedule-file", "std::string", "\"\"",
+           "read each device's order of forwards and backwards from this "
+           "file instead">,
   ];
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }
