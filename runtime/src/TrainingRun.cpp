@@ -1,6 +1,7 @@
 //===- TrainingRun.cpp - A whole training run, data to report -------------===//
 
 #include "gpipe/runtime/TrainingRun.h"
+#include "gpipe/runtime/Profile.h"
 
 #include <cerrno>
 #include <cmath>
@@ -23,8 +24,8 @@ void recordStop(int signal) {
 }
 
 /// "" or why `path` cannot be written: the file must be writable, or its
-/// directory must accept a new one.
-std::string checkWritable(const std::string &path) {
+/// directory must accept a new one. `what` names the file ("the trace").
+std::string checkWritable(const std::string &path, const char *what) {
   if (path.empty() || ::access(path.c_str(), W_OK) == 0)
     return {};
   if (errno == ENOENT) {
@@ -33,7 +34,14 @@ std::string checkWritable(const std::string &path) {
     if (::access(dir.empty() ? "/" : dir.c_str(), W_OK) == 0)
       return {};
   }
-  return "cannot write the trace to '" + path + "': " + std::strerror(errno);
+  return std::string("cannot write ") + what + " to '" + path +
+         "': " + std::strerror(errno);
+}
+
+/// checkWritable for a run's trace and profile.
+template <class Run> std::string checkOutputs(const Run &run) {
+  std::string error = checkWritable(run.tracePath, "the trace");
+  return error.empty() ? checkWritable(run.profilePath, "the profile") : error;
 }
 } // namespace
 
@@ -66,28 +74,38 @@ static std::string describeRun(const Engine &engine) {
 
 /// The device memory against the plan, then the last step's timeline; a run
 /// stopped on request (`ended` Cancelled) writes them too, then says so.
+template <class Run>
 static Status finish(const Engine &engine, const std::vector<int64_t> &peak,
-                     const std::string &tracePath, std::FILE *out,
-                     Status ended = Status()) {
+                     const Run &run, std::FILE *out, Status ended = Status()) {
   if (!ended.ok() && ended.code() != StatusCode::Cancelled)
     return ended;
   std::string check = placementLine(engine.bundle(), peak);
   if (!check.empty())
     std::fprintf(out, "%s\n", check.c_str());
   std::fflush(out);
-  if (tracePath.empty() || !engine.leads()) // one file, its lanes
+  if (!engine.leads()) // one file each, with every device's lane
     return ended;
-  std::string error = engine.timeline().writeChromeTrace(tracePath);
-  if (!error.empty())
-    return Status(StatusCode::Io, error);
-  std::fprintf(out, "timeline of the last step: %s\n", tracePath.c_str());
+  if (!run.tracePath.empty()) {
+    std::string error = engine.timeline().writeChromeTrace(run.tracePath);
+    if (!error.empty())
+      return Status(StatusCode::Io, error);
+    std::fprintf(out, "timeline of the last step: %s\n", run.tracePath.c_str());
+  }
+  if (!run.profilePath.empty()) {
+    std::string error =
+        writeProfile(run.profilePath, engine.bundle(), engine.timeline());
+    if (!error.empty())
+      return Status(StatusCode::Io, error);
+    std::fprintf(out, "profile of the last step: %s\n",
+                 run.profilePath.c_str());
+  }
   std::fflush(out);
   return ended;
 }
 
 Status gpipe::runtime::runImageTraining(Engine &engine, const ImageRun &run,
                                         std::FILE *out, std::FILE *progress) {
-  if (std::string error = checkWritable(run.tracePath); !error.empty())
+  if (std::string error = checkOutputs(run); !error.empty())
     return Status(StatusCode::Io, error);
   // Across processes, only the ranks whose devices read the images keep
   // their pixels; every rank keeps the labels (docs/Distributed.md).
@@ -118,13 +136,13 @@ Status gpipe::runtime::runImageTraining(Engine &engine, const ImageRun &run,
   std::vector<int64_t> peak;
   Status status = trainImageClassifier(engine, *train, *test, *inputs,
                                        run.options, reporter, peak);
-  return finish(engine, peak, run.tracePath, out, status);
+  return finish(engine, peak, run, out, status);
 }
 
 Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
                                        const TextRun &run, std::FILE *out,
                                        std::FILE *progress) {
-  if (std::string error = checkWritable(run.tracePath); !error.empty())
+  if (std::string error = checkOutputs(run); !error.empty())
     return Status(StatusCode::Io, error);
   StatusOr<TextCorpus> corpus = loadTextCorpus(run.corpusPath);
   if (!corpus.ok())
@@ -162,7 +180,7 @@ Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
   Status status =
       trainCharacterModel(engine, *corpus, seq, run.options, reporter, summary);
   if (!status.ok())
-    return finish(engine, summary.peakMemoryBytes, run.tracePath, out, status);
+    return finish(engine, summary.peakMemoryBytes, run, out, status);
   double val = summary.validationLoss;
   std::fprintf(out,
                "after %lld steps (%lld characters) in %.1f s: validation loss "
@@ -172,5 +190,5 @@ Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
                summary.elapsedSeconds, val, val / M_LN2, entropy,
                entropy / M_LN2,
                formatBytesList(summary.peakMemoryBytes).c_str());
-  return finish(engine, summary.peakMemoryBytes, run.tracePath, out);
+  return finish(engine, summary.peakMemoryBytes, run, out);
 }

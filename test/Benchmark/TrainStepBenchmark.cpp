@@ -13,14 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
-#include "gpipe/Target/CompileToBundle.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/Executor.h"
+#include "ExampleBundles.h"
 
-#include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
+#include "gpipe/runtime/Executor.h"
 
 #include <benchmark/benchmark.h>
 
@@ -29,101 +24,12 @@
 #include <string>
 #include <vector>
 
-#ifndef GPIPE_EXAMPLES_DIR
-#error "GPIPE_EXAMPLES_DIR must name the python-free-examples directory"
-#endif
-
 namespace rt = gpipe::runtime;
+using gpipe::benchmarks::Compiled;
+using gpipe::benchmarks::compileExample;
+using gpipe::benchmarks::randomBatch;
 
 namespace {
-
-/// The bundle of mlp.mlir compiled with (K, M, remat), or an error.
-struct Compiled {
-  rt::Bundle bundle;
-  std::string error;
-};
-
-/// python-free-examples/<example>/<example>.mlir compiled with (K, M, remat);
-/// `batch` > 0 rewrites the example's batch (the leading dimension of every
-/// batched type) first.
-Compiled compileExample(const std::string &example, unsigned k, unsigned m,
-                        gpipe::RematPolicy remat, int64_t batch = 0) {
-  Compiled out;
-  std::string path =
-      std::string(GPIPE_EXAMPLES_DIR) + "/" + example + "/" + example + ".mlir";
-  std::string openError;
-  std::unique_ptr<llvm::MemoryBuffer> file =
-      mlir::openInputFile(path, &openError);
-  if (!file) {
-    out.error = openError;
-    return out;
-  }
-  std::string source = file->getBuffer().str();
-  if (batch > 0) {
-    size_t model = source.find("gpipe.model @");
-    size_t at = source.find(" batch ", model);
-    size_t end = source.find(' ', at + 7);
-    if (model == std::string::npos || at == std::string::npos ||
-        end == std::string::npos) {
-      out.error = path + " declares no batch";
-      return out;
-    }
-    std::string old = source.substr(at + 7, end - at - 7);
-    auto replaceAll = [&](const std::string &from, const std::string &to) {
-      for (size_t pos = 0; (pos = source.find(from, pos)) != std::string::npos;
-           pos += to.size())
-        source.replace(pos, from.size(), to);
-    };
-    replaceAll(" batch " + old + " ", " batch " + std::to_string(batch) + " ");
-    replaceAll("tensor<" + old + "x", "tensor<" + std::to_string(batch) + "x");
-  }
-  gpipe::CompilePipelineOptions options;
-  options.numStages = k;
-  options.numMicrobatches = m;
-  options.remat = remat;
-  std::string json, diagnostics;
-  if (mlir::failed(
-          gpipe::compileSourceToBundle(source, options, json, diagnostics))) {
-    out.error = "cannot compile " + path + ": " + diagnostics;
-    return out;
-  }
-  rt::StatusOr<rt::Bundle> load = rt::parseBundle(json, path);
-  if (!load.ok()) {
-    out.error = load.status().message();
-    return out;
-  }
-  out.bundle = std::move((*load));
-  return out;
-}
-
-/// A fixed pseudo-random batch for the bundle's f32 and i32 inputs (i32
-/// values in [0, 10): the MLP's labels).
-rt::Batch randomBatch(const rt::Bundle &bundle, uint64_t seed) {
-  uint64_t state = seed * 2862933555777941757ull + 3;
-  auto next = [&] {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return uint32_t(state >> 33);
-  };
-  rt::Batch batch;
-  for (const rt::ModelInputSpec &input : bundle.inputs) {
-    int64_t n = 1;
-    for (int64_t d : input.shape)
-      n *= d;
-    if (input.type == rt::ElementType::F32) {
-      std::vector<float> values(n);
-      for (float &v : values)
-        v = float(next() % 1000001) / 1000000.0f;
-      batch[input.name] = rt::HostTensor::floats(input.shape, values);
-    } else {
-      std::vector<int32_t> values(n);
-      for (int32_t &v : values)
-        v = int32_t(next() % 10);
-      batch[input.name] = rt::HostTensor::ints(input.shape, values);
-    }
-  }
-  return batch;
-}
-
 
 /// Args: K, M, remat (0 none, 1 full, 2 except-last).
 void BM_TrainStep(benchmark::State &state) {

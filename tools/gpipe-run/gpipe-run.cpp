@@ -129,6 +129,11 @@ static cl::opt<std::string> tracePath(
     "trace", cl::init(""),
     cl::desc("write the last step's timeline (Chrome trace JSON) here"),
     cl::cat(outputOptions));
+static cl::opt<std::string> profilePath(
+    "profile", cl::init(""),
+    cl::desc("write the last step's measured costs here, for gpipe-report "
+             "--simulate (docs/Schedules.md)"),
+    cl::cat(outputOptions));
 static cl::opt<std::string>
     bundlePath("bundle", cl::init(""),
                cl::desc("also write the compiled program bundle here"),
@@ -207,7 +212,8 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   std::string title = "gpipe-run: " + modelPath;
   rt::Status status;
   if (text) {
-    rt::TextRun run{title, tools::corpusPath, {}, tracePath, &stop};
+    rt::TextRun run{title,     tools::corpusPath, {},
+                    tracePath, profilePath,       &stop};
     run.options.steps = maxSteps > 0 ? int64_t(maxSteps) : 1000;
     run.options.evalEvery = tools::evalEvery;
     run.options.evalBatches = tools::evalBatches;
@@ -218,7 +224,7 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
     status = rt::runTextTraining(**engine, *seq, run, processes.out(stdout),
                                  processes.out(stderr));
   } else {
-    rt::ImageRun run{title, tools::dataDir, {}, tracePath, &stop};
+    rt::ImageRun run{title, tools::dataDir, {}, tracePath, profilePath, &stop};
     run.options.epochs = epochs;
     run.options.maxStepsPerEpoch = maxSteps;
     run.options.learningRate = learningRate;

@@ -14,6 +14,7 @@
 #include "gpipe/runtime/device/KernelsByFunctor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 using namespace gpipe::runtime;
@@ -334,6 +335,7 @@ std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
 StepResult DeviceExecutor::trainStep(const Batch &batch) {
   Impl &s = *impl;
   StepResult result;
+  const auto started = std::chrono::steady_clock::now();
   s.pass = &s.training;
   // Data parallelism: the whole mini-batch, of which this replica takes its
   // slice.
@@ -365,8 +367,12 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
   ++s.steps;
   for (unsigned d = 0; d < s.layout.size(); ++d)
     s.layout[d].stagingBytes = s.transport->stagingBytes(d);
-  if (s.recordTimeline)
+  if (s.recordTimeline) {
     result.error = s.buildTimeline();
+    s.timeline.setStepUs(std::chrono::duration<double, std::micro>(
+                             std::chrono::steady_clock::now() - started)
+                             .count());
+  }
   if (!result.error.empty())
     return result;
   for (size_t m = 0; m < s.hostLosses.size(); ++m) {

@@ -1,10 +1,12 @@
 //===- Report.cpp - Partition and schedule report -------------------------===//
 
+#include "StageMemoryDescription.h"
 #include "gpipe/Analysis/ByteCount.h"
 #include "gpipe/Analysis/CostModel.h"
 #include "gpipe/Analysis/LayerSequence.h"
 #include "gpipe/Analysis/ScheduleIR.h"
-#include "gpipe/Analysis/ScheduleReplay.h"
+#include "gpipe/Analysis/ScheduleSimulator.h"
+#include "gpipe/Analysis/SimulationCosts.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 
@@ -12,6 +14,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #define DEBUG_TYPE "gpipe-report"
@@ -50,6 +53,16 @@ struct ModelSummary {
   std::vector<int64_t> rows;
   std::optional<double> balancedBubble;
   std::optional<double> predictedBubble;
+  /// With `simulate`: the simulated step and where its costs came from.
+  std::optional<sched::Simulation> simulation;
+  std::string costSource;
+};
+
+/// What the pass's simulation options ask for.
+struct SimulationRequest {
+  bool simulate = false;
+  std::string profilePath; ///< "" for the cost model
+  MachineModel machine;
 };
 } // namespace
 
@@ -59,7 +72,53 @@ static std::string formatFlops(double flops) {
   return llvm::formatv("{0:f3} MFLOP", flops / 1e6).str();
 }
 
-static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module) {
+/// The remat policy of the model's backward stages ("full" if unmarked).
+static KeepPolicy keepPolicyOfModel(ModelOp model) {
+  for (StageBackwardOp backward :
+       model.getBody().front().getOps<StageBackwardOp>())
+    return keepPolicyOf(backward.getRemat().value_or("full"));
+  return KeepPolicy::None;
+}
+
+/// Simulates `program` with the costs `request` names.
+static LogicalResult simulate(ScheduleOp schedule,
+                              const sched::Program &program,
+                              const SimulationRequest &request,
+                              ModelSummary &summary, KeepPolicy keep) {
+  sched::SimulationCosts costs;
+  if (request.profilePath.empty()) {
+    std::vector<uint64_t> flops;
+    for (const StageSummary &stage : summary.stages)
+      flops.push_back(stage.flops);
+    costs = costsFromModel(flops, summary.batch, request.machine);
+    summary.costSource = llvm::formatv(
+        "cost model: {0} GFLOP/s per device, links {1} GB/s + {2} us",
+        request.machine.deviceGflops, request.machine.linkGBPerSecond,
+        request.machine.linkLatencyUs);
+  } else {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+        llvm::MemoryBuffer::getFile(request.profilePath);
+    if (!file)
+      return schedule.emitOpError()
+             << "cannot open profile '" << request.profilePath
+             << "': " << file.getError().message();
+    std::string error =
+        readProfile((*file)->getBuffer(), program.devices.size(), costs);
+    if (!error.empty())
+      return schedule.emitOpError()
+             << "cannot use profile '" << request.profilePath << "': " << error;
+    summary.costSource = "profile " + request.profilePath;
+  }
+  costs.keep = keep;
+  sched::SimulationResult result = sched::simulateSchedule(program, costs);
+  if (!result.error.empty())
+    return schedule.emitOpError() << "cannot be simulated: " << result.error;
+  summary.simulation = std::move(result.simulation);
+  return success();
+}
+
+static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module,
+                                         const SimulationRequest &request) {
   SmallVector<StageOp> stages = getStages(model);
   if (stages.empty())
     return model.emitOpError()
@@ -107,20 +166,27 @@ static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module) {
     unsigned m = schedule.getMicrobatches();
     summary.numMicrobatches = m;
     summary.rows.assign(schedule.getRows().begin(), schedule.getRows().end());
-    summary.balancedBubble = sched::balancedBubbleFraction(stages.size(), m);
-    // A backward costs about twice its forward (two GEMMs per forward GEMM).
-    auto duration = [&](const sched::Instr &instr) {
-      double forward = double(summary.stages[instr.stage].flops) * instr.rows /
-                       double(summary.batch);
-      return instr.kind == sched::InstrKind::Backward ? 2.0 * forward
-                                                      : forward;
-    };
-    std::optional<sched::ReplayResult> replay =
-        sched::replaySchedule(read->program, duration);
-    if (!replay)
+    summary.balancedBubble = sched::idealBubbleFraction(stages.size(), m);
+    // The stage costs alone: a backward costs about twice its forward (two
+    // GEMMs per forward GEMM); transfers and recomputation are free.
+    std::vector<uint64_t> flops;
+    for (const StageSummary &stage : summary.stages)
+      flops.push_back(stage.flops);
+    MachineModel unitMachine;
+    unitMachine.linkGBPerSecond = std::numeric_limits<double>::infinity();
+    unitMachine.linkLatencyUs = 0;
+    sched::SimulationCosts stageCosts =
+        costsFromModel(flops, summary.batch, unitMachine);
+    stageCosts.keep = KeepPolicy::All;
+    sched::SimulationResult replay =
+        sched::simulateSchedule(read->program, stageCosts);
+    if (!replay.error.empty())
       return schedule.emitOpError()
              << "cannot run to completion; run gpipe-verify-schedule";
-    summary.predictedBubble = replay->bubbleFraction;
+    summary.predictedBubble = replay.simulation.bubbleFraction;
+    if (request.simulate && failed(simulate(schedule, read->program, request,
+                                            summary, keepPolicyOfModel(model))))
+      return failure();
     for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>()) {
       auto plan = program->getAttrOfType<DictionaryAttr>("gpipe.memory");
       if (!plan || program.getDevice() >= summary.stages.size())
@@ -138,6 +204,99 @@ static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module) {
     }
   }
   return summary;
+}
+
+namespace {
+/// A device's time in a simulated step, in microseconds.
+struct DeviceTime {
+  double forward = 0, backward = 0, optimizer = 0;
+  double busy() const { return forward + backward + optimizer; }
+};
+} // namespace
+
+static DeviceTime deviceTime(const std::vector<sched::SimulatedEvent> &lane) {
+  DeviceTime time;
+  for (const sched::SimulatedEvent &event : lane) {
+    if (event.name == "forward")
+      time.forward += event.durationUs;
+    else if (event.name == "backward")
+      time.backward += event.durationUs;
+    else if (event.name == "optimizer step")
+      time.optimizer += event.durationUs;
+  }
+  return time;
+}
+
+static void printSimulation(const ModelSummary &summary,
+                            llvm::raw_ostream &os) {
+  const sched::Simulation &simulation = *summary.simulation;
+  os << llvm::formatv("simulated step ({0}): {1:f3} ms ({2:f3} ms on the "
+                      "devices + {3:f3} ms on the host), bubble {4:f3}\n",
+                      summary.costSource, simulation.stepUs / 1e3,
+                      simulation.makespanUs / 1e3,
+                      (simulation.stepUs - simulation.makespanUs) / 1e3,
+                      simulation.bubbleFraction);
+  for (auto [device, lane] : llvm::enumerate(simulation.lanes)) {
+    DeviceTime time = deviceTime(lane);
+    os << llvm::formatv("  device {0}: busy {1:f3} ms (forward {2:f3}, "
+                        "backward {3:f3}, optimizer {4:f3}), idle {5:f3} ms\n",
+                        device, time.busy() / 1e3, time.forward / 1e3,
+                        time.backward / 1e3, time.optimizer / 1e3,
+                        (simulation.makespanUs - time.busy()) / 1e3);
+  }
+}
+
+static llvm::json::Value simulationJson(const ModelSummary &summary) {
+  const sched::Simulation &simulation = *summary.simulation;
+  llvm::json::Array devices;
+  for (const std::vector<sched::SimulatedEvent> &lane : simulation.lanes) {
+    DeviceTime time = deviceTime(lane);
+    devices.push_back(
+        llvm::json::Object{{"busy_us", time.busy()},
+                           {"forward_us", time.forward},
+                           {"backward_us", time.backward},
+                           {"optimizer_us", time.optimizer},
+                           {"idle_us", simulation.makespanUs - time.busy()}});
+  }
+  return llvm::json::Object{{"source", summary.costSource},
+                            {"step_us", simulation.stepUs},
+                            {"makespan_us", simulation.makespanUs},
+                            {"bubble_fraction", simulation.bubbleFraction},
+                            {"devices", std::move(devices)}};
+}
+
+/// The simulated timelines in the Chrome trace format gpipe-run --trace
+/// writes: one row (tid) per device, one process (pid) per model.
+static llvm::json::Value
+simulatedTrace(llvm::ArrayRef<ModelSummary> summaries) {
+  llvm::json::Array events;
+  for (auto [pid, summary] : llvm::enumerate(summaries)) {
+    if (!summary.simulation)
+      continue;
+    for (auto [device, lane] : llvm::enumerate(summary.simulation->lanes)) {
+      events.push_back(llvm::json::Object{
+          {"name", "thread_name"},
+          {"ph", "M"},
+          {"pid", int64_t(pid)},
+          {"tid", int64_t(device)},
+          {"args",
+           llvm::json::Object{{"name", "device " + std::to_string(device)}}}});
+      for (const sched::SimulatedEvent &event : lane) {
+        llvm::json::Object object{{"name", event.name},
+                                  {"cat", event.compute ? "compute" : "wait"},
+                                  {"ph", "X"},
+                                  {"ts", event.startUs},
+                                  {"dur", event.durationUs},
+                                  {"pid", int64_t(pid)},
+                                  {"tid", int64_t(device)}};
+        if (event.microbatch >= 0)
+          object["args"] = llvm::json::Object{{"microbatch", event.microbatch}};
+        events.push_back(std::move(object));
+      }
+    }
+  }
+  return llvm::json::Object{{"traceEvents", std::move(events)},
+                            {"displayTimeUnit", "ms"}};
 }
 
 static void printText(const ModelSummary &summary, llvm::raw_ostream &os) {
@@ -181,6 +340,8 @@ static void printText(const ModelSummary &summary, llvm::raw_ostream &os) {
                         "(K-1)/(M+K-1), {1:f3} predicted from the stage "
                         "costs\n",
                         *summary.balancedBubble, *summary.predictedBubble);
+  if (summary.simulation)
+    printSimulation(summary, os);
   bool planned = llvm::any_of(summary.stages, [](const StageSummary &stage) {
     return stage.peakBytes.has_value();
   });
@@ -240,6 +401,8 @@ static llvm::json::Value toJson(const ModelSummary &summary) {
     object["bubble_fraction_balanced"] = *summary.balancedBubble;
     object["bubble_fraction_predicted"] = *summary.predictedBubble;
   }
+  if (summary.simulation)
+    object["simulation"] = simulationJson(summary);
   return object;
 }
 
@@ -254,13 +417,27 @@ struct ReportPass : public gpipe::impl::ReportPassBase<ReportPass> {
                          << "': expected text or json";
       return signalPassFailure();
     }
+    SimulationRequest request;
+    request.simulate = simulate || !profile.empty() || !trace.empty();
+    request.profilePath = profile;
+    request.machine = {deviceGflops, linkGBPerSecond, linkLatencyUs};
+    if (!(deviceGflops > 0) || !(linkGBPerSecond > 0) ||
+        !(linkLatencyUs >= 0)) {
+      module.emitError() << "expects device-gflops > 0, link-gb-per-s > 0 "
+                            "and link-latency-us >= 0, got "
+                         << deviceGflops << ", " << linkGBPerSecond << " and "
+                         << linkLatencyUs;
+      return signalPassFailure();
+    }
     std::vector<ModelSummary> summaries;
     for (ModelOp model : module.getOps<ModelOp>()) {
-      FailureOr<ModelSummary> summary = summarize(model, module);
+      FailureOr<ModelSummary> summary = summarize(model, module, request);
       if (failed(summary))
         return signalPassFailure();
       summaries.push_back(std::move(*summary));
     }
+    if (!trace.empty() && failed(writeTrace(summaries)))
+      return signalPassFailure();
 
     std::string errorMessage;
     std::unique_ptr<llvm::ToolOutputFile> file;
@@ -287,6 +464,19 @@ struct ReportPass : public gpipe::impl::ReportPassBase<ReportPass> {
     if (file)
       file->keep();
     markAllAnalysesPreserved();
+  }
+
+  LogicalResult writeTrace(llvm::ArrayRef<ModelSummary> summaries) {
+    std::string errorMessage;
+    std::unique_ptr<llvm::ToolOutputFile> file =
+        openOutputFile(trace, &errorMessage);
+    if (!file)
+      return getOperation().emitError()
+             << "cannot write the simulated trace to '" << trace
+             << "': " << errorMessage;
+    file->os() << llvm::formatv("{0}", simulatedTrace(summaries)) << "\n";
+    file->keep();
+    return success();
   }
 };
 } // namespace

@@ -39,6 +39,10 @@ public:
   }
   unsigned numDevices() const { return lanes.size(); }
 
+  /// The step's wall time, host work included (0 when not measured).
+  double stepUs() const { return wallUs; }
+  void setStepUs(double us) { wallUs = us; }
+
   /// 1 - (compute time of all devices) / (devices x span), where the span
   /// runs from the first event's start to the last event's end: the share of
   /// device time spent idle or waiting. 0 for an empty timeline.
@@ -52,6 +56,7 @@ public:
 
 private:
   std::vector<std::vector<TimelineEvent>> lanes;
+  double wallUs = 0;
 };
 
 } // namespace gpipe::runtime

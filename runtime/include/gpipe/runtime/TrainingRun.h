@@ -24,6 +24,8 @@ struct ImageRun {
   std::string dataDir; ///< the Fashion-MNIST IDX files
   ImageTrainingOptions options;
   std::string tracePath; ///< "" for none
+  /// The last step's measured costs (Profile.h); "" for none.
+  std::string profilePath;
   /// Nonzero stops the run at the next step boundary (stopOnSignals).
   const std::atomic<int> *stop = nullptr;
 };
@@ -33,6 +35,7 @@ struct TextRun {
   std::string corpusPath;
   TextTrainingOptions options;
   std::string tracePath;
+  std::string profilePath;
   const std::atomic<int> *stop = nullptr;
 };
 
@@ -46,10 +49,11 @@ const std::atomic<int> &stopOnSignals();
 /// unavailable device, else 1.
 int exitStatusOf(const Status &status, const std::atomic<int> &stop);
 
-/// Checks first that the trace path can be written (a run must not train for
-/// an hour to fail at its end). Reports go to `out`, progress to `progress`
-/// when it is a terminal. A run stopped on request still writes the device
-/// memory line and the trace of its last step, then returns Cancelled.
+/// Checks first that the trace and profile paths can be written (a run must not
+/// train for an hour to fail at its end). Reports go to `out`, progress to
+/// `progress` when it is a terminal. A run stopped on request still writes the
+/// device memory line, the trace and the profile of its last step, then returns
+/// Cancelled.
 Status runImageTraining(Engine &engine, const ImageRun &run, std::FILE *out,
                         std::FILE *progress);
 /// `seq`: characterModelWindow(engine.bundle()).

@@ -263,12 +263,34 @@ def ReportPass : Pass<"gpipe-report", "::mlir::ModuleOp"> {
     sent; the imbalance (largest / mean cell cost); the bubble fraction
     (K-1)/(M+K-1) of balanced cells and the one predicted by replaying the
     schedule with the real cell costs. `format` is text or json.
+
+    With `simulate`, the schedule's step is simulated under the runtime's
+    execution model (each device's compute stream runs its program in order,
+    its copy stream its sends; a receive waits for its send and the link's
+    latency): the step time, the bubble, and each device's busy and idle
+    time. Costs come from the cost model (`device-gflops`, `link-gb-per-s`,
+    `link-latency-us`) or, with `profile`, from a step measured by
+    `gpipe-run --profile`. `trace` writes the simulated timeline as a Chrome
+    trace, in the format of `gpipe-run --trace`, so that the two can be laid
+    side by side.
   }];
   let options = [
     Option<"format", "format", "std::string", "\"text\"",
            "report format: text or json">,
     Option<"output", "output", "std::string", "\"-\"",
            "file to write the report to ('-' for stdout)">,
+    Option<"simulate", "simulate", "bool", "false",
+           "simulate the step of the schedule">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "simulate with the costs measured by gpipe-run --profile">,
+    Option<"trace", "trace", "std::string", "\"\"",
+           "write the simulated timeline here (Chrome trace JSON)">,
+    Option<"deviceGflops", "device-gflops", "double", "10.0",
+           "cost model: sustained GFLOP/s of a device">,
+    Option<"linkGBPerSecond", "link-gb-per-s", "double", "10.0",
+           "cost model: GB/s of the link between adjacent devices">,
+    Option<"linkLatencyUs", "link-latency-us", "double", "5.0",
+           "cost model: microseconds of latency per transfer">,
   ];
 }
 

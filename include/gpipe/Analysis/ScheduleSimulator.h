@@ -1,0 +1,86 @@
+//===- ScheduleSimulator.h - Predicted timeline of a step -------*- C++ -*-===//
+//
+// Predicts when every instruction of a schedule runs, under the runtime's
+// execution model (docs/Schedules.md, "Simulator"): each device has a compute
+// stream, which runs its program's loads, forwards, backwards, receives and
+// optimizer step in order, and a copy stream, which runs its sends as soon as
+// the value is computed. A receive completes once the matching send has
+// completed and the transfer latency has passed. Costs come from the cost
+// model or from a profile measured by gpipe-run --profile.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ANALYSIS_SCHEDULESIMULATOR_H
+#define GPIPE_ANALYSIS_SCHEDULESIMULATOR_H
+
+#include "gpipe/Analysis/MemoryPlanner.h"
+#include "gpipe/Analysis/PipelineSchedule.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpipe::schedule {
+
+/// What one device's instructions cost, in microseconds.
+struct DeviceCosts {
+  double forwardPerRow = 0;  ///< a forward of its stage, per micro-batch row
+  double backwardPerRow = 0; ///< a backward, without recomputation, per row
+  /// The recomputation of the forward a backward runs first when the
+  /// micro-batch kept nothing (`SimulationCosts::keep`), per row.
+  double recomputePerRow = 0;
+  double loadPerRow = 0; ///< one model-input load, per row
+  double optimizerStep = 0;
+  double sendFixed = 0, sendPerByte = 0; ///< on the copy stream
+  double recvFixed = 0, recvPerByte = 0; ///< once the data is there
+};
+
+struct SimulationCosts {
+  std::vector<DeviceCosts> devices; ///< one per device of the program
+  /// Which micro-batches keep their forward values (remat none: all; full:
+  /// none; except-last: the one each device forwards last); the others
+  /// recompute in their backward.
+  KeepPolicy keep = KeepPolicy::None;
+  double latency = 0;      ///< from a send's end until it can be received
+  double stepOverhead = 0; ///< host work per step outside the programs
+};
+
+/// One instruction as the runtime's timeline records it.
+struct SimulatedEvent {
+  std::string name;     ///< "forward", "send activation", ... (the runtime's)
+  bool compute = false; ///< forward, backward or optimizer step
+  int64_t microbatch = -1;
+  double startUs = 0;
+  double durationUs = 0;
+};
+
+struct Simulation {
+  std::vector<std::vector<SimulatedEvent>> lanes; ///< per device
+  double makespanUs = 0; ///< from the first start to the last end
+  double stepUs = 0;     ///< makespan + the step overhead
+  /// 1 - compute time / (devices x makespan), as the runtime measures it.
+  double bubbleFraction = 0;
+};
+
+struct SimulationResult {
+  Simulation simulation;
+  std::string error; ///< empty on success
+};
+
+/// Simulates one training step of `program` (which verifySchedule accepts).
+/// Fails when `costs` has the wrong number of devices or the program cannot
+/// finish.
+SimulationResult simulateSchedule(const Program &program,
+                                  const SimulationCosts &costs);
+
+/// (K - 1) / (M + K - 1): the bubble of GPipe and 1F1B with K balanced
+/// stages and M micro-batches, when transfers take no time.
+double idealBubbleFraction(unsigned numStages, unsigned numMicrobatches);
+
+/// Bytes of a transfer's tensor: the product of its shape times the size of
+/// its element type (f32, f16, bf16, i32, ...; 4 when unknown).
+int64_t transferBytes(const Instr &instr);
+
+} // namespace gpipe::schedule
+
+#endif // GPIPE_ANALYSIS_SCHEDULESIMULATOR_H

@@ -1,0 +1,121 @@
+//===- Profile.cpp - Measured instruction costs for the simulator ---------===//
+
+#include "gpipe/runtime/Profile.h"
+#include "BundleJson.h"
+#include "gpipe/runtime/ProgramAnalysis.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+using namespace gpipe::runtime;
+
+namespace {
+/// Sums of one kind of event on one device.
+struct Tally {
+  double us = 0;
+  double rows = 0;
+  int64_t events = 0;
+  double perRow() const { return rows > 0 ? us / rows : 0.0; }
+  double perEvent() const { return events > 0 ? us / double(events) : 0.0; }
+};
+
+const char *rematName(RematPolicy remat) {
+  for (const auto &[policy, name] : bundlejson::kRemats)
+    if (policy == remat)
+      return name;
+  return "unknown";
+}
+} // namespace
+
+std::string gpipe::runtime::profileJson(const Bundle &bundle,
+                                        const Timeline &timeline) {
+  double first = std::numeric_limits<double>::infinity(), last = 0;
+  nlohmann::json devices = nlohmann::json::array();
+  for (unsigned d = 0; d < timeline.numDevices(); ++d) {
+    unsigned lastForward = 0;
+    if (d < bundle.programs.size())
+      for (const Instr &instr : bundle.programs[d])
+        if (instr.kind == InstrKind::Forward)
+          lastForward = instr.microbatch;
+    auto rowsOf = [&](int64_t m) {
+      return m >= 0 && size_t(m) < bundle.microbatchRows.size()
+                 ? double(bundle.microbatchRows[m])
+                 : 0.0;
+    };
+    Tally forward, backward, load, optimizer, send;
+    double recv = std::numeric_limits<double>::infinity();
+    const std::vector<TimelineEvent> &lane = timeline.lane(d);
+    for (const TimelineEvent &event : lane) {
+      first = std::min(first, event.startUs);
+      last = std::max(last, event.startUs + event.durationUs);
+      Tally *tally = event.name == "forward"            ? &forward
+                     : event.name == "load input"       ? &load
+                     : event.name == "optimizer step"   ? &optimizer
+                     : event.name.rfind("send", 0) == 0 ? &send
+                                                        : nullptr;
+      if (event.name.rfind("recv", 0) == 0)
+        recv = std::min(recv, event.durationUs);
+      if (!tally)
+        continue;
+      tally->us += event.durationUs;
+      tally->rows += rowsOf(event.microbatch);
+      ++tally->events;
+    }
+    // A backward that recomputes runs its stage's forward first: take it out,
+    // so that the simulator can price any remat policy.
+    for (const TimelineEvent &event : lane) {
+      if (event.name != "backward")
+        continue;
+      double rows = rowsOf(event.microbatch);
+      bool recomputed = !keepsForwardValues(
+          bundle.remat, unsigned(std::max<int64_t>(event.microbatch, 0)),
+          lastForward);
+      backward.us += std::max(
+          0.0, event.durationUs - (recomputed ? forward.perRow() * rows : 0.0));
+      backward.rows += rows;
+    }
+    devices.push_back({
+        {"forward_us_per_row", forward.perRow()},
+        {"backward_us_per_row", backward.perRow()},
+        {"recompute_us_per_row", forward.perRow()},
+        {"load_us_per_row", load.perRow()},
+        {"optimizer_us", optimizer.perEvent()},
+        {"send_us", send.perEvent()},
+        {"recv_us", std::isfinite(recv) ? recv : 0.0},
+    });
+  }
+  double makespan = last > first ? last - first : 0.0;
+  nlohmann::json profile = {
+      {"format", "gpipe-profile"},
+      {"version", 1},
+      {"model", bundle.model},
+      {"stages", bundle.stages.size()},
+      {"microbatch_rows", bundle.microbatchRows},
+      {"remat", rematName(bundle.remat)},
+      {"step_us", timeline.stepUs()},
+      {"makespan_us", makespan},
+      {"devices", devices},
+  };
+  return profile.dump(2) + "\n";
+}
+
+std::string gpipe::runtime::writeProfile(const std::string &path,
+                                         const Bundle &bundle,
+                                         const Timeline &timeline) {
+  std::ofstream file(path);
+  if (!file)
+    return "cannot write the profile to '" + path +
+           "': " + std::strerror(errno);
+  file << profileJson(bundle, timeline);
+  file.close();
+  if (!file)
+    return "cannot write the profile to '" + path +
+           "': " + std::strerror(errno);
+  return "";
+}

@@ -1,0 +1,99 @@
+//===- ExampleBundles.cpp - The examples compiled for the benchmarks ------===//
+
+#include "ExampleBundles.h"
+
+#include "gpipe/Target/CompileToBundle.h"
+#include "gpipe/runtime/BundleReader.h"
+
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <memory>
+#include <vector>
+
+#ifndef GPIPE_EXAMPLES_DIR
+#error "GPIPE_EXAMPLES_DIR must name the python-free-examples directory"
+#endif
+
+using namespace gpipe;
+namespace rt = gpipe::runtime;
+
+benchmarks::Compiled benchmarks::compileExample(const std::string &example,
+                                                unsigned k, unsigned m,
+                                                RematPolicy remat,
+                                                int64_t batch,
+                                                schedule::ScheduleKind kind) {
+  benchmarks::Compiled out;
+  std::string path =
+      std::string(GPIPE_EXAMPLES_DIR) + "/" + example + "/" + example + ".mlir";
+  std::string openError;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      mlir::openInputFile(path, &openError);
+  if (!file) {
+    out.error = openError;
+    return out;
+  }
+  std::string source = file->getBuffer().str();
+  if (batch > 0) {
+    size_t model = source.find("gpipe.model @");
+    size_t at = source.find(" batch ", model);
+    size_t end = source.find(' ', at + 7);
+    if (model == std::string::npos || at == std::string::npos ||
+        end == std::string::npos) {
+      out.error = path + " declares no batch";
+      return out;
+    }
+    std::string old = source.substr(at + 7, end - at - 7);
+    auto replaceAll = [&](const std::string &from, const std::string &to) {
+      for (size_t pos = 0; (pos = source.find(from, pos)) != std::string::npos;
+           pos += to.size())
+        source.replace(pos, from.size(), to);
+    };
+    replaceAll(" batch " + old + " ", " batch " + std::to_string(batch) + " ");
+    replaceAll("tensor<" + old + "x", "tensor<" + std::to_string(batch) + "x");
+  }
+  gpipe::CompilePipelineOptions options;
+  options.numStages = k;
+  options.numMicrobatches = m;
+  options.remat = remat;
+  options.schedule = kind;
+  std::string json, diagnostics;
+  if (mlir::failed(
+          gpipe::compileSourceToBundle(source, options, json, diagnostics))) {
+    out.error = "cannot compile " + path + ": " + diagnostics;
+    return out;
+  }
+  rt::StatusOr<rt::Bundle> load = rt::parseBundle(json, path);
+  if (!load.ok()) {
+    out.error = load.status().message();
+    return out;
+  }
+  out.bundle = std::move((*load));
+  return out;
+}
+
+rt::Batch benchmarks::randomBatch(const rt::Bundle &bundle, uint64_t seed) {
+  uint64_t state = seed * 2862933555777941757ull + 3;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return uint32_t(state >> 33);
+  };
+  rt::Batch batch;
+  for (const rt::ModelInputSpec &input : bundle.inputs) {
+    int64_t n = 1;
+    for (int64_t d : input.shape)
+      n *= d;
+    if (input.type == rt::ElementType::F32) {
+      std::vector<float> values(n);
+      for (float &v : values)
+        v = float(next() % 1000001) / 1000000.0f;
+      batch[input.name] = rt::HostTensor::floats(input.shape, values);
+    } else {
+      std::vector<int32_t> values(n);
+      for (int32_t &v : values)
+        v = int32_t(next() % 10);
+      batch[input.name] = rt::HostTensor::ints(input.shape, values);
+    }
+  }
+  return batch;
+}
