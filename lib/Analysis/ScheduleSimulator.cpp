@@ -85,14 +85,18 @@ public:
       ready.pop_back();
       advance(device, ready);
     }
-    for (unsigned d = 0; d < numDevices; ++d)
-      if (next[d] < program.devices[d].instrs.size()) {
-        result.error = "device " + std::to_string(d) + " cannot go on at op #" +
-                       std::to_string(next[d]) + " (" +
-                       describe(program.devices[d].instrs[next[d]]) +
-                       "): its send never comes";
-        return std::move(result);
-      }
+    for (unsigned d = 0; d < numDevices; ++d) {
+      if (next[d] == program.devices[d].instrs.size())
+        continue;
+      result.error +=
+          std::string(result.error.empty() ? "the program cannot finish: "
+                                           : "; ") +
+          "device " + std::to_string(d) + " waits at op #" +
+          std::to_string(next[d]) + " (" +
+          describe(program.devices[d].instrs[next[d]]) + ")";
+    }
+    if (!result.error.empty())
+      return std::move(result);
     summarize();
     return std::move(result);
   }

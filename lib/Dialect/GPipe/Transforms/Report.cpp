@@ -72,6 +72,13 @@ static std::string formatFlops(double flops) {
   return llvm::formatv("{0:f3} MFLOP", flops / 1e6).str();
 }
 
+/// "10", "0.016", "2.5e+06".
+static std::string shortNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
 /// The remat policy of the model's backward stages ("full" if unmarked).
 static KeepPolicy keepPolicyOfModel(ModelOp model) {
   for (StageBackwardOp backward :
@@ -91,10 +98,11 @@ static LogicalResult simulate(ScheduleOp schedule,
     for (const StageSummary &stage : summary.stages)
       flops.push_back(stage.flops);
     costs = costsFromModel(flops, summary.batch, request.machine);
-    summary.costSource = llvm::formatv(
-        "cost model: {0} GFLOP/s per device, links {1} GB/s + {2} us",
-        request.machine.deviceGflops, request.machine.linkGBPerSecond,
-        request.machine.linkLatencyUs);
+    summary.costSource =
+        "cost model: " + shortNumber(request.machine.deviceGflops) +
+        " GFLOP/s per device, links " +
+        shortNumber(request.machine.linkGBPerSecond) + " GB/s + " +
+        shortNumber(request.machine.linkLatencyUs) + " us";
   } else {
     llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
         llvm::MemoryBuffer::getFile(request.profilePath);
@@ -172,7 +180,8 @@ static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module,
     std::vector<uint64_t> flops;
     for (const StageSummary &stage : summary.stages)
       flops.push_back(stage.flops);
-    MachineModel unitMachine;
+    MachineModel unitMachine; // a FLOP per microsecond: exact small sums
+    unitMachine.deviceGflops = 1e-3;
     unitMachine.linkGBPerSecond = std::numeric_limits<double>::infinity();
     unitMachine.linkLatencyUs = 0;
     sched::SimulationCosts stageCosts =
@@ -425,8 +434,9 @@ struct ReportPass : public gpipe::impl::ReportPassBase<ReportPass> {
         !(linkLatencyUs >= 0)) {
       module.emitError() << "expects device-gflops > 0, link-gb-per-s > 0 "
                             "and link-latency-us >= 0, got "
-                         << deviceGflops << ", " << linkGBPerSecond << " and "
-                         << linkLatencyUs;
+                         << shortNumber(deviceGflops) << ", "
+                         << shortNumber(linkGBPerSecond) << " and "
+                         << shortNumber(linkLatencyUs);
       return signalPassFailure();
     }
     std::vector<ModelSummary> summaries;

@@ -1,6 +1,11 @@
 // gpipe-report prints per stage its layers, cost, memory and bytes sent, the imbalance and the bubble fraction, as text and as JSON.
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report -o /dev/null | FileCheck %s --check-prefix=TEXT
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report=format=json -o /dev/null | FileCheck %s --check-prefix=JSON
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1 trace=%t.gpipe.json" -o /dev/null | FileCheck %s --check-prefix=SIM
+// RUN: FileCheck %s --check-prefix=TRACE < %t.gpipe.json
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=1f1b" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1" -o /dev/null | FileCheck %s --check-prefix=SIM1F1B
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report="profile=%S/Inputs/profile-k2.json" -o /dev/null | FileCheck %s --check-prefix=PROFILE
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=1f1b" -gpipe-report="format=json device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1 simulate=true" -o /dev/null | FileCheck %s --check-prefix=SIMJSON
 
 // Layer costs 10, 20, 30, 40 (written by hand) split into [a b c | d]: stages of 60 and 40, imbalance 60 / 50 = 1.2.
 // Replaying the schedule (backward = 2 x forward, per micro-batch half the stage cost): device 0 runs
@@ -9,6 +14,35 @@
 // The activation sent by stage 0 is 4x8 f32 = 128 B; stage 1 sends its gradient back.
 // Memory: with no cap the partitioner plans nothing, so the stage table shows each device's planned arena (remat full,
 // Adam), the figure of the memory plan table below it.
+
+// The simulated step, by hand, at 1 MFLOP/s (1 FLOP per us) and 16 B/us + 1 us per transfer (each is 2x8xf32 = 64 B:
+// 4 us on the copy stream). Per row a forward costs 60/4 = 15 us on device 0 and 10 us on device 1, a backward twice
+// that, and remat full recomputes the forward in each backward: F = 30 and 20, B = 90 and 60 per micro-batch of 2 rows.
+// GPipe: device 0 F0 [0,30] (sent [30,34], there at 35) F1 [30,60] (there at 65); device 1 F0 [35,55] F1 [65,85]
+// B1 [85,145] (gradient there at 150) B0 [145,205] (at 210); device 0 B1 [150,240] B0 [240,330]. Busy 240 + 160 of
+// 2 x 330: bubble 1 - 400/660 = 0.394.
+// SIM: simulated step (cost model: 0.001 GFLOP/s per device, links 0.016 GB/s + 1 us): 0.330 ms (0.330 ms on the devices + 0.000 ms on the host), bubble 0.394
+// SIM-NEXT: device 0: busy 0.240 ms (forward 0.060, backward 0.180, optimizer 0.000), idle 0.090 ms
+// SIM-NEXT: device 1: busy 0.160 ms (forward 0.040, backward 0.120, optimizer 0.000), idle 0.170 ms
+// TRACE: "name":"thread_name"
+// TRACE-SAME: "cat":"compute","dur":30,"name":"forward","ph":"X","pid":0,"tid":0,"ts":0
+// TRACE-SAME: "cat":"compute","dur":90,"name":"backward","ph":"X","pid":0,"tid":0,"ts":240
+// 1F1B: device 1 runs B0 [55,115] before F1 [115,135] and B1 [135,195]; its gradients reach device 0 at 120 and 200,
+// so device 0 runs B0 [120,210] B1 [210,300]: bubble 1 - 400/600 = 1/3.
+// SIM1F1B: simulated step ({{.*}}): 0.300 ms (0.300 ms on the devices + 0.000 ms on the host), bubble 0.333
+// The same costs measured (Inputs/profile-k2.json): sends take 4 us, a receive 1 us once its data is there, the
+// latency is 0 and the host adds 400 - 300 = 100 us per step. Device 1: F0 [35,55] F1 [65,85] B1 [85,145] B0 [145,205];
+// device 0: B1 [150,240] B0 [241,331].
+// PROFILE: simulated step (profile {{.*}}profile-k2.json): 0.431 ms (0.331 ms on the devices + 0.100 ms on the host), bubble 0.396
+// SIMJSON: "simulation": {
+// SIMJSON: "bubble_fraction": 0.33333333333333337,
+// SIMJSON: "backward_us": 180,
+// SIMJSON: "busy_us": 240,
+// SIMJSON: "forward_us": 60,
+// SIMJSON: "idle_us": 60,
+// SIMJSON: "makespan_us": 300,
+// SIMJSON: "source": "cost model: 0.001 GFLOP/s per device, links 0.016 GB/s + 1 us",
+// SIMJSON: "step_us": 300
 
 // TEXT: model @tiny: 2 stages, batch 4 in 2 micro-batches of rows [2, 2], objective variance
 // TEXT: stage       forward cost   share      params      memory    act. sent   grad. sent  layers

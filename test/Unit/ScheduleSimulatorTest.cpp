@@ -1,0 +1,152 @@
+//===- ScheduleSimulatorTest.cpp - The simulated step against closed forms
+//-===//
+//
+// With K balanced stages, a forward of f and a backward of b per micro-batch
+// and free transfers, GPipe and 1F1B both take (M + K - 1)(f + b) and idle
+// (K - 1)/(M + K - 1) of the time: the simulator must give exactly that.
+// Transfers, recomputation, the optimizer step and the host overhead are
+// checked on programs small enough to time by hand.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Analysis/ScheduleSimulator.h"
+#include "gpipe/Analysis/ScheduleKinds.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace gpipe;
+using namespace gpipe::schedule;
+
+namespace {
+
+/// K stages, M micro-batches of one row each, one f32 channel of 8 floats.
+PipelineSpec makeSpec(unsigned numStages, unsigned numMicrobatches) {
+  PipelineSpec spec;
+  spec.numStages = numStages;
+  spec.numMicrobatches = numMicrobatches;
+  spec.batchSize = numMicrobatches;
+  spec.boundaries.assign(numStages - 1, {{{numMicrobatches, 8}, "f32"}});
+  spec.stageInputs.assign(numStages, {});
+  spec.stageInputs[0].push_back("x");
+  return spec;
+}
+
+SimulationCosts balanced(unsigned numStages, double forward, double backward) {
+  SimulationCosts costs;
+  DeviceCosts device;
+  device.forwardPerRow = forward;
+  device.backwardPerRow = backward;
+  costs.devices.assign(numStages, device);
+  return costs;
+}
+
+Simulation simulate(const Program &program, const SimulationCosts &costs) {
+  SimulationResult result = simulateSchedule(program, costs);
+  EXPECT_EQ(result.error, "");
+  return result.simulation;
+}
+
+} // namespace
+
+TEST(ScheduleSimulator, BalancedStagesMatchTheClosedForm) {
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
+    for (unsigned k : {1u, 2u, 3u, 4u, 8u})
+      for (unsigned m : {1u, 2u, 3u, 8u, 16u}) {
+        SCOPED_TRACE(std::string(scheduleKindName(kind)) +
+                     " K=" + std::to_string(k) + " M=" + std::to_string(m));
+        Simulation simulation =
+            simulate(buildSchedule(makeSpec(k, m), kind), balanced(k, 1, 2));
+        EXPECT_DOUBLE_EQ(simulation.makespanUs, (m + k - 1) * 3.0);
+        EXPECT_NEAR(simulation.bubbleFraction, idealBubbleFraction(k, m),
+                    1e-12);
+        EXPECT_DOUBLE_EQ(simulation.stepUs, simulation.makespanUs);
+      }
+}
+
+TEST(ScheduleSimulator, TransfersRecomputationOptimizerAndHost) {
+  // K = 2, M = 2 under GPipe, rows 1; forward 10, backward 20, recompute
+  // 5, send 1 + 32 bytes x 0.25, latency 2, optimizer 7, host 100.
+  SimulationCosts costs = balanced(2, 10, 20);
+  for (DeviceCosts &device : costs.devices) {
+    device.recomputePerRow = 5;
+    device.sendFixed = 1;
+    device.sendPerByte = 0.25;
+    device.optimizerStep = 7;
+  }
+  costs.latency = 2;
+  costs.stepOverhead = 100;
+  costs.keep = KeepPolicy::Last; // micro-batch 1 (forwarded last) keeps
+  Program program = buildSchedule(makeSpec(2, 2), ScheduleKind::GPipe);
+  Simulation simulation = simulate(program, costs);
+  // A send of 1 x 8 floats takes 1 + 32 x 0.25 = 9 and arrives 2 later:
+  //  device 0: F0 [0,10] F1 [10,20]; sends [10,19] [20,29], arrive 21, 31.
+  //  device 1: F0 [21,31] F1 [31,41] B1 [41,61] (kept) B0 [61,86]
+  //            (recomputes); gradient sends [61,70] and [86,95].
+  //  device 0: B1 waits for 72, [72,92] (kept); B0 waits for 97,
+  //            [97,122] (recomputes); optimizer [122,129].
+  //  device 1: optimizer [86,93].
+  EXPECT_DOUBLE_EQ(simulation.makespanUs, 129);
+  EXPECT_DOUBLE_EQ(simulation.stepUs, 229);
+  const std::vector<SimulatedEvent> &device1 = simulation.lanes[1];
+  ASSERT_FALSE(device1.empty());
+  EXPECT_EQ(device1.front().name, "recv activation");
+  EXPECT_DOUBLE_EQ(device1.front().durationUs, 21); // the wait for F0
+  double busy = 0;
+  for (const std::vector<SimulatedEvent> &lane : simulation.lanes)
+    for (const SimulatedEvent &event : lane)
+      if (event.compute)
+        busy += event.durationUs;
+  // Each device: 10 + 10 + 20 + 25 + 7.
+  EXPECT_DOUBLE_EQ(busy, 72 + 72);
+  EXPECT_DOUBLE_EQ(simulation.bubbleFraction, 1.0 - 144.0 / (2 * 129.0));
+}
+
+TEST(ScheduleSimulator, ASlowStageBoundsBothSchedules) {
+  // The middle of three stages takes 3 per forward and 6 per backward, the
+  // others 1 and 2, so it sets the pace: it starts when the first
+  // activation arrives (1) and device 0's last backward (2) follows its
+  // own. Under GPipe it also waits while device 2 turns the last forward
+  // into a gradient (1 + 2): 9M + 6. Under 1F1B it runs its next forward
+  // meanwhile: 9M + 3.
+  for (unsigned m : {2u, 4u, 8u}) {
+    SimulationCosts costs = balanced(3, 1, 2);
+    costs.devices[1].forwardPerRow = 3; // a slow middle stage
+    costs.devices[1].backwardPerRow = 6;
+    double gpipe =
+        simulate(buildSchedule(makeSpec(3, m), ScheduleKind::GPipe), costs)
+            .makespanUs;
+    double oneFOneB =
+        simulate(buildSchedule(makeSpec(3, m), ScheduleKind::OneFOneB), costs)
+            .makespanUs;
+    EXPECT_DOUBLE_EQ(gpipe, m * 9.0 + 6.0) << "M=" << m;
+    EXPECT_DOUBLE_EQ(oneFOneB, m * 9.0 + 3.0) << "M=" << m;
+  }
+}
+
+TEST(ScheduleSimulator, Errors) {
+  Program program = buildSchedule(makeSpec(2, 2), ScheduleKind::GPipe);
+  EXPECT_EQ(simulateSchedule(program, balanced(3, 1, 1)).error,
+            "expected the costs of 2 device(s), got 3");
+  // Device 1 waits for an activation device 0 never sends; device 0 waits
+  // for a gradient device 1 cannot send.
+  program.devices[0].instrs.erase(program.devices[0].instrs.begin() + 2);
+  EXPECT_EQ(simulateSchedule(program, balanced(2, 1, 1)).error,
+            "the program cannot finish: device 0 waits at op #5 (recv "
+            "gradient from device 1, micro-batch 1, channel 0); device 1 "
+            "waits at op #0 (recv activation from device 0, micro-batch 0, "
+            "channel 0)");
+}
+
+TEST(ScheduleSimulator, TransferBytesFollowTheElementType) {
+  Instr instr;
+  instr.shape = {3, 5};
+  instr.elementType = "f32";
+  EXPECT_EQ(transferBytes(instr), 60);
+  instr.elementType = "bf16";
+  EXPECT_EQ(transferBytes(instr), 30);
+  instr.elementType = "i64";
+  EXPECT_EQ(transferBytes(instr), 120);
+}
