@@ -1,12 +1,16 @@
 //===- ScheduleBenchmark.cpp - GPipe schedule build and verify cost -------===//
 //
 // Builds and verifies the fill-drain schedule for K stages and M
-// micro-batches, one tensor per boundary. Items are instructions, so items/s
-// is the instruction throughput; the verifier is meant to stay linear.
+// micro-batches, one tensor per boundary; builds 1F1B (a simulation of the
+// devices places its transfers) and simulates a step. Items are
+// instructions, so items/s is the instruction throughput; the verifier is
+// meant to stay linear.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Analysis/PipelineSchedule.h"
+#include "gpipe/Analysis/ScheduleKinds.h"
+#include "gpipe/Analysis/ScheduleSimulator.h"
 
 #include <benchmark/benchmark.h>
 
@@ -66,6 +70,48 @@ static void BM_Schedule_Verify(benchmark::State &state) {
   reportInstrs(state, countInstrs(program));
 }
 
+static void BM_Schedule_Build1F1B(benchmark::State &state) {
+  PipelineSpec spec = makeScheduleSpec(static_cast<unsigned>(state.range(0)),
+                                       static_cast<unsigned>(state.range(1)));
+  std::size_t instrs = 0;
+  for (auto _ : state) {
+    Program program = buildSchedule(spec, ScheduleKind::OneFOneB);
+    instrs = countInstrs(program);
+    benchmark::DoNotOptimize(program);
+  }
+  reportInstrs(state, instrs);
+}
+
+static void BM_Schedule_Simulate(benchmark::State &state) {
+  unsigned k = static_cast<unsigned>(state.range(0));
+  Program program =
+      buildSchedule(makeScheduleSpec(k, static_cast<unsigned>(state.range(1))),
+                    ScheduleKind::OneFOneB);
+  SimulationCosts costs;
+  DeviceCosts device;
+  device.forwardPerRow = 1;
+  device.backwardPerRow = 2;
+  device.sendFixed = 1;
+  costs.devices.assign(k, device);
+  for (auto _ : state) {
+    SimulationResult result = simulateSchedule(program, costs);
+    if (!result.error.empty()) {
+      state.SkipWithError(result.error.c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(result);
+  }
+  reportInstrs(state, countInstrs(program));
+}
+
+BENCHMARK(BM_Schedule_Build1F1B)
+    ->ArgsProduct({{2, 8, 32, 128}, {8, 64, 512}})
+    ->ArgNames({"K", "M"})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Schedule_Simulate)
+    ->ArgsProduct({{2, 8, 32, 128}, {8, 64, 512}})
+    ->ArgNames({"K", "M"})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Schedule_Build)
     ->ArgsProduct({{2, 8, 32, 128}, {8, 64, 512}})
     ->ArgNames({"K", "M"})
