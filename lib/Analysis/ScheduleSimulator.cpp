@@ -116,12 +116,14 @@ private:
         duration = cost.loadPerRow * double(instr.rows);
         break;
       case InstrKind::Forward:
-        duration = cost.forwardPerRow * double(instr.rows);
+        duration = cost.forwardFixed + cost.forwardPerRow * double(instr.rows);
         break;
       case InstrKind::Backward:
-        duration = cost.backwardPerRow * double(instr.rows);
+        duration =
+            cost.backwardFixed + cost.backwardPerRow * double(instr.rows);
         if (recomputes(device, instr.microbatch))
-          duration += cost.recomputePerRow * double(instr.rows);
+          duration +=
+              cost.forwardFixed + cost.recomputePerRow * double(instr.rows);
         break;
       case InstrKind::OptimizerStep:
         duration = cost.optimizerStep;

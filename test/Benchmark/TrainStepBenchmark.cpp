@@ -31,11 +31,14 @@ using gpipe::benchmarks::randomBatch;
 
 namespace {
 
-/// Args: K, M, remat (0 none, 1 full, 2 except-last).
+/// Args: K, M, remat (0 none, 1 full, 2 except-last), schedule (0 gpipe,
+/// 1 1f1b), batch (0: the example's 64).
 void BM_TrainStep(benchmark::State &state) {
   unsigned k = state.range(0), m = state.range(1);
   auto remat = static_cast<gpipe::RematPolicy>(state.range(2));
-  Compiled compiled = compileExample("mlp", k, m, remat);
+  auto kind = state.range(3) == 0 ? gpipe::schedule::ScheduleKind::GPipe
+                                  : gpipe::schedule::ScheduleKind::OneFOneB;
+  Compiled compiled = compileExample("mlp", k, m, remat, state.range(4), kind);
   if (!compiled.error.empty()) {
     state.SkipWithError(compiled.error.c_str());
     return;
@@ -80,9 +83,10 @@ void BM_TrainStep(benchmark::State &state) {
     state.counters["measured_eff"] = 1.0 - bubble;
     state.counters["ideal_eff"] = double(m) / double(m + k - 1);
   }
-  state.SetLabel("K=" + std::to_string(k) + " M=" + std::to_string(m) +
-                 " remat=" + gpipe::stringifyRematPolicy(remat).str() + " batch=" +
-                 std::to_string(rows));
+  state.SetLabel("K=" + std::to_string(k) + " M=" + std::to_string(m) + " " +
+                 gpipe::schedule::scheduleKindName(kind) +
+                 " remat=" + gpipe::stringifyRematPolicy(remat).str() +
+                 " batch=" + std::to_string(rows));
 }
 
 /// Args: example (0: mlp, 1: transformer), batch (0: the example's), K, M,
@@ -164,17 +168,40 @@ constexpr int64_t kNone = int64_t(gpipe::RematPolicy::None);
 constexpr int64_t kFull = int64_t(gpipe::RematPolicy::Full);
 
 BENCHMARK(BM_TrainStep)
-    ->ArgNames({"K", "M", "remat"})
-    ->Args({1, 1, kNone})
-    ->Args({1, 1, kFull})
+    ->ArgNames({"K", "M", "remat", "schedule", "batch"})
+    ->Args({1, 1, kNone, 0, 0})
+    ->Args({1, 1, kFull, 0, 0})
     // The same 8 micro-batches on one device: what micro-batching alone
     // costs, to set against the pipeline's parallelism.
-    ->Args({1, 8, kFull})
-    ->Args({2, 8, kFull})
-    ->Args({2, 8, kNone})
-    ->Args({4, 8, kFull})
+    ->Args({1, 8, kFull, 0, 0})
+    ->Args({2, 8, kFull, 0, 0})
+    ->Args({2, 8, kNone, 0, 0})
+    ->Args({4, 8, kFull, 0, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(2.0);
+
+/// The plans gpipe-tune accepts for the MLP at batch 512 on 2 devices under
+/// a 24 MiB cap (docs/Schedules.md, "Auto-tuner"): K = 2 (one device cannot
+/// hold the model) and, for M = 4, 8 and 16, every schedule and remat policy
+/// that fits (GPipe without remat does not).
+void planGrid(benchmark::internal::Benchmark *bench) {
+  constexpr int64_t kExceptLast = int64_t(gpipe::RematPolicy::ExceptLast);
+  for (int64_t m : {4, 8, 16}) {
+    bench->Args({2, m, kNone, 1, 512});
+    for (int64_t schedule : {0, 1}) {
+      bench->Args({2, m, kExceptLast, schedule, 512});
+      bench->Args({2, m, kFull, schedule, 512});
+    }
+  }
+}
+
+BENCHMARK(BM_TrainStep)
+    ->Name("BM_PlanGrid")
+    ->ArgNames({"K", "M", "remat", "schedule", "batch"})
+    ->Apply(planGrid)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(1.0);
 
 } // namespace

@@ -16,6 +16,7 @@
 #include "gpipe/Tools/CheckpointFlags.h"
 #include "gpipe/Tools/DataFlags.h"
 #include "gpipe/Tools/DistributedFlags.h"
+#include "gpipe/Tune/PlanFile.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/TrainingRun.h"
 #ifdef GPIPE_HAVE_CUDA
@@ -26,6 +27,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <chrono>
@@ -71,6 +73,12 @@ static cl::opt<std::string> scheduleFile(
     "schedule-file", cl::init(""),
     cl::desc("each device's order of forwards and backwards, one line per "
              "device ('device 0: F0 F1 B0 ...')"),
+    cl::cat(pipelineOptions));
+static cl::opt<std::string> planPath(
+    "plan", cl::init(""),
+    cl::desc("compile with the plan gpipe-tune chose (stages, data-parallel "
+             "replicas, micro-batches, schedule, remat, objective, batch "
+             "size, memory cap); those options may not be given too"),
     cl::cat(pipelineOptions));
 static cl::opt<gpipe::PartitionObjective>
     objective("objective", cl::desc("partition objective"),
@@ -148,6 +156,47 @@ static int fail(const std::string &message) {
   return fail(rt::Status(rt::StatusCode::InvalidArgument, message));
 }
 
+/// The plan of --plan, read before anything starts (it sets the number of
+/// data-parallel replicas the processes are grouped into).
+static std::optional<gpipe::PlanFile> plan;
+
+/// Reads --plan; an option the plan sets may not be given as well.
+static std::string loadPlan() {
+  std::string openError;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(planPath, &openError);
+  if (!file)
+    return openError;
+  gpipe::PlanFile read;
+  std::string error = gpipe::readPlanFile(file->getBuffer(), read);
+  if (!error.empty())
+    return "cannot use the plan '" + planPath + "': " + error;
+  const cl::Option *given[] = {
+      &numStages,    &numMicrobatches, &remat,
+      &objective,    &batchSize,       &memoryCap,
+      &scheduleKind, &scheduleFile,    &tools::dataParallel};
+  for (const cl::Option *option : given)
+    if (option->getNumOccurrences() > 0)
+      return "--" + option->ArgStr.str() +
+             " conflicts with --plan, which "
+             "sets it: give one or the other";
+  tools::dataParallel.setValue(read.plan.replicas);
+  plan = std::move(read);
+  return "";
+}
+
+/// The compile options of the plan.
+static void applyPlan(gpipe::CompilePipelineOptions &options) {
+  options.numStages = plan->plan.stages;
+  options.dataParallel = plan->plan.replicas;
+  options.numMicrobatches = plan->plan.microbatches;
+  options.schedule = plan->plan.schedule;
+  options.remat = plan->plan.remat;
+  options.objective = plan->plan.objective;
+  options.batchSize = plan->plan.batchSize;
+  options.memoryCap = plan->memoryCap;
+}
+
 /// Compiles and trains; the exit status.
 static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
                const std::atomic<int> &stop) {
@@ -172,6 +221,8 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   options.remat = remat;
   options.schedule = scheduleKind;
   options.scheduleFile = scheduleFile;
+  if (plan)
+    applyPlan(options);
   options.optimizerSlots = rt::optimizerSlots(engineOptions.optimizer.kind);
   std::string bundleText, openError;
   if (failed(gpipe::compileFileToBundle(modelPath, options, bundleText,
@@ -252,6 +303,9 @@ int main(int argc, char **argv) {
       argc, argv,
       "gpipe-run: compile a model into a GPipe pipeline and train it on "
       "Fashion-MNIST or, as a character language model, on a text corpus\n");
+  if (!planPath.empty())
+    if (std::string error = loadPlan(); !error.empty())
+      return fail(error);
   rt::EngineOptions engineOptions;
   tools::Processes processes;
   if (rt::Status started = processes.start(engineOptions, &stop); !started.ok())

@@ -26,6 +26,9 @@ namespace gpipe::schedule {
 struct DeviceCosts {
   double forwardPerRow = 0;  ///< a forward of its stage, per micro-batch row
   double backwardPerRow = 0; ///< a backward, without recomputation, per row
+  /// What a forward (a recomputation too) and a backward cost whatever
+  /// their rows: kernel launches, hand-offs, small GEMMs' inefficiency.
+  double forwardFixed = 0, backwardFixed = 0;
   /// The recomputation of the forward a backward runs first when the
   /// micro-batch kept nothing (`SimulationCosts::keep`), per row.
   double recomputePerRow = 0;
