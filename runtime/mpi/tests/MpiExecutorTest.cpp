@@ -46,12 +46,15 @@ OptimizerConfig adam() {
   return config;
 }
 
+using gpipe::schedule::ScheduleKind;
+
 Bundle bundleFor(bool transformer, int64_t batch, unsigned k,
-                 unsigned microbatches, RematPolicy remat) {
-  return transformer
-             ? buildBundle(residualGraph(batch), residualSplit(k), microbatches,
-                           remat)
-             : buildBundle(mlpGraph(batch), mlpSplit(k), microbatches, remat);
+                 unsigned microbatches, RematPolicy remat,
+                 ScheduleKind kind = ScheduleKind::GPipe) {
+  return transformer ? buildBundle(residualGraph(batch), residualSplit(k),
+                                   microbatches, remat, kind)
+                     : buildBundle(mlpGraph(batch), mlpSplit(k), microbatches,
+                                   remat, kind);
 }
 
 Batch batchFor(bool transformer, int64_t rows, uint64_t seed) {
@@ -108,26 +111,33 @@ Trajectory train(device::DeviceExecutor &executor, bool transformer,
   return out;
 }
 
-using Param = std::tuple<bool, RematPolicy>;
+using Param = std::tuple<bool, RematPolicy, ScheduleKind>;
 
 std::string paramName(const ::testing::TestParamInfo<Param> &info) {
   RematPolicy remat = std::get<1>(info.param);
   return std::string(std::get<0>(info.param) ? "transformer" : "mlp") + "_" +
          (remat == RematPolicy::None   ? "none"
           : remat == RematPolicy::Full ? "full"
-                                       : "exceptlast");
+                                       : "exceptlast") +
+         (std::get<2>(info.param) == ScheduleKind::GPipe ? "_gpipe"
+                                                         : "_onefoneb");
 }
 
 class MpiPipeline : public ::testing::TestWithParam<Param> {};
 class MpiDataParallel : public ::testing::TestWithParam<Param> {};
 
+// Every schedule: MPI's sends complete only when received (rendezvous), the
+// semantics under which the compiler proved the programs cannot deadlock.
 TEST_P(MpiPipeline, RanksGiveTheThreadedBits) {
   ASSERT_EQ(session->size(), int(kRanks));
-  auto [transformer, remat] = GetParam();
+  auto [transformer, remat, kind] = GetParam();
   const int64_t batch = 12;
-  auto ranks = executorFor(bundleFor(transformer, batch, kRanks, 4, remat), 1);
+  // 1F1B with M = 6 > K: warm-up, steady state and cool-down all occur.
+  const unsigned m = kind == ScheduleKind::GPipe ? 4 : 6;
+  auto ranks =
+      executorFor(bundleFor(transformer, batch, kRanks, m, remat, kind), 1);
   auto threads =
-      executorFor(bundleFor(transformer, batch, kRanks, 4, remat), 0);
+      executorFor(bundleFor(transformer, batch, kRanks, m, remat, kind), 0);
   ASSERT_TRUE(ranks && threads);
   EXPECT_TRUE(ranks->transport().spansProcesses());
   // The first device reads the features, the last the labels.
@@ -147,15 +157,15 @@ TEST_P(MpiPipeline, RanksGiveTheThreadedBits) {
 
 TEST_P(MpiDataParallel, GradientsMatchOnePipelineOnTheWholeBatch) {
   ASSERT_EQ(session->size(), int(kRanks));
-  auto [transformer, remat] = GetParam();
+  auto [transformer, remat, kind] = GetParam();
   // Two replicas of 2 devices, each 2 micro-batches of 3 rows, against one
   // pipeline of 2 devices with 4 micro-batches of 3 rows: the same
   // micro-batches.
   const unsigned replicas = 2, k = kRanks / replicas;
   const int64_t whole = 12;
   auto parallel = executorFor(
-      bundleFor(transformer, whole / replicas, k, 2, remat), replicas);
-  auto one = executorFor(bundleFor(transformer, whole, k, 4, remat), 0);
+      bundleFor(transformer, whole / replicas, k, 2, remat, kind), replicas);
+  auto one = executorFor(bundleFor(transformer, whole, k, 4, remat, kind), 0);
   ASSERT_TRUE(parallel && one);
   EXPECT_EQ(parallel->transport().replicas(), replicas);
   Trajectory actual = train(*parallel, transformer, whole);
@@ -183,8 +193,10 @@ TEST_P(MpiDataParallel, GradientsMatchOnePipelineOnTheWholeBatch) {
 }
 
 const auto kCases = ::testing::Combine(
-    ::testing::Bool(), ::testing::Values(RematPolicy::None, RematPolicy::Full,
-                                         RematPolicy::ExceptLast));
+    ::testing::Bool(),
+    ::testing::Values(RematPolicy::None, RematPolicy::Full,
+                      RematPolicy::ExceptLast),
+    ::testing::Values(ScheduleKind::GPipe, ScheduleKind::OneFOneB));
 INSTANTIATE_TEST_SUITE_P(Models, MpiPipeline, kCases, paramName);
 INSTANTIATE_TEST_SUITE_P(Models, MpiDataParallel, kCases, paramName);
 
