@@ -3,8 +3,10 @@
 #include "gpipe/Analysis/ScheduleSimulator.h"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <map>
+#include <queue>
 #include <tuple>
 
 using namespace gpipe;
@@ -56,18 +58,20 @@ namespace {
 /// Direction, sender, receiver, micro-batch, channel.
 using TransferKey = std::tuple<int, unsigned, unsigned, unsigned, unsigned>;
 
+/// Simulates the devices in time order. A device's compute stream runs one
+/// instruction at a time; with `processors` set, a load, forward, backward
+/// or optimizer step also needs one of them, taken first come, first served
+/// (devices that share cores, as CPU threads do).
 class Simulator {
 public:
   Simulator(const Program &program, const SimulationCosts &costs)
-      : program(program), costs(costs), next(program.devices.size(), 0),
-        computeClock(program.devices.size(), 0.0),
-        copyClock(program.devices.size(), 0.0),
-        lastForward(program.devices.size(), 0) {
+      : program(program), costs(costs), devices(program.devices.size()),
+        freeProcessors(costs.processors) {
     result.simulation.lanes.resize(program.devices.size());
     for (std::size_t d = 0; d < program.devices.size(); ++d)
       for (const Instr &instr : program.devices[d].instrs)
         if (instr.kind == InstrKind::Forward)
-          lastForward[d] = instr.microbatch;
+          devices[d].lastForward = instr.microbatch;
   }
 
   SimulationResult run() {
@@ -77,23 +81,30 @@ public:
                      " device(s), got " + std::to_string(costs.devices.size());
       return std::move(result);
     }
-    std::vector<unsigned> ready;
-    for (unsigned d = numDevices; d-- > 0;)
-      ready.push_back(d);
-    while (!ready.empty()) {
-      unsigned device = ready.back();
-      ready.pop_back();
-      advance(device, ready);
+    for (unsigned d = 0; d < numDevices; ++d)
+      advance(d, 0);
+    while (!events.empty()) {
+      Event event = events.top();
+      events.pop();
+      DeviceState &device = devices[event.device];
+      if (event.finishes) {
+        device.busy = false;
+        device.readyAt = event.time;
+        ++device.next;
+        if (event.heldProcessor)
+          releaseProcessor(event.time);
+      }
+      advance(event.device, event.time);
     }
     for (unsigned d = 0; d < numDevices; ++d) {
-      if (next[d] == program.devices[d].instrs.size())
+      if (devices[d].next == program.devices[d].instrs.size())
         continue;
       result.error +=
           std::string(result.error.empty() ? "the program cannot finish: "
                                            : "; ") +
           "device " + std::to_string(d) + " waits at op #" +
-          std::to_string(next[d]) + " (" +
-          describe(program.devices[d].instrs[next[d]]) + ")";
+          std::to_string(devices[d].next) + " (" +
+          describe(program.devices[d].instrs[devices[d].next]) + ")";
     }
     if (!result.error.empty())
       return std::move(result);
@@ -102,70 +113,133 @@ public:
   }
 
 private:
-  /// Runs `device` until it finishes or waits for a transfer; wakes the
-  /// devices its sends unblock.
-  void advance(unsigned device, std::vector<unsigned> &ready) {
-    const std::vector<Instr> &instrs = program.devices[device].instrs;
-    const DeviceCosts &cost = costs.devices[device];
-    double &clock = computeClock[device];
-    while (next[device] < instrs.size()) {
-      const Instr &instr = instrs[next[device]];
-      double start = clock, duration = 0;
-      switch (instr.kind) {
-      case InstrKind::LoadInput:
-        duration = cost.loadPerRow * double(instr.rows);
-        break;
-      case InstrKind::Forward:
-        duration = cost.forwardFixed + cost.forwardPerRow * double(instr.rows);
-        break;
-      case InstrKind::Backward:
-        duration =
-            cost.backwardFixed + cost.backwardPerRow * double(instr.rows);
-        if (recomputes(device, instr.microbatch))
-          duration +=
-              cost.forwardFixed + cost.recomputePerRow * double(instr.rows);
-        break;
-      case InstrKind::OptimizerStep:
-        duration = cost.optimizerStep;
-        break;
-      case InstrKind::Send: {
+  struct DeviceState {
+    std::size_t next = 0; ///< the instruction the compute stream is at
+    bool busy = false;    ///< running it
+    bool queued = false;  ///< waiting for a processor
+    double readyAt = 0;   ///< when the compute stream reached it
+    double copyClock = 0; ///< when the copy stream is free
+    unsigned lastForward = 0;
+  };
+
+  struct Event {
+    double time;
+    unsigned long sequence; ///< ties break in the order of issue
+    unsigned device;
+    bool finishes;      ///< the device's instruction ends (else: data came)
+    bool heldProcessor; ///< it ran on a processor, now free
+    bool operator>(const Event &other) const {
+      return time != other.time ? time > other.time : sequence > other.sequence;
+    }
+  };
+
+  void push(double time, unsigned device, bool finishes, bool heldProcessor) {
+    events.push({time, sequence++, device, finishes, heldProcessor});
+  }
+
+  /// Runs `d` from `now` until it starts an instruction that takes time,
+  /// waits for a transfer or a processor, or ends.
+  void advance(unsigned d, double now) {
+    DeviceState &device = devices[d];
+    const std::vector<Instr> &instrs = program.devices[d].instrs;
+    const DeviceCosts &cost = costs.devices[d];
+    while (!device.busy && !device.queued && device.next < instrs.size()) {
+      const Instr &instr = instrs[device.next];
+      if (instr.kind == InstrKind::Send) {
         // The copy stream starts once the value exists: when the compute
         // stream has reached this point.
-        start = std::max(copyClock[device], clock);
-        duration =
+        double start = std::max(device.copyClock, now);
+        double duration =
             cost.sendFixed + cost.sendPerByte * double(transferBytes(instr));
-        copyClock[device] = start + duration;
-        TransferKey key{int(instr.direction), device, instr.peer,
-                        instr.microbatch, instr.channel};
-        arrival[key] = start + duration + costs.latency;
+        device.copyClock = start + duration;
+        TransferKey key{int(instr.direction), d, instr.peer, instr.microbatch,
+                        instr.channel};
+        double arrives = start + duration + costs.latency;
+        arrival[key] = arrives;
         auto waiter = waiting.find(key);
         if (waiter != waiting.end()) {
-          ready.push_back(waiter->second);
+          push(arrives, waiter->second, /*finishes=*/false, false);
           waiting.erase(waiter);
         }
-        record(device, instr, start, duration);
-        ++next[device];
+        record(d, instr, start, duration);
+        ++device.next;
+        device.readyAt = now;
         continue;
       }
-      case InstrKind::Recv: {
-        TransferKey key{int(instr.direction), instr.peer, device,
-                        instr.microbatch, instr.channel};
+      if (instr.kind == InstrKind::Recv) {
+        TransferKey key{int(instr.direction), instr.peer, d, instr.microbatch,
+                        instr.channel};
         auto sent = arrival.find(key);
         if (sent == arrival.end()) {
-          waiting[key] = device;
+          waiting[key] = d;
+          return;
+        }
+        if (sent->second > now) {
+          push(sent->second, d, /*finishes=*/false, false);
           return;
         }
         // The event spans the wait, as the runtime's timeline records it.
-        double done = std::max(clock, sent->second) + cost.recvFixed +
+        double done = now + cost.recvFixed +
                       cost.recvPerByte * double(transferBytes(instr));
-        duration = done - clock;
-        break;
+        record(d, instr, device.readyAt, done - device.readyAt);
+        device.busy = true;
+        push(done, d, /*finishes=*/true, false);
+        return;
       }
+      if (costs.processors > 0 && freeProcessors == 0) {
+        device.queued = true;
+        processorQueue.push_back(d);
+        return;
       }
-      record(device, instr, start, duration);
-      clock = start + duration;
-      ++next[device];
+      start(d, now);
     }
+  }
+
+  /// Starts the compute instruction `d` is at, on a processor if they are
+  /// counted.
+  void start(unsigned d, double now) {
+    DeviceState &device = devices[d];
+    const Instr &instr = program.devices[d].instrs[device.next];
+    double duration = computeTime(d, instr);
+    bool counted = costs.processors > 0;
+    if (counted)
+      --freeProcessors;
+    record(d, instr, now, duration);
+    device.busy = true;
+    push(now + duration, d, /*finishes=*/true, counted);
+  }
+
+  /// A processor is free at `now`: the device that waited longest takes it.
+  void releaseProcessor(double now) {
+    ++freeProcessors;
+    if (processorQueue.empty())
+      return;
+    unsigned d = processorQueue.front();
+    processorQueue.pop_front();
+    devices[d].queued = false;
+    start(d, now);
+  }
+
+  double computeTime(unsigned d, const Instr &instr) const {
+    const DeviceCosts &cost = costs.devices[d];
+    double rows = double(instr.rows);
+    switch (instr.kind) {
+    case InstrKind::LoadInput:
+      return cost.loadPerRow * rows;
+    case InstrKind::Forward:
+      return cost.forwardFixed + cost.forwardPerRow * rows;
+    case InstrKind::Backward:
+      return cost.backwardFixed + cost.backwardPerRow * rows +
+             (recomputes(d, instr.microbatch)
+                  ? cost.forwardFixed + cost.recomputePerRow * rows
+                  : 0.0);
+    case InstrKind::OptimizerStep:
+      return cost.optimizerStep;
+    case InstrKind::Send:
+    case InstrKind::Recv:
+      break;
+    }
+    return 0.0;
   }
 
   /// As the runtime decides (keepsForwardValues): except-last keeps the
@@ -179,7 +253,7 @@ private:
     case KeepPolicy::Last:
       break;
     }
-    return microbatch != lastForward[device];
+    return microbatch != devices[device].lastForward;
   }
 
   void record(unsigned device, const Instr &instr, double start,
@@ -217,9 +291,11 @@ private:
 
   const Program &program;
   const SimulationCosts &costs;
-  std::vector<std::size_t> next;
-  std::vector<double> computeClock, copyClock;
-  std::vector<unsigned> lastForward; ///< per device
+  std::vector<DeviceState> devices;
+  unsigned freeProcessors;
+  std::deque<unsigned> processorQueue;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+  unsigned long sequence = 0;
   std::map<TransferKey, double> arrival;
   std::map<TransferKey, unsigned> waiting;
   SimulationResult result;

@@ -214,6 +214,23 @@ std::vector<unsigned> divisors(unsigned n) {
 }
 } // namespace
 
+/// Each replica is a pipeline of its own devices and gets its share of the
+/// processors; with fewer processors than replicas, each replica's one
+/// processor runs at processors / replicas of its speed (time-sliced).
+static void shareProcessors(sched::SimulationCosts &costs, unsigned processors,
+                            unsigned replicas) {
+  costs.processors = std::max(1u, processors / replicas);
+  if (processors >= replicas)
+    return;
+  const double slowdown = double(replicas) / double(processors);
+  for (sched::DeviceCosts &device : costs.devices)
+    for (double *cost :
+         {&device.forwardPerRow, &device.backwardPerRow, &device.forwardFixed,
+          &device.backwardFixed, &device.recomputePerRow, &device.loadPerRow,
+          &device.optimizerStep})
+      *cost *= slowdown;
+}
+
 TuneResult gpipe::searchPlans(const TuneRequest &request) {
   TuneResult result;
   PlanCompiler compiler(request.optimizerSlots);
@@ -233,10 +250,14 @@ TuneResult gpipe::searchPlans(const TuneRequest &request) {
     modelParams += single->stageParamBytes[s];
   }
   const TuneCosts &costs = request.costs;
+  // Spread over the devices, or over the processors they share.
+  unsigned workers = request.processors > 0
+                         ? std::min(request.processors, request.devices)
+                         : request.devices;
   result.lowerBoundUs =
       (double(modelFlops) * (costs.forwardUsPerFlop + costs.backwardUsPerFlop) +
        double(modelParams) * costs.optimizerUsPerParamByte) /
-      double(std::max(1u, request.devices));
+      double(std::max(1u, workers));
 
   using sched::ScheduleKind;
   for (unsigned stages : divisors(request.devices)) {
@@ -260,9 +281,12 @@ TuneResult gpipe::searchPlans(const TuneRequest &request) {
             if (!compiled)
               continue;
             outcome.peakBytes = compiled->arenaBytes;
-            sched::SimulationResult simulation = sched::simulateSchedule(
-                compiled->program,
-                simulationCosts(*compiled, outcome.plan, costs));
+            sched::SimulationCosts planCosts =
+                simulationCosts(*compiled, outcome.plan, costs);
+            if (request.processors > 0)
+              shareProcessors(planCosts, request.processors, replicas);
+            sched::SimulationResult simulation =
+                sched::simulateSchedule(compiled->program, planCosts);
             if (!simulation.error.empty()) {
               outcome.rejection = simulation.error;
               continue;

@@ -23,6 +23,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace rt = gpipe::runtime;
@@ -190,6 +191,8 @@ void BM_SchedulePrediction(benchmark::State &state) {
   for (const sched::SimulationCosts &one : profiles)
     accumulate(costs, one, 1.0 / double(profiles.size()));
   costs.keep = keepOf(remat);
+  // The devices are threads on this machine's cores.
+  costs.processors = std::max(1u, std::thread::hardware_concurrency());
   sched::SimulationResult predicted = sched::simulateSchedule(program, costs);
   if (!predicted.error.empty()) {
     state.SkipWithError(predicted.error.c_str());

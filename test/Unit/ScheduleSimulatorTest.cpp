@@ -5,7 +5,8 @@
 // and free transfers, GPipe and 1F1B both take (M + K - 1)(f + b) and idle
 // (K - 1)/(M + K - 1) of the time: the simulator must give exactly that.
 // Transfers, recomputation, the optimizer step and the host overhead are
-// checked on programs small enough to time by hand.
+// checked on programs small enough to time by hand; shared processors
+// against the serial sum of the work.
 //
 //===----------------------------------------------------------------------===//
 
@@ -124,6 +125,28 @@ TEST(ScheduleSimulator, ASlowStageBoundsBothSchedules) {
     EXPECT_DOUBLE_EQ(gpipe, m * 9.0 + 6.0) << "M=" << m;
     EXPECT_DOUBLE_EQ(oneFOneB, m * 9.0 + 3.0) << "M=" << m;
   }
+}
+
+TEST(ScheduleSimulator, DevicesSharingProcessors) {
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
+    for (unsigned k : {2u, 3u, 4u})
+      for (unsigned m : {1u, 3u, 8u}) {
+        SCOPED_TRACE(std::string(scheduleKindName(kind)) +
+                     " K=" + std::to_string(k) + " M=" + std::to_string(m));
+        Program program = buildSchedule(makeSpec(k, m), kind);
+        SimulationCosts costs = balanced(k, 1, 2);
+        double alone = simulate(program, costs).makespanUs;
+        // One processor runs all K x M x (1 + 2) of work, one thing at a
+        // time, and some device always has work ready (the producer of
+        // whatever the others wait for): exactly the sum.
+        costs.processors = 1;
+        Simulation shared = simulate(program, costs);
+        EXPECT_DOUBLE_EQ(shared.makespanUs, k * m * 3.0);
+        EXPECT_NEAR(shared.bubbleFraction, 1.0 - 1.0 / k, 1e-12);
+        // As many processors as devices: nobody waits for one.
+        costs.processors = k;
+        EXPECT_DOUBLE_EQ(simulate(program, costs).makespanUs, alone);
+      }
 }
 
 TEST(ScheduleSimulator, Errors) {

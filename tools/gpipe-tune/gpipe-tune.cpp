@@ -75,6 +75,11 @@ static gpipe::Real<double> linkLatencyUs("link-latency-us", cl::init(5.0),
                                          cl::desc("cost model: microseconds "
                                                   "per transfer"),
                                          cl::cat(tuneCategory));
+static gpipe::Count processors(
+    "processors", cl::init(0),
+    cl::desc("processors the devices share, as CPU devices share cores (0: "
+             "one per device)"),
+    cl::cat(tuneCategory));
 static cl::opt<std::string> planPath("plan", cl::init(""),
                                      cl::desc("write the chosen plan here, "
                                               "for gpipe-run --plan"),
@@ -148,6 +153,7 @@ int main(int argc, char **argv) {
   request.batchSize = batchSize;
   request.optimizerSlots = optimizer->second;
   request.maxMicrobatches = std::max(1u, unsigned(maxMicrobatches));
+  request.processors = processors;
   request.costs = gpipe::tuneCostsFromMachine(
       {deviceGflops, linkGBPerSecond, linkLatencyUs});
   if (!profilePaths.empty()) {
@@ -173,7 +179,11 @@ int main(int argc, char **argv) {
     rejected += !outcome.rejection.empty();
   os << "gpipe-tune: " << modelPath << " on " << unsigned(devices)
      << " devices, memory cap " << gpipe::formatBytes(double(*cap))
-     << ", optimizer " << optimizerName << "; " << request.costs.source << "\n";
+     << ", optimizer " << optimizerName << "; " << request.costs.source;
+  if (processors > 0)
+    os << "; the devices share " << unsigned(processors)
+       << (processors == 1 ? " processor" : " processors");
+  os << "\n";
   os << result.outcomes.size() << " plans tried, " << rejected << " rejected\n";
   if (showAll || !result.chosen)
     for (const gpipe::PlanOutcome &outcome : result.outcomes)
@@ -211,7 +221,12 @@ int main(int argc, char **argv) {
   os << "lower bound on the step: " << formatMs(result.lowerBoundUs)
      << " ms (the forward and backward work and the optimizer step spread "
         "over "
-     << unsigned(devices) << " devices, no bubble, transfer or host time)\n";
+     << (processors > 0 ? std::min(unsigned(processors), unsigned(devices))
+                        : unsigned(devices))
+     << (processors > 0 && processors < devices
+             ? (processors == 1 ? " processor" : " processors")
+             : " devices")
+     << ", no bubble, transfer or host time)\n";
   os << "chosen: " << gpipe::describePlan(chosen.plan) << ", predicted "
      << formatMs(chosen.stepUs) << " ms, "
      << llvm::formatv("{0:f2}", chosen.stepUs / result.lowerBoundUs)

@@ -5,7 +5,8 @@
 // stream, which runs its program's loads, forwards, backwards, receives and
 // optimizer step in order, and a copy stream, which runs its sends as soon as
 // the value is computed. A receive completes once the matching send has
-// completed and the transfer latency has passed. Costs come from the cost
+// completed and the transfer latency has passed. Devices may share a number
+// of processors (CPU threads on fewer cores). Costs come from the cost
 // model or from a profile measured by gpipe-run --profile.
 //
 //===----------------------------------------------------------------------===//
@@ -46,6 +47,10 @@ struct SimulationCosts {
   KeepPolicy keep = KeepPolicy::None;
   double latency = 0;      ///< from a send's end until it can be received
   double stepOverhead = 0; ///< host work per step outside the programs
+  /// Processors the devices share (CPU threads on cores): at most this many
+  /// loads, forwards, backwards and optimizer steps run at once, first come,
+  /// first served. 0: each device has its own.
+  unsigned processors = 0;
 };
 
 /// One instruction as the runtime's timeline records it.

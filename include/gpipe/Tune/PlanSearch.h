@@ -53,6 +53,9 @@ struct TuneRequest {
   int64_t batchSize = 0;  ///< the mini-batch (0: the model's)
   unsigned optimizerSlots = 2;
   unsigned maxMicrobatches = 64;
+  /// Processors the devices share (CPU threads on fewer cores); 0: one per
+  /// device.
+  unsigned processors = 0;
   TuneCosts costs;
 };
 

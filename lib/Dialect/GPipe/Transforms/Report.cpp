@@ -63,6 +63,7 @@ struct SimulationRequest {
   bool simulate = false;
   std::string profilePath; ///< "" for the cost model
   MachineModel machine;
+  unsigned processors = 0; ///< shared by the devices; 0: one each
 };
 } // namespace
 
@@ -118,6 +119,11 @@ static LogicalResult simulate(ScheduleOp schedule,
     summary.costSource = "profile " + request.profilePath;
   }
   costs.keep = keep;
+  costs.processors = request.processors;
+  if (request.processors > 0)
+    summary.costSource +=
+        ", the devices sharing " + std::to_string(request.processors) +
+        (request.processors == 1 ? " processor" : " processors");
   sched::SimulationResult result = sched::simulateSchedule(program, costs);
   if (!result.error.empty())
     return schedule.emitOpError() << "cannot be simulated: " << result.error;
@@ -430,6 +436,7 @@ struct ReportPass : public gpipe::impl::ReportPassBase<ReportPass> {
     request.simulate = simulate || !profile.empty() || !trace.empty();
     request.profilePath = profile;
     request.machine = {deviceGflops, linkGBPerSecond, linkLatencyUs};
+    request.processors = processors;
     if (!(deviceGflops > 0) || !(linkGBPerSecond > 0) ||
         !(linkLatencyUs >= 0)) {
       module.emitError() << "expects device-gflops > 0, link-gb-per-s > 0 "

@@ -4,6 +4,7 @@
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1 trace=%t.gpipe.json" -o /dev/null | FileCheck %s --check-prefix=SIM
 // RUN: FileCheck %s --check-prefix=TRACE < %t.gpipe.json
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=1f1b" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1" -o /dev/null | FileCheck %s --check-prefix=SIM1F1B
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1 processors=1" -o /dev/null | FileCheck %s --check-prefix=SHARED
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report="profile=%S/Inputs/profile-k2.json" -o /dev/null | FileCheck %s --check-prefix=PROFILE
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=1f1b" -gpipe-report="format=json device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1 simulate=true" -o /dev/null | FileCheck %s --check-prefix=SIMJSON
 
@@ -29,6 +30,12 @@
 // TRACE-SAME: "cat":"compute","dur":90,"name":"backward","ph":"X","pid":0,"tid":0,"ts":240
 // 1F1B: device 1 runs B0 [55,115] before F1 [115,135] and B1 [135,195]; its gradients reach device 0 at 120 and 200,
 // so device 0 runs B0 [120,210] B1 [210,300]: bubble 1 - 400/600 = 1/3.
+// One processor for both devices runs their work one piece at a time: the
+// step is the sum of both devices' busy times above, 0.240 + 0.160 ms.
+// SHARED: simulated step (cost model: 0.001 GFLOP/s per device, links 0.016 GB/s + 1 us, the devices sharing 1 processor): 0.400 ms (0.400 ms on the devices + 0.000 ms on the host), bubble 0.500
+// SHARED-NEXT: device 0: busy 0.240 ms
+// SHARED-NEXT: device 1: busy 0.160 ms
+
 // SIM1F1B: simulated step ({{.*}}): 0.300 ms (0.300 ms on the devices + 0.000 ms on the host), bubble 0.333
 // The same costs measured (Inputs/profile-k2.json): sends take 4 us, a receive 1 us once its data is there, the
 // latency is 0 and the host adds 400 - 300 = 100 us per step. Device 1: F0 [35,55] F1 [65,85] B1 [85,145] B0 [145,205];

@@ -272,7 +272,8 @@ def ReportPass : Pass<"gpipe-report", "::mlir::ModuleOp"> {
     `link-latency-us`) or, with `profile`, from a step measured by
     `gpipe-run --profile`. `trace` writes the simulated timeline as a Chrome
     trace, in the format of `gpipe-run --trace`, so that the two can be laid
-    side by side.
+    side by side. `processors` limits how many devices compute at once (CPU
+    devices are threads that share the machine's cores).
   }];
   let options = [
     Option<"format", "format", "std::string", "\"text\"",
@@ -291,6 +292,9 @@ def ReportPass : Pass<"gpipe-report", "::mlir::ModuleOp"> {
            "cost model: GB/s of the link between adjacent devices">,
     Option<"linkLatencyUs", "link-latency-us", "double", "5.0",
            "cost model: microseconds of latency per transfer">,
+    Option<"processors", "processors", "unsigned", "0",
+           "processors the devices share (CPU threads on fewer cores); 0: "
+           "one per device">,
   ];
 }
 
