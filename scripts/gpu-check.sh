@@ -16,6 +16,11 @@
 # under /tmp (never over /), the data sets, and the bundles. With the device
 # tool: carry [".gpu-deps"] and run `scripts/gpu-check.sh`.
 #
+# GPIPE_GPU_STEPS picks steps (default all): a comma list of build (only the
+# GPU targets unless `rest` is picked too), gpu-tests, rest (the runtime's
+# other tests), train, bench, profile (Nsight Compute), torch. A lease is short: a first look can be
+# GPIPE_GPU_STEPS=build,gpu-tests,bench GPIPE_BENCH_REPETITIONS=1.
+#
 # Exit status: 0 when every step passed, else 1 (the report says which).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,6 +34,8 @@ jobs="${GPIPE_JOBS:-$(nproc)}"
 mkdir -p "$build" "$(dirname "$report")"
 logs="$(dirname "$report")"
 failed=()
+steps="${GPIPE_GPU_STEPS:-build,gpu-tests,rest,train,bench,profile,torch}"
+wants() { [[ ",$steps," == *",$1,"* ]]; }
 
 say() { echo "$*" | tee -a "$report"; }
 # step NAME LOG COMMAND...: runs it, keeps its output in LOG, records failure.
@@ -88,30 +95,45 @@ fi
 step "configure (runtime only, CUDA backend)" "$logs/configure.log" \
   cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -DGPIPE_BUILD_COMPILER=OFF -DGPIPE_BUILD_CUDA=ON "${cmake_args[@]}"
-step "build" "$logs/build.log" ninja -C "$build" -j"$jobs"
+targets=()
+if ! wants rest; then
+  targets=(GPipeCudaGpuTests GPipeCudaExecutorTests gpipe-cuda-bench gpipe-train-bundle)
+  # The NCCL test is registered wherever NCCL and MPI are found.
+  if grep -q "GPipeNcclTests:" "$build/build.ninja" 2>/dev/null; then targets+=(GPipeNcclTests); fi
+fi
+step "build ${targets[*]:-(everything)}" "$logs/build.log" \
+  ninja -C "$build" -j"$jobs" "${targets[@]}"
 if ! grep -q "GPipeCuda" "$build/build.ninja" 2>/dev/null; then
   say "- the CUDA backend was not configured (no nvcc found?): see configure.log"
   failed+=("CUDA backend")
 fi
 
 # --- 2. tests ------------------------------------------------------------------
-step "ctest -L gpu" "$logs/ctest-gpu.log" \
-  ctest --test-dir "$build" -L gpu -j4 --output-on-failure
-grep -E "tests passed|tests failed" "$logs/ctest-gpu.log" | sed 's/^/      /' | tee -a "$report"
-skipped="$(grep -c '(Skipped)' "$logs/ctest-gpu.log" || true)"
 gpu=yes
-if [ "$skipped" -gt 0 ]; then
-  say "      $skipped GPU tests SKIPPED: no GPU is visible (see ctest-gpu.log for why)"
+if wants gpu-tests; then
+  step "ctest -L gpu" "$logs/ctest-gpu.log" \
+    ctest --test-dir "$build" -L gpu -j4 --timeout 300 --output-on-failure
+  grep -E "tests passed|tests failed" "$logs/ctest-gpu.log" | sed 's/^/      /' | tee -a "$report"
+  skipped="$(grep -c '(Skipped)' "$logs/ctest-gpu.log" || true)"
+  if [ "$skipped" -gt 0 ]; then
+    say "      $skipped GPU tests SKIPPED: no GPU is visible (see ctest-gpu.log for why)"
+    gpu=no
+    failed+=("no GPU")
+  fi
+elif ! nvidia-smi -L >/dev/null 2>&1; then
   gpu=no
-  failed+=("no GPU")
 fi
-step "ctest (the runtime's other tests)" "$logs/ctest-rest.log" \
-  ctest --test-dir "$build" -LE gpu -j"$jobs" --output-on-failure
-grep -E "tests passed|tests failed" "$logs/ctest-rest.log" | sed 's/^/      /' | tee -a "$report"
+if wants rest; then
+  step "ctest (the runtime's other tests)" "$logs/ctest-rest.log" \
+    ctest --test-dir "$build" -LE gpu -j"$jobs" --output-on-failure
+  grep -E "tests passed|tests failed" "$logs/ctest-rest.log" | sed 's/^/      /' | tee -a "$report"
+fi
 
 # --- 3. training ---------------------------------------------------------------
 trainer="$build/bin/gpipe-train-bundle"
-if [ "$gpu" = no ]; then
+if ! wants train; then
+  : # not asked for
+elif [ "$gpu" = no ]; then
   say "- training and benchmarks: not run, no GPU"
 elif [ -f "$bundles/mlp.bundle.json" ]; then
   step "MLP on Fashion-MNIST, --device cuda, K=4 M=8, 10 epochs (want >= 88%)" \
@@ -139,7 +161,7 @@ else
   say "- MLP training: skipped, no $bundles/mlp.bundle.json (run scripts/gpu-deps.sh on the CPU machine)"
   failed+=("MLP bundle")
 fi
-if [ "$gpu" = yes ] && [ -f "$bundles/charlm.bundle.json" ]; then
+if wants train && [ "$gpu" = yes ] && [ -f "$bundles/charlm.bundle.json" ]; then
   step "character LM on the fortunes corpus, --device cuda, K=4 M=4, 1500 steps" \
     "$logs/train-charlm.log" "$trainer" "$bundles/charlm.bundle.json" \
     --text "$corpus" --device cuda --steps 1500 --eval-every 500 \
@@ -148,9 +170,9 @@ if [ "$gpu" = yes ] && [ -f "$bundles/charlm.bundle.json" ]; then
 fi
 
 # --- 4. benchmarks -------------------------------------------------------------
-if [ "$gpu" = yes ] && [ -x "$build/bin/gpipe-cuda-bench" ]; then
+if wants bench && [ "$gpu" = yes ] && [ -x "$build/bin/gpipe-cuda-bench" ]; then
   step "GPU benchmarks (gpipe-cuda-bench)" "$logs/bench.log" \
-    "$build/bin/gpipe-cuda-bench" --benchmark_repetitions=3 \
+    "$build/bin/gpipe-cuda-bench" --benchmark_repetitions="${GPIPE_BENCH_REPETITIONS:-3}" \
     --benchmark_report_aggregates_only=true \
     --benchmark_out="$logs/bench.json" --benchmark_out_format=json
   say '```'
@@ -158,9 +180,27 @@ if [ "$gpu" = yes ] && [ -x "$build/bin/gpipe-cuda-bench" ]; then
   say '```'
 fi
 
+# Where a bf16 step's GPU time goes: Nsight Compute times each kernel of the
+# 8-layer stack's first launches (one metric, clocks left alone) and
+# scripts/gpu/kernel_profile.py groups them and finds one step's launches.
+ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+if wants profile && [ "$gpu" = yes ] && [ -x "$ncu" ] && [ -x "$build/bin/gpipe-cuda-bench" ]; then
+  step "kernel profile (ncu, BM_TransformerStep 8 layers bf16)" "$logs/profile.log" \
+    timeout "${GPIPE_PROFILE_TIMEOUT:-240}" "$ncu" --metrics gpu__time_duration.sum \
+    --clock-control none \
+    --launch-count "${GPIPE_PROFILE_LAUNCHES:-8000}" --log-file "$logs/profile.log" \
+    --export "$logs/profile" --force-overwrite \
+    "$build/bin/gpipe-cuda-bench" --benchmark_filter='BM_TransformerStep/layers:8/precision:2/'
+  "$ncu" --import "$logs/profile.ncu-rep" --csv --page raw \
+    >"$logs/profile.csv" 2>>"$logs/profile.log"
+  say '```'
+  python3 "$root/scripts/gpu/kernel_profile.py" "$logs/profile.csv" 2>&1 | tee -a "$report"
+  say '```'
+fi
+
 # The same model in PyTorch eager (the image's python3 has torch): the
 # comparison the step times above are read against.
-if [ "$gpu" = yes ] && python3 -c "import torch" 2>/dev/null; then
+if wants torch && [ "$gpu" = yes ] && python3 -c "import torch" 2>/dev/null; then
   torch_bench="$root/scripts/gpu/torch_transformer_bench.py"
   step "PyTorch eager, the same Transformer stack" "$logs/torch.log" \
     python3 "$torch_bench" --layers 8 24 --precision bf16

@@ -10,6 +10,8 @@
 # (Fashion-MNIST, the fortunes corpus), and the bundles gpu-check.sh trains,
 # compiled here (the GPU machine has no compiler): the MLP at K=4, M=8 and
 # the character LM at K=4, M=4, the configurations of scripts/train-*.sh.
+# `--packages-only` skips the bundles (and so the compiler's build): enough for
+# the GPU tests and benchmarks, which build their bundles themselves.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -38,6 +40,7 @@ if ! apt-cache show "${packages[0]}" >/dev/null 2>&1; then
 fi
 (cd "$dest" && apt-get download -q "${packages[@]}")
 echo "gpu-deps: $(ls "$dest"/*.deb | wc -l) packages, $(du -sh "$dest" | cut -f1) in $dest"
+if [ "${1:-}" = --packages-only ]; then exit 0; fi
 
 # The bundles, compiled with this checkout's compiler.
 "$root/scripts/build.sh" gpipe-opt gpipe-translate >/dev/null

@@ -74,6 +74,14 @@ public:
     for (int64_t r = 0; r < rows; ++r)
       kernels::runRowOnHost(f, r);
   }
+  template <class F> void forEachColumn(StreamId s, int64_t cols, const F &f) {
+    static_assert(std::is_trivially_copyable_v<F>);
+    EXPECT_EQ(s, kStream);
+    EXPECT_GT(cols, 0) << "KernelsByFunctor launched no columns";
+    ++launches;
+    for (int64_t c = 0; c < cols; ++c)
+      kernels::runColumnOnHost(f, c);
+  }
   void gemm(StreamId, const GemmBatch &) override {
     ADD_FAILURE() << "gemm is not KernelsByFunctor's";
   }
@@ -172,8 +180,10 @@ const std::vector<int64_t> kSizes = {1, 2, 7, 11, 1000, 4099};
 struct Shape {
   int64_t rows, cols;
 };
-const std::vector<Shape> kShapes = {{1, 1},   {1, 7},   {5, 1},   {3, 13},
-                                    {17, 64}, {9, 257}, {4, 3001}};
+// {300, 19}: more rows than a column kernel's lanes (kColumnLanes), twice
+// over, and a last column tile that is partly empty.
+const std::vector<Shape> kShapes = {{1, 1},   {1, 7},   {5, 1},    {3, 13},
+                                    {17, 64}, {9, 257}, {4, 3001}, {300, 19}};
 
 std::string shapeName(const char *kernel, Shape s) {
   return std::string(kernel) + " " + std::to_string(s.rows) + "x" +

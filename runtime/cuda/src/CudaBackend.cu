@@ -55,6 +55,36 @@ template <class F> __global__ void forEachRowKernel(F f, int64_t rows) {
   }
 }
 
+/// Column kernels (ColumnKernels.h): a block holds kColumnTile columns by
+/// kColumnLanes lanes and strides over the grid's column tiles; the lanes'
+/// partials meet in shared memory in kernels::runColumnOnHost's tree order.
+template <class F> __global__ void forEachColumnKernel(F f, int64_t cols) {
+  using gpipe::runtime::device::kernels::kColumnLanes;
+  using gpipe::runtime::device::kernels::kColumnTile;
+  __shared__ float partial[kColumnLanes][kColumnTile][F::kSums];
+  const int x = int(threadIdx.x), lane = int(threadIdx.y);
+  for (int64_t first = int64_t(blockIdx.x) * kColumnTile; first < cols;
+       first += int64_t(gridDim.x) * kColumnTile) {
+    const int64_t c = first + x;
+    float acc[F::kSums] = {};
+    if (c < cols)
+      for (int64_t r = lane; r < f.rows; r += kColumnLanes)
+        f.addRow(r, c, acc);
+    for (int k = 0; k < F::kSums; ++k)
+      partial[lane][x][k] = acc[k];
+    __syncthreads();
+    for (int offset = kColumnLanes / 2; offset > 0; offset /= 2) {
+      if (lane < offset)
+        for (int k = 0; k < F::kSums; ++k)
+          partial[lane][x][k] += partial[lane + offset][x][k];
+      __syncthreads();
+    }
+    if (lane == 0 && c < cols)
+      f.finish(c, partial[0][x]);
+    __syncthreads(); // the next tile reuses `partial`
+  }
+}
+
 class CudaBackend final : public KernelsByFunctor<CudaBackend, DeviceBackend> {
 public:
   CudaBackend(CudaBackendOptions options, std::vector<GpuInfo> gpus,
@@ -90,6 +120,20 @@ public:
       return;
     forEachRowKernel<<<unsigned(blocks), threads, 0, streams[s]>>>(f, rows);
     note(cudaGetLastError(), "a row kernel launch", s);
+  }
+
+  template <class F> void forEachColumn(StreamId s, int64_t cols, const F &f) {
+    using gpipe::runtime::device::kernels::kColumnLanes;
+    using gpipe::runtime::device::kernels::kColumnTile;
+    if (cols <= 0)
+      return;
+    const int64_t wanted = (cols + kColumnTile - 1) / kColumnTile;
+    const int64_t blocks = std::min<int64_t>(wanted, int64_t(sms(s)) * 2);
+    if (!setDevice(s))
+      return;
+    forEachColumnKernel<<<unsigned(blocks), dim3(kColumnTile, kColumnLanes), 0,
+                          streams[s]>>>(f, cols);
+    note(cudaGetLastError(), "a column kernel launch", s);
   }
 
   std::string describe() const override;

@@ -28,6 +28,7 @@ public:
   explicit NullBackend(unsigned devices) : devices(devices) {}
   template <class F> void forEach(StreamId, int64_t, const F &) {}
   template <class F> void forEachRow(StreamId, int64_t, const F &) {}
+  template <class F> void forEachColumn(StreamId, int64_t, const F &) {}
   std::string describe() const override { return "placement check"; }
   unsigned numDevices() const override { return devices; }
   std::string allocate(unsigned, int64_t, void **pointer) override {

@@ -6,9 +6,10 @@
 // with nvcc (`__host__ __device__`, launched by the CUDA backend as a
 // grid-stride loop), so the host tests check the arithmetic the GPU runs.
 //
-// A work item is an element for element-wise kernels and a column for column
-// reductions (columnSums, layerNormGradParams, embeddingGrad: a loop over
-// rows in the CPU's order, deterministic, no atomics). Row reductions
+// A work item is an element for element-wise kernels and a column for
+// embeddingGrad (a loop over rows in the CPU's order, deterministic, no
+// atomics). The column reductions (columnSums, layerNormGradParams) are
+// column kernels, many lanes a column (ColumnKernels.h). Row reductions
 // (softmax, layer norm, the losses' means) are row kernels: kRowLanes lanes
 // share a row -- a warp on the GPU -- and combine their partial sums in a
 // fixed butterfly order (see "rows" below), on the GPU and on the host alike.
@@ -16,8 +17,8 @@
 // The formulas are those of CpuKernels.cpp and Optimizers.cpp: libm calls
 // (expf, tanhf, sqrtf) instead of the CPU's vectorized approximations, so
 // results agree to a few ulp, not bit for bit -- except dropout's mask,
-// which is the same hash (DropoutHash.h) and therefore identical, and the
-// column reductions, which add in the CPU's order.
+// which is the same hash (DropoutHash.h) and therefore identical, and
+// embeddingGrad, which adds in the CPU's order.
 //
 // Functors must stay trivially copyable (no virtuals, no owning members):
 // they are CUDA kernel arguments. KernelsByFunctor checks it.
@@ -155,20 +156,6 @@ struct BiasActivation {
     float v = bias ? h[i] + bias[i % cols] : h[i];
     h[i] = v;
     y[i] = act == 0 ? reluOf(v) : act == 1 ? geluOf(v) : ::tanhf(v);
-  }
-};
-
-/// Item = column. Adds row by row onto sums[c], the order of the CPU's bias
-/// gradient (denseBackward), so the host result is bit-identical.
-struct ColumnSums {
-  const float *x;
-  float *sums;
-  int64_t rows, cols;
-  GPIPE_HD void operator()(int64_t c) const {
-    float acc = sums[c];
-    for (int64_t r = 0; r < rows; ++r)
-      acc += x[r * cols + c];
-    sums[c] = acc;
   }
 };
 
@@ -394,28 +381,6 @@ struct LayerNormGradInput {
       float xHat = (x[r * cols + j] - mu) * rs;
       dx[r * cols + j] =
           rs * (dy[r * cols + j] * gamma[j] - meanG - xHat * meanGHat);
-    }
-  }
-};
-
-/// Item = column; adds row by row (the CPU's order). Either output may be
-/// null.
-struct LayerNormGradParams {
-  const float *dy, *x, *mean, *rstd;
-  float *dgamma, *dbeta;
-  int64_t rows, cols;
-  GPIPE_HD void operator()(int64_t c) const {
-    if (dgamma) {
-      float acc = dgamma[c];
-      for (int64_t r = 0; r < rows; ++r)
-        acc += dy[r * cols + c] * (x[r * cols + c] - mean[r]) * rstd[r];
-      dgamma[c] = acc;
-    }
-    if (dbeta) {
-      float acc = dbeta[c];
-      for (int64_t r = 0; r < rows; ++r)
-        acc += dy[r * cols + c];
-      dbeta[c] = acc;
     }
   }
 };

@@ -9,6 +9,7 @@
 #ifndef GPIPE_RUNTIME_DEVICE_HOSTWORK_H
 #define GPIPE_RUNTIME_DEVICE_HOSTWORK_H
 
+#include "gpipe/runtime/device/ColumnKernels.h"
 #include "gpipe/runtime/device/DeviceBackend.h"
 #include "gpipe/runtime/device/DeviceKernels.h"
 #include "gpipe/runtime/device/KernelApi.h"
@@ -56,6 +57,15 @@ public:
     enqueue(stream, [f, rows] {
       for (int64_t r = 0; r < rows; ++r)
         kernels::runRowOnHost(f, r);
+    });
+  }
+
+  /// KernelsByFunctor's column kernels: one closure over all `cols` columns.
+  template <class F>
+  void forEachColumn(StreamId stream, int64_t cols, const F &f) {
+    enqueue(stream, [f, cols] {
+      for (int64_t c = 0; c < cols; ++c)
+        kernels::runColumnOnHost(f, c);
     });
   }
 

@@ -12,10 +12,16 @@
 //   template <class F> void forEachRow(StreamId s, int64_t rows, const F &f);
 //
 // which runs every row with kernels::kRowLanes lanes (the host: runRowOnHost;
-// CUDA: a warp per row). Kernels of two phases (the losses: rows, then their
-// mean) make two calls on the same stream, which orders them. Empty calls
-// never reach the backend, except that a loss's mean is still written (0, as
-// the CPU kernels return) for empty inputs.
+// CUDA: a warp per row), and column kernels (ColumnKernels.h) to its
+//
+//   template <class F> void forEachColumn(StreamId s, int64_t cols, const F
+//   &f);
+//
+// which runs every column with kernels::kColumnLanes lanes (the host:
+// runColumnOnHost; CUDA: a block of kColumnTile columns). Kernels of two phases
+// (the losses: rows, then their mean) make two calls on the same stream, which
+// orders them. Empty calls never reach the backend, except that a loss's mean
+// is still written (0, as the CPU kernels return) for empty inputs.
 //
 // Derived is the backend (CRTP: forEach is a template, so it cannot be
 // virtual); Base is KernelApi or a class derived from it, whose constructors
@@ -26,6 +32,7 @@
 #ifndef GPIPE_RUNTIME_DEVICE_KERNELSBYFUNCTOR_H
 #define GPIPE_RUNTIME_DEVICE_KERNELSBYFUNCTOR_H
 
+#include "gpipe/runtime/device/ColumnKernels.h"
 #include "gpipe/runtime/device/DeviceKernels.h"
 #include "gpipe/runtime/device/KernelApi.h"
 
@@ -79,7 +86,7 @@ public:
                   int64_t cols) override {
     // No rows: nothing to add (sums keep their values).
     if (rows > 0)
-      launch(s, cols, kernels::ColumnSums{x, sums, rows, cols});
+      launchColumns(s, cols, kernels::ColumnSums{x, sums, rows, cols});
   }
 
   //===-- rows ------------------------------------------------------------===//
@@ -128,9 +135,9 @@ public:
                            const float *mean, const float *rstd, float *dgamma,
                            float *dbeta, int64_t rows, int64_t cols) override {
     if (rows > 0 && (dgamma || dbeta))
-      launch(s, cols,
-             kernels::LayerNormGradParams{dy, x, mean, rstd, dgamma, dbeta,
-                                          rows, cols});
+      launchColumns(s, cols,
+                    kernels::LayerNormGradParams{dy, x, mean, rstd, dgamma,
+                                                 dbeta, rows, cols});
   }
 
   //===-- embedding -------------------------------------------------------===//
@@ -254,6 +261,14 @@ protected:
                   "kernel functors are passed to CUDA kernels by value");
     if (rows > 0)
       static_cast<Derived &>(*this).forEachRow(s, rows, f);
+  }
+  /// Hands the column kernel f over `cols` columns to the backend; cols <= 0
+  /// launches nothing.
+  template <class F> void launchColumns(StreamId s, int64_t cols, const F &f) {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "kernel functors are passed to CUDA kernels by value");
+    if (cols > 0)
+      static_cast<Derived &>(*this).forEachColumn(s, cols, f);
   }
 };
 
