@@ -20,6 +20,10 @@ PlannedInstrKind plannedKind(const schedule::Instr &instr) {
     return PlannedInstrKind::Forward;
   case schedule::InstrKind::Backward:
     return PlannedInstrKind::Backward;
+  case schedule::InstrKind::BackwardWeights:
+    // pipelineInstructions refuses schedules that split the backward.
+    assert(false && "the memory planner has no weight-gradient backward");
+    return PlannedInstrKind::Backward;
   case schedule::InstrKind::Send:
     return activation ? PlannedInstrKind::SendActivation
                       : PlannedInstrKind::SendGradient;
@@ -136,6 +140,9 @@ gpipe::pipelineInstructions(const std::vector<PlannedStage> &stages,
                             schedule::ScheduleKind kind) {
   schedule::MicrobatchSplit split =
       schedule::splitMicrobatches(batch, numMicrobatches);
+  // No W instruction to plan yet (ScheduleKinds.h): no caller passes one.
+  assert(!schedule::splitsBackward(kind) &&
+         "no memory plan for split backwards");
   if (!split.error.empty() || stages.empty())
     return {};
   schedule::PipelineSpec spec;

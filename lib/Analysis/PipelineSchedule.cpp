@@ -59,6 +59,9 @@ std::string schedule::describe(const Instr &instr) {
     return "forward of stage " + std::to_string(instr.stage) + microbatch;
   case InstrKind::Backward:
     return "backward of stage " + std::to_string(instr.stage) + microbatch;
+  case InstrKind::BackwardWeights:
+    return "weight-gradient backward of stage " + std::to_string(instr.stage) +
+           microbatch;
   case InstrKind::Send:
   case InstrKind::Recv: {
     bool isSend = instr.kind == InstrKind::Send;
@@ -292,7 +295,7 @@ void ScheduleVerifier::checkDevice(unsigned d) {
   // than all the others.
   std::map<unsigned, std::size_t> stageCounts;
   for (const Instr &instr : instrs)
-    if (instr.kind == InstrKind::Forward || instr.kind == InstrKind::Backward)
+    if (isCompute(instr.kind))
       ++stageCounts[instr.stage];
   std::optional<unsigned> stage;
   std::size_t stageCount = 0;
@@ -307,6 +310,8 @@ void ScheduleVerifier::checkDevice(unsigned d) {
   // optimizer steps; range and stage errors exclude an op from later checks.
   std::vector<std::size_t> forwardAt(numMicrobatches, kNone);
   std::vector<std::size_t> backwardAt(numMicrobatches, kNone);
+  std::vector<std::size_t> weightsAt(numMicrobatches, kNone);
+  bool splitsBackward = false;
   std::vector<std::size_t> steps;
   std::size_t lastBackward = kNone;
   for (std::size_t i = 0, e = instrs.size(); i != e; ++i) {
@@ -319,15 +324,17 @@ void ScheduleVerifier::checkDevice(unsigned d) {
       steps.push_back(i);
       continue;
     }
-    if (instr.kind == InstrKind::Backward)
+    if (instr.kind == InstrKind::Backward ||
+        instr.kind == InstrKind::BackwardWeights)
       lastBackward = i;
+    splitsBackward |= instr.kind == InstrKind::BackwardWeights;
     if (instr.microbatch >= numMicrobatches) {
       report(d, i,
              prefix(d) + opAt(d, i) + " is out of range: the program has " +
                  countOf(numMicrobatches, "micro-batch", "micro-batches"));
       continue;
     }
-    if (instr.kind != InstrKind::Forward && instr.kind != InstrKind::Backward)
+    if (!isCompute(instr.kind))
       continue;
     if (instr.stage != *stage) {
       report(d, i,
@@ -336,8 +343,10 @@ void ScheduleVerifier::checkDevice(unsigned d) {
                  std::to_string(d) + " runs stage " + std::to_string(*stage));
       continue;
     }
-    std::vector<std::size_t> &at =
-        instr.kind == InstrKind::Forward ? forwardAt : backwardAt;
+    std::vector<std::size_t> &at = instr.kind == InstrKind::Forward ? forwardAt
+                                   : instr.kind == InstrKind::Backward
+                                       ? backwardAt
+                                       : weightsAt;
     if (at[instr.microbatch] != kNone) {
       report(d, i,
              prefix(d) + opAt(d, i) + " duplicates op #" +
@@ -368,6 +377,19 @@ void ScheduleVerifier::checkDevice(unsigned d) {
                prefix(d) + opAt(d, backward) +
                    " runs before its forward (op #" + std::to_string(forward) +
                    ")");
+      if (!splitsBackward)
+        continue;
+      std::size_t weights = weightsAt[m];
+      if (weights == kNone)
+        report(d, backward != kNone ? backward : lastIndex,
+               stagePrefix + "weight-gradient backward for micro-batch " +
+                   std::to_string(m) +
+                   " (the device splits its backwards, so each needs one)");
+      else if (backward != kNone && weights < backward)
+        report(d, weights,
+               prefix(d) + opAt(d, weights) +
+                   " runs before its backward (op #" +
+                   std::to_string(backward) + ")");
     }
   }
 

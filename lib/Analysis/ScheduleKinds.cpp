@@ -16,8 +16,14 @@ const char *schedule::scheduleKindName(ScheduleKind kind) {
     return "gpipe";
   case ScheduleKind::OneFOneB:
     return "1f1b";
+  case ScheduleKind::ZeroBubbleH1:
+    return "zb-h1";
   }
   return "unknown";
+}
+
+bool schedule::splitsBackward(ScheduleKind kind) {
+  return kind == ScheduleKind::ZeroBubbleH1;
 }
 
 std::optional<ScheduleKind> schedule::parseScheduleKind(std::string_view name) {
@@ -28,9 +34,12 @@ std::optional<ScheduleKind> schedule::parseScheduleKind(std::string_view name) {
 }
 
 std::string schedule::describe(const ComputeStep &step) {
-  return std::string(step.kind == InstrKind::Backward ? "backward"
-                                                      : "forward") +
-         " of micro-batch " + std::to_string(step.microbatch);
+  const char *what = step.kind == InstrKind::Forward    ? "forward"
+                     : step.kind == InstrKind::Backward ? "backward"
+                                                        : "weight-gradient "
+                                                          "backward";
+  return std::string(what) + " of micro-batch " +
+         std::to_string(step.microbatch);
 }
 
 ComputeOrder schedule::computeOrderOf(ScheduleKind kind, unsigned numStages,
@@ -62,6 +71,25 @@ ComputeOrder schedule::computeOrderOf(ScheduleKind kind, unsigned numStages,
       }
       break;
     }
+    case ScheduleKind::ZeroBubbleH1: {
+      // 1F1B's forwards and backwards; W(m) follows B(m + s). Device s holds
+      // at most K - s micro-batches between F and B (1F1B) and s more
+      // between B and W: K in all, as 1F1B's first device.
+      unsigned warmup = std::min(numStages - 1 - s, numMicrobatches);
+      for (unsigned m = 0; m < warmup; ++m)
+        add(InstrKind::Forward, m);
+      for (unsigned m = 0; m < numMicrobatches; ++m) {
+        if (warmup + m < numMicrobatches)
+          add(InstrKind::Forward, warmup + m);
+        add(InstrKind::Backward, m);
+        if (m >= s)
+          add(InstrKind::BackwardWeights, m - s);
+      }
+      for (unsigned m = numMicrobatches > s ? numMicrobatches - s : 0;
+           m < numMicrobatches; ++m)
+        add(InstrKind::BackwardWeights, m);
+      break;
+    }
     }
   }
   return order;
@@ -77,13 +105,21 @@ constexpr std::size_t kNoAction = ~std::size_t(0);
 
 /// Where each device runs each micro-batch's forward and backward.
 struct ActionIndex {
-  /// [device][m]: the action index of the forward / backward.
-  std::vector<std::vector<std::size_t>> forward, backward;
+  /// [device][m]: the action index of the forward / backward / W.
+  std::vector<std::vector<std::size_t>> forward, backward, weights;
+  /// [device]: whether it splits its backwards (runs any W).
+  std::vector<bool> splits;
 
   std::size_t at(unsigned device, const ComputeStep &step) const {
-    return (step.kind == InstrKind::Forward
-                ? forward
-                : backward)[device][step.microbatch];
+    return slots(step.kind)[device][step.microbatch];
+  }
+  std::vector<std::vector<std::size_t>> &slots(InstrKind kind) {
+    return kind == InstrKind::Forward    ? forward
+           : kind == InstrKind::Backward ? backward
+                                         : weights;
+  }
+  const std::vector<std::vector<std::size_t>> &slots(InstrKind kind) const {
+    return const_cast<ActionIndex *>(this)->slots(kind);
   }
 };
 
@@ -104,19 +140,21 @@ std::string checkOrder(const ComputeOrder &order, unsigned numStages,
   index.forward.assign(numStages,
                        std::vector<std::size_t>(numMicrobatches, kNoAction));
   index.backward = index.forward;
+  index.weights = index.forward;
+  index.splits.assign(numStages, false);
   for (unsigned d = 0; d < numStages; ++d) {
     for (std::size_t i = 0; i < order[d].size(); ++i) {
       const ComputeStep &step = order[d][i];
-      if (step.kind != InstrKind::Forward && step.kind != InstrKind::Backward)
+      if (!isCompute(step.kind))
         return "device " + std::to_string(d) + " action #" + std::to_string(i) +
                " is neither a forward nor a backward";
       if (step.microbatch >= numMicrobatches)
         return actionAt(d, i, step) +
                " names a micro-batch out of range: " + "the schedule has " +
                std::to_string(numMicrobatches) + " micro-batch(es)";
-      std::size_t &slot = (step.kind == InstrKind::Forward
-                               ? index.forward
-                               : index.backward)[d][step.microbatch];
+      std::size_t &slot = index.slots(step.kind)[d][step.microbatch];
+      if (step.kind == InstrKind::BackwardWeights)
+        index.splits[d] = true;
       if (slot != kNoAction)
         return actionAt(d, i, step) + " repeats action #" +
                std::to_string(slot) + ": each runs once per micro-batch";
@@ -133,6 +171,17 @@ std::string checkOrder(const ComputeOrder &order, unsigned numStages,
         return actionAt(d, backward, {InstrKind::Backward, m}) +
                " runs before its forward (action #" + std::to_string(forward) +
                ")";
+      if (!index.splits[d])
+        continue;
+      std::size_t weights = index.weights[d][m];
+      if (weights == kNoAction)
+        return "device " + std::to_string(d) + " never runs the " +
+               describe(ComputeStep{InstrKind::BackwardWeights, m}) +
+               " (it splits its backwards, so each needs one)";
+      if (weights < backward)
+        return actionAt(d, weights, {InstrKind::BackwardWeights, m}) +
+               " runs before its backward (action #" +
+               std::to_string(backward) + ")";
     }
   }
   return "";
@@ -197,6 +246,8 @@ private:
       return d > 0 && !activationIn[d][step.microbatch]
                  ? std::optional<unsigned>(d - 1)
                  : std::nullopt;
+    if (step.kind == InstrKind::BackwardWeights)
+      return std::nullopt; // its backward ran earlier on this device
     return d + 1 < numStages && !gradientIn[d][step.microbatch]
                ? std::optional<unsigned>(d + 1)
                : std::nullopt;
@@ -213,9 +264,11 @@ private:
         builders[d].addLoad(name, step.microbatch);
     builders[d].addCompute(step.kind, d, step.microbatch);
     busy[d] = true;
-    // A backward costs about twice a forward; only the relative times
-    // matter, and only for where receives land, never for correctness.
-    double duration = step.kind == InstrKind::Forward ? 1.0 : 2.0;
+    // A backward costs about twice a forward (B and W one each when split);
+    // only the relative times matter, and only for where receives land,
+    // never for correctness.
+    double duration =
+        step.kind == InstrKind::Backward && !index.splits[d] ? 2.0 : 1.0;
     events.push({now + duration, sequence++, d});
   }
 

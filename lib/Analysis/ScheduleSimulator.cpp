@@ -44,6 +44,8 @@ static const char *eventName(const Instr &instr) {
     return "forward";
   case InstrKind::Backward:
     return "backward";
+  case InstrKind::BackwardWeights:
+    return "backward weights";
   case InstrKind::Send:
     return activation ? "send activation" : "send gradient";
   case InstrKind::Recv:
@@ -69,9 +71,11 @@ public:
         freeProcessors(costs.processors) {
     result.simulation.lanes.resize(program.devices.size());
     for (std::size_t d = 0; d < program.devices.size(); ++d)
-      for (const Instr &instr : program.devices[d].instrs)
+      for (const Instr &instr : program.devices[d].instrs) {
         if (instr.kind == InstrKind::Forward)
           devices[d].lastForward = instr.microbatch;
+        devices[d].splitsBackward |= instr.kind == InstrKind::BackwardWeights;
+      }
   }
 
   SimulationResult run() {
@@ -120,6 +124,7 @@ private:
     double readyAt = 0;   ///< when the compute stream reached it
     double copyClock = 0; ///< when the copy stream is free
     unsigned lastForward = 0;
+    bool splitsBackward = false; ///< its Backwards leave W to BackwardWeights
   };
 
   struct Event {
@@ -228,11 +233,16 @@ private:
       return cost.loadPerRow * rows;
     case InstrKind::Forward:
       return cost.forwardFixed + cost.forwardPerRow * rows;
-    case InstrKind::Backward:
-      return cost.backwardFixed + cost.backwardPerRow * rows +
+    case InstrKind::Backward: {
+      double share = devices[d].splitsBackward ? 1.0 - cost.weightShare : 1.0;
+      return share * (cost.backwardFixed + cost.backwardPerRow * rows) +
              (recomputes(d, instr.microbatch)
                   ? cost.forwardFixed + cost.recomputePerRow * rows
                   : 0.0);
+    }
+    case InstrKind::BackwardWeights:
+      return cost.weightShare *
+             (cost.backwardFixed + cost.backwardPerRow * rows);
     case InstrKind::OptimizerStep:
       return cost.optimizerStep;
     case InstrKind::Send:
@@ -260,9 +270,8 @@ private:
               double duration) {
     SimulatedEvent event;
     event.name = eventName(instr);
-    event.compute = instr.kind == InstrKind::Forward ||
-                    instr.kind == InstrKind::Backward ||
-                    instr.kind == InstrKind::OptimizerStep;
+    event.compute =
+        isCompute(instr.kind) || instr.kind == InstrKind::OptimizerStep;
     event.microbatch =
         instr.kind == InstrKind::OptimizerStep ? -1 : int64_t(instr.microbatch);
     event.startUs = start;

@@ -94,7 +94,9 @@ std::string schedule::printComputeOrder(const ComputeOrder &order) {
   for (std::size_t d = 0; d < order.size(); ++d) {
     text += "device " + std::to_string(d) + ":";
     for (const ComputeStep &step : order[d])
-      text += std::string(step.kind == InstrKind::Forward ? " F" : " B") +
+      text += std::string(step.kind == InstrKind::Forward    ? " F"
+                          : step.kind == InstrKind::Backward ? " B"
+                                                             : " W") +
               std::to_string(step.microbatch);
     text += "\n";
   }

@@ -443,6 +443,9 @@ testing::schedulePrograms(const Bundle &bundle,
       case sch::InstrKind::Backward:
         instr.kind = InstrKind::Backward;
         break;
+      case sch::InstrKind::BackwardWeights:
+        std::fprintf(stderr, "the runtime has no weight-gradient backward\n");
+        std::abort();
       case sch::InstrKind::Send:
         instr.kind =
             activation ? InstrKind::SendActivation : InstrKind::SendGradient;

@@ -65,6 +65,9 @@ std::string shorthand(const DeviceProgram &device) {
     case InstrKind::Backward:
       text += "B" + m;
       break;
+    case InstrKind::BackwardWeights:
+      text += "W" + m;
+      break;
     case InstrKind::Send:
       text += ">" + std::string(tensor) + m;
       break;
@@ -79,14 +82,20 @@ std::string shorthand(const DeviceProgram &device) {
   return text;
 }
 
-/// The most micro-batches whose forward has run and whose backward has not,
-/// at any point of the device's program.
+/// The most micro-batches whose forward has run and whose backward has not
+/// (whose weight-gradient backward has not, when the device splits them), at
+/// any point of the device's program: what it holds for them.
 unsigned maxInFlight(const DeviceProgram &device) {
+  bool splits = false;
+  for (const Instr &instr : device.instrs)
+    splits |= instr.kind == InstrKind::BackwardWeights;
+  const InstrKind last =
+      splits ? InstrKind::BackwardWeights : InstrKind::Backward;
   unsigned live = 0, most = 0;
   for (const Instr &instr : device.instrs) {
     if (instr.kind == InstrKind::Forward)
       most = std::max(most, ++live);
-    else if (instr.kind == InstrKind::Backward)
+    else if (instr.kind == last)
       --live;
   }
   return most;
@@ -129,6 +138,23 @@ TEST(ScheduleKindOrders, OneFOneBWithFewerMicrobatchesThanStages) {
             "device 3: F0 B0 F1 B1\n");
 }
 
+TEST(ScheduleKindOrders, ZeroBubbleH1DefersEachDevicesWeightsByItsIndex) {
+  // 1F1B's F and B (compare OneFOneBWarmsUpThenAlternates); device s runs
+  // W(m) right after B(m + s) and its last s W's at the end.
+  EXPECT_EQ(
+      printComputeOrder(computeOrderOf(ScheduleKind::ZeroBubbleH1, 4, 6)),
+      "device 0: F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 B3 W3 B4 W4 B5 W5\n"
+      "device 1: F0 F1 F2 B0 F3 B1 W0 F4 B2 W1 F5 B3 W2 B4 W3 B5 W4 W5\n"
+      "device 2: F0 F1 B0 F2 B1 F3 B2 W0 F4 B3 W1 F5 B4 W2 B5 W3 W4 W5\n"
+      "device 3: F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 W3 W4 W5\n");
+  // M < K: device 3 defers more W's than there are micro-batches.
+  EXPECT_EQ(printComputeOrder(computeOrderOf(ScheduleKind::ZeroBubbleH1, 4, 2)),
+            "device 0: F0 F1 B0 W0 B1 W1\n"
+            "device 1: F0 F1 B0 B1 W0 W1\n"
+            "device 2: F0 F1 B0 B1 W0 W1\n"
+            "device 3: F0 B0 F1 B1 W0 W1\n");
+}
+
 TEST(ScheduleKindOrders, GPipeIsFillThenReversedDrain) {
   EXPECT_EQ(printComputeOrder(computeOrderOf(ScheduleKind::GPipe, 2, 3)),
             "device 0: F0 F1 F2 B2 B1 B0\n"
@@ -157,7 +183,8 @@ TEST(ScheduleKindPrograms, OneFOneBTwoStagesThreeMicrobatches) {
 }
 
 TEST(ScheduleKindPrograms, EveryKindVerifiesCleanAndBoundsWhatIsInFlight) {
-  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                            ScheduleKind::ZeroBubbleH1}) {
     for (unsigned k : {1u, 2u, 3u, 4u, 5u, 8u}) {
       for (unsigned m : {1u, 2u, 3u, 4u, 7u, 8u, 16u}) {
         for (unsigned c : {1u, 3u}) {
@@ -168,8 +195,12 @@ TEST(ScheduleKindPrograms, EveryKindVerifiesCleanAndBoundsWhatIsInFlight) {
           ASSERT_EQ(program.devices.size(), k);
           EXPECT_EQ(dump(verifySchedule(program)), "");
           for (unsigned s = 0; s < k; ++s) {
-            unsigned expected =
-                kind == ScheduleKind::GPipe ? m : std::min(k - s, m);
+            // ZB-H1: 1F1B's K - s until B, and s deferred W's on top, but
+            // never more than the M there are: 1F1B's first device's peak.
+            unsigned expected = kind == ScheduleKind::GPipe ? m
+                                : kind == ScheduleKind::OneFOneB
+                                    ? std::min(k - s, m)
+                                    : std::min(k, m);
             EXPECT_EQ(maxInFlight(program.devices[s]), expected)
                 << "device " << s;
           }
@@ -232,6 +263,108 @@ TEST(ScheduleKindPrograms, InconsistentOrdersAreRefusedWithTheirCause) {
         makeSpec(c.stages, c.microbatches, 4), parse(c.order));
     EXPECT_EQ(build.error, c.error);
     EXPECT_TRUE(build.program.devices.empty());
+  }
+}
+
+TEST(ScheduleKindPrograms, SplitBackwardsNeedOneWeightsStepAfterEachB) {
+  const InstrKind f = InstrKind::Forward, b = InstrKind::Backward,
+                  w = InstrKind::BackwardWeights;
+  struct Case {
+    std::vector<ComputeStep> device1;
+    const char *error;
+  };
+  const Case cases[] = {
+      {{{f, 0}, {b, 0}, {w, 0}, {f, 1}, {b, 1}}, // W1 missing
+       "device 1 never runs the weight-gradient backward of micro-batch 1 (it "
+       "splits its backwards, so each needs one)"},
+      {{{f, 0}, {w, 0}, {b, 0}, {f, 1}, {b, 1}, {w, 1}},
+       "device 1 action #1 (weight-gradient backward of micro-batch 0) runs "
+       "before its backward (action #2)"},
+      {{{f, 0}, {b, 0}, {w, 0}, {f, 1}, {b, 1}, {w, 1}, {w, 0}},
+       "device 1 action #6 (weight-gradient backward of micro-batch 0) repeats "
+       "action #2: each runs once per micro-batch"},
+  };
+  for (const Case &c : cases) {
+    ComputeOrder order = {{{f, 0}, {f, 1}, {b, 0}, {b, 1}}, c.device1};
+    ScheduleBuild build = buildFromComputeOrder(makeSpec(2, 2, 2), order);
+    EXPECT_EQ(build.error, c.error);
+  }
+  // Device 1 splits, device 0 does not: each device decides for itself.
+  ComputeOrder order = {{{f, 0}, {f, 1}, {b, 0}, {b, 1}},
+                        {{f, 0}, {b, 0}, {f, 1}, {b, 1}, {w, 0}, {w, 1}}};
+  ScheduleBuild build = buildFromComputeOrder(makeSpec(2, 2, 2), order);
+  EXPECT_EQ(build.error, "");
+  EXPECT_EQ(shorthand(build.program.devices[1]),
+            "<a0 labels0 F0 B0 <a1 >g0 labels1 F1 B1 >g1 W0 W1 step");
+  EXPECT_EQ(dump(verifySchedule(build.program)), "");
+}
+
+TEST(ScheduleKindPrograms, VerifierChecksEachWeightsStepOfAProgram) {
+  // ZB-H1, K = 2, M = 2; device 1: <a0 labels0 F0 B0 ... W0 ... W1 step.
+  const Program built =
+      buildSchedule(makeSpec(2, 2, 2), ScheduleKind::ZeroBubbleH1);
+  ASSERT_EQ(dump(verifySchedule(built)), "");
+  auto indexOf = [](const DeviceProgram &device, InstrKind kind, unsigned m) {
+    for (std::size_t i = 0; i < device.instrs.size(); ++i)
+      if (device.instrs[i].kind == kind && device.instrs[i].microbatch == m)
+        return i;
+    ADD_FAILURE() << "no such instruction";
+    return std::size_t(0);
+  };
+  {
+    Program program = built;
+    std::vector<Instr> &instrs = program.devices[1].instrs;
+    instrs.erase(instrs.begin() +
+                 indexOf(program.devices[1], InstrKind::BackwardWeights, 1));
+    EXPECT_NE(dump(verifySchedule(program))
+                  .find("device 1: stage 1 has no weight-gradient backward "
+                        "for micro-batch 1 (the device splits its backwards, "
+                        "so each needs one)"),
+              std::string::npos)
+        << dump(verifySchedule(program));
+  }
+  {
+    Program program = built;
+    DeviceProgram &device = program.devices[1];
+    std::size_t w = indexOf(device, InstrKind::BackwardWeights, 0);
+    std::size_t b = indexOf(device, InstrKind::Backward, 0);
+    Instr moved = device.instrs[w];
+    device.instrs.erase(device.instrs.begin() + w);
+    device.instrs.insert(device.instrs.begin() + b, moved);
+    EXPECT_NE(dump(verifySchedule(program))
+                  .find("device 1: weight-gradient backward of stage 1, "
+                        "micro-batch 0 (op #" +
+                        std::to_string(b) + ") runs before its backward (op #" +
+                        std::to_string(b + 1) + ")"),
+              std::string::npos)
+        << dump(verifySchedule(program));
+  }
+  {
+    Program program = built;
+    DeviceProgram &device = program.devices[0];
+    std::size_t w = indexOf(device, InstrKind::BackwardWeights, 0);
+    device.instrs.insert(device.instrs.end() - 1, device.instrs[w]);
+    std::size_t copy = device.instrs.size() - 2;
+    EXPECT_NE(dump(verifySchedule(program))
+                  .find("device 0: weight-gradient backward of stage 0, "
+                        "micro-batch 0 (op #" +
+                        std::to_string(copy) + ") duplicates op #" +
+                        std::to_string(w)),
+              std::string::npos)
+        << dump(verifySchedule(program));
+  }
+  {
+    // The optimizer step must follow the W's too.
+    Program program = built;
+    std::vector<Instr> &instrs = program.devices[0].instrs;
+    std::rotate(instrs.end() - 2, instrs.end() - 1, instrs.end());
+    EXPECT_NE(dump(verifySchedule(program))
+                  .find("optimizer step (op #" +
+                        std::to_string(instrs.size() - 2) +
+                        ") runs before weight-gradient backward of stage 0, "
+                        "micro-batch 1"),
+              std::string::npos)
+        << dump(verifySchedule(program));
   }
 }
 

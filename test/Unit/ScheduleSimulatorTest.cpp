@@ -67,6 +67,56 @@ TEST(ScheduleSimulator, BalancedStagesMatchTheClosedForm) {
       }
 }
 
+TEST(ScheduleSimulator, ZeroBubbleH1MatchesThePapersBubble) {
+  // Qi et al. (2023), ZB-H1: with M >= K the step is M (F + B + W) plus a
+  // bubble of (K - 1)(F + B - W), against 1F1B's (K - 1)(F + B + W). Here
+  // F = B = W = 1 (backward 2, half of it W): 3M + K - 1, and 3(M + K - 1)
+  // for 1F1B, so the bubble is (K - 1)/(3M + K - 1), a third of 1F1B's as
+  // M grows.
+  for (unsigned k : {1u, 2u, 3u, 4u, 8u})
+    for (unsigned m : {1u, 2u, 3u, 4u, 8u, 16u, 32u}) {
+      if (m < k)
+        continue;
+      SCOPED_TRACE("K=" + std::to_string(k) + " M=" + std::to_string(m));
+      Simulation simulation =
+          simulate(buildSchedule(makeSpec(k, m), ScheduleKind::ZeroBubbleH1),
+                   balanced(k, 1, 2));
+      EXPECT_DOUBLE_EQ(simulation.makespanUs, 3.0 * m + k - 1);
+      EXPECT_NEAR(simulation.bubbleFraction,
+                  double(k - 1) / double(3 * m + k - 1), 1e-12);
+    }
+  // A third of 1F1B's bubble, approached from above: at K = 4, M = 8,
+  // 3/27 against 9/33, 11/27 of it.
+  Simulation zb =
+      simulate(buildSchedule(makeSpec(4, 8), ScheduleKind::ZeroBubbleH1),
+               balanced(4, 1, 2));
+  EXPECT_NEAR(zb.bubbleFraction / idealBubbleFraction(4, 8), 11.0 / 27.0,
+              1e-12);
+}
+
+TEST(ScheduleSimulator, SplitBackwardsShareTheBackwardsCost) {
+  // One device, one micro-batch: F, then B and W share a backward of 10 by
+  // weightShare; with recomputation (keep none), B also recomputes.
+  Program program = buildSchedule(makeSpec(1, 1), ScheduleKind::ZeroBubbleH1);
+  SimulationCosts costs = balanced(1, 4, 10);
+  costs.devices[0].weightShare = 0.3;
+  costs.devices[0].recomputePerRow = 2;
+  costs.keep = KeepPolicy::None;
+  Simulation simulation = simulate(program, costs);
+  std::vector<std::pair<std::string, double>> computed;
+  for (const SimulatedEvent &event : simulation.lanes[0])
+    if (event.compute)
+      computed.push_back({event.name, event.durationUs});
+  ASSERT_EQ(computed.size(), 4u);
+  EXPECT_EQ(computed[0], (std::pair<std::string, double>{"forward", 4}));
+  EXPECT_EQ(computed[1].first, "backward");
+  EXPECT_DOUBLE_EQ(computed[1].second, 0.7 * 10 + 2);
+  EXPECT_EQ(computed[2].first, "backward weights");
+  EXPECT_DOUBLE_EQ(computed[2].second, 0.3 * 10);
+  EXPECT_EQ(computed[3].first, "optimizer step");
+  EXPECT_DOUBLE_EQ(simulation.makespanUs, 4 + 9 + 3);
+}
+
 TEST(ScheduleSimulator, TransfersRecomputationOptimizerAndHost) {
   // K = 2, M = 2 under GPipe, rows 1; forward 10, backward 20, recompute
   // 5, send 1 + 32 bytes x 0.25, latency 2, optimizer 7, host 100.

@@ -25,13 +25,23 @@
 namespace gpipe::schedule {
 
 enum class InstrKind {
-  LoadInput,     ///< copy micro-batch `microbatch` of model input `inputName`
-  Forward,       ///< run the forward of `stage` on micro-batch `microbatch`
-  Backward,      ///< run the backward of `stage` on `microbatch`, accumulating grads
-  Send,          ///< send `direction` tensor `channel` of `microbatch` to `peer`
-  Recv,          ///< receive it from `peer`
+  LoadInput, ///< copy micro-batch `microbatch` of model input `inputName`
+  Forward,   ///< run the forward of `stage` on micro-batch `microbatch`
+  Backward, ///< run the backward of `stage` on `microbatch`, accumulating grads
+  /// Zero-bubble schedules split the backward: Backward then computes only
+  /// what flows back (the input gradients, B) and this runs the rest, the
+  /// parameter gradients of `stage` on `microbatch` (W).
+  BackwardWeights,
+  Send, ///< send `direction` tensor `channel` of `microbatch` to `peer`
+  Recv, ///< receive it from `peer`
   OptimizerStep, ///< apply the accumulated gradients once
 };
+
+/// Forward, Backward or BackwardWeights: the instructions that run a stage.
+inline bool isCompute(InstrKind kind) {
+  return kind == InstrKind::Forward || kind == InstrKind::Backward ||
+         kind == InstrKind::BackwardWeights;
+}
 
 enum class Direction { Activation, Gradient };
 
@@ -118,7 +128,10 @@ struct Violation {
 ///    comes after the activation receives and input loads of its micro-batch,
 ///    a Backward after its gradient receives; a Send comes after the
 ///    Forward/Backward that produces it;
-///  - exactly one OptimizerStep per device, after all of its Backwards.
+///  - a program that splits its backward (any BackwardWeights) has exactly
+///    one BackwardWeights per micro-batch, after that micro-batch's Backward;
+///  - exactly one OptimizerStep per device, after all of its Backwards and
+///    BackwardWeights.
 std::vector<Violation> verifySchedule(const Program &program);
 
 } // namespace gpipe::schedule

@@ -4,8 +4,12 @@
 // its stage's forwards and backwards (its compute order). GPipe runs every
 // forward, then every backward; 1F1B (PipeDream-flush) runs K-s-1 forwards on
 // device s, then alternates one forward and one backward, so that device s
-// holds at most K-s micro-batches in flight instead of M. A user may write a
-// compute order of their own (ScheduleText.h).
+// holds at most K-s micro-batches in flight instead of M. ZB-H1 (zero bubble,
+// Qi et al. 2023) is 1F1B with each backward split into B (the input
+// gradients, which go back at once) and W (the parameter gradients), device
+// s deferring its W's by s micro-batches so that they fill the cool-down
+// bubble while no device holds more than K micro-batches, 1F1B's peak. A
+// user may write a compute order of their own (ScheduleText.h).
 //
 // buildFromComputeOrder turns any consistent compute order into device
 // programs whose transfers can never deadlock, even when every send blocks
@@ -32,20 +36,28 @@ enum class ScheduleKind {
   GPipe,    ///< fill-drain: all forwards, then all backwards (reversed)
   OneFOneB, ///< PipeDream-flush: warm-up forwards, then one forward, one
             ///< backward
+  /// 1F1B with split backwards (B, then W deferred by s on device s). Built,
+  /// verified and simulated here; the memory planner, the compiler and the
+  /// runtime do not run W yet, so no option or file can name it.
+  ZeroBubbleH1,
 };
 
-/// "gpipe" or "1f1b".
+/// "gpipe", "1f1b" or "zb-h1".
 const char *scheduleKindName(ScheduleKind kind);
-/// The kind named `name`, if any.
+/// The kind named `name` among those the compiler and the runtime run
+/// (gpipe, 1f1b), if any.
 std::optional<ScheduleKind> parseScheduleKind(std::string_view name);
+/// Whether the kind splits each backward into B and W (BackwardWeights).
+bool splitsBackward(ScheduleKind kind);
 
-/// One forward or backward of a device's stage.
+/// One forward, backward or weight-gradient backward of a device's stage.
 struct ComputeStep {
-  InstrKind kind = InstrKind::Forward; ///< Forward or Backward
+  InstrKind kind = InstrKind::Forward; ///< Forward, Backward, BackwardWeights
   unsigned microbatch = 0;
 };
 
-/// "forward of micro-batch 2" or "backward of micro-batch 0".
+/// "forward of micro-batch 2", "backward of micro-batch 0" or
+/// "weight-gradient backward of micro-batch 1".
 std::string describe(const ComputeStep &step);
 
 /// order[d]: the forwards and backwards device d runs, in order (device d runs
@@ -67,7 +79,9 @@ struct ScheduleBuild {
 /// device, its action and the micro-batch, when `order` has the wrong number
 /// of devices, misses or repeats a forward or backward, runs a backward
 /// before its forward, names a micro-batch out of range, or deadlocks (the
-/// message then names every device of the wait cycle).
+/// message then names every device of the wait cycle). A device that runs
+/// any weight-gradient backward must run one per micro-batch, after its
+/// backward.
 ScheduleBuild buildFromComputeOrder(const PipelineSpec &spec,
                                     const ComputeOrder &order);
 

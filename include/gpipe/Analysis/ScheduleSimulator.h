@@ -30,6 +30,11 @@ struct DeviceCosts {
   /// What a forward (a recomputation too) and a backward cost whatever
   /// their rows: kernel launches, hand-offs, small GEMMs' inefficiency.
   double forwardFixed = 0, backwardFixed = 0;
+  /// Of a backward's cost (per row and fixed), the share of the parameter
+  /// gradients: what a BackwardWeights runs when the program splits its
+  /// backwards (its Backward then costs the rest, plus any recomputation).
+  /// A dense layer's two gradient GEMMs cost the same, hence one half.
+  double weightShare = 0.5;
   /// The recomputation of the forward a backward runs first when the
   /// micro-batch kept nothing (`SimulationCosts::keep`), per row.
   double recomputePerRow = 0;

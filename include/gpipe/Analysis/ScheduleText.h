@@ -26,7 +26,8 @@ namespace gpipe::schedule {
 /// expected and what was found.
 std::string parseComputeOrder(std::string_view text, ComputeOrder &order);
 
-/// Writes `order` in the form parseComputeOrder reads.
+/// Writes `order` in the form parseComputeOrder reads (W3, a weight-gradient
+/// backward, is printed but not read: nothing below the analysis runs it yet).
 std::string printComputeOrder(const ComputeOrder &order);
 
 } // namespace gpipe::schedule

@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #define DEBUG_TYPE "gpipe-unroll-schedule"
@@ -259,6 +260,9 @@ struct UnrollSchedulePass
                          StageOp(stages[instr.stage]).getSymName(),
                          instr.microbatch, instr.rows);
       return;
+    case sched::InstrKind::BackwardWeights:
+      // The pass's schedules and schedule files never split the backward.
+      llvm_unreachable("gpipe.schedule has no weight-gradient backward op");
     case sched::InstrKind::Send:
       if (instr.direction == sched::Direction::Activation)
         SendActivationOp::create(builder, loc, instr.peer, instr.microbatch,
