@@ -21,9 +21,7 @@ PlannedInstrKind plannedKind(const schedule::Instr &instr) {
   case schedule::InstrKind::Backward:
     return PlannedInstrKind::Backward;
   case schedule::InstrKind::BackwardWeights:
-    // pipelineInstructions refuses schedules that split the backward.
-    assert(false && "the memory planner has no weight-gradient backward");
-    return PlannedInstrKind::Backward;
+    return PlannedInstrKind::BackwardWeights;
   case schedule::InstrKind::Send:
     return activation ? PlannedInstrKind::SendActivation
                       : PlannedInstrKind::SendGradient;

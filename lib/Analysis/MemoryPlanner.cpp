@@ -43,6 +43,8 @@ struct StageLiveness {
   std::vector<std::vector<int>> forwardFree[2]; ///< [kept]
   std::vector<std::vector<int>> recomputeFree;
   std::vector<std::vector<int>> backwardFree[2]; ///< [kept]
+  std::vector<std::vector<int>> weightsFree[2];  ///< [kept]
+  std::vector<char> readByWeights;               ///< operands of W ops
 
   explicit StageLiveness(const PlannedStage &stage) {
     const size_t n = stage.values.size();
@@ -52,11 +54,15 @@ struct StageLiveness {
     std::vector<char> isInput(n, 0);
     for (int id : stage.inputs)
       isInput[id] = 1;
-    for (const PlannedOp &op : stage.backward)
-      for (int id : op.operands) {
-        keptForBackward[id] = 1;
-        stashed[id] |= isInput[id];
-      }
+    readByWeights.assign(n, 0);
+    for (const std::vector<PlannedOp> *ops :
+         {&stage.backward, &stage.backwardWeights})
+      for (const PlannedOp &op : *ops)
+        for (int id : op.operands) {
+          keptForBackward[id] = 1;
+          stashed[id] |= isInput[id];
+          readByWeights[id] |= ops == &stage.backwardWeights;
+        }
     for (const PlannedOp &op : stage.recompute)
       for (int id : op.operands)
         stashed[id] |= isInput[id];
@@ -73,10 +79,15 @@ struct StageLiveness {
     std::vector<char> keep(n, 0);
     for (int id : stage.inputGrads)
       keep[id] = 1;
-    backwardFree[1] = lastUses({&stage.backward}, n, keep).front();
-    auto both = lastUses({&stage.recompute, &stage.backward}, n, keep);
-    recomputeFree = std::move(both[0]);
-    backwardFree[0] = std::move(both[1]);
+    // B and W are one sequence, whether W runs at once or later.
+    auto kept = lastUses({&stage.backward, &stage.backwardWeights}, n, keep);
+    backwardFree[1] = std::move(kept[0]);
+    weightsFree[1] = std::move(kept[1]);
+    auto all = lastUses(
+        {&stage.recompute, &stage.backward, &stage.backwardWeights}, n, keep);
+    recomputeFree = std::move(all[0]);
+    backwardFree[0] = std::move(all[1]);
+    weightsFree[0] = std::move(all[2]);
   }
 
   bool neededAfterForward(int id, bool kept) const {
@@ -92,6 +103,8 @@ const char *instrName(PlannedInstrKind kind) {
     return "forward";
   case PlannedInstrKind::Backward:
     return "backward";
+  case PlannedInstrKind::BackwardWeights:
+    return "backward_weights";
   case PlannedInstrKind::SendActivation:
     return "send_activation";
   case PlannedInstrKind::RecvActivation:
@@ -120,6 +133,11 @@ public:
     current = plan.peakBytes = total = stage.residentBytes;
     const size_t numMicrobatches = program.microbatchRows.size();
     kept.assign(numMicrobatches, program.keep == KeepPolicy::All);
+    splitsBackward =
+        std::any_of(program.instrs.begin(), program.instrs.end(),
+                    [](const PlannedInstr &in) {
+                      return in.kind == PlannedInstrKind::BackwardWeights;
+                    });
     if (program.keep == KeepPolicy::Last)
       for (auto it = program.instrs.rbegin(); it != program.instrs.rend(); ++it)
         if (it->kind == PlannedInstrKind::Forward) {
@@ -164,6 +182,7 @@ private:
     const size_t forward = opBuffers(stage.forward);
     const size_t recompute = opBuffers(stage.recompute);
     const size_t backward = opBuffers(stage.backward);
+    const size_t weights = opBuffers(stage.backwardWeights);
     size_t count = 0;
     for (const PlannedInstr &in : program.instrs) {
       switch (in.kind) {
@@ -180,7 +199,10 @@ private:
         count += forward;
         break;
       case PlannedInstrKind::Backward:
-        count += recompute + backward;
+        count += recompute + backward + weights;
+        break;
+      case PlannedInstrKind::BackwardWeights:
+        count += weights;
         break;
       case PlannedInstrKind::OptimizerStep:
         break;
@@ -237,18 +259,42 @@ private:
           runOps(m, stage.backward, live.backwardFree[keep], "backward");
       if (!error.empty())
         return error;
-      std::vector<char> isInputGrad(stage.values.size(), 0);
-      for (int id : stage.inputGrads)
-        isInputGrad[id] = 1;
-      for (size_t id = 0; id < stage.values.size(); ++id)
-        if (!isInputGrad[id])
-          release(slots[m][id]);
+      // A program without BackwardWeights runs W here, at once.
+      if (!splitsBackward)
+        return runWeights(m);
+      // W runs later: what it reads stays.
+      releaseAllBut(m, live.readByWeights);
       return {};
     }
+    case PlannedInstrKind::BackwardWeights:
+      return runWeights(m);
     case PlannedInstrKind::OptimizerStep:
       return {};
     }
     return {};
+  }
+
+  /// The W ops of micro-batch m, then the end of its backward: every value
+  /// but the input gradients (being sent) goes.
+  std::string runWeights(unsigned m) {
+    std::string error =
+        runOps(m, stage.backwardWeights, live.weightsFree[kept[m] ? 1 : 0],
+               "backward_weights");
+    if (!error.empty())
+      return error;
+    releaseAllBut(m, {});
+    return {};
+  }
+
+  /// Releases micro-batch m's values except the input gradients and those
+  /// `also` marks (when not empty).
+  void releaseAllBut(unsigned m, const std::vector<char> &also) {
+    std::vector<char> isInputGrad(stage.values.size(), 0);
+    for (int id : stage.inputGrads)
+      isInputGrad[id] = 1;
+    for (size_t id = 0; id < stage.values.size(); ++id)
+      if (!isInputGrad[id] && (also.empty() || !also[id]))
+        release(slots[m][id]);
   }
 
   std::string runOps(unsigned m, const std::vector<PlannedOp> &ops,
@@ -351,6 +397,7 @@ private:
   StageLiveness live;
   std::vector<std::vector<int>> slots; ///< [mb][value] -> buffer or -1
   std::vector<char> kept;
+  bool splitsBackward = false; ///< the program has BackwardWeights
   std::vector<std::vector<char>> activationSent, gradientSent;
   int64_t now = 0;
   int64_t current = 0;

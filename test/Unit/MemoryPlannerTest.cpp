@@ -334,6 +334,88 @@ TEST(PlanDeviceMemory, ReadingAValueBeforeItExistsIsAnError) {
             "live");
 }
 
+/// chainProgram's stage with its backward split as a zero-bubble schedule
+/// splits a dense layer's: B computes d_b (loss_grad) and d_a (the input
+/// gradient part), W reads d_b with a and d_a with x (the weight gradient
+/// parts, accumulated into resident memory: no results). Run as `order`
+/// ("F0 F1 B0 B1 W0 W1"), one micro-batch per letter pair.
+DeviceProgram splitProgram(KeepPolicy keep, const std::string &order) {
+  DeviceProgram p = chainProgram(keep, 2);
+  PlannedStage &s = p.stage;
+  // ids: 0 x, 1 t, 2 a, 3 b, 4 loss, 5 d_b, 6 d_a
+  s.values.resize(7);
+  s.backward = {{{3, 1}, {5}, {}, "loss_grad"}, {{5}, {6}, {}, "dx"}};
+  s.backwardWeights = {{{5, 2}, {}, {}, "dw"}, {{6, 0}, {}, {}, "dw"}};
+  p.instrs.clear();
+  for (size_t i = 0; i + 1 < order.size(); i += 3) {
+    unsigned m = unsigned(order[i + 1] - '0');
+    if (order[i] == 'F') {
+      p.instrs.push_back({PlannedInstrKind::LoadInput, m, 0, "x"});
+      p.instrs.push_back({PlannedInstrKind::LoadInput, m, 0, "t"});
+    }
+    PlannedInstrKind kind = order[i] == 'F' ? PlannedInstrKind::Forward
+                            : order[i] == 'B'
+                                ? PlannedInstrKind::Backward
+                                : PlannedInstrKind::BackwardWeights;
+    p.instrs.push_back({kind, m, 0, ""});
+  }
+  p.instrs.push_back({PlannedInstrKind::OptimizerStep, 0, 0, ""});
+  return p;
+}
+
+/// The event that releases micro-batch m's value `id` (its last buffer's
+/// end; -1: never allocated).
+int64_t releasedAt(const DeviceMemoryPlan &plan, int m, int id) {
+  int64_t end = -1;
+  for (const PlannedBuffer &b : plan.buffers)
+    if (b.microbatch == m && b.value == id)
+      end = std::max(end, b.end);
+  return end;
+}
+
+// Hand-counted, keep all (32 bytes a value, 16 the loss; resident 1000).
+// After both forwards: x, t, a, b of each (256). B0 adds d_b0 (288, the
+// peak), frees b0 and t0 (224), adds d_a0 (256). Run at once (no W
+// instruction), W frees d_b0 and a0, then d_a0 and x0 (128), and B1 peaks at
+// 160 over that. Deferred, m0 keeps x0, a0, d_b0, d_a0 (128) through B1,
+// which again peaks at 288: the same peak, with m0's values alive until W0.
+TEST(PlanDeviceMemory, SplitBackwardKeepsWhatWReadsUntilW) {
+  DeviceMemoryPlan atOnce, deferred;
+  DeviceProgram unsplit = splitProgram(KeepPolicy::All, "F0 F1 B0 B1");
+  DeviceProgram split = splitProgram(KeepPolicy::All, "F0 F1 B0 B1 W0 W1");
+  ASSERT_EQ(planDeviceMemory(unsplit, atOnce), "");
+  ASSERT_EQ(planDeviceMemory(split, deferred), "");
+  EXPECT_EQ(atOnce.peakBytes, 1000 + 288);
+  EXPECT_EQ(deferred.peakBytes, 1000 + 288);
+  expectNoConflicts(deferred.buffers,
+                    deferred.arenaBytes - deferred.residentBytes);
+  // Instructions: loads and forwards 0..5, B0 6, B1 7, W0 8, W1 9.
+  for (int id : {0, 2, 5, 6}) {
+    SCOPED_TRACE("value " + std::to_string(id));
+    EXPECT_LT(releasedAt(atOnce, 0, id), atOnce.instrStart[7]);
+    EXPECT_GE(releasedAt(deferred, 0, id), deferred.instrStart[8]);
+    EXPECT_LT(releasedAt(deferred, 0, id), deferred.instrStart[9]);
+  }
+  // b and t are only B's: they go in B either way.
+  EXPECT_LT(releasedAt(deferred, 0, 3), deferred.instrStart[7]);
+  EXPECT_LT(releasedAt(deferred, 0, 1), deferred.instrStart[7]);
+  // Recomputed values that W reads stay too (keep none: a0 and x0).
+  DeviceMemoryPlan recomputed;
+  ASSERT_EQ(
+      planDeviceMemory(splitProgram(KeepPolicy::None, "F0 F1 B0 B1 W0 W1"),
+                       recomputed),
+      "");
+  EXPECT_GE(releasedAt(recomputed, 0, 2), recomputed.instrStart[8]);
+  EXPECT_GE(releasedAt(recomputed, 0, 0), recomputed.instrStart[8]);
+}
+
+TEST(PlanDeviceMemory, WeightsBeforeTheirBackwardReadNothingLive) {
+  DeviceMemoryPlan plan;
+  EXPECT_EQ(planDeviceMemory(splitProgram(KeepPolicy::All, "F0 W0 B0"), plan),
+            "op #3 (backward_weights): backward_weights op 0 (dw) reads value "
+            "5, which is not live");
+}
+
 TEST(ByteCount, ParsesUnitsAndRejectsTheRest) {
   std::optional<uint64_t> count;
   EXPECT_TRUE(parseByteCount("", count));

@@ -14,6 +14,10 @@
 //    value it reads when the micro-batch keeps its forward values, only the
 //    stage inputs when it recomputes them) waits for the backward. What is
 //    left when a forward or backward ends and is not so needed is freed then.
+//  - A split backward (zero-bubble schedules) is one op sequence, B then W,
+//    paused between a Backward and its BackwardWeights: what W reads (the
+//    output gradients of dense layers, their inputs) outlives the Backward
+//    until its last read in W.
 //  - A send hands its buffer over unless the device still needs the value,
 //    in which case it sends a copy that lives only during the send.
 //  - Ops may need scratch for the duration of their kernel.
@@ -65,6 +69,11 @@ struct PlannedStage {
   std::vector<PlannedOp> forward;
   std::vector<PlannedOp> recompute; ///< redefines forward ids
   std::vector<PlannedOp> backward;  ///< without ops whose work is fused away
+  /// Zero-bubble schedules: the parameter-gradient ops (W) that a
+  /// BackwardWeights runs after the Backward (B, `backward`); a program
+  /// without BackwardWeights runs them at the end of its Backward. Empty for
+  /// a stage whose backward is not split.
+  std::vector<PlannedOp> backwardWeights;
   std::vector<int> outputGrads;     ///< per channel from the next stage
   std::vector<int> inputGrads;      ///< per channel to the previous stage
   int64_t residentBytes = 0;        ///< parameters, gradients, optimizer slots
@@ -74,6 +83,7 @@ enum class PlannedInstrKind {
   LoadInput,
   Forward,
   Backward,
+  BackwardWeights, ///< the stage's `backwardWeights` ops
   SendActivation,
   RecvActivation,
   SendGradient,
