@@ -133,6 +133,7 @@ public:
     current = plan.peakBytes = total = stage.residentBytes;
     const size_t numMicrobatches = program.microbatchRows.size();
     kept.assign(numMicrobatches, program.keep == KeepPolicy::All);
+    weightsRan.assign(numMicrobatches, 0);
     splitsBackward =
         std::any_of(program.instrs.begin(), program.instrs.end(),
                     [](const PlannedInstr &in) {
@@ -277,12 +278,17 @@ private:
   /// The W ops of micro-batch m, then the end of its backward: every value
   /// but the input gradients (being sent) goes.
   std::string runWeights(unsigned m) {
+    weightsRan[m] = 1;
     std::string error =
         runOps(m, stage.backwardWeights, live.weightsFree[kept[m] ? 1 : 0],
                "backward_weights");
     if (!error.empty())
       return error;
     releaseAllBut(m, {});
+    // An input gradient that W read after its send (which kept it) goes too.
+    for (size_t c = 0; c < stage.inputGrads.size(); ++c)
+      if (gradientSent[m][c])
+        release(slots[m][stage.inputGrads[c]]);
     return {};
   }
 
@@ -331,7 +337,10 @@ private:
     int id = ids[in.channel];
     if (slots[m][id] < 0)
       return "sends value " + std::to_string(id) + ", which is not live";
-    bool needed = activation && live.neededAfterForward(id, kept[m]);
+    bool needed =
+        activation ? live.neededAfterForward(id, kept[m])
+                   // An input gradient W reads too (a skip's).
+                   : splitsBackward && live.readByWeights[id] && !weightsRan[m];
     for (size_t c = 0; c < ids.size() && !needed; ++c)
       needed = c != in.channel && ids[c] == id && !sent[c];
     sent[in.channel] = 1;
@@ -398,6 +407,7 @@ private:
   std::vector<std::vector<int>> slots; ///< [mb][value] -> buffer or -1
   std::vector<char> kept;
   bool splitsBackward = false; ///< the program has BackwardWeights
+  std::vector<char> weightsRan; ///< per micro-batch
   std::vector<std::vector<char>> activationSent, gradientSent;
   int64_t now = 0;
   int64_t current = 0;

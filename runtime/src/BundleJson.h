@@ -55,6 +55,7 @@ inline constexpr InstrInfo kInstrs[] = {
     {InstrKind::LoadInput, "load_input", NameField | MbField},
     {InstrKind::Forward, "forward", StageField | MbField},
     {InstrKind::Backward, "backward", StageField | MbField},
+    {InstrKind::BackwardWeights, "backward_weights", StageField | MbField},
     {InstrKind::SendActivation, "send_activation", kTransferFields},
     {InstrKind::RecvActivation, "recv_activation", kTransferFields},
     {InstrKind::SendGradient, "send_gradient", kTransferFields},

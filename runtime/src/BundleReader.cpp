@@ -12,6 +12,7 @@
 
 #include "gpipe/runtime/BundleReader.h"
 #include "BundleJson.h"
+#include "gpipe/runtime/BackwardSplit.h"
 #include "gpipe/runtime/BundleChecksum.h"
 
 #include <nlohmann/json.hpp>
@@ -284,7 +285,7 @@ bool Reader::readStage(const Json &json, const std::string &path,
   if (!expectObject(json, path) ||
       !checkKeys(json, path,
                  {"values", "inputs", "outputs", "loss", "forward", "recompute",
-                  "backward", "output_grads", "input_grads"}))
+                  "backward", "weights_from", "output_grads", "input_grads"}))
     return false;
 
   // Values.
@@ -371,12 +372,34 @@ bool Reader::readStage(const Json &json, const std::string &path,
                           " (-1: no loss)");
   stage.loss = int(loss);
 
-  return readOps(json, path, "forward", context, stage.forward) &&
-         readOps(json, path, "recompute", context, stage.recompute) &&
-         readOps(json, path, "backward", context, stage.backward) &&
-         readValueList(json, path, "output_grads", context,
-                       stage.outputGrads) &&
-         readValueList(json, path, "input_grads", context, stage.inputGrads);
+  if (!readOps(json, path, "forward", context, stage.forward) ||
+      !readOps(json, path, "recompute", context, stage.recompute) ||
+      !readOps(json, path, "backward", context, stage.backward) ||
+      !readValueList(json, path, "output_grads", context, stage.outputGrads) ||
+      !readValueList(json, path, "input_grads", context, stage.inputGrads))
+    return false;
+  // Optional: a backward split for zero-bubble schedules (BackwardSplit.h).
+  if (json.contains("weights_from")) {
+    int64_t from = 0;
+    if (!getInt(json, path, "weights_from", from))
+      return false;
+    if (from < 0 || uint64_t(from) > stage.backward.size())
+      return fail(path, "weights_from " + std::to_string(from) +
+                            " out of range: the backward has " +
+                            plural(stage.backward.size(), "op"));
+    stage.weightsFrom = size_t(from);
+  }
+  for (size_t k = 0; k < stage.backward.size(); ++k)
+    for (size_t r = 1; r < stage.backward[k].results.size(); ++r)
+      if (stage.backward[k].results[r] == -1 &&
+          (stage.weightsFrom == StageProgram::kNotSplit ||
+           k >= stage.weightsFrom))
+        return fail(path + ".backward[" + std::to_string(k) + "]",
+                    "result " + std::to_string(r) +
+                        " is -1: only a dense or layer-norm gradient before "
+                        "a split backward's weights_from may leave its "
+                        "parameter gradients to a later op");
+  return true;
 }
 
 bool Reader::readOps(const Json &object, const std::string &path,
@@ -457,6 +480,9 @@ bool Reader::readOp(const Json &json, const std::string &path,
   for (size_t i = 0; i < results.size(); ++i) {
     if (results[i] == -1 && i == 0 && info.has(DropsFirstResult))
       continue; // the input gradient is not needed
+    // The B half of a split backward's dense or layer-norm gradient.
+    if (results[i] == -1 && i > 0 && separatesWeightGradients(op.kind))
+      continue;
     if (results[i] < 0 || uint64_t(results[i]) >= context.numValues)
       return outOfRange("result", results[i]);
     op.results[i] = int(results[i]);

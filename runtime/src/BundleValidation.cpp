@@ -32,7 +32,9 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
   size_t numChannels = 0;
   for (const StageInput &input : stage.inputs)
     numChannels += input.fromChannel;
-  std::vector<int> forwards(numMicrobatches), backwards(numMicrobatches);
+  std::vector<int> forwards(numMicrobatches), backwards(numMicrobatches),
+      weights(numMicrobatches);
+  bool splits = false;
   unsigned optimizerSteps = 0;
   for (size_t i = 0; i < program.size(); ++i) {
     const Instr &instr = program[i];
@@ -89,6 +91,17 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
         return prefix + "comes before the forward of its micro-batch";
       break;
     }
+    case InstrKind::BackwardWeights:
+      if (instr.stage != device)
+        return prefix + "device " + std::to_string(device) + " runs stage " +
+               std::to_string(device) + ", got stage " +
+               std::to_string(instr.stage);
+      if (++weights[instr.microbatch] > 1)
+        return prefix + "runs twice";
+      if (backwards[instr.microbatch] == 0)
+        return prefix + "comes before the backward of its micro-batch";
+      splits = true;
+      break;
     case InstrKind::SendActivation:
       if ((error = expectPeer(int(device) + 1)).empty())
         error = expectChannel(stage.outputs.size());
@@ -118,6 +131,10 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
              " needs one forward and one backward, got " +
              std::to_string(forwards[m]) + " and " +
              std::to_string(backwards[m]);
+  for (unsigned m = 0; m < numMicrobatches && splits; ++m)
+    if (weights[m] != 1)
+      return prefix + "splits its backwards, but micro-batch " +
+             std::to_string(m) + " has no weight-gradient backward";
   if (optimizerSteps != 1)
     return prefix + "expects exactly one optimizer step, got none";
   return {};

@@ -114,6 +114,8 @@ Json stageJson(const StageProgram &stage) {
   out["forward"] = opsJson(stage.forward);
   out["recompute"] = opsJson(stage.recompute);
   out["backward"] = opsJson(stage.backward);
+  if (stage.weightsFrom != StageProgram::kNotSplit)
+    out["weights_from"] = stage.weightsFrom;
   out["output_grads"] = intArray(stage.outputGrads);
   out["input_grads"] = intArray(stage.inputGrads);
   return out;

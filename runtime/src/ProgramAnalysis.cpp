@@ -12,6 +12,8 @@ const char *gpipe::runtime::instructionName(InstrKind kind) {
     return "forward";
   case InstrKind::Backward:
     return "backward";
+  case InstrKind::BackwardWeights:
+    return "backward weights";
   case InstrKind::SendActivation:
     return "send activation";
   case InstrKind::RecvActivation:
@@ -42,6 +44,8 @@ std::string gpipe::runtime::describeInstruction(const Instr &instr,
     return "forward of stage " + std::to_string(device) + mb;
   case InstrKind::Backward:
     return "backward of stage " + std::to_string(device) + mb;
+  case InstrKind::BackwardWeights:
+    return "weight-gradient backward of stage " + std::to_string(device) + mb;
   case InstrKind::SendActivation:
   case InstrKind::SendGradient:
     return std::string("send ") + directionWord(instr.kind) + " to device " +

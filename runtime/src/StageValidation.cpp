@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ValidationText.h"
+#include "gpipe/runtime/BackwardSplit.h"
 #include "gpipe/runtime/ProgramAnalysis.h"
 
 #include <algorithm>
@@ -237,7 +238,7 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(expectShape(dy, withLast(x.shape, w.shape[1]), x.batched, "dy"));
     if (res(0))
       CHECK(expectLike(*res(0), x, "dx"));
-    return expectLike(*res(1), w, "dw");
+    return res(1) ? expectLike(*res(1), w, "dw") : std::string();
   }
   case OpKind::BiasGrad:
     CHECK(f32Except({}));
@@ -260,8 +261,9 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(expectShape(ops(3), {x.shape.back()}, false, "gamma"));
     if (res(0))
       CHECK(expectLike(*res(0), x, "dx"));
-    CHECK(expectLike(*res(1), ops(3), "dgamma"));
-    return expectLike(*res(2), ops(3), "dbeta");
+    if (res(1))
+      CHECK(expectLike(*res(1), ops(3), "dgamma"));
+    return res(2) ? expectLike(*res(2), ops(3), "dbeta") : std::string();
   }
   case OpKind::EmbeddingGrad: {
     CHECK(f32Except({1}));
@@ -352,6 +354,10 @@ std::string StageValidator::checkOp(const char *section, size_t index,
     int id = op.results[i];
     if (id == -1 && i == 0 && arity.has(DropsFirstResult))
       continue;
+    // A split backward's B half of a dense or layer-norm gradient leaves
+    // the parameter gradients to its W half (BackwardSplit.h).
+    if (id == -1 && i > 0 && separatesWeightGradients(op.kind))
+      continue;
     if (id < 0 || id >= numValues)
       return fail("result " + std::to_string(i) + " is value " +
                   std::to_string(id) + ", outside [0, " +
@@ -377,6 +383,9 @@ std::string StageValidator::checkOp(const char *section, size_t index,
   std::string error = checkShapes(op);
   if (!error.empty())
     return fail(error);
+  if (!op.results.empty() && std::all_of(op.results.begin(), op.results.end(),
+                                         [](int id) { return id < 0; }))
+    return fail("defines none of its results");
   for (int id : op.results) {
     if (id < 0)
       continue;
@@ -553,7 +562,12 @@ std::string StageValidator::run() {
              typeName(grad.type) + " " + shapeString(grad.shape);
     available.insert(id);
   }
-  std::set<int> backwardDefined;
+  if (program.weightsFrom != StageProgram::kNotSplit &&
+      program.weightsFrom > program.backward.size())
+    return prefix + "splits its backward at op " +
+           std::to_string(program.weightsFrom) + ", past its " +
+           std::to_string(program.backward.size()) + " ops";
+  std::set<int> definedByW;
   for (size_t i = 0; i < program.backward.size(); ++i) {
     const Op &op = program.backward[i];
     for (int id : op.results)
@@ -565,6 +579,10 @@ std::string StageValidator::run() {
       error = checkFusion("backward", program.backward, i);
     if (!error.empty())
       return error;
+    if (i >= program.inputGradientEnd())
+      for (int id : op.results)
+        if (id >= 0)
+          definedByW.insert(id);
   }
   if (stage == 0) {
     if (!program.inputGrads.empty())
@@ -580,6 +598,12 @@ std::string StageValidator::run() {
       if (!inRange(id) || !available.count(id) || forwardDefined.count(id))
         return prefix + "input gradient " + std::to_string(c) + " (value " +
                std::to_string(id) + ") is not a gradient the backward defines";
+      if (definedByW.count(id))
+        return prefix + "input gradient " + std::to_string(c) + " (value " +
+               std::to_string(id) +
+               ") is defined by a weight-gradient op, after op " +
+               std::to_string(program.weightsFrom) +
+               ": it is sent before those run";
       const ValueSpec &grad = program.values[id];
       const ValueSpec &in = program.values[channelValue[c]];
       if (grad.shape != in.shape || grad.type != ElementType::F32 ||

@@ -3,6 +3,9 @@
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/BundleChecksum.h"
 
+#include "TestBundles.h"
+#include "TestModels.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -197,6 +200,7 @@ void expectEqual(const StageProgram &a, const StageProgram &b,
   expectEqual(a.forward, b.forward, at + ".forward");
   expectEqual(a.recompute, b.recompute, at + ".recompute");
   expectEqual(a.backward, b.backward, at + ".backward");
+  EXPECT_EQ(a.weightsFrom, b.weightsFrom) << at << ".weights_from";
   EXPECT_EQ(a.outputGrads, b.outputGrads) << at;
   EXPECT_EQ(a.inputGrads, b.inputGrads) << at;
 }
@@ -368,6 +372,37 @@ TEST(BundleReaderTest, RoundTripsValidBundle) {
   ASSERT_TRUE(second.ok()) << second.status().message() << "\n" << text;
   expectEqual((*first), (*second));
   EXPECT_EQ(writeBundle((*second)), text);
+}
+
+// A zero-bubble bundle's split backwards (weights_from) and its
+// backward_weights instructions survive writing and reading; a split past
+// the backward's end is refused.
+TEST(BundleReaderTest, RoundTripsSplitBackwards) {
+  namespace rt = gpipe::runtime::testing;
+  Bundle first =
+      rt::buildBundle(rt::mlpGraph(10), rt::mlpSplit(2), 2, RematPolicy::Full,
+                      gpipe::schedule::ScheduleKind::ZeroBubbleH1);
+  ASSERT_NE(first.stages[1].weightsFrom, StageProgram::kNotSplit);
+  // The file names a stage only where it matters (forward and backward).
+  for (std::vector<Instr> &program : first.programs)
+    for (Instr &instr : program)
+      if (instr.kind != InstrKind::Forward &&
+          instr.kind != InstrKind::Backward &&
+          instr.kind != InstrKind::BackwardWeights)
+        instr.stage = 0;
+  std::string text = writeBundle(first);
+  StatusOr<Bundle> second = parseBundle(text, "zb.json");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  expectEqual(first, *second);
+  EXPECT_EQ(writeBundle(*second), text);
+  Json json = Json::parse(text);
+  json["stages"][1]["weights_from"] = 99;
+  json.erase("checksum");
+  EXPECT_EQ(
+      parseBundle(sealBundleText(json.dump()), "zb.json").status().message(),
+      "'zb.json': stages[1]: weights_from 99 out of range: the backward "
+      "has " +
+          std::to_string(first.stages[1].backward.size()) + " ops");
 }
 
 // A memory plan survives writeBundle -> parseBundle.
@@ -880,7 +915,9 @@ const ErrorCase kErrorCases[] = {
      [](Json &j) {
        j["stages"][1]["backward"][1]["results"] = {6, -1};
      },
-     "stages[1].backward[1]: result -1 out of range: stage 1 has 8 values"},
+     "stages[1].backward[1]: result 1 is -1: only a dense or layer-norm "
+     "gradient before a split backward's weights_from may leave its "
+     "parameter gradients to a later op"},
     {"DroppedResultNotAllowed",
      [](Json &j) { j["stages"][0]["backward"][0]["results"] = {-1}; },
      "stages[0].backward[0]: result -1 out of range: stage 0 has 9 values"},
@@ -974,8 +1011,8 @@ const ErrorCase kErrorCases[] = {
     // Instructions.
     {"UnknownInstruction", [](Json &j) { j["programs"][0][1]["op"] = "fwd"; },
      "programs[0][1]: unknown instruction 'fwd'; expected one of load_input, "
-     "forward, backward, send_activation, recv_activation, send_gradient, "
-     "recv_gradient, optimizer_step"},
+     "forward, backward, backward_weights, send_activation, recv_activation, "
+     "send_gradient, recv_gradient, optimizer_step"},
     {"InstrStageOutOfRange", [](Json &j) { j["programs"][1][2]["stage"] = 2; },
      "programs[1][2]: stage 2 out of range: the bundle has 2 stages"},
     {"InstrMicrobatchOutOfRange",

@@ -313,3 +313,74 @@ TEST(Executor, InvalidBundlesAreRefused) {
 }
 
 } // namespace
+
+namespace {
+// A zero-bubble bundle (split backwards, BackwardWeights instructions) whose
+// W is missing, repeated, early, or defines what B sends, is refused at load.
+TEST(Executor, InvalidSplitBackwardsAreRefused) {
+  using gpipe::schedule::ScheduleKind;
+  auto zb = [] {
+    return buildBundle(mlpGraph(kBatch), mlpSplit(2), 2, RematPolicy::Full,
+                       ScheduleKind::ZeroBubbleH1);
+  };
+  ASSERT_EQ(createError(zb()), "");
+  auto isWeights = [](unsigned m) {
+    return [m](const Instr &i) {
+      return i.kind == InstrKind::BackwardWeights && i.microbatch == m;
+    };
+  };
+  {
+    Bundle b = zb();
+    removeInstr(b, 1, isWeights(1));
+    EXPECT_EQ(createError(b),
+              "device 1: splits its backwards, but micro-batch 1 has no "
+              "weight-gradient backward");
+  }
+  {
+    Bundle b = zb();
+    size_t w = findInstr(b, 1, isWeights(0));
+    b.programs[1][w].microbatch = 1;
+    expectContains(createError(b), "(weight-gradient backward of stage 1, "
+                                   "micro-batch 1): runs twice");
+  }
+  {
+    Bundle b = zb();
+    size_t w = findInstr(b, 0, isWeights(0));
+    size_t bwd = findInstr(b, 0, [](const Instr &i) {
+      return i.kind == InstrKind::Backward && i.microbatch == 0;
+    });
+    Instr moved = b.programs[0][w];
+    b.programs[0].erase(b.programs[0].begin() + w);
+    b.programs[0].insert(b.programs[0].begin() + bwd, moved);
+    expectContains(createError(b), "(weight-gradient backward of stage 0, "
+                                   "micro-batch 0): comes before the backward "
+                                   "of its micro-batch");
+  }
+  {
+    // Stage 1's B ends before the op that defines its input gradient.
+    Bundle b = zb();
+    b.stages[1].weightsFrom = 0;
+    expectContains(createError(b),
+                   "stage 1: input gradient 0 (value " +
+                       std::to_string(b.stages[1].inputGrads[0]) +
+                       ") is defined by a weight-gradient op, after op 0: it "
+                       "is sent before those run");
+  }
+  {
+    Bundle b = zb();
+    b.stages[1].weightsFrom = b.stages[1].backward.size() + 1;
+    expectContains(createError(b), "splits its backward at op ");
+  }
+  {
+    // The B half of a dense gradient with its input gradient dropped too.
+    Bundle b = zb();
+    for (Op &op : b.stages[1].backward)
+      if (op.kind == OpKind::DenseGrad && op.results[0] >= 0) {
+        op.results[0] = -1;
+        op.results[1] = -1;
+        break;
+      }
+    expectContains(createError(b), "defines none of its results");
+  }
+}
+} // namespace

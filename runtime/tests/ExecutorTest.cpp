@@ -223,7 +223,9 @@ std::string sweepName(const ::testing::TestParamInfo<SweepParam> &info) {
   auto [k, m, remat, kind] = info.param;
   return "K" + std::to_string(k) + "_M" + std::to_string(m) + "_" +
          rematName(remat) + "_" +
-         (kind == ScheduleKind::GPipe ? "gpipe" : "onefoneb");
+         (kind == ScheduleKind::GPipe      ? "gpipe"
+          : kind == ScheduleKind::OneFOneB ? "onefoneb"
+                                           : "zbh1");
 }
 
 /// One step of `bundle` compared with `reference` (computed at the initial
@@ -277,8 +279,8 @@ TEST_P(ResidualGradients, MatchWholeBatchReference) {
   checkOneStep(std::move(bundle), residualBatch(kBatch, 2), residualStep1);
 }
 
-const auto kSchedules =
-    ::testing::Values(ScheduleKind::GPipe, ScheduleKind::OneFOneB);
+const auto kSchedules = ::testing::Values(
+    ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1);
 const auto kSweep = ::testing::Combine(
     ::testing::Values(1u, 2u, 3u, 4u), ::testing::Values(1u, 2u, 3u, 8u),
     ::testing::Values(RematPolicy::None, RematPolicy::Full,

@@ -140,10 +140,12 @@ std::string paramName(const ::testing::TestParamInfo<Param> &info) {
   const char *policy = remat == RematPolicy::None   ? "none"
                        : remat == RematPolicy::Full ? "full"
                                                     : "exceptlast";
-  bool gpipe = std::get<3>(info.param) == ScheduleKind::GPipe;
+  ScheduleKind kind = std::get<3>(info.param);
   return std::string(transformer ? "transformer" : "mlp") + "_" + policy +
          (threads ? "_cputhreads" : "_interpreter") +
-         (gpipe ? "_gpipe" : "_onefoneb");
+         (kind == ScheduleKind::GPipe      ? "_gpipe"
+          : kind == ScheduleKind::OneFOneB ? "_onefoneb"
+                                           : "_zbh1");
 }
 
 class PipelineInvariance : public ::testing::TestWithParam<Param> {};
@@ -164,7 +166,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          RematPolicy::ExceptLast),
                        ::testing::Bool(),
                        ::testing::Values(ScheduleKind::GPipe,
-                                         ScheduleKind::OneFOneB)),
+                                         ScheduleKind::OneFOneB,
+                                         ScheduleKind::ZeroBubbleH1)),
     paramName);
 
 } // namespace

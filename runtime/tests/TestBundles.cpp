@@ -4,6 +4,7 @@
 #include "TestPlacement.h"
 
 #include "gpipe/Analysis/ScheduleKinds.h"
+#include "gpipe/runtime/BackwardSplit.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -397,6 +398,9 @@ Bundle testing::buildBundle(const ModelGraph &graph,
     program.recompute = program.forward;
     builder.differentiate(noGradient);
   }
+  if (gpipe::schedule::splitsBackward(kind))
+    for (StageProgram &stage : bundle.stages)
+      splitBackward(stage);
   bundle.programs = schedulePrograms(bundle, kind);
   placeBundle(bundle);
   return bundle;
@@ -444,8 +448,8 @@ testing::schedulePrograms(const Bundle &bundle,
         instr.kind = InstrKind::Backward;
         break;
       case sch::InstrKind::BackwardWeights:
-        std::fprintf(stderr, "the runtime has no weight-gradient backward\n");
-        std::abort();
+        instr.kind = InstrKind::BackwardWeights;
+        break;
       case sch::InstrKind::Send:
         instr.kind =
             activation ? InstrKind::SendActivation : InstrKind::SendGradient;

@@ -91,8 +91,8 @@ gpipe::PlannedStage describeStage(const Bundle &bundle, unsigned s) {
                                           (*ops)[k].operands.end());
   for (size_t k = 0; k < program.backward.size(); ++k)
     if (!fusion.skip[k])
-      stage.backward.push_back(
-          describe(program.backward[k], &fusion.accumulatesInto[k]));
+      (k < program.inputGradientEnd() ? stage.backward : stage.backwardWeights)
+          .push_back(describe(program.backward[k], &fusion.accumulatesInto[k]));
   for (const StageInput &input : program.inputs) {
     stage.inputs.push_back(input.value);
     stage.inputChannels.push_back(input.fromChannel ? input.channel : ~0u);
@@ -118,7 +118,8 @@ gpipe::PlannedInstr describeInstr(const Instr &instr) {
       gpipe::PlannedInstrKind::RecvActivation,
       gpipe::PlannedInstrKind::SendGradient,
       gpipe::PlannedInstrKind::RecvGradient,
-      gpipe::PlannedInstrKind::OptimizerStep};
+      gpipe::PlannedInstrKind::OptimizerStep,
+      gpipe::PlannedInstrKind::BackwardWeights};
   return {kinds[int(instr.kind)], instr.microbatch, instr.channel,
           instr.inputName};
 }

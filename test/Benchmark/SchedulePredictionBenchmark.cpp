@@ -61,6 +61,9 @@ sched::Program programOf(const rt::Bundle &bundle) {
       case rt::InstrKind::Forward:
         instr.kind = sched::InstrKind::Forward;
         break;
+      case rt::InstrKind::BackwardWeights:
+        instr.kind = sched::InstrKind::BackwardWeights;
+        break;
       case rt::InstrKind::Backward:
         instr.kind = sched::InstrKind::Backward;
         break;

@@ -119,8 +119,9 @@ std::string paramName(const ::testing::TestParamInfo<Param> &info) {
          (remat == RematPolicy::None   ? "none"
           : remat == RematPolicy::Full ? "full"
                                        : "exceptlast") +
-         (std::get<2>(info.param) == ScheduleKind::GPipe ? "_gpipe"
-                                                         : "_onefoneb");
+         (std::get<2>(info.param) == ScheduleKind::GPipe      ? "_gpipe"
+          : std::get<2>(info.param) == ScheduleKind::OneFOneB ? "_onefoneb"
+                                                              : "_zbh1");
 }
 
 class MpiPipeline : public ::testing::TestWithParam<Param> {};
@@ -196,7 +197,8 @@ const auto kCases = ::testing::Combine(
     ::testing::Bool(),
     ::testing::Values(RematPolicy::None, RematPolicy::Full,
                       RematPolicy::ExceptLast),
-    ::testing::Values(ScheduleKind::GPipe, ScheduleKind::OneFOneB));
+    ::testing::Values(ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                      ScheduleKind::ZeroBubbleH1));
 INSTANTIATE_TEST_SUITE_P(Models, MpiPipeline, kCases, paramName);
 INSTANTIATE_TEST_SUITE_P(Models, MpiDataParallel, kCases, paramName);
 

@@ -124,10 +124,14 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   for (unsigned d = 0; d < numDevices; ++d) {
     s.fusion.push_back(fuseGradientAccumulation(b.stages[d]));
     unsigned last = 0;
-    for (const Instr &instr : b.programs[d])
+    bool splits = false;
+    for (const Instr &instr : b.programs[d]) {
       if (instr.kind == InstrKind::Forward)
         last = instr.microbatch;
+      splits |= instr.kind == InstrKind::BackwardWeights;
+    }
     s.lastForward.push_back(last);
+    s.splitsBackward.push_back(splits);
   }
   s.training.rows = b.microbatchRows;
   int64_t offset = 0;

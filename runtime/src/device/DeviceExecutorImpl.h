@@ -128,6 +128,8 @@ struct DeviceExecutor::Impl {
   std::vector<std::vector<DeviceParameter *>> paramsOf; ///< per device
   std::vector<GradientFusion> fusion;
   std::vector<unsigned> lastForward;
+  /// Per device: its program has BackwardWeights (its Backward runs B only).
+  std::vector<char> splitsBackward;
   std::vector<DeviceMemoryLayout> layout;
   /// Per device: parameters, gradients and optimizer slots, unaligned.
   std::vector<int64_t> residentExact;
@@ -169,8 +171,11 @@ struct DeviceExecutor::Impl {
   std::string issueStep(const Batch *batch, bool dryRun);
   std::string issueInstr(unsigned device, const Instr &instr,
                          const Batch *batch);
+  /// ops[begin, end) (all of them by default); `backward`: ops of the
+  /// stage's backward, whose indices the gradient fusion uses.
   std::string issueOps(unsigned device, unsigned m, const std::vector<Op> &ops,
-                       const char *section, bool backward);
+                       const char *section, bool backward, size_t begin = 0,
+                       size_t end = ~size_t(0));
   std::string issueOp(unsigned device, unsigned m, const Op &op, size_t index,
                       bool backward);
   /// `first` and the next op, `second`, as one fused kernel (OpTable.h's

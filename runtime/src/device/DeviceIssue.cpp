@@ -204,8 +204,15 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
       if (!error.empty())
         return error;
     }
-    return issueOps(device, m, program.backward, "backward", true);
+    // W waits for its own instruction only where the program has one.
+    size_t end = splitsBackward[device] ? program.inputGradientEnd()
+                                        : program.backward.size();
+    return issueOps(device, m, program.backward, "backward", true, 0, end);
   }
+  case InstrKind::BackwardWeights:
+    ++run.computeCount;
+    return issueOps(device, m, program.backward, "backward weights", true,
+                    program.inputGradientEnd());
   case InstrKind::OptimizerStep: {
     ++run.computeCount;
     const StreamId s = compute(device);
@@ -319,6 +326,7 @@ std::string DeviceExecutor::Impl::buildTimeline() {
       InstrKind kind = InstrKind(int(events[d][i]));
       bool computeWork = kind == InstrKind::Forward ||
                          kind == InstrKind::Backward ||
+                         kind == InstrKind::BackwardWeights ||
                          kind == InstrKind::OptimizerStep;
       timeline.record(d, {instructionName(kind), computeWork,
                           int64_t(events[d][i + 1]), events[d][i + 2] - origin,

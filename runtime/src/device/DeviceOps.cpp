@@ -343,8 +343,10 @@ std::string DeviceExecutor::Impl::issueFused(unsigned device, unsigned m,
 
 std::string DeviceExecutor::Impl::issueOps(unsigned device, unsigned m,
                                            const std::vector<Op> &ops,
-                                           const char *section, bool backward) {
-  for (size_t k = 0; k < ops.size(); ++k) {
+                                           const char *section, bool backward,
+                                           size_t begin, size_t end) {
+  end = std::min(end, ops.size());
+  for (size_t k = begin; k < end; ++k) {
     if (backward && fusion[device].skip[k])
       continue;
     if (ops[k].fusion != FusionKind::None) {

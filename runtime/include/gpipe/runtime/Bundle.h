@@ -105,6 +105,16 @@ struct StageProgram {
   /// micro-batch's forward values were not kept.
   std::vector<Op> recompute;
   std::vector<Op> backward;
+  /// Zero-bubble schedules split the backward: ops [0, weightsFrom) are B
+  /// (what the input gradients need), run by Backward, and the rest are W
+  /// (the parameter gradients), run by BackwardWeights; a program without
+  /// BackwardWeights runs both in its Backward. BackwardSplit.h splits.
+  static constexpr size_t kNotSplit = ~size_t(0);
+  size_t weightsFrom = kNotSplit;
+  /// Where B ends: weightsFrom, or the whole backward when not split.
+  size_t inputGradientEnd() const {
+    return weightsFrom < backward.size() ? weightsFrom : backward.size();
+  }
   /// Non-last stages: value ids bound to the received gradients of outputs.
   std::vector<int> outputGrads;
   /// Stages > 0: gradient of channel c sent back is inputGrads[c].
@@ -133,12 +143,14 @@ enum class InstrKind {
   RecvActivation,
   SendGradient,
   RecvGradient,
-  OptimizerStep
+  OptimizerStep,
+  BackwardWeights ///< W of a split backward (StageProgram::weightsFrom)
 };
 
 /// Device d runs stage d. Its program holds exactly one Forward and one
-/// Backward per micro-batch (the Forward first) and ends with its only
-/// OptimizerStep, which is a barrier: all devices update together, or none
+/// Backward per micro-batch (the Forward first), and either no
+/// BackwardWeights or one per micro-batch after its Backward, and ends with its
+/// only OptimizerStep, which is a barrier: all devices update together, or none
 /// does when the step fails. Sends go to device d + 1 (activations) or
 /// d - 1 (gradients) and receives come from there. Under `except-last` the
 /// micro-batch whose Forward comes last in the program keeps its values.
