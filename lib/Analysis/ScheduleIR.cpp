@@ -84,7 +84,7 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
                 instr.rows = load.getRows();
                 return instr;
               })
-              .Case<ForwardOp, BackwardOp>(
+              .Case<ForwardOp, BackwardOp, BackwardWeightsOp>(
                   [&](auto run) -> FailureOr<sched::Instr> {
                     StageOp stage = model.lookupStage(run.getStage());
                     if (!stage)
@@ -95,7 +95,9 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
                     sched::Instr instr;
                     instr.kind = isa<ForwardOp>(run.getOperation())
                                      ? sched::InstrKind::Forward
-                                     : sched::InstrKind::Backward;
+                                 : isa<BackwardOp>(run.getOperation())
+                                     ? sched::InstrKind::Backward
+                                     : sched::InstrKind::BackwardWeights;
                     instr.stage = stage.getIndex();
                     instr.microbatch = run.getMb();
                     instr.rows = run.getRows();

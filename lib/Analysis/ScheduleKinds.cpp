@@ -27,7 +27,8 @@ bool schedule::splitsBackward(ScheduleKind kind) {
 }
 
 std::optional<ScheduleKind> schedule::parseScheduleKind(std::string_view name) {
-  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                            ScheduleKind::ZeroBubbleH1})
     if (name == scheduleKindName(kind))
       return kind;
   return std::nullopt;

@@ -11,6 +11,7 @@
 #include "gpipe/Analysis/MemoryPlanner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
 #include "gpipe/runtime/BundleChecksum.h"
 #include "gpipe/runtime/OpTable.h"
 
@@ -138,7 +139,8 @@ static void markFusions(json::Array &ops) {
 
 /// forward's ids).
 static LogicalResult emitOp(Operation *op, ValueTable &values,
-                            json::Array &list, bool defineResults) {
+                            json::Array &list, bool defineResults,
+                            bool dropUnused = false) {
   std::optional<runtime::OpKind> kind = bundleOpKind(op);
   if (!kind)
     return op->emitOpError() << "cannot be written to a bundle";
@@ -153,6 +155,14 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
     operandBatched.push_back(values.isBatched(*id));
   }
   for (OpResult result : op->getResults()) {
+    // Half of a split dense or layer-norm gradient: the other half's result
+    // is not computed (its id is kept, as the memory description numbers it).
+    if (dropUnused && result.use_empty()) {
+      if (defineResults)
+        values.define(result, isPerExampleResult(result, operandBatched));
+      results.push_back(-1);
+      continue;
+    }
     if (defineResults) {
       results.push_back(
           values.define(result, isPerExampleResult(result, operandBatched)));
@@ -257,8 +267,13 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
     outputGrads.push_back(values.define(grad, true));
 
   json::Array grads;
+  std::optional<int64_t> weightsFrom;
+  const bool split = isSplitBackward(backward);
   auto forwardIt = forwardOps.begin();
   for (Operation &op : backBody.without_terminator()) {
+    // W ops follow B's (SplitBackward.h): the first one starts W.
+    if (split && isWeightsOp(&op) && !weightsFrom)
+      weightsFrom = int64_t(grads.size());
     if (auto ref = dyn_cast<ParamRefOp>(op)) {
       // The forward's `param` op of the same name defines it.
       while (forwardIt != forwardOps.end() && !isa<ParamOp>(*forwardIt))
@@ -295,13 +310,15 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
           {"name", accumulate.getName()}});
       continue;
     }
-    if (failed(emitOp(&op, values, grads, /*defineResults=*/true)))
+    if (failed(emitOp(&op, values, grads, /*defineResults=*/true,
+                      split && separatesWeightGradients(&op))))
       return failure();
   }
   json::Array inputGrads;
   for (Value grad : backBody.getTerminator()->getOperands())
     inputGrads.push_back(*values.lookup(backBody.getTerminator(), grad));
 
+  const size_t numGrads = grads.size();
   json::Array recompute = forward; // the same ops, the same ids
   out.stage = json::Object{{"values", values.takeSpecs()},
                            {"inputs", std::move(inputs)},
@@ -312,6 +329,8 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
                            {"backward", std::move(grads)},
                            {"output_grads", std::move(outputGrads)},
                            {"input_grads", std::move(inputGrads)}};
+  if (split)
+    out.stage["weights_from"] = weightsFrom.value_or(int64_t(numGrads));
   return out;
 }
 
@@ -335,11 +354,10 @@ static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
                                     {"name", o.getName()},
                                     {"mb", int64_t(o.getMb())}};
               })
-              .Case<ForwardOp, BackwardOp>([&](auto o) {
+              .Case<ForwardOp, BackwardOp, BackwardWeightsOp>([&](auto o) {
                 StageOp stage = model.lookupStage(o.getStage());
                 return json::Object{
-                    {"op",
-                     isa<ForwardOp>(o.getOperation()) ? "forward" : "backward"},
+                    {"op", o->getName().stripDialect()},
                     {"stage", stage ? int64_t(stage.getIndex()) : int64_t(-1)},
                     {"mb", int64_t(o.getMb())}};
               })

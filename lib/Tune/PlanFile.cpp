@@ -62,7 +62,7 @@ std::string gpipe::readPlanFile(llvm::StringRef text, PlanFile &file) {
   std::optional<schedule::ScheduleKind> parsedKind =
       kind ? schedule::parseScheduleKind(kind->str()) : std::nullopt;
   if (!parsedKind)
-    return "expected 'schedule' to be gpipe or 1f1b";
+    return "expected 'schedule' to be gpipe, 1f1b or zb-h1";
   plan.schedule = *parsedKind;
   std::optional<llvm::StringRef> remat = root->getString("remat");
   if (remat == "none")

@@ -67,7 +67,10 @@ static cl::opt<gpipe::schedule::ScheduleKind> scheduleKind(
                           "fill, then drain (GPipe)"),
                clEnumValN(gpipe::schedule::ScheduleKind::OneFOneB, "1f1b",
                           "one forward, one backward: at most K "
-                          "micro-batches in flight")),
+                          "micro-batches in flight"),
+               clEnumValN(gpipe::schedule::ScheduleKind::ZeroBubbleH1, "zb-h1",
+                          "1F1B with split backwards (B, then W deferred into "
+                          "the bubble): about a third of its bubble")),
     cl::cat(pipelineOptions));
 static cl::opt<std::string> scheduleFile(
     "schedule-file", cl::init(""),

@@ -36,16 +36,13 @@ enum class ScheduleKind {
   GPipe,    ///< fill-drain: all forwards, then all backwards (reversed)
   OneFOneB, ///< PipeDream-flush: warm-up forwards, then one forward, one
             ///< backward
-  /// 1F1B with split backwards (B, then W deferred by s on device s). Built,
-  /// verified and simulated here; the memory planner, the compiler and the
-  /// runtime do not run W yet, so no option or file can name it.
+  /// 1F1B with split backwards (B, then W deferred by s on device s).
   ZeroBubbleH1,
 };
 
 /// "gpipe", "1f1b" or "zb-h1".
 const char *scheduleKindName(ScheduleKind kind);
-/// The kind named `name` among those the compiler and the runtime run
-/// (gpipe, 1f1b), if any.
+/// The kind named `name`, if any.
 std::optional<ScheduleKind> parseScheduleKind(std::string_view name);
 /// Whether the kind splits each backward into B and W (BackwardWeights).
 bool splitsBackward(ScheduleKind kind);

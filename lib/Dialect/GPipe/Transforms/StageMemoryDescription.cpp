@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "StageMemoryDescription.h"
+#include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
 #include "gpipe/runtime/OpTable.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -246,17 +247,23 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
       ++forwardIt;
       continue;
     }
+    // A split backward's W ops run in their own instruction.
+    std::vector<PlannedOp> &list =
+        isWeightsOp(&op) ? out.backwardWeights : out.backward;
     if (auto accumulate = dyn_cast<AccumulateGradOp>(op)) {
       auto grad = dyn_cast<OpResult>(accumulate.getGrad());
       if (!grad || !inPlace(grad))
-        out.backward.push_back(
+        list.push_back(
             {{values.lookup(accumulate.getGrad())}, {}, {}, "accumulate_grad"});
       continue;
     }
+    // The halves of a split dense or layer-norm gradient leave the other
+    // half's results unused: the bundle writes them as -1, unallocated.
+    bool split = isSplitBackward(backward) && separatesWeightGradients(&op);
     SmallVector<bool> skip;
     for (OpResult result : op.getResults())
-      skip.push_back(inPlace(result));
-    out.backward.push_back(describeOp(&op, values, true, skip));
+      skip.push_back(inPlace(result) || (split && result.use_empty()));
+    list.push_back(describeOp(&op, values, true, skip));
   }
   for (Value grad : backBody.getTerminator()->getOperands())
     out.inputGrads.push_back(values.lookup(grad));
@@ -283,6 +290,10 @@ std::vector<PlannedInstr> gpipe::describeProgramMemory(ProgramOp program) {
         })
         .Case([&](BackwardOp o) {
           instr = {PlannedInstrKind::Backward, unsigned(o.getMb()), 0, ""};
+        })
+        .Case([&](BackwardWeightsOp o) {
+          instr = {PlannedInstrKind::BackwardWeights, unsigned(o.getMb()), 0,
+                   ""};
         })
         .Case([&](SendActivationOp o) {
           instr = {PlannedInstrKind::SendActivation, unsigned(o.getMb()),

@@ -6,11 +6,11 @@
 #include "gpipe/Analysis/ScheduleText.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #define DEBUG_TYPE "gpipe-unroll-schedule"
@@ -208,6 +208,11 @@ struct UnrollSchedulePass
       program = std::move(build.program);
     } else {
       program = sched::buildSchedule(spec, schedule);
+      // The schedule's W steps need each stage's backward split into B, W.
+      if (sched::splitsBackward(schedule))
+        for (StageBackwardOp backward :
+             model.getBody().front().getOps<StageBackwardOp>())
+          splitStageBackward(backward);
     }
     emitSchedule(model, stages, *channels, split.rows, program, symbols);
     return success();
@@ -261,8 +266,10 @@ struct UnrollSchedulePass
                          instr.microbatch, instr.rows);
       return;
     case sched::InstrKind::BackwardWeights:
-      // The pass's schedules and schedule files never split the backward.
-      llvm_unreachable("gpipe.schedule has no weight-gradient backward op");
+      BackwardWeightsOp::create(builder, loc,
+                                StageOp(stages[instr.stage]).getSymName(),
+                                instr.microbatch, instr.rows);
+      return;
     case sched::InstrKind::Send:
       if (instr.direction == sched::Direction::Activation)
         SendActivationOp::create(builder, loc, instr.peer, instr.microbatch,

@@ -88,9 +88,7 @@ static LogicalResult checkAgainstModel(const ScheduleInIR &schedule,
         fail() << "expects " << rows[instr.microbatch]
                << " rows (the schedule's micro-batch " << instr.microbatch
                << "), got " << instr.rows;
-      if ((instr.kind == sched::InstrKind::Forward ||
-           instr.kind == sched::InstrKind::Backward) &&
-          instr.stage != device)
+      if (sched::isCompute(instr.kind) && instr.stage != device)
         fail() << "expects stage " << device << " (device " << device
                << " runs stage " << device << "), got stage " << instr.stage;
       if (instr.kind == sched::InstrKind::LoadInput) {
@@ -226,8 +224,7 @@ LogicalResult gpipe::verifyUnrolledSchedule(ScheduleOp schedule) {
   // as the device's own so that it is not reported again as missing.
   for (sched::DeviceProgram &program : read->program.devices)
     for (sched::Instr &instr : program.instrs)
-      if (instr.kind == sched::InstrKind::Forward ||
-          instr.kind == sched::InstrKind::Backward)
+      if (sched::isCompute(instr.kind))
         instr.stage = program.device;
   for (const sched::Violation &violation :
        sched::verifySchedule(read->program)) {

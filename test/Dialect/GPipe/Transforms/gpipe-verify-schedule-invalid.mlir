@@ -1859,3 +1859,121 @@ gpipe.schedule @m_schedule model @m microbatches 1 rows [5] {
     gpipe.optimizer_step
   }
 }
+
+// -----
+
+// A split backward's W runs before its B (zero-bubble schedules run B, then W).
+gpipe.model @m batch 5 {
+  %x = gpipe.input "x" : tensor<5x4xf32>
+  %labels = gpipe.input "labels" : tensor<5xi32>
+  %0 = gpipe.stage @stage0 index 0 (%x) : (tensor<5x4xf32>) -> tensor<5x4xf32> {
+  ^bb0(%arg0: tensor<5x4xf32>):
+    %1 = gpipe.layer "act" -> tensor<5x4xf32> {
+      %2 = gpipe.relu %arg0 : tensor<5x4xf32>
+      gpipe.yield %2 : tensor<5x4xf32>
+    }
+    gpipe.yield %1 : tensor<5x4xf32>
+  }
+  gpipe.send %0 from 0 to 1 channel 0 : tensor<5x4xf32>
+  %r = gpipe.recv from 0 to 1 channel 0 : tensor<5x4xf32>
+  %3 = gpipe.stage @stage1 index 1 (%r, %labels) : (tensor<5x4xf32>, tensor<5xi32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<5x4xf32>, %arg1: tensor<5xi32>):
+    %1 = gpipe.layer "loss" -> tensor<f32> {
+      %2 = gpipe.softmax_cross_entropy %arg0, %arg1 : (tensor<5x4xf32>, tensor<5xi32>) -> tensor<f32>
+      gpipe.yield %2 : tensor<f32>
+    }
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %3 : tensor<f32>
+}
+gpipe.schedule @m_schedule model @m microbatches 2 rows [3, 2] {
+  gpipe.program device 0 {
+    gpipe.load_input "x" mb 0 rows 3
+    gpipe.forward @stage0 mb 0 rows 3
+    gpipe.send_activation to 1 mb 0 channel 0 : tensor<3x4xf32>
+    gpipe.recv_gradient from 1 mb 0 channel 0 : tensor<3x4xf32>
+    // expected-error @+1 {{device 0: weight-gradient backward of stage 0, micro-batch 0 (op #4) runs before its backward (op #5)}}
+    gpipe.backward_weights @stage0 mb 0 rows 3
+    gpipe.backward @stage0 mb 0 rows 3
+    gpipe.load_input "x" mb 1 rows 2
+    gpipe.forward @stage0 mb 1 rows 2
+    gpipe.send_activation to 1 mb 1 channel 0 : tensor<2x4xf32>
+    gpipe.recv_gradient from 1 mb 1 channel 0 : tensor<2x4xf32>
+    gpipe.backward @stage0 mb 1 rows 2
+    gpipe.backward_weights @stage0 mb 1 rows 2
+    gpipe.optimizer_step
+  }
+  gpipe.program device 1 {
+    gpipe.recv_activation from 0 mb 0 channel 0 : tensor<3x4xf32>
+    gpipe.load_input "labels" mb 0 rows 3
+    gpipe.forward @stage1 mb 0 rows 3
+    gpipe.backward @stage1 mb 0 rows 3
+    gpipe.send_gradient to 0 mb 0 channel 0 : tensor<3x4xf32>
+    gpipe.recv_activation from 0 mb 1 channel 0 : tensor<2x4xf32>
+    gpipe.load_input "labels" mb 1 rows 2
+    gpipe.forward @stage1 mb 1 rows 2
+    gpipe.backward @stage1 mb 1 rows 2
+    gpipe.send_gradient to 0 mb 1 channel 0 : tensor<2x4xf32>
+    gpipe.optimizer_step
+  }
+}
+
+// -----
+
+// A device that splits its backwards runs W for every micro-batch, once: micro-batch 0's twice,
+// micro-batch 1's never.
+gpipe.model @m batch 5 {
+  %x = gpipe.input "x" : tensor<5x4xf32>
+  %labels = gpipe.input "labels" : tensor<5xi32>
+  %0 = gpipe.stage @stage0 index 0 (%x) : (tensor<5x4xf32>) -> tensor<5x4xf32> {
+  ^bb0(%arg0: tensor<5x4xf32>):
+    %1 = gpipe.layer "act" -> tensor<5x4xf32> {
+      %2 = gpipe.relu %arg0 : tensor<5x4xf32>
+      gpipe.yield %2 : tensor<5x4xf32>
+    }
+    gpipe.yield %1 : tensor<5x4xf32>
+  }
+  gpipe.send %0 from 0 to 1 channel 0 : tensor<5x4xf32>
+  %r = gpipe.recv from 0 to 1 channel 0 : tensor<5x4xf32>
+  %3 = gpipe.stage @stage1 index 1 (%r, %labels) : (tensor<5x4xf32>, tensor<5xi32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<5x4xf32>, %arg1: tensor<5xi32>):
+    %1 = gpipe.layer "loss" -> tensor<f32> {
+      %2 = gpipe.softmax_cross_entropy %arg0, %arg1 : (tensor<5x4xf32>, tensor<5xi32>) -> tensor<f32>
+      gpipe.yield %2 : tensor<f32>
+    }
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %3 : tensor<f32>
+}
+gpipe.schedule @m_schedule model @m microbatches 2 rows [3, 2] {
+  gpipe.program device 0 {
+    gpipe.load_input "x" mb 0 rows 3
+    gpipe.forward @stage0 mb 0 rows 3
+    gpipe.send_activation to 1 mb 0 channel 0 : tensor<3x4xf32>
+    gpipe.recv_gradient from 1 mb 0 channel 0 : tensor<3x4xf32>
+    gpipe.backward @stage0 mb 0 rows 3
+    gpipe.backward_weights @stage0 mb 0 rows 3
+    gpipe.load_input "x" mb 1 rows 2
+    gpipe.forward @stage0 mb 1 rows 2
+    gpipe.send_activation to 1 mb 1 channel 0 : tensor<2x4xf32>
+    gpipe.recv_gradient from 1 mb 1 channel 0 : tensor<2x4xf32>
+    // expected-error @+1 {{device 0: stage 0 has no weight-gradient backward for micro-batch 1 (the device splits its backwards, so each needs one)}}
+    gpipe.backward @stage0 mb 1 rows 2
+    // expected-error @+1 {{device 0: weight-gradient backward of stage 0, micro-batch 0 (op #11) duplicates op #5}}
+    gpipe.backward_weights @stage0 mb 0 rows 3
+    gpipe.optimizer_step
+  }
+  gpipe.program device 1 {
+    gpipe.recv_activation from 0 mb 0 channel 0 : tensor<3x4xf32>
+    gpipe.load_input "labels" mb 0 rows 3
+    gpipe.forward @stage1 mb 0 rows 3
+    gpipe.backward @stage1 mb 0 rows 3
+    gpipe.send_gradient to 0 mb 0 channel 0 : tensor<3x4xf32>
+    gpipe.recv_activation from 0 mb 1 channel 0 : tensor<2x4xf32>
+    gpipe.load_input "labels" mb 1 rows 2
+    gpipe.forward @stage1 mb 1 rows 2
+    gpipe.backward @stage1 mb 1 rows 2
+    gpipe.send_gradient to 0 mb 1 channel 0 : tensor<2x4xf32>
+    gpipe.optimizer_step
+  }
+}

@@ -422,6 +422,9 @@ def GPipe_ForwardOp : GPipe_RunStageOp<"forward",
     "runs a stage's forward on one micro-batch">;
 def GPipe_BackwardOp : GPipe_RunStageOp<"backward",
     "runs a stage's backward on one micro-batch, accumulating its gradients">;
+def GPipe_BackwardWeightsOp : GPipe_RunStageOp<"backward_weights",
+    "runs the weight-gradient part (W) of a stage's split backward on one "
+    "micro-batch, after its backward (B); zero-bubble schedules">;
 
 class GPipe_TransferOp<string mnemonic, string peerWord, string text>
     : GPipe_InstrOp<mnemonic> {

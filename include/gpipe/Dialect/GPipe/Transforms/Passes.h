@@ -82,7 +82,10 @@ struct CompilePipelineOptions
                      "fill, then drain (GPipe)"),
           clEnumValN(::gpipe::schedule::ScheduleKind::OneFOneB, "1f1b",
                      "warm up, then one forward and one backward in turn: at "
-                     "most K-s micro-batches in flight on device s"))};
+                     "most K-s micro-batches in flight on device s"),
+          clEnumValN(::gpipe::schedule::ScheduleKind::ZeroBubbleH1, "zb-h1",
+                     "1F1B with each backward split into input gradients (B) "
+                     "and weight gradients (W), W deferred into the bubble"))};
   Option<std::string> scheduleFile{
       *this, "schedule-file",
       llvm::cl::desc("read each device's order of forwards and backwards "
