@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures every schedule side by side on the CPU backend: for each
 # (K, schedule, remat) it trains the MLP example for a few steps with
-# gpipe-run and prints one markdown row: the ideal bubble (K-1)/(M+K-1), the
+# gpipe-run and prints one markdown row: the ideal bubble ((K-1)/(M+K-1), or
+# (K-1)/(3M+K-1) for zb-h1 when F, B and W cost alike), the
 # bubble gpipe-run measured, and each device's measured peak memory against
 # the compiler's plan. The table of docs/Schedules.md comes from here.
 #   scripts/schedule-table.sh [--batch-size B] [--microbatches M] [--steps N]
@@ -21,12 +22,12 @@ build="${GPIPE_BUILD_DIR:-$root/build}"
 echo "| K | schedule | remat | ideal bubble | measured bubble | measured peak per device (MiB) | planned (MiB) |"
 echo "|---|---|---|---|---|---|---|"
 for k in 2 4; do
-  for schedule in gpipe 1f1b; do
+  for schedule in gpipe 1f1b zb-h1; do
     for remat in none full; do
       out=$("$build/bin/gpipe-run" "$root/python-free-examples/mlp/mlp.mlir" \
         --stages "$k" --microbatches "$microbatches" --batch-size "$batch" \
         --remat "$remat" --schedule "$schedule" --epochs 1 --max-steps "$steps" 2>&1)
-      ideal=$(sed -n 's/.*ideal bubble (K-1)\/(M+K-1) = \([0-9.]*\).*/\1/p' <<<"$out")
+      ideal=$(sed -n 's/.*ideal bubble ([^=]*) = \([0-9.]*\).*/\1/p' <<<"$out")
       bubble=$(sed -n 's/.*, bubble \([0-9.]*\), peak memory.*/\1/p' <<<"$out")
       line=$(grep 'against the plan' <<<"$out")
       measured=$(sed 's/.*arena \[//; s/\]: .*//; s/ MiB (planned [0-9.]* MiB)//g' <<<"$line")

@@ -73,10 +73,17 @@ std::string gpipe::runtime::describePipeline(const Bundle &bundle) {
                 rematPolicyName(bundle.remat));
 }
 
-double gpipe::runtime::idealBubble(const Bundle &bundle) {
+std::string gpipe::runtime::idealBubbleText(const Bundle &bundle) {
   double k = double(bundle.stages.size());
   double m = double(bundle.microbatchRows.size());
-  return (k - 1) / (m + k - 1);
+  bool split = false;
+  for (const std::vector<Instr> &program : bundle.programs)
+    for (const Instr &instr : program)
+      split |= instr.kind == InstrKind::BackwardWeights;
+  if (split)
+    return format("ideal bubble (K-1)/(3M+K-1) = %.3f",
+                  (k - 1) / (3 * m + k - 1));
+  return format("ideal bubble (K-1)/(M+K-1) = %.3f", (k - 1) / (m + k - 1));
 }
 
 ConsoleReporter::ConsoleReporter(std::FILE *out, std::FILE *progress,

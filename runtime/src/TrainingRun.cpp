@@ -125,12 +125,11 @@ Status gpipe::runtime::runImageTraining(Engine &engine, const ImageRun &run,
       bindImageInputs(engine.bundle(), train->height * train->width);
   if (!inputs.ok())
     return inputs.status();
-  std::fprintf(out,
-               "%s: %s, %lld steps of %lld examples per epoch; ideal bubble "
-               "(K-1)/(M+K-1) = %.3f\n",
+  std::fprintf(out, "%s: %s, %lld steps of %lld examples per epoch; %s\n",
                run.title.c_str(), describeRun(engine).c_str(),
                (long long)imageStepsPerEpoch(engine, *train, run.options),
-               (long long)engine.batchRows(), idealBubble(engine.bundle()));
+               (long long)engine.batchRows(),
+               idealBubbleText(engine.bundle()).c_str());
   std::fflush(out);
   ConsoleReporter reporter(out, progress, run.stop);
   std::vector<int64_t> peak;
@@ -156,10 +155,10 @@ Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
   const double entropy = unigramEntropyNats(corpus->train);
   size_t windows = validationWindows(engine, *corpus, seq, run.options).size();
   std::fprintf(out,
-               "%s: %s, %lld steps of %lld windows of %lld characters; ideal "
-               "bubble (K-1)/(M+K-1) = %.3f\n",
+               "%s: %s, %lld steps of %lld windows of %lld characters; %s\n",
                run.title.c_str(), describeRun(engine).c_str(), (long long)steps,
-               (long long)batch, (long long)seq, idealBubble(engine.bundle()));
+               (long long)batch, (long long)seq,
+               idealBubbleText(engine.bundle()).c_str());
   std::fprintf(out,
                "corpus %s: %zu files, %lld documents for training (%zu "
                "characters) and %lld for validation (%zu characters), %lld "

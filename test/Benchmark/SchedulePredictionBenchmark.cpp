@@ -139,13 +139,15 @@ warmExecutor(rt::Bundle bundle, const rt::Batch &batch, std::string &error) {
   return executor;
 }
 
-/// Args: schedule (0 gpipe, 1 1f1b), K, M, remat (0 none, 1 full).
+/// Args: schedule (0 gpipe, 1 1f1b, 2 zb-h1), K, M, remat (0 none, 1 full).
 /// Each iteration runs one GPipe step, whose profile joins the mean costs,
 /// and one step of `schedule`, which is timed: the two see the same machine
 /// (it is shared and noisy). The prediction uses the mean costs.
 void BM_SchedulePrediction(benchmark::State &state) {
-  auto kind = state.range(0) == 0 ? sched::ScheduleKind::GPipe
-                                  : sched::ScheduleKind::OneFOneB;
+  const sched::ScheduleKind kinds[] = {sched::ScheduleKind::GPipe,
+                                       sched::ScheduleKind::OneFOneB,
+                                       sched::ScheduleKind::ZeroBubbleH1};
+  sched::ScheduleKind kind = kinds[state.range(0)];
   unsigned k = state.range(1), m = state.range(2);
   auto remat = static_cast<gpipe::RematPolicy>(state.range(3));
   Compiled profiled = compileExample("mlp", k, m, remat);
@@ -226,6 +228,10 @@ BENCHMARK(BM_SchedulePrediction)
     ->Args({1, 2, 4, kFull})
     ->Args({0, 4, 8, kFull})
     ->Args({1, 4, 8, kFull})
+    ->Args({2, 2, 8, kFull})
+    ->Args({2, 2, 8, kNone})
+    ->Args({2, 2, 4, kFull})
+    ->Args({2, 4, 8, kFull})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(2.0);

@@ -34,8 +34,10 @@ std::string placementLine(const Bundle &bundle,
 /// "K stages, M micro-batches of R rows (remat X)"; uneven splits show the
 /// row range ("22-21").
 std::string describePipeline(const Bundle &bundle);
-/// GPipe's ideal bubble (K - 1) / (M + K - 1).
-double idealBubble(const Bundle &bundle);
+/// "ideal bubble (K-1)/(M+K-1) = 0.200", GPipe's and 1F1B's; for a bundle
+/// that splits its backwards (zero bubble), "(K-1)/(3M+K-1)", the bubble of
+/// ZB-H1 when forward, input-gradient and weight-gradient steps cost alike.
+std::string idealBubbleText(const Bundle &bundle);
 
 /// Prints reports to `out` and, when `progress` is a terminal, a progress
 /// line with an ETA there every 2 s.
