@@ -266,7 +266,8 @@ TuneResult gpipe::searchPlans(const TuneRequest &request) {
     for (unsigned m = 1; m <= request.maxMicrobatches &&
                          int64_t(m) <= std::max<int64_t>(replicaRows, 1);
          m *= 2)
-      for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
+      for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                                ScheduleKind::ZeroBubbleH1})
         for (RematPolicy remat :
              {RematPolicy::None, RematPolicy::ExceptLast, RematPolicy::Full})
           for (PartitionObjective objective :

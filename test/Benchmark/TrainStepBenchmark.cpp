@@ -32,12 +32,15 @@ using gpipe::benchmarks::randomBatch;
 namespace {
 
 /// Args: K, M, remat (0 none, 1 full, 2 except-last), schedule (0 gpipe,
-/// 1 1f1b), batch (0: the example's 64).
+/// 1 1f1b, 2 zb-h1), batch (0: the example's 64).
 void BM_TrainStep(benchmark::State &state) {
   unsigned k = state.range(0), m = state.range(1);
   auto remat = static_cast<gpipe::RematPolicy>(state.range(2));
-  auto kind = state.range(3) == 0 ? gpipe::schedule::ScheduleKind::GPipe
-                                  : gpipe::schedule::ScheduleKind::OneFOneB;
+  const gpipe::schedule::ScheduleKind kinds[] = {
+      gpipe::schedule::ScheduleKind::GPipe,
+      gpipe::schedule::ScheduleKind::OneFOneB,
+      gpipe::schedule::ScheduleKind::ZeroBubbleH1};
+  gpipe::schedule::ScheduleKind kind = kinds[state.range(3)];
   Compiled compiled = compileExample("mlp", k, m, remat, state.range(4), kind);
   if (!compiled.error.empty()) {
     state.SkipWithError(compiled.error.c_str());
@@ -189,7 +192,8 @@ void planGrid(benchmark::internal::Benchmark *bench) {
   constexpr int64_t kExceptLast = int64_t(gpipe::RematPolicy::ExceptLast);
   for (int64_t m : {4, 8, 16}) {
     bench->Args({2, m, kNone, 1, 512});
-    for (int64_t schedule : {0, 1}) {
+    bench->Args({2, m, kNone, 2, 512});
+    for (int64_t schedule : {0, 1, 2}) {
       bench->Args({2, m, kExceptLast, schedule, 512});
       bench->Args({2, m, kFull, schedule, 512});
     }
