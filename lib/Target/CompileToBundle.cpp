@@ -38,7 +38,10 @@ LogicalResult gpipe::compileSourceToBundle(
       os << "  note: " << note << "\n";
     return success();
   });
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
+  // MLIR's lexer finds the end of its buffer by the NUL after it, which a
+  // caller's StringRef (a fuzzer's input) need not have: parse a copy.
+  std::string text = source.str();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
   if (!module)
     return failure();
   llvm::raw_string_ostream os(bundleJson);
