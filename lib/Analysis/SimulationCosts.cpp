@@ -74,6 +74,12 @@ std::string gpipe::readProfile(llvm::StringRef text, unsigned numDevices,
       if (!device || !number(*device, key, *field))
         return "devices[" + std::to_string(d) +
                "]: expected a non-negative number '" + key + "'";
+    // Optional: measured where the program split its backwards (ZB-H1).
+    if (device->get("weight_share") &&
+        (!number(*device, "weight_share", out.weightShare) ||
+         out.weightShare > 1))
+      return "devices[" + std::to_string(d) +
+             "]: expected 'weight_share' between 0 and 1";
   }
   return "";
 }

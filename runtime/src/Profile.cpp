@@ -68,8 +68,16 @@ std::string gpipe::runtime::profileJson(const Bundle &bundle,
       ++tally->events;
     }
     // A backward that recomputes runs its stage's forward first: take it out,
-    // so that the simulator can price any remat policy.
+    // so that the simulator can price any remat policy. A split backward's W
+    // (zero-bubble schedules) is the rest of the backward: its time counts
+    // there, its rows were counted with B, and its share is written apart.
+    double weightsUs = 0;
     for (const TimelineEvent &event : lane) {
+      if (event.name == "backward weights") {
+        backward.us += event.durationUs;
+        weightsUs += event.durationUs;
+        continue;
+      }
       if (event.name != "backward")
         continue;
       double rows = rowsOf(event.microbatch);
@@ -80,7 +88,7 @@ std::string gpipe::runtime::profileJson(const Bundle &bundle,
           0.0, event.durationUs - (recomputed ? forward.perRow() * rows : 0.0));
       backward.rows += rows;
     }
-    devices.push_back({
+    nlohmann::json device = {
         {"forward_us_per_row", forward.perRow()},
         {"backward_us_per_row", backward.perRow()},
         {"recompute_us_per_row", forward.perRow()},
@@ -88,7 +96,10 @@ std::string gpipe::runtime::profileJson(const Bundle &bundle,
         {"optimizer_us", optimizer.perEvent()},
         {"send_us", send.perEvent()},
         {"recv_us", std::isfinite(recv) ? recv : 0.0},
-    });
+    };
+    if (weightsUs > 0 && backward.us > 0)
+      device["weight_share"] = weightsUs / backward.us;
+    devices.push_back(std::move(device));
   }
   double makespan = last > first ? last - first : 0.0;
   nlohmann::json profile = {

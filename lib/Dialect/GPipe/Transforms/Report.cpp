@@ -234,7 +234,7 @@ static DeviceTime deviceTime(const std::vector<sched::SimulatedEvent> &lane) {
   for (const sched::SimulatedEvent &event : lane) {
     if (event.name == "forward")
       time.forward += event.durationUs;
-    else if (event.name == "backward")
+    else if (event.name == "backward" || event.name == "backward weights")
       time.backward += event.durationUs;
     else if (event.name == "optimizer step")
       time.optimizer += event.durationUs;

@@ -10,6 +10,7 @@
 // RUN: not gpipe-opt %S/gpipe-report.mlir -gpipe-compile="num-stages=2" -gpipe-report="profile=%s" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOTJSON
 // RUN: not gpipe-opt %S/gpipe-report.mlir -gpipe-compile="num-stages=2" -gpipe-report="profile=%S/Inputs/profile-k3.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DEVICES
 // RUN: not gpipe-opt %S/gpipe-report.mlir -gpipe-compile="num-stages=2" -gpipe-report="profile=%S/Inputs/profile-negative.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// RUN: not gpipe-opt %S/gpipe-report.mlir -gpipe-compile="num-stages=2" -gpipe-report="profile=%S/Inputs/profile-weight-share.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SHARE
 // RUN: not gpipe-opt %s -split-input-file -gpipe-compile -gpipe-report="trace=%t/missing/dir/trace.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TRACE
 
 // FORMAT: error: invalid report format 'yaml': expected text or json
@@ -17,6 +18,7 @@
 // NOPROFILE: error: 'gpipe.schedule' op cannot open profile '{{.*}}.missing.json': No such file or directory
 // NOTJSON: error: 'gpipe.schedule' op cannot use profile '{{.*}}gpipe-report-invalid.mlir': not JSON: {{.*}}
 // DEVICES: error: 'gpipe.schedule' op cannot use profile '{{.*}}profile-k3.json': the profile has 3 device(s) but the schedule has 2: profile the same number of stages
+// SHARE: error: 'gpipe.schedule' op cannot use profile '{{.*}}profile-weight-share.json': devices[0]: expected 'weight_share' between 0 and 1
 // NEGATIVE: error: 'gpipe.schedule' op cannot use profile '{{.*}}profile-negative.json': devices[1]: expected a non-negative number 'forward_us_per_row'
 // TRACE: error: cannot write the simulated trace to '{{.*}}missing/dir/trace.json': {{.*}}
 // OUTPUT: error: cannot write the report to '{{.*}}missing/dir/report.txt': {{.*}}

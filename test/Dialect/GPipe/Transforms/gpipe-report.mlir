@@ -4,6 +4,7 @@
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1 trace=%t.gpipe.json" -o /dev/null | FileCheck %s --check-prefix=SIM
 // RUN: FileCheck %s --check-prefix=TRACE < %t.gpipe.json
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=1f1b" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1" -o /dev/null | FileCheck %s --check-prefix=SIM1F1B
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=zb-h1" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1" -o /dev/null | FileCheck %s --check-prefix=SIMZB
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1 processors=1" -o /dev/null | FileCheck %s --check-prefix=SHARED
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report="profile=%S/Inputs/profile-k2.json" -o /dev/null | FileCheck %s --check-prefix=PROFILE
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=1f1b" -gpipe-report="format=json device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1 simulate=true" -o /dev/null | FileCheck %s --check-prefix=SIMJSON
@@ -35,6 +36,12 @@
 // SHARED: simulated step (cost model: 0.001 GFLOP/s per device, links 0.016 GB/s + 1 us, the devices sharing 1 processor): 0.400 ms (0.400 ms on the devices + 0.000 ms on the host), bubble 0.500
 // SHARED-NEXT: device 0: busy 0.240 ms
 // SHARED-NEXT: device 1: busy 0.160 ms
+
+// ZB-H1 runs the same forwards and backwards, W counted with the backward: each device is as busy
+// as under GPipe above.
+// SIMZB: simulated step
+// SIMZB-NEXT: device 0: busy 0.240 ms (forward 0.060, backward 0.180, optimizer 0.000)
+// SIMZB-NEXT: device 1: busy 0.160 ms (forward 0.040, backward 0.120, optimizer 0.000)
 
 // SIM1F1B: simulated step ({{.*}}): 0.300 ms (0.300 ms on the devices + 0.000 ms on the host), bubble 0.333
 // The same costs measured (Inputs/profile-k2.json): sends take 4 us, a receive 1 us once its data is there, the
