@@ -73,14 +73,16 @@ std::string schedule::parseComputeOrder(std::string_view text,
       rest.remove_prefix(length);
       ComputeStep step;
       char kind = token.front();
-      if ((kind != 'F' && kind != 'B') ||
+      if ((kind != 'F' && kind != 'B' && kind != 'W') ||
           !parseNumber(token.substr(1), step.microbatch))
         return where +
                "expected an action such as F0 (forward of "
-               "micro-batch 0) or B3 (backward of micro-batch 3), "
-               "got '" +
+               "micro-batch 0), B3 (backward of micro-batch 3) or W3 (its "
+               "weight-gradient backward, when B and W are split), got '" +
                std::string(token) + "'";
-      step.kind = kind == 'F' ? InstrKind::Forward : InstrKind::Backward;
+      step.kind = kind == 'F'   ? InstrKind::Forward
+                  : kind == 'B' ? InstrKind::Backward
+                                : InstrKind::BackwardWeights;
       steps.push_back(step);
     }
   }

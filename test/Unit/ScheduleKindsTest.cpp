@@ -405,15 +405,18 @@ TEST(ScheduleText, ErrorsSayWhatWasExpected) {
       {"device 0: F0 B0\ndevice 2: F0 B0\n",
        "line 2: expected device 1 (devices are listed in order), got device "
        "2"},
-      {"device 0: F0 W0\n",
-       "line 1: expected an action such as F0 (forward of micro-batch 0) or "
-       "B3 (backward of micro-batch 3), got 'W0'"},
+      {"device 0: F0 X0\n",
+       "line 1: expected an action such as F0 (forward of micro-batch 0), "
+       "B3 (backward of micro-batch 3) or W3 (its weight-gradient backward, "
+       "when B and W are split), got 'X0'"},
       {"device 0: F B0\n",
-       "line 1: expected an action such as F0 (forward of micro-batch 0) or "
-       "B3 (backward of micro-batch 3), got 'F'"},
+       "line 1: expected an action such as F0 (forward of micro-batch 0), "
+       "B3 (backward of micro-batch 3) or W3 (its weight-gradient backward, "
+       "when B and W are split), got 'F'"},
       {"device 0: F99999999999\n",
-       "line 1: expected an action such as F0 (forward of micro-batch 0) or "
-       "B3 (backward of micro-batch 3), got 'F99999999999'"},
+       "line 1: expected an action such as F0 (forward of micro-batch 0), "
+       "B3 (backward of micro-batch 3) or W3 (its weight-gradient backward, "
+       "when B and W are split), got 'F99999999999'"},
   };
   for (const Case &c : cases) {
     ComputeOrder order;

@@ -1,7 +1,9 @@
 //===- ScheduleText.h - Compute orders written as text ----------*- C++ -*-===//
 //
 // A user schedule: one line per device listing its forwards (F) and
-// backwards (B) in order, each with its micro-batch. '#' starts a comment.
+// backwards (B) in order, each with its micro-batch, and, for a device that
+// splits its backwards (zero bubble), their weight-gradient halves (W). '#'
+// starts a comment.
 //
 //   # 1F1B, K = 2, M = 3
 //   device 0: F0 F1 B0 F2 B1 B2
@@ -26,8 +28,7 @@ namespace gpipe::schedule {
 /// expected and what was found.
 std::string parseComputeOrder(std::string_view text, ComputeOrder &order);
 
-/// Writes `order` in the form parseComputeOrder reads (W3, a weight-gradient
-/// backward, is printed but not read: nothing below the analysis runs it yet).
+/// Writes `order` in the form parseComputeOrder reads.
 std::string printComputeOrder(const ComputeOrder &order);
 
 } // namespace gpipe::schedule

@@ -208,12 +208,18 @@ struct UnrollSchedulePass
       program = std::move(build.program);
     } else {
       program = sched::buildSchedule(spec, schedule);
-      // The schedule's W steps need each stage's backward split into B, W.
-      if (sched::splitsBackward(schedule))
-        for (StageBackwardOp backward :
-             model.getBody().front().getOps<StageBackwardOp>())
-          splitStageBackward(backward);
     }
+    // W steps (ZB-H1's, or a schedule file's) need each stage's backward
+    // split into B, then W.
+    bool splits = llvm::any_of(program.devices, [](const auto &device) {
+      return llvm::any_of(device.instrs, [](const sched::Instr &instr) {
+        return instr.kind == sched::InstrKind::BackwardWeights;
+      });
+    });
+    if (splits)
+      for (StageBackwardOp backward :
+           model.getBody().front().getOps<StageBackwardOp>())
+        splitStageBackward(backward);
     emitSchedule(model, stages, *channels, split.rows, program, symbols);
     return success();
   }
