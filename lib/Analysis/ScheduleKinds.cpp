@@ -58,10 +58,15 @@ ComputeOrder schedule::computeOrderOf(ScheduleKind kind, unsigned numStages,
       for (unsigned m = numMicrobatches; m-- > 0;)
         add(InstrKind::Backward, m);
       break;
-    case ScheduleKind::OneFOneB: {
+    case ScheduleKind::OneFOneB:
+    case ScheduleKind::ZeroBubbleH1: {
       // Device s must forward K-s-1 micro-batches before the first gradient
       // can come back from the last stage; then each backward frees the
-      // slot the next forward takes.
+      // slot the next forward takes. ZB-H1 splits each backward and runs
+      // W(m) after B(m + s): device s holds K - s micro-batches between F
+      // and B, as in 1F1B, and s more between B and W, K in all, as 1F1B's
+      // first device.
+      const bool split = kind == ScheduleKind::ZeroBubbleH1;
       unsigned warmup = std::min(numStages - 1 - s, numMicrobatches);
       for (unsigned m = 0; m < warmup; ++m)
         add(InstrKind::Forward, m);
@@ -69,25 +74,11 @@ ComputeOrder schedule::computeOrderOf(ScheduleKind kind, unsigned numStages,
         if (warmup + m < numMicrobatches)
           add(InstrKind::Forward, warmup + m);
         add(InstrKind::Backward, m);
-      }
-      break;
-    }
-    case ScheduleKind::ZeroBubbleH1: {
-      // 1F1B's forwards and backwards; W(m) follows B(m + s). Device s holds
-      // at most K - s micro-batches between F and B (1F1B) and s more
-      // between B and W: K in all, as 1F1B's first device.
-      unsigned warmup = std::min(numStages - 1 - s, numMicrobatches);
-      for (unsigned m = 0; m < warmup; ++m)
-        add(InstrKind::Forward, m);
-      for (unsigned m = 0; m < numMicrobatches; ++m) {
-        if (warmup + m < numMicrobatches)
-          add(InstrKind::Forward, warmup + m);
-        add(InstrKind::Backward, m);
-        if (m >= s)
+        if (split && m >= s)
           add(InstrKind::BackwardWeights, m - s);
       }
       for (unsigned m = numMicrobatches > s ? numMicrobatches - s : 0;
-           m < numMicrobatches; ++m)
+           split && m < numMicrobatches; ++m)
         add(InstrKind::BackwardWeights, m);
       break;
     }
