@@ -120,6 +120,7 @@ Program schedule::buildGPipeSchedule(const PipelineSpec &spec) {
          "expected one boundary between each pair of adjacent stages");
   assert(spec.stageInputs.size() == spec.numStages &&
          "expected the inputs of every stage");
+  assert(spec.numVirtualStages == 1 && "fill-drain runs one stage a device");
   if (!split.error.empty() || spec.numStages == 0)
     return program;
 
@@ -147,19 +148,21 @@ Program schedule::buildGPipeSchedule(const PipelineSpec &spec) {
     ProgramBuilder builder(device, split.rows);
     // Fill: forwards in micro-batch order.
     for (unsigned m = 0; m < numMicrobatches; ++m) {
-      builder.addTransfers(InstrKind::Recv, Direction::Activation, s - 1, in,
+      builder.addTransfers(InstrKind::Recv, Direction::Activation, s, s - 1, in,
                            m);
       for (const std::string &name : inputs)
-        builder.addLoad(name, m);
+        builder.addLoad(name, s, m);
       builder.addCompute(InstrKind::Forward, s, m);
-      builder.addTransfers(InstrKind::Send, Direction::Activation, s + 1, out,
-                           m);
+      builder.addTransfers(InstrKind::Send, Direction::Activation, s, s + 1,
+                           out, m);
     }
     // Drain: backwards in reverse, the last micro-batch forwarded first back.
     for (unsigned m = numMicrobatches; m-- > 0;) {
-      builder.addTransfers(InstrKind::Recv, Direction::Gradient, s + 1, out, m);
+      builder.addTransfers(InstrKind::Recv, Direction::Gradient, s, s + 1, out,
+                           m);
       builder.addCompute(InstrKind::Backward, s, m);
-      builder.addTransfers(InstrKind::Send, Direction::Gradient, s - 1, in, m);
+      builder.addTransfers(InstrKind::Send, Direction::Gradient, s, s - 1, in,
+                           m);
     }
     builder.addOptimizerStep();
   }
@@ -178,11 +181,12 @@ struct TransferKey {
   unsigned dest;
   unsigned microbatch;
   unsigned channel;
+  unsigned boundary; ///< between stage `boundary` and `boundary` + 1
 
   bool operator==(const TransferKey &other) const {
     return direction == other.direction && source == other.source &&
            dest == other.dest && microbatch == other.microbatch &&
-           channel == other.channel;
+           channel == other.channel && boundary == other.boundary;
   }
 };
 
@@ -230,7 +234,8 @@ private:
 
   static std::size_t hash(const TransferKey &key) {
     uint64_t hash = static_cast<uint64_t>(key.direction);
-    for (uint64_t field : {key.source, key.dest, key.microbatch, key.channel}) {
+    for (uint64_t field :
+         {key.source, key.dest, key.microbatch, key.channel, key.boundary}) {
       // splitmix64-style mixing: cheap and spreads small integers well.
       hash = (hash ^ field) * 0x9e3779b97f4a7c15ULL;
       hash ^= hash >> 31;
@@ -269,6 +274,30 @@ private:
   std::string prefix(unsigned device) const {
     return "device " + std::to_string(device) + ": ";
   }
+  unsigned numDevices() const {
+    return static_cast<unsigned>(program.devices.size());
+  }
+  unsigned numLocalStages() const {
+    return std::max(program.numVirtualStages, 1u);
+  }
+  /// The v-th stage of `device` (Program: round-robin).
+  unsigned stageOf(unsigned device, unsigned v) const {
+    return device + v * numDevices();
+  }
+  /// Which of `device`'s stages `stage` is, if it runs it.
+  std::optional<unsigned> localStage(unsigned device, unsigned stage) const {
+    if (stage % numDevices() != device ||
+        stage / numDevices() >= numLocalStages())
+      return std::nullopt;
+    return stage / numDevices();
+  }
+  /// "stage 1", or "stages 1, 3" under interleaving.
+  std::string stagesOf(unsigned device) const {
+    std::string text = numLocalStages() == 1 ? "stage " : "stages ";
+    for (unsigned v = 0; v < numLocalStages(); ++v)
+      text += (v ? ", " : "") + std::to_string(stageOf(device, v));
+    return text;
+  }
 
   const Program &program;
   std::vector<Violation> violations;
@@ -282,6 +311,7 @@ void ScheduleVerifier::checkDevice(unsigned d) {
   const DeviceProgram &device = program.devices[d];
   const std::vector<Instr> &instrs = device.instrs;
   const unsigned numMicrobatches = program.numMicrobatches;
+  const unsigned numLocal = numLocalStages();
   // Where to report something that is missing altogether: the last
   // instruction (kept a valid index for callers that map it back to IR).
   const std::size_t lastIndex = instrs.empty() ? 0 : instrs.size() - 1;
@@ -290,28 +320,19 @@ void ScheduleVerifier::checkDevice(unsigned d) {
            prefix(d) + "program is labelled device " +
                std::to_string(device.device));
 
-  // The device's stage is the one most of its Forward/Backward run (the
-  // lowest on a tie), so that a single stray op is the one reported rather
-  // than all the others.
-  std::map<unsigned, std::size_t> stageCounts;
-  for (const Instr &instr : instrs)
-    if (isCompute(instr.kind))
-      ++stageCounts[instr.stage];
-  std::optional<unsigned> stage;
-  std::size_t stageCount = 0;
-  for (const auto &[candidate, count] : stageCounts) {
-    if (count > stageCount) {
-      stage = candidate;
-      stageCount = count;
-    }
+  // First pass: locate the Forward, Backward and W of each stage of the
+  // device and micro-batch, and the optimizer steps; range and stage errors
+  // exclude an op from later checks.
+  struct StageOps {
+    std::vector<std::size_t> forwardAt, backwardAt, weightsAt;
+  };
+  std::vector<StageOps> ops(numLocal);
+  for (StageOps &stageOps : ops) {
+    stageOps.forwardAt.assign(numMicrobatches, kNone);
+    stageOps.backwardAt = stageOps.weightsAt = stageOps.forwardAt;
   }
-
-  // First pass: locate the Forward and Backward of each micro-batch and the
-  // optimizer steps; range and stage errors exclude an op from later checks.
-  std::vector<std::size_t> forwardAt(numMicrobatches, kNone);
-  std::vector<std::size_t> backwardAt(numMicrobatches, kNone);
-  std::vector<std::size_t> weightsAt(numMicrobatches, kNone);
-  bool splitsBackward = false;
+  std::vector<char> valid(instrs.size(), 0);
+  bool splitsBackward = false, runsCompute = false;
   std::vector<std::size_t> steps;
   std::size_t lastBackward = kNone;
   for (std::size_t i = 0, e = instrs.size(); i != e; ++i) {
@@ -328,68 +349,77 @@ void ScheduleVerifier::checkDevice(unsigned d) {
         instr.kind == InstrKind::BackwardWeights)
       lastBackward = i;
     splitsBackward |= instr.kind == InstrKind::BackwardWeights;
+    runsCompute |= isCompute(instr.kind);
     if (instr.microbatch >= numMicrobatches) {
       report(d, i,
              prefix(d) + opAt(d, i) + " is out of range: the program has " +
                  countOf(numMicrobatches, "micro-batch", "micro-batches"));
       continue;
     }
-    if (!isCompute(instr.kind))
-      continue;
-    if (instr.stage != *stage) {
+    std::optional<unsigned> local = localStage(d, instr.stage);
+    if (!local) {
       report(d, i,
              prefix(d) + opAt(d, i) + " belongs to stage " +
                  std::to_string(instr.stage) + ", but device " +
-                 std::to_string(d) + " runs stage " + std::to_string(*stage));
+                 std::to_string(d) + " runs " + stagesOf(d));
       continue;
     }
-    std::vector<std::size_t> &at = instr.kind == InstrKind::Forward ? forwardAt
-                                   : instr.kind == InstrKind::Backward
-                                       ? backwardAt
-                                       : weightsAt;
+    valid[i] = 1;
+    if (!isCompute(instr.kind))
+      continue;
+    StageOps &stageOps = ops[*local];
+    std::vector<std::size_t> &at =
+        instr.kind == InstrKind::Forward    ? stageOps.forwardAt
+        : instr.kind == InstrKind::Backward ? stageOps.backwardAt
+                                            : stageOps.weightsAt;
     if (at[instr.microbatch] != kNone) {
       report(d, i,
              prefix(d) + opAt(d, i) + " duplicates op #" +
                  std::to_string(at[instr.microbatch]));
+      valid[i] = 0;
       continue;
     }
     at[instr.microbatch] = i;
   }
 
-  if (!stage) {
+  if (!runsCompute) {
     if (numMicrobatches > 0)
       report(d, 0,
              "device " + std::to_string(d) +
                  " runs no stage: it has no forward or backward");
   } else {
-    std::string stagePrefix =
-        prefix(d) + "stage " + std::to_string(*stage) + " has no ";
-    for (unsigned m = 0; m < numMicrobatches; ++m) {
-      std::size_t forward = forwardAt[m], backward = backwardAt[m];
-      if (forward == kNone)
-        report(d, backward != kNone ? backward : lastIndex,
-               stagePrefix + "forward for micro-batch " + std::to_string(m));
-      if (backward == kNone)
-        report(d, forward != kNone ? forward : lastIndex,
-               stagePrefix + "backward for micro-batch " + std::to_string(m));
-      if (forward != kNone && backward != kNone && backward < forward)
-        report(d, backward,
-               prefix(d) + opAt(d, backward) +
-                   " runs before its forward (op #" + std::to_string(forward) +
-                   ")");
-      if (!splitsBackward)
-        continue;
-      std::size_t weights = weightsAt[m];
-      if (weights == kNone)
-        report(d, backward != kNone ? backward : lastIndex,
-               stagePrefix + "weight-gradient backward for micro-batch " +
-                   std::to_string(m) +
-                   " (the device splits its backwards, so each needs one)");
-      else if (backward != kNone && weights < backward)
-        report(d, weights,
-               prefix(d) + opAt(d, weights) +
-                   " runs before its backward (op #" +
-                   std::to_string(backward) + ")");
+    for (unsigned v = 0; v < numLocal; ++v) {
+      const StageOps &stageOps = ops[v];
+      std::string stagePrefix =
+          prefix(d) + "stage " + std::to_string(stageOf(d, v)) + " has no ";
+      for (unsigned m = 0; m < numMicrobatches; ++m) {
+        std::size_t forward = stageOps.forwardAt[m],
+                    backward = stageOps.backwardAt[m];
+        if (forward == kNone)
+          report(d, backward != kNone ? backward : lastIndex,
+                 stagePrefix + "forward for micro-batch " + std::to_string(m));
+        if (backward == kNone)
+          report(d, forward != kNone ? forward : lastIndex,
+                 stagePrefix + "backward for micro-batch " + std::to_string(m));
+        if (forward != kNone && backward != kNone && backward < forward)
+          report(d, backward,
+                 prefix(d) + opAt(d, backward) +
+                     " runs before its forward (op #" +
+                     std::to_string(forward) + ")");
+        if (!splitsBackward)
+          continue;
+        std::size_t weights = stageOps.weightsAt[m];
+        if (weights == kNone)
+          report(d, backward != kNone ? backward : lastIndex,
+                 stagePrefix + "weight-gradient backward for micro-batch " +
+                     std::to_string(m) +
+                     " (the device splits its backwards, so each needs one)");
+        else if (backward != kNone && weights < backward)
+          report(d, weights,
+                 prefix(d) + opAt(d, weights) +
+                     " runs before its backward (op #" +
+                     std::to_string(backward) + ")");
+      }
     }
   }
 
@@ -397,16 +427,17 @@ void ScheduleVerifier::checkDevice(unsigned d) {
   // Backward was reported above, so ops that depend on it are skipped.
   for (std::size_t i = 0, e = instrs.size(); i != e; ++i) {
     const Instr &instr = instrs[i];
-    if (instr.kind == InstrKind::OptimizerStep ||
-        instr.microbatch >= numMicrobatches)
+    if (!valid[i])
       continue;
+    const StageOps &stageOps = ops[*localStage(d, instr.stage)];
     bool isActivation = instr.direction == Direction::Activation;
     switch (instr.kind) {
     case InstrKind::LoadInput:
     case InstrKind::Recv: {
       bool feedsForward = instr.kind == InstrKind::LoadInput || isActivation;
-      std::size_t consumer = feedsForward ? forwardAt[instr.microbatch]
-                                          : backwardAt[instr.microbatch];
+      std::size_t consumer = feedsForward
+                                 ? stageOps.forwardAt[instr.microbatch]
+                                 : stageOps.backwardAt[instr.microbatch];
       if (consumer != kNone && consumer < i)
         report(d, consumer,
                prefix(d) + opAt(d, consumer) + " runs before " + opAt(d, i) +
@@ -415,8 +446,9 @@ void ScheduleVerifier::checkDevice(unsigned d) {
       break;
     }
     case InstrKind::Send: {
-      std::size_t producer = isActivation ? forwardAt[instr.microbatch]
-                                          : backwardAt[instr.microbatch];
+      std::size_t producer = isActivation
+                                 ? stageOps.forwardAt[instr.microbatch]
+                                 : stageOps.backwardAt[instr.microbatch];
       if (producer != kNone && producer > i)
         report(d, i,
                prefix(d) + opAt(d, i) + " runs before " + opAt(d, producer) +
@@ -467,10 +499,26 @@ bool ScheduleVerifier::checkTransfers() {
         report(d, i, prefix(d) + opAt(d, i) + " has its own device as peer");
       return std::nullopt;
     }
+    if (!localStage(d, instr.stage))
+      return std::nullopt; // checkDevice reports it
     bool isSend = instr.kind == InstrKind::Send;
-    return TransferKey{instr.direction, isSend ? d : instr.peer,
+    // The stage at the other end: the next one for what goes forward from
+    // here or comes back to here, the previous one otherwise.
+    bool towardsNext = isSend == (instr.direction == Direction::Activation);
+    const unsigned numStages = numDevices * numLocalStages();
+    if (towardsNext ? instr.stage + 1 >= numStages : instr.stage == 0) {
+      if (reportErrors)
+        report(d, i,
+               prefix(d) + opAt(d, i) + " of stage " +
+                   std::to_string(instr.stage) + " has no stage " +
+                   (towardsNext ? "after" : "before") + " it");
+      return std::nullopt;
+    }
+    // A peer that does not run the other stage finds no counterpart.
+    unsigned other = towardsNext ? instr.stage + 1 : instr.stage - 1;
+    return TransferKey{instr.direction,         isSend ? d : instr.peer,
                        isSend ? instr.peer : d, instr.microbatch,
-                       instr.channel};
+                       instr.channel,           std::min(instr.stage, other)};
   };
 
   // First pass: register every Send and Recv under its key; a second one

@@ -27,9 +27,10 @@ public:
     program.instrs.push_back(std::move(instr));
   }
 
-  void addLoad(const std::string &name, unsigned microbatch) {
+  void addLoad(const std::string &name, unsigned stage, unsigned microbatch) {
     Instr instr;
     instr.kind = InstrKind::LoadInput;
+    instr.stage = stage;
     instr.microbatch = microbatch;
     instr.inputName = name;
     instr.rows = rows[microbatch];
@@ -38,13 +39,14 @@ public:
 
   /// One Send or Recv per tensor of `boundary`, in channel order, so that
   /// both ends of a boundary see the channels in the same order (required
-  /// under rendezvous semantics).
-  void addTransfers(InstrKind kind, Direction direction, unsigned peer,
-                    const std::vector<BoundaryTensor> &boundary,
+  /// under rendezvous semantics). `stage`: this device's end of it.
+  void addTransfers(InstrKind kind, Direction direction, unsigned stage,
+                    unsigned peer, const std::vector<BoundaryTensor> &boundary,
                     unsigned microbatch) {
     for (std::size_t c = 0, e = boundary.size(); c != e; ++c) {
       Instr instr;
       instr.kind = kind;
+      instr.stage = stage;
       instr.microbatch = microbatch;
       instr.peer = peer;
       instr.channel = static_cast<unsigned>(c);

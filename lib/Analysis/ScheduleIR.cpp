@@ -133,6 +133,9 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
               });
       if (failed(instr))
         return failure();
+      // Loads and transfers serve the device's one stage.
+      if (!sched::isCompute(instr->kind))
+        instr->stage = device;
       out.instrs.push_back(std::move(*instr));
       result.ops[device].push_back(&op);
     }

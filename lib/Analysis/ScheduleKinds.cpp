@@ -18,6 +18,8 @@ const char *schedule::scheduleKindName(ScheduleKind kind) {
     return "1f1b";
   case ScheduleKind::ZeroBubbleH1:
     return "zb-h1";
+  case ScheduleKind::Interleaved:
+    return "interleaved";
   }
   return "unknown";
 }
@@ -27,8 +29,9 @@ bool schedule::splitsBackward(ScheduleKind kind) {
 }
 
 std::optional<ScheduleKind> schedule::parseScheduleKind(std::string_view name) {
-  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                            ScheduleKind::ZeroBubbleH1})
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1,
+        ScheduleKind::Interleaved})
     if (name == scheduleKindName(kind))
       return kind;
   return std::nullopt;
@@ -43,8 +46,58 @@ std::string schedule::describe(const ComputeStep &step) {
          std::to_string(step.microbatch);
 }
 
-ComputeOrder schedule::computeOrderOf(ScheduleKind kind, unsigned numStages,
-                                      unsigned numMicrobatches) {
+/// Interleaved 1F1B on device d (Megatron-LM's order): micro-batches go in
+/// groups of K, each group through the device's stages 0..V-1 forward and
+/// V-1..0 backward. Device d runs 2(K-d-1) + (V-1)K forwards before its first
+/// backward: enough for the first group to travel down every stage and for
+/// its gradient to come back, after which one forward and one backward
+/// alternate. When K does not divide M, the order is that of the next
+/// multiple of K with the missing micro-batches left out: taking steps out of
+/// an order that cannot deadlock leaves one that cannot either (every wait
+/// that remains was there before), where a short last group would shift the
+/// alternation and deadlock.
+static std::vector<ComputeStep> interleavedOrder(unsigned numDevices,
+                                                 unsigned numMicrobatches,
+                                                 unsigned numVirtualStages,
+                                                 unsigned d) {
+  const unsigned padded =
+      (numMicrobatches + numDevices - 1) / numDevices * numDevices;
+  std::vector<ComputeStep> forwards, backwards;
+  for (unsigned group = 0; group < padded; group += numDevices)
+    for (unsigned v = 0; v < numVirtualStages; ++v)
+      for (unsigned m = group; m < group + numDevices; ++m) {
+        forwards.push_back({InstrKind::Forward, m, v});
+        backwards.push_back({InstrKind::Backward, m, numVirtualStages - 1 - v});
+      }
+  const std::size_t total = forwards.size();
+  std::size_t warmup = std::min<std::size_t>(
+      2 * (numDevices - d - 1) + (numVirtualStages - 1) * numDevices, total);
+  std::vector<ComputeStep> steps;
+  auto add = [&](const ComputeStep &step) {
+    if (step.microbatch < numMicrobatches)
+      steps.push_back(step);
+  };
+  for (std::size_t i = 0; i < warmup; ++i)
+    add(forwards[i]);
+  for (std::size_t i = 0; i < total; ++i) {
+    if (warmup + i < total)
+      add(forwards[warmup + i]);
+    add(backwards[i]);
+  }
+  return steps;
+}
+
+ComputeOrder schedule::computeOrderOf(ScheduleKind kind, unsigned numDevices,
+                                      unsigned numMicrobatches,
+                                      unsigned numVirtualStages) {
+  if (kind == ScheduleKind::Interleaved && numVirtualStages > 1) {
+    ComputeOrder order(numDevices);
+    for (unsigned d = 0; d < numDevices; ++d)
+      order[d] =
+          interleavedOrder(numDevices, numMicrobatches, numVirtualStages, d);
+    return order;
+  }
+  const unsigned numStages = numDevices;
   ComputeOrder order(numStages);
   for (unsigned s = 0; s < numStages; ++s) {
     std::vector<ComputeStep> &steps = order[s];
@@ -59,6 +112,7 @@ ComputeOrder schedule::computeOrderOf(ScheduleKind kind, unsigned numStages,
         add(InstrKind::Backward, m);
       break;
     case ScheduleKind::OneFOneB:
+    case ScheduleKind::Interleaved: // one stage per device: 1F1B
     case ScheduleKind::ZeroBubbleH1: {
       // Device s must forward K-s-1 micro-batches before the first gradient
       // can come back from the last stage; then each backward frees the
@@ -95,86 +149,116 @@ namespace {
 /// No action index.
 constexpr std::size_t kNoAction = ~std::size_t(0);
 
-/// Where each device runs each micro-batch's forward and backward.
+/// Where each device runs each of its stages' forwards and backwards.
 struct ActionIndex {
-  /// [device][m]: the action index of the forward / backward / W.
+  unsigned numMicrobatches = 0;
+  /// [device][v * M + m]: the action index of the forward / backward / W of
+  /// micro-batch m in the device's stage v.
   std::vector<std::vector<std::size_t>> forward, backward, weights;
   /// [device]: whether it splits its backwards (runs any W).
   std::vector<bool> splits;
 
+  std::size_t &at(unsigned device, const ComputeStep &step) {
+    return slots(step.kind)[device][step.virtualStage * numMicrobatches +
+                                    step.microbatch];
+  }
   std::size_t at(unsigned device, const ComputeStep &step) const {
-    return slots(step.kind)[device][step.microbatch];
+    return const_cast<ActionIndex *>(this)->at(device, step);
   }
   std::vector<std::vector<std::size_t>> &slots(InstrKind kind) {
     return kind == InstrKind::Forward    ? forward
            : kind == InstrKind::Backward ? backward
                                          : weights;
   }
-  const std::vector<std::vector<std::size_t>> &slots(InstrKind kind) const {
-    return const_cast<ActionIndex *>(this)->slots(kind);
-  }
 };
 
-std::string actionAt(unsigned device, std::size_t index,
-                     const ComputeStep &step) {
-  return "device " + std::to_string(device) + " action #" +
-         std::to_string(index) + " (" + describe(step) + ")";
-}
+/// Names a step with its stage when devices run more than one.
+class StepNames {
+public:
+  StepNames(unsigned numDevices, unsigned numVirtualStages)
+      : numDevices(numDevices), numVirtualStages(numVirtualStages) {}
 
-/// Every forward and backward once per device, each backward after its
-/// forward; fills `index` and returns "" or the first problem.
-std::string checkOrder(const ComputeOrder &order, unsigned numStages,
-                       unsigned numMicrobatches, ActionIndex &index) {
-  if (order.size() != numStages)
+  std::string step(unsigned device, const ComputeStep &step) const {
+    std::string text = describe(step);
+    if (numVirtualStages > 1)
+      text += " in stage " +
+              std::to_string(device + step.virtualStage * numDevices);
+    return text;
+  }
+  std::string action(unsigned device, std::size_t index,
+                     const ComputeStep &step) const {
+    return "device " + std::to_string(device) + " action #" +
+           std::to_string(index) + " (" + this->step(device, step) + ")";
+  }
+
+private:
+  unsigned numDevices, numVirtualStages;
+};
+
+/// Every forward and backward once per device and stage, each backward
+/// after its forward; fills `index` and returns "" or the first problem.
+std::string checkOrder(const ComputeOrder &order, const PipelineSpec &spec,
+                       const StepNames &names, ActionIndex &index) {
+  const unsigned numDevices = spec.numDevices(),
+                 numLocal = spec.numVirtualStages,
+                 numMicrobatches = spec.numMicrobatches;
+  if (order.size() != numDevices)
     return "the schedule has " + std::to_string(order.size()) +
-           " device(s), expected " + std::to_string(numStages) +
-           " (one per stage)";
-  index.forward.assign(numStages,
-                       std::vector<std::size_t>(numMicrobatches, kNoAction));
+           " device(s), expected " + std::to_string(numDevices) +
+           (numLocal == 1 ? " (one per stage)" : "");
+  index.numMicrobatches = numMicrobatches;
+  index.forward.assign(numDevices, std::vector<std::size_t>(
+                                       numLocal * numMicrobatches, kNoAction));
   index.backward = index.forward;
   index.weights = index.forward;
-  index.splits.assign(numStages, false);
-  for (unsigned d = 0; d < numStages; ++d) {
+  index.splits.assign(numDevices, false);
+  for (unsigned d = 0; d < numDevices; ++d) {
     for (std::size_t i = 0; i < order[d].size(); ++i) {
       const ComputeStep &step = order[d][i];
       if (!isCompute(step.kind))
         return "device " + std::to_string(d) + " action #" + std::to_string(i) +
                " is neither a forward nor a backward";
       if (step.microbatch >= numMicrobatches)
-        return actionAt(d, i, step) +
+        return names.action(d, i, step) +
                " names a micro-batch out of range: " + "the schedule has " +
                std::to_string(numMicrobatches) + " micro-batch(es)";
-      std::size_t &slot = index.slots(step.kind)[d][step.microbatch];
+      if (step.virtualStage >= numLocal)
+        return names.action(d, i, step) + " names virtual stage " +
+               std::to_string(step.virtualStage) + ", but each device runs " +
+               std::to_string(numLocal);
+      std::size_t &slot = index.at(d, step);
       if (step.kind == InstrKind::BackwardWeights)
         index.splits[d] = true;
       if (slot != kNoAction)
-        return actionAt(d, i, step) + " repeats action #" +
+        return names.action(d, i, step) + " repeats action #" +
                std::to_string(slot) + ": each runs once per micro-batch";
       slot = i;
     }
-    for (unsigned m = 0; m < numMicrobatches; ++m) {
-      for (InstrKind kind : {InstrKind::Forward, InstrKind::Backward})
-        if (index.at(d, {kind, m}) == kNoAction)
+    for (unsigned v = 0; v < numLocal; ++v)
+      for (unsigned m = 0; m < numMicrobatches; ++m) {
+        for (InstrKind kind : {InstrKind::Forward, InstrKind::Backward})
+          if (index.at(d, {kind, m, v}) == kNoAction)
+            return "device " + std::to_string(d) + " never runs the " +
+                   names.step(d, ComputeStep{kind, m, v});
+        std::size_t forward = index.at(d, {InstrKind::Forward, m, v}),
+                    backward = index.at(d, {InstrKind::Backward, m, v});
+        if (backward < forward)
+          return names.action(d, backward, {InstrKind::Backward, m, v}) +
+                 " runs before its forward (action #" +
+                 std::to_string(forward) + ")";
+        if (!index.splits[d])
+          continue;
+        ComputeStep w{InstrKind::BackwardWeights, m, v};
+        std::size_t weights = index.at(d, w);
+        if (weights == kNoAction)
           return "device " + std::to_string(d) + " never runs the " +
-                 describe(ComputeStep{kind, m});
-      std::size_t forward = index.forward[d][m],
-                  backward = index.backward[d][m];
-      if (backward < forward)
-        return actionAt(d, backward, {InstrKind::Backward, m}) +
-               " runs before its forward (action #" + std::to_string(forward) +
-               ")";
-      if (!index.splits[d])
-        continue;
-      std::size_t weights = index.weights[d][m];
-      if (weights == kNoAction)
-        return "device " + std::to_string(d) + " never runs the " +
-               describe(ComputeStep{InstrKind::BackwardWeights, m}) +
-               " (it splits its backwards, so each needs one)";
-      if (weights < backward)
-        return actionAt(d, weights, {InstrKind::BackwardWeights, m}) +
-               " runs before its backward (action #" +
-               std::to_string(backward) + ")";
-    }
+                 names.step(d, w) +
+                 " (it splits its backwards, so each needs one)";
+        if (weights < backward)
+          return names.action(d, weights, w) +
+                 " runs before its backward (action #" +
+                 std::to_string(backward) + ")";
+      }
   }
   return "";
 }
@@ -191,14 +275,16 @@ std::string checkOrder(const ComputeOrder &order, unsigned numStages,
 class OrderSimulation {
 public:
   OrderSimulation(const PipelineSpec &spec, const ComputeOrder &order,
-                  const ActionIndex &index, const std::vector<int64_t> &rows,
-                  Program &program)
-      : spec(spec), order(order), index(index), numStages(spec.numStages),
-        next(numStages, 0), busy(numStages, false),
+                  const ActionIndex &index, const StepNames &names,
+                  const std::vector<int64_t> &rows, Program &program)
+      : spec(spec), order(order), index(index), names(names),
+        numDevices(spec.numDevices()), numStages(spec.numStages),
+        next(numDevices, 0), busy(numDevices, false),
         activationIn(numStages, std::vector<char>(spec.numMicrobatches, 0)),
         gradientIn(activationIn) {
-    program.devices.resize(numStages);
-    for (unsigned d = 0; d < numStages; ++d) {
+    program.numVirtualStages = spec.numVirtualStages;
+    program.devices.resize(numDevices);
+    for (unsigned d = 0; d < numDevices; ++d) {
       program.devices[d].device = d;
       builders.emplace_back(program.devices[d], rows);
     }
@@ -206,14 +292,14 @@ public:
 
   /// "" when every device ran its order; otherwise the wait cycle.
   std::string run() {
-    for (unsigned d = 0; d < numStages; ++d)
+    for (unsigned d = 0; d < numDevices; ++d)
       tryStart(d, 0);
     while (!events.empty()) {
       Event event = events.top();
       events.pop();
       finish(event.device, event.time);
     }
-    for (unsigned d = 0; d < numStages; ++d)
+    for (unsigned d = 0; d < numDevices; ++d)
       if (next[d] < order[d].size())
         return describeDeadlock(d);
     for (ProgramBuilder &builder : builders)
@@ -231,18 +317,31 @@ private:
     }
   };
 
-  /// The device that produces what `step` on device `d` waits for, if any.
-  std::optional<unsigned> producerOf(unsigned d,
-                                     const ComputeStep &step) const {
-    if (step.kind == InstrKind::Forward)
-      return d > 0 && !activationIn[d][step.microbatch]
-                 ? std::optional<unsigned>(d - 1)
-                 : std::nullopt;
-    if (step.kind == InstrKind::BackwardWeights)
+  unsigned stageOf(unsigned d, const ComputeStep &step) const {
+    return d + step.virtualStage * numDevices;
+  }
+  unsigned deviceOf(unsigned stage) const {
+    return deviceOfStage(stage, numDevices);
+  }
+  /// The step of the adjacent stage that `step` on device `d` waits for,
+  /// with its device, if any.
+  std::optional<std::pair<unsigned, ComputeStep>>
+  producerOf(unsigned d, const ComputeStep &step) const {
+    unsigned s = stageOf(d, step), m = step.microbatch;
+    unsigned producer;
+    if (step.kind == InstrKind::Forward) {
+      if (s == 0 || activationIn[s][m])
+        return std::nullopt;
+      producer = s - 1;
+    } else if (step.kind == InstrKind::Backward) {
+      if (s + 1 == numStages || gradientIn[s][m])
+        return std::nullopt;
+      producer = s + 1;
+    } else {
       return std::nullopt; // its backward ran earlier on this device
-    return d + 1 < numStages && !gradientIn[d][step.microbatch]
-               ? std::optional<unsigned>(d + 1)
-               : std::nullopt;
+    }
+    return std::make_pair(deviceOf(producer),
+                          ComputeStep{step.kind, m, producer / numDevices});
   }
 
   void tryStart(unsigned d, double now) {
@@ -251,10 +350,11 @@ private:
     const ComputeStep &step = order[d][next[d]];
     if (producerOf(d, step))
       return;
+    unsigned s = stageOf(d, step);
     if (step.kind == InstrKind::Forward)
-      for (const std::string &name : spec.stageInputs[d])
-        builders[d].addLoad(name, step.microbatch);
-    builders[d].addCompute(step.kind, d, step.microbatch);
+      for (const std::string &name : spec.stageInputs[s])
+        builders[d].addLoad(name, s, step.microbatch);
+    builders[d].addCompute(step.kind, s, step.microbatch);
     busy[d] = true;
     // A backward costs about twice a forward (B and W one each when split);
     // only the relative times matter, and only for where receives land,
@@ -268,22 +368,24 @@ private:
     const ComputeStep step = order[d][next[d]];
     busy[d] = false;
     ++next[d];
-    unsigned m = step.microbatch;
-    if (step.kind == InstrKind::Forward && d + 1 < numStages) {
-      builders[d].addTransfers(InstrKind::Send, Direction::Activation, d + 1,
-                               spec.boundaries[d], m);
-      builders[d + 1].addTransfers(InstrKind::Recv, Direction::Activation, d,
-                                   spec.boundaries[d], m);
-      activationIn[d + 1][m] = 1;
-      tryStart(d + 1, now);
+    unsigned m = step.microbatch, s = stageOf(d, step);
+    if (step.kind == InstrKind::Forward && s + 1 < numStages) {
+      unsigned to = deviceOf(s + 1);
+      builders[d].addTransfers(InstrKind::Send, Direction::Activation, s, to,
+                               spec.boundaries[s], m);
+      builders[to].addTransfers(InstrKind::Recv, Direction::Activation, s + 1,
+                                d, spec.boundaries[s], m);
+      activationIn[s + 1][m] = 1;
+      tryStart(to, now);
     }
-    if (step.kind == InstrKind::Backward && d > 0) {
-      builders[d].addTransfers(InstrKind::Send, Direction::Gradient, d - 1,
-                               spec.boundaries[d - 1], m);
-      builders[d - 1].addTransfers(InstrKind::Recv, Direction::Gradient, d,
-                                   spec.boundaries[d - 1], m);
-      gradientIn[d - 1][m] = 1;
-      tryStart(d - 1, now);
+    if (step.kind == InstrKind::Backward && s > 0) {
+      unsigned to = deviceOf(s - 1);
+      builders[d].addTransfers(InstrKind::Send, Direction::Gradient, s, to,
+                               spec.boundaries[s - 1], m);
+      builders[to].addTransfers(InstrKind::Recv, Direction::Gradient, s - 1, d,
+                                spec.boundaries[s - 1], m);
+      gradientIn[s - 1][m] = 1;
+      tryStart(to, now);
     }
     tryStart(d, now);
   }
@@ -292,26 +394,26 @@ private:
   /// device repeats, and names that cycle.
   std::string describeDeadlock(unsigned start) const {
     std::vector<unsigned> path;
-    std::vector<std::size_t> seenAt(numStages, kNoAction);
+    std::vector<std::size_t> seenAt(numDevices, kNoAction);
     unsigned d = start;
     while (seenAt[d] == kNoAction) {
       seenAt[d] = path.size();
       path.push_back(d);
       // A stuck device is idle at a step whose input has not arrived, and
       // its producer is stuck before producing it.
-      d = *producerOf(d, order[d][next[d]]);
+      d = producerOf(d, order[d][next[d]])->first;
     }
     std::string message = "the schedule deadlocks: ";
     for (std::size_t i = seenAt[d]; i < path.size(); ++i) {
       unsigned waiter = path[i];
-      unsigned producer = i + 1 < path.size() ? path[i + 1] : d;
       const ComputeStep &step = order[waiter][next[waiter]];
+      auto [producer, awaited] = *producerOf(waiter, step);
       if (i != seenAt[d])
         message += "; ";
-      message += actionAt(waiter, next[waiter], step) + " waits for device " +
-                 std::to_string(producer) + "'s " + describe(step) +
-                 " (its action #" + std::to_string(index.at(producer, step)) +
-                 ")";
+      message += names.action(waiter, next[waiter], step) +
+                 " waits for device " + std::to_string(producer) + "'s " +
+                 names.step(producer, awaited) + " (its action #" +
+                 std::to_string(index.at(producer, awaited)) + ")";
     }
     return message;
   }
@@ -319,16 +421,41 @@ private:
   const PipelineSpec &spec;
   const ComputeOrder &order;
   const ActionIndex &index;
-  unsigned numStages;
+  const StepNames &names;
+  unsigned numDevices, numStages;
   std::vector<ProgramBuilder> builders;
   std::vector<std::size_t> next; ///< per device: its next step
   std::vector<bool> busy;
-  /// [device][m]: whether the activation (gradient) of m has arrived.
+  /// [stage][m]: whether the activation (gradient) of m has arrived.
   std::vector<std::vector<char>> activationIn, gradientIn;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   unsigned long sequence = 0;
 };
 } // namespace
+
+std::string schedule::checkVirtualStages(ScheduleKind kind, unsigned numStages,
+                                         unsigned numVirtualStages) {
+  if (numVirtualStages == 0)
+    return "the number of virtual stages must be at least 1";
+  if (numVirtualStages == 1)
+    return "";
+  if (kind != ScheduleKind::Interleaved)
+    return std::string("the ") + scheduleKindName(kind) +
+           " schedule runs one stage per device, got " +
+           std::to_string(numVirtualStages) +
+           " virtual stages (only the interleaved schedule runs more)";
+  if (numStages % numVirtualStages != 0)
+    return std::to_string(numStages) + " stages cannot be split into " +
+           std::to_string(numVirtualStages) +
+           " virtual stages per device: " + std::to_string(numVirtualStages) +
+           " must divide the stages";
+  if (numStages / numVirtualStages < 2)
+    return "interleaving needs at least 2 devices, got " +
+           std::to_string(numStages / numVirtualStages) + " for " +
+           std::to_string(numStages) + " stages in " +
+           std::to_string(numVirtualStages) + " virtual stages";
+  return "";
+}
 
 ScheduleBuild schedule::buildFromComputeOrder(const PipelineSpec &spec,
                                               const ComputeOrder &order) {
@@ -346,11 +473,19 @@ ScheduleBuild schedule::buildFromComputeOrder(const PipelineSpec &spec,
                   "boundary between adjacent stages and the inputs of each";
     return build;
   }
+  if (spec.numVirtualStages > 1) {
+    build.error = checkVirtualStages(ScheduleKind::Interleaved, spec.numStages,
+                                     spec.numVirtualStages);
+    if (!build.error.empty())
+      return build;
+  }
   ActionIndex index;
-  build.error = checkOrder(order, spec.numStages, spec.numMicrobatches, index);
+  StepNames names(spec.numDevices(), spec.numVirtualStages);
+  build.error = checkOrder(order, spec, names, index);
   if (build.error.empty())
     build.error =
-        OrderSimulation(spec, order, index, split.rows, build.program).run();
+        OrderSimulation(spec, order, index, names, split.rows, build.program)
+            .run();
   if (!build.error.empty())
     build.program.devices.clear();
   return build;
@@ -360,7 +495,8 @@ Program schedule::buildSchedule(const PipelineSpec &spec, ScheduleKind kind) {
   if (kind == ScheduleKind::GPipe)
     return buildGPipeSchedule(spec);
   ScheduleBuild build = buildFromComputeOrder(
-      spec, computeOrderOf(kind, spec.numStages, spec.numMicrobatches));
+      spec, computeOrderOf(kind, spec.numDevices(), spec.numMicrobatches,
+                           spec.numVirtualStages));
   assert(build.error.empty() && "built-in compute orders are consistent");
   return std::move(build.program);
 }

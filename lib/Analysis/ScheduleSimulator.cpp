@@ -12,11 +12,13 @@
 using namespace gpipe;
 using namespace gpipe::schedule;
 
-double schedule::idealBubbleFraction(unsigned numStages,
-                                     unsigned numMicrobatches) {
-  if (numStages == 0 || numMicrobatches == 0)
+double schedule::idealBubbleFraction(unsigned numDevices,
+                                     unsigned numMicrobatches,
+                                     unsigned numVirtualStages) {
+  if (numDevices == 0 || numMicrobatches == 0 || numVirtualStages == 0)
     return 0.0;
-  return double(numStages - 1) / double(numMicrobatches + numStages - 1);
+  return double(numDevices - 1) /
+         double(numVirtualStages * numMicrobatches + numDevices - 1);
 }
 
 int64_t schedule::transferBytes(const Instr &instr) {
@@ -57,8 +59,17 @@ static const char *eventName(const Instr &instr) {
 }
 
 namespace {
-/// Direction, sender, receiver, micro-batch, channel.
-using TransferKey = std::tuple<int, unsigned, unsigned, unsigned, unsigned>;
+/// Direction, sender, receiver, micro-batch, channel, the sender's stage.
+using TransferKey =
+    std::tuple<int, unsigned, unsigned, unsigned, unsigned, unsigned>;
+
+/// The stage that sends what `instr` (a Send or a Recv) carries.
+unsigned senderStage(const Instr &instr) {
+  if (instr.kind == InstrKind::Send)
+    return instr.stage;
+  return instr.direction == Direction::Activation ? instr.stage - 1
+                                                  : instr.stage + 1;
+}
 
 /// Simulates the devices in time order. A device's compute stream runs one
 /// instruction at a time; with `processors` set, a load, forward, backward
@@ -68,23 +79,36 @@ class Simulator {
 public:
   Simulator(const Program &program, const SimulationCosts &costs)
       : program(program), costs(costs), devices(program.devices.size()),
-        freeProcessors(costs.processors) {
+        freeProcessors(costs.processors),
+        numStages(program.devices.size() *
+                  std::max(program.numVirtualStages, 1u)),
+        lastForward(numStages, 0) {
     result.simulation.lanes.resize(program.devices.size());
     for (std::size_t d = 0; d < program.devices.size(); ++d)
       for (const Instr &instr : program.devices[d].instrs) {
-        if (instr.kind == InstrKind::Forward)
-          devices[d].lastForward = instr.microbatch;
+        if (instr.kind == InstrKind::Forward && instr.stage < numStages)
+          lastForward[instr.stage] = instr.microbatch;
         devices[d].splitsBackward |= instr.kind == InstrKind::BackwardWeights;
       }
   }
 
   SimulationResult run() {
     const std::size_t numDevices = program.devices.size();
-    if (costs.devices.size() != numDevices) {
-      result.error = "expected the costs of " + std::to_string(numDevices) +
-                     " device(s), got " + std::to_string(costs.devices.size());
+    if (costs.stages.size() != numStages) {
+      result.error = "expected the costs of " + std::to_string(numStages) +
+                     " stage(s), got " + std::to_string(costs.stages.size());
       return std::move(result);
     }
+    for (unsigned d = 0; d < numDevices; ++d)
+      for (const Instr &instr : program.devices[d].instrs)
+        if (instr.kind != InstrKind::OptimizerStep &&
+            instr.stage >= numStages) {
+          result.error = "device " + std::to_string(d) + "'s " +
+                         describe(instr) + " names stage " +
+                         std::to_string(instr.stage) + " of " +
+                         std::to_string(numStages);
+          return std::move(result);
+        }
     for (unsigned d = 0; d < numDevices; ++d)
       advance(d, 0);
     while (!events.empty()) {
@@ -123,7 +147,6 @@ private:
     bool queued = false;  ///< waiting for a processor
     double readyAt = 0;   ///< when the compute stream reached it
     double copyClock = 0; ///< when the copy stream is free
-    unsigned lastForward = 0;
     bool splitsBackward = false; ///< its Backwards leave W to BackwardWeights
   };
 
@@ -147,9 +170,11 @@ private:
   void advance(unsigned d, double now) {
     DeviceState &device = devices[d];
     const std::vector<Instr> &instrs = program.devices[d].instrs;
-    const DeviceCosts &cost = costs.devices[d];
     while (!device.busy && !device.queued && device.next < instrs.size()) {
       const Instr &instr = instrs[device.next];
+      const StageCosts &cost =
+          costs
+              .stages[instr.kind == InstrKind::OptimizerStep ? d : instr.stage];
       if (instr.kind == InstrKind::Send) {
         // The copy stream starts once the value exists: when the compute
         // stream has reached this point.
@@ -157,8 +182,9 @@ private:
         double duration =
             cost.sendFixed + cost.sendPerByte * double(transferBytes(instr));
         device.copyClock = start + duration;
-        TransferKey key{int(instr.direction), d, instr.peer, instr.microbatch,
-                        instr.channel};
+        TransferKey key{int(instr.direction), d,
+                        instr.peer,           instr.microbatch,
+                        instr.channel,        senderStage(instr)};
         double arrives = start + duration + costs.latency;
         arrival[key] = arrives;
         auto waiter = waiting.find(key);
@@ -172,8 +198,9 @@ private:
         continue;
       }
       if (instr.kind == InstrKind::Recv) {
-        TransferKey key{int(instr.direction), instr.peer, d, instr.microbatch,
-                        instr.channel};
+        TransferKey key{
+            int(instr.direction), instr.peer,    d,
+            instr.microbatch,     instr.channel, senderStage(instr)};
         auto sent = arrival.find(key);
         if (sent == arrival.end()) {
           waiting[key] = d;
@@ -226,7 +253,14 @@ private:
   }
 
   double computeTime(unsigned d, const Instr &instr) const {
-    const DeviceCosts &cost = costs.devices[d];
+    if (instr.kind == InstrKind::OptimizerStep) {
+      // The device steps the parameters of all its stages.
+      double total = 0;
+      for (unsigned s = d; s < numStages; s += program.devices.size())
+        total += costs.stages[s].optimizerStep;
+      return total;
+    }
+    const StageCosts &cost = costs.stages[instr.stage];
     double rows = double(instr.rows);
     switch (instr.kind) {
     case InstrKind::LoadInput:
@@ -236,7 +270,7 @@ private:
     case InstrKind::Backward: {
       double share = devices[d].splitsBackward ? 1.0 - cost.weightShare : 1.0;
       return share * (cost.backwardFixed + cost.backwardPerRow * rows) +
-             (recomputes(d, instr.microbatch)
+             (recomputes(instr.stage, instr.microbatch)
                   ? cost.forwardFixed + cost.recomputePerRow * rows
                   : 0.0);
     }
@@ -244,7 +278,6 @@ private:
       return cost.weightShare *
              (cost.backwardFixed + cost.backwardPerRow * rows);
     case InstrKind::OptimizerStep:
-      return cost.optimizerStep;
     case InstrKind::Send:
     case InstrKind::Recv:
       break;
@@ -253,8 +286,8 @@ private:
   }
 
   /// As the runtime decides (keepsForwardValues): except-last keeps the
-  /// micro-batch the device forwards last.
-  bool recomputes(unsigned device, unsigned microbatch) const {
+  /// micro-batch each stage forwards last.
+  bool recomputes(unsigned stage, unsigned microbatch) const {
     switch (costs.keep) {
     case KeepPolicy::All:
       return false;
@@ -263,7 +296,7 @@ private:
     case KeepPolicy::Last:
       break;
     }
-    return microbatch != devices[device].lastForward;
+    return microbatch != lastForward[stage];
   }
 
   void record(unsigned device, const Instr &instr, double start,
@@ -302,6 +335,8 @@ private:
   const SimulationCosts &costs;
   std::vector<DeviceState> devices;
   unsigned freeProcessors;
+  std::size_t numStages;
+  std::vector<unsigned> lastForward; ///< per stage
   std::deque<unsigned> processorQueue;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   unsigned long sequence = 0;

@@ -37,6 +37,11 @@ std::string schedule::parseComputeOrder(std::string_view text,
                                         ComputeOrder &order) {
   order.clear();
   unsigned lineNumber = 0;
+  // Per device: its line and, per step, the stage it names after '@' (the
+  // device's own stage when none); turned into virtual stages once the
+  // number of devices is known.
+  std::vector<unsigned> lineOf;
+  std::vector<std::vector<unsigned>> stagesNamed;
   while (!text.empty()) {
     std::size_t end = text.find('\n');
     std::string_view line = text.substr(0, end);
@@ -64,6 +69,8 @@ std::string schedule::parseComputeOrder(std::string_view text,
              std::to_string(device);
 
     std::vector<ComputeStep> &steps = order.emplace_back();
+    lineOf.push_back(lineNumber);
+    std::vector<unsigned> &stages = stagesNamed.emplace_back();
     std::string_view rest = line.substr(colon + 1);
     while (!(rest = trim(rest)).empty()) {
       std::size_t length = 0;
@@ -73,13 +80,20 @@ std::string schedule::parseComputeOrder(std::string_view text,
       rest.remove_prefix(length);
       ComputeStep step;
       char kind = token.front();
+      std::size_t at = token.find('@');
+      unsigned stage = device;
       if ((kind != 'F' && kind != 'B' && kind != 'W') ||
-          !parseNumber(token.substr(1), step.microbatch))
+          !parseNumber(token.substr(1, at - 1), step.microbatch) ||
+          (at != std::string_view::npos &&
+           !parseNumber(token.substr(at + 1), stage)))
         return where +
                "expected an action such as F0 (forward of "
-               "micro-batch 0), B3 (backward of micro-batch 3) or W3 (its "
-               "weight-gradient backward, when B and W are split), got '" +
+               "micro-batch 0), B3 (backward of micro-batch 3), W3 (its "
+               "weight-gradient backward, when B and W are split) or F0@2 "
+               "(forward of micro-batch 0 in stage 2, when devices run "
+               "several), got '" +
                std::string(token) + "'";
+      stages.push_back(stage);
       step.kind = kind == 'F'   ? InstrKind::Forward
                   : kind == 'B' ? InstrKind::Backward
                                 : InstrKind::BackwardWeights;
@@ -88,18 +102,38 @@ std::string schedule::parseComputeOrder(std::string_view text,
   }
   if (order.empty())
     return "expected at least one line 'device N: ...', got none";
+  const unsigned numDevices = order.size();
+  for (unsigned d = 0; d < numDevices; ++d)
+    for (std::size_t i = 0; i < order[d].size(); ++i) {
+      unsigned stage = stagesNamed[d][i];
+      if (stage % numDevices != d)
+        return "line " + std::to_string(lineOf[d]) + ": device " +
+               std::to_string(d) + " does not run stage " +
+               std::to_string(stage) + ": " + std::to_string(numDevices) +
+               " devices run the stages round-robin, device " +
+               std::to_string(d) + " stages " + std::to_string(d) + ", " +
+               std::to_string(d + numDevices) + ", ...";
+      order[d][i].virtualStage = stage / numDevices;
+    }
   return "";
 }
 
 std::string schedule::printComputeOrder(const ComputeOrder &order) {
+  bool interleaved = false;
+  for (const std::vector<ComputeStep> &steps : order)
+    for (const ComputeStep &step : steps)
+      interleaved |= step.virtualStage > 0;
   std::string text;
   for (std::size_t d = 0; d < order.size(); ++d) {
     text += "device " + std::to_string(d) + ":";
-    for (const ComputeStep &step : order[d])
+    for (const ComputeStep &step : order[d]) {
       text += std::string(step.kind == InstrKind::Forward    ? " F"
                           : step.kind == InstrKind::Backward ? " B"
                                                              : " W") +
               std::to_string(step.microbatch);
+      if (interleaved)
+        text += "@" + std::to_string(d + step.virtualStage * order.size());
+    }
     text += "\n";
   }
   return text;

@@ -14,7 +14,7 @@ gpipe::costsFromModel(llvm::ArrayRef<uint64_t> forwardFlops, int64_t batch,
   schedule::SimulationCosts costs;
   double flopsPerUs = machine.deviceGflops * 1e3;
   for (uint64_t flops : forwardFlops) {
-    schedule::DeviceCosts &device = costs.devices.emplace_back();
+    schedule::StageCosts &device = costs.stages.emplace_back();
     device.forwardPerRow =
         batch > 0 ? double(flops) / double(batch) / flopsPerUs : 0.0;
     device.backwardPerRow = 2 * device.forwardPerRow;
@@ -55,12 +55,12 @@ std::string gpipe::readProfile(llvm::StringRef text, unsigned numDevices,
   if (!number(*root, "step_us", step) ||
       !number(*root, "makespan_us", makespan))
     return "expected non-negative numbers 'step_us' and 'makespan_us'";
-  costs.devices.assign(numDevices, {});
+  costs.stages.assign(numDevices, {});
   costs.latency = 0;
   costs.stepOverhead = std::max(0.0, step - makespan);
   for (unsigned d = 0; d < numDevices; ++d) {
     const json::Object *device = (*devices)[d].getAsObject();
-    schedule::DeviceCosts &out = costs.devices[d];
+    schedule::StageCosts &out = costs.stages[d];
     std::pair<const char *, double *> fields[] = {
         {"forward_us_per_row", &out.forwardPerRow},
         {"backward_us_per_row", &out.backwardPerRow},

@@ -178,7 +178,7 @@ sched::SimulationCosts simulationCosts(const CompiledPlan &compiled,
   sched::SimulationCosts out;
   double rows = double(std::max<int64_t>(compiled.replicaBatch, 1));
   for (size_t s = 0; s < compiled.stageFlops.size(); ++s) {
-    sched::DeviceCosts &device = out.devices.emplace_back();
+    sched::StageCosts &device = out.stages.emplace_back();
     double flopsPerRow = double(compiled.stageFlops[s]) / rows;
     device.forwardPerRow = flopsPerRow * costs.forwardUsPerFlop;
     device.backwardPerRow = flopsPerRow * costs.backwardUsPerFlop;
@@ -223,7 +223,7 @@ static void shareProcessors(sched::SimulationCosts &costs, unsigned processors,
   if (processors >= replicas)
     return;
   const double slowdown = double(replicas) / double(processors);
-  for (sched::DeviceCosts &device : costs.devices)
+  for (sched::StageCosts &device : costs.stages)
     for (double *cost :
          {&device.forwardPerRow, &device.backwardPerRow, &device.forwardFixed,
           &device.backwardFixed, &device.recomputePerRow, &device.loadPerRow,
@@ -368,7 +368,7 @@ std::string measureStep(PlanCompiler &compiler, const std::string &source,
   step.devices = plan.stages;
   step.computes = double(plan.stages) * plan.microbatches;
   for (unsigned s = 0; s < plan.stages; ++s) {
-    const sched::DeviceCosts &device = measured.devices[s];
+    const sched::StageCosts &device = measured.stages[s];
     step.flops += double(compiled->stageFlops[s]);
     step.params += double(compiled->stageParamBytes[s]);
     step.forwardUs += device.forwardPerRow * double(plan.batchSize);

@@ -88,11 +88,11 @@ static void BM_Schedule_Simulate(benchmark::State &state) {
       buildSchedule(makeScheduleSpec(k, static_cast<unsigned>(state.range(1))),
                     ScheduleKind::OneFOneB);
   SimulationCosts costs;
-  DeviceCosts device;
+  StageCosts device;
   device.forwardPerRow = 1;
   device.backwardPerRow = 2;
   device.sendFixed = 1;
-  costs.devices.assign(k, device);
+  costs.stages.assign(k, device);
   for (auto _ : state) {
     SimulationResult result = simulateSchedule(program, costs);
     if (!result.error.empty()) {

@@ -104,10 +104,10 @@ gpipe::KeepPolicy keepOf(gpipe::RematPolicy remat) {
 /// Adds `scale` x `part` to `total`, field by field.
 void accumulate(sched::SimulationCosts &total,
                 const sched::SimulationCosts &part, double scale) {
-  total.devices.resize(part.devices.size());
-  for (size_t d = 0; d < part.devices.size(); ++d) {
-    sched::DeviceCosts &t = total.devices[d];
-    const sched::DeviceCosts &p = part.devices[d];
+  total.stages.resize(part.stages.size());
+  for (size_t d = 0; d < part.stages.size(); ++d) {
+    sched::StageCosts &t = total.stages[d];
+    const sched::StageCosts &p = part.stages[d];
     t.forwardPerRow += scale * p.forwardPerRow;
     t.backwardPerRow += scale * p.backwardPerRow;
     t.recomputePerRow += scale * p.recomputePerRow;

@@ -111,7 +111,9 @@ ComputeOrder parse(const char *text) {
 } // namespace
 
 TEST(ScheduleKindNames, RoundTrip) {
-  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB})
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::ZeroBubbleH1,
+        ScheduleKind::Interleaved})
     EXPECT_EQ(parseScheduleKind(scheduleKindName(kind)), kind);
   EXPECT_EQ(std::string(scheduleKindName(ScheduleKind::OneFOneB)), "1f1b");
   EXPECT_FALSE(parseScheduleKind("pipedream"));
@@ -407,19 +409,192 @@ TEST(ScheduleText, ErrorsSayWhatWasExpected) {
        "2"},
       {"device 0: F0 X0\n",
        "line 1: expected an action such as F0 (forward of micro-batch 0), "
-       "B3 (backward of micro-batch 3) or W3 (its weight-gradient backward, "
-       "when B and W are split), got 'X0'"},
+       "B3 (backward of micro-batch 3), W3 (its weight-gradient backward, "
+       "when B and W are split) or F0@2 (forward of micro-batch 0 in stage 2, "
+       "when devices run several), got 'X0'"},
+      {"device 0: F0@x B0\n",
+       "line 1: expected an action such as F0 (forward of micro-batch 0), "
+       "B3 (backward of micro-batch 3), W3 (its weight-gradient backward, "
+       "when B and W are split) or F0@2 (forward of micro-batch 0 in stage 2, "
+       "when devices run several), got 'F0@x'"},
       {"device 0: F B0\n",
        "line 1: expected an action such as F0 (forward of micro-batch 0), "
-       "B3 (backward of micro-batch 3) or W3 (its weight-gradient backward, "
-       "when B and W are split), got 'F'"},
+       "B3 (backward of micro-batch 3), W3 (its weight-gradient backward, "
+       "when B and W are split) or F0@2 (forward of micro-batch 0 in stage 2, "
+       "when devices run several), got 'F'"},
       {"device 0: F99999999999\n",
        "line 1: expected an action such as F0 (forward of micro-batch 0), "
-       "B3 (backward of micro-batch 3) or W3 (its weight-gradient backward, "
-       "when B and W are split), got 'F99999999999'"},
+       "B3 (backward of micro-batch 3), W3 (its weight-gradient backward, "
+       "when B and W are split) or F0@2 (forward of micro-batch 0 in stage 2, "
+       "when devices run several), got 'F99999999999'"},
   };
   for (const Case &c : cases) {
     ComputeOrder order;
     EXPECT_EQ(parseComputeOrder(c.text, order), c.error) << c.text;
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Interleaved 1F1B: K devices, V stages each (stage s on device s mod K)
+//===----------------------------------------------------------------------===//
+
+namespace {
+PipelineSpec interleavedSpec(unsigned numDevices, unsigned numVirtualStages,
+                             unsigned numMicrobatches, int64_t batchSize,
+                             unsigned channels = 1) {
+  PipelineSpec spec = makeSpec(numDevices * numVirtualStages, numMicrobatches,
+                               batchSize, channels);
+  spec.numVirtualStages = numVirtualStages;
+  return spec;
+}
+} // namespace
+
+TEST(ScheduleKindOrders, InterleavedRunsGroupsOfKThroughEachDevicesStages) {
+  // K = 2, V = 2, M = 4 (Megatron-LM's order): micro-batches {0, 1} go
+  // through the device's first stage, then its second, then {2, 3}; device
+  // d warms up with 2(K-d-1) + (V-1)K forwards, then alternates.
+  EXPECT_EQ(
+      printComputeOrder(computeOrderOf(ScheduleKind::Interleaved, 2, 4, 2)),
+      "device 0: F0@0 F1@0 F0@2 F1@2 F2@0 B0@2 F3@0 B1@2 F2@2 B0@0 "
+      "F3@2 B1@0 B2@2 B3@2 B2@0 B3@0\n"
+      "device 1: F0@1 F1@1 F0@3 B0@3 F1@3 B1@3 F2@1 B0@1 F3@1 B1@1 "
+      "F2@3 B2@3 F3@3 B3@3 B2@1 B3@1\n");
+  // V = 1 is 1F1B.
+  EXPECT_EQ(
+      printComputeOrder(computeOrderOf(ScheduleKind::Interleaved, 4, 6, 1)),
+      printComputeOrder(computeOrderOf(ScheduleKind::OneFOneB, 4, 6)));
+}
+
+TEST(ScheduleKindPrograms, InterleavedVerifiesCleanForEveryKVAndM) {
+  // M not a multiple of K and M < K included: the last group is short.
+  for (unsigned k : {2u, 3u, 4u})
+    for (unsigned v : {2u, 3u, 4u})
+      for (unsigned m : {1u, 2u, 3u, 4u, 5u, 7u, 8u, 9u, 16u}) {
+        SCOPED_TRACE("K=" + std::to_string(k) + " V=" + std::to_string(v) +
+                     " M=" + std::to_string(m));
+        PipelineSpec spec = interleavedSpec(k, v, m, 2 * m + 1, 2);
+        ScheduleBuild build = buildFromComputeOrder(
+            spec, computeOrderOf(ScheduleKind::Interleaved, k, m, v));
+        ASSERT_EQ(build.error, "");
+        const Program &program = build.program;
+        ASSERT_EQ(program.devices.size(), k);
+        EXPECT_EQ(program.numVirtualStages, v);
+        EXPECT_EQ(dump(verifySchedule(program)), "");
+        for (unsigned d = 0; d < k; ++d) {
+          // Every compute, load and transfer serves one of the device's
+          // stages, and the peak is the warm-up plus the one forward that
+          // precedes each backward.
+          for (const Instr &instr : program.devices[d].instrs)
+            if (instr.kind != InstrKind::OptimizerStep)
+              EXPECT_EQ(instr.stage % k, d) << describe(instr);
+          // (With M not a multiple of K, left-out micro-batches take
+          // warm-up slots: at most that.)
+          unsigned warmup = 2 * (k - d - 1) + (v - 1) * k;
+          unsigned peak = std::min(warmup + 1, m * v);
+          if (m % k == 0)
+            EXPECT_EQ(maxInFlight(program.devices[d]), peak) << "device " << d;
+          else
+            EXPECT_LE(maxInFlight(program.devices[d]), peak) << "device " << d;
+        }
+      }
+}
+
+TEST(ScheduleKindPrograms, InterleavedTransfersNameTheirStage) {
+  // K = 2, V = 2: device 0 sends stage 0's activations and stage 2's, both
+  // to device 1; the stage tells them apart, and the loss stage (3) is on
+  // device 1, which sends nothing forward.
+  Program program =
+      buildSchedule(interleavedSpec(2, 2, 2, 4), ScheduleKind::Interleaved);
+  unsigned sends[4] = {0, 0, 0, 0};
+  for (const DeviceProgram &device : program.devices)
+    for (const Instr &instr : device.instrs)
+      if (instr.kind == InstrKind::Send &&
+          instr.direction == Direction::Activation) {
+        ++sends[instr.stage];
+        EXPECT_EQ(instr.peer, (instr.stage + 1) % 2);
+      }
+  EXPECT_EQ(sends[0], 2u);
+  EXPECT_EQ(sends[1], 2u);
+  EXPECT_EQ(sends[2], 2u);
+  EXPECT_EQ(sends[3], 0u);
+  // The labels are loaded by the last stage, on device 1.
+  for (const Instr &instr : program.devices[1].instrs)
+    if (instr.kind == InstrKind::LoadInput)
+      EXPECT_EQ(instr.stage, 3u);
+}
+
+TEST(ScheduleKindPrograms, VerifierRefusesATransferOfTheWrongStage) {
+  Program program =
+      buildSchedule(interleavedSpec(2, 2, 2, 4), ScheduleKind::Interleaved);
+  // Device 0's first send carries stage 0's activation to stage 1; relabel
+  // it as stage 2's, whose receive device 1 does not post.
+  std::vector<Instr> &instrs = program.devices[0].instrs;
+  auto send = std::find_if(instrs.begin(), instrs.end(), [](const Instr &i) {
+    return i.kind == InstrKind::Send;
+  });
+  ASSERT_NE(send, instrs.end());
+  send->stage = 2;
+  std::string violations = dump(verifySchedule(program));
+  EXPECT_NE(violations.find("is sent twice"), std::string::npos) << violations;
+  EXPECT_NE(violations.find("has no matching send on device 0"),
+            std::string::npos)
+      << violations;
+  // A stage that the device does not run.
+  send->stage = 1;
+  violations = dump(verifySchedule(program));
+  EXPECT_NE(
+      violations.find("belongs to stage 1, but device 0 runs stages 0, 2"),
+      std::string::npos)
+      << violations;
+}
+
+TEST(ScheduleKindPrograms, InterleavedOrdersAreRefusedWithTheirStage) {
+  struct Case {
+    const char *order;
+    const char *error;
+  };
+  const Case cases[] = {
+      // Device 0 waits for stage 1's gradient of micro-batch 0 before it
+      // has forwarded stage 2, which device 1 needs first.
+      {"device 0: F0@0 B0@0 F0@2 B0@2\n"
+       "device 1: F0@1 F0@3 B0@3 B0@1\n",
+       "the schedule deadlocks: device 0 action #1 (backward of micro-batch 0 "
+       "in stage 0) waits for device 1's backward of micro-batch 0 in stage "
+       "1 (its action #3); device 1 action #1 (forward of micro-batch 0 in "
+       "stage 3) waits for device 0's forward of micro-batch 0 in stage 2 "
+       "(its action #2)"},
+      {"device 0: F0@0 F0@2 B0@2 B0@0\n"
+       "device 1: F0@1 F0@3 B0@3\n",
+       "device 1 never runs the backward of micro-batch 0 in stage 1"},
+      {"device 0: F0@0 F0@2 B0@2 B0@0\n"
+       "device 1: F0@1 F0@3 B0@3 B0@1 F0@5\n",
+       "device 1 action #4 (forward of micro-batch 0 in stage 5) names "
+       "virtual stage 2, but each device runs 2"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.order);
+    ScheduleBuild build =
+        buildFromComputeOrder(interleavedSpec(2, 2, 1, 4), parse(c.order));
+    EXPECT_EQ(build.error, c.error);
+  }
+  ComputeOrder order;
+  EXPECT_EQ(parseComputeOrder("device 0: F0@1\ndevice 1: F0@1\n", order),
+            "line 1: device 0 does not run stage 1: 2 devices run the stages "
+            "round-robin, device 0 stages 0, 2, ...");
+}
+
+TEST(ScheduleKindPrograms, OnlyInterleavingRunsSeveralStagesPerDevice) {
+  EXPECT_EQ(checkVirtualStages(ScheduleKind::Interleaved, 8, 2), "");
+  EXPECT_EQ(checkVirtualStages(ScheduleKind::OneFOneB, 4, 1), "");
+  EXPECT_EQ(checkVirtualStages(ScheduleKind::OneFOneB, 4, 2),
+            "the 1f1b schedule runs one stage per device, got 2 virtual "
+            "stages (only the interleaved schedule runs more)");
+  EXPECT_EQ(checkVirtualStages(ScheduleKind::Interleaved, 6, 4),
+            "6 stages cannot be split into 4 virtual stages per device: 4 "
+            "must divide the stages");
+  EXPECT_EQ(checkVirtualStages(ScheduleKind::Interleaved, 3, 3),
+            "interleaving needs at least 2 devices, got 1 for 3 stages in 3 "
+            "virtual stages");
+  EXPECT_EQ(checkVirtualStages(ScheduleKind::Interleaved, 3, 0),
+            "the number of virtual stages must be at least 1");
 }

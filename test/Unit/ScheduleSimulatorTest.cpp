@@ -37,10 +37,10 @@ PipelineSpec makeSpec(unsigned numStages, unsigned numMicrobatches) {
 
 SimulationCosts balanced(unsigned numStages, double forward, double backward) {
   SimulationCosts costs;
-  DeviceCosts device;
+  StageCosts device;
   device.forwardPerRow = forward;
   device.backwardPerRow = backward;
-  costs.devices.assign(numStages, device);
+  costs.stages.assign(numStages, device);
   return costs;
 }
 
@@ -94,13 +94,34 @@ TEST(ScheduleSimulator, ZeroBubbleH1MatchesThePapersBubble) {
               1e-12);
 }
 
+TEST(ScheduleSimulator, InterleavedCutsTheBubbleByTheVirtualStages) {
+  // Narayanan et al. (2021): K devices, each running V stages of f/V and
+  // b/V, idle (K - 1)(f + b)/V of a step of M (f + b) plus that, so the
+  // bubble is (K - 1)/(V M + K - 1) when K divides M.
+  for (unsigned k : {2u, 3u, 4u})
+    for (unsigned v : {1u, 2u, 3u, 4u})
+      for (unsigned m : {k, 2 * k, 4 * k}) {
+        SCOPED_TRACE("K=" + std::to_string(k) + " V=" + std::to_string(v) +
+                     " M=" + std::to_string(m));
+        PipelineSpec spec = makeSpec(k * v, m);
+        spec.numVirtualStages = v;
+        Simulation simulation =
+            simulate(buildSchedule(spec, ScheduleKind::Interleaved),
+                     balanced(k * v, 1.0 / v, 2.0 / v));
+        double bubble = (k - 1) * 3.0 / v;
+        EXPECT_NEAR(simulation.makespanUs, m * 3.0 + bubble, 1e-9);
+        EXPECT_NEAR(simulation.bubbleFraction, idealBubbleFraction(k, m, v),
+                    1e-12);
+      }
+}
+
 TEST(ScheduleSimulator, SplitBackwardsShareTheBackwardsCost) {
   // One device, one micro-batch: F, then B and W share a backward of 10 by
   // weightShare; with recomputation (keep none), B also recomputes.
   Program program = buildSchedule(makeSpec(1, 1), ScheduleKind::ZeroBubbleH1);
   SimulationCosts costs = balanced(1, 4, 10);
-  costs.devices[0].weightShare = 0.3;
-  costs.devices[0].recomputePerRow = 2;
+  costs.stages[0].weightShare = 0.3;
+  costs.stages[0].recomputePerRow = 2;
   costs.keep = KeepPolicy::None;
   Simulation simulation = simulate(program, costs);
   std::vector<std::pair<std::string, double>> computed;
@@ -121,7 +142,7 @@ TEST(ScheduleSimulator, TransfersRecomputationOptimizerAndHost) {
   // K = 2, M = 2 under GPipe, rows 1; forward 10, backward 20, recompute
   // 5, send 1 + 32 bytes x 0.25, latency 2, optimizer 7, host 100.
   SimulationCosts costs = balanced(2, 10, 20);
-  for (DeviceCosts &device : costs.devices) {
+  for (StageCosts &device : costs.stages) {
     device.recomputePerRow = 5;
     device.sendFixed = 1;
     device.sendPerByte = 0.25;
@@ -164,8 +185,8 @@ TEST(ScheduleSimulator, ASlowStageBoundsBothSchedules) {
   // meanwhile: 9M + 3.
   for (unsigned m : {2u, 4u, 8u}) {
     SimulationCosts costs = balanced(3, 1, 2);
-    costs.devices[1].forwardPerRow = 3; // a slow middle stage
-    costs.devices[1].backwardPerRow = 6;
+    costs.stages[1].forwardPerRow = 3; // a slow middle stage
+    costs.stages[1].backwardPerRow = 6;
     double gpipe =
         simulate(buildSchedule(makeSpec(3, m), ScheduleKind::GPipe), costs)
             .makespanUs;
@@ -202,7 +223,7 @@ TEST(ScheduleSimulator, DevicesSharingProcessors) {
 TEST(ScheduleSimulator, Errors) {
   Program program = buildSchedule(makeSpec(2, 2), ScheduleKind::GPipe);
   EXPECT_EQ(simulateSchedule(program, balanced(3, 1, 1)).error,
-            "expected the costs of 2 device(s), got 3");
+            "expected the costs of 2 stage(s), got 3");
   // Device 1 waits for an activation device 0 never sends; device 0 waits
   // for a gradient device 1 cannot send.
   program.devices[0].instrs.erase(program.devices[0].instrs.begin() + 2);

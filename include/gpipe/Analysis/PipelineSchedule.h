@@ -47,7 +47,10 @@ enum class Direction { Activation, Gradient };
 
 struct Instr {
   InstrKind kind = InstrKind::Forward;
-  unsigned stage = 0;      ///< Forward/Backward
+  /// All but OptimizerStep: the stage of this device the instruction serves
+  /// (the one a load or receive feeds, or whose result a send carries); a
+  /// device runs more than one under interleaving (Program).
+  unsigned stage = 0;
   unsigned microbatch = 0; ///< all but OptimizerStep
   unsigned peer = 0;       ///< Send/Recv: the other device
   unsigned channel = 0;    ///< Send/Recv: index of the boundary tensor
@@ -67,10 +70,21 @@ struct DeviceProgram {
   std::vector<Instr> instrs;
 };
 
+/// K devices run K * numVirtualStages stages, round-robin: stage s on device
+/// s mod K, so device d runs stages d, d + K, d + 2K, ... (interleaved 1F1B's
+/// placement; one stage per device without virtual stages). A transfer goes
+/// between adjacent stages: activations from s to s + 1, gradients back.
 struct Program {
   unsigned numMicrobatches = 0;
+  unsigned numVirtualStages = 1;
   std::vector<DeviceProgram> devices; ///< devices[d].device == d
 };
+
+/// The device of `stage` when `numDevices` devices run the stages
+/// round-robin.
+inline unsigned deviceOfStage(unsigned stage, unsigned numDevices) {
+  return numDevices == 0 ? 0 : stage % numDevices;
+}
 
 /// A tensor that crosses the boundary between stage s and stage s+1 (in the
 /// forward direction; its gradient crosses back). Shapes are at the full
@@ -81,7 +95,13 @@ struct BoundaryTensor {
 };
 
 struct PipelineSpec {
-  unsigned numStages = 1;
+  unsigned numStages = 1; ///< all of them: devices x virtual stages
+  /// Stages per device (V); the K = numStages / V devices run them
+  /// round-robin (Program). Must divide numStages.
+  unsigned numVirtualStages = 1;
+  unsigned numDevices() const {
+    return numVirtualStages ? numStages / numVirtualStages : 0;
+  }
   unsigned numMicrobatches = 1;
   int64_t batchSize = 1;
   /// Size numStages - 1: boundaries[s] are the tensors from stage s to s+1;

@@ -38,9 +38,13 @@ enum class ScheduleKind {
             ///< backward
   /// 1F1B with split backwards (B, then W deferred by s on device s).
   ZeroBubbleH1,
+  /// Interleaved 1F1B (Narayanan et al. 2021): each device runs V stages
+  /// (virtual stages, round-robin), each group of K micro-batches going
+  /// through a device's stages in turn, which cuts the bubble by V.
+  Interleaved,
 };
 
-/// "gpipe", "1f1b" or "zb-h1".
+/// "gpipe", "1f1b", "zb-h1" or "interleaved".
 const char *scheduleKindName(ScheduleKind kind);
 /// The kind named `name`, if any.
 std::optional<ScheduleKind> parseScheduleKind(std::string_view name);
@@ -51,19 +55,24 @@ bool splitsBackward(ScheduleKind kind);
 struct ComputeStep {
   InstrKind kind = InstrKind::Forward; ///< Forward, Backward, BackwardWeights
   unsigned microbatch = 0;
+  /// Which of the device's stages: device d of K runs stage d + v * K.
+  unsigned virtualStage = 0;
 };
 
 /// "forward of micro-batch 2", "backward of micro-batch 0" or
-/// "weight-gradient backward of micro-batch 1".
+/// "weight-gradient backward of micro-batch 1" (of its stage).
 std::string describe(const ComputeStep &step);
 
-/// order[d]: the forwards and backwards device d runs, in order (device d runs
-/// stage d).
+/// order[d]: the forwards and backwards device d runs, in order (device d
+/// runs stage d, and under interleaving d + K, d + 2K, ...).
 using ComputeOrder = std::vector<std::vector<ComputeStep>>;
 
-/// The compute order of `kind` for K stages and M micro-batches.
-ComputeOrder computeOrderOf(ScheduleKind kind, unsigned numStages,
-                            unsigned numMicrobatches);
+/// The compute order of `kind` for K devices, M micro-batches and, for
+/// Interleaved, V stages per device (Interleaved with V = 1 is 1F1B; the
+/// other kinds take V = 1 only).
+ComputeOrder computeOrderOf(ScheduleKind kind, unsigned numDevices,
+                            unsigned numMicrobatches,
+                            unsigned numVirtualStages = 1);
 
 struct ScheduleBuild {
   Program program;
@@ -84,8 +93,15 @@ ScheduleBuild buildFromComputeOrder(const PipelineSpec &spec,
 
 /// The programs of `kind`: buildGPipeSchedule for GPipe, otherwise
 /// buildFromComputeOrder(computeOrderOf(kind)). Same preconditions as
-/// buildGPipeSchedule; the built-in orders never fail.
+/// buildGPipeSchedule, and spec.numVirtualStages is 1 unless `kind` is
+/// Interleaved (checkVirtualStages); the built-in orders never fail.
 Program buildSchedule(const PipelineSpec &spec, ScheduleKind kind);
+
+/// "" or why `kind` cannot run `numStages` stages as `numVirtualStages` per
+/// device: only Interleaved runs more than one, on at least 2 devices, and V
+/// must divide the stages.
+std::string checkVirtualStages(ScheduleKind kind, unsigned numStages,
+                               unsigned numVirtualStages);
 
 } // namespace gpipe::schedule
 

@@ -23,8 +23,9 @@
 
 namespace gpipe::schedule {
 
-/// What one device's instructions cost, in microseconds.
-struct DeviceCosts {
+/// What the instructions of one stage cost on its device, in microseconds
+/// (with one stage per device, what the device's cost).
+struct StageCosts {
   double forwardPerRow = 0;  ///< a forward of its stage, per micro-batch row
   double backwardPerRow = 0; ///< a backward, without recomputation, per row
   /// What a forward (a recomputation too) and a backward cost whatever
@@ -39,15 +40,16 @@ struct DeviceCosts {
   /// micro-batch kept nothing (`SimulationCosts::keep`), per row.
   double recomputePerRow = 0;
   double loadPerRow = 0; ///< one model-input load, per row
-  double optimizerStep = 0;
+  double optimizerStep = 0; ///< a device's step: the sum over its stages
   double sendFixed = 0, sendPerByte = 0; ///< on the copy stream
   double recvFixed = 0, recvPerByte = 0; ///< once the data is there
 };
 
 struct SimulationCosts {
-  std::vector<DeviceCosts> devices; ///< one per device of the program
+  /// One per stage of the program (Program: stage s runs on device s mod K).
+  std::vector<StageCosts> stages;
   /// Which micro-batches keep their forward values (remat none: all; full:
-  /// none; except-last: the one each device forwards last); the others
+  /// none; except-last: the one each stage forwards last); the others
   /// recompute in their backward.
   KeepPolicy keep = KeepPolicy::None;
   double latency = 0;      ///< from a send's end until it can be received
@@ -81,14 +83,16 @@ struct SimulationResult {
 };
 
 /// Simulates one training step of `program` (which verifySchedule accepts).
-/// Fails when `costs` has the wrong number of devices or the program cannot
+/// Fails when `costs` has the wrong number of stages or the program cannot
 /// finish.
 SimulationResult simulateSchedule(const Program &program,
                                   const SimulationCosts &costs);
 
-/// (K - 1) / (M + K - 1): the bubble of GPipe and 1F1B with K balanced
-/// stages and M micro-batches, when transfers take no time.
-double idealBubbleFraction(unsigned numStages, unsigned numMicrobatches);
+/// (K - 1) / (V M + K - 1): the bubble of GPipe and 1F1B (V = 1) and of
+/// interleaved 1F1B (V stages per device) on K devices with balanced stages
+/// and M micro-batches, when transfers take no time.
+double idealBubbleFraction(unsigned numDevices, unsigned numMicrobatches,
+                           unsigned numVirtualStages = 1);
 
 /// Bytes of a transfer's tensor: the product of its shape times the size of
 /// its element type (f32, f16, bf16, i32, ...; 4 when unknown).

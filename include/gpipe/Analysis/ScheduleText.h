@@ -9,8 +9,11 @@
 //   device 0: F0 F1 B0 F2 B1 B2
 //   device 1: F0 B0 F1 B1 F2 B2
 //
-// The devices must be listed in order 0, 1, ... The text only says the
-// order; buildFromComputeOrder checks it and places the transfers.
+// The devices must be listed in order 0, 1, ... When each device runs more
+// than one stage (interleaving: K devices run stage s on device s mod K), an
+// action names its stage after '@': F0@2 is the forward of micro-batch 0 in
+// stage 2; without one it is the device's first stage. The text only says
+// the order; buildFromComputeOrder checks it and places the transfers.
 //
 //===----------------------------------------------------------------------===//
 

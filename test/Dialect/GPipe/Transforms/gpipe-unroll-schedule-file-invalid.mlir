@@ -15,7 +15,7 @@
 // TWICE: error: 'gpipe.model' op cannot run the schedule in '{{.*}}twice.sched': device 1 action #4 (forward of micro-batch 1) repeats action #2: each runs once per micro-batch
 // DEVICES: error: 'gpipe.model' op cannot run the schedule in '{{.*}}three-devices.sched': the schedule has 3 device(s), expected 2 (one per stage)
 // RANGE: error: 'gpipe.model' op cannot run the schedule in '{{.*}}1f1b-k2-m3.sched': device 0 action #3 (forward of micro-batch 2) names a micro-batch out of range: the schedule has 2 micro-batch(es)
-// PARSE: error: schedule file '{{.*}}bad-action.sched', line 2: expected an action such as F0 (forward of micro-batch 0), B3 (backward of micro-batch 3) or W3 (its weight-gradient backward, when B and W are split), got 'X0'
+// PARSE: error: schedule file '{{.*}}bad-action.sched', line 2: expected an action such as F0 (forward of micro-batch 0), B3 (backward of micro-batch 3), W3 (its weight-gradient backward, when B and W are split) or F0@2 (forward of micro-batch 0 in stage 2, when devices run several), got 'X0'
 // EARLY: error: 'gpipe.model' op cannot run the schedule in '{{.*}}weights-early.sched': device 0 action #5 (weight-gradient backward of micro-batch 1) runs before its backward (action #6)
 // MISSING: error: cannot open schedule file '{{.*}}.missing': No such file or directory
 // BOTH: error: expects either schedule=1f1b or schedule-file, not both
