@@ -160,12 +160,13 @@ gpipe::pipelineInstructions(const std::vector<PlannedStage> &stages,
     spec.stageInputs.push_back(std::move(names));
   }
   std::vector<std::vector<PlannedInstr>> programs;
-  for (const schedule::DeviceProgram &device :
-       schedule::buildSchedule(spec, kind).devices) {
+  schedule::Program program = schedule::buildSchedule(spec, kind);
+  const unsigned numDevices = program.devices.size();
+  for (const schedule::DeviceProgram &device : program.devices) {
     std::vector<PlannedInstr> instrs;
     for (const schedule::Instr &instr : device.instrs)
-      instrs.push_back({plannedKind(instr), instr.microbatch, instr.channel,
-                        instr.inputName});
+      instrs.push_back({plannedKind(instr), instr.stage / numDevices,
+                        instr.microbatch, instr.channel, instr.inputName});
     programs.push_back(std::move(instrs));
   }
   return programs;
@@ -202,10 +203,11 @@ std::string CellMemoryPlanner::plan(unsigned begin, unsigned end,
     return "the batch of " + std::to_string(batch) +
            " rows cannot be split into " + std::to_string(numMicrobatches) +
            " micro-batches";
-  DeviceProgram program{std::move(pipeline[device]),
-                        std::move(programs[device]),
-                        schedule::splitMicrobatches(batch, numMicrobatches).rows,
-                        keep};
+  DeviceProgram program{
+      {std::move(pipeline[device])},
+      std::move(programs[device]),
+      schedule::splitMicrobatches(batch, numMicrobatches).rows,
+      keep};
   return placeBuffers ? planDeviceMemory(program, plan)
                       : replayDeviceMemory(program, plan);
 }

@@ -119,37 +119,54 @@ const char *instrName(PlannedInstrKind kind) {
   return "?";
 }
 
-/// The replay: live buffers per (micro-batch, value), events in order.
+/// The replay: live buffers per (stage, micro-batch, value), events in
+/// order.
 class Replay {
 public:
   Replay(const DeviceProgram &program, DeviceMemoryPlan &plan)
-      : program(program), stage(program.stage), plan(plan), live(program.stage),
-        slots(program.microbatchRows.size(),
-              std::vector<int>(program.stage.values.size(), -1)) {}
+      : program(program), plan(plan) {}
 
   std::string run() {
     plan = DeviceMemoryPlan();
-    plan.residentBytes = stage.residentBytes;
-    current = plan.peakBytes = total = stage.residentBytes;
     const size_t numMicrobatches = program.microbatchRows.size();
-    kept.assign(numMicrobatches, program.keep == KeepPolicy::All);
-    weightsRan.assign(numMicrobatches, 0);
+    for (const PlannedStage &stage : program.stages)
+      plan.residentBytes += stage.residentBytes;
+    current = plan.peakBytes = total = plan.residentBytes;
     splitsBackward =
         std::any_of(program.instrs.begin(), program.instrs.end(),
                     [](const PlannedInstr &in) {
                       return in.kind == PlannedInstrKind::BackwardWeights;
                     });
+    states.reserve(program.stages.size());
+    for (const PlannedStage &stage : program.stages) {
+      StageState &s = states.emplace_back(stage);
+      s.slots.assign(numMicrobatches,
+                     std::vector<int>(stage.values.size(), -1));
+      s.kept.assign(numMicrobatches, program.keep == KeepPolicy::All);
+      s.weightsRan.assign(numMicrobatches, 0);
+      s.activationSent.assign(numMicrobatches,
+                              std::vector<char>(stage.outputs.size(), 0));
+      s.gradientSent.assign(numMicrobatches,
+                            std::vector<char>(stage.inputGrads.size(), 0));
+    }
+    for (const PlannedInstr &in : program.instrs)
+      if (in.kind != PlannedInstrKind::OptimizerStep &&
+          in.stage >= states.size())
+        return "op #" + std::to_string(&in - program.instrs.data()) + " (" +
+               instrName(in.kind) + "): stage " + std::to_string(in.stage) +
+               " out of range: the device runs " +
+               std::to_string(states.size());
     if (program.keep == KeepPolicy::Last)
-      for (auto it = program.instrs.rbegin(); it != program.instrs.rend(); ++it)
-        if (it->kind == PlannedInstrKind::Forward) {
-          kept.at(it->microbatch) = 1;
-          break;
-        }
+      for (StageState &s : states) {
+        size_t v = &s - states.data();
+        for (auto it = program.instrs.rbegin(); it != program.instrs.rend();
+             ++it)
+          if (it->kind == PlannedInstrKind::Forward && it->stage == v) {
+            s.kept.at(it->microbatch) = 1;
+            break;
+          }
+      }
     plan.buffers.reserve(maxBuffers());
-    activationSent.assign(numMicrobatches,
-                          std::vector<char>(stage.outputs.size(), 0));
-    gradientSent.assign(numMicrobatches,
-                        std::vector<char>(stage.inputGrads.size(), 0));
     for (instr = 0; instr < program.instrs.size(); ++instr) {
       plan.instrStart.push_back(now);
       std::string error = step(program.instrs[instr]);
@@ -158,9 +175,10 @@ public:
                instrName(program.instrs[instr].kind) + "): " + error;
     }
     plan.instrStart.push_back(now);
-    for (auto &values : slots)
-      for (int &slot : values)
-        release(slot);
+    for (StageState &s : states)
+      for (auto &values : s.slots)
+        for (int &slot : values)
+          release(slot);
     plan.peakWhere = peakWhere.str();
     // Every offset and arena end is at most this sum, so it alone is checked.
     if (overflowed)
@@ -180,16 +198,23 @@ private:
                  (op.scratch.fixed != 0 || op.scratch.perRow != 0);
       return count;
     };
-    const size_t forward = opBuffers(stage.forward);
-    const size_t recompute = opBuffers(stage.recompute);
-    const size_t backward = opBuffers(stage.backward);
-    const size_t weights = opBuffers(stage.backwardWeights);
+    struct Counts {
+      size_t forward, recompute, backward, weights, inputs;
+    };
+    std::vector<Counts> counts;
+    for (const PlannedStage &stage : program.stages)
+      counts.push_back({opBuffers(stage.forward), opBuffers(stage.recompute),
+                        opBuffers(stage.backward),
+                        opBuffers(stage.backwardWeights), stage.inputs.size()});
     size_t count = 0;
     for (const PlannedInstr &in : program.instrs) {
+      if (in.kind == PlannedInstrKind::OptimizerStep)
+        continue;
+      const Counts &stage = counts[in.stage];
       switch (in.kind) {
       case PlannedInstrKind::LoadInput:
       case PlannedInstrKind::RecvActivation:
-        count += stage.inputs.size();
+        count += stage.inputs;
         break;
       case PlannedInstrKind::RecvGradient:
       case PlannedInstrKind::SendActivation:
@@ -197,13 +222,13 @@ private:
         count += 1;
         break;
       case PlannedInstrKind::Forward:
-        count += forward;
+        count += stage.forward;
         break;
       case PlannedInstrKind::Backward:
-        count += recompute + backward + weights;
+        count += stage.recompute + stage.backward + stage.weights;
         break;
       case PlannedInstrKind::BackwardWeights:
-        count += weights;
+        count += stage.weights;
         break;
       case PlannedInstrKind::OptimizerStep:
         break;
@@ -214,7 +239,11 @@ private:
 
   std::string step(const PlannedInstr &in) {
     const unsigned m = in.microbatch;
-    if (in.kind != PlannedInstrKind::OptimizerStep && m >= slots.size())
+    if (in.kind == PlannedInstrKind::OptimizerStep)
+      return {};
+    state = &states[in.stage];
+    const PlannedStage &stage = *state->stage;
+    if (m >= program.microbatchRows.size())
       return "micro-batch " + std::to_string(m) + " out of range";
     where = {instrName(in.kind), nullptr, 0, m};
     switch (in.kind) {
@@ -238,33 +267,34 @@ private:
     case PlannedInstrKind::SendGradient:
       return send(in);
     case PlannedInstrKind::Forward: {
-      bool keep = kept[m];
+      bool keep = state->kept[m];
       std::string error =
-          runOps(m, stage.forward, live.forwardFree[keep], "forward");
+          runOps(m, stage.forward, state->live.forwardFree[keep], "forward");
       if (!error.empty())
         return error;
       for (size_t id = 0; id < stage.values.size(); ++id)
-        if (!live.neededAfterForward(int(id), keep) && !live.isOutput[id])
-          release(slots[m][id]);
+        if (!state->live.neededAfterForward(int(id), keep) &&
+            !state->live.isOutput[id])
+          release(state->slots[m][id]);
       return {};
     }
     case PlannedInstrKind::Backward: {
-      bool keep = kept[m];
+      bool keep = state->kept[m];
       if (!keep) {
         std::string error =
-            runOps(m, stage.recompute, live.recomputeFree, "recompute");
+            runOps(m, stage.recompute, state->live.recomputeFree, "recompute");
         if (!error.empty())
           return error;
       }
       std::string error =
-          runOps(m, stage.backward, live.backwardFree[keep], "backward");
+          runOps(m, stage.backward, state->live.backwardFree[keep], "backward");
       if (!error.empty())
         return error;
       // A program without BackwardWeights runs W here, at once.
       if (!splitsBackward)
         return runWeights(m);
       // W runs later: what it reads stays.
-      releaseAllBut(m, live.readByWeights);
+      releaseAllBut(m, state->live.readByWeights);
       return {};
     }
     case PlannedInstrKind::BackwardWeights:
@@ -278,29 +308,31 @@ private:
   /// The W ops of micro-batch m, then the end of its backward: every value
   /// but the input gradients (being sent) goes.
   std::string runWeights(unsigned m) {
-    weightsRan[m] = 1;
-    std::string error =
-        runOps(m, stage.backwardWeights, live.weightsFree[kept[m] ? 1 : 0],
-               "backward_weights");
+    const PlannedStage &stage = *state->stage;
+    state->weightsRan[m] = 1;
+    std::string error = runOps(m, stage.backwardWeights,
+                               state->live.weightsFree[state->kept[m] ? 1 : 0],
+                               "backward_weights");
     if (!error.empty())
       return error;
     releaseAllBut(m, {});
     // An input gradient that W read after its send (which kept it) goes too.
     for (size_t c = 0; c < stage.inputGrads.size(); ++c)
-      if (gradientSent[m][c])
-        release(slots[m][stage.inputGrads[c]]);
+      if (state->gradientSent[m][c])
+        release(state->slots[m][stage.inputGrads[c]]);
     return {};
   }
 
   /// Releases micro-batch m's values except the input gradients and those
   /// `also` marks (when not empty).
   void releaseAllBut(unsigned m, const std::vector<char> &also) {
+    const PlannedStage &stage = *state->stage;
     std::vector<char> isInputGrad(stage.values.size(), 0);
     for (int id : stage.inputGrads)
       isInputGrad[id] = 1;
     for (size_t id = 0; id < stage.values.size(); ++id)
       if (!isInputGrad[id] && (also.empty() || !also[id]))
-        release(slots[m][id]);
+        release(state->slots[m][id]);
   }
 
   std::string runOps(unsigned m, const std::vector<PlannedOp> &ops,
@@ -309,7 +341,7 @@ private:
     for (size_t k = 0; k < ops.size(); ++k) {
       const PlannedOp &op = ops[k];
       for (int id : op.operands)
-        if (slots[m][id] < 0)
+        if (state->slots[m][id] < 0)
           return std::string(section) + " op " + std::to_string(k) + " (" +
                  op.name + ") reads value " + std::to_string(id) +
                  ", which is not live";
@@ -322,41 +354,45 @@ private:
         release(buffer);
       }
       for (int id : freeAfter[k])
-        release(slots[m][id]);
+        release(state->slots[m][id]);
     }
     return {};
   }
 
   std::string send(const PlannedInstr &in) {
+    const PlannedStage &stage = *state->stage;
     const unsigned m = in.microbatch;
     bool activation = in.kind == PlannedInstrKind::SendActivation;
     const std::vector<int> &ids = activation ? stage.outputs : stage.inputGrads;
-    std::vector<char> &sent = activation ? activationSent[m] : gradientSent[m];
+    std::vector<char> &sent =
+        activation ? state->activationSent[m] : state->gradientSent[m];
     if (in.channel >= ids.size())
       return "no channel " + std::to_string(in.channel);
     int id = ids[in.channel];
-    if (slots[m][id] < 0)
+    if (state->slots[m][id] < 0)
       return "sends value " + std::to_string(id) + ", which is not live";
-    bool needed =
-        activation ? live.neededAfterForward(id, kept[m])
-                   // An input gradient W reads too (a skip's).
-                   : splitsBackward && live.readByWeights[id] && !weightsRan[m];
+    bool needed = activation
+                      ? state->live.neededAfterForward(id, state->kept[m])
+                      // An input gradient W reads too (a skip's).
+                      : splitsBackward && state->live.readByWeights[id] &&
+                            !state->weightsRan[m];
     for (size_t c = 0; c < ids.size() && !needed; ++c)
       needed = c != in.channel && ids[c] == id && !sent[c];
     sent[in.channel] = 1;
     if (needed) {
-      int copy = allocate(plan.buffers[slots[m][id]].bytes, -1, id);
+      int copy = allocate(plan.buffers[state->slots[m][id]].bytes, -1, id);
       release(copy);
     } else {
-      release(slots[m][id]);
+      release(state->slots[m][id]);
     }
     return {};
   }
 
   /// Allocates value `id` of micro-batch m, replacing a live one.
   void define(unsigned m, int id) {
-    release(slots[m][id]);
-    slots[m][id] = allocate(
+    const PlannedStage &stage = *state->stage;
+    release(state->slots[m][id]);
+    state->slots[m][id] = allocate(
         bytesAt(stage.values[id], program.microbatchRows[m]), int(m), id);
   }
 
@@ -400,15 +436,23 @@ private:
     buffer = -1;
   }
 
+  /// The replay's state of one of the device's stages.
+  struct StageState {
+    explicit StageState(const PlannedStage &stage)
+        : stage(&stage), live(stage) {}
+    const PlannedStage *stage;
+    StageLiveness live;
+    std::vector<std::vector<int>> slots; ///< [mb][value] -> buffer or -1
+    std::vector<char> kept;
+    std::vector<char> weightsRan; ///< per micro-batch
+    std::vector<std::vector<char>> activationSent, gradientSent;
+  };
+
   const DeviceProgram &program;
-  const PlannedStage &stage;
   DeviceMemoryPlan &plan;
-  StageLiveness live;
-  std::vector<std::vector<int>> slots; ///< [mb][value] -> buffer or -1
-  std::vector<char> kept;
+  std::vector<StageState> states;
+  StageState *state = nullptr; ///< the current instruction's stage
   bool splitsBackward = false; ///< the program has BackwardWeights
-  std::vector<char> weightsRan; ///< per micro-batch
-  std::vector<std::vector<char>> activationSent, gradientSent;
   int64_t now = 0;
   int64_t current = 0;
   /// Resident bytes plus every buffer's, checked; `overflowed` past int64.

@@ -109,7 +109,9 @@ gpipe::PlannedStage describeStage(const Bundle &bundle, unsigned s) {
   return stage;
 }
 
-gpipe::PlannedInstr describeInstr(const Instr &instr) {
+/// `instr` of a device of `numDevices` (its stage's index among the
+/// device's: Bundle.h's round-robin).
+gpipe::PlannedInstr describeInstr(const Instr &instr, unsigned numDevices) {
   static const gpipe::PlannedInstrKind kinds[] = {
       gpipe::PlannedInstrKind::LoadInput,
       gpipe::PlannedInstrKind::Forward,
@@ -120,8 +122,8 @@ gpipe::PlannedInstr describeInstr(const Instr &instr) {
       gpipe::PlannedInstrKind::RecvGradient,
       gpipe::PlannedInstrKind::OptimizerStep,
       gpipe::PlannedInstrKind::BackwardWeights};
-  return {kinds[int(instr.kind)], instr.microbatch, instr.channel,
-          instr.inputName};
+  return {kinds[int(instr.kind)], instr.stage / numDevices, instr.microbatch,
+          instr.channel, instr.inputName};
 }
 
 gpipe::KeepPolicy keepPolicyOf(RematPolicy remat) {
@@ -143,9 +145,11 @@ void gpipe::runtime::testing::placeBundle(Bundle &bundle) {
   bundle.memoryPlan.optimizerSlots = kOptimizerSlots;
   for (unsigned d = 0; d < bundle.programs.size(); ++d) {
     gpipe::DeviceProgram program;
-    program.stage = describeStage(bundle, d);
+    const unsigned numDevices = bundle.programs.size();
+    for (unsigned s = d; s < bundle.stages.size(); s += numDevices)
+      program.stages.push_back(describeStage(bundle, s));
     for (const Instr &instr : bundle.programs[d])
-      program.instrs.push_back(describeInstr(instr));
+      program.instrs.push_back(describeInstr(instr, numDevices));
     program.microbatchRows = bundle.microbatchRows;
     program.keep = keepPolicyOf(bundle.remat);
     gpipe::DeviceMemoryPlan plan;

@@ -28,7 +28,7 @@ using namespace gpipe;
 static DeviceProgram makeDeviceProgram(int numLayers,
                                        unsigned numMicrobatches) {
   DeviceProgram program;
-  PlannedStage &stage = program.stage;
+  PlannedStage &stage = program.stages.emplace_back();
   // Ids: forward values 0..L (0 the received input), then the gradient of
   // forward value i at 2L + 1 - i.
   const int n = numLayers;
@@ -52,16 +52,16 @@ static DeviceProgram makeDeviceProgram(int numLayers,
   }
   stage.residentBytes = int64_t(n) * 1024;
   for (unsigned m = 0; m < numMicrobatches; ++m) {
-    program.instrs.push_back({PlannedInstrKind::RecvActivation, m, 0, ""});
-    program.instrs.push_back({PlannedInstrKind::Forward, m, 0, ""});
-    program.instrs.push_back({PlannedInstrKind::SendActivation, m, 0, ""});
+    program.instrs.push_back({PlannedInstrKind::RecvActivation, 0, m, 0, ""});
+    program.instrs.push_back({PlannedInstrKind::Forward, 0, m, 0, ""});
+    program.instrs.push_back({PlannedInstrKind::SendActivation, 0, m, 0, ""});
   }
   for (unsigned m = numMicrobatches; m-- > 0;) {
-    program.instrs.push_back({PlannedInstrKind::RecvGradient, m, 0, ""});
-    program.instrs.push_back({PlannedInstrKind::Backward, m, 0, ""});
-    program.instrs.push_back({PlannedInstrKind::SendGradient, m, 0, ""});
+    program.instrs.push_back({PlannedInstrKind::RecvGradient, 0, m, 0, ""});
+    program.instrs.push_back({PlannedInstrKind::Backward, 0, m, 0, ""});
+    program.instrs.push_back({PlannedInstrKind::SendGradient, 0, m, 0, ""});
   }
-  program.instrs.push_back({PlannedInstrKind::OptimizerStep, 0, 0, ""});
+  program.instrs.push_back({PlannedInstrKind::OptimizerStep, 0, 0, 0, ""});
   program.microbatchRows.assign(numMicrobatches, 1);
   program.keep = KeepPolicy::None;
   return program;

@@ -70,7 +70,7 @@ DeviceMemoryPlan planAlone(const PlannedStage &stage, KeepPolicy keep,
   std::vector<std::vector<PlannedInstr>> programs =
       pipelineInstructions({stage}, 4, microbatches);
   EXPECT_EQ(programs.size(), 1u);
-  DeviceProgram program{stage, programs.at(0), {}, keep};
+  DeviceProgram program{{stage}, programs.at(0), {}, keep};
   program.microbatchRows.assign(microbatches, 4 / microbatches);
   DeviceMemoryPlan plan;
   EXPECT_EQ(planDeviceMemory(program, plan), "");

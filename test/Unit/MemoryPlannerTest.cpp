@@ -263,7 +263,7 @@ TEST(AssignOffsets, DisjointLifetimesReuseTheSameBytes) {
 /// (d_b), then a (d_a), then x. Every value is 10 bytes per row.
 DeviceProgram chainProgram(KeepPolicy keep, unsigned microbatches) {
   DeviceProgram p;
-  PlannedStage &s = p.stage;
+  PlannedStage &s = p.stages.emplace_back();
   // ids: 0 x, 1 t, 2 a, 3 b, 4 loss, 5 d_b, 6 d_a, 7 d_x
   s.values = {{0, 10}, {0, 10}, {0, 10}, {0, 10},
               {4, 0},  {0, 10}, {0, 10}, {0, 10}};
@@ -279,13 +279,13 @@ DeviceProgram chainProgram(KeepPolicy keep, unsigned microbatches) {
                 {{6, 0}, {7}, {}, "g"}};
   s.residentBytes = 1000;
   for (unsigned m = 0; m < microbatches; ++m) {
-    p.instrs.push_back({PlannedInstrKind::LoadInput, m, 0, "x"});
-    p.instrs.push_back({PlannedInstrKind::LoadInput, m, 0, "t"});
-    p.instrs.push_back({PlannedInstrKind::Forward, m, 0, ""});
+    p.instrs.push_back({PlannedInstrKind::LoadInput, 0, m, 0, "x"});
+    p.instrs.push_back({PlannedInstrKind::LoadInput, 0, m, 0, "t"});
+    p.instrs.push_back({PlannedInstrKind::Forward, 0, m, 0, ""});
   }
   for (unsigned m = microbatches; m-- > 0;)
-    p.instrs.push_back({PlannedInstrKind::Backward, m, 0, ""});
-  p.instrs.push_back({PlannedInstrKind::OptimizerStep, 0, 0, ""});
+    p.instrs.push_back({PlannedInstrKind::Backward, 0, m, 0, ""});
+  p.instrs.push_back({PlannedInstrKind::OptimizerStep, 0, 0, 0, ""});
   p.microbatchRows.assign(microbatches, 2);
   p.keep = keep;
   return p;
@@ -325,6 +325,45 @@ TEST(PlanDeviceMemory, MoreMicrobatchesOfTheSameBatch) {
   EXPECT_LT(p4.peakBytes, p1.peakBytes);
 }
 
+// A device that runs two stages (interleaving) keeps the values of each
+// apart and holds both stages' resident bytes. Two copies of chainProgram's
+// stage, one micro-batch, keep all: alone a stage peaks at 128 (x, t, a, b)
+// + 32 (d_b) = 160. Interleaved (F@0 F@1 B@1 B@0) stage 0 still holds its
+// 128 while stage 1 peaks: 288; one after the other, 160.
+TEST(PlanDeviceMemory, TwoStagesOnOneDevice) {
+  auto twoStages = [](const char *order) {
+    DeviceProgram p = chainProgram(KeepPolicy::All, 1);
+    p.stages.push_back(p.stages.front());
+    p.instrs.clear();
+    for (const char *c = order; *c; c += 2) {
+      unsigned v = unsigned(c[1] - '0');
+      if (*c == 'F') {
+        p.instrs.push_back({PlannedInstrKind::LoadInput, v, 0, 0, "x"});
+        p.instrs.push_back({PlannedInstrKind::LoadInput, v, 0, 0, "t"});
+      }
+      p.instrs.push_back(
+          {*c == 'F' ? PlannedInstrKind::Forward : PlannedInstrKind::Backward,
+           v, 0, 0, ""});
+    }
+    p.instrs.push_back({PlannedInstrKind::OptimizerStep, 0, 0, 0, ""});
+    return p;
+  };
+  DeviceMemoryPlan interleaved, sequential;
+  ASSERT_EQ(planDeviceMemory(twoStages("F0F1B1B0"), interleaved), "");
+  ASSERT_EQ(planDeviceMemory(twoStages("F0B0F1B1"), sequential), "");
+  EXPECT_EQ(interleaved.residentBytes, 2000);
+  EXPECT_EQ(interleaved.peakBytes, 2000 + 288);
+  EXPECT_EQ(sequential.peakBytes, 2000 + 160);
+  expectNoConflicts(interleaved.buffers,
+                    interleaved.arenaBytes - interleaved.residentBytes);
+  // An instruction of a stage the device does not run.
+  DeviceProgram p = twoStages("F0F1B1B0");
+  p.instrs[2].stage = 2;
+  DeviceMemoryPlan plan;
+  EXPECT_EQ(planDeviceMemory(p, plan),
+            "op #2 (forward): stage 2 out of range: the device runs 2");
+}
+
 TEST(PlanDeviceMemory, ReadingAValueBeforeItExistsIsAnError) {
   DeviceProgram p = chainProgram(KeepPolicy::None, 1);
   p.instrs.erase(p.instrs.begin()); // no load of x
@@ -341,7 +380,7 @@ TEST(PlanDeviceMemory, ReadingAValueBeforeItExistsIsAnError) {
 /// ("F0 F1 B0 B1 W0 W1"), one micro-batch per letter pair.
 DeviceProgram splitProgram(KeepPolicy keep, const std::string &order) {
   DeviceProgram p = chainProgram(keep, 2);
-  PlannedStage &s = p.stage;
+  PlannedStage &s = p.stages.front();
   // ids: 0 x, 1 t, 2 a, 3 b, 4 loss, 5 d_b, 6 d_a
   s.values.resize(7);
   s.backward = {{{3, 1}, {5}, {}, "loss_grad"}, {{5}, {6}, {}, "dx"}};
@@ -350,16 +389,16 @@ DeviceProgram splitProgram(KeepPolicy keep, const std::string &order) {
   for (size_t i = 0; i + 1 < order.size(); i += 3) {
     unsigned m = unsigned(order[i + 1] - '0');
     if (order[i] == 'F') {
-      p.instrs.push_back({PlannedInstrKind::LoadInput, m, 0, "x"});
-      p.instrs.push_back({PlannedInstrKind::LoadInput, m, 0, "t"});
+      p.instrs.push_back({PlannedInstrKind::LoadInput, 0, m, 0, "x"});
+      p.instrs.push_back({PlannedInstrKind::LoadInput, 0, m, 0, "t"});
     }
     PlannedInstrKind kind = order[i] == 'F' ? PlannedInstrKind::Forward
                             : order[i] == 'B'
                                 ? PlannedInstrKind::Backward
                                 : PlannedInstrKind::BackwardWeights;
-    p.instrs.push_back({kind, m, 0, ""});
+    p.instrs.push_back({kind, 0, m, 0, ""});
   }
-  p.instrs.push_back({PlannedInstrKind::OptimizerStep, 0, 0, ""});
+  p.instrs.push_back({PlannedInstrKind::OptimizerStep, 0, 0, 0, ""});
   return p;
 }
 

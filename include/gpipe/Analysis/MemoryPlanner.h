@@ -93,6 +93,9 @@ enum class PlannedInstrKind {
 
 struct PlannedInstr {
   PlannedInstrKind kind = PlannedInstrKind::Forward;
+  /// All but OptimizerStep: which of the device's stages (DeviceProgram::
+  /// stages) it serves.
+  unsigned stage = 0;
   unsigned microbatch = 0;
   unsigned channel = 0;
   std::string inputName; ///< LoadInput
@@ -101,11 +104,14 @@ struct PlannedInstr {
 enum class KeepPolicy { All, None, Last };
 
 struct DeviceProgram {
-  PlannedStage stage;
+  /// The stages the device runs: one, or V under interleaving (stage d + vK
+  /// of the pipeline is stages[v]).
+  std::vector<PlannedStage> stages;
   std::vector<PlannedInstr> instrs;
   std::vector<int64_t> microbatchRows;
   /// Which micro-batches keep their forward values for the backward: all
-  /// (remat none), none (full), or the one whose forward runs last.
+  /// (remat none), none (full), or per stage the one whose forward runs
+  /// last.
   KeepPolicy keep = KeepPolicy::None;
 };
 

@@ -61,8 +61,8 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
         return program.emitOpError()
                << "is for device " << device << " but the model has "
                << stages->size() << " stages";
-      DeviceProgram input{(*stages)[device], describeProgramMemory(program),
-                          rows, keep};
+      DeviceProgram input{
+          {(*stages)[device]}, describeProgramMemory(program), rows, keep};
       DeviceMemoryPlan plan;
       std::string error = planDeviceMemory(input, plan);
       if (!error.empty())
@@ -180,8 +180,8 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
         schedule::splitMicrobatches(batch, unsigned(m)).rows;
     int64_t largest = 0;
     for (size_t device = 0; device < programs.size(); ++device) {
-      DeviceProgram input{pipeline[device], std::move(programs[device]), rows,
-                          keep};
+      DeviceProgram input{
+          {pipeline[device]}, std::move(programs[device]), rows, keep};
       DeviceMemoryPlan plan;
       if (!planDeviceMemory(input, plan).empty())
         return std::nullopt;

@@ -282,37 +282,37 @@ std::vector<PlannedInstr> gpipe::describeProgramMemory(ProgramOp program) {
     PlannedInstr instr;
     llvm::TypeSwitch<Operation *>(&op)
         .Case([&](LoadInputOp o) {
-          instr = {PlannedInstrKind::LoadInput, unsigned(o.getMb()), 0,
+          instr = {PlannedInstrKind::LoadInput, 0, unsigned(o.getMb()), 0,
                    o.getName().str()};
         })
         .Case([&](ForwardOp o) {
-          instr = {PlannedInstrKind::Forward, unsigned(o.getMb()), 0, ""};
+          instr = {PlannedInstrKind::Forward, 0, unsigned(o.getMb()), 0, ""};
         })
         .Case([&](BackwardOp o) {
-          instr = {PlannedInstrKind::Backward, unsigned(o.getMb()), 0, ""};
+          instr = {PlannedInstrKind::Backward, 0, unsigned(o.getMb()), 0, ""};
         })
         .Case([&](BackwardWeightsOp o) {
-          instr = {PlannedInstrKind::BackwardWeights, unsigned(o.getMb()), 0,
+          instr = {PlannedInstrKind::BackwardWeights, 0, unsigned(o.getMb()), 0,
                    ""};
         })
         .Case([&](SendActivationOp o) {
-          instr = {PlannedInstrKind::SendActivation, unsigned(o.getMb()),
+          instr = {PlannedInstrKind::SendActivation, 0, unsigned(o.getMb()),
                    unsigned(o.getChannel()), ""};
         })
         .Case([&](RecvActivationOp o) {
-          instr = {PlannedInstrKind::RecvActivation, unsigned(o.getMb()),
+          instr = {PlannedInstrKind::RecvActivation, 0, unsigned(o.getMb()),
                    unsigned(o.getChannel()), ""};
         })
         .Case([&](SendGradientOp o) {
-          instr = {PlannedInstrKind::SendGradient, unsigned(o.getMb()),
+          instr = {PlannedInstrKind::SendGradient, 0, unsigned(o.getMb()),
                    unsigned(o.getChannel()), ""};
         })
         .Case([&](RecvGradientOp o) {
-          instr = {PlannedInstrKind::RecvGradient, unsigned(o.getMb()),
+          instr = {PlannedInstrKind::RecvGradient, 0, unsigned(o.getMb()),
                    unsigned(o.getChannel()), ""};
         })
         .Case([&](OptimizerStepOp) {
-          instr = {PlannedInstrKind::OptimizerStep, 0, 0, ""};
+          instr = {PlannedInstrKind::OptimizerStep, 0, 0, 0, ""};
         });
     instrs.push_back(instr);
   }
