@@ -37,11 +37,14 @@ using Json = nlohmann::ordered_json;
 /// The instruction kinds, with the keys each takes besides `op`.
 enum InstrField : unsigned {
   NoFields = 0,
-  NameField = 1,    ///< name
-  StageField = 2,   ///< stage
-  MbField = 4,      ///< mb
-  PeerField = 8,    ///< peer
-  ChannelField = 16 ///< channel
+  NameField = 1,     ///< name
+  StageField = 2,    ///< stage
+  MbField = 4,       ///< mb
+  PeerField = 8,     ///< peer
+  ChannelField = 16, ///< channel
+  /// stage, written only when devices run several stages (interleaving);
+  /// absent, the device's one stage
+  ServedStageField = 32
 };
 
 struct InstrInfo {
@@ -50,9 +53,11 @@ struct InstrInfo {
   unsigned fields;
 };
 
-inline constexpr unsigned kTransferFields = PeerField | MbField | ChannelField;
+inline constexpr unsigned kTransferFields =
+    ServedStageField | PeerField | MbField | ChannelField;
 inline constexpr InstrInfo kInstrs[] = {
-    {InstrKind::LoadInput, "load_input", NameField | MbField},
+    {InstrKind::LoadInput, "load_input",
+     ServedStageField | NameField | MbField},
     {InstrKind::Forward, "forward", StageField | MbField},
     {InstrKind::Backward, "backward", StageField | MbField},
     {InstrKind::BackwardWeights, "backward_weights", StageField | MbField},
@@ -197,9 +202,9 @@ private:
   bool readOp(const Json &json, const std::string &path,
               const StageContext &context, Op &op);
   bool readMemoryPlan(const Json &root, Bundle &bundle);
-  bool readProgram(const Json &json, const std::string &path,
+  bool readProgram(const Json &json, const std::string &path, unsigned device,
                    const Bundle &bundle, std::vector<Instr> &out);
-  bool readInstr(const Json &json, const std::string &path,
+  bool readInstr(const Json &json, const std::string &path, unsigned device,
                  const Bundle &bundle, Instr &instr);
 
   std::string source;

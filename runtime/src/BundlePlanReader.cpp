@@ -9,6 +9,8 @@
 
 #include "BundleJson.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -122,8 +124,12 @@ bool Reader::readMemoryPlan(const Json &root, Bundle &bundle) {
                           std::to_string(device.residentBytes) + ", " +
                           std::to_string(device.peakBytes) + ", " +
                           std::to_string(device.arenaBytes));
+    // Value ids of any of the device's stages.
+    size_t numValues = 0;
+    for (size_t s = d; s < bundle.stages.size(); s += devices->size())
+      numValues = std::max(numValues, bundle.stages[s].values.size());
     if (!readPlacement((*devices)[d], at, bundle.programs[d],
-                       int64_t(bundle.stages[d].values.size()), device))
+                       int64_t(numValues), device))
       return false;
     bundle.memoryPlan.devices.push_back(device);
   }

@@ -121,8 +121,10 @@ bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
   if (!getArray(root, "", "stages", stages) ||
       !getArray(root, "", "programs", programs))
     return false;
-  if (programs->size() != stages->size())
-    return fail("", "expected one program per stage: " +
+  if (programs->empty() || stages->size() % programs->size() != 0)
+    return fail("", "expected one program per device, the devices running "
+                    "the stages round-robin (a number of programs that "
+                    "divides the stages): " +
                         plural(stages->size(), "stage") + ", found " +
                         plural(programs->size(), "program"));
 
@@ -137,8 +139,8 @@ bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
 
   bundle.programs.assign(programs->size(), {});
   for (size_t d = 0; d < programs->size(); ++d)
-    if (!readProgram((*programs)[d], indexPath("programs", d), bundle,
-                     bundle.programs[d]))
+    if (!readProgram((*programs)[d], indexPath("programs", d), unsigned(d),
+                     bundle, bundle.programs[d]))
       return false;
   return readMemoryPlan(root, bundle);
 }
@@ -519,19 +521,20 @@ bool Reader::readOp(const Json &json, const std::string &path,
 }
 
 bool Reader::readProgram(const Json &json, const std::string &path,
-                         const Bundle &bundle, std::vector<Instr> &out) {
+                         unsigned device, const Bundle &bundle,
+                         std::vector<Instr> &out) {
   if (!json.is_array())
     return fail(path,
                 "expected an array of instructions, found " + describe(json));
   out.assign(json.size(), Instr());
   for (size_t i = 0; i < json.size(); ++i)
-    if (!readInstr(json[i], indexPath(path, i), bundle, out[i]))
+    if (!readInstr(json[i], indexPath(path, i), device, bundle, out[i]))
       return false;
   return true;
 }
 
 bool Reader::readInstr(const Json &json, const std::string &path,
-                       const Bundle &bundle, Instr &instr) {
+                       unsigned device, const Bundle &bundle, Instr &instr) {
   if (!expectObject(json, path))
     return false;
   std::string name;
@@ -552,7 +555,7 @@ bool Reader::readInstr(const Json &json, const std::string &path,
   std::vector<const char *> keys = {"op"};
   if (info->fields & NameField)
     keys.push_back("name");
-  if (info->fields & StageField)
+  if (info->fields & (StageField | ServedStageField))
     keys.push_back("stage");
   if (info->fields & PeerField)
     keys.push_back("peer");
@@ -570,7 +573,13 @@ bool Reader::readInstr(const Json &json, const std::string &path,
       return fail(path, "unknown model input '" + instr.inputName +
                             "'; expected one of " + quotedList(modelInputs));
   }
-  if (info->fields & StageField) {
+  // Without interleaving a load or transfer serves its device's one stage.
+  const bool servedStageNamed =
+      (info->fields & ServedStageField) &&
+      (json.contains("stage") || bundle.stages.size() > bundle.programs.size());
+  if ((info->fields & ServedStageField) && !servedStageNamed)
+    instr.stage = device;
+  if ((info->fields & StageField) || servedStageNamed) {
     if (!getIndex(json, path, "stage", instr.stage))
       return false;
     if (instr.stage >= bundle.stages.size())

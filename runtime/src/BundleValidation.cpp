@@ -24,16 +24,23 @@
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::detail;
 
+/// "stage 1", or "stages 1, 3" for a device that runs several.
+static std::string stagesOf(const Bundle &bundle, unsigned device) {
+  std::string text = bundle.stagesPerDevice() == 1 ? "stage " : "stages ";
+  for (unsigned s = device; s < bundle.stages.size(); s += bundle.numDevices())
+    text += (s == device ? "" : ", ") + std::to_string(s);
+  return text;
+}
+
 static std::string validateProgram(const Bundle &bundle, unsigned device) {
   const std::vector<Instr> &program = bundle.programs[device];
-  const StageProgram &stage = bundle.stages[device];
   const unsigned numStages = bundle.stages.size();
+  const unsigned numLocal = bundle.stagesPerDevice();
   const unsigned numMicrobatches = bundle.microbatchRows.size();
-  size_t numChannels = 0;
-  for (const StageInput &input : stage.inputs)
-    numChannels += input.fromChannel;
-  std::vector<int> forwards(numMicrobatches), backwards(numMicrobatches),
-      weights(numMicrobatches);
+  // [local stage][micro-batch]
+  std::vector<std::vector<int>> forwards(numLocal,
+                                         std::vector<int>(numMicrobatches, 0)),
+      backwards = forwards, weights = forwards;
   bool splits = false;
   unsigned optimizerSteps = 0;
   for (size_t i = 0; i < program.size(); ++i) {
@@ -51,11 +58,22 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
     if (instr.microbatch >= numMicrobatches)
       return prefix + "micro-batch " + std::to_string(instr.microbatch) +
              " is outside [0, " + std::to_string(numMicrobatches) + ")";
-    auto expectPeer = [&](int peer) -> std::string {
-      if (peer < 0 || peer >= static_cast<int>(numStages))
-        return prefix + "device " + std::to_string(device) +
+    if (instr.stage >= numStages || bundle.deviceOfStage(instr.stage) != device)
+      return prefix + "device " + std::to_string(device) + " runs " +
+             stagesOf(bundle, device) + ", got stage " +
+             std::to_string(instr.stage);
+    const unsigned s = instr.stage, v = bundle.localStage(s);
+    const StageProgram &stage = bundle.stages[s];
+    size_t numChannels = 0;
+    for (const StageInput &input : stage.inputs)
+      numChannels += input.fromChannel;
+    // Activations go to the next stage, gradients to the previous one.
+    auto expectPeer = [&](int otherStage) -> std::string {
+      if (otherStage < 0 || otherStage >= static_cast<int>(numStages))
+        return prefix + "stage " + std::to_string(s) +
                " has no neighbour in that direction";
-      if (instr.peer != static_cast<unsigned>(peer))
+      unsigned peer = bundle.deviceOfStage(unsigned(otherStage));
+      if (instr.peer != peer)
         return prefix + "expects peer device " + std::to_string(peer) +
                ", got " + std::to_string(instr.peer);
       return {};
@@ -73,49 +91,41 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
       for (const StageInput &input : stage.inputs)
         found |= !input.fromChannel && input.inputName == instr.inputName;
       if (!found)
-        return prefix + "stage " + std::to_string(device) +
+        return prefix + "stage " + std::to_string(s) +
                " reads no model input '" + instr.inputName + "'";
       break;
     }
     case InstrKind::Forward:
     case InstrKind::Backward: {
-      if (instr.stage != device)
-        return prefix + "device " + std::to_string(device) + " runs stage " +
-               std::to_string(device) + ", got stage " +
-               std::to_string(instr.stage);
       bool forward = instr.kind == InstrKind::Forward;
-      int &count = (forward ? forwards : backwards)[instr.microbatch];
+      int &count = (forward ? forwards : backwards)[v][instr.microbatch];
       if (++count > 1)
         return prefix + "runs twice";
-      if (!forward && forwards[instr.microbatch] == 0)
+      if (!forward && forwards[v][instr.microbatch] == 0)
         return prefix + "comes before the forward of its micro-batch";
       break;
     }
     case InstrKind::BackwardWeights:
-      if (instr.stage != device)
-        return prefix + "device " + std::to_string(device) + " runs stage " +
-               std::to_string(device) + ", got stage " +
-               std::to_string(instr.stage);
-      if (++weights[instr.microbatch] > 1)
+      if (++weights[v][instr.microbatch] > 1)
         return prefix + "runs twice";
-      if (backwards[instr.microbatch] == 0)
+      if (backwards[v][instr.microbatch] == 0)
         return prefix + "comes before the backward of its micro-batch";
       splits = true;
       break;
     case InstrKind::SendActivation:
-      if ((error = expectPeer(int(device) + 1)).empty())
+      if ((error = expectPeer(int(s) + 1)).empty())
         error = expectChannel(stage.outputs.size());
       break;
     case InstrKind::RecvActivation:
-      if ((error = expectPeer(int(device) - 1)).empty())
+      if ((error = expectPeer(int(s) - 1)).empty())
         error = expectChannel(numChannels);
       break;
     case InstrKind::SendGradient:
-      if ((error = expectPeer(int(device) - 1)).empty())
+      if ((error = expectPeer(int(s) - 1)).empty())
         error = expectChannel(stage.inputGrads.size());
       break;
     case InstrKind::RecvGradient:
-      if ((error = expectPeer(int(device) + 1)).empty())
+      if ((error = expectPeer(int(s) + 1)).empty())
         error = expectChannel(stage.outputGrads.size());
       break;
     case InstrKind::OptimizerStep:
@@ -124,19 +134,25 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
     if (!error.empty())
       return error;
   }
-  std::string prefix = "device " + std::to_string(device) + ": ";
-  for (unsigned m = 0; m < numMicrobatches; ++m)
-    if (forwards[m] != 1 || backwards[m] != 1)
-      return prefix + "micro-batch " + std::to_string(m) +
-             " needs one forward and one backward, got " +
-             std::to_string(forwards[m]) + " and " +
-             std::to_string(backwards[m]);
-  for (unsigned m = 0; m < numMicrobatches && splits; ++m)
-    if (weights[m] != 1)
-      return prefix + "splits its backwards, but micro-batch " +
-             std::to_string(m) + " has no weight-gradient backward";
+  for (unsigned v = 0; v < numLocal; ++v) {
+    std::string prefix = "device " + std::to_string(device) + ": ";
+    if (numLocal > 1)
+      prefix +=
+          "stage " + std::to_string(device + v * bundle.numDevices()) + ": ";
+    for (unsigned m = 0; m < numMicrobatches; ++m)
+      if (forwards[v][m] != 1 || backwards[v][m] != 1)
+        return prefix + "micro-batch " + std::to_string(m) +
+               " needs one forward and one backward, got " +
+               std::to_string(forwards[v][m]) + " and " +
+               std::to_string(backwards[v][m]);
+    for (unsigned m = 0; m < numMicrobatches && splits; ++m)
+      if (weights[v][m] != 1)
+        return prefix + "splits its backwards, but micro-batch " +
+               std::to_string(m) + " has no weight-gradient backward";
+  }
   if (optimizerSteps != 1)
-    return prefix + "expects exactly one optimizer step, got none";
+    return "device " + std::to_string(device) +
+           ": expects exactly one optimizer step, got none";
   return {};
 }
 
@@ -159,10 +175,18 @@ std::string gpipe::runtime::validateBundle(const Bundle &bundle) {
            ", expected the batch " + std::to_string(bundle.batch);
   if (bundle.stages.empty())
     return "expects at least one stage, got 0";
-  if (bundle.programs.size() != bundle.stages.size())
-    return "expects one program per stage (" +
+  if (bundle.programs.empty() ||
+      bundle.stages.size() % bundle.programs.size() != 0)
+    return "expects one program per device, the devices running the " +
+           std::to_string(bundle.stages.size()) +
+           " stages round-robin (a number of programs that divides " +
            std::to_string(bundle.stages.size()) + "), got " +
            std::to_string(bundle.programs.size());
+  if (bundle.stagesPerDevice() > 1 && bundle.numDevices() < 2)
+    return "expects at least 2 devices for " +
+           std::to_string(bundle.stages.size()) +
+           " stages on fewer programs (interleaving), got " +
+           std::to_string(bundle.numDevices()) + " program";
   std::set<std::string> names;
   for (const ModelInputSpec &input : bundle.inputs) {
     if (!names.insert(input.name).second)

@@ -121,13 +121,16 @@ Json stageJson(const StageProgram &stage) {
   return out;
 }
 
-Json instrJson(const Instr &instr) {
+/// `interleaved`: devices run several stages, so loads and transfers name
+/// theirs.
+Json instrJson(const Instr &instr, bool interleaved) {
   const InstrInfo &info = instrInfo(instr.kind);
   Json out = Json::object();
   out["op"] = info.name;
   if (info.fields & NameField)
     out["name"] = instr.inputName;
-  if (info.fields & StageField)
+  if ((info.fields & StageField) ||
+      ((info.fields & ServedStageField) && interleaved))
     out["stage"] = instr.stage;
   if (info.fields & PeerField)
     out["peer"] = instr.peer;
@@ -224,7 +227,7 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
   for (const std::vector<Instr> &program : bundle.programs) {
     Json instrs = Json::array();
     for (const Instr &instr : program)
-      instrs.push_back(instrJson(instr));
+      instrs.push_back(instrJson(instr, bundle.stagesPerDevice() > 1));
     programs.push_back(std::move(instrs));
   }
 

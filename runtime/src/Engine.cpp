@@ -162,7 +162,7 @@ gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
     return std::unique_ptr<Engine>(
         new CpuEngine(std::move(executor), options.optimizer.kind));
   }
-  const unsigned numDevices = bundle.stages.size();
+  const unsigned numDevices = bundle.numDevices();
   std::unique_ptr<device::DeviceBackend> backend;
   if (options.device == DeviceKind::HostEmulation) {
     backend = std::make_unique<device::HostBackend>(numDevices);

@@ -33,7 +33,7 @@ PipelineExecutor::~PipelineExecutor() = default;
 std::unique_ptr<PipelineExecutor>
 PipelineExecutor::create(Bundle bundle, const ExecutorConfig &config,
                          std::string &error) {
-  const unsigned numDevices = bundle.stages.size();
+  const unsigned numDevices = bundle.numDevices();
   if (numDevices == 0) {
     error = validateBundle(bundle);
     if (error.empty())
@@ -154,7 +154,7 @@ void PipelineExecutor::setLearningRate(float learningRate) {
 }
 
 unsigned PipelineExecutor::numDevices() const {
-  return impl->executor->bundle().stages.size();
+  return impl->executor->bundle().numDevices();
 }
 
 const Bundle &PipelineExecutor::bundle() const {

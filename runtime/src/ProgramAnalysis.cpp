@@ -41,11 +41,12 @@ std::string gpipe::runtime::describeInstruction(const Instr &instr,
   case InstrKind::LoadInput:
     return "load input '" + instr.inputName + "'" + mb;
   case InstrKind::Forward:
-    return "forward of stage " + std::to_string(device) + mb;
+    return "forward of stage " + std::to_string(instr.stage) + mb;
   case InstrKind::Backward:
-    return "backward of stage " + std::to_string(device) + mb;
+    return "backward of stage " + std::to_string(instr.stage) + mb;
   case InstrKind::BackwardWeights:
-    return "weight-gradient backward of stage " + std::to_string(device) + mb;
+    return "weight-gradient backward of stage " + std::to_string(instr.stage) +
+           mb;
   case InstrKind::SendActivation:
   case InstrKind::SendGradient:
     return std::string("send ") + directionWord(instr.kind) + " to device " +

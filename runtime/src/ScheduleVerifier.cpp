@@ -17,8 +17,10 @@ using namespace gpipe::runtime;
 namespace {
 
 /// A transfer: direction (0 activation, 1 gradient), sender, receiver,
-/// micro-batch, channel.
-using TransferKey = std::tuple<int, unsigned, unsigned, unsigned, unsigned>;
+/// micro-batch, channel, and the boundary it crosses (between that stage and
+/// the next: devices that run several stages exchange over several).
+using TransferKey =
+    std::tuple<int, unsigned, unsigned, unsigned, unsigned, unsigned>;
 
 bool isSend(InstrKind kind) {
   return kind == InstrKind::SendActivation || kind == InstrKind::SendGradient;
@@ -32,9 +34,15 @@ TransferKey keyOf(const Instr &instr, unsigned device) {
                           instr.kind == InstrKind::RecvActivation
                       ? 0
                       : 1;
+  unsigned boundary = instr.kind == InstrKind::SendActivation ||
+                              instr.kind == InstrKind::RecvGradient
+                          ? instr.stage
+                          : instr.stage - 1;
   if (isSend(instr.kind))
-    return {direction, device, instr.peer, instr.microbatch, instr.channel};
-  return {direction, instr.peer, device, instr.microbatch, instr.channel};
+    return {direction,        device,        instr.peer,
+            instr.microbatch, instr.channel, boundary};
+  return {direction,        instr.peer,    device,
+          instr.microbatch, instr.channel, boundary};
 }
 
 std::string where(const Bundle &bundle, unsigned device, size_t index) {

@@ -377,19 +377,42 @@ TEST(BundleReaderTest, RoundTripsValidBundle) {
 // A zero-bubble bundle's split backwards (weights_from) and its
 // backward_weights instructions survive writing and reading; a split past
 // the backward's end is refused.
+// Devices that run several stages: loads and transfers name theirs, and
+// without interleaving they do not (the device's one stage).
+TEST(BundleReaderTest, RoundTripsInterleavedStages) {
+  namespace rt = gpipe::runtime::testing;
+  Bundle first =
+      rt::buildBundle(rt::mlpGraph(10), {0, 1, 2, 3}, 2, RematPolicy::Full,
+                      gpipe::schedule::ScheduleKind::Interleaved, 2);
+  ASSERT_EQ(first.numDevices(), 2u);
+  std::string text = writeBundle(first);
+  StatusOr<Bundle> second = parseBundle(text, "interleaved.json");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  expectEqual(first, *second);
+  Json json = Json::parse(text);
+  EXPECT_EQ(json["programs"][1][0],
+            Json::parse(R"({"op": "recv_activation", "stage": 1, "peer": 0,)"
+                        R"( "mb": 0, "channel": 0})"));
+  // A transfer that does not say which of its device's stages it serves.
+  json["programs"][1][0].erase("stage");
+  json.erase("checksum");
+  EXPECT_EQ(parseBundle(sealBundleText(json.dump()), "interleaved.json")
+                .status()
+                .message(),
+            "'interleaved.json': programs[1][0]: missing key 'stage'");
+  Bundle plain =
+      rt::buildBundle(rt::mlpGraph(10), rt::mlpSplit(2), 2, RematPolicy::Full);
+  EXPECT_EQ(Json::parse(writeBundle(plain))["programs"][1][0],
+            Json::parse(R"({"op": "recv_activation", "peer": 0, "mb": 0,)"
+                        R"( "channel": 0})"));
+}
+
 TEST(BundleReaderTest, RoundTripsSplitBackwards) {
   namespace rt = gpipe::runtime::testing;
   Bundle first =
       rt::buildBundle(rt::mlpGraph(10), rt::mlpSplit(2), 2, RematPolicy::Full,
                       gpipe::schedule::ScheduleKind::ZeroBubbleH1);
   ASSERT_NE(first.stages[1].weightsFrom, StageProgram::kNotSplit);
-  // The file names a stage only where it matters (forward and backward).
-  for (std::vector<Instr> &program : first.programs)
-    for (Instr &instr : program)
-      if (instr.kind != InstrKind::Forward &&
-          instr.kind != InstrKind::Backward &&
-          instr.kind != InstrKind::BackwardWeights)
-        instr.stage = 0;
   std::string text = writeBundle(first);
   StatusOr<Bundle> second = parseBundle(text, "zb.json");
   ASSERT_TRUE(second.ok()) << second.status().message();
@@ -557,9 +580,9 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
        makeInstr(InstrKind::RecvGradient, 0, 0, 1, 1),
        makeInstr(InstrKind::Backward, 0, 1, 0, 0),
        makeInstr(InstrKind::OptimizerStep, 0, 0, 0, 0)},
-      {makeInstr(InstrKind::RecvActivation, 0, 1, 0, 1),
+      {makeInstr(InstrKind::RecvActivation, 1, 1, 0, 1),
        makeInstr(InstrKind::Forward, 1, 1, 0, 0),
-       makeInstr(InstrKind::SendGradient, 0, 1, 0, 0),
+       makeInstr(InstrKind::SendGradient, 1, 1, 0, 0),
        makeInstr(InstrKind::OptimizerStep, 0, 0, 0, 0)},
   };
 
@@ -806,7 +829,9 @@ const ErrorCase kErrorCases[] = {
     {"UnknownRemat", [](Json &j) { j["remat"] = "partial"; },
      "unknown remat policy 'partial'; expected one of none, full, except-last"},
     {"ProgramCount", [](Json &j) { j["programs"].push_back(Json::array()); },
-     "expected one program per stage: 2 stages, found 3 programs"},
+     "expected one program per device, the devices running the stages "
+     "round-robin (a number of programs that divides the stages): 2 stages, "
+     "found 3 programs"},
     {"StagesNotArray", [](Json &j) { j["stages"] = Json::object(); },
      "expected an array 'stages', found an object"},
     // Model inputs.

@@ -111,6 +111,45 @@ TEST(Executor, MissingGradientSendIsRefusedAtLoad) {
                 "device 2 never sends it");
 }
 
+// Interleaving (4 stages on 2 devices): an instruction of a stage its device
+// does not run, a transfer to the wrong device, and a transfer of stage 2
+// whose receive names stage 1's boundary are each refused at load.
+TEST(Executor, InterleavedStagesAreCheckedAtLoad) {
+  auto interleaved = [] {
+    return buildBundle(mlpGraph(kBatch), {0, 1, 2, 3}, 2, RematPolicy::Full,
+                       gpipe::schedule::ScheduleKind::Interleaved, 2);
+  };
+  ASSERT_EQ(createError(interleaved()), "");
+  Bundle bundle = interleaved();
+  size_t forward = findInstr(bundle, 0, [](const Instr &i) {
+    return i.kind == InstrKind::Forward && i.stage == 2;
+  });
+  bundle.programs[0][forward].stage = 1;
+  EXPECT_EQ(createError(bundle),
+            "device 0: op #" + std::to_string(forward) +
+                " (forward of stage 1, micro-batch 0): device 0 runs stages "
+                "0, 2, got stage 1");
+  // Stage 3, the last, sends its gradient back to stage 2 on device 0.
+  bundle = interleaved();
+  size_t send = findInstr(bundle, 1, [](const Instr &i) {
+    return i.kind == InstrKind::SendGradient && i.stage == 3;
+  });
+  bundle.programs[1][send].peer = 1;
+  EXPECT_EQ(createError(bundle),
+            "device 1: op #" + std::to_string(send) +
+                " (send gradient to device 1, micro-batch 0, channel 0): "
+                "expects peer device 0, got 1");
+  // Device 1 receives stage 2's activation into stage 1 instead of 3: the
+  // receive then names boundary 0, whose message device 0 already matched.
+  bundle = interleaved();
+  size_t recv = findInstr(bundle, 1, [](const Instr &i) {
+    return i.kind == InstrKind::RecvActivation && i.stage == 3;
+  });
+  bundle.programs[1][recv].stage = 1;
+  std::string error = createError(bundle);
+  EXPECT_NE(error.find("repeats op #"), std::string::npos) << error;
+}
+
 // A send nobody receives is refused too.
 TEST(Executor, UnreceivedSendIsRefusedAtLoad) {
   Bundle bundle =
@@ -282,7 +321,8 @@ TEST(Executor, InvalidBundlesAreRefused) {
                  }),
                  "is value 1000, outside [0, ");
   expectContains(createError([](Bundle &b) { b.programs.pop_back(); }),
-                 "expects one program per stage (2), got 1");
+                 "expects at least 2 devices for 2 stages on fewer programs "
+                 "(interleaving), got 1 program");
   expectContains(createError([](Bundle &b) { b.microbatchRows[0] += 1; }),
                  "micro-batch rows sum to 11, expected the batch 10");
   expectContains(createError([](Bundle &b) {

@@ -291,7 +291,8 @@ public:
 Bundle testing::buildBundle(const ModelGraph &graph,
                             const std::vector<int> &firstLayers,
                             unsigned numMicrobatches, RematPolicy remat,
-                            gpipe::schedule::ScheduleKind kind) {
+                            gpipe::schedule::ScheduleKind kind,
+                            unsigned numVirtualStages) {
   const unsigned numStages = firstLayers.size();
   if (numStages == 0 || firstLayers[0] != 0)
     fatal("the first stage must start at layer 0");
@@ -401,18 +402,24 @@ Bundle testing::buildBundle(const ModelGraph &graph,
   if (gpipe::schedule::splitsBackward(kind))
     for (StageProgram &stage : bundle.stages)
       splitBackward(stage);
-  bundle.programs = schedulePrograms(bundle, kind);
+  bundle.programs = schedulePrograms(bundle, kind, numVirtualStages);
   placeBundle(bundle);
   return bundle;
 }
 
 std::vector<std::vector<Instr>>
 testing::schedulePrograms(const Bundle &bundle,
-                          gpipe::schedule::ScheduleKind kind) {
+                          gpipe::schedule::ScheduleKind kind,
+                          unsigned numVirtualStages) {
   namespace sch = gpipe::schedule;
   const unsigned numStages = bundle.stages.size();
+  std::string error =
+      sch::checkVirtualStages(kind, numStages, numVirtualStages);
+  if (!error.empty())
+    fatal(error.c_str());
   sch::PipelineSpec spec;
   spec.numStages = numStages;
+  spec.numVirtualStages = numVirtualStages;
   spec.numMicrobatches = bundle.microbatchRows.size();
   spec.batchSize = bundle.batch;
   spec.boundaries.resize(numStages - 1);
@@ -427,11 +434,11 @@ testing::schedulePrograms(const Bundle &bundle,
         spec.stageInputs[s].push_back(input.inputName);
   }
   sch::Program schedule = sch::buildSchedule(spec, kind);
-  std::vector<std::vector<Instr>> programs(numStages);
-  for (unsigned d = 0; d < numStages; ++d)
+  std::vector<std::vector<Instr>> programs(schedule.devices.size());
+  for (unsigned d = 0; d < programs.size(); ++d)
     for (const sch::Instr &from : schedule.devices[d].instrs) {
       Instr instr;
-      instr.stage = from.kind == sch::InstrKind::LoadInput ? d : from.stage;
+      instr.stage = from.stage;
       instr.microbatch = from.microbatch;
       instr.peer = from.peer;
       instr.channel = from.channel;

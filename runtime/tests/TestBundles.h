@@ -68,19 +68,23 @@ private:
 /// The bundle of `graph` split into stages starting at `firstLayers`
 /// (firstLayers[0] == 0, increasing), with `numMicrobatches` micro-batches
 /// (split as schedule::splitMicrobatches does), the schedule `kind` and the
-/// compiler's placement (TestPlacement.h).
+/// compiler's placement (TestPlacement.h). Interleaved schedules run the
+/// stages on stages / numVirtualStages devices, round-robin.
 /// Aborts the test program on an inconsistent request.
 Bundle buildBundle(
     const ModelGraph &graph, const std::vector<int> &firstLayers,
     unsigned numMicrobatches, RematPolicy remat,
-    gpipe::schedule::ScheduleKind kind = gpipe::schedule::ScheduleKind::GPipe);
+    gpipe::schedule::ScheduleKind kind = gpipe::schedule::ScheduleKind::GPipe,
+    unsigned numVirtualStages = 1);
 
 /// The programs of schedule `kind` (GPipe's fill-drain by default) for a
 /// bundle's stages and micro-batches (through gpipe::schedule::buildSchedule),
-/// converted to runtime instructions.
+/// converted to runtime instructions: one per device, each running
+/// `numVirtualStages` stages.
 std::vector<std::vector<Instr>> schedulePrograms(
     const Bundle &bundle,
-    gpipe::schedule::ScheduleKind kind = gpipe::schedule::ScheduleKind::GPipe);
+    gpipe::schedule::ScheduleKind kind = gpipe::schedule::ScheduleKind::GPipe,
+    unsigned numVirtualStages = 1);
 
 } // namespace gpipe::runtime::testing
 

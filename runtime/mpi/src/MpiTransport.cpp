@@ -72,6 +72,11 @@ private:
     if (key.channel >= kTagChannels)
       return "channel " + std::to_string(key.channel) +
              " is past the MPI transport's " + std::to_string(kTagChannels);
+    // Devices that run several stages (interleaving) exchange the same
+    // micro-batch and channel over several boundaries under one tag: MPI
+    // matches such messages in the order they are posted, and both ends post
+    // them in the order of the stages, as every schedule that can run must
+    // (the later boundary's message depends on the earlier one's).
     int64_t tag = (int64_t(key.microbatch) * kTagChannels + key.channel) * 2 +
                   key.direction;
     if (tag > tagLimit)

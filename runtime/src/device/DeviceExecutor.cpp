@@ -83,7 +83,7 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   error = validateBundle(bundle);
   if (!error.empty())
     return nullptr;
-  const unsigned numDevices = bundle.stages.size();
+  const unsigned numDevices = bundle.numDevices();
   if (!backend || backend->numDevices() != numDevices) {
     error = "the bundle has " + std::to_string(numDevices) +
             " pipeline devices, the backend " +
@@ -111,26 +111,27 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   for (const ParamSpec &spec : b.params) {
     auto param = std::make_unique<DeviceParameter>();
     param->spec = spec;
-    param->device = spec.stage;
+    param->device = b.deviceOfStage(spec.stage);
     param->size = product(spec.shape);
-    s.layout[spec.stage].residentBytes +=
+    s.layout[param->device].residentBytes +=
         residentSize(param->size * 4) * (2 + numSlots);
-    s.paramsOf[spec.stage].push_back(param.get());
+    s.paramsOf[param->device].push_back(param.get());
     s.paramByName[spec.name] = param.get();
     s.params.push_back(std::move(param));
   }
   const unsigned numMicrobatches = b.microbatchRows.size();
-  s.layout.back().residentBytes += residentSize(numMicrobatches * 4);
+  const unsigned lossDevice = b.deviceOfStage(b.stages.size() - 1);
+  s.layout[lossDevice].residentBytes += residentSize(numMicrobatches * 4);
+  for (const StageProgram &stage : b.stages)
+    s.fusion.push_back(fuseGradientAccumulation(stage));
+  s.lastForward.assign(b.stages.size(), 0);
   for (unsigned d = 0; d < numDevices; ++d) {
-    s.fusion.push_back(fuseGradientAccumulation(b.stages[d]));
-    unsigned last = 0;
     bool splits = false;
     for (const Instr &instr : b.programs[d]) {
       if (instr.kind == InstrKind::Forward)
-        last = instr.microbatch;
+        s.lastForward[instr.stage] = instr.microbatch;
       splits |= instr.kind == InstrKind::BackwardWeights;
     }
-    s.lastForward.push_back(last);
     s.splitsBackward.push_back(splits);
   }
   s.training.rows = b.microbatchRows;
@@ -151,7 +152,8 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     return nullptr;
   s.residentExact.assign(numDevices, 0);
   for (const ParamSpec &spec : b.params)
-    s.residentExact[spec.stage] += product(spec.shape) * 4 * (2 + numSlots);
+    s.residentExact[b.deviceOfStage(spec.stage)] +=
+        product(spec.shape) * 4 * (2 + numSlots);
   for (unsigned d = 0; d < numDevices; ++d) {
     const PlannedDeviceMemory &plan = b.memoryPlan.devices[d];
     s.layout[d].arenaBytes = plan.arenaBytes - plan.residentBytes;
@@ -210,8 +212,8 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     s.backend->copyToDevice(s.backend->computeStream(d), param->value,
                             initial.back().data(), param->size * 4);
   }
-  if (transport.runsDevice(numDevices - 1))
-    s.lossSlots = take(numDevices - 1, numMicrobatches);
+  if (transport.runsDevice(lossDevice))
+    s.lossSlots = take(lossDevice, numMicrobatches);
   error = s.backend->synchronize(config.stepTimeout);
   if (!error.empty())
     return nullptr;
@@ -219,7 +221,7 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
 }
 
 std::string DeviceExecutor::Impl::indexPlacement() {
-  const unsigned numDevices = bundle.stages.size();
+  const unsigned numDevices = bundle.numDevices();
   placement.assign(numDevices, {});
   for (unsigned d = 0; d < numDevices; ++d) {
     std::vector<InstrBuffers> &byInstr = placement[d];
@@ -261,7 +263,7 @@ std::string DeviceExecutor::Impl::indexPlacement() {
 }
 
 std::string DeviceExecutor::Impl::verifyPass(const IssuePass &toCheck) {
-  NullBackend dry(bundle.stages.size());
+  NullBackend dry(bundle.numDevices());
   std::unique_ptr<Transport> dryTransport = createInProcessTransport(dry);
   issue = &dry;
   transfer = dryTransport.get();
@@ -330,7 +332,7 @@ std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
     return error; // copyEvaluationOutputs took the losses
   const unsigned numMicrobatches = toRun.rows.size();
   hostLosses.assign(numMicrobatches, 0.0f);
-  const unsigned last = bundle.stages.size() - 1;
+  const unsigned last = bundle.deviceOfStage(bundle.stages.size() - 1);
   if (error.empty() && lossSlots)
     backend->copyToHost(backend->computeStream(last), hostLosses.data(),
                         lossSlots, numMicrobatches * 4);
@@ -361,9 +363,9 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
   if (result.error.empty())
     result.error = syncError;
   if (result.error.empty())
-    result.error =
-        s.transport->shareFrom(s.bundle.stages.size() - 1, s.hostLosses.data(),
-                               int64_t(s.hostLosses.size()) * 4, "the losses");
+    result.error = s.transport->shareFrom(
+        s.bundle.deviceOfStage(s.bundle.stages.size() - 1), s.hostLosses.data(),
+        int64_t(s.hostLosses.size()) * 4, "the losses");
   if (result.error.empty())
     result.error = s.transport->averageOverReplicasNow(
         s.hostLosses.data(), int64_t(s.hostLosses.size()), "the losses");
@@ -390,16 +392,18 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
 }
 
 /// The evaluation pass of `rows` rows, in chunks of at most the first
-/// micro-batch's rows: for each chunk, each device in order loads its model
+/// micro-batch's rows: for each chunk, each stage in order loads its model
 /// inputs, receives its channels, runs its forward and sends its outputs, in
-/// the buffers its training program gives those instructions for the first
-/// micro-batch. Chunks follow one another on each stream, so they reuse the
-/// same buffers safely. Kept while the next evaluation has the same rows.
+/// the buffers its device's training program gives those instructions for
+/// the first micro-batch. Chunks follow one another on each stream, so they
+/// reuse the same buffers safely. Kept while the next evaluation has the same
+/// rows.
 std::string DeviceExecutor::Impl::prepareEvaluation(int64_t rows) {
   if (evaluation &&
       evaluation->offsets.back() + evaluation->rows.back() == rows)
     return {};
-  const unsigned numDevices = bundle.stages.size();
+  const unsigned numDevices = bundle.numDevices();
+  const unsigned numStages = bundle.stages.size();
   auto chunked = std::make_unique<IssuePass>();
   IssuePass &eval = *chunked;
   eval.evaluating = true;
@@ -412,17 +416,20 @@ std::string DeviceExecutor::Impl::prepareEvaluation(int64_t rows) {
   eval.programs = &evaluationPrograms;
   eval.planInstr.assign(numDevices, {});
   for (unsigned c = 0; c < eval.rows.size(); ++c) {
-    for (unsigned d = 0; d < numDevices; ++d) {
-      const StageProgram &stage = bundle.stages[d];
+    for (unsigned st = 0; st < numStages; ++st) {
+      const unsigned d = bundle.deviceOfStage(st);
+      const StageProgram &stage = bundle.stages[st];
       const std::vector<Instr> &trained = bundle.programs[d];
       std::vector<Instr> &program = evaluationPrograms[d];
-      // The instruction of micro-batch 0 in the training program that
-      // matches `kind` (and channel or input), whose buffers it takes.
+      // The instruction of micro-batch 0 of this stage in the training
+      // program that matches `kind` (and channel or input), whose buffers it
+      // takes.
       auto add = [&](InstrKind kind, unsigned peer, unsigned channel,
                      const std::string &name) -> std::string {
         size_t at = 0;
         while (at < trained.size() &&
                !(trained[at].kind == kind && trained[at].microbatch == 0 &&
+                 trained[at].stage == st &&
                  (kind == InstrKind::Forward ||
                   (kind == InstrKind::LoadInput
                        ? trained[at].inputName == name
@@ -430,7 +437,8 @@ std::string DeviceExecutor::Impl::prepareEvaluation(int64_t rows) {
           ++at;
         if (at == trained.size())
           return "device " + std::to_string(d) + " has no " +
-                 instructionName(kind) + " of micro-batch 0 to evaluate with";
+                 instructionName(kind) + " of stage " + std::to_string(st) +
+                 ", micro-batch 0 to evaluate with";
         Instr instr = trained[at];
         instr.microbatch = c;
         instr.peer = peer;
@@ -445,7 +453,8 @@ std::string DeviceExecutor::Impl::prepareEvaluation(int64_t rows) {
         if (!error.empty())
           break;
         if (input.fromChannel)
-          error = add(InstrKind::RecvActivation, d - 1, input.channel, "");
+          error = add(InstrKind::RecvActivation, bundle.deviceOfStage(st - 1),
+                      input.channel, "");
         else if (std::find(loaded.begin(), loaded.end(), input.inputName) ==
                  loaded.end()) {
           loaded.push_back(input.inputName);
@@ -455,7 +464,8 @@ std::string DeviceExecutor::Impl::prepareEvaluation(int64_t rows) {
       if (error.empty())
         error = add(InstrKind::Forward, 0, 0, "");
       for (unsigned ch = 0; ch < stage.outputs.size() && error.empty(); ++ch)
-        error = add(InstrKind::SendActivation, d + 1, ch, "");
+        error = add(InstrKind::SendActivation, bundle.deviceOfStage(st + 1), ch,
+                    "");
       if (!error.empty())
         return error;
     }
@@ -473,10 +483,12 @@ std::string DeviceExecutor::Impl::prepareEvaluation(int64_t rows) {
 void DeviceExecutor::Impl::copyEvaluationOutputs(unsigned m) {
   if (issue != backend.get())
     return; // the placement check copies nothing
-  const unsigned last = bundle.stages.size() - 1;
+  const unsigned lastStage = bundle.stages.size() - 1;
+  const unsigned last = bundle.deviceOfStage(lastStage);
   const StageProgram &stage = bundle.stages.back();
   const StreamId s = compute(last);
-  const std::vector<DeviceValue> &values = runs[last].values[m];
+  const std::vector<DeviceValue> &values =
+      runs[last].values[bundle.localStage(lastStage)][m];
   issue->copyToHost(s, &evaluationLosses[m], values[stage.loss].data, 4);
   for (const Op &op : stage.forward) {
     if (op.results.empty() || op.results[0] != stage.loss)
@@ -499,7 +511,7 @@ void DeviceExecutor::Impl::copyEvaluationOutputs(unsigned m) {
 }
 
 std::string DeviceExecutor::Impl::shareEvaluationOutputs() {
-  const unsigned last = bundle.stages.size() - 1;
+  const unsigned last = bundle.deviceOfStage(bundle.stages.size() - 1);
   std::string error =
       transport->shareFrom(last, evaluationLosses.data(),
                            int64_t(evaluationLosses.size()) * 4, "the losses");
@@ -613,9 +625,10 @@ DeviceBackend &DeviceExecutor::backend() { return *impl->backend; }
 const Transport &DeviceExecutor::transport() const { return *impl->transport; }
 
 bool DeviceExecutor::usesInput(const std::string &name) const {
-  for (unsigned d = 0; d < impl->bundle.stages.size(); ++d)
-    if (impl->transport->runsDevice(d))
-      for (const StageInput &input : impl->bundle.stages[d].inputs)
+  const Bundle &bundle = impl->bundle;
+  for (unsigned s = 0; s < bundle.stages.size(); ++s)
+    if (impl->transport->runsDevice(bundle.deviceOfStage(s)))
+      for (const StageInput &input : bundle.stages[s].inputs)
         if (!input.fromChannel && input.inputName == name)
           return true;
   return false;

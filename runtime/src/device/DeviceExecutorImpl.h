@@ -85,8 +85,16 @@ struct InstrBuffers {
 /// One device during the issue of a step.
 struct DeviceRun {
   char *base = nullptr;
-  std::vector<std::vector<DeviceValue>> values; ///< [micro-batch][value id]
-  std::vector<char> kept;                       ///< per micro-batch
+  /// [the device's stage][micro-batch][value id]: a device runs one stage,
+  /// or several under interleaving (Bundle::localStage).
+  std::vector<std::vector<std::vector<DeviceValue>>> values;
+  std::vector<std::vector<char>> kept; ///< [the device's stage][micro-batch]
+  /// The stage of the instruction being issued, and its index among the
+  /// device's.
+  unsigned stage = 0, local = 0;
+  /// The values and kept flag of micro-batch m of the current stage.
+  std::vector<DeviceValue> &at(unsigned m) { return values[local][m]; }
+  char &keeps(unsigned m) { return kept[local][m]; }
   /// The training instruction whose buffers the current one uses, and how
   /// many of its scratch buffers the current one has taken.
   size_t planInstr = 0, scratchTaken = 0;
@@ -126,8 +134,8 @@ struct DeviceExecutor::Impl {
   std::vector<std::unique_ptr<DeviceParameter>> params;
   std::unordered_map<std::string, DeviceParameter *> paramByName;
   std::vector<std::vector<DeviceParameter *>> paramsOf; ///< per device
-  std::vector<GradientFusion> fusion;
-  std::vector<unsigned> lastForward;
+  std::vector<GradientFusion> fusion;                   ///< per stage
+  std::vector<unsigned> lastForward; ///< per stage: its last micro-batch
   /// Per device: its program has BackwardWeights (its Backward runs B only).
   std::vector<char> splitsBackward;
   std::vector<DeviceMemoryLayout> layout;
@@ -144,7 +152,7 @@ struct DeviceExecutor::Impl {
   /// target), copied to the host as each chunk's forward ends.
   std::vector<float> evaluationLosses;
   HostTensor evaluationOutputs[2];
-  float *lossSlots = nullptr; ///< M floats on the last device
+  float *lossSlots = nullptr; ///< M floats on the last stage's device
   std::vector<float> hostLosses;
   int64_t steps = 0;
   /// The backend's staging memory (DeviceBackend::allocateStaging) and,

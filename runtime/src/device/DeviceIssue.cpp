@@ -72,8 +72,8 @@ char *DeviceExecutor::Impl::scratchBuffer(unsigned device, int64_t bytes) {
 
 std::string DeviceExecutor::Impl::reserveWorkspace(unsigned device,
                                                    int64_t bytes) {
-  workspace.resize(bundle.stages.size(), nullptr);
-  workspaceBytes.resize(bundle.stages.size(), 0);
+  workspace.resize(bundle.numDevices(), nullptr);
+  workspaceBytes.resize(bundle.numDevices(), 0);
   if (workspaceBytes[device] >= bytes || issue != backend.get())
     return {}; // the dry run needs no memory
   void *memory = nullptr;
@@ -88,9 +88,10 @@ std::string DeviceExecutor::Impl::reserveWorkspace(unsigned device,
 DeviceValue &DeviceExecutor::Impl::newValue(unsigned device, unsigned m,
                                             int id,
                                             std::vector<int64_t> extraBytes) {
-  const ValueSpec &spec = bundle.stages[device].values[id];
+  DeviceRun &run = runs[device];
+  const ValueSpec &spec = bundle.stages[run.stage].values[id];
   // A recompute defines a forward value again, in a buffer of its own.
-  DeviceValue &value = runs[device].values[m][id];
+  DeviceValue &value = run.at(m)[id];
   value = DeviceValue();
   value.shape = spec.shape;
   if (spec.batched)
@@ -119,8 +120,8 @@ DeviceValue &DeviceExecutor::Impl::newValue(unsigned device, unsigned m,
 std::string DeviceExecutor::Impl::issueInstr(unsigned device,
                                              const Instr &instr,
                                              const Batch *batch) {
-  const StageProgram &program = bundle.stages[device];
   DeviceRun &run = runs[device];
+  const StageProgram &program = bundle.stages[run.stage];
   const unsigned m = instr.microbatch;
   switch (instr.kind) {
   case InstrKind::LoadInput: {
@@ -152,7 +153,12 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
     }
     // Allocated at the receive, as a loaded value is.
     DeviceValue &value = newValue(device, m, id);
-    TransferKey key{activation ? 0 : 1, instr.peer, device, m, instr.channel};
+    TransferKey key{activation ? 0 : 1,
+                    instr.peer,
+                    device,
+                    m,
+                    instr.channel,
+                    activation ? instr.stage - 1 : instr.stage};
     return transfer->recv(compute(device), key, value.data,
                           value.numElements() * 4);
   }
@@ -162,25 +168,29 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
     bool activation = instr.kind == InstrKind::SendActivation;
     int id = activation ? program.outputs[instr.channel]
                         : program.inputGrads[instr.channel];
-    const DeviceValue &value = run.values[m][id];
+    const DeviceValue &value = run.at(m)[id];
     if (!value.present)
       return "value " + std::to_string(id) + " was never defined";
-    TransferKey key{activation ? 0 : 1, device, instr.peer, m, instr.channel};
+    TransferKey key{
+        activation ? 0 : 1, device,
+        instr.peer,         m,
+        instr.channel,      activation ? instr.stage : instr.stage - 1};
     return transfer->send(compute(device), key, value.data,
                           value.numElements() * 4);
   }
   case InstrKind::Forward: {
     ++run.computeCount;
     for (const StageInput &input : program.inputs)
-      if (!run.values[m][input.value].present)
+      if (!run.at(m)[input.value].present)
         return input.fromChannel ? "channel " + std::to_string(input.channel) +
                                        " was not received before the forward"
                                  : "model input '" + input.inputName +
                                        "' was not loaded before the forward";
-    run.kept[m] = !pass->evaluating && keepsForwardValues(bundle.remat, m,
-                                                          lastForward[device])
-                      ? 1
-                      : 0;
+    run.keeps(m) =
+        !pass->evaluating &&
+                keepsForwardValues(bundle.remat, m, lastForward[instr.stage])
+            ? 1
+            : 0;
     std::string error = issueOps(device, m, program.forward, "forward", false);
     if (!error.empty() || program.loss < 0)
       return error;
@@ -189,16 +199,16 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
     else
       issue->copyBetweenDevices(compute(device),
                                 lossSlots ? lossSlots + m : nullptr, device,
-                                run.values[m][program.loss].data, device, 4);
+                                run.at(m)[program.loss].data, device, 4);
     return {};
   }
   case InstrKind::Backward: {
     ++run.computeCount;
     for (size_t c = 0; c < program.outputGrads.size(); ++c)
-      if (!run.values[m][program.outputGrads[c]].present)
+      if (!run.at(m)[program.outputGrads[c]].present)
         return "the gradient of channel " + std::to_string(c) +
                " was not received before the backward";
-    if (!run.kept[m]) {
+    if (!run.keeps(m)) {
       std::string error =
           issueOps(device, m, program.recompute, "recompute", false);
       if (!error.empty())
@@ -238,7 +248,7 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
 /// is issued before its receive; the optimizer steps once every device has
 /// reached its own.
 std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
-  const unsigned numDevices = bundle.stages.size();
+  const unsigned numDevices = bundle.numDevices();
   const unsigned numMicrobatches = pass->rows.size();
   const std::vector<std::vector<Instr>> &programs = *pass->programs;
   runs.clear();
@@ -248,9 +258,11 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   for (unsigned d = 0; d < numDevices; ++d) {
     DeviceRun &run = runs[d];
     run.base = dryRun ? nullptr : arenaBase[d];
-    run.values.assign(numMicrobatches, std::vector<DeviceValue>(
-                                           bundle.stages[d].values.size()));
-    run.kept.assign(numMicrobatches, 0);
+    for (unsigned st = d; st < bundle.stages.size(); st += numDevices)
+      run.values.emplace_back(
+          numMicrobatches,
+          std::vector<DeviceValue>(bundle.stages[st].values.size()));
+    run.kept.assign(run.values.size(), std::vector<char>(numMicrobatches, 0));
     if (!pass->evaluating && transfer->runsDevice(d))
       for (DeviceParameter *param : paramsOf[d])
         issue->fillZero(compute(d), param->grad, param->size * 4);
@@ -270,6 +282,10 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
                         ? step.index
                         : pass->planInstr[step.device][step.index];
     run.scratchTaken = 0;
+    if (instr.kind != InstrKind::OptimizerStep) {
+      run.stage = instr.stage;
+      run.local = bundle.localStage(instr.stage);
+    }
     TimelineMark mark;
     if (timed) {
       mark.device = step.device;
@@ -297,7 +313,7 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
 std::string DeviceExecutor::Impl::buildTimeline() {
   // Each event as four doubles: kind, micro-batch, start, end (the host's
   // steady clock, shared by the processes of one machine).
-  std::vector<std::vector<double>> events(bundle.stages.size());
+  std::vector<std::vector<double>> events(bundle.numDevices());
   for (const TimelineMark &mark : marks)
     events[mark.device].insert(
         events[mark.device].end(),
@@ -316,7 +332,7 @@ std::string DeviceExecutor::Impl::buildTimeline() {
       if (!error.empty())
         return error;
     }
-  timeline = Timeline(bundle.stages.size());
+  timeline = Timeline(bundle.numDevices());
   double origin = std::numeric_limits<double>::infinity();
   for (const std::vector<double> &lane : events)
     for (size_t i = 0; i < lane.size(); i += 4)
@@ -338,10 +354,11 @@ std::string DeviceExecutor::Impl::buildTimeline() {
 /// Ids and labels come from the batch, so they are checked here, on the
 /// host, with the CPU executor's messages, before anything is issued.
 std::string DeviceExecutor::Impl::checkModelInputs(const Batch &batch) const {
-  for (unsigned d = 0; d < bundle.stages.size(); ++d) {
+  for (unsigned st = 0; st < bundle.stages.size(); ++st) {
+    const unsigned d = bundle.deviceOfStage(st);
     if (!transport->runsDevice(d))
       continue; // its process checks its inputs
-    const StageProgram &program = bundle.stages[d];
+    const StageProgram &program = bundle.stages[st];
     for (size_t k = 0; k < program.forward.size(); ++k) {
       const Op &op = program.forward[k];
       int operand;
@@ -375,7 +392,7 @@ std::string DeviceExecutor::Impl::checkModelInputs(const Batch &batch) const {
           const std::vector<Instr> &instrs = (*pass->programs)[d];
           while (at < instrs.size() &&
                  !(instrs[at].kind == InstrKind::Forward &&
-                   instrs[at].microbatch == m))
+                   instrs[at].microbatch == m && instrs[at].stage == st))
             ++at;
           return "device " + std::to_string(d) + ": op #" +
                  std::to_string(at) + " (" +

@@ -29,8 +29,9 @@ static std::vector<int64_t> savedBytes(const Op &op, const DeviceValue &x) {
 std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
                                           const Op &op, size_t index,
                                           bool backward) {
-  const StageProgram &program = bundle.stages[device];
-  std::vector<DeviceValue> &values = runs[device].values[m];
+  const unsigned stage = runs[device].stage;
+  const StageProgram &program = bundle.stages[stage];
+  std::vector<DeviceValue> &values = runs[device].at(m);
   const StreamId s = compute(device);
   DeviceBackend &b = *issue;
   std::vector<const DeviceValue *> in(op.operands.size());
@@ -44,7 +45,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   auto fused = [&](size_t r) -> DeviceParameter * {
     if (!backward)
       return nullptr;
-    const std::string &name = fusion[device].accumulatesInto[index][r];
+    const std::string &name = fusion[stage].accumulatesInto[index][r];
     return name.empty() ? nullptr : paramByName.at(name);
   };
   // Results, with their saved state, before the kernels that write them.
@@ -290,7 +291,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
 std::string DeviceExecutor::Impl::issueFused(unsigned device, unsigned m,
                                              const Op &first,
                                              const Op &second) {
-  std::vector<DeviceValue> &values = runs[device].values[m];
+  std::vector<DeviceValue> &values = runs[device].at(m);
   for (const Op *op : {&first, &second})
     for (size_t k = op == &second ? 1 : 0; k < op->operands.size(); ++k)
       if (!values[op->operands[k]].present)
@@ -347,7 +348,7 @@ std::string DeviceExecutor::Impl::issueOps(unsigned device, unsigned m,
                                            size_t begin, size_t end) {
   end = std::min(end, ops.size());
   for (size_t k = begin; k < end; ++k) {
-    if (backward && fusion[device].skip[k])
+    if (backward && fusion[runs[device].stage].skip[k])
       continue;
     if (ops[k].fusion != FusionKind::None) {
       std::string error = issueFused(device, m, ops[k], ops[k + 1]);

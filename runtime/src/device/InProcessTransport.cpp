@@ -9,9 +9,9 @@
 using namespace gpipe::runtime::device;
 
 bool TransferKey::operator<(const TransferKey &other) const {
-  return std::tie(direction, from, to, microbatch, channel) <
+  return std::tie(direction, from, to, microbatch, channel, boundary) <
          std::tie(other.direction, other.from, other.to, other.microbatch,
-                  other.channel);
+                  other.channel, other.boundary);
 }
 
 namespace {

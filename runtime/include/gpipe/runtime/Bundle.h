@@ -35,9 +35,9 @@
 //    the matching forward op kind (whose rate / heads / causal it repeats).
 //  - Param and AccumulateGrad name a parameter of the same stage.
 //  - Channels carry batched f32 values; stage s+1's channel c has the shape
-//    of stage s's outputs[c]. An output may be a stage input (a skip value
-//    carried through this stage). Each channel has an input gradient; use
-//    Zeros where none reaches it.
+//    of stage s's outputs[c], whichever devices run them. An output may be a
+//    stage input (a skip value carried through this stage). Each channel has an
+//    input gradient; use Zeros where none reaches it.
 //  - The last stage has a loss (a forward loss op's result) and no outputs.
 // Loss scaling: the loss-gradient ops of micro-batch m get scale rows_m / N.
 // Dropout: element (row, col) of the mask is a function of (op seed, step,
@@ -147,16 +147,22 @@ enum class InstrKind {
   BackwardWeights ///< W of a split backward (StageProgram::weightsFrom)
 };
 
-/// Device d runs stage d. Its program holds exactly one Forward and one
-/// Backward per micro-batch (the Forward first), and either no
-/// BackwardWeights or one per micro-batch after its Backward, and ends with its
-/// only OptimizerStep, which is a barrier: all devices update together, or none
-/// does when the step fails. Sends go to device d + 1 (activations) or
-/// d - 1 (gradients) and receives come from there. Under `except-last` the
-/// micro-batch whose Forward comes last in the program keeps its values.
+/// K devices (one program each) run the stages round-robin: stage s on
+/// device s mod K, so device d runs stage d and, under interleaved schedules
+/// (K programs for K * V stages), stages d + K, d + 2K, ... Its program holds,
+/// for each of its stages, exactly one Forward and one Backward per
+/// micro-batch (the Forward first), and either no BackwardWeights or one per
+/// micro-batch after its Backward, and ends with its only OptimizerStep, which
+/// is a barrier: all devices update together, or none does when the step
+/// fails. Activations of stage s go to the device of stage s + 1, gradients
+/// to that of s - 1, and receives come from there. Under `except-last` the
+/// micro-batch whose Forward of a stage comes last in the program keeps that
+/// stage's values.
 struct Instr {
   InstrKind kind = InstrKind::Forward;
-  /// Forward/Backward: must be the device's stage; ignored by LoadInput.
+  /// All but OptimizerStep: the stage the instruction serves, one of the
+  /// device's: the one a load or receive feeds, whose output a send carries,
+  /// or that a Forward/Backward runs.
   unsigned stage = 0;
   unsigned microbatch = 0;
   unsigned peer = 0;
@@ -208,9 +214,22 @@ struct Bundle {
   RematPolicy remat = RematPolicy::Full;
   std::vector<ModelInputSpec> inputs;
   std::vector<ParamSpec> params;
-  std::vector<StageProgram> stages; ///< stage s runs on device s
-  std::vector<std::vector<Instr>> programs; ///< per device
+  std::vector<StageProgram> stages;         ///< stage s runs on device s mod K
+  std::vector<std::vector<Instr>> programs; ///< per device: K of them
   MemoryPlan memoryPlan; ///< every buffer's place: the runtime plans nothing
+
+  unsigned numDevices() const { return unsigned(programs.size()); }
+  /// Stages per device: 1, or V under interleaving.
+  unsigned stagesPerDevice() const {
+    return programs.empty() ? 0 : unsigned(stages.size() / programs.size());
+  }
+  unsigned deviceOfStage(unsigned stage) const {
+    return programs.empty() ? 0 : stage % unsigned(programs.size());
+  }
+  /// Which of its device's stages `stage` is (0 for stage d).
+  unsigned localStage(unsigned stage) const {
+    return programs.empty() ? 0 : stage / unsigned(programs.size());
+  }
 };
 
 } // namespace gpipe::runtime

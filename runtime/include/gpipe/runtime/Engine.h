@@ -82,7 +82,7 @@ public:
   /// of the compiler's placement.
   virtual std::vector<int64_t> peakMemoryBytes() const = 0;
   virtual const Bundle &bundle() const = 0;
-  unsigned numDevices() const { return bundle().stages.size(); }
+  unsigned numDevices() const { return bundle().numDevices(); }
   /// Copies parameter `name` / its gradient of the last step; NotFound for a
   /// name the model does not have.
   virtual Status parameter(const std::string &name,

@@ -23,7 +23,7 @@ namespace gpipe::runtime {
 const char *instructionName(InstrKind kind);
 
 /// "forward of stage 2, micro-batch 1" and the like, as in the schedule's
-/// diagnostics.
+/// diagnostics (`device` runs it).
 std::string describeInstruction(const Instr &instr, unsigned device);
 
 /// Per backward op of a stage, per result: the parameter whose gradient that
@@ -37,8 +37,9 @@ struct GradientFusion {
 };
 GradientFusion fuseGradientAccumulation(const StageProgram &stage);
 
-/// Whether device `device` keeps the forward values of `microbatch` for its
-/// backward under `remat`; `lastForward` is the micro-batch it forwards last.
+/// Whether a stage keeps the forward values of `microbatch` for its backward
+/// under `remat`; `lastForward` is the micro-batch its device forwards last
+/// through it.
 bool keepsForwardValues(RematPolicy remat, unsigned microbatch,
                         unsigned lastForward);
 

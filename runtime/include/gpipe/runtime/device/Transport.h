@@ -37,10 +37,12 @@
 namespace gpipe::runtime::device {
 
 /// One transfer of a step: direction (0: activation, 1: gradient), sender,
-/// receiver, micro-batch and channel.
+/// receiver, micro-batch, channel and the stage boundary it crosses
+/// (between stage `boundary` and the next: devices that run several stages
+/// exchange over several).
 struct TransferKey {
   int direction = 0;
-  unsigned from = 0, to = 0, microbatch = 0, channel = 0;
+  unsigned from = 0, to = 0, microbatch = 0, channel = 0, boundary = 0;
   bool operator<(const TransferKey &other) const;
 };
 
