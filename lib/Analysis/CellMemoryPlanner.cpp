@@ -135,16 +135,20 @@ PlannedStage gpipe::joinStages(const std::vector<PlannedStage> &stages,
 std::vector<std::vector<PlannedInstr>>
 gpipe::pipelineInstructions(const std::vector<PlannedStage> &stages,
                             int64_t batch, unsigned numMicrobatches,
-                            schedule::ScheduleKind kind) {
+                            schedule::ScheduleKind kind,
+                            unsigned numVirtualStages) {
   schedule::MicrobatchSplit split =
       schedule::splitMicrobatches(batch, numMicrobatches);
   // No W instruction to plan yet (ScheduleKinds.h): no caller passes one.
   assert(!schedule::splitsBackward(kind) &&
          "no memory plan for split backwards");
-  if (!split.error.empty() || stages.empty())
+  if (!split.error.empty() || stages.empty() ||
+      !schedule::checkVirtualStages(kind, stages.size(), numVirtualStages)
+           .empty())
     return {};
   schedule::PipelineSpec spec;
   spec.numStages = stages.size();
+  spec.numVirtualStages = numVirtualStages;
   spec.numMicrobatches = numMicrobatches;
   spec.batchSize = batch;
   for (size_t s = 0; s + 1 < stages.size(); ++s)
@@ -170,6 +174,15 @@ gpipe::pipelineInstructions(const std::vector<PlannedStage> &stages,
     programs.push_back(std::move(instrs));
   }
   return programs;
+}
+
+std::vector<PlannedStage>
+gpipe::stagesOfDevice(const std::vector<PlannedStage> &stages, unsigned device,
+                      unsigned numDevices) {
+  std::vector<PlannedStage> own;
+  for (size_t s = device; s < stages.size(); s += numDevices)
+    own.push_back(stages[s]);
+  return own;
 }
 
 CellMemoryPlanner::CellMemoryPlanner(std::vector<PlannedStage> layerStages,

@@ -32,9 +32,10 @@ FailureOr<ModelOp> gpipe::lookupScheduledModel(ScheduleOp schedule) {
 
 static sched::Instr transfer(sched::InstrKind kind, sched::Direction direction,
                              int64_t peer, int64_t mb, int64_t channel,
-                             Type type) {
+                             Type type, std::optional<uint64_t> stage) {
   auto tensor = cast<RankedTensorType>(type);
   sched::Instr instr;
+  instr.stage = stage.value_or(0);
   instr.kind = kind;
   instr.direction = direction;
   instr.peer = peer;
@@ -52,20 +53,29 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
   if (stages.empty())
     return schedule.emitOpError() << "refers to model @" << model.getSymName()
                                   << ", which has no stages";
+  // K devices run the stages round-robin, V each.
+  const uint64_t numLocal = schedule.getVirtualStages().value_or(1);
+  if (stages.size() % numLocal != 0 || stages.size() / numLocal < 1)
+    return schedule.emitOpError()
+           << "runs " << numLocal << " virtual stages per device, which does "
+           << "not divide the " << stages.size() << " stages of model @"
+           << model.getSymName();
+  const uint64_t numDevices = stages.size() / numLocal;
   ScheduleInIR result;
   result.program.numMicrobatches = schedule.getMicrobatches();
-  result.program.devices.resize(stages.size());
-  result.ops.resize(stages.size());
-  result.programs.resize(stages.size());
-  std::vector<bool> seen(stages.size(), false);
+  result.program.numVirtualStages = numLocal;
+  result.program.devices.resize(numDevices);
+  result.ops.resize(numDevices);
+  result.programs.resize(numDevices);
+  std::vector<bool> seen(numDevices, false);
 
   for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>()) {
     uint64_t device = program.getDevice();
-    if (device >= stages.size())
+    if (device >= numDevices)
       return program.emitOpError()
              << "is for device " << device << " but model @"
              << model.getSymName() << " has " << stages.size()
-             << " stages, so devices 0.." << stages.size() - 1;
+             << " stages, so devices 0.." << numDevices - 1;
     if (seen[device])
       return program.emitOpError()
              << "is a second program for device " << device;
@@ -82,6 +92,7 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
                 instr.inputName = load.getName().str();
                 instr.microbatch = load.getMb();
                 instr.rows = load.getRows();
+                instr.stage = load.getStage().value_or(0);
                 return instr;
               })
               .Case<ForwardOp, BackwardOp, BackwardWeightsOp>(
@@ -106,22 +117,26 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
               .Case([&](SendActivationOp o) {
                 return transfer(sched::InstrKind::Send,
                                 sched::Direction::Activation, o.getPeer(),
-                                o.getMb(), o.getChannel(), o.getType());
+                                o.getMb(), o.getChannel(), o.getType(),
+                                o.getStage());
               })
               .Case([&](RecvActivationOp o) {
                 return transfer(sched::InstrKind::Recv,
                                 sched::Direction::Activation, o.getPeer(),
-                                o.getMb(), o.getChannel(), o.getType());
+                                o.getMb(), o.getChannel(), o.getType(),
+                                o.getStage());
               })
               .Case([&](SendGradientOp o) {
                 return transfer(sched::InstrKind::Send,
                                 sched::Direction::Gradient, o.getPeer(),
-                                o.getMb(), o.getChannel(), o.getType());
+                                o.getMb(), o.getChannel(), o.getType(),
+                                o.getStage());
               })
               .Case([&](RecvGradientOp o) {
                 return transfer(sched::InstrKind::Recv,
                                 sched::Direction::Gradient, o.getPeer(),
-                                o.getMb(), o.getChannel(), o.getType());
+                                o.getMb(), o.getChannel(), o.getType(),
+                                o.getStage());
               })
               .Case([&](OptimizerStepOp) {
                 sched::Instr instr;
@@ -133,16 +148,30 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
               });
       if (failed(instr))
         return failure();
-      // Loads and transfers serve the device's one stage.
-      if (!sched::isCompute(instr->kind))
-        instr->stage = device;
+      // Loads and transfers serve the device's one stage, or name which of
+      // its stages.
+      if (!sched::isCompute(instr->kind) &&
+          instr->kind != sched::InstrKind::OptimizerStep) {
+        bool named = isa<LoadInputOp>(op)
+                         ? bool(cast<LoadInputOp>(op).getStage())
+                         : bool(op.getAttr("stage"));
+        if (numLocal > 1 && !named)
+          return op.emitOpError()
+                 << "does not say which of device " << device
+                 << "'s stages it serves (`stage`): devices run " << numLocal
+                 << " stages each";
+        if (!named)
+          instr->stage = device;
+      }
       out.instrs.push_back(std::move(*instr));
       result.ops[device].push_back(&op);
     }
   }
   for (auto [device, present] : llvm::enumerate(seen))
     if (!present)
-      return schedule.emitOpError() << "has no program for device " << device
-                                    << " (stage " << device << ")";
+      return schedule.emitOpError()
+             << "has no program for device " << device
+             << (numLocal == 1 ? " (stage " + std::to_string(device) + ")"
+                               : std::string());
   return result;
 }

@@ -202,10 +202,19 @@ std::string checkOrder(const ComputeOrder &order, const PipelineSpec &spec,
   const unsigned numDevices = spec.numDevices(),
                  numLocal = spec.numVirtualStages,
                  numMicrobatches = spec.numMicrobatches;
-  if (order.size() != numDevices)
-    return "the schedule has " + std::to_string(order.size()) +
-           " device(s), expected " + std::to_string(numDevices) +
-           (numLocal == 1 ? " (one per stage)" : "");
+  if (order.size() != numDevices) {
+    std::string message = "the schedule has " + std::to_string(order.size()) +
+                          " device(s), expected " + std::to_string(numDevices) +
+                          (numLocal == 1 ? " (one per stage)" : "");
+    // A file for fewer devices than stages: they may be meant to interleave.
+    if (numLocal == 1 && order.size() >= 2 && order.size() < numDevices &&
+        numDevices % order.size() == 0)
+      message += ", or num-virtual-stages=" +
+                 std::to_string(numDevices / order.size()) + " for " +
+                 std::to_string(order.size()) + " devices running " +
+                 std::to_string(numDevices / order.size()) + " stages each";
+    return message;
+  }
   index.numMicrobatches = numMicrobatches;
   index.forward.assign(numDevices, std::vector<std::size_t>(
                                        numLocal * numMicrobatches, kNoAction));

@@ -111,7 +111,7 @@ std::string schedule::parseComputeOrder(std::string_view text,
                std::to_string(d) + " does not run stage " +
                std::to_string(stage) + ": " + std::to_string(numDevices) +
                " devices run the stages round-robin, device " +
-               std::to_string(d) + " stages " + std::to_string(d) + ", " +
+               std::to_string(d) + " runs stages " + std::to_string(d) + ", " +
                std::to_string(d + numDevices) + ", ...";
       order[d][i].virtualStage = stage / numDevices;
     }

@@ -334,9 +334,15 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
   return out;
 }
 
+/// The number of programs (devices) of `schedule`: one per stage, or one per
+/// virtual_stages stages under interleaving.
+static unsigned numDevicesOf(ScheduleOp schedule, ModelOp model) {
+  return getStagesCount(model) / schedule.getVirtualStages().value_or(1);
+}
+
 static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
   json::Array programs;
-  SmallVector<ProgramOp> ordered(getStagesCount(model));
+  SmallVector<ProgramOp> ordered(numDevicesOf(schedule, model));
   for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>()) {
     if (program.getDevice() >= ordered.size())
       return program.emitOpError() << "is for a device the model does not have";
@@ -350,9 +356,12 @@ static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
       json::Object instr =
           llvm::TypeSwitch<Operation *, json::Object>(&op)
               .Case([](LoadInputOp o) {
-                return json::Object{{"op", "load_input"},
-                                    {"name", o.getName()},
-                                    {"mb", int64_t(o.getMb())}};
+                json::Object out{{"op", "load_input"},
+                                 {"name", o.getName()},
+                                 {"mb", int64_t(o.getMb())}};
+                if (o.getStage())
+                  out["stage"] = int64_t(*o.getStage());
+                return out;
               })
               .Case<ForwardOp, BackwardOp, BackwardWeightsOp>([&](auto o) {
                 StageOp stage = model.lookupStage(o.getStage());
@@ -363,10 +372,13 @@ static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
               })
               .Case<SendActivationOp, RecvActivationOp, SendGradientOp,
                     RecvGradientOp>([](auto o) {
-                return json::Object{{"op", o->getName().stripDialect()},
-                                    {"peer", int64_t(o.getPeer())},
-                                    {"mb", int64_t(o.getMb())},
-                                    {"channel", int64_t(o.getChannel())}};
+                json::Object out{{"op", o->getName().stripDialect()},
+                                 {"peer", int64_t(o.getPeer())},
+                                 {"mb", int64_t(o.getMb())},
+                                 {"channel", int64_t(o.getChannel())}};
+                if (o.getStage())
+                  out["stage"] = int64_t(*o.getStage());
+                return out;
               })
               .Case([](OptimizerStepOp) {
                 return json::Object{{"op", "optimizer_step"}};
@@ -385,7 +397,7 @@ static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
 /// the runtime takes its buffers from them and plans nothing itself.
 static FailureOr<json::Object> emitMemoryPlan(ModelOp model,
                                               ScheduleOp schedule) {
-  SmallVector<ProgramOp> programs(getStagesCount(model));
+  SmallVector<ProgramOp> programs(numDevicesOf(schedule, model));
   for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>())
     if (program.getDevice() < programs.size())
       programs[program.getDevice()] = program;

@@ -21,6 +21,7 @@ std::string gpipe::writePlanFile(const PlanFile &file) {
       {"data_parallel", int64_t(plan.replicas)},
       {"microbatches", int64_t(plan.microbatches)},
       {"schedule", schedule::scheduleKindName(plan.schedule)},
+      {"virtual_stages", int64_t(plan.virtualStages)},
       {"remat", stringifyRematPolicy(plan.remat)},
       {"objective", objectiveName(plan.objective)},
       {"batch_size", plan.batchSize},
@@ -62,8 +63,18 @@ std::string gpipe::readPlanFile(llvm::StringRef text, PlanFile &file) {
   std::optional<schedule::ScheduleKind> parsedKind =
       kind ? schedule::parseScheduleKind(kind->str()) : std::nullopt;
   if (!parsedKind)
-    return "expected 'schedule' to be gpipe, 1f1b or zb-h1";
+    return "expected 'schedule' to be gpipe, 1f1b, zb-h1 or interleaved";
   plan.schedule = *parsedKind;
+  // Plans written before interleaving have none: one stage per device.
+  plan.virtualStages = 1;
+  if (root->get("virtual_stages"))
+    if (std::string error = count("virtual_stages", plan.virtualStages);
+        !error.empty())
+      return error;
+  if (std::string error = schedule::checkVirtualStages(
+          plan.schedule, plan.stages * plan.virtualStages, plan.virtualStages);
+      !error.empty())
+    return "the plan's schedule cannot run: " + error;
   std::optional<llvm::StringRef> remat = root->getString("remat");
   if (remat == "none")
     plan.remat = RematPolicy::None;

@@ -45,6 +45,8 @@ std::string gpipe::describePlan(const Plan &plan) {
          " R=" + std::to_string(plan.replicas) +
          " M=" + std::to_string(plan.microbatches) + " " +
          sched::scheduleKindName(plan.schedule) +
+         (plan.virtualStages > 1 ? " V=" + std::to_string(plan.virtualStages)
+                                 : std::string()) +
          " remat=" + stringifyRematPolicy(plan.remat).str() + " " +
          (plan.objective == PartitionObjective::Variance ? "variance"
                                                          : "bottleneck");
@@ -114,6 +116,7 @@ public:
     options.objective = plan.objective;
     options.remat = plan.remat;
     options.schedule = plan.schedule;
+    options.numVirtualStages = plan.virtualStages;
     options.optimizerSlots = optimizerSlots;
     if (memoryCap > 0)
       options.memoryCap = std::to_string(memoryCap);

@@ -68,14 +68,20 @@ std::string gpipe::runtime::describePipeline(const Bundle &bundle) {
   std::string sizes = std::to_string(rows.front());
   if (rows.back() != rows.front())
     sizes += "-" + std::to_string(rows.back());
-  return format("%zu stages, %zu micro-batches of %s rows (remat %s)",
-                bundle.stages.size(), rows.size(), sizes.c_str(),
-                rematPolicyName(bundle.remat));
+  std::string stages = std::to_string(bundle.stages.size()) + " stages";
+  if (bundle.stagesPerDevice() > 1)
+    stages +=
+        " on " + std::to_string(bundle.numDevices()) + " devices (interleaved)";
+  return format("%s, %zu micro-batches of %s rows (remat %s)", stages.c_str(),
+                rows.size(), sizes.c_str(), rematPolicyName(bundle.remat));
 }
 
 std::string gpipe::runtime::idealBubbleText(const Bundle &bundle) {
-  double k = double(bundle.stages.size());
+  double k = double(bundle.numDevices());
   double m = double(bundle.microbatchRows.size());
+  if (bundle.stagesPerDevice() > 1)
+    return format("ideal bubble (K-1)/(VM+K-1) = %.3f",
+                  (k - 1) / (bundle.stagesPerDevice() * m + k - 1));
   bool split = false;
   for (const std::vector<Instr> &program : bundle.programs)
     for (const Instr &instr : program)

@@ -580,7 +580,7 @@ TEST(ScheduleKindPrograms, InterleavedOrdersAreRefusedWithTheirStage) {
   ComputeOrder order;
   EXPECT_EQ(parseComputeOrder("device 0: F0@1\ndevice 1: F0@1\n", order),
             "line 1: device 0 does not run stage 1: 2 devices run the stages "
-            "round-robin, device 0 stages 0, 2, ...");
+            "round-robin, device 0 runs stages 0, 2, ...");
 }
 
 TEST(ScheduleKindPrograms, OnlyInterleavingRunsSeveralStagesPerDevice) {

@@ -70,7 +70,16 @@ static cl::opt<gpipe::schedule::ScheduleKind> scheduleKind(
                           "micro-batches in flight"),
                clEnumValN(gpipe::schedule::ScheduleKind::ZeroBubbleH1, "zb-h1",
                           "1F1B with split backwards (B, then W deferred into "
-                          "the bubble): about a third of its bubble")),
+                          "the bubble): about a third of its bubble"),
+               clEnumValN(gpipe::schedule::ScheduleKind::Interleaved,
+                          "interleaved",
+                          "1F1B with --virtual-stages stages per device, "
+                          "round-robin: the bubble shrinks by that factor")),
+    cl::cat(pipelineOptions));
+static gpipe::Count virtualStages(
+    "virtual-stages", cl::init(1),
+    cl::desc("stages per device V (--schedule interleaved): the model is cut "
+             "into --stages x V stages, stage s on device s mod --stages"),
     cl::cat(pipelineOptions));
 static cl::opt<std::string> scheduleFile(
     "schedule-file", cl::init(""),
@@ -175,9 +184,9 @@ static std::string loadPlan() {
   if (!error.empty())
     return "cannot use the plan '" + planPath + "': " + error;
   const cl::Option *given[] = {
-      &numStages,    &numMicrobatches, &remat,
-      &objective,    &batchSize,       &memoryCap,
-      &scheduleKind, &scheduleFile,    &tools::dataParallel};
+      &numStages,           &numMicrobatches, &remat,        &objective,
+      &batchSize,           &memoryCap,       &scheduleKind, &scheduleFile,
+      &tools::dataParallel, &virtualStages};
   for (const cl::Option *option : given)
     if (option->getNumOccurrences() > 0)
       return "--" + option->ArgStr.str() +
@@ -194,6 +203,7 @@ static void applyPlan(gpipe::CompilePipelineOptions &options) {
   options.dataParallel = plan->plan.replicas;
   options.numMicrobatches = plan->plan.microbatches;
   options.schedule = plan->plan.schedule;
+  options.numVirtualStages = plan->plan.virtualStages;
   options.remat = plan->plan.remat;
   options.objective = plan->plan.objective;
   options.batchSize = plan->plan.batchSize;
@@ -224,6 +234,7 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   options.remat = remat;
   options.schedule = scheduleKind;
   options.scheduleFile = scheduleFile;
+  options.numVirtualStages = virtualStages;
   if (plan)
     applyPlan(options);
   options.optimizerSlots = rt::optimizerSlots(engineOptions.optimizer.kind);

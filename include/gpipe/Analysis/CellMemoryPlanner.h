@@ -41,12 +41,20 @@ PlannedStage joinStages(const std::vector<PlannedStage> &stages,
                         unsigned begin, unsigned end);
 
 /// Each device's instructions under schedule `kind` for `stages` (stage s
-/// on device s), `numMicrobatches` of `batch` rows. Returns an empty vector
-/// when the batch cannot be split that way.
+/// on device s, or on device s mod K when K = stages / numVirtualStages
+/// devices run them round-robin), `numMicrobatches` of `batch` rows. Returns
+/// an empty vector when the batch cannot be split that way.
 std::vector<std::vector<PlannedInstr>> pipelineInstructions(
     const std::vector<PlannedStage> &stages, int64_t batch,
     unsigned numMicrobatches,
-    schedule::ScheduleKind kind = schedule::ScheduleKind::GPipe);
+    schedule::ScheduleKind kind = schedule::ScheduleKind::GPipe,
+    unsigned numVirtualStages = 1);
+
+/// The stages device `device` of `numDevices` runs, in the order of its
+/// programs' stage indices (stage d + vK is the v-th).
+std::vector<PlannedStage>
+stagesOfDevice(const std::vector<PlannedStage> &stages, unsigned device,
+               unsigned numDevices);
 
 /// The schedule a cell is planned under. Under GPipe every device holds every
 /// micro-batch, wherever it is; under 1F1B device s of K holds up to K - s,

@@ -26,8 +26,9 @@ llvm::SmallVector<StageOp> getStages(ModelOp model);
 mlir::FailureOr<ModelOp> lookupScheduledModel(ScheduleOp schedule);
 
 /// Reads `schedule`. Programs must be for devices 0..K-1 (K = number of
-/// stages of `model`), once each; forward/backward must name a stage of the
-/// model. Emits a diagnostic and fails otherwise.
+/// stages of `model` / the schedule's virtual_stages), once each;
+/// forward/backward must name a stage of the model, and under interleaving
+/// loads and transfers their stage. Emits a diagnostic and fails otherwise.
 mlir::FailureOr<ScheduleInIR> readSchedule(ScheduleOp schedule, ModelOp model);
 
 /// Prints a type the way MLIR does, e.g. "f32".

@@ -65,9 +65,12 @@ struct Plan {
   RematPolicy remat = RematPolicy::Full;
   PartitionObjective objective = PartitionObjective::Variance;
   int64_t batchSize = 0; ///< the whole mini-batch, over all replicas
+  /// Stages per device under the interleaved schedule (1 otherwise).
+  unsigned virtualStages = 1;
 };
 
-/// "K=2 R=1 M=8 1f1b remat=none variance".
+/// "K=2 R=1 M=8 1f1b remat=none variance" ("interleaved V=2" for
+/// interleaving).
 std::string describePlan(const Plan &plan);
 
 struct PlanOutcome {

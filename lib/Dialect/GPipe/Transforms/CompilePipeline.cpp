@@ -18,7 +18,8 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   }
   pm.addPass(createEstimateCostPass());
   PartitionPassOptions partition;
-  partition.numStages = options.numStages;
+  // Interleaving cuts V stages per device; the devices run them round-robin.
+  partition.numStages = options.numStages * options.numVirtualStages;
   partition.objective = options.objective;
   partition.memoryCap = options.memoryCap;
   partition.numMicrobatches = options.numMicrobatches;
@@ -40,6 +41,7 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   unroll.numMicrobatches = options.numMicrobatches;
   unroll.schedule = options.schedule;
   unroll.scheduleFile = options.scheduleFile;
+  unroll.numVirtualStages = options.numVirtualStages;
   pm.addPass(createUnrollSchedulePass(unroll));
   pm.addPass(createVerifySchedulePass());
   PlanMemoryPassOptions plan;

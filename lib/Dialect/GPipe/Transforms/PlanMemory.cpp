@@ -53,16 +53,20 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
     std::vector<int64_t> rows(schedule.getRows().begin(),
                               schedule.getRows().end());
 
+    // Interleaving: K devices run the stages round-robin, V each.
+    const unsigned numLocal = schedule.getVirtualStages().value_or(1);
+    const unsigned numDevices = stages->size() / numLocal;
     Builder builder(schedule.getContext());
     SmallVector<DeviceMemoryPlan> plans;
     for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>()) {
       unsigned device = program.getDevice();
-      if (device >= stages->size())
+      if (device >= numDevices)
         return program.emitOpError()
                << "is for device " << device << " but the model has "
-               << stages->size() << " stages";
-      DeviceProgram input{
-          {(*stages)[device]}, describeProgramMemory(program), rows, keep};
+               << stages->size() << " stages on " << numDevices << " devices";
+      DeviceProgram input{stagesOfDevice(*stages, device, numDevices),
+                          describeProgramMemory(program, model, numDevices),
+                          rows, keep};
       DeviceMemoryPlan plan;
       std::string error = planDeviceMemory(input, plan);
       if (!error.empty())
@@ -106,12 +110,13 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
     }
     if (!cap)
       return success();
-    return checkCap(schedule, model, *stages, rows, plans, keep, *cap);
+    return checkCap(schedule, model, *stages, numLocal, rows, plans, keep,
+                    *cap);
   }
 
   /// Refuses a plan over the cap, naming each device short and what fits.
   LogicalResult checkCap(ScheduleOp schedule, ModelOp model,
-                         ArrayRef<PlannedStage> stages,
+                         ArrayRef<PlannedStage> stages, unsigned numLocal,
                          const std::vector<int64_t> &rows,
                          ArrayRef<DeviceMemoryPlan> plans, KeepPolicy keep,
                          uint64_t cap) {
@@ -133,7 +138,7 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
     diag << " with remat " << rematNameOf(keep) << " and " << rows.size()
          << " micro-batches the smallest cap that fits is "
          << formatBytes(largest) << " (" << largest << " bytes)";
-    std::string fits = whatFits(model, stages, cap);
+    std::string fits = whatFits(model, stages, numLocal, cap);
     if (!fits.empty())
       diag << "; " << fits;
     else
@@ -143,18 +148,22 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
     return failure();
   }
 
-  /// The cheapest (remat, micro-batches) with these stages that fits `cap`.
+  /// The cheapest (remat, micro-batches) with these stages that fits `cap`;
+  /// interleaved stages (numLocal > 1) stay interleaved.
   std::string whatFits(ModelOp model, ArrayRef<PlannedStage> stages,
-                       uint64_t cap) {
+                       unsigned numLocal, uint64_t cap) {
     const int64_t batch = model.getBatch();
     using schedule::ScheduleKind;
+    std::vector<ScheduleKind> kinds = {ScheduleKind::GPipe,
+                                       ScheduleKind::OneFOneB};
+    if (numLocal > 1)
+      kinds = {ScheduleKind::Interleaved};
     for (KeepPolicy keep :
          {KeepPolicy::All, KeepPolicy::Last, KeepPolicy::None})
       for (int64_t m = 1; m <= batch; m *= 2)
-        for (ScheduleKind kind :
-             {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+        for (ScheduleKind kind : kinds) {
           std::optional<int64_t> arena =
-              largestArena(stages, batch, m, keep, kind);
+              largestArena(stages, batch, m, keep, kind, numLocal);
           if (!arena || uint64_t(*arena) > cap)
             continue;
           std::string withSchedule =
@@ -170,10 +179,11 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
 
   std::optional<int64_t> largestArena(ArrayRef<PlannedStage> stages,
                                       int64_t batch, int64_t m, KeepPolicy keep,
-                                      schedule::ScheduleKind kind) {
+                                      schedule::ScheduleKind kind,
+                                      unsigned numLocal) {
     std::vector<PlannedStage> pipeline(stages.begin(), stages.end());
     std::vector<std::vector<PlannedInstr>> programs =
-        pipelineInstructions(pipeline, batch, unsigned(m), kind);
+        pipelineInstructions(pipeline, batch, unsigned(m), kind, numLocal);
     if (programs.empty())
       return std::nullopt;
     std::vector<int64_t> rows =
@@ -181,7 +191,8 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
     int64_t largest = 0;
     for (size_t device = 0; device < programs.size(); ++device) {
       DeviceProgram input{
-          {pipeline[device]}, std::move(programs[device]), rows, keep};
+          stagesOfDevice(pipeline, unsigned(device), unsigned(programs.size())),
+          std::move(programs[device]), rows, keep};
       DeviceMemoryPlan plan;
       if (!planDeviceMemory(input, plan).empty())
         return std::nullopt;

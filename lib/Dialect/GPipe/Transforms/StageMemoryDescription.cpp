@@ -275,41 +275,54 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
   return out;
 }
 
-std::vector<PlannedInstr> gpipe::describeProgramMemory(ProgramOp program) {
+std::vector<PlannedInstr> gpipe::describeProgramMemory(ProgramOp program,
+                                                       ModelOp model,
+                                                       unsigned numDevices) {
+  // The index among the device's stages of a stage, named by symbol or by
+  // number (a load or transfer without one serves the device's first).
+  auto localOf = [&](std::optional<uint64_t> stage) -> unsigned {
+    return stage ? unsigned(*stage / numDevices) : 0;
+  };
+  auto localOfSymbol = [&](StringRef symbol) -> unsigned {
+    StageOp stage = model.lookupStage(symbol);
+    return stage ? unsigned(stage.getIndex() / numDevices) : 0;
+  };
   // ScheduleOp's verifier bounds micro-batches and channels below 2^32.
   std::vector<PlannedInstr> instrs;
   for (Operation &op : program.getBody().front()) {
     PlannedInstr instr;
     llvm::TypeSwitch<Operation *>(&op)
         .Case([&](LoadInputOp o) {
-          instr = {PlannedInstrKind::LoadInput, 0, unsigned(o.getMb()), 0,
-                   o.getName().str()};
+          instr = {PlannedInstrKind::LoadInput, localOf(o.getStage()),
+                   unsigned(o.getMb()), 0, o.getName().str()};
         })
         .Case([&](ForwardOp o) {
-          instr = {PlannedInstrKind::Forward, 0, unsigned(o.getMb()), 0, ""};
+          instr = {PlannedInstrKind::Forward, localOfSymbol(o.getStage()),
+                   unsigned(o.getMb()), 0, ""};
         })
         .Case([&](BackwardOp o) {
-          instr = {PlannedInstrKind::Backward, 0, unsigned(o.getMb()), 0, ""};
+          instr = {PlannedInstrKind::Backward, localOfSymbol(o.getStage()),
+                   unsigned(o.getMb()), 0, ""};
         })
         .Case([&](BackwardWeightsOp o) {
-          instr = {PlannedInstrKind::BackwardWeights, 0, unsigned(o.getMb()), 0,
-                   ""};
+          instr = {PlannedInstrKind::BackwardWeights,
+                   localOfSymbol(o.getStage()), unsigned(o.getMb()), 0, ""};
         })
         .Case([&](SendActivationOp o) {
-          instr = {PlannedInstrKind::SendActivation, 0, unsigned(o.getMb()),
-                   unsigned(o.getChannel()), ""};
+          instr = {PlannedInstrKind::SendActivation, localOf(o.getStage()),
+                   unsigned(o.getMb()), unsigned(o.getChannel()), ""};
         })
         .Case([&](RecvActivationOp o) {
-          instr = {PlannedInstrKind::RecvActivation, 0, unsigned(o.getMb()),
-                   unsigned(o.getChannel()), ""};
+          instr = {PlannedInstrKind::RecvActivation, localOf(o.getStage()),
+                   unsigned(o.getMb()), unsigned(o.getChannel()), ""};
         })
         .Case([&](SendGradientOp o) {
-          instr = {PlannedInstrKind::SendGradient, 0, unsigned(o.getMb()),
-                   unsigned(o.getChannel()), ""};
+          instr = {PlannedInstrKind::SendGradient, localOf(o.getStage()),
+                   unsigned(o.getMb()), unsigned(o.getChannel()), ""};
         })
         .Case([&](RecvGradientOp o) {
-          instr = {PlannedInstrKind::RecvGradient, 0, unsigned(o.getMb()),
-                   unsigned(o.getChannel()), ""};
+          instr = {PlannedInstrKind::RecvGradient, localOf(o.getStage()),
+                   unsigned(o.getMb()), unsigned(o.getChannel()), ""};
         })
         .Case([&](OptimizerStepOp) {
           instr = {PlannedInstrKind::OptimizerStep, 0, 0, 0, ""};

@@ -28,8 +28,11 @@ mlir::FailureOr<PlannedStage> describeStageMemory(StageOp stage,
 mlir::FailureOr<std::vector<PlannedStage>>
 describeModelStages(ModelOp model, unsigned optimizerSlots, KeepPolicy &keep);
 
-/// A device program's instructions.
-std::vector<PlannedInstr> describeProgramMemory(ProgramOp program);
+/// A device program's instructions, each with the index of its stage among
+/// the device's (stage d + vK of `model` is the v-th of device d of
+/// `numDevices`).
+std::vector<PlannedInstr>
+describeProgramMemory(ProgramOp program, ModelOp model, unsigned numDevices);
 
 KeepPolicy keepPolicyOf(llvm::StringRef remat);
 llvm::StringRef rematNameOf(KeepPolicy keep);

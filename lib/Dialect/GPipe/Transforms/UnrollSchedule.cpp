@@ -182,8 +182,15 @@ struct UnrollSchedulePass
     if (!split.error.empty())
       return model.emitOpError() << "cannot be scheduled: " << split.error;
 
+    std::string virtualStages = sched::checkVirtualStages(
+        userOrder ? sched::ScheduleKind::Interleaved : schedule.getValue(),
+        stages.size(), numVirtualStages);
+    if (!virtualStages.empty())
+      return model.emitOpError() << "cannot be scheduled: " << virtualStages;
+
     sched::PipelineSpec spec;
     spec.numStages = stages.size();
+    spec.numVirtualStages = numVirtualStages;
     spec.numMicrobatches = numMicrobatches;
     spec.batchSize = model.getBatch();
     for (auto &boundary : *channels) {
@@ -236,7 +243,9 @@ struct UnrollSchedulePass
     Location loc = model.getLoc();
     auto schedule = ScheduleOp::create(
         builder, loc, (model.getSymName() + "_schedule").str(),
-        model.getSymName(), numMicrobatches, rows);
+        model.getSymName(), numMicrobatches, rows, /*virtual_stages=*/nullptr);
+    if (numVirtualStages > 1)
+      schedule.setVirtualStages(numVirtualStages);
     symbols.insert(schedule); // uniques the name if it is taken
     builder.createBlock(&schedule.getBody());
     for (const sched::DeviceProgram &device : program.devices) {
@@ -251,16 +260,26 @@ struct UnrollSchedulePass
   void emitInstr(OpBuilder &builder, Location loc, ArrayRef<StageOp> stages,
                  const ChannelTypes &channels, unsigned device,
                  const sched::Instr &instr) {
-    auto microbatchType = [&](unsigned boundary) {
+    // The boundary a transfer crosses: from its stage to the next for what
+    // goes forward from it or comes back to it, from the previous one
+    // otherwise.
+    bool towardsNext = (instr.kind == sched::InstrKind::Send) ==
+                       (instr.direction == sched::Direction::Activation);
+    auto microbatchType = [&]() {
+      unsigned boundary = towardsNext ? instr.stage : instr.stage - 1;
       RankedTensorType full = channels[boundary][instr.channel];
       SmallVector<int64_t> shape(full.getShape());
       shape[0] = instr.rows;
       return full.clone(shape);
     };
+    // Loads and transfers name their stage where devices run several.
+    IntegerAttr servedStage = numVirtualStages > 1
+                                  ? builder.getI64IntegerAttr(instr.stage)
+                                  : IntegerAttr();
     switch (instr.kind) {
     case sched::InstrKind::LoadInput:
       LoadInputOp::create(builder, loc, instr.inputName, instr.microbatch,
-                          instr.rows);
+                          instr.rows, servedStage);
       return;
     case sched::InstrKind::Forward:
       ForwardOp::create(builder, loc, StageOp(stages[instr.stage]).getSymName(),
@@ -279,18 +298,18 @@ struct UnrollSchedulePass
     case sched::InstrKind::Send:
       if (instr.direction == sched::Direction::Activation)
         SendActivationOp::create(builder, loc, instr.peer, instr.microbatch,
-                                 instr.channel, microbatchType(device));
+                                 instr.channel, microbatchType(), servedStage);
       else
         SendGradientOp::create(builder, loc, instr.peer, instr.microbatch,
-                               instr.channel, microbatchType(instr.peer));
+                               instr.channel, microbatchType(), servedStage);
       return;
     case sched::InstrKind::Recv:
       if (instr.direction == sched::Direction::Activation)
         RecvActivationOp::create(builder, loc, instr.peer, instr.microbatch,
-                                 instr.channel, microbatchType(instr.peer));
+                                 instr.channel, microbatchType(), servedStage);
       else
         RecvGradientOp::create(builder, loc, instr.peer, instr.microbatch,
-                               instr.channel, microbatchType(device));
+                               instr.channel, microbatchType(), servedStage);
       return;
     case sched::InstrKind::OptimizerStep:
       OptimizerStepOp::create(builder, loc);

@@ -48,16 +48,19 @@ static SmallVector<StringRef> inputNames(StageOp stage) {
   return names;
 }
 
-/// Checks what the model fixes: the stage each device runs, the rows of each
-/// micro-batch, the inputs each stage loads, and the neighbours, types and
-/// presence of every transfer.
+/// Checks what the model fixes: the stages each device runs (stage s on
+/// device s mod K), the rows of each micro-batch, the inputs each stage
+/// loads, and the neighbours, types and presence of every transfer.
 static LogicalResult checkAgainstModel(const ScheduleInIR &schedule,
                                        ModelOp model,
                                        MutableArrayRef<StageOp> stages,
                                        ArrayRef<int64_t> rows) {
   bool ok = true;
   const unsigned numMicrobatches = rows.size();
+  const unsigned numDevices = schedule.program.devices.size();
+  const unsigned numStages = stages.size();
   const int64_t batch = model.getBatch();
+  auto deviceOf = [&](unsigned stage) { return stage % numDevices; };
   // seen[direction][boundary][channel]: the micro-batches for which the
   // transfer has an end, sent or received (0: activation, 1: gradient). A
   // transfer with one end is reported by the schedule verifier, one with none
@@ -70,7 +73,6 @@ static LogicalResult checkAgainstModel(const ScheduleInIR &schedule,
 
   for (const sched::DeviceProgram &program : schedule.program.devices) {
     unsigned device = program.device;
-    SmallVector<StringRef> names = inputNames(stages[device]);
     for (auto [index, instr] : llvm::enumerate(program.instrs)) {
       Operation *op = schedule.ops[device][index];
       auto fail = [&, index = index, &instr = instr]() -> InFlightDiagnostic {
@@ -88,31 +90,44 @@ static LogicalResult checkAgainstModel(const ScheduleInIR &schedule,
         fail() << "expects " << rows[instr.microbatch]
                << " rows (the schedule's micro-batch " << instr.microbatch
                << "), got " << instr.rows;
-      if (sched::isCompute(instr.kind) && instr.stage != device)
-        fail() << "expects stage " << device << " (device " << device
-               << " runs stage " << device << "), got stage " << instr.stage;
+      const unsigned stage = instr.stage;
+      if (stage >= numStages || deviceOf(stage) != device) {
+        if (numStages == numDevices)
+          fail() << "expects stage " << device << " (device " << device
+                 << " runs stage " << device << "), got stage " << stage;
+        else
+          fail() << "expects one of device " << device << "'s stages ("
+                 << device << ", " << device + numDevices
+                 << ", ...), got stage " << stage;
+        continue;
+      }
       if (instr.kind == sched::InstrKind::LoadInput) {
+        SmallVector<StringRef> names = inputNames(stages[stage]);
         if (names.empty())
-          fail() << "loads an input, but stage " << device
+          fail() << "loads an input, but stage " << stage
                  << " reads no model input";
         else if (!llvm::is_contained(names, instr.inputName))
-          fail() << "expects an input that stage " << device << " reads ('"
+          fail() << "expects an input that stage " << stage << " reads ('"
                  << llvm::join(names, "', '") << "'), got '" << instr.inputName
                  << "'";
       }
       if (!isTransfer)
         continue;
 
-      // Activations flow to device + 1, gradients to device - 1.
+      // Activations flow to the next stage's device, gradients to the
+      // previous one's.
       bool isActivation = instr.direction == sched::Direction::Activation;
       bool toNext = (instr.kind == sched::InstrKind::Send) == isActivation;
-      int64_t expectedPeer = toNext ? int64_t(device) + 1 : int64_t(device) - 1;
-      if (int64_t(instr.peer) != expectedPeer) {
+      bool hasNeighbour = toNext ? stage + 1 < numStages : stage > 0;
+      int64_t expectedPeer =
+          hasNeighbour ? int64_t(deviceOf(toNext ? stage + 1 : stage - 1))
+                       : (toNext ? int64_t(device) + 1 : int64_t(device) - 1);
+      if (!hasNeighbour || int64_t(instr.peer) != expectedPeer) {
         fail() << "expects peer device " << expectedPeer << ", got "
                << instr.peer;
         continue;
       }
-      unsigned boundary = toNext ? device : instr.peer;
+      unsigned boundary = toNext ? stage : stage - 1;
       RankedTensorType full = channelType(stages, boundary, instr.channel);
       if (!full) {
         unsigned count = stages[boundary].getNumResults();
@@ -149,53 +164,56 @@ static LogicalResult checkAgainstModel(const ScheduleInIR &schedule,
   // the next); report what is missing on the forward or backward it feeds.
   for (const sched::DeviceProgram &program : schedule.program.devices) {
     unsigned device = program.device;
-    SmallVector<StringRef> names = inputNames(stages[device]);
-    SmallVector<std::optional<size_t>> forwardAt(numMicrobatches);
-    SmallVector<std::optional<size_t>> backwardAt(numMicrobatches);
-    // loaded[i]: the micro-batches for which input names[i] is loaded.
-    SmallVector<llvm::BitVector> loaded(names.size(),
-                                        llvm::BitVector(numMicrobatches));
-    for (auto [index, instr] : llvm::enumerate(program.instrs)) {
-      if (instr.kind == sched::InstrKind::OptimizerStep ||
-          instr.microbatch >= numMicrobatches)
-        continue;
-      auto &firstAt =
-          instr.kind == sched::InstrKind::Forward ? forwardAt : backwardAt;
-      if ((instr.kind == sched::InstrKind::Forward ||
-           instr.kind == sched::InstrKind::Backward) &&
-          !firstAt[instr.microbatch])
-        firstAt[instr.microbatch] = index;
-      if (instr.kind == sched::InstrKind::LoadInput) {
-        const auto *name = llvm::find(names, instr.inputName);
-        if (name != names.end())
-          loaded[name - names.begin()].set(instr.microbatch);
-      }
-    }
-    auto missing = [&](std::optional<size_t> consumer) -> InFlightDiagnostic {
-      ok = false;
-      Operation *at = consumer ? schedule.ops[device][*consumer]
-                               : schedule.programs[device];
-      return at->emitError()
-             << "device " << device << ": stage " << device << " ";
-    };
-    for (unsigned m = 0; m < numMicrobatches; ++m) {
-      for (auto [name, microbatches] : llvm::zip(names, loaded))
-        if (!microbatches.test(m))
-          missing(forwardAt[m])
-              << "has no load of input '" << name << "' for micro-batch " << m;
-      for (bool isActivation : {true, false}) {
-        // Activations come over boundary device - 1, gradients over device.
-        if (isActivation ? device == 0 : device + 1 == stages.size())
+    for (unsigned stage = device; stage < numStages; stage += numDevices) {
+      SmallVector<StringRef> names = inputNames(stages[stage]);
+      SmallVector<std::optional<size_t>> forwardAt(numMicrobatches);
+      SmallVector<std::optional<size_t>> backwardAt(numMicrobatches);
+      // loaded[i]: the micro-batches for which input names[i] is loaded.
+      SmallVector<llvm::BitVector> loaded(names.size(),
+                                          llvm::BitVector(numMicrobatches));
+      for (auto [index, instr] : llvm::enumerate(program.instrs)) {
+        if (instr.kind == sched::InstrKind::OptimizerStep ||
+            instr.microbatch >= numMicrobatches || instr.stage != stage)
           continue;
-        unsigned boundary = isActivation ? device - 1 : device;
-        for (auto [channel, microbatches] :
-             llvm::enumerate(seen[isActivation ? 0 : 1][boundary]))
+        auto &firstAt =
+            instr.kind == sched::InstrKind::Forward ? forwardAt : backwardAt;
+        if ((instr.kind == sched::InstrKind::Forward ||
+             instr.kind == sched::InstrKind::Backward) &&
+            !firstAt[instr.microbatch])
+          firstAt[instr.microbatch] = index;
+        if (instr.kind == sched::InstrKind::LoadInput) {
+          const auto *name = llvm::find(names, instr.inputName);
+          if (name != names.end())
+            loaded[name - names.begin()].set(instr.microbatch);
+        }
+      }
+      auto missing = [&](std::optional<size_t> consumer) -> InFlightDiagnostic {
+        ok = false;
+        Operation *at = consumer ? schedule.ops[device][*consumer]
+                                 : schedule.programs[device];
+        return at->emitError()
+               << "device " << device << ": stage " << stage << " ";
+      };
+      for (unsigned m = 0; m < numMicrobatches; ++m) {
+        for (auto [name, microbatches] : llvm::zip(names, loaded))
           if (!microbatches.test(m))
-            missing(isActivation ? forwardAt[m] : backwardAt[m])
-                << "receives no " << (isActivation ? "activation" : "gradient")
-                << " on channel " << channel << " from device "
-                << (isActivation ? boundary : boundary + 1)
-                << " for micro-batch " << m;
+            missing(forwardAt[m]) << "has no load of input '" << name
+                                  << "' for micro-batch " << m;
+        for (bool isActivation : {true, false}) {
+          // Activations come over boundary stage - 1, gradients over stage.
+          if (isActivation ? stage == 0 : stage + 1 == numStages)
+            continue;
+          unsigned boundary = isActivation ? stage - 1 : stage;
+          for (auto [channel, microbatches] :
+               llvm::enumerate(seen[isActivation ? 0 : 1][boundary]))
+            if (!microbatches.test(m))
+              missing(isActivation ? forwardAt[m] : backwardAt[m])
+                  << "receives no "
+                  << (isActivation ? "activation" : "gradient")
+                  << " on channel " << channel << " from device "
+                  << deviceOf(isActivation ? boundary : boundary + 1)
+                  << " for micro-batch " << m;
+        }
       }
     }
   }
@@ -220,11 +238,14 @@ LogicalResult gpipe::verifyUnrolledSchedule(ScheduleOp schedule) {
   SmallVector<StageOp> stages = getStages(*model);
   bool ok =
       succeeded(checkAgainstModel(*read, *model, stages, schedule.getRows()));
-  // A forward or backward of the wrong stage was reported above; count it
-  // as the device's own so that it is not reported again as missing.
+  // An instruction of a stage its device does not run was reported above;
+  // count it as the device's own so that it is not reported again.
+  const unsigned numDevices = read->program.devices.size();
   for (sched::DeviceProgram &program : read->program.devices)
     for (sched::Instr &instr : program.instrs)
-      if (sched::isCompute(instr.kind))
+      if (instr.kind != sched::InstrKind::OptimizerStep &&
+          (instr.stage >= stages.size() ||
+           instr.stage % numDevices != program.device))
         instr.stage = program.device;
   for (const sched::Violation &violation :
        sched::verifySchedule(read->program)) {

@@ -32,11 +32,12 @@ std::string memoryPlanLine(const Bundle &bundle);
 std::string placementLine(const Bundle &bundle,
                           const std::vector<int64_t> &memory);
 /// "K stages, M micro-batches of R rows (remat X)"; uneven splits show the
-/// row range ("22-21").
+/// row range ("22-21"); interleaving, "4 stages on 2 devices (interleaved)".
 std::string describePipeline(const Bundle &bundle);
 /// "ideal bubble (K-1)/(M+K-1) = 0.200", GPipe's and 1F1B's; for a bundle
 /// that splits its backwards (zero bubble), "(K-1)/(3M+K-1)", the bubble of
-/// ZB-H1 when forward, input-gradient and weight-gradient steps cost alike.
+/// ZB-H1 when forward, input-gradient and weight-gradient steps cost alike;
+/// for K devices running V stages each (interleaved 1F1B), "(K-1)/(VM+K-1)".
 std::string idealBubbleText(const Bundle &bundle);
 
 /// Prints reports to `out` and, when `progress` is a terminal, a progress

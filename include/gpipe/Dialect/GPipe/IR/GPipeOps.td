@@ -125,7 +125,9 @@ def GPipe_StageOp : GPipe_Op<"stage", [
     IsolatedFromAbove, HasParent<"ModelOp">, SingleBlock]> {
   let summary = "a cell of consecutive layers outlined with explicit inputs and outputs";
   let description = [{
-    Written by `gpipe-form-stages`. Stage `index` runs on device `index`. The
+    Written by `gpipe-form-stages`. Stage `index` runs on device `index`, or
+    on device `index` mod K when K devices run the stages round-robin
+    (interleaved schedules, `virtual_stages` on the schedule). The
     operands are the stage's inputs (model inputs it reads and values from
     the previous stage); the block arguments stand for them inside. Values
     needed by a later stage, including ones only passed through, are yielded.
@@ -370,7 +372,10 @@ def GPipe_ScheduleOp : GPipe_Op<"schedule", [
   let description = [{
     Written by `gpipe-unroll-schedule`: one `gpipe.program` per device.
     `rows` gives the rows of each micro-batch (the first batch % M
-    micro-batches get one row more).
+    micro-batches get one row more). With `virtual_stages V` (interleaved
+    schedules) each of the K programs runs V stages, round-robin: stage s on
+    device s mod K; its loads and transfers then name the stage they serve
+    (`stage s`).
 
     ```mlir
     gpipe.schedule @mlp_schedule model @mlp microbatches 2 rows [16, 16] {
@@ -386,11 +391,12 @@ def GPipe_ScheduleOp : GPipe_Op<"schedule", [
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$model,
-                       PosI64:$microbatches, DenseI64ArrayAttr:$rows);
+                       PosI64:$microbatches, DenseI64ArrayAttr:$rows,
+                       OptionalAttr<PosI64>:$virtual_stages);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `model` $model `microbatches` $microbatches `rows` $rows
-    attr-dict-with-keyword $body
+    (`virtual_stages` $virtual_stages^)? attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
@@ -409,8 +415,9 @@ class GPipe_InstrOp<string mnemonic, list<Trait> traits = []>
 
 def GPipe_LoadInputOp : GPipe_InstrOp<"load_input"> {
   let summary = "loads one micro-batch of a model input";
-  let arguments = (ins StrAttr:$name, NonNegI64:$mb, PosI64:$rows);
-  let assemblyFormat = "$name `mb` $mb `rows` $rows attr-dict";
+  let arguments = (ins StrAttr:$name, NonNegI64:$mb, PosI64:$rows,
+                       OptionalAttr<NonNegI64>:$stage);
+  let assemblyFormat = "$name `mb` $mb `rows` $rows (`stage` $stage^)? attr-dict";
 }
 
 class GPipe_RunStageOp<string mnemonic, string text> : GPipe_InstrOp<mnemonic> {
@@ -430,9 +437,12 @@ class GPipe_TransferOp<string mnemonic, string peerWord, string text>
     : GPipe_InstrOp<mnemonic> {
   let summary = text;
   let arguments = (ins NonNegI64:$peer, NonNegI64:$mb, NonNegI64:$channel,
-                       TypeAttrOf<AnyStaticShapeTensor>:$type);
+                       TypeAttrOf<AnyStaticShapeTensor>:$type,
+                       OptionalAttr<NonNegI64>:$stage);
+  // `stage`: the stage of this device the transfer serves, when devices
+  // run several (interleaving); otherwise the device's one stage.
   let assemblyFormat = "`" # peerWord # "` $peer `mb` $mb `channel` $channel "
-                       "attr-dict `:` $type";
+                       "(`stage` $stage^)? attr-dict `:` $type";
 }
 def GPipe_SendActivationOp : GPipe_TransferOp<"send_activation", "to",
     "sends a micro-batch's activation to the next device">;

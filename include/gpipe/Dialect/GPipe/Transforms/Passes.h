@@ -85,7 +85,17 @@ struct CompilePipelineOptions
                      "most K-s micro-batches in flight on device s"),
           clEnumValN(::gpipe::schedule::ScheduleKind::ZeroBubbleH1, "zb-h1",
                      "1F1B with each backward split into input gradients (B) "
-                     "and weight gradients (W), W deferred into the bubble"))};
+                     "and weight gradients (W), W deferred into the bubble"),
+          clEnumValN(::gpipe::schedule::ScheduleKind::Interleaved,
+                     "interleaved",
+                     "1F1B with num-virtual-stages stages per device, "
+                     "round-robin: the bubble shrinks by that factor"))};
+  Option<unsigned, WholeParser<unsigned>> numVirtualStages{
+      *this, "num-virtual-stages",
+      llvm::cl::desc("stages per device (V) under schedule=interleaved: the "
+                     "model is cut into num-stages x V stages, stage s on "
+                     "device s mod num-stages"),
+      llvm::cl::init(1)};
   Option<std::string> scheduleFile{
       *this, "schedule-file",
       llvm::cl::desc("read each device's order of forwards and backwards "

@@ -101,7 +101,10 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
              clEnumValN(::gpipe::schedule::ScheduleKind::OneFOneB, "1f1b",
                         "warm up, then one forward and one backward in turn"),
              clEnumValN(::gpipe::schedule::ScheduleKind::ZeroBubbleH1, "zb-h1",
-                        "1F1B with split backwards, W deferred into the bubble"))}]>,
+                        "1F1B with split backwards, W deferred into the bubble"),
+             clEnumValN(::gpipe::schedule::ScheduleKind::Interleaved,
+                        "interleaved",
+                        "1F1B over num-virtual-stages stages per device"))}]>,
     Option<"memoryModel", "memory-model", "::gpipe::CellMemoryEstimate",
            "::gpipe::CellMemoryEstimate::Plan",
            "how a cell's memory is sized against memory-cap",
@@ -186,7 +189,9 @@ def UnrollSchedulePass : Pass<"gpipe-unroll-schedule", "::mlir::ModuleOp"> {
     non-last stage sent to the next stage exactly once on channel c = result
     c, with the batch as leading dimension, and received there with the same
     type. Writes a `gpipe.schedule` next to each model, device s running
-    stage s, with gradient accumulation across micro-batches and exactly one
+    stage s (with `num-virtual-stages=V`, the K = stages / V devices run the
+    stages round-robin: stage s on device s mod K), with gradient
+    accumulation across micro-batches and exactly one
     optimizer step. `schedule=gpipe`: forwards for micro-batches 0..M-1
     (fill), then backwards for M-1..0 (drain), each with its receives before
     and sends after. `schedule=1f1b` (PipeDream-flush): device s runs
@@ -212,10 +217,17 @@ def UnrollSchedulePass : Pass<"gpipe-unroll-schedule", "::mlir::ModuleOp"> {
              clEnumValN(::gpipe::schedule::ScheduleKind::OneFOneB, "1f1b",
                         "warm up, then one forward and one backward in turn"),
              clEnumValN(::gpipe::schedule::ScheduleKind::ZeroBubbleH1, "zb-h1",
-                        "1F1B with split backwards, W deferred into the bubble"))}]>,
+                        "1F1B with split backwards, W deferred into the bubble"),
+             clEnumValN(::gpipe::schedule::ScheduleKind::Interleaved,
+                        "interleaved",
+                        "1F1B over num-virtual-stages stages per device"))}]>,
     Option<"scheduleFile", "schedule-file", "std::string", "\"\"",
            "read each device's order of forwards and backwards from this "
            "file instead">,
+    Option<"numVirtualStages", "num-virtual-stages", "unsigned", "1",
+           "stages per device (V): K = stages / V devices run them "
+           "round-robin (schedule=interleaved, or a schedule file that names "
+           "stages)">,
   ];
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }
