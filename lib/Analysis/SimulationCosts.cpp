@@ -25,7 +25,7 @@ gpipe::costsFromModel(llvm::ArrayRef<uint64_t> forwardFlops, int64_t batch,
   return costs;
 }
 
-std::string gpipe::readProfile(llvm::StringRef text, unsigned numDevices,
+std::string gpipe::readProfile(llvm::StringRef text, unsigned numStages,
                                schedule::SimulationCosts &costs) {
   llvm::Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
@@ -38,9 +38,9 @@ std::string gpipe::readProfile(llvm::StringRef text, unsigned numDevices,
   const json::Array *devices = root->getArray("devices");
   if (!devices)
     return "expected an array 'devices'";
-  if (devices->size() != numDevices)
+  if (devices->size() != numStages)
     return "the profile has " + std::to_string(devices->size()) +
-           " device(s) but the schedule has " + std::to_string(numDevices) +
+           " stage(s) but the schedule has " + std::to_string(numStages) +
            ": profile the same number of stages";
 
   auto number = [](const json::Object &object, llvm::StringRef key,
@@ -55,10 +55,10 @@ std::string gpipe::readProfile(llvm::StringRef text, unsigned numDevices,
   if (!number(*root, "step_us", step) ||
       !number(*root, "makespan_us", makespan))
     return "expected non-negative numbers 'step_us' and 'makespan_us'";
-  costs.stages.assign(numDevices, {});
+  costs.stages.assign(numStages, {});
   costs.latency = 0;
   costs.stepOverhead = std::max(0.0, step - makespan);
-  for (unsigned d = 0; d < numDevices; ++d) {
+  for (unsigned d = 0; d < numStages; ++d) {
     const json::Object *device = (*devices)[d].getAsObject();
     schedule::StageCosts &out = costs.stages[d];
     std::pair<const char *, double *> fields[] = {

@@ -36,27 +36,48 @@ const char *rematName(RematPolicy remat) {
 std::string gpipe::runtime::profileJson(const Bundle &bundle,
                                         const Timeline &timeline) {
   double first = std::numeric_limits<double>::infinity(), last = 0;
+  for (unsigned d = 0; d < timeline.numDevices(); ++d)
+    for (const TimelineEvent &event : timeline.lane(d)) {
+      first = std::min(first, event.startUs);
+      last = std::max(last, event.startUs + event.durationUs);
+    }
+  // One entry per stage, from the events of its device that served it; the
+  // device's optimizer step is shared among its stages (the simulator sums
+  // them back).
+  const unsigned numDevices = bundle.numDevices();
+  const unsigned perDevice = std::max(1u, bundle.stagesPerDevice());
   nlohmann::json devices = nlohmann::json::array();
-  for (unsigned d = 0; d < timeline.numDevices(); ++d) {
+  for (unsigned s = 0; s < bundle.stages.size(); ++s) {
+    const unsigned d = bundle.deviceOfStage(s);
+    if (d >= timeline.numDevices() || numDevices == 0)
+      break;
     unsigned lastForward = 0;
-    if (d < bundle.programs.size())
-      for (const Instr &instr : bundle.programs[d])
-        if (instr.kind == InstrKind::Forward)
-          lastForward = instr.microbatch;
+    for (const Instr &instr : bundle.programs[d])
+      if (instr.kind == InstrKind::Forward && instr.stage == s)
+        lastForward = instr.microbatch;
     auto rowsOf = [&](int64_t m) {
       return m >= 0 && size_t(m) < bundle.microbatchRows.size()
                  ? double(bundle.microbatchRows[m])
                  : 0.0;
     };
+    // Events without a stage (a timeline written before they had one)
+    // belong to the device's only stage.
+    auto serves = [&](const TimelineEvent &event) {
+      return event.stage == int64_t(s) || (event.stage < 0 && perDevice == 1);
+    };
     Tally forward, backward, load, optimizer, send;
     double recv = std::numeric_limits<double>::infinity();
     const std::vector<TimelineEvent> &lane = timeline.lane(d);
     for (const TimelineEvent &event : lane) {
-      first = std::min(first, event.startUs);
-      last = std::max(last, event.startUs + event.durationUs);
+      if (event.name == "optimizer step") {
+        optimizer.us += event.durationUs / perDevice;
+        ++optimizer.events;
+        continue;
+      }
+      if (!serves(event))
+        continue;
       Tally *tally = event.name == "forward"            ? &forward
                      : event.name == "load input"       ? &load
-                     : event.name == "optimizer step"   ? &optimizer
                      : event.name.rfind("send", 0) == 0 ? &send
                                                         : nullptr;
       if (event.name.rfind("recv", 0) == 0)
@@ -73,6 +94,8 @@ std::string gpipe::runtime::profileJson(const Bundle &bundle,
     // there, its rows were counted with B, and its share is written apart.
     double weightsUs = 0;
     for (const TimelineEvent &event : lane) {
+      if (!serves(event))
+        continue;
       if (event.name == "backward weights") {
         backward.us += event.durationUs;
         weightsUs += event.durationUs;
@@ -107,6 +130,7 @@ std::string gpipe::runtime::profileJson(const Bundle &bundle,
       {"version", 1},
       {"model", bundle.model},
       {"stages", bundle.stages.size()},
+      {"virtual_stages", perDevice},
       {"microbatch_rows", bundle.microbatchRows},
       {"remat", rematName(bundle.remat)},
       {"step_us", timeline.stepUs()},

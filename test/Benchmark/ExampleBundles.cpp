@@ -18,11 +18,9 @@
 using namespace gpipe;
 namespace rt = gpipe::runtime;
 
-benchmarks::Compiled benchmarks::compileExample(const std::string &example,
-                                                unsigned k, unsigned m,
-                                                RematPolicy remat,
-                                                int64_t batch,
-                                                schedule::ScheduleKind kind) {
+benchmarks::Compiled benchmarks::compileExample(
+    const std::string &example, unsigned k, unsigned m, RematPolicy remat,
+    int64_t batch, schedule::ScheduleKind kind, unsigned virtualStages) {
   benchmarks::Compiled out;
   std::string path =
       std::string(GPIPE_EXAMPLES_DIR) + "/" + example + "/" + example + ".mlir";
@@ -57,6 +55,7 @@ benchmarks::Compiled benchmarks::compileExample(const std::string &example,
   options.numMicrobatches = m;
   options.remat = remat;
   options.schedule = kind;
+  options.numVirtualStages = virtualStages;
   std::string json, diagnostics;
   if (mlir::failed(
           gpipe::compileSourceToBundle(source, options, json, diagnostics))) {

@@ -26,12 +26,13 @@ struct Compiled {
 };
 
 /// python-free-examples/<example>/<example>.mlir compiled with (K, M, remat,
-/// schedule); `batch` > 0 rewrites the example's batch (the leading dimension
-/// of every batched type) first.
+/// schedule, V stages per device when interleaved); `batch` > 0 rewrites the
+/// example's batch (the leading dimension of every batched type) first.
 Compiled
 compileExample(const std::string &example, unsigned k, unsigned m,
                RematPolicy remat, int64_t batch = 0,
-               schedule::ScheduleKind kind = schedule::ScheduleKind::GPipe);
+               schedule::ScheduleKind kind = schedule::ScheduleKind::GPipe,
+               unsigned virtualStages = 1);
 
 /// A fixed pseudo-random batch for the bundle's f32 and i32 inputs (i32
 /// values in [0, 10): the MLP's labels).

@@ -42,12 +42,13 @@ constexpr int kWarmupSteps = 3;
 sched::Program programOf(const rt::Bundle &bundle) {
   sched::Program program;
   program.numMicrobatches = bundle.microbatchRows.size();
+  program.numVirtualStages = bundle.stagesPerDevice();
   for (unsigned d = 0; d < bundle.programs.size(); ++d) {
     sched::DeviceProgram &device = program.devices.emplace_back();
     device.device = d;
     for (const rt::Instr &from : bundle.programs[d]) {
       sched::Instr instr;
-      instr.stage = d;
+      instr.stage = from.stage;
       instr.microbatch = from.microbatch;
       instr.peer = from.peer;
       instr.channel = from.channel;
@@ -139,19 +140,28 @@ warmExecutor(rt::Bundle bundle, const rt::Batch &batch, std::string &error) {
   return executor;
 }
 
-/// Args: schedule (0 gpipe, 1 1f1b, 2 zb-h1), K, M, remat (0 none, 1 full).
-/// Each iteration runs one GPipe step, whose profile joins the mean costs,
+/// Args: schedule (0 gpipe, 1 1f1b, 2 zb-h1, 3 interleaved with V = 2, 4 the
+/// same predicted from its own profile), K, M, remat (0 none, 1 full).
+/// Each iteration runs one profiled step, whose profile joins the mean costs,
 /// and one step of `schedule`, which is timed: the two see the same machine
-/// (it is shared and noisy). The prediction uses the mean costs.
+/// (it is shared and noisy). The prediction uses the mean costs. The profile
+/// is GPipe's with the same stages, one per device: K x V devices for
+/// interleaving (3), whose threads then share the cores more than the K of
+/// the step predicted; or (4) the interleaved step's own.
 void BM_SchedulePrediction(benchmark::State &state) {
-  const sched::ScheduleKind kinds[] = {sched::ScheduleKind::GPipe,
-                                       sched::ScheduleKind::OneFOneB,
-                                       sched::ScheduleKind::ZeroBubbleH1};
+  const sched::ScheduleKind kinds[] = {
+      sched::ScheduleKind::GPipe, sched::ScheduleKind::OneFOneB,
+      sched::ScheduleKind::ZeroBubbleH1, sched::ScheduleKind::Interleaved,
+      sched::ScheduleKind::Interleaved};
   sched::ScheduleKind kind = kinds[state.range(0)];
+  const bool ownProfile = state.range(0) == 4;
   unsigned k = state.range(1), m = state.range(2);
+  unsigned v = kind == sched::ScheduleKind::Interleaved ? 2 : 1;
   auto remat = static_cast<gpipe::RematPolicy>(state.range(3));
-  Compiled profiled = compileExample("mlp", k, m, remat);
-  Compiled measured = compileExample("mlp", k, m, remat, 0, kind);
+  Compiled profiled = ownProfile
+                          ? compileExample("mlp", k, m, remat, 0, kind, v)
+                          : compileExample("mlp", k * v, m, remat);
+  Compiled measured = compileExample("mlp", k, m, remat, 0, kind, v);
   for (const Compiled *compiled : {&profiled, &measured})
     if (!compiled->error.empty()) {
       state.SkipWithError(compiled->error.c_str());
@@ -176,7 +186,7 @@ void BM_SchedulePrediction(benchmark::State &state) {
     rt::StepResult step = profiler->trainStep(batch);
     if (step.ok()) {
       error = gpipe::readProfile(
-          rt::profileJson(profiler->bundle(), profiler->timeline()), k,
+          rt::profileJson(profiler->bundle(), profiler->timeline()), k * v,
           profiles.emplace_back());
     }
     state.ResumeTiming();
@@ -210,9 +220,11 @@ void BM_SchedulePrediction(benchmark::State &state) {
   state.counters["bubble"] = bubble / steps;
   state.counters["sim_bubble"] = predicted.simulation.bubbleFraction;
   state.SetLabel(std::string(sched::scheduleKindName(kind)) +
+                 (v > 1 ? " V=" + std::to_string(v) : std::string()) +
                  " K=" + std::to_string(k) + " M=" + std::to_string(m) +
                  " remat=" + gpipe::stringifyRematPolicy(remat).str() +
-                 ", predicted from a gpipe profile");
+                 (ownProfile ? ", predicted from its own profile"
+                             : ", predicted from a gpipe profile"));
 }
 
 constexpr int64_t kNone = int64_t(gpipe::RematPolicy::None);
@@ -232,6 +244,12 @@ BENCHMARK(BM_SchedulePrediction)
     ->Args({2, 2, 8, kNone})
     ->Args({2, 2, 4, kFull})
     ->Args({2, 4, 8, kFull})
+    ->Args({3, 2, 8, kFull})
+    ->Args({3, 2, 8, kNone})
+    ->Args({3, 2, 4, kFull})
+    ->Args({4, 2, 8, kFull})
+    ->Args({4, 2, 8, kNone})
+    ->Args({4, 2, 4, kFull})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(2.0);

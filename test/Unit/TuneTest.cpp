@@ -97,7 +97,7 @@ TEST(TuneCalibration, Errors) {
   std::string threeStages = profile(1);
   threeStages.replace(threeStages.find("\"stages\": 1"), 11, "\"stages\": 3");
   EXPECT_EQ(calibrateOnProfiles(kTinyModel, {threeStages}, 2, costs),
-            "profile 1: the profile has 1 device(s) but the schedule has 3: "
+            "profile 1: the profile has 1 stage(s) but the schedule has 3: "
             "profile the same number of stages");
 }
 

@@ -35,10 +35,10 @@ schedule::SimulationCosts costsFromModel(llvm::ArrayRef<uint64_t> forwardFlops,
                                          int64_t batch,
                                          const MachineModel &machine);
 
-/// Reads a profile (the JSON gpipe-run --profile writes) for a schedule of
-/// `numDevices` devices into `costs` (its `keep` is left as it is). Returns
-/// "" or what is wrong, naming the field.
-std::string readProfile(llvm::StringRef json, unsigned numDevices,
+/// Reads a profile (the JSON gpipe-run --profile writes: one entry per
+/// stage) for a schedule of `numStages` stages into `costs` (its `keep` is
+/// left as it is). Returns "" or what is wrong, naming the field.
+std::string readProfile(llvm::StringRef json, unsigned numStages,
                         schedule::SimulationCosts &costs);
 
 } // namespace gpipe

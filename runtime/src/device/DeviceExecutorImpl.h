@@ -119,6 +119,7 @@ struct TimelineMark {
   unsigned device = 0;
   InstrKind kind = InstrKind::Forward;
   int64_t microbatch = -1;
+  int64_t stage = -1;
   double *start = nullptr, *end = nullptr;
 };
 

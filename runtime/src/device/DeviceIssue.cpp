@@ -290,9 +290,9 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
     if (timed) {
       mark.device = step.device;
       mark.kind = instr.kind;
-      mark.microbatch = instr.kind == InstrKind::OptimizerStep
-                            ? -1
-                            : int64_t(instr.microbatch);
+      const bool step = instr.kind == InstrKind::OptimizerStep;
+      mark.microbatch = step ? -1 : int64_t(instr.microbatch);
+      mark.stage = step ? -1 : int64_t(instr.stage);
       mark.start = &timeSlots.emplace_back(0.0);
       mark.end = &timeSlots.emplace_back(0.0);
       issue->recordTime(stream, mark.start);
@@ -311,13 +311,14 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
 }
 
 std::string DeviceExecutor::Impl::buildTimeline() {
-  // Each event as four doubles: kind, micro-batch, start, end (the host's
-  // steady clock, shared by the processes of one machine).
+  // Each event as five doubles: kind, micro-batch, stage, start, end (the
+  // host's steady clock, shared by the processes of one machine).
+  constexpr size_t kWords = 5;
   std::vector<std::vector<double>> events(bundle.numDevices());
   for (const TimelineMark &mark : marks)
-    events[mark.device].insert(
-        events[mark.device].end(),
-        {double(mark.kind), double(mark.microbatch), *mark.start, *mark.end});
+    events[mark.device].insert(events[mark.device].end(),
+                               {double(mark.kind), double(mark.microbatch),
+                                double(mark.stage), *mark.start, *mark.end});
   // Across processes, every process gets every device's lane.
   if (transport->spansProcesses())
     for (unsigned d = 0; d < events.size(); ++d) {
@@ -335,18 +336,19 @@ std::string DeviceExecutor::Impl::buildTimeline() {
   timeline = Timeline(bundle.numDevices());
   double origin = std::numeric_limits<double>::infinity();
   for (const std::vector<double> &lane : events)
-    for (size_t i = 0; i < lane.size(); i += 4)
-      origin = std::min(origin, lane[i + 2]);
+    for (size_t i = 0; i < lane.size(); i += kWords)
+      origin = std::min(origin, lane[i + 3]);
   for (unsigned d = 0; d < events.size(); ++d)
-    for (size_t i = 0; i < events[d].size(); i += 4) {
+    for (size_t i = 0; i < events[d].size(); i += kWords) {
       InstrKind kind = InstrKind(int(events[d][i]));
       bool computeWork = kind == InstrKind::Forward ||
                          kind == InstrKind::Backward ||
                          kind == InstrKind::BackwardWeights ||
                          kind == InstrKind::OptimizerStep;
       timeline.record(d, {instructionName(kind), computeWork,
-                          int64_t(events[d][i + 1]), events[d][i + 2] - origin,
-                          events[d][i + 3] - events[d][i + 2]});
+                          int64_t(events[d][i + 1]), events[d][i + 3] - origin,
+                          events[d][i + 4] - events[d][i + 3],
+                          int64_t(events[d][i + 2])});
     }
   return {};
 }

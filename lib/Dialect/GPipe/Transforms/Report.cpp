@@ -37,7 +37,10 @@ struct StageSummary {
   std::optional<int64_t> memoryBytes;
   uint64_t activationBytesSent = 0; ///< forward, per mini-batch
   uint64_t gradientBytesSent = 0;   ///< backward, per mini-batch
-  /// gpipe-plan-memory's plan of the stage's device, when it ran.
+};
+
+/// gpipe-plan-memory's plan of one device, when it ran.
+struct DevicePlan {
   std::optional<int64_t> residentBytes, peakBytes, arenaBytes;
   std::string peakAt;
 };
@@ -48,6 +51,9 @@ struct ModelSummary {
   std::string objective;
   std::optional<int64_t> memoryCap;
   std::vector<StageSummary> stages;
+  /// Stages per device (interleaving), and each device's memory plan.
+  unsigned virtualStages = 1;
+  std::vector<DevicePlan> devices;
   double imbalance = 1.0;
   std::optional<unsigned> numMicrobatches;
   std::vector<int64_t> rows;
@@ -111,8 +117,9 @@ static LogicalResult simulate(ScheduleOp schedule,
       return schedule.emitOpError()
              << "cannot open profile '" << request.profilePath
              << "': " << file.getError().message();
-    std::string error =
-        readProfile((*file)->getBuffer(), program.devices.size(), costs);
+    std::string error = readProfile(
+        (*file)->getBuffer(),
+        unsigned(program.devices.size() * program.numVirtualStages), costs);
     if (!error.empty())
       return schedule.emitOpError()
              << "cannot use profile '" << request.profilePath << "': " << error;
@@ -180,7 +187,10 @@ static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module,
     unsigned m = schedule.getMicrobatches();
     summary.numMicrobatches = m;
     summary.rows.assign(schedule.getRows().begin(), schedule.getRows().end());
-    summary.balancedBubble = sched::idealBubbleFraction(stages.size(), m);
+    summary.virtualStages = read->program.numVirtualStages;
+    const unsigned numDevices = read->program.devices.size();
+    summary.balancedBubble =
+        sched::idealBubbleFraction(numDevices, m, summary.virtualStages);
     // The stage costs alone: a backward costs about twice its forward (two
     // GEMMs per forward GEMM); transfers and recomputation are free.
     std::vector<uint64_t> flops;
@@ -202,11 +212,12 @@ static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module,
     if (request.simulate && failed(simulate(schedule, read->program, request,
                                             summary, keepPolicyOfModel(model))))
       return failure();
+    summary.devices.assign(numDevices, {});
     for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>()) {
       auto plan = program->getAttrOfType<DictionaryAttr>("gpipe.memory");
-      if (!plan || program.getDevice() >= summary.stages.size())
+      if (!plan || program.getDevice() >= numDevices)
         continue;
-      StageSummary &stage = summary.stages[program.getDevice()];
+      DevicePlan &stage = summary.devices[program.getDevice()];
       auto get = [&](StringRef key) -> std::optional<int64_t> {
         auto value = plan.getAs<IntegerAttr>(key);
         return value ? std::optional<int64_t>(value.getInt()) : std::nullopt;
@@ -315,8 +326,10 @@ simulatedTrace(llvm::ArrayRef<ModelSummary> summaries) {
 }
 
 static void printText(const ModelSummary &summary, llvm::raw_ostream &os) {
-  os << "model @" << summary.name << ": " << summary.stages.size()
-     << " stages, batch " << summary.batch;
+  os << "model @" << summary.name << ": " << summary.stages.size() << " stages";
+  if (summary.virtualStages > 1)
+    os << " on " << summary.devices.size() << " devices (interleaved)";
+  os << ", batch " << summary.batch;
   if (summary.numMicrobatches) {
     os << " in " << *summary.numMicrobatches << " micro-batches of rows [";
     llvm::interleaveComma(summary.rows, os);
@@ -337,14 +350,18 @@ static void printText(const ModelSummary &summary, llvm::raw_ostream &os) {
     std::string layers;
     llvm::raw_string_ostream names(layers);
     llvm::interleaveComma(stage.layers, names);
+    // The plan's arena is its device's: the stage's own only when the device
+    // runs no other.
+    std::optional<int64_t> arena;
+    if (summary.virtualStages == 1 && index < summary.devices.size())
+      arena = summary.devices[index].arenaBytes;
     os << llvm::formatv(
         "{0,-7} {1,16} {2,6:f1}% {3,11} {4,11} {5,12} {6,12}  {7}\n", index,
-        formatFlops(stage.flops),
-        total > 0 ? 100.0 * stage.flops / total : 0.0,
+        formatFlops(stage.flops), total > 0 ? 100.0 * stage.flops / total : 0.0,
         formatBytes(stage.paramBytes),
-        stage.memoryBytes  ? formatBytes(*stage.memoryBytes)
-        : stage.arenaBytes ? formatBytes(*stage.arenaBytes)
-                           : "-",
+        stage.memoryBytes ? formatBytes(*stage.memoryBytes)
+        : arena           ? formatBytes(*arena)
+                          : "-",
         formatBytes(stage.activationBytesSent),
         formatBytes(stage.gradientBytesSent), layers);
   }
@@ -352,26 +369,36 @@ static void printText(const ModelSummary &summary, llvm::raw_ostream &os) {
                       summary.imbalance);
   if (summary.balancedBubble)
     os << llvm::formatv("bubble fraction: {0:f3} for balanced stages "
-                        "(K-1)/(M+K-1), {1:f3} predicted from the stage "
-                        "costs\n",
-                        *summary.balancedBubble, *summary.predictedBubble);
+                        "{1}, {2:f3} predicted from the stage costs\n",
+                        *summary.balancedBubble,
+                        summary.virtualStages > 1 ? "(K-1)/(VM+K-1)"
+                                                  : "(K-1)/(M+K-1)",
+                        *summary.predictedBubble);
   if (summary.simulation)
     printSimulation(summary, os);
-  bool planned = llvm::any_of(summary.stages, [](const StageSummary &stage) {
-    return stage.peakBytes.has_value();
+  bool planned = llvm::any_of(summary.devices, [](const DevicePlan &device) {
+    return device.peakBytes.has_value();
   });
   if (!planned)
     return;
   os << "memory plan (per device, before anything runs):\n";
   os << llvm::formatv("{0,-7} {1,11} {2,11} {3,11}  {4}\n", "device",
                       "resident", "peak", "arena", "peak at");
-  for (auto [index, stage] : llvm::enumerate(summary.stages))
-    if (stage.peakBytes)
+  for (auto [index, device] : llvm::enumerate(summary.devices))
+    if (device.peakBytes)
       os << llvm::formatv("{0,-7} {1,11} {2,11} {3,11}  {4}\n", index,
-                          formatBytes(stage.residentBytes.value_or(0)),
-                          formatBytes(*stage.peakBytes),
-                          formatBytes(stage.arenaBytes.value_or(0)),
-                          stage.peakAt);
+                          formatBytes(device.residentBytes.value_or(0)),
+                          formatBytes(*device.peakBytes),
+                          formatBytes(device.arenaBytes.value_or(0)),
+                          device.peakAt);
+}
+
+static llvm::json::Object planJson(const DevicePlan &device) {
+  return llvm::json::Object{
+      {"resident_bytes", device.residentBytes.value_or(0)},
+      {"peak_bytes", *device.peakBytes},
+      {"arena_bytes", device.arenaBytes.value_or(0)},
+      {"peak_at", device.peakAt}};
 }
 
 static llvm::json::Value toJson(const ModelSummary &summary) {
@@ -391,19 +418,24 @@ static llvm::json::Value toJson(const ModelSummary &summary) {
     };
     if (stage.memoryBytes)
       object["memory_bytes"] = *stage.memoryBytes;
-    if (stage.peakBytes)
-      object["memory_plan"] = llvm::json::Object{
-          {"resident_bytes", stage.residentBytes.value_or(0)},
-          {"peak_bytes", *stage.peakBytes},
-          {"arena_bytes", stage.arenaBytes.value_or(0)},
-          {"peak_at", stage.peakAt}};
+    // One stage per device: its device's plan (under interleaving, see
+    // "devices").
+    if (summary.virtualStages == 1 && index < summary.devices.size() &&
+        summary.devices[index].peakBytes)
+      object["memory_plan"] = planJson(summary.devices[index]);
     stages.push_back(std::move(object));
   }
+  llvm::json::Array devices;
+  for (const DevicePlan &device : summary.devices)
+    if (device.peakBytes)
+      devices.push_back(llvm::json::Object{{"memory_plan", planJson(device)}});
   llvm::json::Object object{
       {"model", summary.name},
       {"batch", summary.batch},
       {"num_stages", int64_t(summary.stages.size())},
+      {"virtual_stages", int64_t(summary.virtualStages)},
       {"stages", std::move(stages)},
+      {"devices", std::move(devices)},
       {"imbalance", summary.imbalance},
   };
   if (!summary.objective.empty())

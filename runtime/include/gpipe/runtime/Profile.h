@@ -5,7 +5,9 @@
 // and input loads, per event for sends, receives and the optimizer step, and
 // the host work of the step around the devices' programs. gpipe-run --profile
 // writes it; gpipe-report --simulate and gpipe-tune read it
-// (docs/Schedules.md, "Profiles").
+// (docs/Schedules.md, "Profiles"). Its `devices` has one entry per stage:
+// under interleaving (`virtual_stages` V > 1) device d's stages d, d + K, ...
+// each get the events that served them and a V-th of its optimizer step.
 //
 //===----------------------------------------------------------------------===//
 

@@ -25,6 +25,9 @@ struct TimelineEvent {
   int64_t microbatch = -1;
   double startUs = 0;
   double durationUs = 0;
+  /// The stage it served (-1: the optimizer step, the device's): a device
+  /// runs several under interleaving.
+  int64_t stage = -1;
 };
 
 class Timeline {

@@ -17,7 +17,7 @@
 // MACHINE: error: expects device-gflops > 0, link-gb-per-s > 0 and link-latency-us >= 0, got 0, 10 and 5
 // NOPROFILE: error: 'gpipe.schedule' op cannot open profile '{{.*}}.missing.json': No such file or directory
 // NOTJSON: error: 'gpipe.schedule' op cannot use profile '{{.*}}gpipe-report-invalid.mlir': not JSON: {{.*}}
-// DEVICES: error: 'gpipe.schedule' op cannot use profile '{{.*}}profile-k3.json': the profile has 3 device(s) but the schedule has 2: profile the same number of stages
+// DEVICES: error: 'gpipe.schedule' op cannot use profile '{{.*}}profile-k3.json': the profile has 3 stage(s) but the schedule has 2: profile the same number of stages
 // SHARE: error: 'gpipe.schedule' op cannot use profile '{{.*}}profile-weight-share.json': devices[0]: expected 'weight_share' between 0 and 1
 // NEGATIVE: error: 'gpipe.schedule' op cannot use profile '{{.*}}profile-negative.json': devices[1]: expected a non-negative number 'forward_us_per_row'
 // TRACE: error: cannot write the simulated trace to '{{.*}}missing/dir/trace.json': {{.*}}
