@@ -290,6 +290,58 @@ const auto kSweep = ::testing::Combine(
 INSTANTIATE_TEST_SUITE_P(Sweep, MlpGradients, kSweep, sweepName);
 INSTANTIATE_TEST_SUITE_P(Sweep, ResidualGradients, kSweep, sweepName);
 
+/// An interleaved split: stage starts and stages per device.
+struct InterleavedSplit {
+  bool residual;
+  std::vector<int> firstLayers;
+  unsigned virtualStages;
+};
+using InterleavedParam = std::tuple<unsigned, unsigned, RematPolicy>;
+
+const InterleavedSplit kInterleavedSplits[] = {
+    {false, {0, 1, 2, 3}, 2},       // MLP: K = 2, V = 2
+    {true, {0, 2, 3, 5}, 2},        // Transformer block: K = 2, V = 2
+    {true, {0, 1, 2, 3, 4, 5}, 2},  // K = 3, V = 2
+    {true, {0, 1, 2, 3, 4, 5}, 3}}; // K = 2, V = 3
+
+class InterleavedGradients : public ::testing::TestWithParam<InterleavedParam> {
+};
+
+// Interleaved 1F1B, devices running 2 or 3 stages each (the Transformer's
+// skip value crossing stages of one device), computes the whole-batch
+// gradients for every remat policy and M (M < K and M not divisible by K
+// included).
+TEST_P(InterleavedGradients, MatchWholeBatchReference) {
+  auto [split, m, remat] = GetParam();
+  const InterleavedSplit &s = kInterleavedSplits[split];
+  Bundle bundle = buildBundle(
+      s.residual ? residualGraph(kBatch) : mlpGraph(kBatch), s.firstLayers, m,
+      remat, ScheduleKind::Interleaved, s.virtualStages);
+  ASSERT_EQ(bundle.numDevices(), s.firstLayers.size() / s.virtualStages);
+  if (s.residual)
+    checkOneStep(std::move(bundle), residualBatch(kBatch, 2), residualStep1);
+  else
+    checkOneStep(std::move(bundle), mlpBatch(kBatch, 1), mlpReference);
+}
+
+std::string
+interleavedName(const ::testing::TestParamInfo<InterleavedParam> &info) {
+  const InterleavedSplit &s = kInterleavedSplits[std::get<0>(info.param)];
+  return std::string(s.residual ? "residual" : "mlp") + "_K" +
+         std::to_string(s.firstLayers.size() / s.virtualStages) + "_V" +
+         std::to_string(s.virtualStages) + "_M" +
+         std::to_string(std::get<1>(info.param)) + "_" +
+         rematName(std::get<2>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sweep, InterleavedGradients,
+    ::testing::Combine(::testing::Values(0u, 1u, 2u, 3u),
+                       ::testing::Values(1u, 2u, 3u, 8u),
+                       ::testing::Values(RematPolicy::None, RematPolicy::Full,
+                                         RematPolicy::ExceptLast)),
+    interleavedName);
+
 class MseGradients : public ::testing::TestWithParam<SweepParam> {};
 
 // Softmax and MSE (the loss-gradient scale of a non-classification loss).

@@ -48,9 +48,15 @@ OptimizerConfig adam() {
 
 using gpipe::schedule::ScheduleKind;
 
+/// K devices; interleaved: 2 devices running 2 stages each.
 Bundle bundleFor(bool transformer, int64_t batch, unsigned k,
                  unsigned microbatches, RematPolicy remat,
                  ScheduleKind kind = ScheduleKind::GPipe) {
+  if (kind == ScheduleKind::Interleaved)
+    return buildBundle(transformer ? residualGraph(batch) : mlpGraph(batch),
+                       transformer ? std::vector<int>{0, 2, 3, 5}
+                                   : std::vector<int>{0, 1, 2, 3},
+                       microbatches, remat, kind, 2);
   return transformer ? buildBundle(residualGraph(batch), residualSplit(k),
                                    microbatches, remat, kind)
                      : buildBundle(mlpGraph(batch), mlpSplit(k), microbatches,
@@ -73,7 +79,7 @@ std::unique_ptr<device::DeviceExecutor> executorFor(Bundle bundle,
     options.replicas = replicas;
     config.transport = mpi::mpiTransport(*session, options);
   }
-  const unsigned k = bundle.stages.size();
+  const unsigned k = bundle.numDevices();
   std::string error;
   auto executor = device::DeviceExecutor::create(
       std::move(bundle), std::make_unique<device::CpuBackend>(k), config,
@@ -121,7 +127,9 @@ std::string paramName(const ::testing::TestParamInfo<Param> &info) {
                                        : "exceptlast") +
          (std::get<2>(info.param) == ScheduleKind::GPipe      ? "_gpipe"
           : std::get<2>(info.param) == ScheduleKind::OneFOneB ? "_onefoneb"
-                                                              : "_zbh1");
+          : std::get<2>(info.param) == ScheduleKind::Interleaved
+              ? "_interleaved"
+              : "_zbh1");
 }
 
 class MpiPipeline : public ::testing::TestWithParam<Param> {};
@@ -161,7 +169,8 @@ TEST_P(MpiDataParallel, GradientsMatchOnePipelineOnTheWholeBatch) {
   auto [transformer, remat, kind] = GetParam();
   // Two replicas of 2 devices, each 2 micro-batches of 3 rows, against one
   // pipeline of 2 devices with 4 micro-batches of 3 rows: the same
-  // micro-batches.
+  // micro-batches. Interleaved, each device runs 2 stages: a rank sends to
+  // the same peer over two stage boundaries.
   const unsigned replicas = 2, k = kRanks / replicas;
   const int64_t whole = 12;
   auto parallel = executorFor(
@@ -193,14 +202,25 @@ TEST_P(MpiDataParallel, GradientsMatchOnePipelineOnTheWholeBatch) {
   }
 }
 
-const auto kCases = ::testing::Combine(
-    ::testing::Bool(),
-    ::testing::Values(RematPolicy::None, RematPolicy::Full,
-                      RematPolicy::ExceptLast),
-    ::testing::Values(ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                      ScheduleKind::ZeroBubbleH1));
-INSTANTIATE_TEST_SUITE_P(Models, MpiPipeline, kCases, paramName);
-INSTANTIATE_TEST_SUITE_P(Models, MpiDataParallel, kCases, paramName);
+const auto kModels = ::testing::Bool();
+const auto kRemats = ::testing::Values(RematPolicy::None, RematPolicy::Full,
+                                       RematPolicy::ExceptLast);
+INSTANTIATE_TEST_SUITE_P(
+    Models, MpiPipeline,
+    ::testing::Combine(kModels, kRemats,
+                       ::testing::Values(ScheduleKind::GPipe,
+                                         ScheduleKind::OneFOneB,
+                                         ScheduleKind::ZeroBubbleH1)),
+    paramName);
+// Interleaving on 2 x 2 ranks: 4 ranks as one pipeline would need 8 stages.
+INSTANTIATE_TEST_SUITE_P(
+    Models, MpiDataParallel,
+    ::testing::Combine(kModels, kRemats,
+                       ::testing::Values(ScheduleKind::GPipe,
+                                         ScheduleKind::OneFOneB,
+                                         ScheduleKind::ZeroBubbleH1,
+                                         ScheduleKind::Interleaved)),
+    paramName);
 
 TEST(MpiTransport, RefusesAJobOfTheWrongSize) {
   std::string error;
