@@ -185,8 +185,10 @@ sched::SimulationCosts simulationCosts(const CompiledPlan &compiled,
     double flopsPerRow = double(compiled.stageFlops[s]) / rows;
     device.forwardPerRow = flopsPerRow * costs.forwardUsPerFlop;
     device.backwardPerRow = flopsPerRow * costs.backwardUsPerFlop;
-    device.forwardFixed = costs.forwardUs;
-    device.backwardFixed = costs.backwardUs;
+    device.forwardFixed =
+        double(compiled.stageParamBytes[s]) * costs.forwardUsPerParamByte;
+    device.backwardFixed =
+        double(compiled.stageParamBytes[s]) * costs.backwardUsPerParamByte;
     device.recomputePerRow = device.forwardPerRow;
     double params = double(compiled.stageParamBytes[s]);
     device.optimizerStep = params * costs.optimizerUsPerParamByte;
@@ -269,16 +271,23 @@ TuneResult gpipe::searchPlans(const TuneRequest &request) {
     for (unsigned m = 1; m <= request.maxMicrobatches &&
                          int64_t(m) <= std::max<int64_t>(replicaRows, 1);
          m *= 2)
-      for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                                ScheduleKind::ZeroBubbleH1})
+      for (ScheduleKind kind :
+           {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+            ScheduleKind::ZeroBubbleH1, ScheduleKind::Interleaved})
         for (RematPolicy remat :
              {RematPolicy::None, RematPolicy::ExceptLast, RematPolicy::Full})
           for (PartitionObjective objective :
                {PartitionObjective::Variance, PartitionObjective::Bottleneck}) {
             if (stages == 1 && objective != PartitionObjective::Variance)
               continue; // one cell: nothing to balance
+            // Interleaving needs 2 devices or more; 2 stages each halve the
+            // bubble (more cut the stages finer than most models' layers).
+            unsigned virtualStages = kind == ScheduleKind::Interleaved ? 2 : 1;
+            if (virtualStages > 1 && stages < 2)
+              continue;
             PlanOutcome &outcome = result.outcomes.emplace_back();
-            outcome.plan = {stages, replicas, m, kind, remat, objective, batch};
+            outcome.plan = {stages, replicas,  m,     kind,
+                            remat,  objective, batch, virtualStages};
             std::optional<CompiledPlan> compiled =
                 compiler.compile(request.modelSource, outcome.plan,
                                  request.memoryCap, outcome.rejection);
@@ -325,8 +334,9 @@ TuneResult gpipe::searchPlans(const TuneRequest &request) {
 namespace {
 /// One measured step, reduced to what the calibration fits.
 struct MeasuredStep {
-  double flops = 0;    ///< the model's forward FLOPs at the profiled batch
-  double computes = 0; ///< forwards (= backwards) over all devices
+  double flops = 0; ///< the model's forward FLOPs at the profiled batch
+  /// Parameter bytes the forwards read: each stage's, once per micro-batch.
+  double paramReads = 0;
   double forwardUs = 0, backwardUs = 0; ///< over all devices
   double params = 0, optimizerUs = 0, sendUs = 0, recvUs = 0, hostUs = 0;
   unsigned devices = 0;
@@ -369,11 +379,12 @@ std::string measureStep(PlanCompiler &compiler, const std::string &source,
   if (!error.empty())
     return error;
   step.devices = plan.stages;
-  step.computes = double(plan.stages) * plan.microbatches;
   for (unsigned s = 0; s < plan.stages; ++s) {
     const sched::StageCosts &device = measured.stages[s];
     step.flops += double(compiled->stageFlops[s]);
     step.params += double(compiled->stageParamBytes[s]);
+    step.paramReads +=
+        double(compiled->stageParamBytes[s]) * double(plan.microbatches);
     step.forwardUs += device.forwardPerRow * double(plan.batchSize);
     step.backwardUs += device.backwardPerRow * double(plan.batchSize);
     step.optimizerUs += device.optimizerStep;
@@ -384,17 +395,17 @@ std::string measureStep(PlanCompiler &compiler, const std::string &source,
   return "";
 }
 
-/// Least squares of time = a x flops + b x computes, with a, b >= 0; b = 0
-/// when the steps cannot tell the terms apart.
+/// Least squares of time = a x flops + b x paramReads, with a, b >= 0;
+/// b = 0 when the steps cannot tell the terms apart.
 std::pair<double, double> fitTime(const std::vector<MeasuredStep> &steps,
                                   double MeasuredStep::*time) {
   double ff = 0, fc = 0, cc = 0, ft = 0, ct = 0;
   for (const MeasuredStep &step : steps) {
     ff += step.flops * step.flops;
-    fc += step.flops * step.computes;
-    cc += step.computes * step.computes;
+    fc += step.flops * step.paramReads;
+    cc += step.paramReads * step.paramReads;
     ft += step.flops * (step.*time);
-    ct += step.computes * (step.*time);
+    ct += step.paramReads * (step.*time);
   }
   double determinant = ff * cc - fc * fc;
   if (determinant > 1e-9 * ff * cc) {
@@ -424,9 +435,9 @@ std::string gpipe::calibrateOnProfiles(const std::string &modelSource,
       return "profile " + std::to_string(i + 1) +
              ": the profiled model has no FLOPs to calibrate on";
   }
-  std::tie(costs.forwardUsPerFlop, costs.forwardUs) =
+  std::tie(costs.forwardUsPerFlop, costs.forwardUsPerParamByte) =
       fitTime(steps, &MeasuredStep::forwardUs);
-  std::tie(costs.backwardUsPerFlop, costs.backwardUs) =
+  std::tie(costs.backwardUsPerFlop, costs.backwardUsPerParamByte) =
       fitTime(steps, &MeasuredStep::backwardUs);
   // The rest as measured, averaged over the profiles.
   double params = 0, optimizer = 0, send = 0, recv = 0, host = 0, devices = 0;
@@ -447,12 +458,13 @@ std::string gpipe::calibrateOnProfiles(const std::string &modelSource,
   costs.source = "calibrated on profiles of";
   for (size_t i = 0; i < steps.size(); ++i)
     costs.source += (i ? ", " : " ") + steps[i].plan;
-  char fit[160];
-  std::snprintf(fit, sizeof fit,
-                " (forward %.3g us/MFLOP + %.3g us, backward %.3g us/MFLOP + "
-                "%.3g us)",
-                costs.forwardUsPerFlop * 1e6, costs.forwardUs,
-                costs.backwardUsPerFlop * 1e6, costs.backwardUs);
+  char fit[200];
+  std::snprintf(
+      fit, sizeof fit,
+      " (forward %.3g us/MFLOP + %.3g us/MiB of its stage's "
+      "parameters, backward %.3g us/MFLOP + %.3g us/MiB)",
+      costs.forwardUsPerFlop * 1e6, costs.forwardUsPerParamByte * 1048576.0,
+      costs.backwardUsPerFlop * 1e6, costs.backwardUsPerParamByte * 1048576.0);
   costs.source += fit;
   return "";
 }

@@ -32,16 +32,19 @@ using gpipe::benchmarks::randomBatch;
 namespace {
 
 /// Args: K, M, remat (0 none, 1 full, 2 except-last), schedule (0 gpipe,
-/// 1 1f1b, 2 zb-h1), batch (0: the example's 64).
+/// 1 1f1b, 2 zb-h1, 3 interleaved with V = 2), batch (0: the example's 64).
 void BM_TrainStep(benchmark::State &state) {
   unsigned k = state.range(0), m = state.range(1);
   auto remat = static_cast<gpipe::RematPolicy>(state.range(2));
   const gpipe::schedule::ScheduleKind kinds[] = {
       gpipe::schedule::ScheduleKind::GPipe,
       gpipe::schedule::ScheduleKind::OneFOneB,
-      gpipe::schedule::ScheduleKind::ZeroBubbleH1};
+      gpipe::schedule::ScheduleKind::ZeroBubbleH1,
+      gpipe::schedule::ScheduleKind::Interleaved};
   gpipe::schedule::ScheduleKind kind = kinds[state.range(3)];
-  Compiled compiled = compileExample("mlp", k, m, remat, state.range(4), kind);
+  const unsigned v = kind == gpipe::schedule::ScheduleKind::Interleaved ? 2 : 1;
+  Compiled compiled =
+      compileExample("mlp", k, m, remat, state.range(4), kind, v);
   if (!compiled.error.empty()) {
     state.SkipWithError(compiled.error.c_str());
     return;
@@ -84,10 +87,11 @@ void BM_TrainStep(benchmark::State &state) {
     double bubble = bubbleSum / double(steps);
     state.counters["bubble"] = bubble;
     state.counters["measured_eff"] = 1.0 - bubble;
-    state.counters["ideal_eff"] = double(m) / double(m + k - 1);
+    state.counters["ideal_eff"] = double(v * m) / double(v * m + k - 1);
   }
   state.SetLabel("K=" + std::to_string(k) + " M=" + std::to_string(m) + " " +
                  gpipe::schedule::scheduleKindName(kind) +
+                 (v > 1 ? " V=" + std::to_string(v) : std::string()) +
                  " remat=" + gpipe::stringifyRematPolicy(remat).str() +
                  " batch=" + std::to_string(rows));
 }
@@ -187,13 +191,16 @@ BENCHMARK(BM_TrainStep)
 /// The plans gpipe-tune accepts for the MLP at batch 512 on 2 devices under
 /// a 24 MiB cap (docs/Schedules.md, "Auto-tuner"): K = 2 (one device cannot
 /// hold the model) and, for M = 4, 8 and 16, every schedule and remat policy
-/// that fits (GPipe without remat does not).
+/// that fits (GPipe without remat does not, nor interleaving without remat
+/// at M = 4).
 void planGrid(benchmark::internal::Benchmark *bench) {
   constexpr int64_t kExceptLast = int64_t(gpipe::RematPolicy::ExceptLast);
   for (int64_t m : {4, 8, 16}) {
     bench->Args({2, m, kNone, 1, 512});
     bench->Args({2, m, kNone, 2, 512});
-    for (int64_t schedule : {0, 1, 2}) {
+    if (m > 4)
+      bench->Args({2, m, kNone, 3, 512});
+    for (int64_t schedule : {0, 1, 2, 3}) {
       bench->Args({2, m, kExceptLast, schedule, 512});
       bench->Args({2, m, kFull, schedule, 512});
     }

@@ -109,7 +109,7 @@ static void printOutcome(const gpipe::PlanOutcome &outcome,
   std::string peaks;
   for (int64_t peak : outcome.peakBytes)
     peaks += (peaks.empty() ? "" : ", ") + gpipe::formatBytes(double(peak));
-  os << llvm::formatv("  {0,-40} {1,10} {2,7:f3}  [{3}]\n",
+  os << llvm::formatv("  {0,-46} {1,10} {2,7:f3}  [{3}]\n",
                       gpipe::describePlan(outcome.plan),
                       formatMs(outcome.stepUs), outcome.bubble, peaks);
 }
@@ -199,7 +199,7 @@ int main(int argc, char **argv) {
 
   os << "Pareto plans (predicted step against the largest device's "
         "memory):\n";
-  os << llvm::formatv("  {0,-40} {1,10} {2,7}  {3}\n", "plan", "step (ms)",
+  os << llvm::formatv("  {0,-46} {1,10} {2,7}  {3}\n", "plan", "step (ms)",
                       "bubble", "memory plan per device");
   for (size_t i : result.pareto)
     printOutcome(result.outcomes[i], os);

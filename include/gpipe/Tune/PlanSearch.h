@@ -31,8 +31,11 @@ struct TuneCosts {
   double forwardUsPerFlop = 0; ///< a forward, per forward FLOP
   double backwardUsPerFlop =
       0; ///< a backward (no recomputation), per forward FLOP
-  /// A forward's and a backward's cost whatever their size.
-  double forwardUs = 0, backwardUs = 0;
+  /// What a forward and a backward of a stage cost per byte of the stage's
+  /// parameters, whatever the rows: reading the weights (a GEMM of few rows
+  /// is bound by them), so that the cost follows the layers a stage holds,
+  /// and cutting the model finer (interleaving) adds none.
+  double forwardUsPerParamByte = 0, backwardUsPerParamByte = 0;
   double optimizerUsPerParamByte = 0;
   double sendUs = 0, sendUsPerByte = 0, recvUs = 0, latencyUs = 0;
   double hostUs = 0; ///< per step, around the devices' programs
