@@ -146,8 +146,14 @@ TEST(Executor, InterleavedStagesAreCheckedAtLoad) {
     return i.kind == InstrKind::RecvActivation && i.stage == 3;
   });
   bundle.programs[1][recv].stage = 1;
-  std::string error = createError(bundle);
-  EXPECT_NE(error.find("repeats op #"), std::string::npos) << error;
+  size_t first = findInstr(bundle, 1, [](const Instr &i) {
+    return i.kind == InstrKind::RecvActivation && i.stage == 1;
+  });
+  EXPECT_EQ(createError(bundle),
+            "device 1: op #" + std::to_string(recv) +
+                " (recv activation from device 0, micro-batch 0, channel 0): "
+                "repeats op #" +
+                std::to_string(first));
 }
 
 // A send nobody receives is refused too.

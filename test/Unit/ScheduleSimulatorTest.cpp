@@ -224,6 +224,12 @@ TEST(ScheduleSimulator, Errors) {
   Program program = buildSchedule(makeSpec(2, 2), ScheduleKind::GPipe);
   EXPECT_EQ(simulateSchedule(program, balanced(3, 1, 1)).error,
             "expected the costs of 2 stage(s), got 3");
+  // An instruction of a stage the program does not have.
+  Program named = buildSchedule(makeSpec(2, 2), ScheduleKind::GPipe);
+  named.devices[1].instrs[1].stage = 7;
+  EXPECT_EQ(simulateSchedule(named, balanced(2, 1, 1)).error,
+            "device 1's " + describe(named.devices[1].instrs[1]) +
+                " names stage 7 of 2");
   // Device 1 waits for an activation device 0 never sends; device 0 waits
   // for a gradient device 1 cannot send.
   program.devices[0].instrs.erase(program.devices[0].instrs.begin() + 2);

@@ -73,17 +73,12 @@ std::string paramName(const ::testing::TestParamInfo<Param> &info) {
 
 class CudaVersusCpu : public ::testing::TestWithParam<Param> {};
 
-TEST_P(CudaVersusCpu, SameLossesGradientsAndParameters) {
-  std::string why;
-  if (!gpipe::cuda::gpuAvailable(&why))
-    GTEST_SKIP() << "no CUDA device: " << why;
-  auto [transformer, k, remat, precision] = GetParam();
+/// Three SGD steps of `bundle` on its devices, all on one GPU, against the
+/// CPU executor: losses, gradients and parameters within `precision`'s
+/// tolerance.
+void expectCudaMatchesCpu(const Bundle &bundle, bool transformer,
+                          GemmPrecision precision) {
   const Tolerance tol = toleranceOf(precision);
-  const unsigned m = 4;
-  Bundle bundle =
-      transformer
-          ? buildBundle(residualGraph(kBatch), residualSplit(k), m, remat)
-          : buildBundle(mlpGraph(kBatch), mlpSplit(k), m, remat);
   OptimizerConfig sgd;
   sgd.kind = OptimizerKind::Sgd;
   sgd.learningRate = 0.05f;
@@ -96,7 +91,7 @@ TEST_P(CudaVersusCpu, SameLossesGradientsAndParameters) {
   ASSERT_TRUE(cpu) << error;
 
   gpipe::cuda::CudaBackendOptions options;
-  options.numDevices = k;
+  options.numDevices = bundle.numDevices();
   options.maxGpus = 1; // K pipeline devices on one GPU
   options.precision = precision;
   auto backend = gpipe::cuda::createCudaBackend(options, error);
@@ -136,6 +131,39 @@ TEST_P(CudaVersusCpu, SameLossesGradientsAndParameters) {
         tol.atol))
         << "parameter " << spec.name;
   }
+}
+
+TEST_P(CudaVersusCpu, SameLossesGradientsAndParameters) {
+  std::string why;
+  if (!gpipe::cuda::gpuAvailable(&why))
+    GTEST_SKIP() << "no CUDA device: " << why;
+  auto [transformer, k, remat, precision] = GetParam();
+  const unsigned m = 4;
+  Bundle bundle =
+      transformer
+          ? buildBundle(residualGraph(kBatch), residualSplit(k), m, remat)
+          : buildBundle(mlpGraph(kBatch), mlpSplit(k), m, remat);
+  expectCudaMatchesCpu(bundle, transformer, precision);
+}
+
+/// Interleaved 1F1B (2 devices running 2 stages each) on the GPU, against
+/// the CPU executor.
+TEST(CudaInterleaved, SameLossesGradientsAndParametersAsTheCpu) {
+  std::string why;
+  if (!gpipe::cuda::gpuAvailable(&why))
+    GTEST_SKIP() << "no CUDA device: " << why;
+  for (bool transformer : {false, true})
+    for (RematPolicy remat :
+         {RematPolicy::None, RematPolicy::Full, RematPolicy::ExceptLast}) {
+      SCOPED_TRACE(std::string(transformer ? "transformer" : "mlp") +
+                   " remat " + std::to_string(int(remat)));
+      Bundle bundle =
+          buildBundle(transformer ? residualGraph(kBatch) : mlpGraph(kBatch),
+                      transformer ? std::vector<int>{0, 2, 3, 5}
+                                  : std::vector<int>{0, 1, 2, 3},
+                      4, remat, gpipe::schedule::ScheduleKind::Interleaved, 2);
+      expectCudaMatchesCpu(bundle, transformer, GemmPrecision::F32);
+    }
 }
 
 /// Two runs of one bundle and seed on the GPU give the same bits, in every
