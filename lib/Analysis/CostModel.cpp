@@ -69,13 +69,21 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
           flops += rows * n;
         return {flops, 0};
       })
-      .Case([](ReluOp o) -> OpWork { return {numElements(o.getInput()), 0}; })
-      .Case([](AddOp o) -> OpWork { return {numElements(o.getLhs()), 0}; })
-      .Case([](TanhOp o) -> OpWork { return {4 * numElements(o.getInput()), 0}; })
+      .Case([](ReluOp o) -> OpWork {
+        return {numElements(o.getInput()), 0};
+      })
+      .Case([](AddOp o) -> OpWork {
+        return {numElements(o.getLhs()), 0};
+      })
+      .Case([](TanhOp o) -> OpWork {
+        return {4 * numElements(o.getInput()), 0};
+      })
       .Case([](SoftmaxOp o) -> OpWork {
         return {5 * numElements(o.getInput()), 0};
       })
-      .Case([](GeluOp o) -> OpWork { return {8 * numElements(o.getInput()), 0}; })
+      .Case([](GeluOp o) -> OpWork {
+        return {8 * numElements(o.getInput()), 0};
+      })
       .Case([](LayerNormOp o) -> OpWork {
         return {8 * numElements(o.getInput()), 0};
       })
@@ -83,7 +91,9 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
         // The mask is kept for the backward: one byte per element.
         return {2 * numElements(o.getInput()), numElements(o.getInput())};
       })
-      .Case([](EmbeddingOp o) -> OpWork { return {numElements(o.getResult()), 0}; })
+      .Case([](EmbeddingOp o) -> OpWork {
+        return {numElements(o.getResult()), 0};
+      })
       .Case([](AttentionOp o) -> OpWork {
         auto type = cast<RankedTensorType>(o.getInput().getType());
         Wide b = type.getDimSize(0), s = type.getDimSize(1),
@@ -95,6 +105,21 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
         // Kept for the backward: q, k, v, the attention weights, the context.
         Wide kept = (3 * b * s * d + b * h * s * s + b * s * d) * elementBytes;
         return {flops, kept};
+      })
+      .Case([](Conv2dOp o) -> OpWork {
+        auto weight = cast<RankedTensorType>(o.getWeight().getType());
+        // Each output element: a dot product over the kernel's window of
+        // its group's channels (KH x KW x C / groups), plus the bias.
+        Wide window = Wide(weight.getDimSize(0)) * weight.getDimSize(1) *
+                      weight.getDimSize(2);
+        Wide outputs = numElements(o.getResult());
+        return {2 * outputs * window + (o.getBias() ? outputs : 0), 0};
+      })
+      .Case([](GlobalAvgPoolOp o) -> OpWork {
+        return {numElements(o.getInput()), 0};
+      })
+      .Case([](FlattenOp) -> OpWork {
+        return {0, 0};
       })
       .Case([](SoftmaxCrossEntropyOp o) -> OpWork {
         return {5 * numElements(o.getLogits()), 0};

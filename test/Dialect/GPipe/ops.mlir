@@ -420,3 +420,30 @@ gpipe.schedule @staged_schedule model @staged microbatches 3 rows [2, 1, 1] {
   gpipe.program device 2 {
   }
 }
+
+// -----
+
+// The convolutional ops: groups is printed only when it is not 1.
+// CHECK-LABEL: gpipe.model @conv
+// CHECK: gpipe.conv2d %{{.*}}, %{{.*}}, %{{.*}} stride [1, 1] padding [1, 1] : (tensor<2x4x4x1xf32>, tensor<3x3x1x2xf32>, tensor<2xf32>) -> tensor<2x4x4x2xf32>
+// CHECK: gpipe.conv2d %{{.*}}, %{{.*}} stride [2, 1] padding [0, 0] groups 2 : (tensor<2x4x4x2xf32>, tensor<1x1x1x4xf32>) -> tensor<2x2x4x4xf32>
+// CHECK: gpipe.global_avg_pool %{{.*}} : (tensor<2x4x4x2xf32>) -> tensor<2x2xf32>
+// CHECK: gpipe.flatten %{{.*}} : (tensor<2x2x4x4xf32>) -> tensor<2x32xf32>
+gpipe.model @conv batch 2 {
+  %x = gpipe.input "x" : tensor<2x4x4x1xf32>
+  %h = gpipe.layer "conv" -> tensor<2x2xf32> {
+    %w = gpipe.param "w" glorot_uniform : tensor<3x3x1x2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %0 = gpipe.conv2d %x, %w, %b stride [1, 1] padding [1, 1] groups 1 : (tensor<2x4x4x1xf32>, tensor<3x3x1x2xf32>, tensor<2xf32>) -> tensor<2x4x4x2xf32>
+    %v = gpipe.param "v" glorot_uniform : tensor<1x1x1x4xf32>
+    %1 = gpipe.conv2d %0, %v stride [2, 1] padding [0, 0] groups 2 : (tensor<2x4x4x2xf32>, tensor<1x1x1x4xf32>) -> tensor<2x2x4x4xf32>
+    %2 = gpipe.global_avg_pool %0 : (tensor<2x4x4x2xf32>) -> tensor<2x2xf32>
+    %3 = gpipe.flatten %1 : (tensor<2x2x4x4xf32>) -> tensor<2x32xf32>
+    gpipe.yield %2 : tensor<2x2xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %h, %h : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

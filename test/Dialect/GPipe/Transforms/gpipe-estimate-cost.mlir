@@ -115,3 +115,34 @@ gpipe.model @half batch 4 {
   }
   gpipe.return %l : tensor<bf16>
 }
+
+// -----
+
+// conv2d [2, 4, 4, 1] * [3, 3, 1, 2] + bias, stride 1, padding 1: 2 x 4 x 4 x 2 = 64 outputs, each a
+// 3 x 3 x 1 window: 2*64*9 + 64 = 1216 FLOPs; params (18 + 2) * 4 B = 80; result 64 * 4 B = 256.
+// With 2 groups over [2, 4, 4, 2] into 4 filters, stride 2: 2 x 2 x 2 x 4 = 32 outputs over windows of
+// 3 x 3 x 1: 2*32*9 = 576 FLOPs; params 3*3*1*4 * 4 B = 144; result 32 * 4 B = 128.
+// global_avg_pool adds up 64 elements (64 FLOPs) into [2, 2] (16 B); flatten is free, 64 * 4 B.
+// CHECK-LABEL: gpipe.model @conv
+// CHECK: gpipe.conv2d {{.*}} {cost = #gpipe.cost<flops = 1216, param_bytes = 80, activation_bytes = 256>}
+// CHECK: gpipe.conv2d {{.*}} {cost = #gpipe.cost<flops = 576, param_bytes = 144, activation_bytes = 128>}
+// CHECK: gpipe.global_avg_pool {{.*}} {cost = #gpipe.cost<flops = 64, param_bytes = 0, activation_bytes = 16>}
+// CHECK: gpipe.flatten {{.*}} {cost = #gpipe.cost<flops = 0, param_bytes = 0, activation_bytes = 256>}
+gpipe.model @conv batch 2 {
+  %x = gpipe.input "x" : tensor<2x4x4x1xf32>
+  %h = gpipe.layer "conv" -> tensor<2x2xf32> {
+    %w = gpipe.param "w" glorot_uniform : tensor<3x3x1x2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %0 = gpipe.conv2d %x, %w, %b stride [1, 1] padding [1, 1] : (tensor<2x4x4x1xf32>, tensor<3x3x1x2xf32>, tensor<2xf32>) -> tensor<2x4x4x2xf32>
+    %v = gpipe.param "v" glorot_uniform : tensor<3x3x1x4xf32>
+    %1 = gpipe.conv2d %0, %v stride [2, 2] padding [1, 1] groups 2 : (tensor<2x4x4x2xf32>, tensor<3x3x1x4xf32>) -> tensor<2x2x2x4xf32>
+    %2 = gpipe.global_avg_pool %0 : (tensor<2x4x4x2xf32>) -> tensor<2x2xf32>
+    %3 = gpipe.flatten %0 : (tensor<2x4x4x2xf32>) -> tensor<2x32xf32>
+    gpipe.yield %2 : tensor<2x2xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %h, %h : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

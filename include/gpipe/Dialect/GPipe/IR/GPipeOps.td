@@ -249,6 +249,70 @@ def GPipe_DenseOp : GPipe_ComputeOp<"dense"> {
   let hasVerifier = 1;
 }
 
+def GPipe_Conv2dOp : GPipe_ComputeOp<"conv2d"> {
+  let summary = "2-D convolution over channels-last images, plus an optional bias";
+  let description = [{
+    `input` is [N, H, W, C] (channels last: an image's pixels are rows of C
+    values, so the convolution is one GEMM over its patches), `weight`
+    [KH, KW, C / groups, F] and `bias` [F]. Each of the `groups` groups
+    convolves C / groups input channels into F / groups output channels.
+    `stride` is [SH, SW] (>= 1) and `padding` [PH, PW] (>= 0) zero rows and
+    columns on each side; the result is [N, (H + 2 PH - KH) / SH + 1,
+    (W + 2 PW - KW) / SW + 1, F].
+
+    ```mlir
+    %y = gpipe.conv2d %x, %w, %b stride [1, 1] padding [1, 1] : (tensor<8x28x28x1xf32>, tensor<3x3x1x16xf32>, tensor<16xf32>) -> tensor<8x28x28x16xf32>
+    %z = gpipe.conv2d %y, %v stride [2, 2] padding [1, 1] groups 4 : (tensor<8x28x28x16xf32>, tensor<3x3x4x32xf32>) -> tensor<8x14x14x32xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input, GPipe_FloatTensor:$weight,
+                            Optional<GPipe_FloatTensor>:$bias,
+                            DenseI64ArrayAttr:$stride,
+                            DenseI64ArrayAttr:$padding,
+                            DefaultValuedAttr<PosI64, "1">:$groups), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? `stride` $stride `padding` $padding
+    (`groups` $groups^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_GlobalAvgPoolOp : GPipe_ComputeOp<"global_avg_pool"> {
+  let summary = "the mean of each channel over an image's pixels";
+  let description = [{
+    `input` is [N, H, W, C]; the result is [N, C].
+
+    ```mlir
+    %y = gpipe.global_avg_pool %x : (tensor<8x7x7x64xf32>) -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_FlattenOp : GPipe_ComputeOp<"flatten"> {
+  let summary = "all dimensions but the batch as one";
+  let description = [{
+    `input` is [N, d1, ..., dk] (k >= 1); the result is [N, d1 x ... x dk],
+    the same elements in the same row-major order.
+
+    ```mlir
+    %y = gpipe.flatten %x : (tensor<8x7x7x16xf32>) -> tensor<8x784xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def GPipe_LayerNormOp : GPipe_ComputeOp<"layer_norm"> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
