@@ -20,6 +20,7 @@
 #include "gpipe/runtime/CpuKernels.h"
 #include "ReferenceOps.h"
 
+#include "FiniteDifferences.h"
 #include "RandomData.h"
 
 #include <gtest/gtest.h>
@@ -44,21 +45,15 @@ namespace {
 
 //===-- helpers -----------------------------------------------------------===//
 
-Vec randomVec(std::mt19937_64 &rng, size_t n, double lo = -1.0,
-              double hi = 1.0) {
-  std::uniform_real_distribution<double> dist(lo, hi);
-  Vec v(n);
-  for (double &e : v)
-    e = dist(rng);
-  return v;
-}
-
 // Values at the edges of the usual input range: 0, tiny, large, saturating.
 const Floats kSpecialValues = {0.0f,   1e-4f, -1e-4f, 3.0f,   -3.0f,  10.0f,
                                -10.0f, 30.0f, -30.0f, 100.0f, -100.0f};
 
+using gpipe::testing::dot;
+using gpipe::testing::matchesFiniteDifferences;
 using gpipe::testing::randomFloats;
 using gpipe::testing::randomIds;
+using gpipe::testing::randomVec;
 
 Mask randomMask(std::mt19937_64 &rng, size_t n, double keep) {
   std::bernoulli_distribution dist(keep);
@@ -69,13 +64,6 @@ Mask randomMask(std::mt19937_64 &rng, size_t n, double keep) {
 }
 
 Vec toDouble(const Floats &v) { return Vec(v.begin(), v.end()); }
-
-double dot(const Vec &a, const Vec &b) {
-  double sum = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    sum += a[i] * b[i];
-  return sum;
-}
 
 // Every element of `actual` is within atol + rtol * |expected| of `expected`;
 // the message names the first offending index and how many offend.
@@ -131,47 +119,6 @@ Vec added(const Floats &after, const Floats &before) {
          << bad << " of " << expected.size() << " elements differ (rtol "
          << rtol << ", atol " << atol << "); first at [" << first
          << "]: actual " << actual[first] << ", expected " << expected[first];
-}
-
-//===-- finite differences ------------------------------------------------===//
-
-// Central differences of a double-precision objective, step h.
-constexpr double kStep = 1e-6;
-// |analytic - numeric| <= kFdRtol * max(|numeric|, 1): relative tolerance,
-// absolute for gradients of magnitude below one.
-constexpr double kFdRtol = 1e-6;
-
-// `analytic` is the gradient of `objective` with respect to `theta`, which
-// this perturbs in place (and restores) one element at a time.
-::testing::AssertionResult
-matchesFiniteDifferences(Vec &theta, const std::function<double()> &objective,
-                         const Vec &analytic) {
-  if (theta.size() != analytic.size())
-    return ::testing::AssertionFailure()
-           << "gradient size " << analytic.size() << " != " << theta.size();
-  size_t bad = 0, first = 0;
-  double firstNumeric = 0;
-  for (size_t k = 0; k < theta.size(); ++k) {
-    double saved = theta[k];
-    theta[k] = saved + kStep;
-    double plus = objective();
-    theta[k] = saved - kStep;
-    double minus = objective();
-    theta[k] = saved;
-    double numeric = (plus - minus) / (2 * kStep);
-    if (!(std::abs(analytic[k] - numeric) <=
-          kFdRtol * std::max(std::abs(numeric), 1.0)) &&
-        bad++ == 0) {
-      first = k;
-      firstNumeric = numeric;
-    }
-  }
-  if (bad == 0)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << bad << " of " << theta.size() << " partials differ; first at ["
-         << first << "]: analytic " << analytic[first] << ", numeric "
-         << firstNumeric;
 }
 
 } // namespace

@@ -165,10 +165,24 @@ TEST_P(PipelineInvariance, LossesAndParametersAreBitwiseEqualForEveryK) {
                        single, k);
 }
 
-TEST_P(PipelineInvariance, InterleavedGivesOneFOneBsBitsOnOneDevice) {
-  auto [transformer, remat, threads, kind] = GetParam();
-  if (kind != ScheduleKind::OneFOneB)
-    GTEST_SKIP() << "interleaving is checked once, against 1F1B";
+INSTANTIATE_TEST_SUITE_P(
+    MlpAndTransformer, PipelineInvariance,
+    ::testing::Combine(::testing::Bool(),
+                       ::testing::Values(RematPolicy::None, RematPolicy::Full,
+                                         RematPolicy::ExceptLast),
+                       ::testing::Bool(),
+                       ::testing::Values(ScheduleKind::GPipe,
+                                         ScheduleKind::OneFOneB,
+                                         ScheduleKind::ZeroBubbleH1)),
+    paramName);
+
+using InterleavedParam = std::tuple<bool, RematPolicy, bool>;
+
+class InterleavedInvariance
+    : public ::testing::TestWithParam<InterleavedParam> {};
+
+TEST_P(InterleavedInvariance, GivesOneFOneBsBitsOnOneDevice) {
+  auto [transformer, remat, threads] = GetParam();
   auto run = threads ? onCpuThreads : onInterpreter;
   struct Split {
     std::vector<int> firstLayers;
@@ -201,15 +215,19 @@ TEST_P(PipelineInvariance, InterleavedGivesOneFOneBsBitsOnOneDevice) {
   }
 }
 
+std::string
+interleavedName(const ::testing::TestParamInfo<InterleavedParam> &info) {
+  return paramName(
+      {std::tuple_cat(info.param, std::make_tuple(ScheduleKind::OneFOneB)),
+       info.index});
+}
+
 INSTANTIATE_TEST_SUITE_P(
-    MlpAndTransformer, PipelineInvariance,
+    MlpAndTransformer, InterleavedInvariance,
     ::testing::Combine(::testing::Bool(),
                        ::testing::Values(RematPolicy::None, RematPolicy::Full,
                                          RematPolicy::ExceptLast),
-                       ::testing::Bool(),
-                       ::testing::Values(ScheduleKind::GPipe,
-                                         ScheduleKind::OneFOneB,
-                                         ScheduleKind::ZeroBubbleH1)),
-    paramName);
+                       ::testing::Bool()),
+    interleavedName);
 
 } // namespace

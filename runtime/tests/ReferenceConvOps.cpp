@@ -1,0 +1,99 @@
+//===- ReferenceConvOps.cpp - Double-precision reference of the conv ops --===//
+
+#include "ReferenceConvOps.h"
+
+#include <cstddef>
+
+using namespace gpipe;
+using namespace gpipe::reference;
+
+namespace {
+/// Visits every (output pixel, kernel tap, input channel of the group,
+/// filter) of a convolution with the flat indices of the input element it
+/// reads (or -1 outside the padded border), the weight and the output.
+template <typename Visit> void forEachTap(const Conv2dShape &s, Visit visit) {
+  const int64_t groupChannels = s.channels / s.groups;
+  const int64_t groupFilters = s.filters / s.groups;
+  const int64_t oh = s.outHeight(), ow = s.outWidth();
+  for (int64_t n = 0; n < s.batch; ++n)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t f = 0; f < s.filters; ++f) {
+          const int64_t group = f / groupFilters;
+          const int64_t out = ((n * oh + i) * ow + j) * s.filters + f;
+          for (int64_t kh = 0; kh < s.kernelHeight; ++kh)
+            for (int64_t kw = 0; kw < s.kernelWidth; ++kw) {
+              const int64_t row = i * s.strideRows - s.padRows + kh;
+              const int64_t col = j * s.strideCols - s.padCols + kw;
+              const bool inside =
+                  row >= 0 && row < s.height && col >= 0 && col < s.width;
+              for (int64_t c = 0; c < groupChannels; ++c) {
+                const int64_t channel = group * groupChannels + c;
+                const int64_t in =
+                    inside
+                        ? ((n * s.height + row) * s.width + col) * s.channels +
+                              channel
+                        : -1;
+                const int64_t weight =
+                    ((kh * s.kernelWidth + kw) * groupChannels + c) *
+                        s.filters +
+                    f;
+                visit(in, weight, out);
+              }
+            }
+        }
+}
+} // namespace
+
+Vec reference::conv2dForward(const Vec &x, const Vec &w, const Vec &b,
+                             const Conv2dShape &shape) {
+  Vec y(shape.outputSize(), 0.0);
+  forEachTap(shape, [&](int64_t in, int64_t weight, int64_t out) {
+    if (in >= 0)
+      y[out] += x[in] * w[weight];
+  });
+  if (!b.empty())
+    for (std::size_t k = 0; k < y.size(); ++k)
+      y[k] += b[k % shape.filters];
+  return y;
+}
+
+Conv2dGrads reference::conv2dBackward(const Vec &dy, const Vec &x, const Vec &w,
+                                      const Conv2dShape &shape) {
+  Conv2dGrads g;
+  g.dx.assign(shape.inputSize(), 0.0);
+  g.dw.assign(shape.weightSize(), 0.0);
+  g.db.assign(shape.filters, 0.0);
+  forEachTap(shape, [&](int64_t in, int64_t weight, int64_t out) {
+    if (in < 0)
+      return;
+    g.dx[in] += dy[out] * w[weight];
+    g.dw[weight] += dy[out] * x[in];
+  });
+  for (std::size_t k = 0; k < dy.size(); ++k)
+    g.db[k % shape.filters] += dy[k];
+  return g;
+}
+
+Vec reference::globalAvgPoolForward(const Vec &x, int64_t batch, int64_t pixels,
+                                    int64_t channels) {
+  Vec y(batch * channels, 0.0);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t p = 0; p < pixels; ++p)
+      for (int64_t c = 0; c < channels; ++c)
+        y[n * channels + c] += x[(n * pixels + p) * channels + c];
+  for (double &v : y)
+    v /= double(pixels);
+  return y;
+}
+
+Vec reference::globalAvgPoolBackward(const Vec &dy, int64_t batch,
+                                     int64_t pixels, int64_t channels) {
+  Vec dx(batch * pixels * channels);
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t p = 0; p < pixels; ++p)
+      for (int64_t c = 0; c < channels; ++c)
+        dx[(n * pixels + p) * channels + c] =
+            dy[n * channels + c] / double(pixels);
+  return dx;
+}
