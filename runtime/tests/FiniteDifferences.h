@@ -10,25 +10,16 @@
 #ifndef GPIPE_RUNTIME_TESTS_FINITEDIFFERENCES_H
 #define GPIPE_RUNTIME_TESTS_FINITEDIFFERENCES_H
 
+#include "RandomData.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <random>
 #include <vector>
 
 namespace gpipe::testing {
-
-/// n doubles uniform in [lo, hi).
-inline std::vector<double> randomVec(std::mt19937_64 &rng, size_t n,
-                                     double lo = -1.0, double hi = 1.0) {
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(n);
-  for (double &e : v)
-    e = dist(rng);
-  return v;
-}
 
 inline double dot(const std::vector<double> &a, const std::vector<double> &b) {
   double sum = 0;

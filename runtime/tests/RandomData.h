@@ -9,14 +9,26 @@
 
 namespace gpipe::testing {
 
+/// n reals of type T uniform in [lo, hi).
+template <typename T>
+std::vector<T> randomReals(std::mt19937_64 &rng, size_t n, T lo, T hi) {
+  std::uniform_real_distribution<T> dist(lo, hi);
+  std::vector<T> v(n);
+  for (T &e : v)
+    e = dist(rng);
+  return v;
+}
+
 /// n floats uniform in [lo, hi).
 inline std::vector<float> randomFloats(std::mt19937_64 &rng, size_t n,
                                        float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float &e : v)
-    e = dist(rng);
-  return v;
+  return randomReals<float>(rng, n, lo, hi);
+}
+
+/// n doubles uniform in [lo, hi).
+inline std::vector<double> randomVec(std::mt19937_64 &rng, size_t n,
+                                     double lo = -1.0, double hi = 1.0) {
+  return randomReals<double>(rng, n, lo, hi);
 }
 
 /// n ids uniform in [0, bound).

@@ -45,6 +45,22 @@ static LogicalResult verifyResultShape(Operation *op, Type expected,
   return success();
 }
 
+/// The bias of a weighted op (dense, conv2d), if any, is [features] and the
+/// weight, bias and result have the input's element type.
+static LogicalResult verifyBiasAndTypes(Operation *op, Value input,
+                                        Value weight, Value bias, Value result,
+                                        int64_t features) {
+  if (bias) {
+    RankedTensorType biasType = tensorType(bias);
+    if (biasType.getRank() != 1 || biasType.getDimSize(0) != features)
+      return op->emitOpError() << "expects a bias of shape [" << features
+                               << "], got " << biasType;
+  }
+  return verifySameElementType(
+      op, tensorType(input).getElementType(),
+      {{"weight", weight}, {"bias", bias}, {"result", result}});
+}
+
 /// Every size the compiler and the runtime derive from a tensor (element
 /// and byte counts, costs) fits in int64 only if the tensor's bytes do: a
 /// dimension of 0 or a byte count of 2^63 or more is refused here, before
@@ -259,16 +275,8 @@ LogicalResult DenseOp::verify() {
                          << " rows (the input's last dimension), got "
                          << weight;
   int64_t outFeatures = weight.getDimSize(1);
-  if (Value bias = getBias()) {
-    RankedTensorType biasType = tensorType(bias);
-    if (biasType.getRank() != 1 || biasType.getDimSize(0) != outFeatures)
-      return emitOpError() << "expects a bias of shape [" << outFeatures
-                           << "], got " << biasType;
-  }
-  if (failed(verifySameElementType(*this, input.getElementType(),
-                                   {{"weight", getWeight()},
-                                    {"bias", getBias()},
-                                    {"result", getResult()}})))
+  if (failed(verifyBiasAndTypes(*this, getInput(), getWeight(), getBias(),
+                                getResult(), outFeatures)))
     return failure();
   SmallVector<int64_t> shape(input.getShape());
   shape.back() = outFeatures;
@@ -323,16 +331,8 @@ LogicalResult Conv2dOp::verify() {
                            << "), got " << kernel;
     out[axis] = (padded - kernel) / stride[axis] + 1;
   }
-  if (Value bias = getBias()) {
-    RankedTensorType biasType = tensorType(bias);
-    if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters)
-      return emitOpError() << "expects a bias of shape [" << filters
-                           << "], got " << biasType;
-  }
-  if (failed(verifySameElementType(*this, input.getElementType(),
-                                   {{"weight", getWeight()},
-                                    {"bias", getBias()},
-                                    {"result", getResult()}})))
+  if (failed(verifyBiasAndTypes(*this, getInput(), getWeight(), getBias(),
+                                getResult(), filters)))
     return failure();
   return verifyResultShape(
       *this,
