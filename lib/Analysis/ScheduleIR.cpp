@@ -152,9 +152,8 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
       // its stages.
       if (!sched::isCompute(instr->kind) &&
           instr->kind != sched::InstrKind::OptimizerStep) {
-        bool named = isa<LoadInputOp>(op)
-                         ? bool(cast<LoadInputOp>(op).getStage())
-                         : bool(op.getAttr("stage"));
+        // Loads and transfers all spell it as their `stage` attribute.
+        bool named = bool(op.getAttr("stage"));
         if (numLocal > 1 && !named)
           return op.emitOpError()
                  << "does not say which of device " << device
