@@ -115,6 +115,12 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
         Wide outputs = numElements(o.getResult());
         return {2 * outputs * window + (o.getBias() ? outputs : 0), 0};
       })
+      .Case<MaxPool2dOp, AvgPool2dOp>([](auto o) -> OpWork {
+        // A compare or an add per pixel of each output's window.
+        ArrayRef<int64_t> window = o.getWindow();
+        Wide size = window.size() == 2 ? Wide(window[0]) * window[1] : 1;
+        return {numElements(o.getResult()) * size, 0};
+      })
       .Case([](GlobalAvgPoolOp o) -> OpWork {
         return {numElements(o.getInput()), 0};
       })

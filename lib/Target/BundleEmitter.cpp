@@ -90,6 +90,18 @@ static std::optional<runtime::OpKind> bundleOpKind(Operation *op) {
 
 /// Op-specific attributes.
 static void addAttributes(Operation *op, json::Object &out) {
+  if (std::optional<runtime::WindowAttrs> window = getWindowAttrs(op)) {
+    auto pair = [](const int64_t(&values)[2]) {
+      return json::Array{values[0], values[1]};
+    };
+    if (isa<Conv2dOp, Conv2dGradOp>(op)) {
+      out["groups"] = window->groups;
+    } else {
+      out["window"] = pair(window->window);
+    }
+    out["stride"] = pair(window->stride);
+    out["padding"] = pair(window->padding);
+  }
   llvm::TypeSwitch<Operation *>(op)
       .Case<LayerNormOp, LayerNormGradOp>([&](auto norm) {
         out["epsilon"] = norm.getEpsilon().convertToDouble();

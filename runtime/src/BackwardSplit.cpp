@@ -7,7 +7,8 @@
 using namespace gpipe::runtime;
 
 bool gpipe::runtime::separatesWeightGradients(OpKind kind) {
-  return kind == OpKind::DenseGrad || kind == OpKind::LayerNormGrad;
+  return kind == OpKind::DenseGrad || kind == OpKind::LayerNormGrad ||
+         kind == OpKind::Conv2dGrad;
 }
 
 void gpipe::runtime::splitBackward(StageProgram &stage) {

@@ -199,6 +199,9 @@ private:
                      std::vector<int> &out);
   bool readOps(const Json &object, const std::string &path, const char *key,
                const StageContext &context, std::vector<Op> &out);
+  /// A [rows, columns] attribute of values >= minimum; absent keeps `out`.
+  bool readPair(const Json &json, const std::string &path, const char *key,
+                int64_t minimum, int64_t (&out)[2]);
   bool readOp(const Json &json, const std::string &path,
               const StageContext &context, Op &op);
   bool readMemoryPlan(const Json &root, Bundle &bundle);

@@ -424,6 +424,21 @@ static std::string countText(unsigned min, unsigned max, const char *noun) {
   return text + " " + noun + (max == 1 ? "" : "s");
 }
 
+bool Reader::readPair(const Json &json, const std::string &path,
+                      const char *key, int64_t minimum, int64_t (&out)[2]) {
+  std::vector<int64_t> values;
+  if (!getIntArray(json, path, key, values, /*required=*/false))
+    return false;
+  if (values.empty() && !json.contains(key))
+    return true; // the default
+  if (values.size() != 2 || values[0] < minimum || values[1] < minimum)
+    return fail(path, std::string("expected '") + key +
+                          "' as 2 values >= " + std::to_string(minimum) +
+                          " [rows, columns], found " + json.at(key).dump());
+  out[0] = values[0], out[1] = values[1];
+  return true;
+}
+
 bool Reader::readOp(const Json &json, const std::string &path,
                     const StageContext &context, Op &op) {
   if (!expectObject(json, path))
@@ -450,6 +465,12 @@ bool Reader::readOp(const Json &json, const std::string &path,
     keys.insert(keys.end(), {"rate", "seed"});
   if (info.attrs & AttentionAttrs)
     keys.insert(keys.end(), {"heads", "causal"});
+  if (info.attrs & PoolAttrs)
+    keys.push_back("window");
+  if (info.attrs & (ConvAttrs | PoolAttrs))
+    keys.insert(keys.end(), {"stride", "padding"});
+  if (info.attrs & ConvAttrs)
+    keys.push_back("groups");
   if (!checkKeys(json, path, keys, "op '" + name + "'"))
     return false;
 
@@ -507,6 +528,20 @@ bool Reader::readOp(const Json &json, const std::string &path,
       (!getInt(json, path, "heads", op.heads, /*required=*/false) ||
        !getBool(json, path, "causal", op.causal, /*required=*/false)))
     return false;
+  if ((info.attrs & PoolAttrs) &&
+      !readPair(json, path, "window", 1, op.window.window))
+    return false;
+  if ((info.attrs & (ConvAttrs | PoolAttrs)) &&
+      (!readPair(json, path, "stride", 1, op.window.stride) ||
+       !readPair(json, path, "padding", 0, op.window.padding)))
+    return false;
+  if (info.attrs & ConvAttrs) {
+    if (!getInt(json, path, "groups", op.window.groups, /*required=*/false))
+      return false;
+    if (op.window.groups < 1)
+      return fail(path, "expected groups >= 1, found " +
+                            std::to_string(op.window.groups));
+  }
   std::string fusion;
   if (!getString(json, path, "fuse", fusion, /*required=*/false))
     return false;

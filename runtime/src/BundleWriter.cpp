@@ -79,6 +79,17 @@ Json opJson(const Op &op) {
     out["heads"] = op.heads;
     out["causal"] = op.causal;
   }
+  auto pair = [](const int64_t(&values)[2]) {
+    return intArray(std::vector<int64_t>{values[0], values[1]});
+  };
+  if (info.attrs & PoolAttrs)
+    out["window"] = pair(op.window.window);
+  if (info.attrs & (ConvAttrs | PoolAttrs)) {
+    out["stride"] = pair(op.window.stride);
+    out["padding"] = pair(op.window.padding);
+  }
+  if (info.attrs & ConvAttrs)
+    out["groups"] = op.window.groups;
   if (op.fusion != FusionKind::None)
     out["fuse"] = fusionName(op.fusion);
   return out;

@@ -54,9 +54,12 @@ int64_t elementCount(const std::vector<int64_t> &shape) {
 } // namespace
 
 double gpipe::runtime::glorotUniformLimit(const std::vector<int64_t> &shape) {
-  double fanSum = shape.size() == 2
-                      ? static_cast<double>(shape[0] + shape[1])
-                      : 2.0 * static_cast<double>(elementCount(shape));
+  // A conv2d's HWIO weight [KH, KW, I, O] has fans KH KW I and KH KW O.
+  double fanSum =
+      shape.size() == 2 ? static_cast<double>(shape[0] + shape[1])
+      : shape.size() == 4
+          ? static_cast<double>(shape[0] * shape[1] * (shape[2] + shape[3]))
+          : 2.0 * static_cast<double>(elementCount(shape));
   // An empty tensor has nothing to initialize; avoid dividing by zero.
   return fanSum > 0 ? std::sqrt(6.0 / fanSum) : 0.0;
 }

@@ -107,3 +107,15 @@ bool gpipe::runtime::keepsForwardValues(RematPolicy remat, unsigned microbatch,
   }
   return false;
 }
+
+int64_t gpipe::runtime::scratchBytesOf(const Op &op,
+                                       const std::vector<ValueSpec> &values) {
+  std::vector<const int64_t *> shapes;
+  std::vector<size_t> ranks;
+  for (int id : op.operands) {
+    shapes.push_back(values[id].shape.data());
+    ranks.push_back(values[id].shape.size());
+  }
+  return scratchBytesOf(op.kind, shapes.data(), ranks.data(), shapes.size(),
+                        op.window);
+}

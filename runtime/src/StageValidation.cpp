@@ -287,6 +287,17 @@ std::string StageValidator::checkShapes(const Op &op) {
   }
   case OpKind::Zeros:
     return f32Except({});
+  case OpKind::Conv2d:
+  case OpKind::Conv2dGrad:
+  case OpKind::MaxPool2d:
+  case OpKind::MaxPool2dGrad:
+  case OpKind::AvgPool2d:
+  case OpKind::AvgPool2dGrad:
+  case OpKind::GlobalAvgPool:
+  case OpKind::GlobalAvgPoolGrad:
+  case OpKind::Flatten:
+  case OpKind::FlattenGrad:
+    return checkImageOpShapes(op, program.values);
   }
 #undef CHECK
   return "unknown op kind";

@@ -172,6 +172,12 @@ void expectEqual(const Op &a, const Op &b, const std::string &at) {
   EXPECT_EQ(a.seed, b.seed) << at;
   EXPECT_EQ(a.heads, b.heads) << at;
   EXPECT_EQ(a.causal, b.causal) << at;
+  for (int axis = 0; axis < 2; ++axis) {
+    EXPECT_EQ(a.window.window[axis], b.window.window[axis]) << at;
+    EXPECT_EQ(a.window.stride[axis], b.window.stride[axis]) << at;
+    EXPECT_EQ(a.window.padding[axis], b.window.padding[axis]) << at;
+  }
+  EXPECT_EQ(a.window.groups, b.window.groups) << at;
 }
 
 void expectEqual(const std::vector<Op> &a, const std::vector<Op> &b,
@@ -405,6 +411,19 @@ TEST(BundleReaderTest, RoundTripsInterleavedStages) {
   EXPECT_EQ(Json::parse(writeBundle(plain))["programs"][1][0],
             Json::parse(R"({"op": "recv_activation", "peer": 0, "mb": 0,)"
                         R"( "channel": 0})"));
+}
+
+// conv2d's stride, padding and groups and the pools' windows, forward and
+// backward, survive the round trip.
+TEST(BundleReaderTest, RoundTripsImageOps) {
+  namespace rt = gpipe::runtime::testing;
+  Bundle first = rt::buildBundle(rt::convGraph(10), rt::convSplit(2), 2,
+                                 RematPolicy::Full);
+  std::string text = writeBundle(first);
+  StatusOr<Bundle> second = parseBundle(text, "conv.json");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  expectEqual(first, *second);
+  EXPECT_EQ(writeBundle(*second), text);
 }
 
 TEST(BundleReaderTest, RoundTripsSplitBackwards) {
@@ -918,9 +937,11 @@ const ErrorCase kErrorCases[] = {
     {"UnknownOp", [](Json &j) { j["stages"][1]["forward"][1]["op"] = "conv"; },
      "stages[1].forward[1]: unknown op 'conv'; expected one of param, dense, "
      "relu, gelu, tanh, softmax, layer_norm, add, embedding, attention, "
-     "dropout, softmax_cross_entropy, mse_loss, dense_grad, bias_grad, "
-     "relu_grad, gelu_grad, tanh_grad, softmax_grad, layer_norm_grad, "
-     "embedding_grad, attention_grad, dropout_grad, "
+     "dropout, softmax_cross_entropy, conv2d, max_pool2d, avg_pool2d, "
+     "global_avg_pool, flatten, mse_loss, dense_grad, bias_grad, relu_grad, "
+     "gelu_grad, tanh_grad, softmax_grad, layer_norm_grad, embedding_grad, "
+     "attention_grad, conv2d_grad, max_pool2d_grad, avg_pool2d_grad, "
+     "global_avg_pool_grad, flatten_grad, dropout_grad, "
      "softmax_cross_entropy_grad, mse_loss_grad, add_grads, accumulate_grad, "
      "zeros"},
     {"OperandOutOfRange",

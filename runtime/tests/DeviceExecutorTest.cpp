@@ -45,7 +45,7 @@ constexpr int64_t kBatch = 10;
 // sums): as tight as the CPU executor's own test against its reference.
 constexpr double kRtol = 1e-5, kAtol = 4e-5;
 
-enum class Model { Mlp, Transformer, Mse };
+enum class Model { Mlp, Transformer, Mse, Conv };
 
 const char *modelName(Model model) {
   switch (model) {
@@ -55,6 +55,8 @@ const char *modelName(Model model) {
     return "transformer";
   case Model::Mse:
     return "mse";
+  case Model::Conv:
+    return "conv";
   }
   return "?";
 }
@@ -69,6 +71,8 @@ Bundle bundleOf(Model model, unsigned k, unsigned m, RematPolicy remat) {
     return buildBundle(mseGraph(kBatch), k == 1 ? std::vector<int>{0}
                                                 : std::vector<int>{0, 1},
                        m, remat);
+  case Model::Conv:
+    return buildBundle(convGraph(kBatch), convSplit(k), m, remat);
   }
   return {};
 }
@@ -81,6 +85,8 @@ Batch batchOf(Model model, uint64_t seed) {
     return residualBatch(kBatch, seed);
   case Model::Mse:
     return mseBatch(kBatch, seed);
+  case Model::Conv:
+    return convBatch(kBatch, seed);
   }
   return {};
 }
@@ -190,6 +196,12 @@ INSTANTIATE_TEST_SUITE_P(
                                          RematPolicy::ExceptLast)),
     sweepName);
 INSTANTIATE_TEST_SUITE_P(
+    Conv, DeviceVersusCpu,
+    ::testing::Combine(::testing::Values(Model::Conv),
+                       ::testing::Values(1u, 2u, 4u), ::testing::Values(1u, 3u),
+                       ::testing::Values(RematPolicy::None, RematPolicy::Full)),
+    sweepName);
+INSTANTIATE_TEST_SUITE_P(
     Mse, DeviceVersusCpu,
     ::testing::Combine(::testing::Values(Model::Mse),
                        ::testing::Values(1u, 2u), ::testing::Values(1u, 3u),
@@ -205,6 +217,8 @@ Batch batchOf(Model model, int64_t rows, uint64_t seed) {
     return residualBatch(rows, seed);
   case Model::Mse:
     return mseBatch(rows, seed);
+  case Model::Conv:
+    return convBatch(rows, seed);
   }
   return {};
 }
@@ -266,7 +280,7 @@ TEST_P(DeviceEvaluate, MatchesTheCpuExecutor) {
 INSTANTIATE_TEST_SUITE_P(
     AllModels, DeviceEvaluate,
     ::testing::Combine(::testing::Values(Model::Mlp, Model::Transformer,
-                                         Model::Mse),
+                                         Model::Conv, Model::Mse),
                        ::testing::Values(1u, 2u)),
     [](const ::testing::TestParamInfo<EvalParam> &info) {
       return std::string(modelName(std::get<0>(info.param))) + "_K" +

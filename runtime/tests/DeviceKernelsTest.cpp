@@ -28,6 +28,7 @@
 #include "gpipe/runtime/Optimizers.h"
 #include "gpipe/runtime/device/KernelsByFunctor.h"
 
+#include "ImmediateKernels.h"
 #include "RandomData.h"
 
 #include <gtest/gtest.h>
@@ -49,44 +50,10 @@ using Floats = std::vector<float>;
 using Ids = std::vector<int32_t>;
 using Mask = std::vector<uint8_t>;
 
+using gpipe::runtime::testing::ImmediateKernels;
+using gpipe::runtime::testing::kStream;
+
 namespace {
-
-/// The stream every call goes to; forEach checks that it is passed through.
-constexpr StreamId kStream = 3;
-
-/// KernelsByFunctor with forEach = an immediate loop: the device code, run
-/// on the host.
-class ImmediateKernels : public KernelsByFunctor<ImmediateKernels, KernelApi> {
-public:
-  template <class F> void forEach(StreamId s, int64_t n, const F &f) {
-    static_assert(std::is_trivially_copyable_v<F>);
-    EXPECT_EQ(s, kStream);
-    EXPECT_GT(n, 0) << "KernelsByFunctor launched an empty range";
-    ++launches;
-    for (int64_t i = 0; i < n; ++i)
-      f(i);
-  }
-  template <class F> void forEachRow(StreamId s, int64_t rows, const F &f) {
-    static_assert(std::is_trivially_copyable_v<F>);
-    EXPECT_EQ(s, kStream);
-    EXPECT_GT(rows, 0) << "KernelsByFunctor launched no rows";
-    ++launches;
-    for (int64_t r = 0; r < rows; ++r)
-      kernels::runRowOnHost(f, r);
-  }
-  template <class F> void forEachColumn(StreamId s, int64_t cols, const F &f) {
-    static_assert(std::is_trivially_copyable_v<F>);
-    EXPECT_EQ(s, kStream);
-    EXPECT_GT(cols, 0) << "KernelsByFunctor launched no columns";
-    ++launches;
-    for (int64_t c = 0; c < cols; ++c)
-      kernels::runColumnOnHost(f, c);
-  }
-  void gemm(StreamId, const GemmBatch &) override {
-    ADD_FAILURE() << "gemm is not KernelsByFunctor's";
-  }
-  int64_t launches = 0;
-};
 
 //===-- tolerances and the worst errors seen ------------------------------===//
 

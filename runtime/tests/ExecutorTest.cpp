@@ -42,31 +42,11 @@ constexpr int64_t kBatch = 10;
 // The independent reference: whole batch, one device, double precision
 //===----------------------------------------------------------------------===//
 
-using Params = std::map<std::string, Vec>;
-
 struct Reference {
   double loss = 0.0;
   std::map<std::string, Vec> grads;
   Vec logits; ///< the MLP's
 };
-
-Vec toVec(const std::vector<float> &v) { return Vec(v.begin(), v.end()); }
-
-/// The parameters as the initializers define them (not read back from the
-/// executor).
-Params initialParams(const Bundle &bundle, uint64_t seed) {
-  Params params;
-  for (const ParamSpec &spec : bundle.params) {
-    int64_t n = 1;
-    for (int64_t d : spec.shape)
-      n *= d;
-    std::vector<float> values(n);
-    initializeParameter(spec.init, spec.scale, spec.shape, seed, spec.name,
-                        values.data());
-    params[spec.name] = toVec(values);
-  }
-  return params;
-}
 
 Params currentParams(const PipelineExecutor &executor) {
   Params params;

@@ -108,6 +108,13 @@ TEST(Initializers, GlorotUniformBound) {
   EXPECT_GT(m.high, 0.9999 * limit);
 }
 
+// A 3x3 conv from 16 to 32 channels: fans 9 x 16 and 9 x 32 (Keras's and
+// PyTorch's receptive-field rule).
+TEST(Initializers, GlorotUniformOfAConvWeightCountsItsReceptiveField) {
+  EXPECT_DOUBLE_EQ(glorotUniformLimit({3, 3, 16, 32}),
+                   std::sqrt(6.0 / (144 + 288)));
+}
+
 TEST(Initializers, GlorotUniformOtherRanksUseTheElementCount) {
   EXPECT_DOUBLE_EQ(glorotUniformLimit({256}), std::sqrt(6.0 / 512));
   EXPECT_DOUBLE_EQ(glorotUniformLimit({2, 3, 4}), std::sqrt(6.0 / 48));

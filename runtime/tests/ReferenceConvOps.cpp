@@ -3,6 +3,7 @@
 #include "ReferenceConvOps.h"
 
 #include <cstddef>
+#include <vector>
 
 using namespace gpipe;
 using namespace gpipe::reference;
@@ -43,7 +44,75 @@ template <typename Visit> void forEachTap(const Conv2dShape &s, Visit visit) {
             }
         }
 }
+
+/// Visits every output pixel and channel of a pool with the flat indices of
+/// its window's in-image inputs (rows, then columns) and its output.
+template <typename Visit>
+void forEachWindow(const Pool2dShape &s, Visit visit) {
+  const int64_t oh = s.outHeight(), ow = s.outWidth();
+  std::vector<int64_t> inputs;
+  for (int64_t n = 0; n < s.batch; ++n)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t c = 0; c < s.channels; ++c) {
+          inputs.clear();
+          for (int64_t kh = 0; kh < s.windowHeight; ++kh)
+            for (int64_t kw = 0; kw < s.windowWidth; ++kw) {
+              const int64_t row = i * s.strideRows - s.padRows + kh;
+              const int64_t col = j * s.strideCols - s.padCols + kw;
+              if (row >= 0 && row < s.height && col >= 0 && col < s.width)
+                inputs.push_back(
+                    ((n * s.height + row) * s.width + col) * s.channels + c);
+            }
+          visit(inputs, ((n * oh + i) * ow + j) * s.channels + c);
+        }
+}
+
+/// The first input of `inputs` holding their maximum.
+int64_t firstMaximum(const Vec &x, const std::vector<int64_t> &inputs) {
+  int64_t best = inputs.front();
+  for (int64_t in : inputs)
+    if (x[in] > x[best])
+      best = in;
+  return best;
+}
 } // namespace
+
+Vec reference::maxPool2dForward(const Vec &x, const Pool2dShape &shape) {
+  Vec y(shape.outputSize());
+  forEachWindow(shape, [&](const std::vector<int64_t> &inputs, int64_t out) {
+    y[out] = x[firstMaximum(x, inputs)];
+  });
+  return y;
+}
+
+Vec reference::maxPool2dBackward(const Vec &dy, const Vec &x,
+                                 const Pool2dShape &shape) {
+  Vec dx(shape.inputSize(), 0.0);
+  forEachWindow(shape, [&](const std::vector<int64_t> &inputs, int64_t out) {
+    dx[firstMaximum(x, inputs)] += dy[out];
+  });
+  return dx;
+}
+
+Vec reference::avgPool2dForward(const Vec &x, const Pool2dShape &shape) {
+  Vec y(shape.outputSize(), 0.0);
+  forEachWindow(shape, [&](const std::vector<int64_t> &inputs, int64_t out) {
+    for (int64_t in : inputs)
+      y[out] += x[in];
+    y[out] /= double(inputs.size());
+  });
+  return y;
+}
+
+Vec reference::avgPool2dBackward(const Vec &dy, const Pool2dShape &shape) {
+  Vec dx(shape.inputSize(), 0.0);
+  forEachWindow(shape, [&](const std::vector<int64_t> &inputs, int64_t out) {
+    for (int64_t in : inputs)
+      dx[in] += dy[out] / double(inputs.size());
+  });
+  return dx;
+}
 
 Vec reference::conv2dForward(const Vec &x, const Vec &w, const Vec &b,
                              const Conv2dShape &shape) {

@@ -53,6 +53,34 @@ struct Conv2dGrads {
 Conv2dGrads conv2dBackward(const Vec &dy, const Vec &x, const Vec &w,
                            const Conv2dShape &shape);
 
+/// The geometry of a pooling window (gpipe.max_pool2d, gpipe.avg_pool2d):
+/// padding is smaller than the window, and padded pixels take no part.
+struct Pool2dShape {
+  int64_t batch = 1, height = 1, width = 1, channels = 1;
+  int64_t windowHeight = 1, windowWidth = 1;
+  int64_t strideRows = 1, strideCols = 1, padRows = 0, padCols = 0;
+
+  int64_t outHeight() const {
+    return (height + 2 * padRows - windowHeight) / strideRows + 1;
+  }
+  int64_t outWidth() const {
+    return (width + 2 * padCols - windowWidth) / strideCols + 1;
+  }
+  int64_t inputSize() const { return batch * height * width * channels; }
+  int64_t outputSize() const {
+    return batch * outHeight() * outWidth() * channels;
+  }
+};
+
+/// y = the maximum of each window's in-image pixels; the backward sends dy
+/// to the first maximum (rows, then columns), where the function is
+/// differentiable when the maximum is unique.
+Vec maxPool2dForward(const Vec &x, const Pool2dShape &shape);
+Vec maxPool2dBackward(const Vec &dy, const Vec &x, const Pool2dShape &shape);
+/// y = the mean of each window's in-image pixels (padding not counted).
+Vec avgPool2dForward(const Vec &x, const Pool2dShape &shape);
+Vec avgPool2dBackward(const Vec &dy, const Pool2dShape &shape);
+
 /// y[n, c] = the mean of x[n, :, :, c] over the height x width pixels.
 Vec globalAvgPoolForward(const Vec &x, int64_t batch, int64_t pixels,
                          int64_t channels);

@@ -108,3 +108,49 @@ TEST(ReferenceGlobalAvgPool, ForwardByHandAndBackwardByDifferences) {
   EXPECT_TRUE(
       matchesFiniteDifferences(y, f, ref::globalAvgPoolBackward(r, 2, 6, 3)));
 }
+
+namespace {
+ref::Pool2dShape makePool(int64_t batch, int64_t size, int64_t channels,
+                          int64_t window, int64_t stride, int64_t pad) {
+  ref::Pool2dShape s;
+  s.batch = batch, s.height = size, s.width = size + 1, s.channels = channels;
+  s.windowHeight = window, s.windowWidth = window;
+  s.strideRows = stride, s.strideCols = stride;
+  s.padRows = pad, s.padCols = pad;
+  return s;
+}
+} // namespace
+
+// A 3x4 image (one channel: rows 1 2 3 4 / 5 6 7 8 / 9 10 11 12), 2x2
+// windows, stride 2, padding 1: the windows' in-image pixels are {1}, {2, 3},
+// {4} over {5, 9}, {6, 7, 10, 11}, {8, 12}. Their maxima and means, padding
+// not counted: [1, 3, 4; 9, 11, 12] and [1, 2.5, 4; 7, 8.5, 10].
+TEST(ReferencePool2d, ForwardByHand) {
+  ref::Pool2dShape s;
+  s.height = 3, s.width = 4, s.windowHeight = 2, s.windowWidth = 2;
+  s.strideRows = 2, s.strideCols = 2, s.padRows = 1, s.padCols = 1;
+  Vec x = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  ASSERT_EQ(s.outputSize(), 6);
+  EXPECT_EQ(ref::maxPool2dForward(x, s), (Vec{1, 3, 4, 9, 11, 12}));
+  EXPECT_EQ(ref::avgPool2dForward(x, s), (Vec{1, 2.5, 4, 7, 8.5, 10}));
+}
+
+// Random inputs have unique maxima, where max pooling is differentiable.
+TEST(ReferencePool2d, BackwardMatchesFiniteDifferences) {
+  const ref::Pool2dShape shapes[] = {makePool(2, 5, 3, 2, 2, 0),
+                                     makePool(1, 6, 2, 3, 2, 1),
+                                     makePool(2, 4, 2, 3, 1, 2)};
+  std::mt19937_64 rng(173);
+  for (const ref::Pool2dShape &s : shapes) {
+    SCOPED_TRACE("window " + std::to_string(s.windowHeight) + " stride " +
+                 std::to_string(s.strideRows) + " pad " +
+                 std::to_string(s.padRows));
+    Vec x = randomVec(rng, s.inputSize()), r = randomVec(rng, s.outputSize());
+    auto maxOf = [&] { return dot(r, ref::maxPool2dForward(x, s)); };
+    EXPECT_TRUE(
+        matchesFiniteDifferences(x, maxOf, ref::maxPool2dBackward(r, x, s)));
+    auto meanOf = [&] { return dot(r, ref::avgPool2dForward(x, s)); };
+    EXPECT_TRUE(
+        matchesFiniteDifferences(x, meanOf, ref::avgPool2dBackward(r, s)));
+  }
+}

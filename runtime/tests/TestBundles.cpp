@@ -106,6 +106,46 @@ int ModelGraph::dropout(int x, float rate, uint64_t seed) {
   return y;
 }
 
+int ModelGraph::conv2d(int x, int w, int b, const WindowAttrs &attrs) {
+  const ValueSpec &in = values[x];
+  WindowGeometry g =
+      convGeometryOf(in.shape.data(), values[w].shape.data(), attrs);
+  std::vector<int> operands = {x, w};
+  if (b >= 0)
+    operands.push_back(b);
+  int y = emit(
+      OpKind::Conv2d, operands,
+      {{g.batch, g.outHeight, g.outWidth, g.filters}, ElementType::F32, true});
+  // conv2d's window is its weight's; the bundle carries none.
+  ops.back().op.window = attrs;
+  ops.back().op.window.window[0] = ops.back().op.window.window[1] = 1;
+  return y;
+}
+
+int ModelGraph::pool2d(OpKind kind, int x, const WindowAttrs &attrs) {
+  WindowGeometry g = poolGeometryOf(values[x].shape.data(), attrs);
+  int y = emit(
+      kind, {x},
+      {{g.batch, g.outHeight, g.outWidth, g.channels}, ElementType::F32, true});
+  ops.back().op.window = attrs;
+  return y;
+}
+
+int ModelGraph::globalAvgPool(int x) {
+  const std::vector<int64_t> &shape = values[x].shape;
+  return emit(OpKind::GlobalAvgPool, {x},
+              {{shape[0], shape[3]}, ElementType::F32, true});
+}
+
+int ModelGraph::flatten(int x) {
+  const std::vector<int64_t> &shape = values[x].shape;
+  int64_t features = 1;
+  for (size_t i = 1; i < shape.size(); ++i)
+    features *= shape[i];
+  return emit(OpKind::Flatten, {x},
+              {{shape[0], features}, ElementType::F32, true});
+}
+
 int ModelGraph::softmaxCrossEntropy(int logits, int labels) {
   loss = emit(OpKind::SoftmaxCrossEntropy, {logits, labels},
               {{}, ElementType::F32, false});
@@ -175,6 +215,8 @@ public:
       op.seed = forward.seed;
       op.heads = forward.heads;
       op.causal = forward.causal;
+      if (opInfo(kind).attrs & (ConvAttrs | PoolAttrs))
+        op.window = forward.window;
       program.backward.push_back(op);
       return op.results;
     };
@@ -264,6 +306,27 @@ public:
         addGrad(x[2], r[2]);
         break;
       }
+      case OpKind::Conv2d: {
+        auto r =
+            emit(OpKind::Conv2dGrad, {dy, x[0], x[1]}, {wants(x[0]), x[1]}, op);
+        addGrad(x[0], r[0]);
+        addGrad(x[1], r[1]);
+        if (x.size() == 3)
+          addGrad(x[2], emit(OpKind::BiasGrad, {dy}, {x[2]}, op)[0]);
+        break;
+      }
+      case OpKind::MaxPool2d:
+        addGrad(x[0], emit(OpKind::MaxPool2dGrad, {dy, x[0]}, {x[0]}, op)[0]);
+        break;
+      case OpKind::AvgPool2d:
+        addGrad(x[0], emit(OpKind::AvgPool2dGrad, {dy}, {x[0]}, op)[0]);
+        break;
+      case OpKind::GlobalAvgPool:
+        addGrad(x[0], emit(OpKind::GlobalAvgPoolGrad, {dy}, {x[0]}, op)[0]);
+        break;
+      case OpKind::Flatten:
+        addGrad(x[0], emit(OpKind::FlattenGrad, {dy}, {x[0]}, op)[0]);
+        break;
       default:
         fatal(std::string("no gradient rule for op kind ") +
               std::to_string(int(op.kind)));

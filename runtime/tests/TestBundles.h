@@ -40,6 +40,11 @@ public:
   int embedding(int ids, int table);
   int attention(int x, int wqkv, int wo, int64_t heads, bool causal);
   int dropout(int x, float rate, uint64_t seed);
+  /// x [N, H, W, C] by w [KH, KW, C/groups, F] (b [F] or -1).
+  int conv2d(int x, int w, int b, const WindowAttrs &attrs);
+  int pool2d(OpKind kind, int x, const WindowAttrs &attrs); ///< MaxPool2d...
+  int globalAvgPool(int x);
+  int flatten(int x);
   int softmaxCrossEntropy(int logits, int labels);
   int mse(int prediction, int target);
   /// Starts a new layer: stages are cut only between layers.

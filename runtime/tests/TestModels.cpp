@@ -97,6 +97,51 @@ ModelGraph mseGraph(int64_t batch) {
   return g;
 }
 
+ModelGraph convGraph(int64_t batch) {
+  ModelGraph g(batch);
+  int x = g.input("x", {batch, 6, 5, 2});
+  int labels = g.input("labels", {batch}, ElementType::I32);
+  auto window = [](int64_t size, std::vector<int64_t> stride, int64_t pad,
+                   int64_t groups = 1) {
+    WindowAttrs attrs;
+    attrs.window[0] = attrs.window[1] = size;
+    attrs.stride[0] = stride[0], attrs.stride[1] = stride[1];
+    attrs.padding[0] = attrs.padding[1] = pad;
+    attrs.groups = groups;
+    return attrs;
+  };
+  int w0 = g.param("conv0.w", {3, 3, 2, 4}, InitKind::GlorotUniform);
+  int b0 = g.param("conv0.b", {4}, InitKind::Uniform, 0.1);
+  int h = g.unary(OpKind::Relu, g.conv2d(x, w0, b0, window(3, {1, 1}, 1)));
+  g.nextLayer();
+  h = g.pool2d(OpKind::MaxPool2d, h, window(3, {2, 2}, 1)); // [3, 3, 4]
+  int w1 = g.param("conv1.w", {2, 2, 2, 6}, InitKind::GlorotUniform);
+  h = g.conv2d(h, w1, -1, window(2, {2, 1}, 1, 2)); // [2, 4, 6]
+  g.nextLayer();
+  h = g.pool2d(OpKind::AvgPool2d, h, window(3, {2, 2}, 1)); // [1, 2, 6]
+  int w2 = g.param("conv2.w", {1, 1, 6, 6}, InitKind::GlorotUniform);
+  int b2 = g.param("conv2.b", {6}, InitKind::Uniform, 0.1);
+  h = g.unary(OpKind::Tanh, g.conv2d(h, w2, b2, window(1, {1, 1}, 0)));
+  g.nextLayer();
+  int w3 = g.param("fc.w", {12, 6}, InitKind::GlorotUniform);
+  int mixed = g.add(g.globalAvgPool(h), g.dense(g.flatten(h), w3));
+  int w4 = g.param("head.w", {6, 5}, InitKind::GlorotUniform);
+  int b4 = g.param("head.b", {5}, InitKind::Uniform, 0.1);
+  g.softmaxCrossEntropy(g.dense(mixed, w4, b4), labels);
+  return g;
+}
+
+std::vector<int> convSplit(unsigned k) {
+  switch (k) {
+  case 1:
+    return {0};
+  case 2:
+    return {0, 2};
+  default:
+    return {0, 1, 2, 3};
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Data
 //===----------------------------------------------------------------------===//
@@ -134,6 +179,18 @@ Batch mseBatch(int64_t rows, uint64_t seed) {
     v = 0.5f * (rng.uniform() + 1.0f) / 7.0f * 2.0f;
   return {{"x", HostTensor::floats({rows, 6}, x)},
           {"target", HostTensor::floats({rows, 7}, target)}};
+}
+
+Batch convBatch(int64_t rows, uint64_t seed) {
+  Lcg rng(seed);
+  std::vector<float> x(rows * 6 * 5 * 2);
+  for (float &v : x)
+    v = rng.uniform();
+  std::vector<int32_t> labels(rows);
+  for (int32_t &v : labels)
+    v = rng.below(5);
+  return {{"x", HostTensor::floats({rows, 6, 5, 2}, x)},
+          {"labels", HostTensor::ints({rows}, labels)}};
 }
 
 } // namespace gpipe::runtime::testing

@@ -37,6 +37,16 @@ std::vector<int> residualSplit(unsigned k);
 /// x[6] -> dense 7 | softmax, MSE against a float target; two layers.
 ModelGraph mseGraph(int64_t batch);
 
+/// Images [batch, 6, 5, 2] through every op over images, in four layers:
+/// conv 3x3 (padding 1, bias) and relu; max pool 3x3 (stride 2, padding 1)
+/// and a grouped 2x2 conv (2 groups, stride [2, 1], padding 1); average
+/// pool 3x3 (stride 2, padding 1), a pointwise conv with bias and tanh;
+/// global average pool plus a dense of the flattened image, then a dense
+/// to 5 classes and softmax cross-entropy.
+ModelGraph convGraph(int64_t batch);
+/// First layers of a K-stage split of convGraph (K = 1, 2, 4).
+std::vector<int> convSplit(unsigned k);
+
 /// A small deterministic generator for test data.
 struct Lcg {
   uint64_t state;
@@ -52,6 +62,7 @@ struct Lcg {
 Batch mlpBatch(int64_t rows, uint64_t seed);
 Batch residualBatch(int64_t rows, uint64_t seed);
 Batch mseBatch(int64_t rows, uint64_t seed);
+Batch convBatch(int64_t rows, uint64_t seed);
 
 } // namespace gpipe::runtime::testing
 

@@ -61,11 +61,8 @@ gpipe::PlannedStage describeStage(const Bundle &bundle, unsigned s) {
       stage.values[op.results[0]].fixed += extra.fixed;
       stage.values[op.results[0]].perRow += extra.perRow;
     }
-    if (op.kind == OpKind::AttentionGrad)
-      planned.scratch =
-          sizeOf(scratchBytesOf(
-                     op.kind, elementsOf(program.values[op.operands[2]].shape)),
-                 first.batched, bundle.batch);
+    planned.scratch =
+        sizeOf(scratchBytesOf(op, program.values), first.batched, bundle.batch);
     return planned;
   };
   // Values are sized once, by the forward; the recompute repeats its ops.
@@ -78,6 +75,11 @@ gpipe::PlannedStage describeStage(const Bundle &bundle, unsigned s) {
     for (int id : op.results)
       if (id >= 0)
         planned.results.push_back(id);
+    // A recompute needs the forward's scratch again (conv2d's patches).
+    if (!op.operands.empty())
+      planned.scratch =
+          sizeOf(scratchBytesOf(op, program.values),
+                 program.values[op.operands[0]].batched, bundle.batch);
     stage.recompute.push_back(planned);
   }
   // A fused pair's kernel reads the first op's operands until the second

@@ -59,11 +59,6 @@ TEST(OpTable, EveryComputeOpOfTheDialectHasARow) {
                                             "send_gradient",
                                             "recv_gradient",
                                             "optimizer_step"};
-  // Ops the dialect verifies and costs but no pass lowers yet: the
-  // convolutional ops of issue 17, whose gradients, bundle rows and kernels
-  // come next (gpipe-differentiate refuses them: "has no gradient").
-  const std::set<std::string> notLoweredYet = {"conv2d", "global_avg_pool",
-                                               "flatten"};
   int computeOps = 0;
   for (mlir::RegisteredOperationName op :
        context.getRegisteredOperations()) {
@@ -72,11 +67,6 @@ TEST(OpTable, EveryComputeOpOfTheDialectHasARow) {
     std::string name = op.stripDialect().str();
     if (structural.count(name))
       continue;
-    if (notLoweredYet.count(name)) {
-      EXPECT_FALSE(runtime::opKindNamed(name).has_value())
-          << "gpipe." << name << " has a row now: drop it from notLoweredYet";
-      continue;
-    }
     ++computeOps;
     EXPECT_TRUE(runtime::opKindNamed(name).has_value())
         << "gpipe." << name << " has no row in Ops.def";

@@ -66,6 +66,20 @@ struct DeviceValue {
   int64_t colsOf() const { return shape.empty() ? 1 : shape.back(); }
 };
 
+/// The scratch bytes of `op` (OpTable.h's scratchBytesOf) at this
+/// micro-batch's operand shapes.
+inline int64_t scratchBytesAt(const Op &op,
+                              const std::vector<const DeviceValue *> &in) {
+  std::vector<const int64_t *> shapes;
+  std::vector<size_t> ranks;
+  for (const DeviceValue *value : in) {
+    shapes.push_back(value->shape.data());
+    ranks.push_back(value->shape.size());
+  }
+  return scratchBytesOf(op.kind, shapes.data(), ranks.data(), shapes.size(),
+                        op.window);
+}
+
 struct DeviceParameter {
   ParamSpec spec;
   unsigned device = 0;
@@ -187,6 +201,15 @@ struct DeviceExecutor::Impl {
                        size_t end = ~size_t(0));
   std::string issueOp(unsigned device, unsigned m, const Op &op, size_t index,
                       bool backward);
+  /// An op over images (conv2d, the pools, flatten and their gradients:
+  /// DeviceImageOps.cpp) with issueOp's operands, results (placed; null when
+  /// not needed), result 0's value (its shape) and which results accumulate
+  /// into a parameter's gradient.
+  std::string issueImageOp(unsigned device, const Op &op,
+                           const std::vector<const DeviceValue *> &in,
+                           const std::vector<float *> &out,
+                           const DeviceValue *result,
+                           const std::vector<bool> &accumulateInto);
   /// `first` and the next op, `second`, as one fused kernel (OpTable.h's
   /// FusionKind; StageValidation checked the pair).
   std::string issueFused(unsigned device, unsigned m, const Op &first,

@@ -243,8 +243,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     // a backend that needs more gets a workspace of its own, outside it.
     const int64_t needed = 4 * b.attentionGradScratch(call.batch, call.seq,
                                                       call.width, call.heads);
-    const int64_t planned =
-        scratchBytesOf(OpKind::AttentionGrad, in[2]->numElements());
+    const int64_t planned = scratchBytesAt(op, in);
     call.scratch = reinterpret_cast<float *>(scratchBuffer(device, planned));
     if (needed > planned) {
       std::string error = reserveWorkspace(device, needed);
@@ -284,6 +283,17 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   case OpKind::Zeros:
     b.fillZero(s, out[0], result->numElements() * 4);
     break;
+  case OpKind::Conv2d:
+  case OpKind::Conv2dGrad:
+  case OpKind::MaxPool2d:
+  case OpKind::MaxPool2dGrad:
+  case OpKind::AvgPool2d:
+  case OpKind::AvgPool2dGrad:
+  case OpKind::GlobalAvgPool:
+  case OpKind::GlobalAvgPoolGrad:
+  case OpKind::Flatten:
+  case OpKind::FlattenGrad:
+    return issueImageOp(device, op, in, out, result, accumulateInto);
   }
   return {};
 }

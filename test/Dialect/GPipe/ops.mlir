@@ -447,3 +447,23 @@ gpipe.model @conv batch 2 {
   }
   gpipe.return %l : tensor<f32>
 }
+
+// -----
+
+// The pools: window, stride and padding, each [rows, columns].
+// CHECK-LABEL: gpipe.model @pools
+// CHECK: gpipe.max_pool2d %{{.*}} window [3, 3] stride [2, 2] padding [1, 1] : (tensor<2x8x7x4xf32>) -> tensor<2x4x4x4xf32>
+// CHECK: gpipe.avg_pool2d %{{.*}} window [2, 1] stride [2, 1] padding [0, 0] : (tensor<2x4x4x4xf32>) -> tensor<2x2x4x4xf32>
+gpipe.model @pools batch 2 {
+  %x = gpipe.input "x" : tensor<2x8x7x4xf32>
+  %h = gpipe.layer "pools" -> tensor<2x2x4x4xf32> {
+    %0 = gpipe.max_pool2d %x window [3, 3] stride [2, 2] padding [1, 1] : (tensor<2x8x7x4xf32>) -> tensor<2x4x4x4xf32>
+    %1 = gpipe.avg_pool2d %0 window [2, 1] stride [2, 1] padding [0, 0] : (tensor<2x4x4x4xf32>) -> tensor<2x2x4x4xf32>
+    gpipe.yield %1 : tensor<2x2x4x4xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %h, %h : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

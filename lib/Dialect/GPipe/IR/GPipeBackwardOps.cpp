@@ -126,14 +126,18 @@ bool gpipe::isPerExampleResult(OpResult result, ArrayRef<bool> operandBatched) {
   std::optional<unsigned> primal =
       llvm::TypeSwitch<Operation *, std::optional<unsigned>>(op)
           // (dy, x, w) -> (dx, dw)
-          .Case<DenseGradOp>([&](auto) { return index == 0 ? 1u : 2u; })
+          .Case<DenseGradOp, Conv2dGradOp>(
+              [&](auto) { return index == 0 ? 1u : 2u; })
           // (dy, y, x, gamma) -> (dx, dgamma, dbeta): dbeta is shaped as gamma
           .Case<LayerNormGradOp>([&](auto) { return index == 0 ? 2u : 3u; })
           // (dy, y, x, wqkv, wo) -> (dx, dwqkv, dwo)
           .Case<AttentionGradOp>([&](auto) { return 2u + index; })
           // (dy, x or y) -> dx
           .Case<ReluGradOp, GeluGradOp, TanhGradOp, SoftmaxGradOp,
-                DropoutGradOp>([](auto) { return 1u; })
+                DropoutGradOp, MaxPool2dGradOp>([](auto) { return 1u; })
+          // (dy) -> dx, shaped as the forward's input
+          .Case<AvgPool2dGradOp, GlobalAvgPoolGradOp, FlattenGradOp>(
+              [](auto) { return 0u; })
           // (loss, labels) -> dlogits, per label position
           .Case<SoftmaxCrossEntropyGradOp>([](auto) { return 1u; })
           // (prediction, target) -> dprediction

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "OpVerification.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
@@ -12,6 +13,7 @@
 
 using namespace mlir;
 using namespace gpipe;
+using namespace gpipe::detail;
 
 //===----------------------------------------------------------------------===//
 // Shared checks
@@ -37,8 +39,8 @@ verifySameElementType(Operation *op, Type reference,
   return success();
 }
 
-static LogicalResult verifyResultShape(Operation *op, Type expected,
-                                       Type actual) {
+LogicalResult gpipe::detail::verifyResultShape(Operation *op, Type expected,
+                                               Type actual) {
   if (expected != actual)
     return op->emitOpError()
            << "expects result type " << expected << ", got " << actual;
@@ -47,9 +49,10 @@ static LogicalResult verifyResultShape(Operation *op, Type expected,
 
 /// The bias of a weighted op (dense, conv2d), if any, is [features] and the
 /// weight, bias and result have the input's element type.
-static LogicalResult verifyBiasAndTypes(Operation *op, Value input,
-                                        Value weight, Value bias, Value result,
-                                        int64_t features) {
+LogicalResult gpipe::detail::verifyBiasAndTypes(Operation *op, Value input,
+                                                Value weight, Value bias,
+                                                Value result,
+                                                int64_t features) {
   if (bias) {
     RankedTensorType biasType = tensorType(bias);
     if (biasType.getRank() != 1 || biasType.getDimSize(0) != features)
@@ -282,91 +285,6 @@ LogicalResult DenseOp::verify() {
   shape.back() = outFeatures;
   return verifyResultShape(
       *this, RankedTensorType::get(shape, input.getElementType()),
-      getType());
-}
-
-LogicalResult Conv2dOp::verify() {
-  RankedTensorType input = tensorType(getInput());
-  RankedTensorType weight = tensorType(getWeight());
-  if (input.getRank() != 4 || !input.hasStaticShape())
-    return emitOpError() << "expects a static input of rank 4 [batch, height, "
-                            "width, channels], got "
-                         << input;
-  if (weight.getRank() != 4 || !weight.hasStaticShape())
-    return emitOpError() << "expects a static weight of rank 4 [kernel height, "
-                            "kernel width, channels / groups, filters], got "
-                         << weight;
-  ArrayRef<int64_t> stride = getStride(), padding = getPadding();
-  if (stride.size() != 2 || stride[0] < 1 || stride[1] < 1)
-    return emitOpError() << "expects a stride of 2 values >= 1 [rows, "
-                            "columns], got ["
-                         << stride << "]";
-  if (padding.size() != 2 || padding[0] < 0 || padding[1] < 0)
-    return emitOpError() << "expects a padding of 2 values >= 0 [rows, "
-                            "columns], got ["
-                         << padding << "]";
-  const int64_t groups = getGroups();
-  const int64_t channels = input.getDimSize(3);
-  const int64_t filters = weight.getDimSize(3);
-  if (channels % groups != 0 || filters % groups != 0)
-    return emitOpError() << "expects " << groups
-                         << " groups to divide the input's " << channels
-                         << " channels and the weight's " << filters
-                         << " filters";
-  if (weight.getDimSize(2) != channels / groups)
-    return emitOpError() << "expects the weight to read " << channels / groups
-                         << " channels per group (the input's " << channels
-                         << " channels in " << groups << " groups), got "
-                         << weight;
-  // Each output pixel needs the whole kernel inside the padded input.
-  int64_t out[2];
-  for (int axis = 0; axis < 2; ++axis) {
-    const int64_t size = input.getDimSize(1 + axis);
-    const int64_t kernel = weight.getDimSize(axis);
-    const int64_t padded = size + 2 * padding[axis];
-    if (kernel > padded)
-      return emitOpError() << "expects a kernel of at most the padded input's "
-                           << (axis == 0 ? "height " : "width ") << padded
-                           << " (" << size << " + 2 x " << padding[axis]
-                           << "), got " << kernel;
-    out[axis] = (padded - kernel) / stride[axis] + 1;
-  }
-  if (failed(verifyBiasAndTypes(*this, getInput(), getWeight(), getBias(),
-                                getResult(), filters)))
-    return failure();
-  return verifyResultShape(
-      *this,
-      RankedTensorType::get({input.getDimSize(0), out[0], out[1], filters},
-                            input.getElementType()),
-      getType());
-}
-
-LogicalResult GlobalAvgPoolOp::verify() {
-  RankedTensorType input = tensorType(getInput());
-  if (input.getRank() != 4 || !input.hasStaticShape())
-    return emitOpError() << "expects a static input of rank 4 [batch, height, "
-                            "width, channels], got "
-                         << input;
-  return verifyResultShape(
-      *this,
-      RankedTensorType::get({input.getDimSize(0), input.getDimSize(3)},
-                            input.getElementType()),
-      getType());
-}
-
-LogicalResult FlattenOp::verify() {
-  RankedTensorType input = tensorType(getInput());
-  if (input.getRank() < 2 || !input.hasStaticShape())
-    return emitOpError() << "expects a static input of rank 2 or more "
-                            "[batch, ...], got "
-                         << input;
-  int64_t features = 1;
-  for (int64_t dim : input.getShape().drop_front())
-    features *= dim;
-  return verifyResultShape(
-      *this,
-      RankedTensorType::get({input.getDimSize(0), features},
-                            input.getElementType()),
       getType());
 }
 

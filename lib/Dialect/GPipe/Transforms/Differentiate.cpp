@@ -125,6 +125,52 @@ public:
                      loc);
           return success();
         })
+        .Case([&](Conv2dOp o) {
+          auto grad = Conv2dGradOp::create(
+              builder, loc, o.getInput().getType(), o.getWeight().getType(), dy,
+              o.getInput(), o.getWeight(), o.getStrideAttr(),
+              o.getPaddingAttr(), o.getGroupsAttr());
+          contribute(o.getInput(), grad.getDx(), loc);
+          contribute(o.getWeight(), grad.getDw(), loc);
+          // Channels last: the bias's gradient is dy's column sums.
+          if (Value bias = o.getBias())
+            contribute(bias,
+                       BiasGradOp::create(builder, loc, bias.getType(), dy),
+                       loc);
+          return success();
+        })
+        .Case([&](MaxPool2dOp o) {
+          contribute(
+              o.getInput(),
+              MaxPool2dGradOp::create(builder, loc, o.getInput().getType(), dy,
+                                      o.getInput(), o.getWindowAttr(),
+                                      o.getStrideAttr(), o.getPaddingAttr()),
+              loc);
+          return success();
+        })
+        .Case([&](AvgPool2dOp o) {
+          contribute(
+              o.getInput(),
+              AvgPool2dGradOp::create(builder, loc, o.getInput().getType(), dy,
+                                      o.getWindowAttr(), o.getStrideAttr(),
+                                      o.getPaddingAttr()),
+              loc);
+          return success();
+        })
+        .Case([&](GlobalAvgPoolOp o) {
+          contribute(o.getInput(),
+                     GlobalAvgPoolGradOp::create(builder, loc,
+                                                 o.getInput().getType(), dy),
+                     loc);
+          return success();
+        })
+        .Case([&](FlattenOp o) {
+          contribute(
+              o.getInput(),
+              FlattenGradOp::create(builder, loc, o.getInput().getType(), dy),
+              loc);
+          return success();
+        })
         .Case([&](AttentionOp o) {
           auto grad = AttentionGradOp::create(
               builder, loc, o.getInput().getType(),

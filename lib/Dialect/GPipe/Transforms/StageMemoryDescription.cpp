@@ -96,12 +96,24 @@ static int64_t savedStateBytes(Operation *op) {
       .total();
 }
 
-/// Scratch the runtime's kernel of `op` needs while it runs.
+/// Scratch the runtime's kernel of `op` needs while it runs (the op table's
+/// rule, from its operands' shapes and window attributes).
 static int64_t scratchBytes(Operation *op) {
-  if (!isa<AttentionGradOp>(op))
+  std::optional<runtime::OpKind> kind =
+      runtime::opKindNamed(op->getName().stripDialect().str());
+  if (!kind)
     return 0;
-  return runtime::scratchBytesOf(runtime::OpKind::AttentionGrad,
-                                 numElements(op->getOperand(2)));
+  SmallVector<const int64_t *> shapes;
+  SmallVector<size_t> ranks;
+  for (Value operand : op->getOperands()) {
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(operand.getType()).getShape();
+    shapes.push_back(shape.data());
+    ranks.push_back(shape.size());
+  }
+  return runtime::scratchBytesOf(
+      *kind, shapes.data(), ranks.data(), shapes.size(),
+      getWindowAttrs(op).value_or(runtime::WindowAttrs()));
 }
 
 /// Whether the runtime accumulates result `index` of `op` straight into a
@@ -109,7 +121,8 @@ static int64_t scratchBytes(Operation *op) {
 static bool accumulatesInPlace(Operation *op, unsigned index) {
   if (isa<BiasGradOp, EmbeddingGradOp>(op))
     return true;
-  return isa<DenseGradOp, LayerNormGradOp, AttentionGradOp>(op) && index > 0;
+  return isa<DenseGradOp, LayerNormGradOp, AttentionGradOp, Conv2dGradOp>(op) &&
+         index > 0;
 }
 
 static PlannedOp describeOp(Operation *op, StageValues &values,

@@ -27,7 +27,7 @@
 namespace gpipe::runtime {
 
 /// Whether an op of `kind` in B may leave its parameter gradients (results
-/// 1 and on) to a copy in W: dense_grad and layer_norm_grad.
+/// 1 and on) to a copy in W: dense_grad, layer_norm_grad and conv2d_grad.
 bool separatesWeightGradients(OpKind kind);
 
 /// Splits `stage`'s backward (unsplit, as the compiler writes it) into B and

@@ -81,6 +81,9 @@ struct Op {
   uint64_t seed = 0;         ///< Dropout(Grad)
   int64_t heads = 1;         ///< Attention(Grad)
   bool causal = false;       ///< Attention(Grad)
+  /// Conv2d(Grad): stride, padding, groups; the pools: window, stride,
+  /// padding.
+  WindowAttrs window;
   /// Forward and recompute ops: runs as one kernel with the next op (the
   /// compiler's choice, OpTable.h's fusionOf).
   FusionKind fusion = FusionKind::None;

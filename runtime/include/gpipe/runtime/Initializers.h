@@ -26,8 +26,9 @@ enum class InitKind { Zeros, Ones, Normal, Uniform, GlorotUniform };
 ///   - Normal: mean 0, standard deviation `scale` (Box-Muller);
 ///   - Uniform: U(-scale, scale);
 ///   - GlorotUniform: U(-l, l) with l = sqrt(6 / (fanIn + fanOut)); for rank 2
-///     (weights are [in, out]) fanIn = shape[0] and fanOut = shape[1], for any
-///     other rank fanIn = fanOut = the number of elements.
+///     (weights are [in, out]) fanIn = shape[0] and fanOut = shape[1], for
+///     rank 4 (conv2d's [KH, KW, in, out]) fanIn = KH KW in and fanOut =
+///     KH KW out, for any other rank fanIn = fanOut = the number of elements.
 /// `scale` is ignored by Zeros, Ones and GlorotUniform. Deterministic from
 /// (kind, scale, shape, seed, name); every dimension must be non-negative.
 void initializeParameter(InitKind kind, double scale,

@@ -26,10 +26,12 @@ enum class OpKind {
 /// The op attributes beyond `op`, `operands` and `results`.
 enum OpAttrs : unsigned {
   NoAttrs = 0,
-  NameAttr = 1,      ///< name: the parameter (param, accumulate_grad)
-  EpsilonAttr = 2,   ///< epsilon
-  DropoutAttrs = 4,  ///< rate, seed
-  AttentionAttrs = 8 ///< heads, causal
+  NameAttr = 1,       ///< name: the parameter (param, accumulate_grad)
+  EpsilonAttr = 2,    ///< epsilon
+  DropoutAttrs = 4,   ///< rate, seed
+  AttentionAttrs = 8, ///< heads, causal
+  ConvAttrs = 16,     ///< stride, padding, groups
+  PoolAttrs = 32      ///< window, stride, padding
 };
 
 enum OpFlag : unsigned {
@@ -124,10 +126,108 @@ inline SavedState savedStateOf(OpKind kind, const int64_t *shape, size_t rank,
   return state;
 }
 
-/// Scratch bytes the kernel of `kind` needs while it runs, for an operand 2
-/// (attention_grad's x) of `elements` elements.
-inline int64_t scratchBytesOf(OpKind kind, int64_t operand2Elements) {
-  return kind == OpKind::AttentionGrad ? 4 * operand2Elements * 4 : 0;
+/// The attributes of a window over channels-last images: conv2d's (its
+/// window is its weight's [KH, KW]) and the pools'.
+struct WindowAttrs {
+  int64_t window[2] = {1, 1}; ///< pools: [KH, KW]
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t groups = 1; ///< conv2d
+};
+
+/// Where a window slides: over input [batch, height, width, channels], with
+/// output [batch, outHeight, outWidth, filters] (a pool's filters are its
+/// channels). Every kernel, validation and memory plan of the windowed ops
+/// reads it.
+struct WindowGeometry {
+  int64_t batch = 0, height = 0, width = 0, channels = 0;
+  int64_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1;
+  int64_t padH = 0, padW = 0, groups = 1, filters = 0;
+  int64_t outHeight = 0, outWidth = 0;
+
+  /// Output pixels: the rows of conv2d's GEMM.
+  int64_t pixels() const { return batch * outHeight * outWidth; }
+  /// A group's patch: the GEMM's inner dimension (KH x KW x C / groups).
+  int64_t patch() const { return kernelH * kernelW * (channels / groups); }
+  /// A 1x1 kernel with stride 1 and no padding reads the input as its own
+  /// patch matrix, so conv2d needs no im2col.
+  bool isPointwise() const {
+    return kernelH == 1 && kernelW == 1 && strideH == 1 && strideW == 1 &&
+           padH == 0 && padW == 0;
+  }
+  /// Elements of the patch matrix [pixels, groups, KH, KW, C / groups].
+  int64_t patchElements() const {
+    return isPointwise() ? 0 : pixels() * kernelH * kernelW * channels;
+  }
+};
+
+/// The geometry of a window of `kernel` [KH, KW] over `input` (rank 4,
+/// NHWC), producing `filters` channels; the output sizes are zero when the
+/// window does not fit (the verifiers refuse that first).
+inline WindowGeometry windowGeometryOf(const int64_t *input,
+                                       const int64_t kernel[2],
+                                       const WindowAttrs &attrs,
+                                       int64_t filters) {
+  WindowGeometry g;
+  g.batch = input[0], g.height = input[1], g.width = input[2];
+  g.channels = input[3];
+  g.kernelH = kernel[0], g.kernelW = kernel[1];
+  g.strideH = attrs.stride[0], g.strideW = attrs.stride[1];
+  g.padH = attrs.padding[0], g.padW = attrs.padding[1];
+  g.groups = attrs.groups, g.filters = filters;
+  auto outOf = [](int64_t size, int64_t k, int64_t stride, int64_t pad) {
+    int64_t padded = size + 2 * pad;
+    return k > padded || stride < 1 ? 0 : (padded - k) / stride + 1;
+  };
+  g.outHeight = outOf(g.height, g.kernelH, g.strideH, g.padH);
+  g.outWidth = outOf(g.width, g.kernelW, g.strideW, g.padW);
+  return g;
+}
+
+/// A conv2d's geometry from its input and HWIO weight [KH, KW, C/G, F].
+inline WindowGeometry convGeometryOf(const int64_t *input,
+                                     const int64_t *weight,
+                                     const WindowAttrs &attrs) {
+  return windowGeometryOf(input, weight, attrs, weight[3]);
+}
+
+/// A pool's geometry from its input.
+inline WindowGeometry poolGeometryOf(const int64_t *input,
+                                     const WindowAttrs &attrs) {
+  WindowAttrs single = attrs;
+  single.groups = 1;
+  return windowGeometryOf(input, attrs.window, single, input[3]);
+}
+
+/// Scratch bytes the kernel of `kind` needs while it runs, given its
+/// operands' shapes (`operands[k]`, `ranks[k]` dimensions, `count` of
+/// them) and attributes: attention_grad's workspace (4 x its x); conv2d's
+/// and conv2d_grad's patch matrix (im2col of x, then conv2d_grad's patch
+/// gradient in the same buffer).
+inline int64_t scratchBytesOf(OpKind kind, const int64_t *const *operands,
+                              const size_t *ranks, size_t count,
+                              const WindowAttrs &attrs) {
+  auto elements = [&](size_t k) {
+    int64_t n = 1;
+    for (size_t i = 0; i < ranks[k]; ++i)
+      n *= operands[k][i];
+    return n;
+  };
+  switch (kind) {
+  case OpKind::AttentionGrad:
+    return count > 2 ? 4 * elements(2) * 4 : 0;
+  case OpKind::Conv2d:
+  case OpKind::Conv2dGrad: {
+    // conv2d: (x, w[, b]); conv2d_grad: (dy, x, w).
+    size_t x = kind == OpKind::Conv2d ? 0 : 1;
+    if (count < x + 2 || ranks[x] != 4 || ranks[x + 1] != 4)
+      return 0;
+    return 4 *
+           convGeometryOf(operands[x], operands[x + 1], attrs).patchElements();
+  }
+  default:
+    return 0;
+  }
 }
 
 /// Pairs of consecutive forward ops that run as one kernel: the second

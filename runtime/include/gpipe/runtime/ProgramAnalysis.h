@@ -26,6 +26,10 @@ const char *instructionName(InstrKind kind);
 /// diagnostics (`device` runs it).
 std::string describeInstruction(const Instr &instr, unsigned device);
 
+/// The scratch bytes `op`'s kernels need while it runs (OpTable.h's
+/// scratchBytesOf), from its operands' specs in `values`.
+int64_t scratchBytesOf(const Op &op, const std::vector<ValueSpec> &values);
+
 /// Per backward op of a stage, per result: the parameter whose gradient that
 /// result accumulates into directly ("" = a value of its own), and the
 /// AccumulateGrad ops made redundant by it. A parameter-gradient result whose

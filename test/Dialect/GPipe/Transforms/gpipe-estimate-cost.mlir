@@ -146,3 +146,24 @@ gpipe.model @conv batch 2 {
   }
   gpipe.return %l : tensor<f32>
 }
+
+// -----
+
+// max_pool2d 3x3 (stride 2, padding 1) of [2, 8, 8, 4] into [2, 4, 4, 4]: 128 outputs x 9 compares = 1152
+// FLOPs, 512 B; avg_pool2d 2x2 (stride 2) of that into [2, 2, 2, 4]: 32 outputs x 4 adds = 128 FLOPs, 128 B.
+// CHECK-LABEL: gpipe.model @pools
+// CHECK: gpipe.max_pool2d {{.*}} {cost = #gpipe.cost<flops = 1152, param_bytes = 0, activation_bytes = 512>}
+// CHECK: gpipe.avg_pool2d {{.*}} {cost = #gpipe.cost<flops = 128, param_bytes = 0, activation_bytes = 128>}
+gpipe.model @pools batch 2 {
+  %x = gpipe.input "x" : tensor<2x8x8x4xf32>
+  %h = gpipe.layer "pools" -> tensor<2x2x2x4xf32> {
+    %0 = gpipe.max_pool2d %x window [3, 3] stride [2, 2] padding [1, 1] : (tensor<2x8x8x4xf32>) -> tensor<2x4x4x4xf32>
+    %1 = gpipe.avg_pool2d %0 window [2, 2] stride [2, 2] padding [0, 0] : (tensor<2x4x4x4xf32>) -> tensor<2x2x2x4xf32>
+    gpipe.yield %1 : tensor<2x2x2x4xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %h, %h : (tensor<2x2x2x4xf32>, tensor<2x2x2x4xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

@@ -170,6 +170,66 @@ def GPipe_AttentionGradOp : GPipe_GradOp<"attention_grad"> {
   let hasVerifier = 1;
 }
 
+def GPipe_Conv2dGradOp : GPipe_GradOp<"conv2d_grad"> {
+  let summary = "gradients of a 2-D convolution: dx and dw";
+  let description = [{
+    The attributes are the forward's; the bias's gradient is a
+    gpipe.bias_grad of dy (channels last: a column sum).
+  }];
+  let arguments = (ins GPipe_FloatTensor:$dy, GPipe_FloatTensor:$input,
+                       GPipe_FloatTensor:$weight,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DefaultValuedAttr<ConfinedAttr<I64Attr, [IntPositive]>,
+                                         "1">:$groups);
+  let results = (outs GPipe_FloatTensor:$dx, GPipe_FloatTensor:$dw);
+  let assemblyFormat = [{
+    $dy `,` $input `,` $weight `stride` $stride `padding` $padding
+    (`groups` $groups^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_MaxPool2dGradOp : GPipe_GradOp<"max_pool2d_grad"> {
+  let summary = "gradient of max pooling: dy to each window's first maximum";
+  let arguments = (ins GPipe_FloatTensor:$dy, GPipe_FloatTensor:$input,
+                       DenseI64ArrayAttr:$window, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding);
+  let results = (outs GPipe_FloatTensor:$dx);
+  let assemblyFormat = [{
+    $dy `,` $input `window` $window `stride` $stride `padding` $padding
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_AvgPool2dGradOp : GPipe_GradOp<"avg_pool2d_grad"> {
+  let summary = "gradient of average pooling, shaped as the forward's input";
+  let arguments = (ins GPipe_FloatTensor:$dy, DenseI64ArrayAttr:$window,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding);
+  let results = (outs GPipe_FloatTensor:$dx);
+  let assemblyFormat = [{
+    $dy `window` $window `stride` $stride `padding` $padding attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_GlobalAvgPoolGradOp : GPipe_GradOp<"global_avg_pool_grad"> {
+  let summary = "gradient of global average pooling: dy / (H W) at every pixel";
+  let arguments = (ins GPipe_FloatTensor:$dy);
+  let results = (outs GPipe_FloatTensor:$dx);
+  let assemblyFormat = "$dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def GPipe_FlattenGradOp : GPipe_GradOp<"flatten_grad"> {
+  let summary = "gradient of flatten: dy in the forward input's shape";
+  let arguments = (ins GPipe_FloatTensor:$dy);
+  let results = (outs GPipe_FloatTensor:$dx);
+  let assemblyFormat = "$dy attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def GPipe_SoftmaxCrossEntropyGradOp : GPipe_GradOp<"softmax_cross_entropy_grad"> {
   let summary = "gradient of the mean cross-entropy with respect to the logits";
   let description = [{

@@ -4,6 +4,7 @@
 #define GPIPE_DIALECT_GPIPE_IR_GPIPEOPS_H
 
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
+#include "gpipe/runtime/OpTable.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
@@ -30,6 +31,10 @@ namespace gpipe {
 /// dimension.
 bool isPerExampleResult(mlir::OpResult result,
                         llvm::ArrayRef<bool> operandBatched);
+
+/// The window attributes of conv2d, the pools and their gradients, as the
+/// runtime reads them (OpTable.h), or nothing for other ops.
+std::optional<runtime::WindowAttrs> getWindowAttrs(mlir::Operation *op);
 } // namespace gpipe
 
 #endif // GPIPE_DIALECT_GPIPE_IR_GPIPEOPS_H

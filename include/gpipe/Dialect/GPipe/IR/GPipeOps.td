@@ -278,6 +278,45 @@ def GPipe_Conv2dOp : GPipe_ComputeOp<"conv2d"> {
   let hasVerifier = 1;
 }
 
+class GPipe_Pool2dOp<string mnemonic, string text, string example>
+    : GPipe_ComputeOp<mnemonic> {
+  let summary = text;
+  let description = [{
+    `input` is [N, H, W, C]. A `window` of [KH, KW] pixels slides by
+    `stride` [SH, SW] (>= 1) over the input with `padding` [PH, PW] pixels
+    on each side, fewer than the window's (so every window overlaps the
+    image); the result is [N, (H + 2 PH - KH) / SH + 1,
+    (W + 2 PW - KW) / SW + 1, C]. Padding pixels take no part: they are
+    never a maximum and are not counted in a mean.
+  }] # example;
+  let arguments = !con((ins GPipe_FloatTensor:$input,
+                            DenseI64ArrayAttr:$window,
+                            DenseI64ArrayAttr:$stride,
+                            DenseI64ArrayAttr:$padding), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `window` $window `stride` $stride `padding` $padding attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_MaxPool2dOp : GPipe_Pool2dOp<"max_pool2d",
+    "the maximum of each channel over a sliding window", [{
+
+    ```mlir
+    %y = gpipe.max_pool2d %x window [3, 3] stride [2, 2] padding [1, 1] : (tensor<8x28x28x16xf32>) -> tensor<8x14x14x16xf32>
+    ```
+  }]>;
+
+def GPipe_AvgPool2dOp : GPipe_Pool2dOp<"avg_pool2d",
+    "the mean of each channel over a sliding window", [{
+
+    ```mlir
+    %y = gpipe.avg_pool2d %x window [2, 2] stride [2, 2] padding [0, 0] : (tensor<8x28x28x16xf32>) -> tensor<8x14x14x16xf32>
+    ```
+  }]>;
+
 def GPipe_GlobalAvgPoolOp : GPipe_ComputeOp<"global_avg_pool"> {
   let summary = "the mean of each channel over an image's pixels";
   let description = [{

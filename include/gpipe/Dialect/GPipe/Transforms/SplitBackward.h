@@ -35,9 +35,9 @@ inline bool isSplitBackward(StageBackwardOp backward) {
 }
 
 /// Whether `op` may hand its parameter gradients to a clone in W (and so
-/// leave a result unused): dense_grad, layer_norm_grad.
+/// leave a result unused): dense_grad, layer_norm_grad, conv2d_grad.
 inline bool separatesWeightGradients(mlir::Operation *op) {
-  return mlir::isa<DenseGradOp, LayerNormGradOp>(op);
+  return mlir::isa<DenseGradOp, LayerNormGradOp, Conv2dGradOp>(op);
 }
 
 /// Splits `backward` (once: a split one is left as it is).

@@ -18,6 +18,7 @@
 #ifndef GPIPE_RUNTIME_DEVICE_KERNELAPI_H
 #define GPIPE_RUNTIME_DEVICE_KERNELAPI_H
 
+#include "gpipe/runtime/OpTable.h"
 #include "gpipe/runtime/Optimizers.h"
 
 #include <cstdint>
@@ -164,6 +165,30 @@ public:
   virtual void mseGrad(StreamId s, const float *prediction,
                        const float *target, float scale, float *dprediction,
                        int64_t n) = 0;
+
+  //===-- images [batch, height, width, channels] (ImageKernels.h) --------===//
+  /// The patch matrix of a conv2d (g.patchElements() floats).
+  virtual void im2col(StreamId s, const float *x, float *patches,
+                      const WindowGeometry &g) = 0;
+  /// dx (overwritten) from the gradient of the patch matrix.
+  virtual void col2im(StreamId s, const float *patches, float *dx,
+                      const WindowGeometry &g) = 0;
+  virtual void maxPool2d(StreamId s, const float *x, float *y,
+                         const WindowGeometry &g) = 0;
+  /// dx (overwritten): dy to each window's first maximum in x.
+  virtual void maxPool2dGrad(StreamId s, const float *x, const float *dy,
+                             float *dx, const WindowGeometry &g) = 0;
+  virtual void avgPool2d(StreamId s, const float *x, float *y,
+                         const WindowGeometry &g) = 0;
+  virtual void avgPool2dGrad(StreamId s, const float *dy, float *dx,
+                             const WindowGeometry &g) = 0;
+  /// y[n, c] = the mean of x[n, :, c] over `pixels` pixels.
+  virtual void globalAvgPool(StreamId s, const float *x, float *y,
+                             int64_t batch, int64_t pixels,
+                             int64_t channels) = 0;
+  virtual void globalAvgPoolGrad(StreamId s, const float *dy, float *dx,
+                                 int64_t batch, int64_t pixels,
+                                 int64_t channels) = 0;
 
   //===-- attention: by default composed of gemm and softmax above; a backend
   //     with a fused kernel overrides all three -------------------------===//

@@ -34,6 +34,7 @@
 
 #include "gpipe/runtime/device/ColumnKernels.h"
 #include "gpipe/runtime/device/DeviceKernels.h"
+#include "gpipe/runtime/device/ImageKernels.h"
 #include "gpipe/runtime/device/KernelApi.h"
 
 #include <cassert>
@@ -201,6 +202,46 @@ public:
       return;
     float factor = 2.0f * scale / static_cast<float>(n);
     launch(s, n, kernels::MseGrad{prediction, target, dprediction, factor});
+  }
+
+  //===-- images ----------------------------------------------------------===//
+  void im2col(StreamId s, const float *x, float *patches,
+              const WindowGeometry &g) override {
+    launch(s, g.patchElements(), kernels::Im2col{x, patches, g});
+  }
+  void col2im(StreamId s, const float *patches, float *dx,
+              const WindowGeometry &g) override {
+    launch(s, g.batch * g.height * g.width * g.channels,
+           kernels::Col2im{patches, dx, g});
+  }
+  void maxPool2d(StreamId s, const float *x, float *y,
+                 const WindowGeometry &g) override {
+    launch(s, g.pixels() * g.channels, kernels::MaxPool2d{x, y, g});
+  }
+  void maxPool2dGrad(StreamId s, const float *x, const float *dy, float *dx,
+                     const WindowGeometry &g) override {
+    launch(s, g.batch * g.height * g.width * g.channels,
+           kernels::MaxPool2dGrad{x, dy, dx, g});
+  }
+  void avgPool2d(StreamId s, const float *x, float *y,
+                 const WindowGeometry &g) override {
+    launch(s, g.pixels() * g.channels, kernels::AvgPool2d{x, y, g});
+  }
+  void avgPool2dGrad(StreamId s, const float *dy, float *dx,
+                     const WindowGeometry &g) override {
+    launch(s, g.batch * g.height * g.width * g.channels,
+           kernels::AvgPool2dGrad{dy, dx, g});
+  }
+  void globalAvgPool(StreamId s, const float *x, float *y, int64_t batch,
+                     int64_t pixels, int64_t channels) override {
+    if (pixels > 0)
+      launch(s, batch * channels,
+             kernels::GlobalAvgPool{x, y, pixels, channels});
+  }
+  void globalAvgPoolGrad(StreamId s, const float *dy, float *dx, int64_t batch,
+                         int64_t pixels, int64_t channels) override {
+    launch(s, batch * pixels * channels,
+           kernels::GlobalAvgPoolGrad{dy, dx, pixels, channels});
   }
 
   //===-- optimizer -------------------------------------------------------===//
