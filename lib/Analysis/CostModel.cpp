@@ -87,6 +87,13 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
       .Case([](LayerNormOp o) -> OpWork {
         return {8 * numElements(o.getInput()), 0};
       })
+      .Case([](BatchNormOp o) -> OpWork {
+        // Statistics and normalisation as layer norm's; kept: the mean,
+        // rstd and the gradient's two column sums per channel (f32).
+        Wide channels =
+            cast<RankedTensorType>(o.getInput().getType()).getShape().back();
+        return {8 * numElements(o.getInput()), 16 * channels};
+      })
       .Case([](DropoutOp o) -> OpWork {
         // The mask is kept for the backward: one byte per element.
         return {2 * numElements(o.getInput()), numElements(o.getInput())};

@@ -106,6 +106,10 @@ static void addAttributes(Operation *op, json::Object &out) {
       .Case<LayerNormOp, LayerNormGradOp>([&](auto norm) {
         out["epsilon"] = norm.getEpsilon().convertToDouble();
       })
+      .Case([&](BatchNormOp norm) {
+        out["epsilon"] = norm.getEpsilon().convertToDouble();
+        out["momentum"] = norm.getMomentum().convertToDouble();
+      })
       .Case<AttentionOp, AttentionGradOp>([&](auto attention) {
         out["heads"] = int64_t(attention.getHeads());
         out["causal"] = attention.getCausal();

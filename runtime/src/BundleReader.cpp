@@ -461,6 +461,8 @@ bool Reader::readOp(const Json &json, const std::string &path,
     keys.push_back("name");
   if (info.attrs & EpsilonAttr)
     keys.push_back("epsilon");
+  if (info.attrs & MomentumAttr)
+    keys.push_back("momentum");
   if (info.attrs & DropoutAttrs)
     keys.insert(keys.end(), {"rate", "seed"});
   if (info.attrs & AttentionAttrs)
@@ -519,6 +521,9 @@ bool Reader::readOp(const Json &json, const std::string &path,
   }
   if ((info.attrs & EpsilonAttr) &&
       !getFloat(json, path, "epsilon", op.epsilon, /*required=*/false))
+    return false;
+  if ((info.attrs & MomentumAttr) &&
+      !getFloat(json, path, "momentum", op.momentum, /*required=*/false))
     return false;
   if ((info.attrs & DropoutAttrs) &&
       (!getFloat(json, path, "rate", op.rate, /*required=*/false) ||

@@ -71,6 +71,8 @@ Json opJson(const Op &op) {
     out["name"] = op.name;
   if (info.attrs & EpsilonAttr)
     out["epsilon"] = floatJson(op.epsilon);
+  if (info.attrs & MomentumAttr)
+    out["momentum"] = floatJson(op.momentum);
   if (info.attrs & DropoutAttrs) {
     out["rate"] = floatJson(op.rate);
     out["seed"] = op.seed;

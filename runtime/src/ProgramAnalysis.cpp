@@ -119,3 +119,33 @@ int64_t gpipe::runtime::scratchBytesOf(const Op &op,
   return scratchBytesOf(op.kind, shapes.data(), ranks.data(), shapes.size(),
                         op.window);
 }
+
+std::string gpipe::runtime::paramDefining(const StageProgram &stage, int id) {
+  for (const Op &op : stage.forward)
+    if (op.kind == OpKind::Param && !op.results.empty() && op.results[0] == id)
+      return op.name;
+  return {};
+}
+
+std::vector<RunningStatistics>
+gpipe::runtime::runningStatisticsOf(const Bundle &bundle) {
+  std::vector<RunningStatistics> all;
+  for (unsigned s = 0; s < bundle.stages.size(); ++s) {
+    const StageProgram &stage = bundle.stages[s];
+    for (const Op &op : stage.forward) {
+      if (op.kind != OpKind::BatchNorm || op.operands.size() != 5)
+        continue;
+      RunningStatistics stats;
+      stats.stage = s;
+      stats.mean = paramDefining(stage, op.operands[3]);
+      stats.variance = paramDefining(stage, op.operands[4]);
+      const std::vector<int64_t> &x = stage.values[op.operands[0]].shape;
+      stats.count = 1;
+      for (size_t i = 0; i + 1 < x.size(); ++i)
+        stats.count *= x[i];
+      stats.momentum = op.momentum;
+      all.push_back(stats);
+    }
+  }
+  return all;
+}

@@ -169,6 +169,43 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(expectShape(ops(2), {cols}, false, "beta"));
     return expectLike(*res(0), ops(0), "the result");
   }
+  case OpKind::BatchNorm:
+  case OpKind::BatchNormGrad: {
+    // (x, gamma, beta, running mean, running var) -> y;
+    // (dy, forward y, x, gamma) -> (dx, dgamma, dbeta).
+    const bool grad = op.kind == OpKind::BatchNormGrad;
+    CHECK(f32Except({}));
+    const ValueSpec &x = ops(grad ? 2 : 0);
+    if ((x.shape.size() != 2 && x.shape.size() != 4) || !x.batched)
+      return "expects a batched input [batch, features] or [batch, height, "
+             "width, channels], got shape " +
+             shapeString(x.shape) + (x.batched ? "" : " not batched");
+    const int64_t channels = x.shape.back();
+    CHECK(expectShape(ops(grad ? 3 : 1), {channels}, false, "gamma"));
+    if (grad) {
+      CHECK(expectLike(ops(0), x, "dy"));
+      CHECK(expectLike(ops(1), x, "the forward result"));
+      if (res(0))
+        CHECK(expectLike(*res(0), x, "dx"));
+      if (res(1))
+        CHECK(expectLike(*res(1), ops(3), "dgamma"));
+      return res(2) ? expectLike(*res(2), ops(3), "dbeta") : std::string();
+    }
+    CHECK(expectShape(ops(2), {channels}, false, "beta"));
+    const char *running[] = {"the running mean", "the running variance"};
+    for (int k = 0; k < 2; ++k) {
+      CHECK(expectShape(ops(3 + k), {channels}, false, running[k]));
+      if (paramDefining(program, op.operands[3 + k]).empty())
+        return std::string("expects ") + running[k] +
+               " to be a parameter (a param op's result), got value " +
+               std::to_string(op.operands[3 + k]);
+    }
+    if (!(op.epsilon > 0.0f))
+      return "expects a positive epsilon, got " + std::to_string(op.epsilon);
+    if (!(op.momentum >= 0.0f && op.momentum <= 1.0f))
+      return "expects a momentum in [0, 1], got " + std::to_string(op.momentum);
+    return expectLike(*res(0), x, "the result");
+  }
   case OpKind::Add:
   case OpKind::AddGrads:
     CHECK(f32Except({}));
@@ -637,17 +674,34 @@ std::string StageValidator::run() {
   for (auto op = program.forward.rbegin(); op != program.forward.rend(); ++op) {
     if (op->kind == OpKind::Param && !op->results.empty())
       paramOfValue[op->results[0]] = &op->name;
+    // A batch norm's running statistics (operands 3 and 4) have no
+    // gradient: their buffers hold its sums.
+    const size_t differentiable =
+        op->kind == OpKind::BatchNorm ? 3 : op->operands.size();
     if (std::any_of(op->results.begin(), op->results.end(),
                     [&](int result) { return live.count(result) > 0; }))
-      live.insert(op->operands.begin(), op->operands.end());
+      live.insert(op->operands.begin(),
+                  op->operands.begin() +
+                      std::min(differentiable, op->operands.size()));
   }
+  std::set<std::string> running;
+  for (const Op &op : program.forward)
+    if (op.kind == OpKind::BatchNorm && op.operands.size() == 5)
+      for (int k : {3, 4})
+        running.insert(paramDefining(program, op.operands[k]));
   std::map<std::string, int> accumulated;
   for (const auto &[value, name] : paramOfValue)
     if (live.count(value))
       accumulated.emplace(*name, 0);
   for (const Op &op : program.backward)
-    if (op.kind == OpKind::AccumulateGrad)
+    if (op.kind == OpKind::AccumulateGrad) {
+      if (running.count(op.name))
+        return prefix + "the backward accumulates a gradient into parameter '" +
+               op.name +
+               "', which holds a batch norm's running statistics (their "
+               "gradient buffer holds its sums)";
       ++accumulated[op.name];
+    }
   for (const auto &[name, count] : accumulated)
     if (count == 0)
       return prefix +

@@ -937,9 +937,10 @@ const ErrorCase kErrorCases[] = {
     {"UnknownOp", [](Json &j) { j["stages"][1]["forward"][1]["op"] = "conv"; },
      "stages[1].forward[1]: unknown op 'conv'; expected one of param, dense, "
      "relu, gelu, tanh, softmax, layer_norm, add, embedding, attention, "
-     "dropout, softmax_cross_entropy, conv2d, max_pool2d, avg_pool2d, "
-     "global_avg_pool, flatten, mse_loss, dense_grad, bias_grad, relu_grad, "
-     "gelu_grad, tanh_grad, softmax_grad, layer_norm_grad, embedding_grad, "
+     "batch_norm, dropout, softmax_cross_entropy, conv2d, max_pool2d, "
+     "avg_pool2d, global_avg_pool, flatten, mse_loss, dense_grad, bias_grad, "
+     "relu_grad, gelu_grad, tanh_grad, softmax_grad, layer_norm_grad, "
+     "batch_norm_grad, embedding_grad, "
      "attention_grad, conv2d_grad, max_pool2d_grad, avg_pool2d_grad, "
      "global_avg_pool_grad, flatten_grad, dropout_grad, "
      "softmax_cross_entropy_grad, mse_loss_grad, add_grads, accumulate_grad, "

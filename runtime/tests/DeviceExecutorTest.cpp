@@ -45,7 +45,7 @@ constexpr int64_t kBatch = 10;
 // sums): as tight as the CPU executor's own test against its reference.
 constexpr double kRtol = 1e-5, kAtol = 4e-5;
 
-enum class Model { Mlp, Transformer, Mse, Conv };
+enum class Model { Mlp, Transformer, Mse, Conv, BatchNorm };
 
 const char *modelName(Model model) {
   switch (model) {
@@ -57,6 +57,8 @@ const char *modelName(Model model) {
     return "mse";
   case Model::Conv:
     return "conv";
+  case Model::BatchNorm:
+    return "batchnorm";
   }
   return "?";
 }
@@ -73,6 +75,10 @@ Bundle bundleOf(Model model, unsigned k, unsigned m, RematPolicy remat) {
                        m, remat);
   case Model::Conv:
     return buildBundle(convGraph(kBatch), convSplit(k), m, remat);
+  case Model::BatchNorm:
+    return buildBundle(batchNormGraph(kBatch),
+                       k == 1 ? std::vector<int>{0} : std::vector<int>{0, 1}, m,
+                       remat);
   }
   return {};
 }
@@ -87,6 +93,8 @@ Batch batchOf(Model model, uint64_t seed) {
     return mseBatch(kBatch, seed);
   case Model::Conv:
     return convBatch(kBatch, seed);
+  case Model::BatchNorm:
+    return batchNormBatch(kBatch, seed);
   }
   return {};
 }
@@ -202,6 +210,12 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(RematPolicy::None, RematPolicy::Full)),
     sweepName);
 INSTANTIATE_TEST_SUITE_P(
+    BatchNorm, DeviceVersusCpu,
+    ::testing::Combine(::testing::Values(Model::BatchNorm),
+                       ::testing::Values(1u, 2u), ::testing::Values(1u, 3u),
+                       ::testing::Values(RematPolicy::None, RematPolicy::Full)),
+    sweepName);
+INSTANTIATE_TEST_SUITE_P(
     Mse, DeviceVersusCpu,
     ::testing::Combine(::testing::Values(Model::Mse),
                        ::testing::Values(1u, 2u), ::testing::Values(1u, 3u),
@@ -219,6 +233,8 @@ Batch batchOf(Model model, int64_t rows, uint64_t seed) {
     return mseBatch(rows, seed);
   case Model::Conv:
     return convBatch(rows, seed);
+  case Model::BatchNorm:
+    return batchNormBatch(rows, seed);
   }
   return {};
 }
@@ -280,7 +296,8 @@ TEST_P(DeviceEvaluate, MatchesTheCpuExecutor) {
 INSTANTIATE_TEST_SUITE_P(
     AllModels, DeviceEvaluate,
     ::testing::Combine(::testing::Values(Model::Mlp, Model::Transformer,
-                                         Model::Conv, Model::Mse),
+                                         Model::Conv, Model::BatchNorm,
+                                         Model::Mse),
                        ::testing::Values(1u, 2u)),
     [](const ::testing::TestParamInfo<EvalParam> &info) {
       return std::string(modelName(std::get<0>(info.param))) + "_K" +

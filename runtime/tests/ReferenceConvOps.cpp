@@ -2,6 +2,7 @@
 
 #include "ReferenceConvOps.h"
 
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -165,4 +166,59 @@ Vec reference::globalAvgPoolBackward(const Vec &dy, int64_t batch,
         dx[(n * pixels + p) * channels + c] =
             dy[n * channels + c] / double(pixels);
   return dx;
+}
+
+BatchNormResult reference::batchNormForward(const Vec &x, const Vec &gamma,
+                                            const Vec &beta, int64_t rows,
+                                            int64_t channels, double epsilon) {
+  BatchNormResult r;
+  r.mean.assign(channels, 0.0);
+  r.variance.assign(channels, 0.0);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < channels; ++c)
+      r.mean[c] += x[i * channels + c] / double(rows);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < channels; ++c) {
+      const double d = x[i * channels + c] - r.mean[c];
+      r.variance[c] += d * d / double(rows);
+    }
+  r.y.resize(x.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t c = 0; c < channels; ++c)
+      r.y[i * channels + c] = gamma[c] * (x[i * channels + c] - r.mean[c]) /
+                                  std::sqrt(r.variance[c] + epsilon) +
+                              beta[c];
+  return r;
+}
+
+BatchNormGrads reference::batchNormBackward(const Vec &dy, const Vec &x,
+                                            const Vec &gamma, int64_t rows,
+                                            int64_t channels, double epsilon) {
+  const BatchNormResult f =
+      batchNormForward(x, gamma, Vec(channels, 0.0), rows, channels, epsilon);
+  BatchNormGrads g;
+  g.dx.assign(x.size(), 0.0);
+  g.dgamma.assign(channels, 0.0);
+  g.dbeta.assign(channels, 0.0);
+  const double n = double(rows);
+  for (int64_t c = 0; c < channels; ++c) {
+    const double s = std::sqrt(f.variance[c] + epsilon);
+    // y = gamma (x - mu) / s: dL/dvar and dL/dmu collect every row's path.
+    double dvar = 0.0, dmu = 0.0;
+    for (int64_t i = 0; i < rows; ++i) {
+      const double xc = x[i * channels + c] - f.mean[c];
+      const double dxhat = dy[i * channels + c] * gamma[c];
+      dvar += dxhat * xc * -0.5 / (s * s * s);
+      dmu += -dxhat / s;
+      g.dgamma[c] += dy[i * channels + c] * xc / s;
+      g.dbeta[c] += dy[i * channels + c];
+    }
+    // d(var)/d(mu) = -2 mean(x - mu) = 0.
+    for (int64_t i = 0; i < rows; ++i) {
+      const double xc = x[i * channels + c] - f.mean[c];
+      g.dx[i * channels + c] =
+          dy[i * channels + c] * gamma[c] / s + dvar * 2.0 * xc / n + dmu / n;
+    }
+  }
+  return g;
 }

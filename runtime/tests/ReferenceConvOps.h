@@ -81,6 +81,25 @@ Vec maxPool2dBackward(const Vec &dy, const Vec &x, const Pool2dShape &shape);
 Vec avgPool2dForward(const Vec &x, const Pool2dShape &shape);
 Vec avgPool2dBackward(const Vec &dy, const Pool2dShape &shape);
 
+/// Batch normalisation of x [rows, channels] (an image's pixels are rows)
+/// with its own statistics: the mean and the biased variance per channel.
+struct BatchNormResult {
+  Vec y;
+  Vec mean;     ///< [channels]
+  Vec variance; ///< [channels], biased
+};
+BatchNormResult batchNormForward(const Vec &x, const Vec &gamma,
+                                 const Vec &beta, int64_t rows,
+                                 int64_t channels, double epsilon);
+/// Gradients through the statistics, from the chain rule written out: the
+/// paths through x directly, through the mean and through the variance.
+struct BatchNormGrads {
+  Vec dx, dgamma, dbeta;
+};
+BatchNormGrads batchNormBackward(const Vec &dy, const Vec &x, const Vec &gamma,
+                                 int64_t rows, int64_t channels,
+                                 double epsilon);
+
 /// y[n, c] = the mean of x[n, :, :, c] over the height x width pixels.
 Vec globalAvgPoolForward(const Vec &x, int64_t batch, int64_t pixels,
                          int64_t channels);

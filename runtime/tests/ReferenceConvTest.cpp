@@ -154,3 +154,34 @@ TEST(ReferencePool2d, BackwardMatchesFiniteDifferences) {
         matchesFiniteDifferences(x, meanOf, ref::avgPool2dBackward(r, s)));
   }
 }
+
+// Batch norm, rank 2 and an image's pixels as rows: its backward through
+// the statistics against central differences of its forward.
+TEST(ReferenceBatchNorm, ForwardNormalisesAndBackwardMatchesDifferences) {
+  std::mt19937_64 rng(174);
+  for (auto [rows, channels] : {std::pair<int64_t, int64_t>{6, 3}, {20, 4}}) {
+    Vec x = randomVec(rng, rows * channels, -2.0, 3.0),
+        gamma = randomVec(rng, channels), beta = randomVec(rng, channels),
+        r = randomVec(rng, rows * channels);
+    ref::BatchNormResult f = ref::batchNormForward(
+        x, Vec(channels, 1.0), Vec(channels, 0.0), rows, channels, 0.0);
+    for (int64_t c = 0; c < channels; ++c) { // zero mean, unit variance
+      double sum = 0, squares = 0;
+      for (int64_t i = 0; i < rows; ++i) {
+        sum += f.y[i * channels + c];
+        squares += f.y[i * channels + c] * f.y[i * channels + c];
+      }
+      EXPECT_NEAR(sum / rows, 0.0, 1e-12);
+      EXPECT_NEAR(squares / rows, 1.0, 1e-12);
+    }
+    auto objective = [&] {
+      return dot(r,
+                 ref::batchNormForward(x, gamma, beta, rows, channels, 1e-5).y);
+    };
+    ref::BatchNormGrads g =
+        ref::batchNormBackward(r, x, gamma, rows, channels, 1e-5);
+    EXPECT_TRUE(matchesFiniteDifferences(x, objective, g.dx));
+    EXPECT_TRUE(matchesFiniteDifferences(gamma, objective, g.dgamma));
+    EXPECT_TRUE(matchesFiniteDifferences(beta, objective, g.dbeta));
+  }
+}

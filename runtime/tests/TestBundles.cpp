@@ -131,6 +131,13 @@ int ModelGraph::pool2d(OpKind kind, int x, const WindowAttrs &attrs) {
   return y;
 }
 
+int ModelGraph::batchNorm(int x, int gamma, int beta, int mean, int variance,
+                          float momentum) {
+  int y = emit(OpKind::BatchNorm, {x, gamma, beta, mean, variance}, values[x]);
+  ops.back().op.momentum = momentum;
+  return y;
+}
+
 int ModelGraph::globalAvgPool(int x) {
   const std::vector<int64_t> &shape = values[x].shape;
   return emit(OpKind::GlobalAvgPool, {x},
@@ -313,6 +320,14 @@ public:
         addGrad(x[1], r[1]);
         if (x.size() == 3)
           addGrad(x[2], emit(OpKind::BiasGrad, {dy}, {x[2]}, op)[0]);
+        break;
+      }
+      case OpKind::BatchNorm: { // no gradient reaches the running statistics
+        auto r = emit(OpKind::BatchNormGrad, {dy, y, x[0], x[1]},
+                      {wants(x[0]), x[1], x[2]}, op);
+        addGrad(x[0], r[0]);
+        addGrad(x[1], r[1]);
+        addGrad(x[2], r[2]);
         break;
       }
       case OpKind::MaxPool2d:

@@ -44,6 +44,9 @@ public:
   int conv2d(int x, int w, int b, const WindowAttrs &attrs);
   int pool2d(OpKind kind, int x, const WindowAttrs &attrs); ///< MaxPool2d...
   int globalAvgPool(int x);
+  /// Running statistics `mean` and `variance` are param values.
+  int batchNorm(int x, int gamma, int beta, int mean, int variance,
+                float momentum = 0.1f);
   int flatten(int x);
   int softmaxCrossEntropy(int logits, int labels);
   int mse(int prediction, int target);

@@ -131,6 +131,30 @@ ModelGraph convGraph(int64_t batch) {
   return g;
 }
 
+ModelGraph batchNormGraph(int64_t batch) {
+  ModelGraph g(batch);
+  int x = g.input("x", {batch, 4, 3, 2});
+  int labels = g.input("labels", {batch}, ElementType::I32);
+  auto norm = [&](int h, const std::string &name, int64_t channels) {
+    int gamma = g.param(name + ".gamma", {channels}, InitKind::Ones);
+    int beta = g.param(name + ".beta", {channels}, InitKind::Zeros);
+    int mean = g.param(name + ".mean", {channels}, InitKind::Zeros);
+    int variance = g.param(name + ".var", {channels}, InitKind::Ones);
+    return g.batchNorm(h, gamma, beta, mean, variance);
+  };
+  WindowAttrs same;
+  same.padding[0] = same.padding[1] = 1;
+  int w0 = g.param("conv.w", {3, 3, 2, 4}, InitKind::GlorotUniform);
+  int h = g.unary(OpKind::Relu, norm(g.conv2d(x, w0, -1, same), "bn0", 4));
+  g.nextLayer();
+  int w1 = g.param("fc.w", {48, 6}, InitKind::GlorotUniform);
+  h = g.unary(OpKind::Tanh, norm(g.dense(g.flatten(h), w1), "bn1", 6));
+  int w2 = g.param("head.w", {6, 5}, InitKind::GlorotUniform);
+  int b2 = g.param("head.b", {5}, InitKind::Uniform, 0.1);
+  g.softmaxCrossEntropy(g.dense(h, w2, b2), labels);
+  return g;
+}
+
 std::vector<int> convSplit(unsigned k) {
   switch (k) {
   case 1:
@@ -179,6 +203,18 @@ Batch mseBatch(int64_t rows, uint64_t seed) {
     v = 0.5f * (rng.uniform() + 1.0f) / 7.0f * 2.0f;
   return {{"x", HostTensor::floats({rows, 6}, x)},
           {"target", HostTensor::floats({rows, 7}, target)}};
+}
+
+Batch batchNormBatch(int64_t rows, uint64_t seed) {
+  Lcg rng(seed);
+  std::vector<float> x(rows * 4 * 3 * 2);
+  for (float &v : x)
+    v = 2.0f * rng.uniform() + 0.5f; // not centred: the mean matters
+  std::vector<int32_t> labels(rows);
+  for (int32_t &v : labels)
+    v = rng.below(5);
+  return {{"x", HostTensor::floats({rows, 4, 3, 2}, x)},
+          {"labels", HostTensor::ints({rows}, labels)}};
 }
 
 Batch convBatch(int64_t rows, uint64_t seed) {

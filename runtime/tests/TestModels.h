@@ -47,6 +47,14 @@ ModelGraph convGraph(int64_t batch);
 /// First layers of a K-stage split of convGraph (K = 1, 2, 4).
 std::vector<int> convSplit(unsigned k);
 
+/// Batch norm over an image and over features: x [batch, 4, 3, 2], conv
+/// 3x3 (padding 1, no bias) to 4 channels, batch norm, relu; flatten,
+/// dense to 6, batch norm, tanh, dense to 5 classes and softmax
+/// cross-entropy. Two layers; each batch norm "bnK" has parameters
+/// bnK.gamma (ones), bnK.beta (zeros), bnK.mean (zeros), bnK.var (ones).
+ModelGraph batchNormGraph(int64_t batch);
+Batch batchNormBatch(int64_t rows, uint64_t seed);
+
 /// A small deterministic generator for test data.
 struct Lcg {
   uint64_t state;

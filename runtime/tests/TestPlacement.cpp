@@ -57,7 +57,7 @@ gpipe::PlannedStage describeStage(const Bundle &bundle, unsigned s) {
         savedStateOf(op.kind, first.shape.data(), first.shape.size(), op.heads);
     if (!planned.results.empty() && planned.results[0] == op.results[0]) {
       gpipe::ByteSize extra =
-          sizeOf(saved.total(), first.batched, bundle.batch);
+          sizeOf(saved.total(), first.batched && saved.perRow, bundle.batch);
       stage.values[op.results[0]].fixed += extra.fixed;
       stage.values[op.results[0]].perRow += extra.perRow;
     }

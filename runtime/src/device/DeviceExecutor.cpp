@@ -119,6 +119,16 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     s.paramByName[spec.name] = param.get();
     s.params.push_back(std::move(param));
   }
+  s.runningStatistics.resize(numDevices);
+  for (const RunningStatistics &stats : runningStatisticsOf(b)) {
+    DeviceRunningStatistics running;
+    running.mean = s.paramByName.at(stats.mean);
+    running.variance = s.paramByName.at(stats.variance);
+    running.mean->runningStatistic = running.variance->runningStatistic = true;
+    running.count = stats.count;
+    running.momentum = stats.momentum;
+    s.runningStatistics[b.deviceOfStage(stats.stage)].push_back(running);
+  }
   const unsigned numMicrobatches = b.microbatchRows.size();
   const unsigned lossDevice = b.deviceOfStage(b.stages.size() - 1);
   s.layout[lossDevice].residentBytes += residentSize(numMicrobatches * 4);

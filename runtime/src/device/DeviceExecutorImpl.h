@@ -86,6 +86,16 @@ struct DeviceParameter {
   int64_t size = 0;
   float *value = nullptr, *grad = nullptr;
   float *slots[2] = {nullptr, nullptr};
+  /// A batch norm's running mean or variance: updated from its gradient
+  /// buffer's sums, never by the optimizer.
+  bool runningStatistic = false;
+};
+
+/// A batch norm's running statistics on their device.
+struct DeviceRunningStatistics {
+  DeviceParameter *mean = nullptr, *variance = nullptr;
+  int64_t count = 0;
+  float momentum = 0.1f;
 };
 
 /// The compiler's buffers of one instruction of a device's training
@@ -149,6 +159,11 @@ struct DeviceExecutor::Impl {
   std::vector<std::unique_ptr<DeviceParameter>> params;
   std::unordered_map<std::string, DeviceParameter *> paramByName;
   std::vector<std::vector<DeviceParameter *>> paramsOf; ///< per device
+  /// Per device: its batch norms' running statistics.
+  std::vector<std::vector<DeviceRunningStatistics>> runningStatistics;
+  /// Whether the ops being issued are a recompute: a batch norm then does
+  /// not add its statistics again.
+  bool recomputing = false;
   std::vector<GradientFusion> fusion;                   ///< per stage
   std::vector<unsigned> lastForward; ///< per stage: its last micro-batch
   /// Per device: its program has BackwardWeights (its Backward runs B only).

@@ -209,8 +209,10 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
         return "the gradient of channel " + std::to_string(c) +
                " was not received before the backward";
     if (!run.keeps(m)) {
+      recomputing = true;
       std::string error =
           issueOps(device, m, program.recompute, "recompute", false);
+      recomputing = false;
       if (!error.empty())
         return error;
     }
@@ -236,8 +238,14 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
         return error;
     }
     for (DeviceParameter *param : paramsOf[device])
-      issue->optimizerStep(s, config.optimizer, param->value, param->grad,
-                           param->slots, param->size, steps + 1);
+      if (!param->runningStatistic)
+        issue->optimizerStep(s, config.optimizer, param->value, param->grad,
+                             param->slots, param->size, steps + 1);
+    // Batch norms: once per mini-batch, from its micro-batches' sums.
+    for (const DeviceRunningStatistics &stats : runningStatistics[device])
+      issue->batchNormRunningUpdate(
+          s, stats.mean->value, stats.variance->value, stats.mean->grad,
+          stats.variance->grad, stats.mean->size, stats.count, stats.momentum);
     return {};
   }
   }

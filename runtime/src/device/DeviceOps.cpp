@@ -160,6 +160,25 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
               firstRow(m) * perExample);
     break;
   }
+  case OpKind::BatchNorm: {
+    float *mean = reinterpret_cast<float *>(result->saved[0]);
+    float *rstd = reinterpret_cast<float *>(result->saved[1]);
+    if (pass->evaluating) {
+      b.batchNormInference(s, f(0), f(1), f(2), f(3), f(4), out[0], mean, rstd,
+                           x0.rowsOf(), x0.colsOf(), op.epsilon);
+      break;
+    }
+    // A training forward adds the micro-batch's sums into the running
+    // statistics' gradient buffers; a recompute has added them already.
+    float *sum = nullptr, *squares = nullptr;
+    if (!recomputing) {
+      sum = paramByName.at(paramDefining(program, op.operands[3]))->grad;
+      squares = paramByName.at(paramDefining(program, op.operands[4]))->grad;
+    }
+    b.batchNorm(s, f(0), f(1), f(2), out[0], mean, rstd, sum, squares,
+                x0.rowsOf(), x0.colsOf(), op.epsilon);
+    break;
+  }
   case OpKind::SoftmaxCrossEntropy:
     b.softmaxCrossEntropy(s, f(0), in[1]->i(),
                           reinterpret_cast<float *>(result->saved[0]), out[0],
@@ -220,6 +239,19 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     zeroUnlessFused(2);
     b.layerNormGradParams(s, f(0), f(2), mean, rstd, out[1], out[2], rows,
                           cols);
+    break;
+  }
+  case OpKind::BatchNormGrad: {
+    // (dy, forward y, x, gamma) -> (dx, dgamma, dbeta); the forward's state
+    // holds the column sums' room after mean and rstd.
+    const DeviceValue &forward = *in[1];
+    zeroUnlessFused(1);
+    zeroUnlessFused(2);
+    b.batchNormGrad(s, f(0), f(2), f(3),
+                    reinterpret_cast<const float *>(forward.saved[0]),
+                    reinterpret_cast<const float *>(forward.saved[1]),
+                    reinterpret_cast<float *>(forward.saved[2]), out[0], out[1],
+                    out[2], in[2]->rowsOf(), in[2]->colsOf());
     break;
   }
   case OpKind::EmbeddingGrad:

@@ -467,3 +467,32 @@ gpipe.model @pools batch 2 {
   }
   gpipe.return %l : tensor<f32>
 }
+
+// -----
+
+// batch_norm prints epsilon and momentum only when they are not the defaults (1e-5, 0.1).
+// CHECK-LABEL: gpipe.model @norms
+// CHECK: gpipe.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x3x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x3x4xf32>
+// CHECK: gpipe.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f64, momentum = 0.000000e+00 : f64} : (tensor<2x36xf32>, tensor<36xf32>, tensor<36xf32>, tensor<36xf32>, tensor<36xf32>) -> tensor<2x36xf32>
+gpipe.model @norms batch 2 {
+  %x = gpipe.input "x" : tensor<2x3x3x4xf32>
+  %h = gpipe.layer "norms" -> tensor<2x36xf32> {
+    %g = gpipe.param "g" ones : tensor<4xf32>
+    %b = gpipe.param "b" zeros : tensor<4xf32>
+    %m = gpipe.param "m" zeros : tensor<4xf32>
+    %v = gpipe.param "v" ones : tensor<4xf32>
+    %0 = gpipe.batch_norm %x, %g, %b, %m, %v {epsilon = 1.0e-5 : f64, momentum = 0.1 : f64} : (tensor<2x3x3x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x3x3x4xf32>
+    %1 = gpipe.flatten %0 : (tensor<2x3x3x4xf32>) -> tensor<2x36xf32>
+    %g2 = gpipe.param "g2" ones : tensor<36xf32>
+    %b2 = gpipe.param "b2" zeros : tensor<36xf32>
+    %m2 = gpipe.param "m2" zeros : tensor<36xf32>
+    %v2 = gpipe.param "v2" ones : tensor<36xf32>
+    %2 = gpipe.batch_norm %1, %g2, %b2, %m2, %v2 {epsilon = 1.0e-3 : f64, momentum = 0.0 : f64} : (tensor<2x36xf32>, tensor<36xf32>, tensor<36xf32>, tensor<36xf32>, tensor<36xf32>) -> tensor<2x36xf32>
+    gpipe.yield %2 : tensor<2x36xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %h, %h : (tensor<2x36xf32>, tensor<2x36xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

@@ -83,6 +83,25 @@ LogicalResult LayerNormGradOp::verify() {
   return expectSameType(*this, "dbeta", getDbeta(), getGamma());
 }
 
+LogicalResult BatchNormGradOp::verify() {
+  RankedTensorType input = tensorType(getInput());
+  if (input.getRank() != 2 && input.getRank() != 4)
+    return emitOpError() << "expects an input of rank 2 [batch, features] or "
+                            "4 [batch, height, width, channels], got "
+                         << input;
+  RankedTensorType gamma = tensorType(getGamma());
+  if (gamma.getRank() != 1 || gamma.getDimSize(0) != input.getShape().back())
+    return emitOpError() << "expects gamma of shape ["
+                         << input.getShape().back()
+                         << "] (the input's channels), got " << gamma;
+  if (failed(expectSameType(*this, "dy", getDy(), getInput())) ||
+      failed(expectSameType(*this, "forward", getForward(), getInput())) ||
+      failed(expectSameType(*this, "dx", getDx(), getInput())) ||
+      failed(expectSameType(*this, "dgamma", getDgamma(), getGamma())))
+    return failure();
+  return expectSameType(*this, "dbeta", getDbeta(), getGamma());
+}
+
 LogicalResult EmbeddingGradOp::verify() {
   RankedTensorType ids = tensorType(getIds());
   RankedTensorType dy = tensorType(getDy());
@@ -129,7 +148,8 @@ bool gpipe::isPerExampleResult(OpResult result, ArrayRef<bool> operandBatched) {
           .Case<DenseGradOp, Conv2dGradOp>(
               [&](auto) { return index == 0 ? 1u : 2u; })
           // (dy, y, x, gamma) -> (dx, dgamma, dbeta): dbeta is shaped as gamma
-          .Case<LayerNormGradOp>([&](auto) { return index == 0 ? 2u : 3u; })
+          .Case<LayerNormGradOp, BatchNormGradOp>(
+              [&](auto) { return index == 0 ? 2u : 3u; })
           // (dy, y, x, wqkv, wo) -> (dx, dwqkv, dwo)
           .Case<AttentionGradOp>([&](auto) { return 2u + index; })
           // (dy, x or y) -> dx

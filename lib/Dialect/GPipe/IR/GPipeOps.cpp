@@ -310,6 +310,49 @@ LogicalResult LayerNormOp::verify() {
   return verifyResultShape(*this, input, getType());
 }
 
+LogicalResult BatchNormOp::verify() {
+  RankedTensorType input = tensorType(getInput());
+  if ((input.getRank() != 2 && input.getRank() != 4) || !input.hasStaticShape())
+    return emitOpError() << "expects a static input of rank 2 [batch, "
+                            "features] or 4 [batch, height, width, channels], "
+                            "got "
+                         << input;
+  const int64_t channels = input.getShape().back();
+  for (auto [what, value] : {std::pair<StringRef, Value>{"gamma", getGamma()},
+                             {"beta", getBeta()},
+                             {"the running mean", getRunningMean()},
+                             {"the running variance", getRunningVar()}}) {
+    RankedTensorType type = tensorType(value);
+    if (type.getRank() != 1 || type.getDimSize(0) != channels)
+      return emitOpError() << "expects " << what << " of shape [" << channels
+                           << "] (the input's channels), got " << type;
+  }
+  // The runtime keeps running statistics as parameters the optimizer skips.
+  for (auto [what, value] :
+       {std::pair<StringRef, Value>{"the running mean", getRunningMean()},
+        {"the running variance", getRunningVar()}})
+    if (!value.getDefiningOp<ParamOp>() && !value.getDefiningOp<ParamRefOp>())
+      return emitOpError()
+             << "expects " << what
+             << " to be a gpipe.param, got a value defined by "
+             << (value.getDefiningOp()
+                     ? value.getDefiningOp()->getName().getStringRef()
+                     : StringRef("a block argument"));
+  if (!(getEpsilon().convertToDouble() > 0.0))
+    return emitOpError() << "expects a positive epsilon, got "
+                         << getEpsilon().convertToDouble();
+  const double momentum = getMomentum().convertToDouble();
+  if (!(momentum >= 0.0 && momentum <= 1.0))
+    return emitOpError() << "expects a momentum in [0, 1], got " << momentum;
+  if (failed(verifySameElementType(*this, input.getElementType(),
+                                   {{"gamma", getGamma()},
+                                    {"beta", getBeta()},
+                                    {"running mean", getRunningMean()},
+                                    {"running variance", getRunningVar()}})))
+    return failure();
+  return verifyResultShape(*this, input, getType());
+}
+
 LogicalResult EmbeddingOp::verify() {
   RankedTensorType ids = tensorType(getIds());
   RankedTensorType table = tensorType(getTable());

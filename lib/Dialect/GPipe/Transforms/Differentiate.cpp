@@ -117,6 +117,18 @@ public:
           contribute(o.getBeta(), grad.getDbeta(), loc);
           return success();
         })
+        .Case([&](BatchNormOp o) {
+          // The running statistics get no gradient: their buffers hold the
+          // runtime's sums (BatchNormKernels.h).
+          auto grad = BatchNormGradOp::create(
+              builder, loc, o.getInput().getType(), o.getGamma().getType(),
+              o.getBeta().getType(), dy, o.getResult(), o.getInput(),
+              o.getGamma());
+          contribute(o.getInput(), grad.getDx(), loc);
+          contribute(o.getGamma(), grad.getDgamma(), loc);
+          contribute(o.getBeta(), grad.getDbeta(), loc);
+          return success();
+        })
         .Case([&](EmbeddingOp o) {
           contribute(o.getTable(),
                      EmbeddingGradOp::create(builder, loc,

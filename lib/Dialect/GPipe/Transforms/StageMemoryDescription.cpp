@@ -78,22 +78,21 @@ private:
 };
 } // namespace
 
-/// Bytes of the state the runtime saves with `op`'s result for the backward
-/// (the op table's rule, shared with every executor).
-static int64_t savedStateBytes(Operation *op) {
+/// The state the runtime saves with `op`'s result for the backward (the op
+/// table's rule, shared with every executor).
+static runtime::SavedState savedState(Operation *op) {
   std::optional<runtime::OpKind> kind =
       runtime::opKindNamed(op->getName().stripDialect().str());
   if (!kind || op->getNumOperands() == 0)
-    return 0;
+    return {};
   auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   if (!type)
-    return 0;
+    return {};
   int64_t heads = 1;
   if (auto attention = dyn_cast<AttentionOp>(op))
     heads = attention.getHeads();
   ArrayRef<int64_t> shape = type.getShape();
-  return runtime::savedStateOf(*kind, shape.data(), shape.size(), heads)
-      .total();
+  return runtime::savedStateOf(*kind, shape.data(), shape.size(), heads);
 }
 
 /// Scratch the runtime's kernel of `op` needs while it runs (the op table's
@@ -121,7 +120,8 @@ static int64_t scratchBytes(Operation *op) {
 static bool accumulatesInPlace(Operation *op, unsigned index) {
   if (isa<BiasGradOp, EmbeddingGradOp>(op))
     return true;
-  return isa<DenseGradOp, LayerNormGradOp, AttentionGradOp, Conv2dGradOp>(op) &&
+  return isa<DenseGradOp, LayerNormGradOp, AttentionGradOp, Conv2dGradOp,
+             BatchNormGradOp>(op) &&
          index > 0;
 }
 
@@ -146,9 +146,11 @@ static PlannedOp describeOp(Operation *op, StageValues &values,
   }
   // Saved state and scratch scale with the first operand's rows.
   bool batched = !operandBatched.empty() && operandBatched.front();
-  if (defineResults && op->getNumResults() > 0)
-    values.addSaved(values.lookup(op->getResult(0)), savedStateBytes(op),
-                    batched);
+  if (defineResults && op->getNumResults() > 0) {
+    runtime::SavedState saved = savedState(op);
+    values.addSaved(values.lookup(op->getResult(0)), saved.total(),
+                    batched && saved.perRow);
+  }
   planned.scratch = values.sizeOf(scratchBytes(op), batched);
   return planned;
 }

@@ -76,7 +76,9 @@ struct Op {
   /// may be -1 when no gradient of the input is needed.
   std::vector<int> results;
   std::string name;          ///< Param / AccumulateGrad: the parameter
-  float epsilon = 1e-5f;     ///< LayerNorm(Grad)
+  float epsilon = 1e-5f;     ///< LayerNorm(Grad), BatchNorm
+  /// BatchNorm: running = (1 - momentum) running + momentum statistic.
+  float momentum = 0.1f;
   float rate = 0.0f;         ///< Dropout(Grad)
   uint64_t seed = 0;         ///< Dropout(Grad)
   int64_t heads = 1;         ///< Attention(Grad)

@@ -31,7 +31,8 @@ enum OpAttrs : unsigned {
   DropoutAttrs = 4,   ///< rate, seed
   AttentionAttrs = 8, ///< heads, causal
   ConvAttrs = 16,     ///< stride, padding, groups
-  PoolAttrs = 32      ///< window, stride, padding
+  PoolAttrs = 32,     ///< window, stride, padding
+  MomentumAttr = 64   ///< momentum (batch norm's running statistics)
 };
 
 enum OpFlag : unsigned {
@@ -82,11 +83,15 @@ inline std::optional<OpKind> opKindNamed(std::string_view name) {
 /// The buffers a forward op saves with its result for its gradient op, in
 /// bytes, for a first operand of shape `shape` (`rank` dimensions): layer
 /// norm's mean and rstd per row; attention's qkv, probabilities and context;
-/// dropout's mask (a byte per element); cross-entropy's softmax. The compiler's
-/// memory plan and every executor size them here.
+/// dropout's mask (a byte per element); cross-entropy's softmax; batch
+/// norm's mean and rstd per channel and its gradient's two column sums. The
+/// compiler's memory plan and every executor size them here.
 struct SavedState {
   unsigned count = 0;
   int64_t bytes[3] = {0, 0, 0};
+  /// Whether the bytes scale with the rows (a micro-batch saves its share);
+  /// batch norm's per-channel state does not.
+  bool perRow = true;
   int64_t total() const { return bytes[0] + bytes[1] + bytes[2]; }
 };
 
@@ -120,6 +125,14 @@ inline SavedState savedStateOf(OpKind kind, const int64_t *shape, size_t rank,
     state.count = 1;
     state.bytes[0] = elements * 4;
     break;
+  case OpKind::BatchNorm: {
+    const int64_t channels = rank == 0 ? 1 : shape[rank - 1];
+    state.count = 3;
+    state.bytes[0] = state.bytes[1] = channels * 4;
+    state.bytes[2] = 2 * channels * 4;
+    state.perRow = false;
+    break;
+  }
   default:
     break;
   }

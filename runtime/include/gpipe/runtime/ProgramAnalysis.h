@@ -26,6 +26,22 @@ const char *instructionName(InstrKind kind);
 /// diagnostics (`device` runs it).
 std::string describeInstruction(const Instr &instr, unsigned device);
 
+/// The parameter whose Param op in `stage`'s forward defines value `id`, or
+/// "" when another op defines it.
+std::string paramDefining(const StageProgram &stage, int id);
+
+/// A batch norm's running statistics: the parameters that hold them (their
+/// gradient buffers accumulate the mini-batch's sums), the rows a
+/// mini-batch normalises per channel and the momentum of the update.
+struct RunningStatistics {
+  unsigned stage = 0;
+  std::string mean, variance;
+  int64_t count = 0;
+  float momentum = 0.1f;
+};
+/// Those of every batch norm of `bundle`'s forwards, in stage order.
+std::vector<RunningStatistics> runningStatisticsOf(const Bundle &bundle);
+
 /// The scratch bytes `op`'s kernels need while it runs (OpTable.h's
 /// scratchBytesOf), from its operands' specs in `values`.
 int64_t scratchBytesOf(const Op &op, const std::vector<ValueSpec> &values);

@@ -144,6 +144,19 @@ def GPipe_LayerNormGradOp : GPipe_GradOp<"layer_norm_grad"> {
   let hasVerifier = 1;
 }
 
+def GPipe_BatchNormGradOp : GPipe_GradOp<"batch_norm_grad"> {
+  let summary = "gradients of batch normalisation through its micro-batch statistics";
+  let arguments = (ins GPipe_FloatTensor:$dy, GPipe_FloatTensor:$forward,
+                       GPipe_FloatTensor:$input, GPipe_FloatTensor:$gamma);
+  let results = (outs GPipe_FloatTensor:$dx, GPipe_FloatTensor:$dgamma,
+                      GPipe_FloatTensor:$dbeta);
+  let assemblyFormat = [{
+    $dy `,` $forward `,` $input `,` $gamma attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def GPipe_EmbeddingGradOp : GPipe_GradOp<"embedding_grad"> {
   let summary = "gradient of an embedding table: rows of dy added at their ids";
   let arguments = (ins GPipe_FloatTensor:$dy, GPipe_IndexTensor:$ids);

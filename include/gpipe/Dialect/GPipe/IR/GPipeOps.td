@@ -370,6 +370,37 @@ def GPipe_LayerNormOp : GPipe_ComputeOp<"layer_norm"> {
   let hasVerifier = 1;
 }
 
+def GPipe_BatchNormOp : GPipe_ComputeOp<"batch_norm"> {
+  let summary = "batch normalisation over all but the last (channel) dimension";
+  let description = [{
+    `input` is [N, C] or [N, H, W, C]; `gamma`, `beta`, `running_mean` and
+    `running_var` are [C]. In training, each channel is normalised with the
+    mean and biased variance of the micro-batch being run (GPipe's rule);
+    the running statistics, two `gpipe.param`s that the optimizer never
+    touches, are updated once per mini-batch from all its micro-batches:
+    running = (1 - momentum) running + momentum statistic, with the
+    mini-batch's mean and unbiased variance. Evaluation normalises with the
+    running statistics. A rematerialised forward does not update them again.
+
+    ```mlir
+    %y = gpipe.batch_norm %x, %gamma, %beta, %mean, %var {momentum = 0.1 : f64} : (tensor<8x14x14x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<8x14x14x16xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input, GPipe_FloatTensor:$gamma,
+                            GPipe_FloatTensor:$beta,
+                            GPipe_FloatTensor:$running_mean,
+                            GPipe_FloatTensor:$running_var,
+                            DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon,
+                            DefaultValuedAttr<F64Attr, "0.1">:$momentum),
+                       CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta `,` $running_mean `,` $running_var attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def GPipe_EmbeddingOp : GPipe_ComputeOp<"embedding"> {
   let summary = "looks up rows of a table by integer ids";
   let description = [{

@@ -166,6 +166,35 @@ public:
                        const float *target, float scale, float *dprediction,
                        int64_t n) = 0;
 
+  //===-- batch norm over [rows, channels] (BatchNormKernels.h) ----------===//
+  /// With the micro-batch's statistics: saves mean[cols] and rstd[cols];
+  /// sum and squares (null: not training) accumulate its sum and sum of
+  /// squares per channel.
+  virtual void batchNorm(StreamId s, const float *x, const float *gamma,
+                         const float *beta, float *y, float *mean, float *rstd,
+                         float *sum, float *squares, int64_t rows, int64_t cols,
+                         float epsilon) = 0;
+  /// With the running statistics (evaluation); saves them as mean and rstd.
+  virtual void batchNormInference(StreamId s, const float *x,
+                                  const float *gamma, const float *beta,
+                                  const float *runningMean,
+                                  const float *runningVar, float *y,
+                                  float *mean, float *rstd, int64_t rows,
+                                  int64_t cols, float epsilon) = 0;
+  /// dx (overwritten; may be null), dgamma and dbeta (accumulate; either
+  /// may be null); `sums` holds 2 cols floats of workspace.
+  virtual void batchNormGrad(StreamId s, const float *dy, const float *x,
+                             const float *gamma, const float *mean,
+                             const float *rstd, float *sums, float *dx,
+                             float *dgamma, float *dbeta, int64_t rows,
+                             int64_t cols) = 0;
+  /// The running statistics from the mini-batch's accumulated sums over
+  /// `count` rows.
+  virtual void batchNormRunningUpdate(StreamId s, float *runningMean,
+                                      float *runningVar, const float *sum,
+                                      const float *squares, int64_t cols,
+                                      int64_t count, float momentum) = 0;
+
   //===-- images [batch, height, width, channels] (ImageKernels.h) --------===//
   /// The patch matrix of a conv2d (g.patchElements() floats).
   virtual void im2col(StreamId s, const float *x, float *patches,

@@ -32,6 +32,7 @@
 #ifndef GPIPE_RUNTIME_DEVICE_KERNELSBYFUNCTOR_H
 #define GPIPE_RUNTIME_DEVICE_KERNELSBYFUNCTOR_H
 
+#include "gpipe/runtime/device/BatchNormKernels.h"
 #include "gpipe/runtime/device/ColumnKernels.h"
 #include "gpipe/runtime/device/DeviceKernels.h"
 #include "gpipe/runtime/device/ImageKernels.h"
@@ -202,6 +203,56 @@ public:
       return;
     float factor = 2.0f * scale / static_cast<float>(n);
     launch(s, n, kernels::MseGrad{prediction, target, dprediction, factor});
+  }
+
+  //===-- batch norm ------------------------------------------------------===//
+  void batchNorm(StreamId s, const float *x, const float *gamma,
+                 const float *beta, float *y, float *mean, float *rstd,
+                 float *sum, float *squares, int64_t rows, int64_t cols,
+                 float epsilon) override {
+    if (rows <= 0)
+      return;
+    launchColumns(s, cols, kernels::BatchNormMean{x, mean, rows, cols});
+    launchColumns(s, cols,
+                  kernels::BatchNormVariance{x, mean, rstd, sum, squares, rows,
+                                             cols, epsilon});
+    launch(s, rows * cols,
+           kernels::BatchNormApply{x, gamma, beta, mean, rstd, y, cols});
+  }
+  void batchNormInference(StreamId s, const float *x, const float *gamma,
+                          const float *beta, const float *runningMean,
+                          const float *runningVar, float *y, float *mean,
+                          float *rstd, int64_t rows, int64_t cols,
+                          float epsilon) override {
+    launch(s, cols,
+           kernels::BatchNormRunningStats{runningMean, runningVar, mean, rstd,
+                                          epsilon});
+    launch(s, rows * cols,
+           kernels::BatchNormApply{x, gamma, beta, mean, rstd, y, cols});
+  }
+  void batchNormGrad(StreamId s, const float *dy, const float *x,
+                     const float *gamma, const float *mean, const float *rstd,
+                     float *sums, float *dx, float *dgamma, float *dbeta,
+                     int64_t rows, int64_t cols) override {
+    if (rows <= 0)
+      return;
+    launchColumns(s, cols,
+                  kernels::BatchNormGradSums{dy, x, mean, rstd, sums, dgamma,
+                                             dbeta, rows, cols});
+    if (dx)
+      launch(s, rows * cols,
+             kernels::BatchNormGradInput{dy, x, gamma, mean, rstd, sums, dx,
+                                         rows, cols});
+  }
+  void batchNormRunningUpdate(StreamId s, float *runningMean, float *runningVar,
+                              const float *sum, const float *squares,
+                              int64_t cols, int64_t count,
+                              float momentum) override {
+    if (count > 0)
+      launch(s, cols,
+             kernels::BatchNormRunningUpdate{runningMean, runningVar, sum,
+                                             squares, static_cast<float>(count),
+                                             momentum});
   }
 
   //===-- images ----------------------------------------------------------===//

@@ -1,0 +1,121 @@
+// Every verifier error of batch_norm and batch_norm_grad.
+// RUN: gpipe-opt %s --split-input-file --verify-diagnostics
+
+// batch_norm normalises [batch, features] or [batch, height, width, channels]: not rank 3.
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8x2xf32>
+  %t = gpipe.input "t" : tensor<4xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %g = gpipe.param "g" ones : tensor<2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %mean = gpipe.param "mean" zeros : tensor<2xf32>
+    %var = gpipe.param "var" ones : tensor<2xf32>
+    // expected-error @+1 {{'gpipe.batch_norm' op expects a static input of rank 2 [batch, features] or 4 [batch, height, width, channels], got 'tensor<4x8x2xf32>'}}
+    %0 = gpipe.batch_norm %x, %g, %b, %mean, %var : (tensor<4x8x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x8x2xf32>
+    %loss = gpipe.mse_loss %t, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+// One gamma, beta and running statistic per channel.
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8x8x2xf32>
+  %t = gpipe.input "t" : tensor<4xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %g = gpipe.param "g" ones : tensor<2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %mean = gpipe.param "mean" zeros : tensor<2xf32>
+    %var = gpipe.param "var" ones : tensor<2xf32>
+    %v3 = gpipe.param "v3" ones : tensor<3xf32>
+    // expected-error @+1 {{'gpipe.batch_norm' op expects the running variance of shape [2] (the input's channels), got 'tensor<3xf32>'}}
+    %0 = gpipe.batch_norm %x, %g, %b, %mean, %v3 : (tensor<4x8x8x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<3xf32>) -> tensor<4x8x8x2xf32>
+    %loss = gpipe.mse_loss %t, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+// The running statistics are parameters (the optimizer skips them; the runtime updates them).
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8x8x2xf32>
+  %t = gpipe.input "t" : tensor<4xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %g = gpipe.param "g" ones : tensor<2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %mean = gpipe.param "mean" zeros : tensor<2xf32>
+    %var = gpipe.param "var" ones : tensor<2xf32>
+    %computed = gpipe.relu %mean : tensor<2xf32>
+    // expected-error @+1 {{'gpipe.batch_norm' op expects the running mean to be a gpipe.param, got a value defined by gpipe.relu}}
+    %0 = gpipe.batch_norm %x, %g, %b, %computed, %var : (tensor<4x8x8x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x8x8x2xf32>
+    %loss = gpipe.mse_loss %t, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+// A momentum in [0, 1].
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8x8x2xf32>
+  %t = gpipe.input "t" : tensor<4xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %g = gpipe.param "g" ones : tensor<2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %mean = gpipe.param "mean" zeros : tensor<2xf32>
+    %var = gpipe.param "var" ones : tensor<2xf32>
+    // expected-error @+1 {{'gpipe.batch_norm' op expects a momentum in [0, 1], got 1.5}}
+    %0 = gpipe.batch_norm %x, %g, %b, %mean, %var {momentum = 1.5 : f64} : (tensor<4x8x8x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x8x8x2xf32>
+    %loss = gpipe.mse_loss %t, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+// A positive epsilon.
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8x8x2xf32>
+  %t = gpipe.input "t" : tensor<4xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %g = gpipe.param "g" ones : tensor<2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %mean = gpipe.param "mean" zeros : tensor<2xf32>
+    %var = gpipe.param "var" ones : tensor<2xf32>
+    // expected-error @+1 {{'gpipe.batch_norm' op expects a positive epsilon, got 0}}
+    %0 = gpipe.batch_norm %x, %g, %b, %mean, %var {epsilon = 0.0 : f64} : (tensor<4x8x8x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x8x8x2xf32>
+    %loss = gpipe.mse_loss %t, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+// batch_norm_grad's dgamma has gamma's type.
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %s = gpipe.stage @stage0 index 0 (%x) : (tensor<2x3xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %a = gpipe.layer "a" -> tensor<f32> {
+      %0 = gpipe.mse_loss %arg0, %arg0 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+      gpipe.yield %0 : tensor<f32>
+    }
+    gpipe.yield %a : tensor<f32>
+  }
+  gpipe.stage_backward @stage0 : (tensor<2x3xf32>) -> () {
+  ^bb0(%arg0: tensor<2x3xf32>):
+    %g = gpipe.param_ref "g" : tensor<3xf32>
+    %dy = gpipe.zeros : tensor<2x3xf32>
+    // expected-error @+1 {{'gpipe.batch_norm_grad' op expects dgamma of type 'tensor<3xf32>', got 'tensor<2x3xf32>'}}
+    %dx, %dg, %db = gpipe.batch_norm_grad %dy, %arg0, %arg0, %g : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xf32>)
+    gpipe.yield
+  }
+  gpipe.return %s : tensor<f32>
+}
