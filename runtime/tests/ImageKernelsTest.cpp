@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/runtime/CpuKernels.h"
+
 #include "AllClose.h"
 #include "ImmediateKernels.h"
 #include "RandomData.h"
@@ -20,6 +22,7 @@
 #include <vector>
 
 using namespace gpipe::runtime;
+namespace cpu = gpipe::runtime::cpu;
 using gpipe::runtime::testing::ImmediateKernels;
 using gpipe::runtime::testing::kStream;
 namespace ref = gpipe::reference;
@@ -141,5 +144,32 @@ TEST(ImageKernels, Col2imIsTheAdjointOfIm2col) {
     EXPECT_NEAR(lhs, rhs, 1e-4 * (std::fabs(lhs) + 1.0))
         << "height " << c.height << " stride " << c.stride[0] << "x"
         << c.stride[1] << " groups " << c.groups;
+  }
+}
+
+// The CPU backend's im2col and col2im (channel runs, CpuImageKernels.cpp)
+// against the device functors: the same patch matrix bit for bit, the same
+// folded gradient within rounding (another order of addition).
+TEST(ImageKernels, CpuRunsMatchTheDeviceFunctors) {
+  std::mt19937_64 rng(184);
+  for (int64_t groups : {1, 2}) {
+    const int64_t input[4] = {2, 5, 6, 4};
+    const int64_t weight[4] = {3, 2, 4 / groups, 6};
+    WindowAttrs attrs;
+    attrs.stride[0] = 2, attrs.padding[0] = 1, attrs.padding[1] = 1;
+    attrs.groups = groups;
+    const WindowGeometry g = convGeometryOf(input, weight, attrs);
+    Floats x = gpipe::testing::randomFloats(rng, 2 * 5 * 6 * 4);
+    Floats p = gpipe::testing::randomFloats(rng, g.patchElements());
+    ImmediateKernels k;
+    Floats devicePatches(g.patchElements()), cpuPatches(g.patchElements());
+    k.im2col(kStream, x.data(), devicePatches.data(), g);
+    cpu::im2col(x.data(), cpuPatches.data(), g);
+    EXPECT_EQ(cpuPatches, devicePatches) << groups << " groups";
+    Floats deviceDx(x.size()), cpuDx(x.size(), 7.0f);
+    k.col2im(kStream, p.data(), deviceDx.data(), g);
+    cpu::col2im(p.data(), cpuDx.data(), g);
+    EXPECT_TRUE(gpipe::testing::allClose(cpuDx, toDouble(deviceDx), 1e-6, 1e-6))
+        << groups << " groups";
   }
 }

@@ -198,6 +198,15 @@ void CpuBackend::waitEvent(StreamId stream, EventId event) {
 void CpuBackend::relu(StreamId s, const float *x, float *y, int64_t n) {
   enqueue(s, [=] { cpu::reluForward(x, y, n); });
 }
+void CpuBackend::im2col(StreamId s, const float *x, float *patches,
+                        const WindowGeometry &g) {
+  if (g.patchElements() > 0)
+    enqueue(s, [=] { cpu::im2col(x, patches, g); });
+}
+void CpuBackend::col2im(StreamId s, const float *patches, float *dx,
+                        const WindowGeometry &g) {
+  enqueue(s, [=] { cpu::col2im(patches, dx, g); });
+}
 void CpuBackend::reluGrad(StreamId s, const float *x, const float *dy,
                           float *dx, int64_t n) {
   enqueue(s, [=] { cpu::reluBackward(x, dy, dx, n); });

@@ -23,6 +23,8 @@
 #ifndef GPIPE_RUNTIME_CPUKERNELS_H
 #define GPIPE_RUNTIME_CPUKERNELS_H
 
+#include "gpipe/runtime/OpTable.h"
+
 #include <cstdint>
 
 namespace gpipe::runtime::cpu {
@@ -118,6 +120,14 @@ float mseForward(const float *prediction, const float *target, int64_t n);
 /// dprediction = scale * 2 (prediction - target) / n.
 void mseBackward(const float *prediction, const float *target, float scale,
                  float *dprediction, int64_t n);
+
+//===-- images (CpuImageKernels.cpp): the patch matrix of ImageKernels.h,
+//     copied a channel run at a time ------------------------------------===//
+
+/// patches [pixels, groups, KH, KW, C / groups] of x [N, H, W, C].
+void im2col(const float *x, float *patches, const WindowGeometry &g);
+/// dx = the sum of the patch entries that read each element (overwrites).
+void col2im(const float *patches, float *dx, const WindowGeometry &g);
 
 } // namespace gpipe::runtime::cpu
 

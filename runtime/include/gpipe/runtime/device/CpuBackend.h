@@ -106,6 +106,10 @@ public:
                     int64_t cols) override;
   void columnSums(StreamId s, const float *x, float *sums, int64_t rows,
                   int64_t cols) override;
+  void im2col(StreamId s, const float *x, float *patches,
+              const WindowGeometry &g) override;
+  void col2im(StreamId s, const float *patches, float *dx,
+              const WindowGeometry &g) override;
   void optimizerStep(StreamId s, const OptimizerConfig &config, float *params,
                      const float *grads, float *const *slots, int64_t n,
                      int64_t step) override;

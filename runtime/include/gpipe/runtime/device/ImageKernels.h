@@ -55,16 +55,16 @@ struct CoveringRange {
   }
 };
 
-//===-- conv2d: item = element of the patch matrix / of dx ----------------===//
+//===-- conv2d: item = run of C / groups patch entries / element of dx ----===//
 
+/// Item t = (pixel, group, kh, kw): copies a run of C / groups channels.
 struct Im2col {
   const float *x;
   float *patches;
   WindowGeometry g;
   GPIPE_HD void operator()(int64_t i) const {
     const int64_t perGroup = g.channels / g.groups;
-    int64_t t = i / perGroup;
-    const int64_t cc = i - t * perGroup;
+    int64_t t = i;
     const int64_t kw = t % g.kernelW;
     t /= g.kernelW;
     const int64_t kh = t % g.kernelH;
@@ -76,10 +76,16 @@ struct Im2col {
     const int64_t n = pixel / (g.outWidth * g.outHeight);
     const int64_t h = oh * g.strideH - g.padH + kh;
     const int64_t w = ow * g.strideW - g.padW + kw;
-    patches[i] = h >= 0 && h < g.height && w >= 0 && w < g.width
-                     ? x[((n * g.height + h) * g.width + w) * g.channels +
-                         group * perGroup + cc]
-                     : 0.0f;
+    float *run = patches + i * perGroup;
+    if (h >= 0 && h < g.height && w >= 0 && w < g.width) {
+      const float *from = x + ((n * g.height + h) * g.width + w) * g.channels +
+                          group * perGroup;
+      for (int64_t cc = 0; cc < perGroup; ++cc)
+        run[cc] = from[cc];
+    } else {
+      for (int64_t cc = 0; cc < perGroup; ++cc)
+        run[cc] = 0.0f;
+    }
   }
 };
 

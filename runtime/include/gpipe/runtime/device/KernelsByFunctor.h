@@ -258,7 +258,9 @@ public:
   //===-- images ----------------------------------------------------------===//
   void im2col(StreamId s, const float *x, float *patches,
               const WindowGeometry &g) override {
-    launch(s, g.patchElements(), kernels::Im2col{x, patches, g});
+    if (g.patchElements() > 0)
+      launch(s, g.patchElements() / (g.channels / g.groups),
+             kernels::Im2col{x, patches, g});
   }
   void col2im(StreamId s, const float *patches, float *dx,
               const WindowGeometry &g) override {
