@@ -1,8 +1,8 @@
 //===- ResNetBuilder.cpp - CIFAR-style ResNets as gpipe text --------------===//
 
 #include "gpipe/Models/ResNetBuilder.h"
+#include "gpipe/Models/ModelName.h"
 
-#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -28,17 +28,7 @@ std::string gpipe::validateResNetConfig(const ResNetConfig &config) {
   if (!(config.momentum >= 0.0 && config.momentum <= 1.0))
     return "expects a batch-norm momentum in [0, 1], got " +
            std::to_string(config.momentum);
-  bool nameOk = !config.name.empty() &&
-                (std::isalpha(static_cast<unsigned char>(config.name[0])) ||
-                 config.name[0] == '_');
-  for (char c : config.name)
-    nameOk &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-              c == '.' || c == '$';
-  if (!nameOk)
-    return "expects a model name of letters, digits, '_', '.' and '$' "
-           "starting with a letter or '_', got '" +
-           config.name + "'";
-  return {};
+  return validateModelName(config.name);
 }
 
 uint64_t gpipe::countResNetParameters(const ResNetConfig &config) {

@@ -1,8 +1,8 @@
 //===- TransformerBuilder.cpp - Decoder-only Transformers as gpipe text ---===//
 
 #include "gpipe/Models/TransformerBuilder.h"
+#include "gpipe/Models/ModelName.h"
 
-#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -34,17 +34,7 @@ std::string gpipe::validateTransformerConfig(const TransformerConfig &config) {
   if (!(config.dropout >= 0.0 && config.dropout < 1.0))
     return "expects a dropout rate in [0, 1), got " +
            std::to_string(config.dropout);
-  bool nameOk = !config.name.empty() &&
-                (std::isalpha(static_cast<unsigned char>(config.name[0])) ||
-                 config.name[0] == '_');
-  for (char c : config.name)
-    nameOk &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
-              c == '.' || c == '$';
-  if (!nameOk)
-    return "expects a model name of letters, digits, '_', '.' and '$' "
-           "starting with a letter or '_', got '" +
-           config.name + "'";
-  return {};
+  return validateModelName(config.name);
 }
 
 uint64_t gpipe::countTransformerParameters(const TransformerConfig &config) {

@@ -141,19 +141,7 @@ Reference stepReference(const Params &p, const Batch &batch,
   return r;
 }
 
-using Param = std::tuple<unsigned, unsigned, RematPolicy, ScheduleKind>;
-
-std::string paramName(const ::testing::TestParamInfo<Param> &info) {
-  auto [k, m, remat, kind] = info.param;
-  return "K" + std::to_string(k) + "_M" + std::to_string(m) + "_" +
-         (remat == RematPolicy::None   ? "none"
-          : remat == RematPolicy::Full ? "full"
-                                       : "exceptlast") +
-         "_" +
-         (kind == ScheduleKind::GPipe      ? "gpipe"
-          : kind == ScheduleKind::OneFOneB ? "onefoneb"
-                                           : "zbh1");
-}
+using Param = PipelineParam;
 
 class BatchNormPipeline : public ::testing::TestWithParam<Param> {};
 
@@ -177,12 +165,7 @@ TEST_P(BatchNormPipeline, MicroBatchGradientsAndOneRunningUpdatePerStep) {
     ASSERT_TRUE(result.ok()) << result.error;
     Reference expected = stepReference(params, batch, split);
     EXPECT_NEAR(result.loss, expected.loss, 1e-5 * std::fabs(expected.loss));
-    for (const auto &[name, grad] : expected.grads) {
-      const std::vector<float> *actual = executor->gradient(name);
-      ASSERT_TRUE(actual) << name;
-      EXPECT_TRUE(gpipe::testing::allClose(*actual, grad, kRtol, kAtol))
-          << "gradient " << name;
-    }
+    expectGradientsMatch(*executor, expected.grads, kRtol, kAtol);
     for (const auto &[name, value] : expected.running) {
       const std::vector<float> *actual = executor->parameter(name);
       ASSERT_TRUE(actual) << name;
@@ -206,7 +189,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(ScheduleKind::GPipe,
                                          ScheduleKind::OneFOneB,
                                          ScheduleKind::ZeroBubbleH1)),
-    paramName);
+    pipelineParamName);
 
 // Evaluation normalises with the running statistics, not the batch's own:
 // after a step, a forward over 7 rows gives the reference's logits.

@@ -184,29 +184,9 @@ Reference mseReference(const Params &p, const Batch &batch) {
 
 using gpipe::testing::allClose;
 
-const char *rematName(RematPolicy remat) {
-  switch (remat) {
-  case RematPolicy::None:
-    return "none";
-  case RematPolicy::Full:
-    return "full";
-  case RematPolicy::ExceptLast:
-    return "exceptlast";
-  }
-  return "?";
-}
-
 using gpipe::schedule::ScheduleKind;
-using SweepParam = std::tuple<unsigned, unsigned, RematPolicy, ScheduleKind>;
-
-std::string sweepName(const ::testing::TestParamInfo<SweepParam> &info) {
-  auto [k, m, remat, kind] = info.param;
-  return "K" + std::to_string(k) + "_M" + std::to_string(m) + "_" +
-         rematName(remat) + "_" +
-         (kind == ScheduleKind::GPipe      ? "gpipe"
-          : kind == ScheduleKind::OneFOneB ? "onefoneb"
-                                           : "zbh1");
-}
+using SweepParam = PipelineParam;
+constexpr auto sweepName = pipelineParamName;
 
 /// One step of `bundle` compared with `reference` (computed at the initial
 /// parameters): the loss and every parameter gradient.
@@ -222,11 +202,7 @@ void checkOneStep(Bundle bundle, const Batch &batch,
   Reference expected = reference(initial, batch);
   EXPECT_NEAR(step.loss, expected.loss, 1e-5 * std::fabs(expected.loss));
   ASSERT_EQ(expected.grads.size(), executor->bundle().params.size());
-  for (const auto &[name, grad] : expected.grads) {
-    const std::vector<float> *actual = executor->gradient(name);
-    ASSERT_TRUE(actual) << name;
-    EXPECT_TRUE(allClose(*actual, grad, kRtol, kAtol)) << "gradient " << name;
-  }
+  expectGradientsMatch(*executor, expected.grads, kRtol, kAtol);
 }
 
 Reference residualStep1(const Params &p, const Batch &batch) {

@@ -108,19 +108,7 @@ Reference convReference(const Params &p, const Batch &batch) {
   return r;
 }
 
-using Param = std::tuple<unsigned, unsigned, RematPolicy, ScheduleKind>;
-
-std::string paramName(const ::testing::TestParamInfo<Param> &info) {
-  auto [k, m, remat, kind] = info.param;
-  return "K" + std::to_string(k) + "_M" + std::to_string(m) + "_" +
-         (remat == RematPolicy::None   ? "none"
-          : remat == RematPolicy::Full ? "full"
-                                       : "exceptlast") +
-         "_" +
-         (kind == ScheduleKind::GPipe      ? "gpipe"
-          : kind == ScheduleKind::OneFOneB ? "onefoneb"
-                                           : "zbh1");
-}
+using Param = PipelineParam;
 
 class ImageModelGradients : public ::testing::TestWithParam<Param> {};
 
@@ -138,12 +126,7 @@ TEST_P(ImageModelGradients, MatchWholeBatchReference) {
   Reference expected = convReference(initial, batch);
   EXPECT_NEAR(step.loss, expected.loss, 1e-5 * std::fabs(expected.loss));
   ASSERT_EQ(expected.grads.size(), executor->bundle().params.size());
-  for (const auto &[name, grad] : expected.grads) {
-    const std::vector<float> *actual = executor->gradient(name);
-    ASSERT_TRUE(actual) << name;
-    EXPECT_TRUE(gpipe::testing::allClose(*actual, grad, kRtol, kAtol))
-        << "gradient " << name;
-  }
+  expectGradientsMatch(*executor, expected.grads, kRtol, kAtol);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -154,7 +137,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(ScheduleKind::GPipe,
                                          ScheduleKind::OneFOneB,
                                          ScheduleKind::ZeroBubbleH1)),
-    paramName);
+    pipelineParamName);
 
 } // namespace
 

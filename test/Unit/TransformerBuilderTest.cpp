@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Models/TransformerBuilder.h"
+#include "ModelTextTest.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
@@ -135,37 +136,7 @@ void expectSameRows(const std::vector<std::string> &got,
     }
 }
 
-class TransformerBuilderTest : public ::testing::Test {
-protected:
-  TransformerBuilderTest() : context(makeRegistry()) {
-    context.loadAllAvailableDialects();
-    context.disableMultithreading();
-  }
-
-  static DialectRegistry makeRegistry() {
-    DialectRegistry registry;
-    registry.insert<GPipeDialect>();
-    return registry;
-  }
-
-  /// Parses and verifies `text`; failures carry the diagnostics.
-  OwningOpRef<ModuleOp> parse(llvm::StringRef text) {
-    std::string diagnostics;
-    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-      llvm::raw_string_ostream(diagnostics)
-          << diag.getLocation() << ": " << diag << "\n";
-      return success();
-    });
-    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
-    EXPECT_TRUE(module) << diagnostics;
-    if (module) {
-      EXPECT_TRUE(succeeded(verify(*module))) << diagnostics;
-    }
-    return module;
-  }
-
-  MLIRContext context;
-};
+using TransformerBuilderTest = gpipe::testing::ModelTextTest;
 
 TEST_F(TransformerBuilderTest, MatchesTheHandWrittenExample) {
   std::string path =

@@ -74,14 +74,18 @@ LogicalResult BiasGradOp::verify() {
   return success();
 }
 
-LogicalResult LayerNormGradOp::verify() {
-  if (failed(expectSameType(*this, "dy", getDy(), getInput())) ||
-      failed(expectSameType(*this, "forward", getForward(), getInput())) ||
-      failed(expectSameType(*this, "dx", getDx(), getInput())) ||
-      failed(expectSameType(*this, "dgamma", getDgamma(), getGamma())))
+/// A normalisation's gradients: dy, the forward result and dx have the
+/// input's type; dgamma and dbeta gamma's.
+template <class NormGradOp> static LogicalResult verifyNormGrad(NormGradOp op) {
+  if (failed(expectSameType(op, "dy", op.getDy(), op.getInput())) ||
+      failed(expectSameType(op, "forward", op.getForward(), op.getInput())) ||
+      failed(expectSameType(op, "dx", op.getDx(), op.getInput())) ||
+      failed(expectSameType(op, "dgamma", op.getDgamma(), op.getGamma())))
     return failure();
-  return expectSameType(*this, "dbeta", getDbeta(), getGamma());
+  return expectSameType(op, "dbeta", op.getDbeta(), op.getGamma());
 }
+
+LogicalResult LayerNormGradOp::verify() { return verifyNormGrad(*this); }
 
 LogicalResult BatchNormGradOp::verify() {
   RankedTensorType input = tensorType(getInput());
@@ -94,12 +98,7 @@ LogicalResult BatchNormGradOp::verify() {
     return emitOpError() << "expects gamma of shape ["
                          << input.getShape().back()
                          << "] (the input's channels), got " << gamma;
-  if (failed(expectSameType(*this, "dy", getDy(), getInput())) ||
-      failed(expectSameType(*this, "forward", getForward(), getInput())) ||
-      failed(expectSameType(*this, "dx", getDx(), getInput())) ||
-      failed(expectSameType(*this, "dgamma", getDgamma(), getGamma())))
-    return failure();
-  return expectSameType(*this, "dbeta", getDbeta(), getGamma());
+  return verifyNormGrad(*this);
 }
 
 LogicalResult EmbeddingGradOp::verify() {

@@ -133,14 +133,22 @@ LogicalResult Conv2dOp::verify() {
   return verifyResultShape(*this, *output, getType());
 }
 
-template <class PoolOp> static LogicalResult verifyPool(PoolOp op) {
-  RankedTensorType input = tensorType(op.getInput());
-  if (failed(verifyImage(op, input, "input")))
+/// The checks of a pool or its gradient on the pool's input (`what`): the
+/// pooled type.
+template <class PoolOrGradOp>
+static FailureOr<RankedTensorType>
+verifyPoolWindow(PoolOrGradOp op, RankedTensorType input, StringRef what) {
+  if (failed(verifyImage(op, input, what)))
     return failure();
-  FailureOr<RankedTensorType> output = verifyWindow(
+  return verifyWindow(
       op, input,
       {"window", op.getWindow(), op.getStride(), op.getPadding(), true},
       input.getDimSize(3));
+}
+
+template <class PoolOp> static LogicalResult verifyPool(PoolOp op) {
+  FailureOr<RankedTensorType> output =
+      verifyPoolWindow(op, tensorType(op.getInput()), "input");
   if (failed(output))
     return failure();
   return verifyResultShape(op, *output, op.getType());
@@ -203,12 +211,7 @@ LogicalResult Conv2dGradOp::verify() {
 template <class PoolGradOp>
 static LogicalResult verifyPoolGrad(PoolGradOp op, RankedTensorType input,
                                     StringRef what) {
-  if (failed(verifyImage(op, input, what)))
-    return failure();
-  FailureOr<RankedTensorType> output = verifyWindow(
-      op, input,
-      {"window", op.getWindow(), op.getStride(), op.getPadding(), true},
-      input.getDimSize(3));
+  FailureOr<RankedTensorType> output = verifyPoolWindow(op, input, what);
   if (failed(output))
     return failure();
   return verifyGradType(op, "dy", *output, op.getDy().getType());

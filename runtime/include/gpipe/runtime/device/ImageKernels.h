@@ -55,6 +55,20 @@ struct CoveringRange {
   }
 };
 
+/// The sum over the output pixels (oh, ow) whose window covers input pixel
+/// `at`, rows first, of term(oh, ow): every gradient's gather, in one order.
+template <class Term>
+GPIPE_HD float sumOverCoveringWindows(const WindowGeometry &g,
+                                      const ImageIndex &at, const Term &term) {
+  const CoveringRange rows(at.h, g.kernelH, g.strideH, g.padH, g.outHeight);
+  const CoveringRange cols(at.w, g.kernelW, g.strideW, g.padW, g.outWidth);
+  float sum = 0.0f;
+  for (int64_t oh = rows.first; oh <= rows.last; ++oh)
+    for (int64_t ow = cols.first; ow <= cols.last; ++ow)
+      sum += term(oh, ow);
+  return sum;
+}
+
 //===-- conv2d: item = run of C / groups patch entries / element of dx ----===//
 
 /// Item t = (pixel, group, kh, kw): copies a run of C / groups channels.
@@ -100,19 +114,13 @@ struct Col2im {
     const int64_t perGroup = g.channels / g.groups;
     const int64_t group = at.c / perGroup, cc = at.c - group * perGroup;
     const int64_t patch = g.kernelH * g.kernelW * perGroup;
-    const CoveringRange rows(at.h, g.kernelH, g.strideH, g.padH, g.outHeight);
-    const CoveringRange cols(at.w, g.kernelW, g.strideW, g.padW, g.outWidth);
-    float sum = 0.0f;
-    for (int64_t oh = rows.first; oh <= rows.last; ++oh) {
+    dx[i] = sumOverCoveringWindows(g, at, [&](int64_t oh, int64_t ow) {
       const int64_t kh = at.h + g.padH - oh * g.strideH;
-      for (int64_t ow = cols.first; ow <= cols.last; ++ow) {
-        const int64_t kw = at.w + g.padW - ow * g.strideW;
-        const int64_t pixel = (at.n * g.outHeight + oh) * g.outWidth + ow;
-        sum += patches[(pixel * g.groups + group) * patch +
-                       (kh * g.kernelW + kw) * perGroup + cc];
-      }
-    }
-    dx[i] = sum;
+      const int64_t kw = at.w + g.padW - ow * g.strideW;
+      const int64_t pixel = (at.n * g.outHeight + oh) * g.outWidth + ow;
+      return patches[(pixel * g.groups + group) * patch +
+                     (kh * g.kernelW + kw) * perGroup + cc];
+    });
   }
 };
 
@@ -171,15 +179,13 @@ struct MaxPool2dGrad {
   GPIPE_HD void operator()(int64_t i) const {
     const ImageIndex at(i, g.height, g.width, g.channels);
     const int64_t self = at.h * g.width + at.w;
-    const CoveringRange rows(at.h, g.kernelH, g.strideH, g.padH, g.outHeight);
-    const CoveringRange cols(at.w, g.kernelW, g.strideW, g.padW, g.outWidth);
-    float sum = 0.0f;
-    for (int64_t oh = rows.first; oh <= rows.last; ++oh)
-      for (int64_t ow = cols.first; ow <= cols.last; ++ow)
-        if (windowArgMax(x, g, PoolWindow(g, oh, ow), at.n, at.c) == self)
-          sum += dy[((at.n * g.outHeight + oh) * g.outWidth + ow) * g.channels +
-                    at.c];
-    dx[i] = sum;
+    dx[i] = sumOverCoveringWindows(g, at, [&](int64_t oh, int64_t ow) {
+      return windowArgMax(x, g, PoolWindow(g, oh, ow), at.n, at.c) == self
+                 ? dy[((at.n * g.outHeight + oh) * g.outWidth + ow) *
+                          g.channels +
+                      at.c]
+                 : 0.0f;
+    });
   }
 };
 
@@ -205,15 +211,11 @@ struct AvgPool2dGrad {
   WindowGeometry g;
   GPIPE_HD void operator()(int64_t i) const {
     const ImageIndex at(i, g.height, g.width, g.channels);
-    const CoveringRange rows(at.h, g.kernelH, g.strideH, g.padH, g.outHeight);
-    const CoveringRange cols(at.w, g.kernelW, g.strideW, g.padW, g.outWidth);
-    float sum = 0.0f;
-    for (int64_t oh = rows.first; oh <= rows.last; ++oh)
-      for (int64_t ow = cols.first; ow <= cols.last; ++ow)
-        sum += dy[((at.n * g.outHeight + oh) * g.outWidth + ow) * g.channels +
-                  at.c] /
-               static_cast<float>(PoolWindow(g, oh, ow).count());
-    dx[i] = sum;
+    dx[i] = sumOverCoveringWindows(g, at, [&](int64_t oh, int64_t ow) {
+      return dy[((at.n * g.outHeight + oh) * g.outWidth + ow) * g.channels +
+                at.c] /
+             static_cast<float>(PoolWindow(g, oh, ow).count());
+    });
   }
 };
 
