@@ -76,7 +76,8 @@ class CudaVersusCpu : public ::testing::TestWithParam<Param> {};
 /// Three SGD steps of `bundle` on its devices, all on one GPU, against the
 /// CPU executor: losses, gradients and parameters within `precision`'s
 /// tolerance.
-void expectCudaMatchesCpu(const Bundle &bundle, bool transformer,
+void expectCudaMatchesCpu(const Bundle &bundle,
+                          Batch (*batchOf)(int64_t, uint64_t),
                           GemmPrecision precision) {
   const Tolerance tol = toleranceOf(precision);
   OptimizerConfig sgd;
@@ -103,8 +104,7 @@ void expectCudaMatchesCpu(const Bundle &bundle, bool transformer,
   ASSERT_TRUE(gpu) << error;
 
   for (uint64_t step = 1; step <= 3; ++step) {
-    Batch batch = transformer ? residualBatch(kBatch, 100 + step)
-                              : mlpBatch(kBatch, 100 + step);
+    Batch batch = batchOf(kBatch, 100 + step);
     StepResult expected = cpu->trainStep(batch);
     ASSERT_TRUE(expected.ok()) << expected.error;
     StepResult actual = gpu->trainStep(batch);
@@ -143,7 +143,8 @@ TEST_P(CudaVersusCpu, SameLossesGradientsAndParameters) {
       transformer
           ? buildBundle(residualGraph(kBatch), residualSplit(k), m, remat)
           : buildBundle(mlpGraph(kBatch), mlpSplit(k), m, remat);
-  expectCudaMatchesCpu(bundle, transformer, precision);
+  expectCudaMatchesCpu(bundle, transformer ? residualBatch : mlpBatch,
+                       precision);
 }
 
 /// Interleaved 1F1B (2 devices running 2 stages each) on the GPU, against
@@ -162,8 +163,26 @@ TEST(CudaInterleaved, SameLossesGradientsAndParametersAsTheCpu) {
                       transformer ? std::vector<int>{0, 2, 3, 5}
                                   : std::vector<int>{0, 1, 2, 3},
                       4, remat, gpipe::schedule::ScheduleKind::Interleaved, 2);
-      expectCudaMatchesCpu(bundle, transformer, GemmPrecision::F32);
+      expectCudaMatchesCpu(bundle, transformer ? residualBatch : mlpBatch,
+                           GemmPrecision::F32);
     }
+}
+
+/// The ops over images (convolutions with strides, padding and groups, both
+/// pools, global pooling, flatten) and batch norm (micro-batch statistics,
+/// running statistics updated once per step) on the GPU, against the CPU
+/// executor, with and without rematerialisation.
+TEST(CudaImageModels, SameLossesGradientsAndParametersAsTheCpu) {
+  std::string why;
+  if (!gpipe::cuda::gpuAvailable(&why))
+    GTEST_SKIP() << "no CUDA device: " << why;
+  for (RematPolicy remat : {RematPolicy::None, RematPolicy::Full}) {
+    SCOPED_TRACE("remat " + std::to_string(int(remat)));
+    expectCudaMatchesCpu(buildBundle(convGraph(kBatch), convSplit(2), 3, remat),
+                         convBatch, GemmPrecision::F32);
+    expectCudaMatchesCpu(buildBundle(batchNormGraph(kBatch), {0, 1}, 3, remat),
+                         batchNormBatch, GemmPrecision::F32);
+  }
 }
 
 /// Two runs of one bundle and seed on the GPU give the same bits, in every
