@@ -159,7 +159,8 @@ TEST(ReferencePool2d, BackwardMatchesFiniteDifferences) {
 // the statistics against central differences of its forward.
 TEST(ReferenceBatchNorm, ForwardNormalisesAndBackwardMatchesDifferences) {
   std::mt19937_64 rng(174);
-  for (auto [rows, channels] : {std::pair<int64_t, int64_t>{6, 3}, {20, 4}}) {
+  for (auto shape : {std::pair<int64_t, int64_t>{6, 3}, {20, 4}}) {
+    const int64_t rows = shape.first, channels = shape.second;
     Vec x = randomVec(rng, rows * channels, -2.0, 3.0),
         gamma = randomVec(rng, channels), beta = randomVec(rng, channels),
         r = randomVec(rng, rows * channels);
