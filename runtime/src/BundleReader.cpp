@@ -424,21 +424,6 @@ static std::string countText(unsigned min, unsigned max, const char *noun) {
   return text + " " + noun + (max == 1 ? "" : "s");
 }
 
-bool Reader::readPair(const Json &json, const std::string &path,
-                      const char *key, int64_t minimum, int64_t (&out)[2]) {
-  std::vector<int64_t> values;
-  if (!getIntArray(json, path, key, values, /*required=*/false))
-    return false;
-  if (values.empty() && !json.contains(key))
-    return true; // the default
-  if (values.size() != 2 || values[0] < minimum || values[1] < minimum)
-    return fail(path, std::string("expected '") + key +
-                          "' as 2 values >= " + std::to_string(minimum) +
-                          " [rows, columns], found " + json.at(key).dump());
-  out[0] = values[0], out[1] = values[1];
-  return true;
-}
-
 bool Reader::readOp(const Json &json, const std::string &path,
                     const StageContext &context, Op &op) {
   if (!expectObject(json, path))

@@ -1,12 +1,15 @@
 //===- ImageOpValidation.cpp - Shapes of the ops over NHWC images ---------===//
 //
-// The shape rules of conv2d, the pools, global average pooling, flatten and
-// their gradients, which all derive their shapes from a window's geometry
-// (OpTable.h's WindowGeometry): StageValidation.cpp checks every other op.
+// The shape rules of the ops over channels-last activations: conv2d, the
+// pools, global average pooling and flatten, whose shapes derive from a
+// window's geometry (OpTable.h's WindowGeometry), and batch norm, whose
+// channels are the last dimension; with their gradients.
+// StageValidation.cpp checks every other op.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ValidationText.h"
+#include "gpipe/runtime/ProgramAnalysis.h"
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::detail;
@@ -15,8 +18,8 @@ namespace {
 /// The checks with the operand and result specs of one op at hand.
 class ImageOpCheck {
 public:
-  ImageOpCheck(const Op &op, const std::vector<ValueSpec> &values)
-      : op(op), values(values) {}
+  ImageOpCheck(const Op &op, const StageProgram &stage)
+      : op(op), stage(stage), values(stage.values) {}
 
   std::string run();
 
@@ -64,8 +67,10 @@ private:
   std::string conv();
   std::string pool();
   std::string flatten();
+  std::string batchNorm();
 
   const Op &op;
+  const StageProgram &stage;
   const std::vector<ValueSpec> &values;
 };
 } // namespace
@@ -148,6 +153,42 @@ std::string ImageOpCheck::flatten() {
   return shape(y, flat, true, grad ? "dy" : "the result");
 }
 
+std::string ImageOpCheck::batchNorm() {
+  // (x, gamma, beta, running mean, running var) -> y;
+  // (dy, forward y, x, gamma) -> (dx, dgamma, dbeta).
+  const bool grad = op.kind == OpKind::BatchNormGrad;
+  const ValueSpec &x = operand(grad ? 2 : 0);
+  if ((x.shape.size() != 2 && x.shape.size() != 4) || !x.batched)
+    return "expects a batched input [batch, features] or [batch, height, "
+           "width, channels], got shape " +
+           shapeString(x.shape) + (x.batched ? "" : " not batched");
+  const int64_t channels = x.shape.back();
+  CHECK(shape(operand(grad ? 3 : 1), {channels}, false, "gamma"));
+  if (grad) {
+    CHECK(like(operand(0), x, "dy"));
+    CHECK(like(operand(1), x, "the forward result"));
+    if (result(0))
+      CHECK(like(*result(0), x, "dx"));
+    if (result(1))
+      CHECK(like(*result(1), operand(3), "dgamma"));
+    return result(2) ? like(*result(2), operand(3), "dbeta") : std::string();
+  }
+  CHECK(shape(operand(2), {channels}, false, "beta"));
+  const char *running[] = {"the running mean", "the running variance"};
+  for (int k = 0; k < 2; ++k) {
+    CHECK(shape(operand(3 + k), {channels}, false, running[k]));
+    if (paramDefining(stage, op.operands[3 + k]).empty())
+      return std::string("expects ") + running[k] +
+             " to be a parameter (a param op's result), got value " +
+             std::to_string(op.operands[3 + k]);
+  }
+  if (!(op.epsilon > 0.0f))
+    return "expects a positive epsilon, got " + std::to_string(op.epsilon);
+  if (!(op.momentum >= 0.0f && op.momentum <= 1.0f))
+    return "expects a momentum in [0, 1], got " + std::to_string(op.momentum);
+  return like(*result(0), x, "the result");
+}
+
 std::string ImageOpCheck::run() {
   CHECK(f32());
   switch (op.kind) {
@@ -170,6 +211,9 @@ std::string ImageOpCheck::run() {
   case OpKind::Flatten:
   case OpKind::FlattenGrad:
     return flatten();
+  case OpKind::BatchNorm:
+  case OpKind::BatchNormGrad:
+    return batchNorm();
   default:
     return "is not an image op";
   }
@@ -178,6 +222,6 @@ std::string ImageOpCheck::run() {
 #undef CHECK
 
 std::string detail::checkImageOpShapes(const Op &op,
-                                       const std::vector<ValueSpec> &values) {
-  return ImageOpCheck(op, values).run();
+                                       const StageProgram &stage) {
+  return ImageOpCheck(op, stage).run();
 }

@@ -169,43 +169,6 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(expectShape(ops(2), {cols}, false, "beta"));
     return expectLike(*res(0), ops(0), "the result");
   }
-  case OpKind::BatchNorm:
-  case OpKind::BatchNormGrad: {
-    // (x, gamma, beta, running mean, running var) -> y;
-    // (dy, forward y, x, gamma) -> (dx, dgamma, dbeta).
-    const bool grad = op.kind == OpKind::BatchNormGrad;
-    CHECK(f32Except({}));
-    const ValueSpec &x = ops(grad ? 2 : 0);
-    if ((x.shape.size() != 2 && x.shape.size() != 4) || !x.batched)
-      return "expects a batched input [batch, features] or [batch, height, "
-             "width, channels], got shape " +
-             shapeString(x.shape) + (x.batched ? "" : " not batched");
-    const int64_t channels = x.shape.back();
-    CHECK(expectShape(ops(grad ? 3 : 1), {channels}, false, "gamma"));
-    if (grad) {
-      CHECK(expectLike(ops(0), x, "dy"));
-      CHECK(expectLike(ops(1), x, "the forward result"));
-      if (res(0))
-        CHECK(expectLike(*res(0), x, "dx"));
-      if (res(1))
-        CHECK(expectLike(*res(1), ops(3), "dgamma"));
-      return res(2) ? expectLike(*res(2), ops(3), "dbeta") : std::string();
-    }
-    CHECK(expectShape(ops(2), {channels}, false, "beta"));
-    const char *running[] = {"the running mean", "the running variance"};
-    for (int k = 0; k < 2; ++k) {
-      CHECK(expectShape(ops(3 + k), {channels}, false, running[k]));
-      if (paramDefining(program, op.operands[3 + k]).empty())
-        return std::string("expects ") + running[k] +
-               " to be a parameter (a param op's result), got value " +
-               std::to_string(op.operands[3 + k]);
-    }
-    if (!(op.epsilon > 0.0f))
-      return "expects a positive epsilon, got " + std::to_string(op.epsilon);
-    if (!(op.momentum >= 0.0f && op.momentum <= 1.0f))
-      return "expects a momentum in [0, 1], got " + std::to_string(op.momentum);
-    return expectLike(*res(0), x, "the result");
-  }
   case OpKind::Add:
   case OpKind::AddGrads:
     CHECK(f32Except({}));
@@ -334,7 +297,9 @@ std::string StageValidator::checkShapes(const Op &op) {
   case OpKind::GlobalAvgPoolGrad:
   case OpKind::Flatten:
   case OpKind::FlattenGrad:
-    return checkImageOpShapes(op, program.values);
+  case OpKind::BatchNorm:
+  case OpKind::BatchNormGrad:
+    return checkImageOpShapes(op, program);
   }
 #undef CHECK
   return "unknown op kind";

@@ -42,10 +42,10 @@ inline int64_t product(const std::vector<int64_t> &shape) {
 /// forward op 2 (dense): expects 2 or 3 operands, got 1".
 std::string validateStage(const Bundle &bundle, unsigned stage);
 
-/// The shapes of conv2d, the pools, global_avg_pool, flatten and their
-/// gradients (ImageOpValidation.cpp), with `values` the stage's value specs.
-std::string checkImageOpShapes(const Op &op,
-                               const std::vector<ValueSpec> &values);
+/// The shapes of the ops over channels-last activations: conv2d, the pools,
+/// global_avg_pool, flatten, batch_norm and their gradients
+/// (ImageOpValidation.cpp), in `stage`'s program.
+std::string checkImageOpShapes(const Op &op, const StageProgram &stage);
 
 } // namespace gpipe::runtime::detail
 

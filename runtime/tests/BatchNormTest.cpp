@@ -232,3 +232,57 @@ TEST(BatchNormEvaluation, UsesTheRunningStatistics) {
 }
 
 } // namespace
+
+namespace {
+
+/// validateBundle's message for batchNormGraph's bundle after `mutate`.
+std::string errorAfter(void (*mutate)(Bundle &)) {
+  Bundle bundle =
+      buildBundle(batchNormGraph(kBatch), {0, 1}, 2, RematPolicy::Full);
+  mutate(bundle);
+  return validateBundle(bundle);
+}
+
+/// The first batch norm of stage 0's forward.
+Op &firstBatchNorm(Bundle &bundle) {
+  for (Op &op : bundle.stages[0].forward)
+    if (op.kind == OpKind::BatchNorm)
+      return op;
+  ADD_FAILURE() << "no batch_norm in stage 0";
+  return bundle.stages[0].forward.front();
+}
+
+size_t indexOf(const Bundle &bundle, const Op &op) {
+  return size_t(&op - bundle.stages[0].forward.data());
+}
+
+} // namespace
+
+// The load-time checks of a bundle's batch norms name what they expected.
+TEST(BatchNormValidation, BadBundlesNameWhatIsWrong) {
+  Bundle probe =
+      buildBundle(batchNormGraph(kBatch), {0, 1}, 2, RematPolicy::Full);
+  const std::string at = "stage 0: forward op " +
+                         std::to_string(indexOf(probe, firstBatchNorm(probe))) +
+                         " (batch_norm): ";
+  EXPECT_EQ(errorAfter([](Bundle &b) { firstBatchNorm(b).momentum = 1.5f; }),
+            at + "expects a momentum in [0, 1], got 1.500000");
+  EXPECT_EQ(errorAfter([](Bundle &b) { firstBatchNorm(b).epsilon = 0.0f; }),
+            at + "expects a positive epsilon, got 0.000000");
+  // A gradient accumulated into a running statistic would corrupt the sums
+  // its buffer holds.
+  EXPECT_EQ(errorAfter([](Bundle &b) {
+              for (const Op &op : b.stages[0].backward)
+                if (op.kind == OpKind::BatchNormGrad) {
+                  Op accumulate;
+                  accumulate.kind = OpKind::AccumulateGrad;
+                  accumulate.name = "bn0.mean";
+                  accumulate.operands = {op.results[1]};
+                  b.stages[0].backward.push_back(accumulate);
+                  return;
+                }
+            }),
+            "stage 0: the backward accumulates a gradient into parameter "
+            "'bn0.mean', which holds a batch norm's running statistics (their "
+            "gradient buffer holds its sums)");
+}
