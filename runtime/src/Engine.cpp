@@ -156,6 +156,8 @@ gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
     config.recvTimeout = options.timeout;
     config.recordTimeline = options.recordTimeline;
     config.transport = options.transport;
+    config.threading = options.cpuThreading;
+    config.profileOps = options.profileOps;
     auto executor = PipelineExecutor::create(std::move(bundle), config, error);
     if (!executor)
       return Status(StatusCode::InvalidBundle, error);
@@ -188,6 +190,7 @@ gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
   config.seed = options.seed;
   config.stepTimeout = options.timeout;
   config.recordTimeline = options.recordTimeline;
+  config.profileOps = options.profileOps;
   config.transport = options.transport;
   auto executor = device::DeviceExecutor::create(
       std::move(bundle), std::move(backend), config, error);

@@ -51,9 +51,11 @@ PipelineExecutor::create(Bundle bundle, const ExecutorConfig &config,
   deviceConfig.stepTimeout = config.recvTimeout;
   deviceConfig.recordTimeline = config.recordTimeline;
   deviceConfig.transport = config.transport;
+  deviceConfig.profileOps = config.profileOps;
   auto impl = std::make_unique<Impl>();
   impl->executor = device::DeviceExecutor::create(
-      std::move(bundle), std::make_unique<device::CpuBackend>(numDevices),
+      std::move(bundle),
+      std::make_unique<device::CpuBackend>(numDevices, config.threading),
       deviceConfig, error);
   if (!impl->executor)
     return nullptr;

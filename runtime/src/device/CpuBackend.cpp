@@ -13,6 +13,7 @@
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/device/HostWork.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -52,6 +53,8 @@ struct CpuBackend::Impl {
   std::chrono::milliseconds timeout{0};
   std::string firstError;
   std::vector<std::thread> workers;
+  std::vector<std::unique_ptr<IntraOpPool>> pools; ///< per device
+  std::vector<int> workerCores; ///< per device; empty: not pinned
   std::vector<HostBlock> allocations;
 
   void fail(std::string message) {
@@ -104,6 +107,8 @@ struct CpuBackend::Impl {
   }
 
   void workerLoop(unsigned device) {
+    if (!workerCores.empty())
+      pinThisThread(workerCores[device]);
     uint64_t seen = 0;
     for (;;) {
       {
@@ -121,13 +126,24 @@ struct CpuBackend::Impl {
   }
 };
 
-CpuBackend::CpuBackend(unsigned numDevices)
-    : devices(numDevices), impl(std::make_unique<Impl>()) {
-  // Each device is a thread already: BLAS threads of their own would
-  // oversubscribe the cores (process-wide, as the CPU executor always did;
-  // intra-op threads when K < cores are issue 18's).
+CpuBackend::CpuBackend(unsigned numDevices, CpuThreading threading)
+    : devices(numDevices), threads(threading.threadsPerDevice > 0
+                                       ? threading.threadsPerDevice
+                                       : defaultThreadsPerDevice(numDevices)),
+      impl(std::make_unique<Impl>()) {
+  // The devices' own threads use the cores; OpenBLAS's pool would compete.
   cpu::useSingleThreadedBlas();
+  std::vector<int> cores =
+      threading.pinThreads ? allowedCores() : std::vector<int>();
   impl->queues.resize(numDevices);
+  for (unsigned d = 0; d < numDevices; ++d) {
+    std::vector<int> mine;
+    for (unsigned t = 0; t < threads && !cores.empty(); ++t)
+      mine.push_back(cores[(size_t(d) * threads + t) % cores.size()]);
+    if (!mine.empty())
+      impl->workerCores.push_back(mine.front());
+    impl->pools.push_back(std::make_unique<IntraOpPool>(threads, mine));
+  }
   for (unsigned d = 0; d < numDevices; ++d)
     impl->workers.emplace_back([this, d] { impl->workerLoop(d); });
 }
@@ -143,7 +159,72 @@ CpuBackend::~CpuBackend() {
 }
 
 std::string CpuBackend::describe() const {
-  return std::to_string(devices) + " CPU thread" + (devices == 1 ? "" : "s");
+  return std::to_string(devices) + " CPU device" + (devices == 1 ? "" : "s") +
+         " x " + std::to_string(threads) + " thread" +
+         (threads == 1 ? "" : "s");
+}
+
+IntraOpPool *CpuBackend::poolOf(StreamId stream) const {
+  return impl->pools.at(stream / 2).get();
+}
+
+template <class Body> void CpuBackend::split(StreamId s, int64_t n, Body body) {
+  IntraOpPool *pool = poolOf(s);
+  enqueue(s, [=] { pool->parallelFor(n, kElementGrain, body); });
+}
+
+template <class Body>
+void CpuBackend::splitRows(StreamId s, int64_t rows, int64_t cols, Body body) {
+  IntraOpPool *pool = poolOf(s);
+  int64_t grain =
+      std::max<int64_t>(1, kElementGrain / std::max<int64_t>(cols, 1));
+  enqueue(s, [=] { pool->parallelFor(rows, grain, body); });
+}
+
+namespace {
+/// Multiply-adds under which a GEMM runs on one thread.
+constexpr int64_t kGemmSplitWork = int64_t(1) << 18;
+
+/// `g` over `pool`'s threads: by batch entries when there are enough, else by
+/// C's rows or columns, whichever are more. Each element of C is still one
+/// dot product over k, as in the single call.
+void runGemmSplit(const GemmBatch &g, IntraOpPool &pool) {
+  if (pool.threads() == 1 || g.m * g.n * g.k * g.count < kGemmSplitWork) {
+    runGemmOnHost(g);
+    return;
+  }
+  if (g.count >= int64_t(pool.threads())) {
+    pool.parallelFor(g.count, 1, [&](int64_t b, int64_t e) {
+      GemmBatch part = g;
+      part.a += b * g.strideA;
+      part.b += b * g.strideB;
+      part.c += b * g.strideC;
+      part.count = e - b;
+      runGemmOnHost(part);
+    });
+  } else if (g.m >= g.n) {
+    pool.parallelFor(g.m, 8, [&](int64_t b, int64_t e) {
+      GemmBatch part = g;
+      part.a += g.transA ? b : b * g.lda;
+      part.c += b * g.ldc;
+      part.m = e - b;
+      runGemmOnHost(part);
+    });
+  } else {
+    pool.parallelFor(g.n, 16, [&](int64_t b, int64_t e) {
+      GemmBatch part = g;
+      part.b += g.transB ? b * g.ldb : b;
+      part.c += b;
+      part.n = e - b;
+      runGemmOnHost(part);
+    });
+  }
+}
+} // namespace
+
+void CpuBackend::gemm(StreamId s, const GemmBatch &call) {
+  IntraOpPool *pool = poolOf(s);
+  enqueue(s, [call, pool] { runGemmSplit(call, *pool); });
 }
 
 std::string CpuBackend::error() const {
@@ -195,8 +276,11 @@ void CpuBackend::waitEvent(StreamId stream, EventId event) {
   impl->queues.at(stream / 2).push_back({Task::Wait, nullptr, event});
 }
 
+// Each kernel below splits its elements or rows over the device's threads
+// (split, splitRows); every element or row is computed as on one thread.
 void CpuBackend::relu(StreamId s, const float *x, float *y, int64_t n) {
-  enqueue(s, [=] { cpu::reluForward(x, y, n); });
+  split(s, n,
+        [=](int64_t b, int64_t e) { cpu::reluForward(x + b, y + b, e - b); });
 }
 void CpuBackend::im2col(StreamId s, const float *x, float *patches,
                         const WindowGeometry &g) {
@@ -209,42 +293,59 @@ void CpuBackend::col2im(StreamId s, const float *patches, float *dx,
 }
 void CpuBackend::reluGrad(StreamId s, const float *x, const float *dy,
                           float *dx, int64_t n) {
-  enqueue(s, [=] { cpu::reluBackward(x, dy, dx, n); });
+  split(s, n, [=](int64_t b, int64_t e) {
+    cpu::reluBackward(x + b, dy + b, dx + b, e - b);
+  });
 }
 void CpuBackend::gelu(StreamId s, const float *x, float *y, int64_t n) {
-  enqueue(s, [=] { cpu::geluForward(x, y, n); });
+  split(s, n,
+        [=](int64_t b, int64_t e) { cpu::geluForward(x + b, y + b, e - b); });
 }
 void CpuBackend::geluGrad(StreamId s, const float *x, const float *dy,
                           float *dx, int64_t n) {
-  enqueue(s, [=] { cpu::geluBackward(x, dy, dx, n); });
+  split(s, n, [=](int64_t b, int64_t e) {
+    cpu::geluBackward(x + b, dy + b, dx + b, e - b);
+  });
 }
 void CpuBackend::tanh(StreamId s, const float *x, float *y, int64_t n) {
-  enqueue(s, [=] { cpu::tanhForward(x, y, n); });
+  split(s, n,
+        [=](int64_t b, int64_t e) { cpu::tanhForward(x + b, y + b, e - b); });
 }
 void CpuBackend::tanhGrad(StreamId s, const float *y, const float *dy,
                           float *dx, int64_t n) {
-  enqueue(s, [=] { cpu::tanhBackward(y, dy, dx, n); });
+  split(s, n, [=](int64_t b, int64_t e) {
+    cpu::tanhBackward(y + b, dy + b, dx + b, e - b);
+  });
 }
 void CpuBackend::add(StreamId s, const float *a, const float *b, float *y,
                      int64_t n) {
-  enqueue(s, [=] { cpu::addForward(a, b, y, n); });
+  split(s, n, [=](int64_t i, int64_t e) {
+    cpu::addForward(a + i, b + i, y + i, e - i);
+  });
 }
 void CpuBackend::softmax(StreamId s, const float *x, float *y, int64_t rows,
                          int64_t cols, int64_t causalSeq) {
   if (causalSeq > 0) // attention's mask: only the device kernel has it
     return KernelsByFunctor::softmax(s, x, y, rows, cols, causalSeq);
-  enqueue(s, [=] { cpu::softmaxForward(x, y, rows, cols); });
+  splitRows(s, rows, cols, [=](int64_t b, int64_t e) {
+    cpu::softmaxForward(x + b * cols, y + b * cols, e - b, cols);
+  });
 }
 void CpuBackend::softmaxGrad(StreamId s, const float *y, const float *dy,
                              float *dx, int64_t rows, int64_t cols) {
-  enqueue(s, [=] { cpu::softmaxBackward(y, dy, dx, rows, cols); });
+  splitRows(s, rows, cols, [=](int64_t b, int64_t e) {
+    int64_t at = b * cols;
+    cpu::softmaxBackward(y + at, dy + at, dx + at, e - b, cols);
+  });
 }
 void CpuBackend::layerNorm(StreamId s, const float *x, const float *gamma,
                            const float *beta, float *y, float *mean,
                            float *rstd, int64_t rows, int64_t cols,
                            float epsilon) {
-  enqueue(s, [=] {
-    cpu::layerNormForward(x, gamma, beta, y, mean, rstd, rows, cols, epsilon);
+  splitRows(s, rows, cols, [=](int64_t b, int64_t e) {
+    int64_t at = b * cols;
+    cpu::layerNormForward(x + at, gamma, beta, y + at, mean + b, rstd + b,
+                          e - b, cols, epsilon);
   });
 }
 // The fused pairs run the unfused kernels row by row, while a row is in the
@@ -252,8 +353,8 @@ void CpuBackend::layerNorm(StreamId s, const float *x, const float *gamma,
 void CpuBackend::biasActivation(StreamId s, const float *bias, float *h,
                                 float *y, int64_t rows, int64_t cols,
                                 Activation act) {
-  enqueue(s, [=] {
-    for (int64_t r = 0; r < rows; ++r) {
+  splitRows(s, rows, cols, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
       float *hr = h + r * cols;
       float *yr = y + r * cols;
       if (bias)
@@ -277,8 +378,8 @@ void CpuBackend::addLayerNorm(StreamId s, const float *a, const float *b,
                               float *sum, const float *gamma, const float *beta,
                               float *y, float *mean, float *rstd, int64_t rows,
                               int64_t cols, float epsilon) {
-  enqueue(s, [=] {
-    for (int64_t r = 0; r < rows; ++r) {
+  splitRows(s, rows, cols, [=](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
       int64_t at = r * cols;
       cpu::addForward(a + at, b + at, sum + at, cols);
       cpu::layerNormForward(sum + at, gamma, beta, y + at, mean + r, rstd + r,
@@ -289,13 +390,17 @@ void CpuBackend::addLayerNorm(StreamId s, const float *a, const float *b,
 void CpuBackend::dropout(StreamId s, const float *x, float *y, uint8_t *mask,
                          int64_t rows, int64_t cols, float rate, uint64_t seed,
                          uint64_t step, int64_t rowOffset) {
-  enqueue(s, [=] {
-    cpu::dropoutForward(x, y, mask, rows, cols, rate, seed, step, rowOffset);
+  splitRows(s, rows, cols, [=](int64_t b, int64_t e) {
+    int64_t at = b * cols;
+    cpu::dropoutForward(x + at, y + at, mask + at, e - b, cols, rate, seed,
+                        step, rowOffset + b);
   });
 }
 void CpuBackend::dropoutGrad(StreamId s, const uint8_t *mask, const float *dy,
                              float *dx, int64_t n, float rate) {
-  enqueue(s, [=] { cpu::dropoutBackward(mask, dy, dx, n, rate); });
+  split(s, n, [=](int64_t b, int64_t e) {
+    cpu::dropoutBackward(mask + b, dy + b, dx + b, e - b, rate);
+  });
 }
 void CpuBackend::softmaxCrossEntropy(StreamId s, const float *logits,
                                      const int32_t *labels, float *probs,
@@ -329,25 +434,31 @@ void CpuBackend::mseGrad(StreamId s, const float *prediction,
 // Row-major loops with a contiguous inner loop, which the compiler
 // vectorizes (the device bodies go column by column, as GPU threads do).
 void CpuBackend::accumulate(StreamId s, const float *x, float *y, int64_t n) {
-  enqueue(s, [=] {
-    for (int64_t i = 0; i < n; ++i)
+  split(s, n, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
       y[i] += x[i];
   });
 }
 void CpuBackend::addRowVector(StreamId s, const float *bias, float *y,
                               int64_t rows, int64_t cols) {
-  enqueue(s, [=] {
-    for (int64_t r = 0; r < rows; ++r)
+  splitRows(s, rows, cols, [=](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
       for (int64_t c = 0; c < cols; ++c)
         y[r * cols + c] += bias[c];
   });
 }
 void CpuBackend::columnSums(StreamId s, const float *x, float *sums,
                             int64_t rows, int64_t cols) {
+  // By columns: each sum adds its rows in order, on one thread.
+  IntraOpPool *pool = poolOf(s);
+  int64_t grain = std::max<int64_t>(kColumnGrain,
+                                    kElementGrain / std::max<int64_t>(rows, 1));
   enqueue(s, [=] {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        sums[c] += x[r * cols + c];
+    pool->parallelFor(cols, grain, [=](int64_t b, int64_t e) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = b; c < e; ++c)
+          sums[c] += x[r * cols + c];
+    });
   });
 }
 void CpuBackend::layerNormGradInput(StreamId s, const float *dy, const float *x,
@@ -355,9 +466,10 @@ void CpuBackend::layerNormGradInput(StreamId s, const float *dy, const float *x,
                                     const float *rstd, float *dx, int64_t rows,
                                     int64_t cols) {
   if (rows > 0 && cols > 0)
-    enqueue(s, [=] {
-      cpu::layerNormBackward(dy, x, gamma, mean, rstd, dx, nullptr, nullptr,
-                             rows, cols);
+    splitRows(s, rows, cols, [=](int64_t b, int64_t e) {
+      int64_t at = b * cols;
+      cpu::layerNormBackward(dy + at, x + at, gamma, mean + b, rstd + b,
+                             dx + at, nullptr, nullptr, e - b, cols);
     });
 }
 // Row by row, as the device's column-per-item kernel adds: each table entry
@@ -375,8 +487,10 @@ void CpuBackend::optimizerStep(StreamId s, const OptimizerConfig &config,
   std::array<float *, 2> slotCopy = {
       slots && optimizerSlots(config.kind) > 0 ? slots[0] : nullptr,
       slots && optimizerSlots(config.kind) > 1 ? slots[1] : nullptr};
-  enqueue(s, [=] {
-    applyOptimizer(config, params, grads, slotCopy.data(), n, step);
+  split(s, n, [=](int64_t b, int64_t e) {
+    float *slotsAt[2] = {slotCopy[0] ? slotCopy[0] + b : nullptr,
+                         slotCopy[1] ? slotCopy[1] + b : nullptr};
+    applyOptimizer(config, params + b, grads + b, slotsAt, e - b, step);
   });
 }
 

@@ -334,6 +334,7 @@ std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
   transfer = transport.get();
   pass = &toRun;
   recordTimeline = config.recordTimeline;
+  profileOps = config.profileOps;
   std::string error = stageInputs(batch);
   if (!error.empty())
     return error;

@@ -147,6 +147,14 @@ struct TimelineMark {
   double *start = nullptr, *end = nullptr;
 };
 
+/// One op's (or fused pair's) kernels in a profiled step.
+struct OpMark {
+  unsigned device = 0;
+  const char *section = "";
+  const char *first = "", *second = nullptr; ///< second: a fused pair's
+  double *start = nullptr, *end = nullptr;
+};
+
 } // namespace gpipe::runtime::device::detail
 
 namespace gpipe::runtime::device {
@@ -204,6 +212,9 @@ struct DeviceExecutor::Impl {
   bool recordTimeline = false;
   std::deque<double> timeSlots; ///< stable addresses for recordTime
   std::vector<TimelineMark> marks;
+  bool profileOps = false;
+  bool timingOps = false;     ///< this pass marks its ops (profileOps, timed)
+  std::deque<OpMark> opMarks; ///< stable addresses for OpTimer
   Timeline timeline{0};
 
   std::string issueStep(const Batch *batch, bool dryRun);
@@ -211,6 +222,15 @@ struct DeviceExecutor::Impl {
                          const Batch *batch);
   /// ops[begin, end) (all of them by default); `backward`: ops of the
   /// stage's backward, whose indices the gradient fusion uses.
+  /// Marks an op's (or fused pair's) kernels on the device's compute stream
+  /// while it lives, when the pass times its ops.
+  struct OpTimer {
+    OpTimer(Impl &impl, unsigned device, const char *section, const Op &op,
+            const Op *fusedWith);
+    ~OpTimer();
+    Impl &impl;
+    OpMark *mark = nullptr;
+  };
   std::string issueOps(unsigned device, unsigned m, const std::vector<Op> &ops,
                        const char *section, bool backward, size_t begin = 0,
                        size_t end = ~size_t(0));

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <map>
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
@@ -262,6 +263,7 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   runs.clear();
   runs.resize(numDevices);
   marks.clear();
+  opMarks.clear();
   timeSlots.clear();
   for (unsigned d = 0; d < numDevices; ++d) {
     DeviceRun &run = runs[d];
@@ -277,6 +279,7 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   }
   // verifySchedule proved this order: every receive follows its send.
   const bool timed = recordTimeline && !dryRun;
+  timingOps = timed && profileOps;
   for (const ScheduleStep &step : pass->order) {
     if (!transfer->runsDevice(step.device))
       continue; // another process issues it
@@ -342,6 +345,25 @@ std::string DeviceExecutor::Impl::buildTimeline() {
         return error;
     }
   timeline = Timeline(bundle.numDevices());
+  std::vector<std::map<std::string, OpTotal>> totals(bundle.numDevices());
+  for (const OpMark &mark : opMarks) {
+    std::string name = std::string(mark.section) + " " + mark.first;
+    if (mark.second)
+      name += std::string("+") + mark.second;
+    OpTotal &total = totals[mark.device][name];
+    total.name = name;
+    ++total.calls;
+    total.us += *mark.end - *mark.start;
+  }
+  for (unsigned d = 0; d < totals.size(); ++d) {
+    std::vector<OpTotal> sorted;
+    for (auto &entry : totals[d])
+      sorted.push_back(std::move(entry.second));
+    std::stable_sort(
+        sorted.begin(), sorted.end(),
+        [](const OpTotal &a, const OpTotal &b) { return a.us > b.us; });
+    timeline.setOpTotals(d, std::move(sorted));
+  }
   double origin = std::numeric_limits<double>::infinity();
   for (const std::vector<double> &lane : events)
     for (size_t i = 0; i < lane.size(); i += kWords)

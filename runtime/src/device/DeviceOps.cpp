@@ -384,6 +384,27 @@ std::string DeviceExecutor::Impl::issueFused(unsigned device, unsigned m,
          " then " + opKindName(second.kind);
 }
 
+DeviceExecutor::Impl::OpTimer::OpTimer(Impl &impl, unsigned device,
+                                       const char *section, const Op &op,
+                                       const Op *fusedWith)
+    : impl(impl) {
+  if (!impl.timingOps)
+    return;
+  mark = &impl.opMarks.emplace_back();
+  mark->device = device;
+  mark->section = section;
+  mark->first = opKindName(op.kind);
+  mark->second = fusedWith ? opKindName(fusedWith->kind) : nullptr;
+  mark->start = &impl.timeSlots.emplace_back(0.0);
+  mark->end = &impl.timeSlots.emplace_back(0.0);
+  impl.issue->recordTime(impl.compute(device), mark->start);
+}
+
+DeviceExecutor::Impl::OpTimer::~OpTimer() {
+  if (mark)
+    impl.issue->recordTime(impl.compute(mark->device), mark->end);
+}
+
 std::string DeviceExecutor::Impl::issueOps(unsigned device, unsigned m,
                                            const std::vector<Op> &ops,
                                            const char *section, bool backward,
@@ -392,7 +413,10 @@ std::string DeviceExecutor::Impl::issueOps(unsigned device, unsigned m,
   for (size_t k = begin; k < end; ++k) {
     if (backward && fusion[runs[device].stage].skip[k])
       continue;
-    if (ops[k].fusion != FusionKind::None) {
+    const bool fused = ops[k].fusion != FusionKind::None;
+    OpTimer timer(*this, device, section, ops[k],
+                  fused ? &ops[k + 1] : nullptr);
+    if (fused) {
       std::string error = issueFused(device, m, ops[k], ops[k + 1]);
       if (!error.empty())
         return error + ", in " + section + " ops " + std::to_string(k) +

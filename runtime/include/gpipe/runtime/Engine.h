@@ -50,6 +50,10 @@ struct EngineOptions {
   /// with streams) before the step fails, naming who waited for what.
   std::chrono::milliseconds timeout{60000};
   bool recordTimeline = true;
+  /// Also time every op (Timeline::opTotals); costs two clock marks per op.
+  bool profileOps = false;
+  /// The CPU devices' threads (cpu only).
+  device::CpuThreading cpuThreading;
   /// The CUDA backend's factory (runtime/cuda), for DeviceKind::Cuda; empty:
   /// the registered one (registerBackend).
   BackendFactory cudaBackend;

@@ -29,6 +29,7 @@
 #include "gpipe/runtime/Bundle.h"
 #include "gpipe/runtime/Optimizers.h"
 #include "gpipe/runtime/Timeline.h"
+#include "gpipe/runtime/device/IntraOpPool.h"
 #include "gpipe/runtime/device/Transport.h"
 
 #include <chrono>
@@ -71,6 +72,10 @@ struct ExecutorConfig {
   /// Transfers between devices (DeviceExecutorConfig::transport); empty:
   /// every device a thread of this process.
   device::TransportFactory transport;
+  /// Threads per device and pinning (CpuBackend.h).
+  device::CpuThreading threading;
+  /// Time every op too (DeviceExecutorConfig::profileOps).
+  bool profileOps = false;
 };
 
 struct StepResult {

@@ -30,6 +30,13 @@ struct TimelineEvent {
   int64_t stage = -1;
 };
 
+/// One kind of op's time on one device in a step (profiled steps only).
+struct OpTotal {
+  std::string name; ///< section and op: "forward dense", "backward dense+relu"
+  int64_t calls = 0;
+  double us = 0;
+};
+
 class Timeline {
 public:
   explicit Timeline(unsigned numDevices) : lanes(numDevices) {}
@@ -41,6 +48,18 @@ public:
     return lanes[device];
   }
   unsigned numDevices() const { return lanes.size(); }
+
+  /// Per op kind, the time its kernels took on `device` (empty unless the
+  /// executor profiles ops), largest first.
+  const std::vector<OpTotal> &opTotals(unsigned device) const {
+    static const std::vector<OpTotal> none;
+    return device < ops.size() ? ops[device] : none;
+  }
+  void setOpTotals(unsigned device, std::vector<OpTotal> totals) {
+    if (ops.size() < lanes.size())
+      ops.resize(lanes.size());
+    ops[device] = std::move(totals);
+  }
 
   /// The step's wall time, host work included (0 when not measured).
   double stepUs() const { return wallUs; }
@@ -59,6 +78,7 @@ public:
 
 private:
   std::vector<std::vector<TimelineEvent>> lanes;
+  std::vector<std::vector<OpTotal>> ops;
   double wallUs = 0;
 };
 

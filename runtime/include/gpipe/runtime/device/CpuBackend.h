@@ -6,9 +6,17 @@
 // queue per device keeps stream order trivially). The host issues a whole
 // step into the queues, then `synchronize` releases the workers, which run
 // concurrently; an event wait blocks a worker until the recording worker
-// has passed the event. GEMMs go to CBLAS, single-threaded (the backend sets
-// OpenBLAS to one thread for the whole process: the devices already use the
-// cores), the other kernels are the vectorized CPU kernels.
+// has passed the event. GEMMs go to CBLAS, the other kernels are the
+// vectorized CPU kernels.
+//
+// Threads: with fewer devices than cores, each device splits its kernels
+// over `threadsPerDevice` threads (IntraOpPool.h): GEMMs by rows or columns
+// of C, element-wise, row and column kernels by their index ranges, each
+// index on one thread with the single-threaded arithmetic, so the bits do
+// not depend on the thread count. OpenBLAS itself stays single-threaded
+// (set for the whole process: its own pool would compete with these
+// threads). With `pinThreads`, device d's threads take the allowed cores
+// d*T ... d*T+T-1 (round robin when there are fewer cores).
 //
 // Because the executor issues in an order in which every event is recorded
 // before it is waited for (verifySchedule's), the workers cannot wait for
@@ -24,6 +32,7 @@
 #define GPIPE_RUNTIME_DEVICE_CPUBACKEND_H
 
 #include "gpipe/runtime/device/HostWork.h"
+#include "gpipe/runtime/device/IntraOpPool.h"
 #include "gpipe/runtime/device/KernelsByFunctor.h"
 
 #include <chrono>
@@ -37,12 +46,44 @@ namespace gpipe::runtime::device {
 class CpuBackend final
     : public KernelsByFunctor<CpuBackend, HostStreamBackend> {
 public:
-  explicit CpuBackend(unsigned numDevices);
+  explicit CpuBackend(unsigned numDevices, CpuThreading threading = {});
   ~CpuBackend() override;
+
+  unsigned threadsPerDevice() const { return threads; }
+
+  // KernelsByFunctor's loops, split over the device's threads.
+  template <class F> void forEach(StreamId s, int64_t n, const F &f) {
+    IntraOpPool *pool = poolOf(s);
+    enqueue(s, [f, n, pool] {
+      pool->parallelFor(n, kElementGrain, [&f](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+          f(i);
+      });
+    });
+  }
+  template <class F> void forEachRow(StreamId s, int64_t rows, const F &f) {
+    IntraOpPool *pool = poolOf(s);
+    enqueue(s, [f, rows, pool] {
+      pool->parallelFor(rows, kRowGrain, [&f](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r)
+          kernels::runRowOnHost(f, r);
+      });
+    });
+  }
+  template <class F> void forEachColumn(StreamId s, int64_t cols, const F &f) {
+    IntraOpPool *pool = poolOf(s);
+    enqueue(s, [f, cols, pool] {
+      pool->parallelFor(cols, kColumnGrain, [&f](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c)
+          kernels::runColumnOnHost(f, c);
+      });
+    });
+  }
 
   std::string describe() const override;
   unsigned numDevices() const override { return devices; }
   std::string allocate(unsigned device, int64_t bytes, void **pointer) override;
+  void gemm(StreamId s, const GemmBatch &call) override;
   /// None: the workers copy from the caller's memory as fast.
   std::string allocateStaging(int64_t, void **pointer) override {
     *pointer = nullptr;
@@ -123,10 +164,23 @@ public:
 
   struct Impl;
 
+  /// Items per chunk, at least, where a kernel is split: below two chunks'
+  /// worth it runs on one thread (a hand-off costs a few microseconds).
+  static constexpr int64_t kElementGrain = 16384;
+  static constexpr int64_t kRowGrain = 32;
+  static constexpr int64_t kColumnGrain = 64;
+
 private:
   void enqueue(StreamId stream, std::function<void()> work) override;
+  IntraOpPool *poolOf(StreamId stream) const;
+  /// Enqueues body(begin, end) over [0, n) split over the device's threads
+  /// (elements), or over `rows` rows of `cols` elements.
+  template <class Body> void split(StreamId s, int64_t n, Body body);
+  template <class Body>
+  void splitRows(StreamId s, int64_t rows, int64_t cols, Body body);
 
   unsigned devices;
+  unsigned threads;
   std::unique_ptr<Impl> impl;
 };
 

@@ -53,6 +53,9 @@ struct DeviceExecutorConfig {
   std::chrono::milliseconds stepTimeout{60000};
   /// Mark every instruction's start and end on its stream (timeline()).
   bool recordTimeline = true;
+  /// With recordTimeline: also time every op (two more clock marks per op)
+  /// and sum them per op kind and device (Timeline::opTotals).
+  bool profileOps = false;
   /// The transfers between devices; empty: in-process staging copies. A
   /// transport across processes (MPI) runs some devices here: the executor
   /// allocates, initializes and issues only theirs, and shares the results

@@ -1,0 +1,96 @@
+//===- IntraOpPool.h - One CPU device's threads for one kernel --*- C++ -*-===//
+//
+// When a machine has more cores than pipeline devices, each CPU device runs
+// its kernels on several threads: the device's worker (the caller) and
+// `threads - 1` helpers that split one kernel's index range. Each index is
+// computed by exactly one thread, with the arithmetic of the single-threaded
+// loop, so the results do not depend on the number of threads.
+//
+// A hand-off must cost microseconds, not a scheduler tick: helpers spin
+// briefly on the generation counter before they sleep, and small ranges run
+// on the caller alone (`grain`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_DEVICE_INTRAOPPOOL_H
+#define GPIPE_RUNTIME_DEVICE_INTRAOPPOOL_H
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gpipe::runtime::device {
+
+struct CpuThreading {
+  /// Threads per device, the device's worker included; 0: the allowed cores
+  /// divided among the devices (defaultThreadsPerDevice).
+  unsigned threadsPerDevice = 0;
+  /// Pin every thread to one allowed core. Off by default: two programs
+  /// pinned to the same cores would share them.
+  bool pinThreads = false;
+};
+
+/// max(1, allowed cores / numDevices).
+unsigned defaultThreadsPerDevice(unsigned numDevices);
+
+/// The cores this process may run on (sched_getaffinity), in order; at
+/// least one entry.
+std::vector<int> allowedCores();
+
+/// Pins the calling thread to `core`; false where the system refuses.
+bool pinThisThread(int core);
+
+class IntraOpPool {
+public:
+  /// `threads` >= 1 counts the caller. `cores`: one per thread (the caller's
+  /// first) to pin the helpers to, or empty to leave them unpinned.
+  IntraOpPool(unsigned threads, std::vector<int> cores);
+  ~IntraOpPool();
+  IntraOpPool(const IntraOpPool &) = delete;
+  IntraOpPool &operator=(const IntraOpPool &) = delete;
+
+  unsigned threads() const { return numThreads; }
+
+  /// Calls body(begin, end) over [0, n) in at most threads() contiguous
+  /// chunks whose sizes are multiples of `grain` (the last excepted) and
+  /// returns when all are done. Ranges under two grains run on the caller.
+  template <class Body> void parallelFor(int64_t n, int64_t grain, Body body) {
+    if (n <= 0)
+      return;
+    if (numThreads == 1 || n < 2 * grain) {
+      body(int64_t(0), n);
+      return;
+    }
+    run(n, grain, &body, [](void *b, int64_t begin, int64_t end) {
+      (*static_cast<Body *>(b))(begin, end);
+    });
+  }
+
+private:
+  using Trampoline = void (*)(void *, int64_t, int64_t);
+  void run(int64_t n, int64_t grain, void *body, Trampoline call);
+  void helperLoop(unsigned index);
+  /// Chunk `index` of the current job.
+  void runChunk(unsigned index);
+
+  const unsigned numThreads;
+  std::vector<int> cores;
+  std::vector<std::thread> helpers; ///< started on the first parallel job
+
+  // The current job, published by bumping `generation`.
+  void *jobBody = nullptr;
+  Trampoline jobCall = nullptr;
+  int64_t jobSize = 0, jobChunk = 0;
+  std::atomic<uint64_t> generation{0};
+  std::atomic<unsigned> pending{0}; ///< helpers still running the job
+  std::atomic<bool> stopping{false};
+  std::mutex mutex;
+  std::condition_variable wake;
+};
+
+} // namespace gpipe::runtime::device
+
+#endif // GPIPE_RUNTIME_DEVICE_INTRAOPPOOL_H
