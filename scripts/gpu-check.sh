@@ -173,6 +173,7 @@ fi
 if wants bench && [ "$gpu" = yes ] && [ -x "$build/bin/gpipe-cuda-bench" ]; then
   step "GPU benchmarks (gpipe-cuda-bench)" "$logs/bench.log" \
     "$build/bin/gpipe-cuda-bench" --benchmark_repetitions="${GPIPE_BENCH_REPETITIONS:-3}" \
+    --benchmark_min_time="${GPIPE_BENCH_MIN_TIME:-2}" \
     --benchmark_report_aggregates_only=true \
     --benchmark_out="$logs/bench.json" --benchmark_out_format=json
   say '```'

@@ -124,9 +124,7 @@ class CpuEngine final : public ExecutorEngine<PipelineExecutor> {
 public:
   using ExecutorEngine::ExecutorEngine;
   std::string describe() const override {
-    unsigned k = numDevices();
-    return std::to_string(k) + " CPU device" + (k == 1 ? "" : "s") +
-           acrossProcesses(executor->transport());
+    return executor->describeDevices() + acrossProcesses(executor->transport());
   }
 };
 

@@ -167,6 +167,10 @@ bool PipelineExecutor::usesInput(const std::string &name) const {
   return impl->executor->usesInput(name);
 }
 
+std::string PipelineExecutor::describeDevices() const {
+  return impl->executor->backend().describe();
+}
+
 const device::Transport &PipelineExecutor::transport() const {
   return impl->executor->transport();
 }

@@ -2,6 +2,8 @@
 
 #include "ExampleBundles.h"
 
+#include "gpipe/runtime/SyntheticBatch.h"
+
 #include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/runtime/BundleReader.h"
 
@@ -72,27 +74,5 @@ benchmarks::Compiled benchmarks::compileExample(
 }
 
 rt::Batch benchmarks::randomBatch(const rt::Bundle &bundle, uint64_t seed) {
-  uint64_t state = seed * 2862933555777941757ull + 3;
-  auto next = [&] {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return uint32_t(state >> 33);
-  };
-  rt::Batch batch;
-  for (const rt::ModelInputSpec &input : bundle.inputs) {
-    int64_t n = 1;
-    for (int64_t d : input.shape)
-      n *= d;
-    if (input.type == rt::ElementType::F32) {
-      std::vector<float> values(n);
-      for (float &v : values)
-        v = float(next() % 1000001) / 1000000.0f;
-      batch[input.name] = rt::HostTensor::floats(input.shape, values);
-    } else {
-      std::vector<int32_t> values(n);
-      for (int32_t &v : values)
-        v = int32_t(next() % 10);
-      batch[input.name] = rt::HostTensor::ints(input.shape, values);
-    }
-  }
-  return batch;
+  return rt::syntheticBatch(bundle, seed);
 }

@@ -251,7 +251,6 @@ BENCHMARK(BM_SchedulePrediction)
     ->Args({4, 2, 8, kNone})
     ->Args({4, 2, 4, kFull})
     ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->MinTime(2.0);
+    ->UseRealTime();
 
 } // namespace

@@ -16,6 +16,7 @@
 #include "gpipe/Tools/CheckpointFlags.h"
 #include "gpipe/Tools/DataFlags.h"
 #include "gpipe/Tools/DistributedFlags.h"
+#include "gpipe/Tools/PipelineFlags.h"
 #include "gpipe/Tune/PlanFile.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/TrainingRun.h"
@@ -38,85 +39,18 @@ namespace cl = llvm::cl;
 namespace rt = gpipe::runtime;
 namespace tools = gpipe::tools;
 
-static cl::OptionCategory pipelineOptions("Pipeline");
 static cl::OptionCategory trainingOptions("Training");
 static cl::OptionCategory outputOptions("Output");
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"),
-                                      cl::cat(pipelineOptions));
-static gpipe::Count numStages("stages", cl::init(4),
-                              cl::desc("pipeline stages K (devices)"),
-                              cl::cat(pipelineOptions));
-static gpipe::Count numMicrobatches("microbatches", cl::init(8),
-                                    cl::desc("micro-batches M per mini-batch"),
-                                    cl::cat(pipelineOptions));
-static cl::opt<gpipe::RematPolicy> remat(
-    "remat", cl::desc("rematerialisation policy"),
-    cl::init(gpipe::RematPolicy::Full),
-    cl::values(clEnumValN(gpipe::RematPolicy::None, "none", "keep everything"),
-               clEnumValN(gpipe::RematPolicy::Full, "full",
-                          "recompute each stage's forward (GPipe)"),
-               clEnumValN(gpipe::RematPolicy::ExceptLast, "except-last",
-                          "recompute but for the last micro-batch")),
-    cl::cat(pipelineOptions));
-static cl::opt<gpipe::schedule::ScheduleKind> scheduleKind(
-    "schedule", cl::desc("the order of forwards and backwards per device"),
-    cl::init(gpipe::schedule::ScheduleKind::GPipe),
-    cl::values(clEnumValN(gpipe::schedule::ScheduleKind::GPipe, "gpipe",
-                          "fill, then drain (GPipe)"),
-               clEnumValN(gpipe::schedule::ScheduleKind::OneFOneB, "1f1b",
-                          "one forward, one backward: at most K "
-                          "micro-batches in flight"),
-               clEnumValN(gpipe::schedule::ScheduleKind::ZeroBubbleH1, "zb-h1",
-                          "1F1B with split backwards (B, then W deferred into "
-                          "the bubble): about a third of its bubble"),
-               clEnumValN(gpipe::schedule::ScheduleKind::Interleaved,
-                          "interleaved",
-                          "1F1B with --virtual-stages stages per device, "
-                          "round-robin: the bubble shrinks by that factor")),
-    cl::cat(pipelineOptions));
-static gpipe::Count virtualStages(
-    "virtual-stages", cl::init(1),
-    cl::desc("stages per device V (--schedule interleaved): the model is cut "
-             "into --stages x V stages, stage s on device s mod --stages"),
-    cl::cat(pipelineOptions));
-static cl::opt<std::string> scheduleFile(
-    "schedule-file", cl::init(""),
-    cl::desc("each device's order of forwards and backwards, one line per "
-             "device ('device 0: F0 F1 B0 ...')"),
-    cl::cat(pipelineOptions));
+                                      cl::cat(tools::pipelineCategory));
 static cl::opt<std::string> planPath(
     "plan", cl::init(""),
     cl::desc("compile with the plan gpipe-tune chose (stages, data-parallel "
              "replicas, micro-batches, schedule, remat, objective, batch "
              "size, memory cap); those options may not be given too"),
-    cl::cat(pipelineOptions));
-static cl::opt<gpipe::PartitionObjective>
-    objective("objective", cl::desc("partition objective"),
-              cl::init(gpipe::PartitionObjective::Variance),
-              cl::values(clEnumValN(gpipe::PartitionObjective::Variance,
-                                    "variance", "even cell costs (GPipe)"),
-                         clEnumValN(gpipe::PartitionObjective::Bottleneck,
-                                    "bottleneck", "smallest largest cell")),
-              cl::cat(pipelineOptions));
-static gpipe::Whole<int64_t>
-    batchSize("batch-size", cl::init(0),
-              cl::desc("mini-batch size (0: the model's own)"),
-              cl::cat(pipelineOptions));
-static cl::opt<std::string> memoryCap("memory-cap", cl::init(""),
-                                      cl::desc("per-device memory cap"),
-                                      cl::cat(pipelineOptions));
-static cl::opt<std::string>
-    deviceName("device", cl::init("cpu"),
-               cl::desc("cpu, cuda (a GPU per stage, shared when there are "
-                        "fewer) or host-emulation"),
-               cl::cat(pipelineOptions));
-static gpipe::Count
-    timeoutMs("timeout-ms", cl::init(60000),
-              cl::desc("how long a step may wait for this process's devices"),
-              cl::cat(pipelineOptions));
-
+    cl::cat(tools::pipelineCategory));
 static gpipe::Count epochs("epochs", cl::init(10),
                            cl::desc("passes over the training set"),
                            cl::cat(trainingOptions));
@@ -183,10 +117,11 @@ static std::string loadPlan() {
   std::string error = gpipe::readPlanFile(file->getBuffer(), read);
   if (!error.empty())
     return "cannot use the plan '" + planPath + "': " + error;
-  const cl::Option *given[] = {
-      &numStages,           &numMicrobatches, &remat,        &objective,
-      &batchSize,           &memoryCap,       &scheduleKind, &scheduleFile,
-      &tools::dataParallel, &virtualStages};
+  const cl::Option *given[] = {&tools::numStages,    &tools::numMicrobatches,
+                               &tools::remat,        &tools::objective,
+                               &tools::batchSize,    &tools::memoryCap,
+                               &tools::scheduleKind, &tools::scheduleFile,
+                               &tools::dataParallel, &tools::virtualStages};
   for (const cl::Option *option : given)
     if (option->getNumOccurrences() > 0)
       return "--" + option->ArgStr.str() +
@@ -216,25 +151,17 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   if (!rt::parseOptimizerKind(optimizerName, engineOptions.optimizer.kind))
     return fail("unknown optimizer '" + optimizerName +
                 "': expected sgd, momentum, rmsprop or adam");
-  std::optional<rt::DeviceKind> device = rt::parseDeviceKind(deviceName);
+  std::optional<rt::DeviceKind> device = rt::parseDeviceKind(tools::deviceName);
   if (!device)
-    return fail("unknown device '" + deviceName +
+    return fail("unknown device '" + tools::deviceName +
                 "': expected cpu, cuda or host-emulation");
 
-  if (batchSize < 0)
+  if (tools::batchSize < 0)
     return fail("--batch-size expects a positive number of examples, got " +
-                std::to_string(batchSize));
+                std::to_string(tools::batchSize));
   gpipe::CompilePipelineOptions options;
-  options.batchSize = batchSize;
-  options.numStages = numStages;
+  tools::applyCompileFlags(options);
   options.dataParallel = tools::dataParallel;
-  options.numMicrobatches = numMicrobatches;
-  options.objective = objective;
-  options.memoryCap = memoryCap;
-  options.remat = remat;
-  options.schedule = scheduleKind;
-  options.scheduleFile = scheduleFile;
-  options.numVirtualStages = virtualStages;
   if (plan)
     applyPlan(options);
   options.optimizerSlots = rt::optimizerSlots(engineOptions.optimizer.kind);
@@ -266,7 +193,8 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   engineOptions.device = *device;
   engineOptions.optimizer.learningRate = learningRate;
   engineOptions.seed = seed;
-  engineOptions.timeout = std::chrono::milliseconds(timeoutMs);
+  engineOptions.timeout = std::chrono::milliseconds(tools::timeoutMs);
+  engineOptions.cpuThreading = tools::cpuThreadingFromFlags();
 #ifdef GPIPE_HAVE_CUDA
   gpipe::cuda::registerCudaBackend();
 #endif
@@ -310,9 +238,10 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // SIGINT/SIGTERM stop training at a step boundary, files complete.
   const std::atomic<int> &stop = rt::stopOnSignals();
-  cl::HideUnrelatedOptions(
-      {&pipelineOptions, &trainingOptions, &tools::dataCategory, &outputOptions,
-       &tools::checkpointCategory, &tools::distributedCategory});
+  cl::HideUnrelatedOptions({&tools::pipelineCategory, &trainingOptions,
+                            &tools::dataCategory, &outputOptions,
+                            &tools::checkpointCategory,
+                            &tools::distributedCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "gpipe-run: compile a model into a GPipe pipeline and train it on "

@@ -223,8 +223,7 @@ BENCHMARK(BM_TransformerStep)
     ->Args({8, 1})
     ->Args({8, 0})
     ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->MinTime(2.0);
+    ->UseRealTime();
 
 BENCHMARK(BM_VirtualDevices)
     ->ArgName("K")
@@ -232,7 +231,6 @@ BENCHMARK(BM_VirtualDevices)
     ->Arg(2)
     ->Arg(4)
     ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->MinTime(2.0);
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

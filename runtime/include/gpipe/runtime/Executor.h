@@ -168,6 +168,8 @@ public:
   unsigned numDevices() const;
   const Bundle &bundle() const;
   const device::Transport &transport() const;
+  /// "2 CPU devices x 1 thread" (CpuBackend::describe).
+  std::string describeDevices() const;
   /// Whether this process's devices read model input `name`.
   bool usesInput(const std::string &name) const;
 

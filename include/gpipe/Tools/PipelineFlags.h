@@ -1,0 +1,132 @@
+//===- PipelineFlags.h - A tool's pipeline options --------------*- C++ -*-===//
+//
+// How gpipe-run and gpipe-bench compile a model and where they run it:
+// --stages, --microbatches, --remat, --schedule, --batch-size, --device and
+// the rest, spelt the same in both, in their own help category, plus the CPU
+// devices' threads. Header-only: it defines the options, so exactly one
+// source file of a tool includes it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_TOOLS_PIPELINEFLAGS_H
+#define GPIPE_TOOLS_PIPELINEFLAGS_H
+
+#include "gpipe/Analysis/ScheduleKinds.h"
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Support/OptionParsers.h"
+#include "gpipe/Target/CompileToBundle.h"
+#include "gpipe/runtime/Engine.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+
+namespace gpipe::tools {
+
+static llvm::cl::OptionCategory pipelineCategory("Pipeline");
+static gpipe::Count numStages("stages", llvm::cl::init(4),
+                              llvm::cl::desc("pipeline stages K (devices)"),
+                              llvm::cl::cat(pipelineCategory));
+static gpipe::Count
+    numMicrobatches("microbatches", llvm::cl::init(8),
+                    llvm::cl::desc("micro-batches M per mini-batch"),
+                    llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<gpipe::RematPolicy> remat(
+    "remat", llvm::cl::desc("rematerialisation policy"),
+    llvm::cl::init(gpipe::RematPolicy::Full),
+    llvm::cl::values(clEnumValN(gpipe::RematPolicy::None, "none",
+                                "keep everything"),
+                     clEnumValN(gpipe::RematPolicy::Full, "full",
+                                "recompute each stage's forward (GPipe)"),
+                     clEnumValN(gpipe::RematPolicy::ExceptLast, "except-last",
+                                "recompute but for the last micro-batch")),
+    llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<gpipe::schedule::ScheduleKind> scheduleKind(
+    "schedule",
+    llvm::cl::desc("the order of forwards and backwards per device"),
+    llvm::cl::init(gpipe::schedule::ScheduleKind::GPipe),
+    llvm::cl::values(
+        clEnumValN(gpipe::schedule::ScheduleKind::GPipe, "gpipe",
+                   "fill, then drain (GPipe)"),
+        clEnumValN(gpipe::schedule::ScheduleKind::OneFOneB, "1f1b",
+                   "one forward, one backward: at most K "
+                   "micro-batches in flight"),
+        clEnumValN(gpipe::schedule::ScheduleKind::ZeroBubbleH1, "zb-h1",
+                   "1F1B with split backwards (B, then W deferred into "
+                   "the bubble): about a third of its bubble"),
+        clEnumValN(gpipe::schedule::ScheduleKind::Interleaved, "interleaved",
+                   "1F1B with --virtual-stages stages per device, "
+                   "round-robin: the bubble shrinks by that factor")),
+    llvm::cl::cat(pipelineCategory));
+static gpipe::Count virtualStages(
+    "virtual-stages", llvm::cl::init(1),
+    llvm::cl::desc(
+        "stages per device V (--schedule interleaved): the model is cut "
+        "into --stages x V stages, stage s on device s mod --stages"),
+    llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<std::string> scheduleFile(
+    "schedule-file", llvm::cl::init(""),
+    llvm::cl::desc(
+        "each device's order of forwards and backwards, one line per "
+        "device ('device 0: F0 F1 B0 ...')"),
+    llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<gpipe::PartitionObjective> objective(
+    "objective", llvm::cl::desc("partition objective"),
+    llvm::cl::init(gpipe::PartitionObjective::Variance),
+    llvm::cl::values(clEnumValN(gpipe::PartitionObjective::Variance, "variance",
+                                "even cell costs (GPipe)"),
+                     clEnumValN(gpipe::PartitionObjective::Bottleneck,
+                                "bottleneck", "smallest largest cell")),
+    llvm::cl::cat(pipelineCategory));
+static gpipe::Whole<int64_t>
+    batchSize("batch-size", llvm::cl::init(0),
+              llvm::cl::desc("mini-batch size (0: the model's own)"),
+              llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<std::string>
+    memoryCap("memory-cap", llvm::cl::init(""),
+              llvm::cl::desc("per-device memory cap"),
+              llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<std::string> deviceName(
+    "device", llvm::cl::init("cpu"),
+    llvm::cl::desc("cpu, cuda (a GPU per stage, shared when there are "
+                   "fewer) or host-emulation"),
+    llvm::cl::cat(pipelineCategory));
+static gpipe::Count timeoutMs(
+    "timeout-ms", llvm::cl::init(60000),
+    llvm::cl::desc("how long a step may wait for this process's devices"),
+    llvm::cl::cat(pipelineCategory));
+
+static Count cpuThreads(
+    "threads-per-device", llvm::cl::init(0),
+    llvm::cl::desc("cpu: threads per pipeline device (0: the cores divided "
+                   "among the devices)"),
+    llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<bool> pinThreads(
+    "pin-threads", llvm::cl::init(false),
+    llvm::cl::desc("cpu: pin each device's threads to their own cores"),
+    llvm::cl::cat(pipelineCategory));
+
+/// Sets the compile options the flags give (a plan file may override them).
+inline void applyCompileFlags(CompilePipelineOptions &options) {
+  options.batchSize = batchSize;
+  options.numStages = numStages;
+  options.numMicrobatches = numMicrobatches;
+  options.objective = objective;
+  options.memoryCap = memoryCap;
+  options.remat = remat;
+  options.schedule = scheduleKind;
+  options.scheduleFile = scheduleFile;
+  options.numVirtualStages = virtualStages;
+}
+
+/// The CPU devices' threads the flags ask for.
+inline runtime::device::CpuThreading cpuThreadingFromFlags() {
+  runtime::device::CpuThreading threading;
+  threading.threadsPerDevice = cpuThreads;
+  threading.pinThreads = pinThreads;
+  return threading;
+}
+
+} // namespace gpipe::tools
+
+#endif // GPIPE_TOOLS_PIPELINEFLAGS_H
