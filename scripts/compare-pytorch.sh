@@ -31,7 +31,7 @@ usage: scripts/compare-pytorch.sh [options]
   --steps N                   timed steps per configuration (default 20)
   --warmup W                  untimed steps before them (default 3)
   --out FILE                  also write the JSON lines to FILE
-  --gpipe-args 'ARGS'         extra arguments for every gpipe-bench run (e.g. '--threads 1')
+  --gpipe-args 'ARGS'         extra arguments for every gpipe-bench run (e.g. '--threads-per-device 1')
   --torch-only                skip gpipe (no build), time only PyTorch
   --help                      this text
 Batch sizes must be multiples of the 8 micro-batches.

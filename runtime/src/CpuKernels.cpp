@@ -189,14 +189,21 @@ void cpu::denseBackward(const float *dy, const float *x, const float *w,
 
 //===-- element-wise -------------------------------------------------------===//
 
+// Both operands of each select are loaded first, so that the loops compile
+// to vector selects: a conditional load stays a branch, which half the
+// elements of a layer mispredict.
 void cpu::reluForward(const float *x, float *y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    y[i] = v > 0.0f ? v : 0.0f;
+  }
 }
 
 void cpu::reluBackward(const float *x, const float *dy, float *dx, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i], g = dy[i];
+    dx[i] = v > 0.0f ? g : 0.0f;
+  }
 }
 
 // GELU goes through 1 + tanh(u) = 2 / (1 + exp(-2u)) and

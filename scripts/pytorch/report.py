@@ -42,6 +42,8 @@ def table(model, batch, runs):
         if r.get("bubble") is not None:  # gpipe only; ideal_bubble is null off fill-drain schedules
             ideal = r.get("ideal_bubble")
             bubble = f"{r['bubble']:.3f} ({'n/a' if ideal is None else f'{ideal:.3f}'})"
+        if r.get("device"):  # gpipe-bench says how many devices and threads ran
+            label += f" ({r['device']})"
         print(f"| {label} | {r['step_ms_median']:.2f} | {r['step_ms_min']:.2f} "
               f"| {batch * 1e3 / r['step_ms_median']:.0f} | {bubble} |")
 
