@@ -6,8 +6,9 @@
 # .mlir). A step is forward + backward over the whole mini-batch + one Adam
 # (lr 1e-3) update, on fixed random data; each configuration reports the
 # median and min of --steps steps after --warmup steps.
-#   gpipe (build/bin/gpipe-bench, built if missing): K=1 M=1, K=1 M=8, K=2 M=8,
-#     and K=2 M=8 with full rematerialisation;
+#   gpipe (build/bin/gpipe-bench, built if missing): K=1 M=1 and K=1 M=8, each
+#     on one thread and on every core, K=2 M=8, and K=2 M=8 with full
+#     rematerialisation;
 #   PyTorch: eager with 1 and with 2 intra-op threads, and
 #     torch.distributed.pipelining's ScheduleGPipe with 2 stages (2 processes,
 #     gloo over loopback, 1 thread each) and 8 micro-batches.
@@ -126,12 +127,17 @@ trap 'rm -f "$results"' EXIT
 [[ -z $out ]] || : >"$out"
 emit() { tee -a "$results" ${out:+"$out"}; }
 
-gpipe_run() { # model batch stages microbatches remat
-  local model=$1 batch=$2 k=$3 m=$4 remat=$5 stdout line
-  log "$model batch $batch: gpipe K=$k M=$m remat $remat"
+gpipe_run() { # model batch stages microbatches remat [threads per device]
+  local model=$1 batch=$2 k=$3 m=$4 remat=$5 threads=${6:-} stdout line
+  local config="k$k-m$m-$remat" thread_args=()
+  if [[ -n $threads ]]; then
+    config+="-${threads}t"
+    thread_args=(--threads-per-device "$threads")
+  fi
+  log "$model batch $batch: gpipe K=$k M=$m remat $remat${threads:+, $threads thread(s) per device}"
   stdout=$("$bench" "$root/python-free-examples/$model/$model.mlir" --stages "$k" \
     --microbatches "$m" --batch-size "$batch" --remat "$remat" --steps "$steps" \
-    --warmup "$warmup" "${extra_gpipe_args[@]}" --json)
+    --warmup "$warmup" "${thread_args[@]}" "${extra_gpipe_args[@]}" --json)
   line=$(grep '^{' <<<"$stdout" | tail -n1 || true)
   [[ -n $line ]] || { log "gpipe-bench printed no JSON line on stdout"; exit 1; }
   # Tag the line so report.py can tell the runs apart; gpipe-bench's other keys stay.
@@ -142,7 +148,7 @@ if run.get("batch", batch) != batch:
     sys.exit("gpipe-bench ran batch %s, not the %d asked for" % (run["batch"], batch))
 run.update(framework="gpipe", model=sys.argv[2], config=sys.argv[3], batch=batch)
 run.setdefault("steps", int(sys.argv[5]))
-print(json.dumps(run))' "$line" "$model" "k$k-m$m-$remat" "$batch" "$steps" | emit
+print(json.dumps(run))' "$line" "$model" "$config" "$batch" "$steps" | emit
 }
 
 torch_runs() { # model batch
@@ -162,7 +168,11 @@ for model in "${model_list[@]}"; do
   [[ $model == transformer ]] && list=$transformer_batches
   for batch in ${list//,/ }; do
     if ! $torch_only; then
+      # One device on one thread (against torch on one thread), then on every
+      # core (the default: the cores divided among the devices).
+      gpipe_run "$model" "$batch" 1 1 none 1
       gpipe_run "$model" "$batch" 1 1 none
+      gpipe_run "$model" "$batch" 1 "$microbatches" none 1
       gpipe_run "$model" "$batch" 1 "$microbatches" none
       gpipe_run "$model" "$batch" 2 "$microbatches" none
       gpipe_run "$model" "$batch" 2 "$microbatches" full

@@ -10,7 +10,9 @@ import json
 
 # (framework, config) -> label, in table order.
 LABELS = {
+    ("gpipe", "k1-m1-none-1t"): "gpipe K=1 M=1, 1 thread",
     ("gpipe", "k1-m1-none"): "gpipe K=1 M=1",
+    ("gpipe", "k1-m8-none-1t"): "gpipe K=1 M=8, 1 thread",
     ("gpipe", "k1-m8-none"): "gpipe K=1 M=8",
     ("gpipe", "k2-m8-none"): "gpipe K=2 M=8",
     ("gpipe", "k2-m8-full"): "gpipe K=2 M=8 remat full",
@@ -53,9 +55,12 @@ def table(model, batch, runs):
     g_best, g_best_label = best(runs, [k for k in LABELS if k[0] == "gpipe"])
     t_best, t_best_label = best(runs, [("torch", "eager-1t"), ("torch", "eager-2t")])
     rows = [
-        ("gpipe K=1 M=1 / torch eager 1 thread", ratio(g("k1-m1-none"), t("eager-1t"))),
-        ("gpipe K=1 M=8 / gpipe K=1 M=1 (micro-batching cost)", ratio(g("k1-m8-none"), g("k1-m1-none"))),
-        ("gpipe K=1 M=8 / gpipe K=2 M=8 (pipeline speed-up)", ratio(g("k1-m8-none"), g("k2-m8-none"))),
+        ("gpipe K=1 M=1 / torch eager, both 1 thread", ratio(g("k1-m1-none-1t"), t("eager-1t"))),
+        ("gpipe K=1 M=1 / torch eager, both 2 threads", ratio(g("k1-m1-none"), t("eager-2t"))),
+        ("gpipe K=1 M=8 / K=1 M=1, 1 thread (micro-batching cost)", ratio(g("k1-m8-none-1t"), g("k1-m1-none-1t"))),
+        ("gpipe K=1 M=8 / K=1 M=1, 2 threads (micro-batching cost)", ratio(g("k1-m8-none"), g("k1-m1-none"))),
+        ("gpipe K=1 M=8 1 thread / K=2 M=8 (pipeline speed-up)", ratio(g("k1-m8-none-1t"), g("k2-m8-none"))),
+        ("gpipe K=1 M=8 2 threads / K=2 M=8 (pipeline against intra-op threads)", ratio(g("k1-m8-none"), g("k2-m8-none"))),
         ("gpipe K=2 M=8 full / none (remat cost)", ratio(g("k2-m8-full"), g("k2-m8-none"))),
         (f"gpipe best ({g_best_label}) / torch best single-process ({t_best_label})", ratio(g_best, t_best)),
         (f"torch ScheduleGPipe / gpipe best ({g_best_label})", ratio(t("pipeline-k2-m8"), g_best)),

@@ -86,7 +86,11 @@ struct CpuBackend::Impl {
         break;
       }
       case Task::Wait: {
-        if (eventDone[task.event].load(std::memory_order_acquire))
+        // The peer is usually microseconds away: spin before sleeping.
+        if (spinUntil([&] {
+              return aborted ||
+                     eventDone[task.event].load(std::memory_order_acquire);
+            }))
           break;
         std::unique_lock<std::mutex> lock(mutex);
         bool ready = events.wait_until(lock, deadline, [&] {

@@ -2,37 +2,9 @@
 
 #include "gpipe/runtime/device/IntraOpPool.h"
 
-#include <chrono>
-
 #include <sched.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define GPIPE_CPU_RELAX() _mm_pause()
-#else
-#define GPIPE_CPU_RELAX() std::this_thread::yield()
-#endif
-
 using namespace gpipe::runtime::device;
-
-namespace {
-/// How long an idle helper or a waiting caller spins before it sleeps or
-/// yields: longer than the gap between two kernels of a step, far shorter
-/// than a scheduler tick.
-constexpr auto kSpin = std::chrono::microseconds(50);
-
-/// Spins until `done()` or kSpin passed; whether `done()` held.
-template <class Done> bool spinUntil(Done done) {
-  auto until = std::chrono::steady_clock::now() + kSpin;
-  for (unsigned i = 1;; ++i) {
-    if (done())
-      return true;
-    GPIPE_CPU_RELAX();
-    if (i % 64 == 0 && std::chrono::steady_clock::now() > until)
-      return false;
-  }
-}
-} // namespace
 
 std::vector<int> gpipe::runtime::device::allowedCores() {
   std::vector<int> cores;

@@ -16,13 +16,40 @@
 #define GPIPE_RUNTIME_DEVICE_INTRAOPPOOL_H
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace gpipe::runtime::device {
+
+/// How long a thread that waits for another spins before it sleeps or
+/// yields: longer than the gap between two kernels of a step, far shorter
+/// than a scheduler tick (a sleeping thread's wake-up costs tens of
+/// microseconds on a virtual machine).
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
+
+/// Spins until `done()` or kSpinBeforeSleep passed; whether `done()` held.
+template <class Done> bool spinUntil(Done done) {
+  auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+  for (unsigned i = 1;; ++i) {
+    if (done())
+      return true;
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#else
+    std::this_thread::yield();
+#endif
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > until)
+      return false;
+  }
+}
 
 struct CpuThreading {
   /// Threads per device, the device's worker included; 0: the allowed cores
