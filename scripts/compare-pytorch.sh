@@ -7,8 +7,8 @@
 # (lr 1e-3) update, on fixed random data; each configuration reports the
 # median and min of --steps steps after --warmup steps.
 #   gpipe (build/bin/gpipe-bench, built if missing): K=1 M=1 and K=1 M=8, each
-#     on one thread and on every core, K=2 M=8, and K=2 M=8 with full
-#     rematerialisation;
+#     on one thread and on every core, K=2 M=8 (GPipe's schedule), the same
+#     with full rematerialisation, and K=2 M=8 under ZB-H1;
 #   PyTorch: eager with 1 and with 2 intra-op threads, and
 #     torch.distributed.pipelining's ScheduleGPipe with 2 stages (2 processes,
 #     gloo over loopback, 1 thread each) and 8 micro-batches.
@@ -127,17 +127,21 @@ trap 'rm -f "$results"' EXIT
 [[ -z $out ]] || : >"$out"
 emit() { tee -a "$results" ${out:+"$out"}; }
 
-gpipe_run() { # model batch stages microbatches remat [threads per device]
-  local model=$1 batch=$2 k=$3 m=$4 remat=$5 threads=${6:-} stdout line
-  local config="k$k-m$m-$remat" thread_args=()
+gpipe_run() { # model batch stages microbatches remat [threads per device] [schedule]
+  local model=$1 batch=$2 k=$3 m=$4 remat=$5 threads=${6:-} schedule=${7:-gpipe}
+  local config="k$k-m$m-$remat" extra=() stdout line
   if [[ -n $threads ]]; then
     config+="-${threads}t"
-    thread_args=(--threads-per-device "$threads")
+    extra+=(--threads-per-device "$threads")
   fi
-  log "$model batch $batch: gpipe K=$k M=$m remat $remat${threads:+, $threads thread(s) per device}"
+  if [[ $schedule != gpipe ]]; then
+    config+="-$schedule"
+    extra+=(--schedule "$schedule")
+  fi
+  log "$model batch $batch: gpipe K=$k M=$m remat $remat, schedule $schedule${threads:+, $threads thread(s) per device}"
   stdout=$("$bench" "$root/python-free-examples/$model/$model.mlir" --stages "$k" \
     --microbatches "$m" --batch-size "$batch" --remat "$remat" --steps "$steps" \
-    --warmup "$warmup" "${thread_args[@]}" "${extra_gpipe_args[@]}" --json)
+    --warmup "$warmup" "${extra[@]}" "${extra_gpipe_args[@]}" --json)
   line=$(grep '^{' <<<"$stdout" | tail -n1 || true)
   [[ -n $line ]] || { log "gpipe-bench printed no JSON line on stdout"; exit 1; }
   # Tag the line so report.py can tell the runs apart; gpipe-bench's other keys stay.
@@ -176,6 +180,8 @@ for model in "${model_list[@]}"; do
       gpipe_run "$model" "$batch" 1 "$microbatches" none
       gpipe_run "$model" "$batch" 2 "$microbatches" none
       gpipe_run "$model" "$batch" 2 "$microbatches" full
+      # Zero-bubble ZB-H1: the weight gradients fill the drain's bubble.
+      gpipe_run "$model" "$batch" 2 "$microbatches" none "" zb-h1
     fi
     torch_runs "$model" "$batch"
   done

@@ -16,6 +16,7 @@ LABELS = {
     ("gpipe", "k1-m8-none"): "gpipe K=1 M=8",
     ("gpipe", "k2-m8-none"): "gpipe K=2 M=8",
     ("gpipe", "k2-m8-full"): "gpipe K=2 M=8 remat full",
+    ("gpipe", "k2-m8-none-zb-h1"): "gpipe K=2 M=8 ZB-H1",
     ("torch", "eager-1t"): "torch eager, 1 thread",
     ("torch", "eager-2t"): "torch eager, 2 threads",
     ("torch", "pipeline-k2-m8"): "torch ScheduleGPipe K=2 M=8 (2 processes)",
