@@ -51,6 +51,40 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               static_cast<blasint>(ldc));
 }
 
+/// Multiply-adds under which a product runs on one thread.
+constexpr int64_t kSplitWork = int64_t(1) << 18;
+
+/// `parallel` over [0, n), or the caller alone without one.
+void forRange(const cpu::ParallelFor &parallel, int64_t n, int64_t grain,
+              const std::function<void(int64_t, int64_t)> &body) {
+  if (parallel)
+    parallel(n, grain, body);
+  else if (n > 0)
+    body(0, n);
+}
+
+/// gemm with C's rows (or columns, where there are more) split by
+/// `parallel`: each element is the same dot product over k.
+void gemmSplit(const cpu::ParallelFor &parallel, bool transA, bool transB,
+               int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+               int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+               int64_t ldc) {
+  if (!parallel || m * n * k < kSplitWork) {
+    gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (m >= n)
+    parallel(m, 8, [&](int64_t r0, int64_t r1) {
+      gemm(transA, transB, r1 - r0, n, k, alpha, transA ? a + r0 : a + r0 * lda,
+           lda, b, ldb, beta, c + r0 * ldc, ldc);
+    });
+  else
+    parallel(n, 16, [&](int64_t c0, int64_t c1) {
+      gemm(transA, transB, m, c1 - c0, k, alpha, a, lda,
+           transB ? b + c0 * ldb : b + c0, ldb, beta, c + c0, ldc);
+    });
+}
+
 /// Number of partial sums of the reductions below: enough independent chains
 /// to hide the add latency, and the inner loop vectorizes as one register.
 constexpr int64_t kLanes = 8;
@@ -374,17 +408,20 @@ void cpu::embeddingBackward(const int32_t *ids, const float *dy,
 void cpu::attentionForward(const float *x, const float *wqkv, const float *wo,
                            float *y, float *qkv, float *probs, float *context,
                            int64_t batch, int64_t seq, int64_t width,
-                           int64_t heads, bool causal) {
+                           int64_t heads, bool causal,
+                           const ParallelFor &parallel) {
   const int64_t tokens = batch * seq;
   const int64_t ldQkv = 3 * width;
   const int64_t dh = width / heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
 
-  gemm(false, false, tokens, ldQkv, width, 1.0f, x, width, wqkv, ldQkv, 0.0f,
-       qkv, ldQkv);
+  gemmSplit(parallel, false, false, tokens, ldQkv, width, 1.0f, x, width, wqkv,
+            ldQkv, 0.0f, qkv, ldQkv);
 
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t h = 0; h < heads; ++h) {
+  // Each (sequence, head) pair writes its own probabilities and context.
+  forRange(parallel, batch * heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / heads, h = bh % heads;
       const float *q = qkv + b * seq * ldQkv + h * dh;
       const float *k = q + width;
       const float *v = q + 2 * width;
@@ -415,40 +452,43 @@ void cpu::attentionForward(const float *x, const float *wqkv, const float *wo,
              c + i0 * width, width);
       }
     }
-  }
+  });
 
-  gemm(false, false, tokens, width, width, 1.0f, context, width, wo, width,
-       0.0f, y, width);
+  gemmSplit(parallel, false, false, tokens, width, width, 1.0f, context, width,
+            wo, width, 0.0f, y, width);
 }
 
 void cpu::attentionBackward(const float *dy, const float *x, const float *wqkv,
                             const float *wo, const float *qkv,
-                            const float *probs, const float *context,
-                            float *dx, float *dwqkv, float *dwo,
-                            float *scratch, int64_t batch, int64_t seq,
-                            int64_t width, int64_t heads, bool causal) {
+                            const float *probs, const float *context, float *dx,
+                            float *dwqkv, float *dwo, float *scratch,
+                            int64_t batch, int64_t seq, int64_t width,
+                            int64_t heads, bool causal,
+                            const ParallelFor &parallel) {
   const int64_t tokens = batch * seq;
   const int64_t ldQkv = 3 * width;
   const int64_t dh = width / heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
 
   if (dwo)
-    gemm(true, false, width, width, tokens, 1.0f, context, width, dy, width,
-         1.0f, dwo, width);
+    gemmSplit(parallel, true, false, width, width, tokens, 1.0f, context, width,
+              dy, width, 1.0f, dwo, width);
   if (!dx && !dwqkv)
     return;
 
   float *dqkv = scratch;
   float *dcontext = scratch + tokens * ldQkv;
-  gemm(false, true, tokens, width, width, 1.0f, dy, width, wo, width, 0.0f,
-       dcontext, width);
+  gemmSplit(parallel, false, true, tokens, width, width, 1.0f, dy, width, wo,
+            width, 0.0f, dcontext, width);
   // dq and dk accumulate over tiles of keys and queries.
   std::fill(dqkv, dqkv + tokens * ldQkv, 0.0f);
 
-  float tile[kTileRows * kTileCols];
-  float rowTerm[kTileRows];
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t h = 0; h < heads; ++h) {
+  // Each (sequence, head) pair writes only its own columns of dqkv.
+  forRange(parallel, batch * heads, 1, [&](int64_t begin, int64_t end) {
+    float tile[kTileRows * kTileCols];
+    float rowTerm[kTileRows];
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / heads, h = bh % heads;
       const float *q = qkv + b * seq * ldQkv + h * dh;
       const float *k = q + width;
       const float *v = q + 2 * width;
@@ -500,14 +540,14 @@ void cpu::attentionBackward(const float *dy, const float *x, const float *wqkv,
         }
       }
     }
-  }
+  });
 
   if (dx)
-    gemm(false, true, tokens, width, ldQkv, 1.0f, dqkv, ldQkv, wqkv, ldQkv,
-         0.0f, dx, width);
+    gemmSplit(parallel, false, true, tokens, width, ldQkv, 1.0f, dqkv, ldQkv,
+              wqkv, ldQkv, 0.0f, dx, width);
   if (dwqkv)
-    gemm(true, false, width, ldQkv, tokens, 1.0f, x, width, dqkv, ldQkv, 1.0f,
-         dwqkv, ldQkv);
+    gemmSplit(parallel, true, false, width, ldQkv, tokens, 1.0f, x, width, dqkv,
+              ldQkv, 1.0f, dwqkv, ldQkv);
 }
 
 //===-- dropout ------------------------------------------------------------===//

@@ -195,6 +195,45 @@ TEST(CpuBackendThreads, KernelsGiveTheBitsOfOneThread) {
           << " on one thread, " << three.buffers[i][j] << " on three";
 }
 
+TEST(CpuBackendThreads, AttentionGivesTheBitsOfOneThread) {
+  const int64_t batch = 4, seq = 32, width = 64, heads = 4;
+  const int64_t tokens = batch * seq;
+  const std::vector<float> x = randomFloats(tokens * width, 11),
+                           wqkv = randomFloats(width * 3 * width, 12),
+                           wo = randomFloats(width * width, 13),
+                           dy = randomFloats(tokens * width, 14);
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    auto kernels = [&](CpuBackend &b, StreamId s, Outputs &out) {
+      AttentionCall f;
+      f.x = x.data(), f.wqkv = wqkv.data(), f.wo = wo.data();
+      f.y = out.add(tokens * width).data();
+      f.qkv = out.add(tokens * 3 * width).data();
+      f.probs = out.add(batch * heads * seq * seq).data();
+      f.context = out.add(tokens * width).data();
+      f.batch = batch, f.seq = seq, f.width = width, f.heads = heads;
+      f.causal = causal;
+      b.attention(s, f);
+      AttentionGradCall g;
+      g.dy = dy.data(), g.x = x.data(), g.wqkv = wqkv.data(), g.wo = wo.data();
+      g.qkv = f.qkv, g.probs = f.probs, g.context = f.context;
+      g.dx = out.add(tokens * width).data();
+      g.dwqkv = out.add(width * 3 * width).data();
+      g.dwo = out.add(width * width).data();
+      g.scratch =
+          out.add(b.attentionGradScratch(batch, seq, width, heads)).data();
+      g.batch = batch, g.seq = seq, g.width = width, g.heads = heads;
+      g.causal = causal;
+      b.attentionGrad(s, g);
+    };
+    Outputs one = runOn(1, kernels), three = runOn(3, kernels);
+    for (size_t i = 0; i < one.buffers.size(); ++i)
+      for (size_t j = 0; j < one.buffers[i].size(); ++j)
+        ASSERT_EQ(std::memcmp(&one.buffers[i][j], &three.buffers[i][j], 4), 0)
+            << "output " << i << ", element " << j;
+  }
+}
+
 /// C = alpha op(A) op(B) + beta C in double, for row-major operands.
 std::vector<double> referenceGemm(const GemmBatch &g, int64_t entry,
                                   const std::vector<float> &c0) {

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <new>
 #include <thread>
+#include <vector>
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
@@ -465,6 +466,39 @@ void CpuBackend::columnSums(StreamId s, const float *x, float *sums,
     });
   });
 }
+// Row by row over a block of columns (the device's column kernel walks each
+// column down its rows, a cache line per row): each thread sums its columns'
+// rows in order into a local partial, then adds it to the gradients, as
+// columnSums does.
+void CpuBackend::layerNormGradParams(StreamId s, const float *dy,
+                                     const float *x, const float *mean,
+                                     const float *rstd, float *dgamma,
+                                     float *dbeta, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0 || (!dgamma && !dbeta))
+    return;
+  IntraOpPool *pool = poolOf(s);
+  int64_t grain = std::max<int64_t>(kColumnGrain,
+                                    kElementGrain / std::max<int64_t>(rows, 1));
+  enqueue(s, [=] {
+    pool->parallelFor(cols, grain, [=](int64_t b, int64_t e) {
+      std::vector<float> gammaSum(size_t(e - b), 0.0f), betaSum(gammaSum);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float *g = dy + r * cols, *xr = x + r * cols;
+        const float m = mean[r], rs = rstd[r];
+        for (int64_t c = b; c < e; ++c) {
+          gammaSum[size_t(c - b)] += g[c] * ((xr[c] - m) * rs);
+          betaSum[size_t(c - b)] += g[c];
+        }
+      }
+      for (int64_t c = b; c < e; ++c) {
+        if (dgamma)
+          dgamma[c] += gammaSum[size_t(c - b)];
+        if (dbeta)
+          dbeta[c] += betaSum[size_t(c - b)];
+      }
+    });
+  });
+}
 void CpuBackend::layerNormGradInput(StreamId s, const float *dy, const float *x,
                                     const float *gamma, const float *mean,
                                     const float *rstd, float *dx, int64_t rows,
@@ -498,17 +532,32 @@ void CpuBackend::optimizerStep(StreamId s, const OptimizerConfig &config,
   });
 }
 
+namespace {
+/// The device's threads as CpuKernels' ParallelFor (none for one thread).
+cpu::ParallelFor parallelOn(IntraOpPool *pool) {
+  if (pool->threads() == 1)
+    return {};
+  return [pool](int64_t n, int64_t grain,
+                const std::function<void(int64_t, int64_t)> &body) {
+    pool->parallelFor(n, grain, body);
+  };
+}
+} // namespace
+
 void CpuBackend::attention(StreamId s, const AttentionCall &c) {
-  enqueue(s, [c] {
+  IntraOpPool *pool = poolOf(s);
+  enqueue(s, [c, pool] {
     cpu::attentionForward(c.x, c.wqkv, c.wo, c.y, c.qkv, c.probs, c.context,
-                          c.batch, c.seq, c.width, c.heads, c.causal);
+                          c.batch, c.seq, c.width, c.heads, c.causal,
+                          parallelOn(pool));
   });
 }
 void CpuBackend::attentionGrad(StreamId s, const AttentionGradCall &c) {
-  enqueue(s, [c] {
+  IntraOpPool *pool = poolOf(s);
+  enqueue(s, [c, pool] {
     cpu::attentionBackward(c.dy, c.x, c.wqkv, c.wo, c.qkv, c.probs, c.context,
                            c.dx, c.dwqkv, c.dwo, c.scratch, c.batch, c.seq,
-                           c.width, c.heads, c.causal);
+                           c.width, c.heads, c.causal, parallelOn(pool));
   });
 }
 int64_t CpuBackend::attentionGradScratch(int64_t batch, int64_t seq,

@@ -26,6 +26,7 @@
 #include "gpipe/runtime/OpTable.h"
 
 #include <cstdint>
+#include <functional>
 
 namespace gpipe::runtime::cpu {
 
@@ -76,7 +77,15 @@ int64_t embeddingForward(const int32_t *ids, const float *table, float *y,
 void embeddingBackward(const int32_t *ids, const float *dy, float *dtable,
                        int64_t n, int64_t width);
 
-//===-- multi-head self-attention ------------------------------------------===//
+//===-- multi-head self-attention
+//------------------------------------------===//
+/// Runs body(begin, end) over [0, n), possibly on several threads, each index
+/// exactly once, in chunks of at least `grain` (CpuBackend's intra-op
+/// threads); empty: on the caller.
+using ParallelFor = std::function<void(
+    int64_t n, int64_t grain,
+    const std::function<void(int64_t begin, int64_t end)> &body)>;
+
 /// x[b, s, d]; wqkv[d, 3d] (columns: q, k, v, each split in `heads` heads of
 /// d / heads); wo[d, d]. Scores are q k^T / sqrt(d / heads); with `causal`,
 /// position i attends to positions <= i. Saves qkv[b, s, 3d],
@@ -84,14 +93,18 @@ void embeddingBackward(const int32_t *ids, const float *dy, float *dtable,
 /// the output projection).
 void attentionForward(const float *x, const float *wqkv, const float *wo,
                       float *y, float *qkv, float *probs, float *context,
-                      int64_t batch, int64_t seq, int64_t width,
-                      int64_t heads, bool causal);
+                      int64_t batch, int64_t seq, int64_t width, int64_t heads,
+                      bool causal, const ParallelFor &parallel = {});
 /// Needs `scratch` of 3 * batch * seq * width + batch * seq * width floats.
+/// With `parallel`, both split their products by rows or columns and the
+/// heads of each sequence over the threads; every element is still computed
+/// by one thread in the same order, so the bits do not change.
 void attentionBackward(const float *dy, const float *x, const float *wqkv,
                        const float *wo, const float *qkv, const float *probs,
                        const float *context, float *dx, float *dwqkv,
                        float *dwo, float *scratch, int64_t batch, int64_t seq,
-                       int64_t width, int64_t heads, bool causal);
+                       int64_t width, int64_t heads, bool causal,
+                       const ParallelFor &parallel = {});
 
 //===-- dropout (inverted) -------------------------------------------------===//
 /// The keep/drop decision of element (row, col) is a pure function of

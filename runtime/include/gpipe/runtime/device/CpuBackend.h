@@ -118,6 +118,9 @@ public:
                           const float *gamma, const float *mean,
                           const float *rstd, float *dx, int64_t rows,
                           int64_t cols) override;
+  void layerNormGradParams(StreamId s, const float *dy, const float *x,
+                           const float *mean, const float *rstd, float *dgamma,
+                           float *dbeta, int64_t rows, int64_t cols) override;
   void biasActivation(StreamId s, const float *bias, float *h, float *y,
                       int64_t rows, int64_t cols, Activation act) override;
   void addLayerNorm(StreamId s, const float *a, const float *b, float *sum,
