@@ -480,21 +480,25 @@ void CpuBackend::layerNormGradParams(StreamId s, const float *dy,
   int64_t grain = std::max<int64_t>(kColumnGrain,
                                     kElementGrain / std::max<int64_t>(rows, 1));
   enqueue(s, [=] {
-    pool->parallelFor(cols, grain, [=](int64_t b, int64_t e) {
-      std::vector<float> gammaSum(size_t(e - b), 0.0f), betaSum(gammaSum);
-      for (int64_t r = 0; r < rows; ++r) {
-        const float *g = dy + r * cols, *xr = x + r * cols;
-        const float m = mean[r], rs = rstd[r];
-        for (int64_t c = b; c < e; ++c) {
-          gammaSum[size_t(c - b)] += g[c] * ((xr[c] - m) * rs);
-          betaSum[size_t(c - b)] += g[c];
+    pool->parallelFor(cols, grain, [=](int64_t begin, int64_t end) {
+      constexpr int64_t kBlock = 256; // partial sums on the stack
+      for (int64_t b = begin; b < end; b += kBlock) {
+        const int64_t e = std::min(b + kBlock, end);
+        float gammaSum[kBlock] = {}, betaSum[kBlock] = {};
+        for (int64_t r = 0; r < rows; ++r) {
+          const float *g = dy + r * cols, *xr = x + r * cols;
+          const float m = mean[r], rs = rstd[r];
+          for (int64_t c = b; c < e; ++c) {
+            gammaSum[c - b] += g[c] * ((xr[c] - m) * rs);
+            betaSum[c - b] += g[c];
+          }
         }
-      }
-      for (int64_t c = b; c < e; ++c) {
-        if (dgamma)
-          dgamma[c] += gammaSum[size_t(c - b)];
-        if (dbeta)
-          dbeta[c] += betaSum[size_t(c - b)];
+        for (int64_t c = b; c < e; ++c) {
+          if (dgamma)
+            dgamma[c] += gammaSum[c - b];
+          if (dbeta)
+            dbeta[c] += betaSum[c - b];
+        }
       }
     });
   });
