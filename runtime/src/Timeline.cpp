@@ -11,18 +11,24 @@
 
 using namespace gpipe::runtime;
 
-double Timeline::bubbleFraction() const {
+double Timeline::spanUs() const {
   double first = std::numeric_limits<double>::infinity();
   double last = -std::numeric_limits<double>::infinity();
-  double busy = 0;
   for (const auto &lane : lanes)
     for (const TimelineEvent &event : lane) {
       first = std::min(first, event.startUs);
       last = std::max(last, event.startUs + event.durationUs);
+    }
+  return last > first ? last - first : 0.0;
+}
+
+double Timeline::bubbleFraction() const {
+  double busy = 0;
+  for (const auto &lane : lanes)
+    for (const TimelineEvent &event : lane)
       if (event.compute)
         busy += event.durationUs;
-    }
-  double span = last - first;
+  double span = spanUs();
   if (!(span > 0) || lanes.empty())
     return 0.0;
   return 1.0 - busy / (double(lanes.size()) * span);

@@ -17,6 +17,7 @@ TEST(Timeline, BubbleFractionOfHandBuiltTimeline) {
   timeline.record(0, event("forward", true, 0, 0, 10));
   timeline.record(1, event("recv activation", false, 0, 0, 10));
   timeline.record(1, event("forward", true, 0, 10, 10));
+  EXPECT_DOUBLE_EQ(timeline.spanUs(), 20.0);
   EXPECT_DOUBLE_EQ(timeline.bubbleFraction(), 0.5);
 }
 
@@ -37,6 +38,7 @@ TEST(Timeline, BalancedFillDrainMatchesTheory) {
 // Nothing recorded: no bubble, and a valid empty trace.
 TEST(Timeline, EmptyTimeline) {
   Timeline timeline(3);
+  EXPECT_EQ(timeline.spanUs(), 0.0);
   EXPECT_EQ(timeline.bubbleFraction(), 0.0);
   std::string trace = timeline.toChromeTrace();
   EXPECT_NE(trace.find("\"traceEvents\":["), std::string::npos);

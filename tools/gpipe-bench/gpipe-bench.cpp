@@ -83,6 +83,9 @@ double median(std::vector<double> values) {
 struct Timing {
   std::vector<double> stepMs;
   std::vector<double> bubble;
+  /// The step's wall time outside the devices' span: issuing, staging the
+  /// inputs, synchronising, the losses.
+  std::vector<double> hostMs;
 };
 
 /// Runs `count` steps; "" or the first error.
@@ -97,7 +100,10 @@ std::string runSteps(rt::Engine &engine, const rt::Batch &batch, int64_t count,
     if (timing) {
       timing->stepMs.push_back(
           std::chrono::duration<double, std::milli>(end - start).count());
-      timing->bubble.push_back(engine.timeline().bubbleFraction());
+      const rt::Timeline &timeline = engine.timeline();
+      timing->bubble.push_back(timeline.bubbleFraction());
+      timing->hostMs.push_back(
+          std::max(0.0, timeline.stepUs() - timeline.spanUs()) / 1000.0);
     }
   }
   return {};
@@ -233,6 +239,10 @@ static int run() {
       "{2:f2} ms; {3:f0} samples/s\n",
       stepMs, *std::min_element(timing.stepMs.begin(), timing.stepMs.end()),
       *std::max_element(timing.stepMs.begin(), timing.stepMs.end()), samples);
+  const double hostMs = median(timing.hostMs);
+  text << llvm::formatv("host: {0:f2} ms of the step outside the devices' "
+                        "span (issue, inputs, synchronisation)\n",
+                        hostMs);
   if (k > 1) {
     text << llvm::formatv("bubble: measured {0:f3}", bubble);
     if (fillDrain)
@@ -291,6 +301,7 @@ static int run() {
         {"step_ms_max",
          *std::max_element(timing.stepMs.begin(), timing.stepMs.end())},
         {"samples_per_s", samples},
+        {"host_ms", hostMs},
         {"bubble", k > 1 ? llvm::json::Value(bubble) : llvm::json::Value(0.0)},
         {"ideal_bubble",
          fillDrain ? llvm::json::Value(ideal) : llvm::json::Value(nullptr)},

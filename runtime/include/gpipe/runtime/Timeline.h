@@ -65,6 +65,9 @@ public:
   double stepUs() const { return wallUs; }
   void setStepUs(double us) { wallUs = us; }
 
+  /// From the first event's start to the last event's end (0 when empty).
+  double spanUs() const;
+
   /// 1 - (compute time of all devices) / (devices x span), where the span
   /// runs from the first event's start to the last event's end: the share of
   /// device time spent idle or waiting. 0 for an empty timeline.
