@@ -26,6 +26,7 @@
 #include "gpipe/runtime/device/DeviceExecutor.h"
 
 #include "AllClose.h"
+#include "OpProfileSupport.h"
 #include "TestBundles.h"
 #include "TestModels.h"
 
@@ -189,6 +190,31 @@ TEST(CudaImageModels, SameLossesGradientsAndParametersAsTheCpu) {
     expectCudaMatchesCpu(buildBundle(batchNormGraph(kBatch), {0, 1}, 3, remat),
                          batchNormBatch, GemmPrecision::F32);
   }
+}
+
+/// Per-op profiling on the GPU: every op marked on its device's stream
+/// (host callbacks), counted and timed per kind as on the CPU.
+TEST(CudaOpProfile, CountsEveryForwardOpOfEachDevice) {
+  std::string why;
+  if (!gpipe::cuda::gpuAvailable(&why))
+    GTEST_SKIP() << "no CUDA device: " << why;
+  const unsigned m = 3;
+  Bundle bundle =
+      buildBundle(mlpGraph(kBatch), mlpSplit(2), m, RematPolicy::Full);
+  gpipe::cuda::CudaBackendOptions options;
+  options.numDevices = bundle.numDevices();
+  options.maxGpus = 1;
+  std::string error;
+  auto backend = gpipe::cuda::createCudaBackend(options, error);
+  ASSERT_TRUE(backend) << error;
+  DeviceExecutorConfig config;
+  config.seed = 1;
+  config.profileOps = true;
+  auto gpu = DeviceExecutor::create(bundle, std::move(backend), config, error);
+  ASSERT_TRUE(gpu) << error;
+  for (uint64_t step = 1; step <= 2; ++step)
+    ASSERT_TRUE(gpu->trainStep(mlpBatch(kBatch, step)).ok());
+  expectEveryForwardOpCounted(bundle, gpu->timeline(), m);
 }
 
 /// Two runs of one bundle and seed on the GPU give the same bits, in every
