@@ -65,8 +65,7 @@ static cl::opt<bool> json("json", cl::init(false),
                           cl::cat(benchCategory));
 
 static int fail(const rt::Status &status) {
-  llvm::errs() << "gpipe-bench: error: " << status.message() << "\n";
-  return status.code() == rt::StatusCode::Unavailable ? 2 : 1;
+  return tools::reportError("gpipe-bench", status);
 }
 static int fail(const std::string &message) {
   return fail(rt::Status(rt::StatusCode::InvalidArgument, message));
@@ -163,10 +162,9 @@ static int run() {
   if (!rt::parseOptimizerKind(optimizerName, engineOptions.optimizer.kind))
     return fail("unknown optimizer '" + optimizerName +
                 "': expected sgd, momentum, rmsprop or adam");
-  std::optional<rt::DeviceKind> device = rt::parseDeviceKind(tools::deviceName);
-  if (!device)
-    return fail("unknown device '" + tools::deviceName +
-                "': expected cpu, cuda or host-emulation");
+  rt::StatusOr<rt::DeviceKind> device = tools::deviceFromFlags();
+  if (!device.ok())
+    return fail(device.status());
   gpipe::CompilePipelineOptions options;
   tools::applyCompileFlags(options);
   options.optimizerSlots = rt::optimizerSlots(engineOptions.optimizer.kind);

@@ -93,10 +93,8 @@ static cl::opt<std::string>
                cl::desc("also write the compiled program bundle here"),
                cl::cat(outputOptions));
 
-/// Prints the error; exit status 2 when the device is unavailable here.
 static int fail(const rt::Status &status) {
-  llvm::errs() << "gpipe-run: error: " << status.message() << "\n";
-  return status.code() == rt::StatusCode::Unavailable ? 2 : 1;
+  return tools::reportError("gpipe-run", status);
 }
 static int fail(const std::string &message) {
   return fail(rt::Status(rt::StatusCode::InvalidArgument, message));
@@ -151,10 +149,9 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   if (!rt::parseOptimizerKind(optimizerName, engineOptions.optimizer.kind))
     return fail("unknown optimizer '" + optimizerName +
                 "': expected sgd, momentum, rmsprop or adam");
-  std::optional<rt::DeviceKind> device = rt::parseDeviceKind(tools::deviceName);
-  if (!device)
-    return fail("unknown device '" + tools::deviceName +
-                "': expected cpu, cuda or host-emulation");
+  rt::StatusOr<rt::DeviceKind> device = tools::deviceFromFlags();
+  if (!device.ok())
+    return fail(device.status());
 
   if (tools::batchSize < 0)
     return fail("--batch-size expects a positive number of examples, got " +

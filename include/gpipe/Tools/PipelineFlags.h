@@ -19,6 +19,7 @@
 
 #include "llvm/Support/CommandLine.h"
 
+#include <optional>
 #include <string>
 
 namespace gpipe::tools {
@@ -105,6 +106,24 @@ static llvm::cl::opt<bool> pinThreads(
     "pin-threads", llvm::cl::init(false),
     llvm::cl::desc("cpu: pin each device's threads to their own cores"),
     llvm::cl::cat(pipelineCategory));
+
+/// Prints "TOOL: error: MESSAGE"; the exit status: 2 when the device is not
+/// available here, else 1.
+inline int reportError(const char *tool, const runtime::Status &status) {
+  llvm::errs() << tool << ": error: " << status.message() << "\n";
+  return status.code() == runtime::StatusCode::Unavailable ? 2 : 1;
+}
+
+/// The --device flag's kind; an InvalidArgument status naming the choices
+/// for another name.
+inline runtime::StatusOr<runtime::DeviceKind> deviceFromFlags() {
+  if (std::optional<runtime::DeviceKind> kind =
+          runtime::parseDeviceKind(deviceName))
+    return *kind;
+  return runtime::Status(runtime::StatusCode::InvalidArgument,
+                         "unknown device '" + deviceName +
+                             "': expected cpu, cuda or host-emulation");
+}
 
 /// Sets the compile options the flags give (a plan file may override them).
 inline void applyCompileFlags(CompilePipelineOptions &options) {

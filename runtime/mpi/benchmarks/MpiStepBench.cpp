@@ -16,6 +16,7 @@
 
 #include "gpipe/mpi/MpiTransport.h"
 #include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/SyntheticBatch.h"
 #include "gpipe/runtime/device/CpuBackend.h"
 #include "gpipe/runtime/device/DeviceExecutor.h"
 
@@ -26,7 +27,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <thread>
 
@@ -34,31 +34,6 @@ using namespace gpipe;
 using namespace gpipe::runtime;
 
 namespace {
-
-/// A batch of normal floats and ids in [0, 9] for every model input.
-Batch randomBatch(const Bundle &bundle) {
-  std::mt19937 rng(1);
-  Batch batch;
-  for (const ModelInputSpec &input : bundle.inputs) {
-    int64_t n = 1;
-    for (int64_t dim : input.shape)
-      n *= dim;
-    if (input.type == ElementType::F32) {
-      std::normal_distribution<float> normal;
-      std::vector<float> data(n);
-      for (float &x : data)
-        x = normal(rng);
-      batch[input.name] = HostTensor::floats(input.shape, data);
-    } else {
-      std::uniform_int_distribution<int32_t> id(0, 9);
-      std::vector<int32_t> data(n);
-      for (int32_t &x : data)
-        x = id(rng);
-      batch[input.name] = HostTensor::ints(input.shape, data);
-    }
-  }
-  return batch;
-}
 
 /// The bytes the stage boundaries carry per step: each stage's outputs
 /// forward and its input gradients back, at the full batch (a value without
@@ -148,7 +123,7 @@ int run(int argc, char **argv, const mpi::MpiSession &session) {
   if (session.size() != int(k))
     return fail("the bundle has " + std::to_string(k) +
                 " devices: run it under mpirun -np " + std::to_string(k));
-  const Batch batch = randomBatch(*bundle);
+  const Batch batch = syntheticBatch(*bundle, 1);
   device::DeviceExecutorConfig config;
   config.optimizer.kind = OptimizerKind::Adam;
   config.optimizer.learningRate = 1e-4f;
