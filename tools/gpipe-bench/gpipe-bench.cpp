@@ -159,9 +159,11 @@ static int run() {
   if (steps == 0)
     return fail("--steps expects at least one timed step, got 0");
   rt::EngineOptions engineOptions;
-  if (!rt::parseOptimizerKind(optimizerName, engineOptions.optimizer.kind))
-    return fail("unknown optimizer '" + optimizerName +
-                "': expected sgd, momentum, rmsprop or adam");
+  rt::StatusOr<rt::OptimizerKind> optimizer =
+      tools::optimizerFromName(optimizerName);
+  if (!optimizer.ok())
+    return fail(optimizer.status());
+  engineOptions.optimizer.kind = *optimizer;
   rt::StatusOr<rt::DeviceKind> device = tools::deviceFromFlags();
   if (!device.ok())
     return fail(device.status());

@@ -146,9 +146,11 @@ static void applyPlan(gpipe::CompilePipelineOptions &options) {
 /// Compiles and trains; the exit status.
 static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
                const std::atomic<int> &stop) {
-  if (!rt::parseOptimizerKind(optimizerName, engineOptions.optimizer.kind))
-    return fail("unknown optimizer '" + optimizerName +
-                "': expected sgd, momentum, rmsprop or adam");
+  rt::StatusOr<rt::OptimizerKind> optimizer =
+      tools::optimizerFromName(optimizerName);
+  if (!optimizer.ok())
+    return fail(optimizer.status());
+  engineOptions.optimizer.kind = *optimizer;
   rt::StatusOr<rt::DeviceKind> device = tools::deviceFromFlags();
   if (!device.ok())
     return fail(device.status());

@@ -125,6 +125,18 @@ inline runtime::StatusOr<runtime::DeviceKind> deviceFromFlags() {
                              "': expected cpu, cuda or host-emulation");
 }
 
+/// The optimizer an --optimizer value names; an InvalidArgument status
+/// naming the choices for another name.
+inline runtime::StatusOr<runtime::OptimizerKind>
+optimizerFromName(const std::string &name) {
+  runtime::OptimizerKind kind;
+  if (runtime::parseOptimizerKind(name, kind))
+    return kind;
+  return runtime::Status(runtime::StatusCode::InvalidArgument,
+                         "unknown optimizer '" + name +
+                             "': expected sgd, momentum, rmsprop or adam");
+}
+
 /// Sets the compile options the flags give (a plan file may override them).
 inline void applyCompileFlags(CompilePipelineOptions &options) {
   options.batchSize = batchSize;

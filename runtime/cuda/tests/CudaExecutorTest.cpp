@@ -72,6 +72,22 @@ std::string paramName(const ::testing::TestParamInfo<Param> &info) {
          gpipe::cuda::gemmPrecisionName(precision);
 }
 
+/// The device executor of `bundle` on one GPU (all its pipeline devices
+/// there), or null with `error`.
+std::unique_ptr<DeviceExecutor> gpuExecutor(const Bundle &bundle,
+                                            GemmPrecision precision,
+                                            const DeviceExecutorConfig &config,
+                                            std::string &error) {
+  gpipe::cuda::CudaBackendOptions options;
+  options.numDevices = bundle.numDevices();
+  options.maxGpus = 1; // K pipeline devices on one GPU
+  options.precision = precision;
+  auto backend = gpipe::cuda::createCudaBackend(options, error);
+  if (!backend)
+    return nullptr;
+  return DeviceExecutor::create(bundle, std::move(backend), config, error);
+}
+
 class CudaVersusCpu : public ::testing::TestWithParam<Param> {};
 
 /// Three SGD steps of `bundle` on its devices, all on one GPU, against the
@@ -92,16 +108,10 @@ void expectCudaMatchesCpu(const Bundle &bundle,
   auto cpu = PipelineExecutor::create(bundle, cpuConfig, error);
   ASSERT_TRUE(cpu) << error;
 
-  gpipe::cuda::CudaBackendOptions options;
-  options.numDevices = bundle.numDevices();
-  options.maxGpus = 1; // K pipeline devices on one GPU
-  options.precision = precision;
-  auto backend = gpipe::cuda::createCudaBackend(options, error);
-  ASSERT_TRUE(backend) << error;
   DeviceExecutorConfig config;
   config.seed = 42;
   config.optimizer = sgd;
-  auto gpu = DeviceExecutor::create(bundle, std::move(backend), config, error);
+  auto gpu = gpuExecutor(bundle, precision, config, error);
   ASSERT_TRUE(gpu) << error;
 
   for (uint64_t step = 1; step <= 3; ++step) {
@@ -201,16 +211,11 @@ TEST(CudaOpProfile, CountsEveryForwardOpOfEachDevice) {
   const unsigned m = 3;
   Bundle bundle =
       buildBundle(mlpGraph(kBatch), mlpSplit(2), m, RematPolicy::Full);
-  gpipe::cuda::CudaBackendOptions options;
-  options.numDevices = bundle.numDevices();
-  options.maxGpus = 1;
-  std::string error;
-  auto backend = gpipe::cuda::createCudaBackend(options, error);
-  ASSERT_TRUE(backend) << error;
   DeviceExecutorConfig config;
   config.seed = 1;
   config.profileOps = true;
-  auto gpu = DeviceExecutor::create(bundle, std::move(backend), config, error);
+  std::string error;
+  auto gpu = gpuExecutor(bundle, GemmPrecision::F32, config, error);
   ASSERT_TRUE(gpu) << error;
   for (uint64_t step = 1; step <= 2; ++step)
     ASSERT_TRUE(gpu->trainStep(mlpBatch(kBatch, step)).ok());
@@ -238,19 +243,12 @@ TEST(CudaDeterminism, TwoRunsGiveTheSameBits) {
       std::vector<double> losses[2];
       std::vector<std::vector<float>> params[2];
       for (int run = 0; run < 2; ++run) {
-        gpipe::cuda::CudaBackendOptions options;
-        options.numDevices = 2;
-        options.maxGpus = 1;
-        options.precision = precision;
-        std::string error;
-        auto backend = gpipe::cuda::createCudaBackend(options, error);
-        ASSERT_TRUE(backend) << error;
         DeviceExecutorConfig config;
         config.seed = 42;
         config.optimizer.kind = OptimizerKind::Adam;
         config.optimizer.learningRate = 0.01f;
-        auto gpu =
-            DeviceExecutor::create(bundle, std::move(backend), config, error);
+        std::string error;
+        auto gpu = gpuExecutor(bundle, precision, config, error);
         ASSERT_TRUE(gpu) << error;
         for (uint64_t step = 1; step <= 3; ++step) {
           StepResult result =
