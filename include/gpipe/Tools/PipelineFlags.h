@@ -106,6 +106,11 @@ static llvm::cl::opt<bool> pinThreads(
     "pin-threads", llvm::cl::init(false),
     llvm::cl::desc("cpu: pin each device's threads to their own cores"),
     llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<bool> packWeights(
+    "pack-weights", llvm::cl::init(true),
+    llvm::cl::desc("cpu: multiply by weights packed once per step where the "
+                   "CPU has AVX-512 (=false: the BLAS for every product)"),
+    llvm::cl::cat(pipelineCategory));
 
 /// Prints "TOOL: error: MESSAGE"; the exit status: 2 when the device is not
 /// available here, else 1.
@@ -155,6 +160,7 @@ inline runtime::device::CpuThreading cpuThreadingFromFlags() {
   runtime::device::CpuThreading threading;
   threading.threadsPerDevice = cpuThreads;
   threading.pinThreads = pinThreads;
+  threading.packWeights = packWeights;
   return threading;
 }
 

@@ -12,6 +12,7 @@
 
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/device/HostWork.h"
+#include "gpipe/runtime/device/PackedGemm.h"
 
 #include <algorithm>
 #include <array>
@@ -55,6 +56,8 @@ struct CpuBackend::Impl {
   std::string firstError;
   std::vector<std::thread> workers;
   std::vector<std::unique_ptr<IntraOpPool>> pools; ///< per device
+  /// Per device, its parameters' packed copies; empty without packing.
+  std::vector<PackedWeightCache> packed;
   std::vector<int> workerCores; ///< per device; empty: not pinned
   std::vector<HostBlock> allocations;
 
@@ -141,6 +144,8 @@ CpuBackend::CpuBackend(unsigned numDevices, CpuThreading threading)
   std::vector<int> cores =
       threading.pinThreads ? allowedCores() : std::vector<int>();
   impl->queues.resize(numDevices);
+  if (threading.packWeights && packedGemmSupported())
+    impl->packed.resize(numDevices);
   for (unsigned d = 0; d < numDevices; ++d) {
     std::vector<int> mine;
     for (unsigned t = 0; t < threads && !cores.empty(); ++t)
@@ -225,11 +230,48 @@ void runGemmSplit(const GemmBatch &g, IntraOpPool &pool) {
     });
   }
 }
+
+/// `g` (one product, A not transposed) with B's packed copy from `cache`,
+/// over `pool`'s threads: by panels of B when there are two per thread,
+/// else by blocks of kPackedGemmRows rows of C.
+void runPackedGemm(const GemmBatch &g, IntraOpPool &pool,
+                   PackedWeightCache &cache) {
+  const bool alone = g.m * g.n * g.k < kGemmSplitWork;
+  auto split = [&](int64_t n, auto body) {
+    if (alone)
+      body(int64_t(0), n);
+    else
+      pool.parallelFor(n, 1, body);
+  };
+  const PackedMatrix &b = cache.get(g.b, g.ldb, g.transB, g.k, g.n, split);
+  if (b.panels() >= 2 * int64_t(pool.threads())) {
+    split(b.panels(), [&](int64_t begin, int64_t end) {
+      packedGemm(g.a, g.lda, b, g.alpha, g.beta, g.c, g.ldc, 0, g.m, begin,
+                 end);
+    });
+  } else {
+    const int64_t block = kPackedGemmRows;
+    split((g.m + block - 1) / block, [&](int64_t begin, int64_t end) {
+      packedGemm(g.a, g.lda, b, g.alpha, g.beta, g.c, g.ldc, block * begin,
+                 std::min(g.m, block * end), 0, b.panels());
+    });
+  }
+}
 } // namespace
 
 void CpuBackend::gemm(StreamId s, const GemmBatch &call) {
   IntraOpPool *pool = poolOf(s);
+  if (call.bIsParameter && !impl->packed.empty() && !call.transA &&
+      call.count == 1 && call.k > 0 && call.m > 0 && call.n > 0) {
+    PackedWeightCache *cache = &impl->packed[s / 2];
+    enqueue(s, [call, pool, cache] { runPackedGemm(call, *pool, *cache); });
+    return;
+  }
   enqueue(s, [call, pool] { runGemmSplit(call, *pool); });
+}
+
+int64_t CpuBackend::workspaceBytes(unsigned device) const {
+  return impl->packed.empty() ? 0 : impl->packed.at(device).bytes();
 }
 
 std::string CpuBackend::error() const {
@@ -587,6 +629,8 @@ std::string CpuBackend::synchronize(std::chrono::milliseconds timeout) {
   }
   for (auto &queue : s.queues)
     queue.clear();
+  for (PackedWeightCache &cache : s.packed)
+    cache.invalidate();
   s.eventDevice.clear();
   return s.firstError;
 }

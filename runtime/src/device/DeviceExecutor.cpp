@@ -383,8 +383,10 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
   if (!result.error.empty())
     return result;
   ++s.steps;
-  for (unsigned d = 0; d < s.layout.size(); ++d)
+  for (unsigned d = 0; d < s.layout.size(); ++d) {
     s.layout[d].stagingBytes = s.transport->stagingBytes(d);
+    s.layout[d].workspaceBytes = s.backend->workspaceBytes(d);
+  }
   if (s.recordTimeline) {
     result.error = s.buildTimeline();
     s.timeline.setStepUs(std::chrono::duration<double, std::micro>(

@@ -53,6 +53,8 @@ struct DeviceValue {
   bool present = false;
   std::vector<int64_t> shape;
   char *data = nullptr;
+  /// A view of a parameter's own storage (unchanged within a pass).
+  bool parameter = false;
   /// Layer norm: mean, rstd. Attention: qkv, probs, context. Cross-entropy:
   /// probs. Dropout: the mask (bytes) in saved[0].
   char *saved[3] = {nullptr, nullptr, nullptr};

@@ -70,6 +70,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
       view.shape = program.values[id].shape;
       view.data = reinterpret_cast<char *>(it->second->value);
       view.present = true;
+      view.parameter = true;
       return {};
     } else if (id >= 0) {
       out[r] = newValue(device, m, id, r == 0 ? extra : std::vector<int64_t>())
@@ -100,6 +101,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     g.lda = inDim;
     g.b = f(1);
     g.ldb = outDim;
+    g.bIsParameter = in[1]->parameter;
     g.c = out[0];
     g.ldc = outDim;
     b.gemm(s, g);
@@ -196,6 +198,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
       g.transB = true;
       g.m = rows, g.n = inDim, g.k = outDim;
       g.a = f(0), g.lda = outDim, g.b = f(2), g.ldb = outDim;
+      g.bIsParameter = in[2]->parameter;
       g.c = out[0], g.ldc = inDim;
       b.gemm(s, g);
     }
@@ -358,6 +361,7 @@ std::string DeviceExecutor::Impl::issueFused(unsigned device, unsigned m,
     g.lda = g.k;
     g.b = w.f();
     g.ldb = g.n;
+    g.bIsParameter = w.parameter;
     g.c = mid.f();
     g.ldc = g.n;
     b.gemm(s, g);

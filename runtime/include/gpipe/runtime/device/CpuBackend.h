@@ -6,8 +6,9 @@
 // queue per device keeps stream order trivially). The host issues a whole
 // step into the queues, then `synchronize` releases the workers, which run
 // concurrently; an event wait blocks a worker until the recording worker
-// has passed the event. GEMMs go to CBLAS, the other kernels are the
-// vectorized CPU kernels.
+// has passed the event. GEMMs go to CBLAS, except those that multiply by a
+// parameter, which on CPUs with AVX-512 use a copy packed once per step
+// (PackedGemm.h); the other kernels are the vectorized CPU kernels.
 //
 // Threads: with fewer devices than cores, each device splits its kernels
 // over `threadsPerDevice` threads (IntraOpPool.h): GEMMs by rows or columns
@@ -84,6 +85,8 @@ public:
   unsigned numDevices() const override { return devices; }
   std::string allocate(unsigned device, int64_t bytes, void **pointer) override;
   void gemm(StreamId s, const GemmBatch &call) override;
+  /// The packed copies of device `device`'s parameters (PackedGemm.h).
+  int64_t workspaceBytes(unsigned device) const override;
   /// None: the workers copy from the caller's memory as fast.
   std::string allocateStaging(int64_t, void **pointer) override {
     *pointer = nullptr;

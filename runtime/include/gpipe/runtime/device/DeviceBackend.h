@@ -95,6 +95,13 @@ public:
     (void)device;
     return -1;
   }
+
+  /// Bytes the backend holds on `device` beside the allocations (the CPU
+  /// backend's packed parameter copies), as of the last synchronize.
+  virtual int64_t workspaceBytes(unsigned device) const {
+    (void)device;
+    return 0;
+  }
 };
 
 } // namespace gpipe::runtime::device

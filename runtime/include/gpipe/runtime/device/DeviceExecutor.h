@@ -73,6 +73,9 @@ struct DeviceMemoryLayout {
   /// Held by the transport for transfers to this device (staging), outside
   /// the arena; known after the first step.
   int64_t stagingBytes = 0;
+  /// Held by the backend outside the arena (DeviceBackend::workspaceBytes:
+  /// the CPU backend's packed parameters); known after the first step.
+  int64_t workspaceBytes = 0;
 };
 
 class DeviceExecutor {

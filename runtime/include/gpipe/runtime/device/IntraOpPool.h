@@ -58,6 +58,10 @@ struct CpuThreading {
   /// Pin every thread to one allowed core. Off by default: two programs
   /// pinned to the same cores would share them.
   bool pinThreads = false;
+  /// GEMMs whose B is a parameter multiply a copy packed once per step
+  /// (PackedGemm.h) where the CPU has AVX-512; off: every GEMM calls the
+  /// BLAS.
+  bool packWeights = true;
 };
 
 /// max(1, allowed cores / numDevices).

@@ -42,6 +42,10 @@ struct GemmBatch {
   float *c = nullptr;
   int64_t ldc = 0, strideC = 0;
   int64_t count = 1;
+  /// b is a parameter: it does not change before the backend's next
+  /// synchronize, so a backend may reuse a packed copy of it across calls
+  /// (PackedGemm.h). Set only where b is the parameter's own storage.
+  bool bIsParameter = false;
 };
 
 /// Multi-head self-attention of x[batch, seq, width] (CpuKernels.h's

@@ -1,0 +1,193 @@
+//===- PackedGemmTest.cpp - The pack-once GEMM of the CPU backend ---------===//
+//
+// packedGemm against a double-precision product on every tail (rows not a
+// multiple of 12, a last panel narrower than 32 columns, B transposed,
+// alpha and beta, padded leading dimensions); its bits do not depend on how
+// rows or panels are split, nor on how many rows a call has (micro-batch
+// size); and the CPU backend repacks a parameter after a synchronize, so an
+// optimizer step or setParameter is never multiplied stale. Skipped on CPUs
+// without AVX-512, where the backend does not pack.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/runtime/device/PackedGemm.h"
+#include "gpipe/runtime/device/CpuBackend.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace gpipe::runtime::device;
+
+namespace {
+
+std::vector<float> randomFloats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+/// B stored k x n (ld ldb), or n x k when transposed.
+struct Operands {
+  int64_t m, n, k, lda, ldb, ldc;
+  bool transposed;
+  std::vector<float> a, b, c0;
+  Operands(int64_t m, int64_t n, int64_t k, bool transposed, unsigned seed)
+      : m(m), n(n), k(k), lda(k + 3), ldb((transposed ? k : n) + 1), ldc(n + 2),
+        transposed(transposed) {
+    a = randomFloats(size_t(m * lda), seed);
+    b = randomFloats(size_t((transposed ? n : k) * ldb), seed + 1);
+    c0 = randomFloats(size_t(m * ldc), seed + 2);
+  }
+  float bAt(int64_t row, int64_t col) const {
+    return transposed ? b[size_t(col * ldb + row)] : b[size_t(row * ldb + col)];
+  }
+  double want(int64_t i, int64_t j, float alpha, float beta) const {
+    double dot = 0;
+    for (int64_t p = 0; p < k; ++p)
+      dot += double(a[size_t(i * lda + p)]) * double(bAt(p, j));
+    return alpha * dot + beta * double(c0[size_t(i * ldc + j)]);
+  }
+  PackedMatrix packed() const {
+    PackedMatrix matrix;
+    matrix.resize(k, n);
+    matrix.packPanels(b.data(), ldb, transposed, 0, matrix.panels());
+    return matrix;
+  }
+};
+
+std::string describe(const Operands &o) {
+  return "m " + std::to_string(o.m) + " n " + std::to_string(o.n) + " k " +
+         std::to_string(o.k) + (o.transposed ? " B^T" : "");
+}
+
+#define SKIP_WITHOUT_AVX512()                                                  \
+  if (!packedGemmSupported())                                                  \
+  GTEST_SKIP() << "this CPU has no AVX-512: the backend does not pack"
+
+TEST(PackedGemm, MatchesADoubleProductOnEveryTail) {
+  SKIP_WITHOUT_AVX512();
+  for (int64_t m : {1, 5, 11, 12, 13, 25, 64})
+    for (int64_t n : {1, 10, 16, 17, 32, 33, 100})
+      for (int64_t k : {1, 7, 64})
+        for (bool transposed : {false, true})
+          for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.5f, 0.25f}}) {
+            Operands o(m, n, k, transposed, unsigned(m * 1000 + n * 10 + k));
+            SCOPED_TRACE(describe(o) + " alpha " + std::to_string(alpha) +
+                         " beta " + std::to_string(beta));
+            PackedMatrix b = o.packed();
+            ASSERT_EQ(b.panels(), (n + 31) / 32);
+            std::vector<float> c = o.c0;
+            packedGemm(o.a.data(), o.lda, b, alpha, beta, c.data(), o.ldc, 0, m,
+                       0, b.panels());
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < o.ldc; ++j) {
+                float got = c[size_t(i * o.ldc + j)];
+                if (j >= n) {
+                  ASSERT_EQ(got, o.c0[size_t(i * o.ldc + j)])
+                      << "padding C[" << i << ", " << j << "] was written";
+                  continue;
+                }
+                ASSERT_NEAR(got, o.want(i, j, alpha, beta), 1e-4)
+                    << "C[" << i << ", " << j << "]";
+              }
+          }
+}
+
+TEST(PackedGemm, BitsDoNotDependOnSplitsOrRowsPerCall) {
+  SKIP_WITHOUT_AVX512();
+  for (bool transposed : {false, true}) {
+    Operands o(64, 100, 72, transposed, 7);
+    SCOPED_TRACE(describe(o));
+    PackedMatrix b = o.packed();
+    std::vector<float> whole(o.c0.size(), 0.0f), pieces = whole,
+                                                 rowsAtATime = whole;
+    packedGemm(o.a.data(), o.lda, b, 1.0f, 0.0f, whole.data(), o.ldc, 0, o.m, 0,
+               b.panels());
+    // Rows [0, 24) x all panels, then rows [24, 64) panel by panel.
+    packedGemm(o.a.data(), o.lda, b, 1.0f, 0.0f, pieces.data(), o.ldc, 0, 24, 0,
+               b.panels());
+    for (int64_t p = 0; p < b.panels(); ++p)
+      packedGemm(o.a.data(), o.lda, b, 1.0f, 0.0f, pieces.data(), o.ldc, 24,
+                 o.m, p, p + 1);
+    // Micro-batches of 3 rows, each its own call from its first row.
+    for (int64_t r = 0; r < o.m; r += 3) {
+      int64_t rows = std::min<int64_t>(3, o.m - r);
+      packedGemm(o.a.data() + r * o.lda, o.lda, b, 1.0f, 0.0f,
+                 rowsAtATime.data() + r * o.ldc, o.ldc, 0, rows, 0, b.panels());
+    }
+    ASSERT_EQ(std::memcmp(whole.data(), pieces.data(), whole.size() * 4), 0);
+    ASSERT_EQ(std::memcmp(whole.data(), rowsAtATime.data(), whole.size() * 4),
+              0);
+  }
+}
+
+/// C = A B through `backend` with B flagged as a parameter, synchronized.
+std::vector<float> backendProduct(CpuBackend &backend, const Operands &o) {
+  GemmBatch g;
+  g.transB = o.transposed;
+  g.m = o.m, g.n = o.n, g.k = o.k;
+  g.a = o.a.data(), g.lda = o.lda;
+  g.b = o.b.data(), g.ldb = o.ldb;
+  g.bIsParameter = true;
+  std::vector<float> c = o.c0;
+  g.c = c.data(), g.ldc = o.ldc;
+  StreamId s = backend.computeStream(0);
+  backend.gemm(s, g);
+  EXPECT_EQ(backend.synchronize(std::chrono::seconds(60)), "");
+  return c;
+}
+
+void expectProduct(const std::vector<float> &c, const Operands &o) {
+  for (int64_t i = 0; i < o.m; ++i)
+    for (int64_t j = 0; j < o.n; ++j)
+      ASSERT_NEAR(c[size_t(i * o.ldc + j)], o.want(i, j, 1.0f, 0.0f), 1e-4)
+          << "C[" << i << ", " << j << "]";
+}
+
+TEST(PackedGemm, BackendRepacksAParameterAfterEverySynchronize) {
+  SKIP_WITHOUT_AVX512();
+  for (unsigned threads : {1u, 3u})
+    for (bool transposed : {false, true}) {
+      Operands o(40, 200, 96, transposed, 11);
+      SCOPED_TRACE(describe(o) + ", " + std::to_string(threads) + " threads");
+      CpuThreading threading;
+      threading.threadsPerDevice = threads;
+      CpuBackend backend(1, threading);
+      std::vector<float> first = backendProduct(backend, o);
+      expectProduct(first, o);
+      const int64_t packedBytes = 7 * 32 * 96 * 4; // 7 panels of 96 rows
+      EXPECT_EQ(backend.workspaceBytes(0), packedBytes);
+      // The parameter changes between passes, as an optimizer step does.
+      for (float &v : o.b)
+        v = -2.0f * v;
+      std::vector<float> second = backendProduct(backend, o);
+      expectProduct(second, o);
+      EXPECT_EQ(backend.workspaceBytes(0), packedBytes) << "storage reused";
+      // The bits of the packed product, on any thread count.
+      std::vector<float> direct = o.c0;
+      PackedMatrix b = o.packed();
+      packedGemm(o.a.data(), o.lda, b, 1.0f, 0.0f, direct.data(), o.ldc, 0, o.m,
+                 0, b.panels());
+      EXPECT_EQ(std::memcmp(second.data(), direct.data(), direct.size() * 4),
+                0);
+    }
+}
+
+TEST(PackedGemm, BackendWithoutPackingHoldsNoCopies) {
+  Operands o(16, 64, 32, false, 3);
+  CpuThreading threading;
+  threading.packWeights = false;
+  CpuBackend backend(1, threading);
+  expectProduct(backendProduct(backend, o), o);
+  EXPECT_EQ(backend.workspaceBytes(0), 0);
+}
+
+} // namespace
