@@ -5,13 +5,18 @@
 // alpha and beta, padded leading dimensions); its bits do not depend on how
 // rows or panels are split, nor on how many rows a call has (micro-batch
 // size); and the CPU backend repacks a parameter after a synchronize, so an
-// optimizer step or setParameter is never multiplied stale. Skipped on CPUs
+// optimizer step or setParameter is never multiplied stale; the executor
+// asks for packing only in passes of several micro-batches. Skipped on CPUs
 // without AVX-512, where the backend does not pack.
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/device/PackedGemm.h"
+#include "TestBundles.h"
+#include "TestModels.h"
+
 #include "gpipe/runtime/device/CpuBackend.h"
+#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/device/PackedGemm.h"
 
 #include <gtest/gtest.h>
 
@@ -21,7 +26,9 @@
 #include <string>
 #include <vector>
 
+using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
+using namespace gpipe::runtime::testing;
 
 namespace {
 
@@ -188,6 +195,40 @@ TEST(PackedGemm, BackendWithoutPackingHoldsNoCopies) {
   CpuBackend backend(1, threading);
   expectProduct(backendProduct(backend, o), o);
   EXPECT_EQ(backend.workspaceBytes(0), 0);
+}
+
+/// The packed bytes of each device after one training step of the test MLP.
+std::vector<int64_t> packedAfterAStep(unsigned k, unsigned microbatches) {
+  const int64_t batch = 24;
+  Bundle bundle = buildBundle(mlpGraph(batch, 40), mlpSplit(k), microbatches,
+                              RematPolicy::None);
+  DeviceExecutorConfig config;
+  config.seed = 3;
+  std::string error;
+  auto executor = DeviceExecutor::create(
+      std::move(bundle), std::make_unique<CpuBackend>(k), config, error);
+  EXPECT_TRUE(executor) << error;
+  if (!executor)
+    return {};
+  StepResult step = executor->trainStep(mlpBatch(batch, 1));
+  EXPECT_TRUE(step.ok()) << step.error;
+  std::vector<int64_t> bytes;
+  for (const DeviceMemoryLayout &device : executor->memory())
+    bytes.push_back(device.workspaceBytes);
+  return bytes;
+}
+
+TEST(PackedGemm, ExecutorPacksOnlyWeightsThatSeveralMicrobatchesReuse) {
+  SKIP_WITHOUT_AVX512();
+  // One micro-batch multiplies each weight once: the BLAS, no copies.
+  for (int64_t bytes : packedAfterAStep(2, 1))
+    EXPECT_EQ(bytes, 0);
+  // Four: every device holds its dense weights packed, forward and
+  // transposed (the first layer's input gradient is not computed).
+  std::vector<int64_t> packed = packedAfterAStep(2, 4);
+  ASSERT_EQ(packed.size(), 2u);
+  for (int64_t bytes : packed)
+    EXPECT_GT(bytes, 0);
 }
 
 } // namespace

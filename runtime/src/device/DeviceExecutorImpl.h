@@ -206,6 +206,12 @@ struct DeviceExecutor::Impl {
   // Per step.
   DeviceBackend *issue = nullptr; ///< the backend, or the dry run's
   const IssuePass *pass = nullptr;
+  /// Whether a GEMM by `b` may use the backend's packed copy
+  /// (GemmBatch::bIsParameter): a parameter multiplied by more than one
+  /// micro-batch (or chunk) in this pass, which pays for the packing.
+  bool packable(const DeviceValue &b) const {
+    return b.parameter && pass->rows.size() > 1;
+  }
   std::vector<DeviceRun> runs;
   /// The transport of the backend that issues: the real one, or the dry
   /// run's.

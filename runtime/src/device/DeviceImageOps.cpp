@@ -42,7 +42,7 @@ std::string DeviceExecutor::Impl::issueImageOp(
     gemm.m = g.pixels(), gemm.n = perGroup, gemm.k = patch;
     gemm.a = patches, gemm.lda = g.groups * patch, gemm.strideA = patch;
     gemm.b = f(1), gemm.ldb = g.filters, gemm.strideB = perGroup;
-    gemm.bIsParameter = in[1]->parameter;
+    gemm.bIsParameter = packable(*in[1]);
     gemm.c = out[0], gemm.ldc = g.filters, gemm.strideC = perGroup;
     gemm.count = g.groups;
     b.gemm(s, gemm);
@@ -78,7 +78,7 @@ std::string DeviceExecutor::Impl::issueImageOp(
       gemm.m = g.pixels(), gemm.n = patch, gemm.k = perGroup;
       gemm.a = f(0), gemm.lda = g.filters, gemm.strideA = perGroup;
       gemm.b = f(2), gemm.ldb = g.filters, gemm.strideB = perGroup;
-      gemm.bIsParameter = in[2]->parameter;
+      gemm.bIsParameter = packable(*in[2]);
       gemm.c = buffer ? buffer : out[0], gemm.ldc = g.groups * patch;
       gemm.strideC = patch;
       gemm.count = g.groups;

@@ -101,7 +101,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     g.lda = inDim;
     g.b = f(1);
     g.ldb = outDim;
-    g.bIsParameter = in[1]->parameter;
+    g.bIsParameter = packable(*in[1]);
     g.c = out[0];
     g.ldc = outDim;
     b.gemm(s, g);
@@ -198,7 +198,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
       g.transB = true;
       g.m = rows, g.n = inDim, g.k = outDim;
       g.a = f(0), g.lda = outDim, g.b = f(2), g.ldb = outDim;
-      g.bIsParameter = in[2]->parameter;
+      g.bIsParameter = packable(*in[2]);
       g.c = out[0], g.ldc = inDim;
       b.gemm(s, g);
     }
@@ -361,7 +361,7 @@ std::string DeviceExecutor::Impl::issueFused(unsigned device, unsigned m,
     g.lda = g.k;
     g.b = w.f();
     g.ldb = g.n;
-    g.bIsParameter = w.parameter;
+    g.bIsParameter = packable(w);
     g.c = mid.f();
     g.ldc = g.n;
     b.gemm(s, g);

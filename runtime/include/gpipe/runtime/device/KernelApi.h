@@ -44,7 +44,8 @@ struct GemmBatch {
   int64_t count = 1;
   /// b is a parameter: it does not change before the backend's next
   /// synchronize, so a backend may reuse a packed copy of it across calls
-  /// (PackedGemm.h). Set only where b is the parameter's own storage.
+  /// (PackedGemm.h). Set only where b is the parameter's own storage, and
+  /// only where the packing pays (the executor: more than one micro-batch).
   bool bIsParameter = false;
 };
 
