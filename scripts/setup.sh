@@ -11,6 +11,7 @@ packages=(
   python3 python3-psutil
   clang libclang-rt-dev clang-22 libclang-rt-22-dev
   libopenmpi-dev openmpi-bin
+  libonnx-dev libprotobuf-dev libonnx-testdata
 )
 
 missing=()

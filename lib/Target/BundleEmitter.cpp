@@ -16,11 +16,15 @@
 #include "gpipe/runtime/OpTable.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <optional>
 #include <vector>
@@ -472,8 +476,27 @@ unsigned gpipe::getStagesCount(ModelOp model) {
   return llvm::range_size(model.getBody().front().getOps<StageOp>());
 }
 
-FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
-                                               ScheduleOp schedule) {
+/// The model's weights file as the bundle names it: absolute when the model
+/// text came from a file (`sourcePath`), as written otherwise.
+static std::string weightsPath(ModelOp model, StringRef sourcePath) {
+  StringRef weights = model.getWeightsFile();
+  if (weights.empty() || llvm::sys::path::is_absolute(weights) ||
+      sourcePath.empty() || sourcePath == "<stdin>")
+    return weights.str();
+  // The runtime may run elsewhere: no path relative to this directory. A
+  // source that names no directory (a buffer's name) resolves nothing.
+  SmallString<256> path, directory = llvm::sys::path::parent_path(sourcePath);
+  if (directory.empty())
+    directory = ".";
+  if (llvm::sys::fs::real_path(directory, path))
+    return weights.str();
+  llvm::sys::path::append(path, weights);
+  llvm::sys::path::remove_dots(path);
+  return std::string(path);
+}
+
+FailureOr<llvm::json::Value>
+gpipe::emitBundle(ModelOp model, ScheduleOp schedule, StringRef sourcePath) {
   Block &body = model.getBody().front();
   SmallVector<StageOp> stages = llvm::to_vector(body.getOps<StageOp>());
   if (stages.empty())
@@ -547,11 +570,15 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
   if (failed(plan))
     return failure();
   bundle["memory_plan"] = std::move(*plan);
+  std::string weights = weightsPath(model, sourcePath);
+  if (!weights.empty())
+    bundle["weights"] = std::move(weights);
   return json::Value(std::move(bundle));
 }
 
 LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
-                                             llvm::raw_ostream &os) {
+                                             llvm::raw_ostream &os,
+                                             StringRef sourcePath) {
   auto schedules = llvm::to_vector(module.getOps<ScheduleOp>());
   if (schedules.size() != 1)
     return module.emitError()
@@ -567,7 +594,7 @@ LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
   // proven again, so that no bundle that could hang is written.
   if (failed(verifyUnrolledSchedule(schedule)))
     return failure();
-  FailureOr<json::Value> bundle = emitBundle(model, schedule);
+  FailureOr<json::Value> bundle = emitBundle(model, schedule, sourcePath);
   if (failed(bundle))
     return failure();
   std::string text = llvm::formatv("{0:2}", *bundle).str();
@@ -576,13 +603,26 @@ LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
 }
 
 void gpipe::registerToBundleTranslation() {
-  TranslateFromMLIRRegistration registration(
+  // Parses the input itself (rather than through TranslateFromMLIR) to know
+  // the input file, against which a relative weights path is resolved.
+  TranslateRegistration registration(
       "gpipe-to-bundle", "write a compiled gpipe model as a program bundle",
-      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
-        auto module = dyn_cast<ModuleOp>(op);
+      [](const std::shared_ptr<llvm::SourceMgr> &sourceMgr,
+         llvm::raw_ostream &os, MLIRContext *context) -> LogicalResult {
+        DialectRegistry registry;
+        registry.insert<GPipeDialect>();
+        context->appendDialectRegistry(registry);
+        OwningOpRef<ModuleOp> module =
+            parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(context));
         if (!module)
-          return op->emitError() << "expects a builtin.module";
-        return translateModuleToBundle(module, os);
-      },
-      [](DialectRegistry &registry) { registry.insert<GPipeDialect>(); });
+          return failure();
+        StringRef source =
+            sourceMgr->getMemoryBuffer(sourceMgr->getMainFileID())
+                ->getBufferIdentifier();
+        // --split-input-file names each chunk "within split at FILE:LINE
+        // offset ".
+        if (source.consume_front("within split at "))
+          source = source.take_front(source.rfind(':'));
+        return translateModuleToBundle(*module, os, source);
+      });
 }

@@ -16,12 +16,12 @@ using namespace mlir;
 LogicalResult
 gpipe::compileModuleToBundle(ModuleOp module,
                              const CompilePipelineOptions &options,
-                             llvm::raw_ostream &os) {
+                             llvm::raw_ostream &os, StringRef sourcePath) {
   PassManager pm(module.getContext());
   buildCompilePipeline(pm, options);
   if (failed(pm.run(module)))
     return failure();
-  return translateModuleToBundle(module, os);
+  return translateModuleToBundle(module, os, sourcePath);
 }
 
 LogicalResult gpipe::compileSourceToBundle(
@@ -55,6 +55,8 @@ LogicalResult gpipe::compileFileToBundle(StringRef path,
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
   if (!file)
     return failure();
+  // "<stdin>" for "-": nothing to resolve a weights path against.
+  std::string source = file->getBufferIdentifier().str();
   DialectRegistry registry;
   registry.insert<GPipeDialect>();
   MLIRContext context(registry);
@@ -68,5 +70,5 @@ LogicalResult gpipe::compileFileToBundle(StringRef path,
   if (!module)
     return failure();
   llvm::raw_string_ostream os(bundleJson);
-  return compileModuleToBundle(*module, options, os);
+  return compileModuleToBundle(*module, options, os, source);
 }

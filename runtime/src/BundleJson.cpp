@@ -1,11 +1,12 @@
 //===- BundleJson.cpp - Typed fields of the bundle's JSON -----------------===//
 //
 // The reader's field getters: each checks the JSON type and range of one
-// field and names its location in the error.
+// field and names its location in the error; and the checksum's check.
 //
 //===----------------------------------------------------------------------===//
 
 #include "BundleJson.h"
+#include "gpipe/runtime/BundleChecksum.h"
 
 #include <climits>
 #include <cmath>
@@ -283,5 +284,37 @@ bool Reader::readPair(const Json &json, const std::string &path,
                           "' as 2 values >= " + std::to_string(minimum) +
                           " [rows, columns], found " + json.at(key).dump());
   out[0] = values[0], out[1] = values[1];
+  return true;
+}
+
+bool Reader::verifyChecksum(const Json &root, std::string_view text) {
+  const Json *checksum;
+  if (!lookup(root, "", "checksum", false, checksum))
+    return false;
+  if (!checksum)
+    return fail("", "missing key 'checksum'; a version 2 bundle ends with "
+                    "\"checksum\": \"crc32:<8 hex digits>\", which "
+                    "gpipe-translate writes");
+  std::string claimed =
+      checksum->is_string() ? checksum->get<std::string>() : std::string();
+  bool wellFormed =
+      claimed.size() == 14 && claimed.rfind("crc32:", 0) == 0 &&
+      claimed.find_first_not_of("0123456789abcdef", 6) == std::string::npos;
+  if (!wellFormed)
+    return fail("checksum", "expected \"crc32:\" and 8 lowercase hex digits, "
+                            "found " +
+                                shortText(*checksum));
+  std::string lastKey = std::prev(root.end()).key();
+  if (lastKey != "checksum")
+    return fail("checksum", "expected the last member of the bundle, found "
+                            "'" +
+                                lastKey + "' after it");
+  size_t summed = checksummedLength(text);
+  std::string actual = checksumText(text.substr(0, summed));
+  if (summed == std::string_view::npos || actual != claimed)
+    return fail("checksum", "the content sums to " + actual +
+                                " but the file says " + claimed +
+                                ": the bundle was corrupted or edited after "
+                                "it was written");
   return true;
 }

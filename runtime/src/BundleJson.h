@@ -81,6 +81,7 @@ inline constexpr std::pair<InitKind, const char *> kInits[] = {
     {InitKind::Normal, "normal"},
     {InitKind::Uniform, "uniform"},
     {InitKind::GlorotUniform, "glorot_uniform"},
+    {InitKind::Pretrained, "pretrained"},
 };
 
 inline constexpr std::pair<RematPolicy, const char *> kRemats[] = {

@@ -4,9 +4,9 @@
 // stops at the first error, which names the JSON location ("stages[1].
 // forward[3]") and says what was expected and what was found. Only fixed
 // depths of the document are visited, so no recursion depends on the input
-// (nlohmann's parser itself is iterative). The typed field getters are in
-// BundleJson.cpp, the memory plan's in BundlePlanReader.cpp, the writer in
-// BundleWriter.cpp.
+// (nlohmann's parser itself is iterative). The typed field getters and the
+// checksum's check are in BundleJson.cpp, the memory plan's in
+// BundlePlanReader.cpp, the writer in BundleWriter.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,18 +19,14 @@
 
 #include <cerrno>
 #include <climits>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <initializer_list>
-#include <limits>
-#include <locale>
 #include <new>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string_view>
 
 using namespace gpipe::runtime;
@@ -68,13 +64,14 @@ bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
                                "that wrote it"));
   if (!checkKeys(root, "",
                  {"format", "version", "model", "batch", "microbatch_rows",
-                  "remat", "inputs", "params", "stages", "programs",
+                  "remat", "inputs", "params", "weights", "stages", "programs",
                   "memory_plan", "checksum"}) ||
       !verifyChecksum(root, text))
     return false;
 
   if (!getString(root, "", "model", bundle.model) ||
-      !getInt(root, "", "batch", bundle.batch))
+      !getInt(root, "", "batch", bundle.batch) ||
+      !getString(root, "", "weights", bundle.weights, /*required=*/false))
     return false;
   if (bundle.batch < 1)
     return fail("", "expected a positive 'batch', found " +
@@ -143,37 +140,6 @@ bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
                      bundle, bundle.programs[d]))
       return false;
   return readMemoryPlan(root, bundle);
-}
-
-bool Reader::verifyChecksum(const Json &root, std::string_view text) {
-  const Json *checksum;
-  if (!lookup(root, "", "checksum", false, checksum))
-    return false;
-  if (!checksum)
-    return fail("", "missing key 'checksum'; a version 2 bundle ends with "
-                    "\"checksum\": \"crc32:<8 hex digits>\", which "
-                    "gpipe-translate writes");
-  std::string claimed =
-      checksum->is_string() ? checksum->get<std::string>() : std::string();
-  bool wellFormed = claimed.size() == 14 && claimed.rfind("crc32:", 0) == 0 &&
-                    claimed.find_first_not_of("0123456789abcdef", 6) ==
-                        std::string::npos;
-  if (!wellFormed)
-    return fail("checksum", "expected \"crc32:\" and 8 lowercase hex digits, "
-                            "found " +
-                                shortText(*checksum));
-  std::string lastKey = std::prev(root.end()).key();
-  if (lastKey != "checksum")
-    return fail("checksum", "expected the last member of the bundle, found "
-                            "'" + lastKey + "' after it");
-  size_t summed = checksummedLength(text);
-  std::string actual = checksumText(text.substr(0, summed));
-  if (summed == std::string_view::npos || actual != claimed)
-    return fail("checksum", "the content sums to " + actual +
-                                " but the file says " + claimed +
-                                ": the bundle was corrupted or edited after "
-                                "it was written");
-  return true;
 }
 
 static bool parseType(const std::string &name, ElementType &out) {
@@ -694,5 +660,12 @@ StatusOr<Bundle> gpipe::runtime::loadBundle(const std::string &path) {
                   "cannot read '" + path + "': " + std::strerror(error));
   }
   std::fclose(file);
-  return parseBundle(text, path);
+  StatusOr<Bundle> bundle = parseBundle(text, path);
+  // The compiler writes the weights beside the bundle: a relative path is
+  // relative to the bundle's directory, not to the working directory.
+  size_t slash = path.rfind('/');
+  if (bundle.ok() && !bundle->weights.empty() && bundle->weights[0] != '/' &&
+      slash != std::string::npos)
+    bundle->weights.insert(0, path, 0, slash + 1);
+  return bundle;
 }

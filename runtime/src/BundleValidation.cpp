@@ -214,6 +214,10 @@ std::string gpipe::runtime::validateBundle(const Bundle &bundle) {
       if (dim < 1)
         return "parameter '" + param.name + "' has shape " +
                shapeString(param.shape) + "; every dimension must be >= 1";
+    if (param.init == InitKind::Pretrained && bundle.weights.empty())
+      return "parameter '" + param.name +
+             "' is pretrained, but the bundle names no weights file "
+             "('weights')";
   }
   for (unsigned s = 0; s < bundle.stages.size(); ++s) {
     std::string error = validateStage(bundle, s);

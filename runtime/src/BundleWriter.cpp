@@ -253,6 +253,8 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
   root["remat"] = nameIn(kRemats, bundle.remat);
   root["inputs"] = std::move(inputs);
   root["params"] = std::move(params);
+  if (!bundle.weights.empty()) // optional: older bundles stay byte-identical
+    root["weights"] = bundle.weights;
   root["stages"] = std::move(stages);
   root["programs"] = std::move(programs);
   // Written even when empty: the reader then names what is missing.

@@ -4,6 +4,8 @@
 
 #include <cassert>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 using namespace gpipe::runtime;
 
@@ -99,6 +101,14 @@ void gpipe::runtime::initializeParameter(InitKind kind, double scale,
       out[i] = static_cast<float>(limit * (2.0 * rng.uniform(i) - 1.0));
     return;
   }
+  case InitKind::Pretrained:
+    // Values made up here would train silently from the wrong start.
+    std::fprintf(stderr,
+                 "gpipe runtime: initializeParameter asked for the "
+                 "pretrained parameter '%s', whose values are in the "
+                 "bundle's weights file\n",
+                 name.c_str());
+    std::abort();
   }
   assert(false && "unknown initializer kind");
 }

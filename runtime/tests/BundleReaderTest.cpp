@@ -225,6 +225,7 @@ void expectEqual(const Bundle &a, const Bundle &b) {
   EXPECT_EQ(a.batch, b.batch);
   EXPECT_EQ(a.microbatchRows, b.microbatchRows);
   EXPECT_EQ(a.remat, b.remat);
+  EXPECT_EQ(a.weights, b.weights);
   ASSERT_EQ(a.inputs.size(), b.inputs.size());
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     EXPECT_EQ(a.inputs[i].name, b.inputs[i].name) << "input " << i;
@@ -525,9 +526,11 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
   b.microbatchRows = {1, 2, 3};
   b.remat = RematPolicy::ExceptLast;
   b.inputs = {{"ids", {6, 4}, ElementType::I32}, {"y", {6}, ElementType::F32}};
-  const InitKind inits[] = {InitKind::Zeros, InitKind::Ones, InitKind::Normal,
-                            InitKind::Uniform, InitKind::GlorotUniform};
-  for (unsigned i = 0; i < 5; ++i)
+  const InitKind inits[] = {InitKind::Zeros,         InitKind::Ones,
+                            InitKind::Normal,        InitKind::Uniform,
+                            InitKind::GlorotUniform, InitKind::Pretrained};
+  b.weights = "pretrained/every kind.safetensors";
+  for (unsigned i = 0; i < 6; ++i)
     b.params.push_back({"p" + std::to_string(i),
                         {2, int64_t(i) + 1},
                         inits[i],
@@ -810,8 +813,8 @@ const ErrorCase kErrorCases[] = {
      "gpipe-translate"},
     {"UnknownTopLevelKey", [](Json &j) { j["schedule"] = "gpipe"; },
      "unknown key 'schedule'; expected one of format, version, model, batch, "
-     "microbatch_rows, remat, inputs, params, stages, programs, memory_plan, "
-     "checksum"},
+     "microbatch_rows, remat, inputs, params, weights, stages, programs, "
+     "memory_plan, checksum"},
     // Top-level fields and counts.
     {"MissingBatch", [](Json &j) { j.erase("batch"); }, "missing key 'batch'"},
     {"ModelNotString", [](Json &j) { j["model"] = nullptr; },
@@ -869,7 +872,7 @@ const ErrorCase kErrorCases[] = {
     // Parameters.
     {"UnknownInit", [](Json &j) { j["params"][0]["init"] = "xavier"; },
      "params[0]: unknown init 'xavier'; expected one of zeros, ones, normal, "
-     "uniform, glorot_uniform"},
+     "uniform, glorot_uniform, pretrained"},
     {"ParamStageOutOfRange", [](Json &j) { j["params"][2]["stage"] = 2; },
      "params[2]: stage 2 out of range: the bundle has 2 stages"},
     {"ParamStageNegative", [](Json &j) { j["params"][2]["stage"] = -1; },

@@ -19,7 +19,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
@@ -147,6 +149,41 @@ TEST(SafeTensors, RoundTripsAndNamesEveryCorruption) {
   EXPECT_NE(
       decodeSafeTensors(huge, "t").status().message().find("the header claims"),
       std::string::npos);
+}
+
+// Files written by other tools (pretrained weights) have no CRCs, perhaps no
+// __metadata__: decoded unchecked, bit for bit. A CRC present is checked.
+TEST(SafeTensors, DecodesFilesWithoutChecksums) {
+  const uint32_t bits[] = {0x3fc00000u, 0x80000000u, 0x7fc01234u, 0x00000001u};
+  auto fileOf = [&](const std::string &header) {
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i)
+      bytes[i] = char((uint64_t(header.size()) >> (8 * i)) & 0xff);
+    return bytes + header +
+           std::string(reinterpret_cast<const char *>(bits), sizeof bits);
+  };
+  const std::string tensor =
+      R"("w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]})";
+  std::map<std::string, std::string> metadata;
+  for (const std::string &header :
+       {"{" + tensor + "}",
+        "{" + tensor + R"(,"__metadata__":{"format":"pt"}})"}) {
+    auto decoded =
+        decodeSafeTensors(fileOf(header), "other.safetensors", &metadata);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().message();
+    ASSERT_EQ(decoded->size(), 1u);
+    EXPECT_EQ((*decoded)[0].shape, (std::vector<int64_t>{2, 2}));
+    ASSERT_EQ((*decoded)[0].data.size(), 4u);
+    EXPECT_EQ(std::memcmp((*decoded)[0].data.data(), bits, sizeof bits), 0);
+  }
+  EXPECT_EQ(metadata, (std::map<std::string, std::string>{{"format", "pt"}}));
+  auto wrong = decodeSafeTensors(
+      fileOf("{" + tensor + R"(,"__metadata__":{"crc32/w":"00000000"}})"),
+      "other.safetensors");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().message().rfind(
+                "'other.safetensors': tensor 'w' fails its checksum", 0),
+            0u);
 }
 
 //===----------------------------------------------------------------------===//

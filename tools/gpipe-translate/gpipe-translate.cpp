@@ -2,6 +2,7 @@
 //
 //   gpipe-translate --gpipe-to-bundle compiled.mlir -o model.bundle.json
 //   gpipe-translate --gpipe-emit-kernels compiled.mlir -o kernels.cu
+//   gpipe-translate --import-onnx model.onnx -o model.mlir [--loss ...]
 //
 // mlir-translate's driver, reduced to gpipe's translations and the options
 // they use, so that --help shows only those (mlirTranslateMain registers
@@ -9,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/Import/ImportOnnxTranslation.h"
 #include "gpipe/Target/BundleEmitter.h"
 #include "gpipe/Target/KernelEmitter.h"
 
@@ -36,6 +38,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   gpipe::registerToBundleTranslation();
   gpipe::registerEmitKernelsTranslation();
+  gpipe::registerImportOnnxTranslation();
 
   cl::OptionCategory category("gpipe-translate");
   cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input file>"),
@@ -56,7 +59,7 @@ int main(int argc, char **argv) {
   // cl::Required either: LLVM would report it once per translation name.
   cl::list<const Translation *, bool, TranslationParser> translations(
       cl::desc("Translations:"), cl::cat(category));
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &gpipe::importOnnxCategory()});
   cl::ParseCommandLineOptions(argc, argv, "gpipe translation driver\n");
 
   if (translations.size() != 1) {
@@ -82,6 +85,7 @@ int main(int argc, char **argv) {
                 "), got " + given);
   }
   const Translation &translation = *translations.front();
+  gpipe::setImportOnnxOutput(outputPath);
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputPath, &error);

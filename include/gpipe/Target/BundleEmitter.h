@@ -15,12 +15,18 @@ namespace gpipe {
 
 /// The bundle of `model` (compiled: stages, stage backwards, channels) with
 /// the per-device programs of `schedule`. Emits a diagnostic on failure.
-mlir::FailureOr<llvm::json::Value> emitBundle(ModelOp model,
-                                              ScheduleOp schedule);
+/// `sourcePath` is the file the model was read from: the model's relative
+/// `gpipe.weights` path is resolved against its directory and written
+/// absolute; with no file ("", "<stdin>", a name whose directory does not
+/// exist) it is written as it is.
+mlir::FailureOr<llvm::json::Value>
+emitBundle(ModelOp model, ScheduleOp schedule, llvm::StringRef sourcePath = "");
 
-/// Writes the bundle of the module's only schedule and its model as JSON.
+/// Writes the bundle of the module's only schedule and its model as JSON
+/// (`sourcePath` as in emitBundle).
 mlir::LogicalResult translateModuleToBundle(mlir::ModuleOp module,
-                                            llvm::raw_ostream &os);
+                                            llvm::raw_ostream &os,
+                                            llvm::StringRef sourcePath = "");
 
 /// Number of stages of a model.
 unsigned getStagesCount(ModelOp model);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceExecutorImpl.h"
+#include "PretrainedWeights.h"
 
 #include "gpipe/runtime/Initializers.h"
 #include "gpipe/runtime/device/KernelsByFunctor.h"
@@ -183,6 +184,22 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     s.transport = createInProcessTransport(*s.backend);
   }
   const Transport &transport = *s.transport;
+  // Pretrained values first, so that an error returns before any copy is in
+  // flight; the file is read only if a parameter held here needs it, and
+  // the tensors no parameter here takes are freed before the allocations.
+  std::vector<std::vector<float>> initial(s.params.size());
+  {
+    PretrainedWeights pretrained(b.weights);
+    for (size_t i = 0; i < s.params.size(); ++i) {
+      const DeviceParameter &param = *s.params[i];
+      if (param.spec.init == InitKind::Pretrained &&
+          transport.runsDevice(param.device)) {
+        error = pretrained.take(param.spec, initial[i]);
+        if (!error.empty())
+          return nullptr;
+      }
+    }
+  }
   std::vector<char *> resident(numDevices, nullptr);
   for (unsigned d = 0; d < numDevices; ++d) {
     void *arena = nullptr, *res = nullptr;
@@ -204,8 +221,8 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     used[d] += residentSize(elements * 4);
     return p;
   };
-  std::vector<std::vector<float>> initial;
-  for (auto &param : s.params) {
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    DeviceParameter *param = s.params[i].get();
     unsigned d = param->device;
     if (!transport.runsDevice(d))
       continue;
@@ -216,11 +233,14 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
       s.backend->fillZero(s.backend->computeStream(d), param->slots[k],
                           param->size * 4);
     }
-    initial.emplace_back(param->size);
-    initializeParameter(param->spec.init, param->spec.scale, param->spec.shape,
-                        config.seed, param->spec.name, initial.back().data());
+    if (param->spec.init != InitKind::Pretrained) {
+      initial[i].resize(param->size);
+      initializeParameter(param->spec.init, param->spec.scale,
+                          param->spec.shape, config.seed, param->spec.name,
+                          initial[i].data());
+    }
     s.backend->copyToDevice(s.backend->computeStream(d), param->value,
-                            initial.back().data(), param->size * 4);
+                            initial[i].data(), param->size * 4);
   }
   if (transport.runsDevice(lossDevice))
     s.lossSlots = take(lossDevice, numMicrobatches);

@@ -249,7 +249,7 @@ gpipe.model @m batch 4 {
 gpipe.model @m batch 4 {
   %x = gpipe.input "x" : tensor<4x8xf32>
   %l = gpipe.layer "loss" -> tensor<f32> {
-    // expected-error @+1 {{custom op 'gpipe.param' expected string or keyword containing one of the following enum values for attribute 'init' [zeros, ones, normal, uniform, glorot_uniform]}}
+    // expected-error @+1 {{custom op 'gpipe.param' expected string or keyword containing one of the following enum values for attribute 'init' [zeros, ones, normal, uniform, glorot_uniform, pretrained]}}
     %w = gpipe.param "w" xavier : tensor<8x8xf32>
     %0 = gpipe.mse_loss %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
     gpipe.yield %0 : tensor<f32>

@@ -104,10 +104,24 @@ StageOp ModelOp::lookupStage(StringRef name) {
   return {};
 }
 
+StringRef ModelOp::getWeightsFile() {
+  auto weights = (*this)->getAttrOfType<StringAttr>(kWeightsAttrName);
+  return weights ? weights.getValue() : StringRef();
+}
+
 LogicalResult ModelOp::verify() {
   Block &body = getBody().front();
   if (body.empty() || !isa<ReturnOp>(body.back()))
     return emitOpError() << "expects its body to end with 'gpipe.return'";
+
+  if (Attribute weights = (*this)->getAttr(kWeightsAttrName)) {
+    auto path = dyn_cast<StringAttr>(weights);
+    if (!path || path.getValue().empty())
+      return emitOpError() << "expects attribute " << kWeightsAttrName
+                           << " to be a non-empty string (the weights file), "
+                              "got "
+                           << weights;
+  }
 
   llvm::StringSet<> inputNames, stageNames, layerNames, paramNames;
   Operation *lastComputing = nullptr;
@@ -136,6 +150,7 @@ LogicalResult ModelOp::verify() {
     return emitOpError() << "expects at least one 'gpipe.layer'";
 
   // Layer and parameter names identify them in reports and checkpoints.
+  ParamOp firstPretrained;
   WalkResult names = walk([&](Operation *op) {
     for (Type type : op->getResultTypes())
       if (failed(verifyTensorSize(op, type)))
@@ -152,11 +167,19 @@ LogicalResult ModelOp::verify() {
                             << "' is used by another parameter";
         return WalkResult::interrupt();
       }
+      if (!firstPretrained && param.getInit() == InitKind::Pretrained)
+        firstPretrained = param;
     }
     return WalkResult::advance();
   });
   if (names.wasInterrupted())
     return failure();
+  // The runtime has nowhere else to find the values.
+  if (firstPretrained && getWeightsFile().empty())
+    return emitOpError() << "parameter '" << firstPretrained.getName()
+                         << "' is pretrained, but the model names no weights "
+                            "file (attribute "
+                         << kWeightsAttrName << ")";
 
   Value loss = getReturnOp().getLoss();
   if (loss.getDefiningOp() != lastComputing)

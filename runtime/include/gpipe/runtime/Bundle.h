@@ -219,6 +219,10 @@ struct Bundle {
   RematPolicy remat = RematPolicy::Full;
   std::vector<ModelInputSpec> inputs;
   std::vector<ParamSpec> params;
+  /// The safetensors file holding the values of the Pretrained parameters,
+  /// by name ("" when none is pretrained). loadBundle resolves a relative path
+  /// against the bundle file's directory; otherwise it is used as written.
+  std::string weights;
   std::vector<StageProgram> stages;         ///< stage s runs on device s mod K
   std::vector<std::vector<Instr>> programs; ///< per device: K of them
   MemoryPlan memoryPlan; ///< every buffer's place: the runtime plans nothing

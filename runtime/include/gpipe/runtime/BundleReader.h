@@ -40,7 +40,8 @@ StatusOr<Bundle> parseBundle(const std::string &text,
 
 /// Reads the file at `path` and parses it as parseBundle does, with the path
 /// as the source name; "cannot open '<path>': <reason>" if the file cannot be
-/// read. Never throws.
+/// read. A relative `weights` path is resolved against the file's directory.
+/// Never throws.
 /// A file that cannot be read is an Io error.
 StatusOr<Bundle> loadBundle(const std::string &path);
 

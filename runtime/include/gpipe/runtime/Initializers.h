@@ -18,7 +18,9 @@
 namespace gpipe::runtime {
 
 /// The initializers of `gpipe.param`, in the order of the dialect's InitKind.
-enum class InitKind { Zeros, Ones, Normal, Uniform, GlorotUniform };
+/// Pretrained values come from the bundle's weights file (Bundle::weights),
+/// which the executor reads; initializeParameter never produces them.
+enum class InitKind { Zeros, Ones, Normal, Uniform, GlorotUniform, Pretrained };
 
 /// Fills `out` (the product of `shape` floats, row-major) with the initial
 /// values of parameter `name`:
@@ -31,6 +33,8 @@ enum class InitKind { Zeros, Ones, Normal, Uniform, GlorotUniform };
 ///     KH KW out, for any other rank fanIn = fanOut = the number of elements.
 /// `scale` is ignored by Zeros, Ones and GlorotUniform. Deterministic from
 /// (kind, scale, shape, seed, name); every dimension must be non-negative.
+/// `kind` must not be Pretrained: a programming error, which aborts (the
+/// values are in a file; see Bundle::weights).
 void initializeParameter(InitKind kind, double scale,
                          const std::vector<int64_t> &shape, uint64_t seed,
                          const std::string &name, float *out);

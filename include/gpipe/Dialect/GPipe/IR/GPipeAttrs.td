@@ -32,7 +32,9 @@ def GPipe_InitKind : I32EnumAttr<"InitKind", "parameter initializer", [
     I32EnumAttrCase<"Ones", 1, "ones">,
     I32EnumAttrCase<"Normal", 2, "normal">,
     I32EnumAttrCase<"Uniform", 3, "uniform">,
-    I32EnumAttrCase<"GlorotUniform", 4, "glorot_uniform">]> {
+    I32EnumAttrCase<"GlorotUniform", 4, "glorot_uniform">,
+    // The values come from the model's weights file (ModelOp's gpipe.weights).
+    I32EnumAttrCase<"Pretrained", 5, "pretrained">]> {
   let cppNamespace = "::gpipe";
 }
 

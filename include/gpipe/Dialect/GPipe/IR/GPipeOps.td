@@ -34,6 +34,15 @@ def GPipe_ModelOp : GPipe_Op<"model", [
     `gpipe.return` of the scalar loss. `batch` is the mini-batch size: the
     leading dimension of every input.
 
+    A model with `pretrained` parameters names the safetensors file their
+    values come from in the string attribute `gpipe.weights` (a relative path
+    is relative to the directory of the .mlir file; the bundle writer makes it
+    absolute):
+
+    ```mlir
+    gpipe.model @m batch 8 attributes {gpipe.weights = "m.safetensors"} { ... }
+    ```
+
     ```mlir
     gpipe.model @mlp batch 32 {
       %x = gpipe.input "x" : tensor<32x784xf32>
@@ -60,6 +69,10 @@ def GPipe_ModelOp : GPipe_Op<"model", [
     ::gpipe::ReturnOp getReturnOp();
     /// The stage named `name`, or null.
     ::gpipe::StageOp lookupStage(::llvm::StringRef name);
+    /// The attribute naming the weights file of `pretrained` parameters.
+    static constexpr ::llvm::StringLiteral kWeightsAttrName = "gpipe.weights";
+    /// The weights file the model names, or "" when it names none.
+    ::llvm::StringRef getWeightsFile();
   }];
 }
 
@@ -80,11 +93,15 @@ def GPipe_ParamOp : GPipe_Op<"param", [HasParent<"LayerOp">, Pure]> {
   let summary = "a trainable parameter owned by its layer";
   let description = [{
     `init` names the initializer; `scale` is the standard deviation of
-    `normal` and the bound of `uniform` (default 1).
+    `normal` and the bound of `uniform` (default 1). `pretrained` takes the
+    values of the tensor of the same name (f32, the same shape) in the
+    safetensors file that the model's `gpipe.weights` attribute names; the
+    runtime copies them bit for bit, and the seed does not affect them.
 
     ```mlir
     %w = gpipe.param "fc1.w" glorot_uniform : tensor<784x256xf32>
     %e = gpipe.param "emb" normal scale 0.02 : tensor<96x64xf32>
+    %p = gpipe.param "fc2.w" pretrained : tensor<256x10xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, GPipe_InitKind:$init,

@@ -82,7 +82,8 @@ class DeviceExecutor {
 public:
   /// Validates the bundle and its placement, allocates the arenas on `backend`
   /// (which must have one device per stage) and initializes the parameters
-  /// exactly as the CPU executor does. Null and `error` on failure.
+  /// exactly as the CPU executor does (pretrained ones from the bundle's
+  /// weights file, read once). Null and `error` on failure.
   static std::unique_ptr<DeviceExecutor>
   create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
          const DeviceExecutorConfig &config, std::string &error);

@@ -1,0 +1,137 @@
+//===- OnnxGraph.h - The importer's state while it writes a model -*- C++
+//-*-===//
+//
+// Shared by the importer's driver (OnnxImporter.cpp: inputs, layers, loss)
+// and its op conversions (OnnxOps.cpp): ONNX values as gpipe SSA values,
+// the initializers, and the text of the layer being written.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_LIB_IMPORT_ONNXGRAPH_H
+#define GPIPE_LIB_IMPORT_ONNXGRAPH_H
+
+#include "gpipe/Import/OnnxImporter.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gpipe::onnx_import {
+
+/// How an ONNX tensor is held in gpipe.
+enum class Layout {
+  Plain,  ///< the same shape and element order
+  Nhwc,   ///< ONNX [N, C, H, W] held as [N, H, W, C]
+  Pooled, ///< ONNX [N, C, 1, 1] held as [N, C]
+};
+
+/// A constant: an initializer or a Constant node's value.
+struct Constant {
+  /// Why its values cannot be read (an element type gpipe has no use for);
+  /// reported only if a node needs them.
+  std::string unreadable;
+  std::vector<int64_t> dims;
+  bool isFloat = true;
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
+};
+
+struct Value {
+  std::string ssa;            ///< its name in its defining layer
+  std::vector<int64_t> shape; ///< gpipe's shape
+  bool isFloat = true;        ///< f32, else i32 (ids, labels)
+  Layout layout = Layout::Plain;
+  int layer = -1; ///< defining layer; -1: a model input
+  /// After a flatten of an NHWC image: the ONNX (C, H, W) index of each
+  /// gpipe (H, W, C) column, for the weights that the columns meet.
+  std::vector<int64_t> columnOrder;
+};
+
+std::string tensorType(const std::vector<int64_t> &shape, bool isFloat);
+std::string shapeText(const std::vector<int64_t> &shape);
+
+class GraphImporter {
+public:
+  GraphImporter(const onnx::ModelProto &model, const OnnxImportOptions &options,
+                OnnxImport &result);
+
+  /// Writes the whole model into result.mlir; "" or the error.
+  std::string run();
+
+  // For the op conversions (OnnxOps.cpp).
+  const OnnxImportOptions &options;
+  int64_t opset = 0;
+  /// The node being converted, for messages.
+  const onnx::NodeProto *node = nullptr;
+
+  /// "" after writing `node`'s gpipe ops, or the error (without the node's
+  /// name, which the caller adds).
+  std::string convertNode(const onnx::NodeProto &node);
+  /// The SSA text of value `name` as the current layer sees it.
+  std::string use(const std::string &name);
+  const Value *value(const std::string &name) const;
+  /// The readable constant `name`, or null.
+  const Constant *constant(const std::string &name) const;
+  /// Why constant `name` cannot be read, or "".
+  std::string unreadable(const std::string &name) const;
+  /// Declares (once per layer) the pretrained parameter `name` of the
+  /// current layer with gpipe's `shape` and `data`; its SSA text.
+  std::string param(const std::string &name, const std::vector<int64_t> &shape,
+                    std::vector<float> data);
+  /// A new value for ONNX output `name` of the current layer; its SSA text.
+  std::string define(const std::string &name, std::vector<int64_t> shape,
+                     Layout layout = Layout::Plain, bool isFloat = true);
+  /// Makes ONNX value `alias` the same gpipe value as `of`.
+  void alias(const std::string &alias, const std::string &of);
+  void emit(const std::string &line) { body += "    " + line + "\n"; }
+  /// The integer attribute `name` of the current node, or `otherwise`.
+  int64_t intAttr(const std::string &name, int64_t otherwise) const;
+  float floatAttr(const std::string &name, float otherwise) const;
+  std::string stringAttr(const std::string &name,
+                         const std::string &otherwise) const;
+  std::vector<int64_t> intsAttr(const std::string &name) const;
+  /// Whether the current node sets attribute `name`.
+  bool hasAttr(const std::string &name) const;
+  /// The consumers of ONNX value `name`.
+  std::vector<const onnx::NodeProto *> consumersOf(const std::string &name);
+  /// Marks `node` as converted with another (a MatMul's bias Add).
+  void absorb(const onnx::NodeProto *absorbed) { skipped.insert(absorbed); }
+  bool isGraphOutput(const std::string &name) const;
+  /// Set by a loss node: the model's loss value.
+  std::string lossValue;
+
+private:
+  std::string readConstants();
+  std::string declareInputs(std::string &text);
+  std::string groupLayers();
+  std::string writeLayers(std::string &text);
+  std::string appendLoss(std::string &text, int &nextLayer);
+  std::string layerRef(int layer, const std::string &valueName);
+
+  const onnx::ModelProto &model;
+  const onnx::GraphProto &graph;
+  OnnxImport &result;
+  std::map<std::string, Constant> constants;
+  std::map<std::string, Value> values;
+  /// Per node (in graph order), its layer; per layer, its name.
+  std::vector<int> layerOfNode;
+  std::vector<std::string> layerNames;
+  /// Per layer, the values it yields to later layers, in order.
+  std::vector<std::vector<std::string>> exported;
+  std::set<const onnx::NodeProto *> skipped;
+  /// Parameters: the layer that owns each, and those the current layer
+  /// declared (name -> SSA).
+  std::map<std::string, int> paramLayer;
+  std::map<std::string, std::string> layerParams;
+  std::set<std::string> inputNames;
+  int currentLayer = -1;
+  int nextSsa = 0;
+  std::string body;
+};
+
+} // namespace gpipe::onnx_import
+
+#endif // GPIPE_LIB_IMPORT_ONNXGRAPH_H

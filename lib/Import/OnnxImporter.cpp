@@ -1,0 +1,574 @@
+//===- OnnxImporter.cpp - ONNX models as gpipe models ---------------------===//
+//
+// The driver: parse, opset check, ONNX's checker and shape inference, then
+// the model's text: inputs, one `gpipe.layer` per run of nodes with the same
+// name scope (OnnxOps.cpp converts each node), the loss, `gpipe.return`.
+// Values that later layers use leave their layer as its results.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxGraph.h"
+
+#include "gpipe/Models/ModelName.h"
+
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+using namespace gpipe;
+using namespace gpipe::onnx_import;
+
+std::string gpipe::onnx_import::shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+std::string gpipe::onnx_import::tensorType(const std::vector<int64_t> &shape,
+                                           bool isFloat) {
+  std::string text = "tensor<";
+  for (int64_t dim : shape)
+    text += std::to_string(dim) + "x";
+  return text + (isFloat ? "f32>" : "i32>");
+}
+
+namespace {
+
+/// A constant tensor's values; "" or why it cannot be read.
+std::string readTensor(const onnx::TensorProto &tensor, Constant &out) {
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+    return "its data is in an external file, which the importer does not "
+           "read";
+  out.dims.assign(tensor.dims().begin(), tensor.dims().end());
+  int64_t count = 1;
+  for (int64_t dim : out.dims)
+    count *= dim;
+  const std::string &raw = tensor.raw_data();
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    out.isFloat = true;
+    if (!raw.empty()) {
+      if (int64_t(raw.size()) != count * 4)
+        return "its raw data has " + std::to_string(raw.size()) +
+               " bytes for " + std::to_string(count) + " floats";
+      out.floats.resize(size_t(count));
+      std::memcpy(out.floats.data(), raw.data(), raw.size());
+    } else {
+      out.floats.assign(tensor.float_data().begin(), tensor.float_data().end());
+    }
+    if (int64_t(out.floats.size()) != count)
+      return "it has " + std::to_string(out.floats.size()) + " values for " +
+             std::to_string(count) + " elements";
+    return {};
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::INT32: {
+    out.isFloat = false;
+    const bool wide = tensor.data_type() == onnx::TensorProto::INT64;
+    if (!raw.empty()) {
+      const size_t size = wide ? 8 : 4;
+      if (raw.size() != size_t(count) * size)
+        return "its raw data has " + std::to_string(raw.size()) +
+               " bytes for " + std::to_string(count) + " integers";
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t v = 0;
+        if (wide) {
+          std::memcpy(&v, raw.data() + i * 8, 8);
+        } else {
+          int32_t narrow;
+          std::memcpy(&narrow, raw.data() + i * 4, 4);
+          v = narrow;
+        }
+        out.ints.push_back(v);
+      }
+    } else if (wide) {
+      out.ints.assign(tensor.int64_data().begin(), tensor.int64_data().end());
+    } else {
+      out.ints.assign(tensor.int32_data().begin(), tensor.int32_data().end());
+    }
+    if (int64_t(out.ints.size()) != count)
+      return "it has " + std::to_string(out.ints.size()) + " values for " +
+             std::to_string(count) + " elements";
+    return {};
+  }
+  default:
+    return "its element type (" +
+           onnx::TensorProto::DataType_Name(
+               onnx::TensorProto::DataType(tensor.data_type())) +
+           ") is not float, int32 or int64";
+  }
+}
+
+/// The node's layer key: its first `depth` name-scope components.
+std::string scopeOf(const onnx::NodeProto &node, unsigned depth) {
+  std::vector<std::string> parts;
+  std::stringstream name(node.name());
+  for (std::string part; std::getline(name, part, '/');)
+    if (!part.empty())
+      parts.push_back(part);
+  if (parts.size() < 2 || depth == 0)
+    return {};      // no scope: the node alone
+  parts.pop_back(); // the op's own name
+  parts.resize(std::min<size_t>(parts.size(), depth));
+  std::string key;
+  for (const std::string &part : parts)
+    key += (key.empty() ? "" : "/") + part;
+  return key;
+}
+
+std::string lowercase(std::string text) {
+  for (char &c : text)
+    c = char(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+} // namespace
+
+GraphImporter::GraphImporter(const onnx::ModelProto &model,
+                             const OnnxImportOptions &options,
+                             OnnxImport &result)
+    : options(options), model(model), graph(model.graph()), result(result) {}
+
+std::string GraphImporter::readConstants() {
+  for (const onnx::TensorProto &tensor : graph.initializer()) {
+    Constant constant;
+    constant.unreadable = readTensor(tensor, constant);
+    constants[tensor.name()] = std::move(constant);
+  }
+  for (const onnx::NodeProto &n : graph.node()) {
+    if (n.op_type() != "Constant" || !n.domain().empty())
+      continue;
+    for (const onnx::AttributeProto &attr : n.attribute()) {
+      if (attr.name() != "value" || !attr.has_t())
+        continue;
+      Constant constant;
+      constant.unreadable = readTensor(attr.t(), constant);
+      constants[n.output(0)] = std::move(constant);
+    }
+    if (!constants.count(n.output(0)))
+      return "Constant node '" + n.name() +
+             "': only its 'value' tensor form is supported";
+  }
+  return {};
+}
+
+std::string GraphImporter::declareInputs(std::string &text) {
+  int64_t batch = -1;
+  std::string first;
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (constants.count(input.name()))
+      continue; // an initializer listed as an input (IR version < 4)
+    const onnx::TypeProto::Tensor &type = input.type().tensor_type();
+    const auto element = type.elem_type();
+    if (element != onnx::TensorProto::FLOAT &&
+        element != onnx::TensorProto::INT64 &&
+        element != onnx::TensorProto::INT32)
+      return "graph input '" + input.name() + "' has element type " +
+             onnx::TensorProto::DataType_Name(
+                 onnx::TensorProto::DataType(element)) +
+             "; gpipe's inputs are float, int32 or int64 (read as i32)";
+    std::vector<int64_t> shape;
+    for (int i = 0; i < type.shape().dim_size(); ++i) {
+      const auto &dim = type.shape().dim(i);
+      if (dim.has_dim_value()) {
+        shape.push_back(dim.dim_value());
+      } else if (i == 0 && options.batch > 0) {
+        shape.push_back(options.batch);
+      } else {
+        std::string symbol =
+            dim.has_dim_param() ? "'" + dim.dim_param() + "'" : "unnamed";
+        return "graph input '" + input.name() + "' has a dynamic dimension " +
+               symbol + " (dimension " + std::to_string(i) +
+               "); gpipe needs static shapes" +
+               (i == 0 ? ": give the batch with --batch N" : "");
+      }
+    }
+    if (shape.empty())
+      return "graph input '" + input.name() +
+             "' is a scalar; gpipe's inputs have a batch dimension";
+    if (batch < 0) {
+      batch = shape[0];
+      first = input.name();
+    } else if (shape[0] != batch) {
+      return "graph inputs '" + first + "' and '" + input.name() +
+             "' have first dimensions " + std::to_string(batch) + " and " +
+             std::to_string(shape[0]) +
+             "; gpipe's inputs share the batch as their first dimension";
+    }
+    Value v;
+    v.isFloat = element == onnx::TensorProto::FLOAT;
+    v.shape = shape;
+    if (v.isFloat && shape.size() == 4) { // images: NCHW held as NHWC
+      v.layout = Layout::Nhwc;
+      v.shape = {shape[0], shape[2], shape[3], shape[1]};
+    }
+    v.ssa = "%in" + std::to_string(inputNames.size());
+    inputNames.insert(input.name());
+    text += "  " + v.ssa + " = gpipe.input \"" + input.name() +
+            "\" : " + tensorType(v.shape, v.isFloat) + "\n";
+    values[input.name()] = v;
+  }
+  if (batch < 0)
+    return "the graph has no inputs besides its initializers";
+  std::string name = options.modelName.empty() ? onnxModelName(graph.name())
+                                               : options.modelName;
+  std::string invalid = validateModelName(name);
+  if (!invalid.empty())
+    return "model name '" + name + "': " + invalid;
+  std::string header =
+      "gpipe.model @" + name + " batch " + std::to_string(batch);
+  if (!options.weightsFile.empty())
+    header += " attributes {gpipe.weights = \"" + options.weightsFile + "\"}";
+  text = header + " {\n" + text;
+  return {};
+}
+
+std::string GraphImporter::groupLayers() {
+  std::string previous;
+  int repeat = 0;
+  std::map<std::string, int> seen;
+  for (const onnx::NodeProto &n : graph.node()) {
+    if (n.op_type() == "Constant" && n.domain().empty()) {
+      layerOfNode.push_back(-1);
+      continue;
+    }
+    std::string key = scopeOf(n, options.layerDepth);
+    if (key.empty() || key != previous || layerNames.empty()) {
+      std::string name = key.empty() ? lowercase(n.op_type()) : key;
+      if (key.empty())
+        name += "_" + std::to_string(layerNames.size());
+      if ((repeat = seen[name]++) > 0) // a scope that comes back
+        name += "." + std::to_string(repeat + 1);
+      layerNames.push_back(name);
+    }
+    previous = key.empty() ? std::string("\x01") : key;
+    layerOfNode.push_back(int(layerNames.size()) - 1);
+  }
+  exported.resize(layerNames.size());
+  return {};
+}
+
+const Value *GraphImporter::value(const std::string &name) const {
+  auto it = values.find(name);
+  return it == values.end() ? nullptr : &it->second;
+}
+
+const Constant *GraphImporter::constant(const std::string &name) const {
+  auto it = constants.find(name);
+  return it == constants.end() || !it->second.unreadable.empty() ? nullptr
+                                                                 : &it->second;
+}
+
+std::string GraphImporter::unreadable(const std::string &name) const {
+  auto it = constants.find(name);
+  return it == constants.end() ? std::string() : it->second.unreadable;
+}
+
+int64_t GraphImporter::intAttr(const std::string &name,
+                               int64_t otherwise) const {
+  for (const onnx::AttributeProto &a : node->attribute())
+    if (a.name() == name)
+      return a.i();
+  return otherwise;
+}
+
+float GraphImporter::floatAttr(const std::string &name, float otherwise) const {
+  for (const onnx::AttributeProto &a : node->attribute())
+    if (a.name() == name)
+      return a.f();
+  return otherwise;
+}
+
+std::string GraphImporter::stringAttr(const std::string &name,
+                                      const std::string &otherwise) const {
+  for (const onnx::AttributeProto &a : node->attribute())
+    if (a.name() == name)
+      return a.s();
+  return otherwise;
+}
+
+std::vector<int64_t> GraphImporter::intsAttr(const std::string &name) const {
+  for (const onnx::AttributeProto &a : node->attribute())
+    if (a.name() == name)
+      return {a.ints().begin(), a.ints().end()};
+  return {};
+}
+
+bool GraphImporter::hasAttr(const std::string &name) const {
+  for (const onnx::AttributeProto &a : node->attribute())
+    if (a.name() == name)
+      return true;
+  return false;
+}
+
+bool GraphImporter::isGraphOutput(const std::string &name) const {
+  for (const onnx::ValueInfoProto &output : graph.output())
+    if (output.name() == name)
+      return true;
+  return false;
+}
+
+std::vector<const onnx::NodeProto *>
+GraphImporter::consumersOf(const std::string &name) {
+  std::vector<const onnx::NodeProto *> consumers;
+  for (const onnx::NodeProto &n : graph.node())
+    for (const std::string &input : n.input())
+      if (input == name) {
+        consumers.push_back(&n);
+        break;
+      }
+  return consumers;
+}
+
+std::string GraphImporter::layerRef(int layer, const std::string &ssa) {
+  if (layer < 0 || size_t(layer) >= exported.size())
+    return ssa; // a model input: visible everywhere
+  const std::vector<std::string> &out = exported[size_t(layer)];
+  auto it = std::find(out.begin(), out.end(), ssa);
+  if (it == out.end())
+    return {};
+  std::string ref = "%l" + std::to_string(layer);
+  return out.size() == 1 ? ref : ref + "#" + std::to_string(it - out.begin());
+}
+
+std::string GraphImporter::use(const std::string &name) {
+  const Value *v = value(name);
+  if (!v)
+    return {};
+  if (v->layer < 0 || v->layer == currentLayer)
+    return v->ssa;
+  return layerRef(v->layer, v->ssa);
+}
+
+std::string GraphImporter::define(const std::string &name,
+                                  std::vector<int64_t> shape, Layout layout,
+                                  bool isFloat) {
+  Value v;
+  v.ssa = "%t" + std::to_string(nextSsa++);
+  v.shape = std::move(shape);
+  v.layout = layout;
+  v.isFloat = isFloat;
+  v.layer = currentLayer;
+  values[name] = v;
+  return v.ssa;
+}
+
+void GraphImporter::alias(const std::string &alias, const std::string &of) {
+  values[alias] = values.at(of);
+}
+
+std::string GraphImporter::param(const std::string &name,
+                                 const std::vector<int64_t> &shape,
+                                 std::vector<float> data) {
+  auto declared = layerParams.find(name);
+  if (declared != layerParams.end())
+    return declared->second;
+  auto owner = paramLayer.find(name);
+  if (owner != paramLayer.end() && owner->second != currentLayer)
+    return {}; // the caller reports the tied weight
+  paramLayer[name] = currentLayer;
+  std::string ssa = "%p" + std::to_string(nextSsa++);
+  layerParams[name] = ssa;
+  emit(ssa + " = gpipe.param \"" + name +
+       "\" pretrained : " + tensorType(shape, true));
+  result.weights.push_back({name, shape, std::move(data)});
+  return ssa;
+}
+
+std::string GraphImporter::writeLayers(std::string &text) {
+  const int numNodes = graph.node_size();
+  for (int layer = 0; layer < int(layerNames.size()); ++layer) {
+    currentLayer = layer;
+    body.clear();
+    layerParams.clear();
+    std::set<std::string> definedHere;
+    for (int i = 0; i < numNodes; ++i) {
+      const onnx::NodeProto &n = graph.node(i);
+      if (layerOfNode[size_t(i)] != layer || skipped.count(&n))
+        continue;
+      node = &n;
+      std::string error = convertNode(n);
+      if (!error.empty())
+        return "node '" + n.name() + "' (" + n.op_type() + ", opset " +
+               std::to_string(opset) + "): " + error;
+      for (const std::string &output : n.output())
+        if (!output.empty())
+          definedHere.insert(output);
+    }
+    // Results: values a later layer or the loss reads.
+    std::vector<std::string> &out = exported[size_t(layer)];
+    std::vector<std::string> types;
+    auto yieldValue = [&](const Value &v) {
+      if (v.layer != layer ||
+          std::find(out.begin(), out.end(), v.ssa) != out.end())
+        return;
+      out.push_back(v.ssa);
+      types.push_back(tensorType(v.shape, v.isFloat));
+    };
+    for (const std::string &name : definedHere) {
+      const Value *v = value(name);
+      if (!v)
+        continue;
+      bool needed = isGraphOutput(name);
+      for (int i = 0; i < numNodes && !needed; ++i)
+        if (layerOfNode[size_t(i)] > layer)
+          for (const std::string &input : graph.node(i).input())
+            needed = needed || input == name;
+      if (needed)
+        yieldValue(*v);
+    }
+    if (!lossValue.empty() && value(lossValue)->layer == layer)
+      yieldValue(*value(lossValue));
+    if (out.empty() && body.empty())
+      continue; // only aliases (an Identity, a Flatten of [N, C])
+    std::string typeList;
+    for (size_t i = 0; i < types.size(); ++i)
+      typeList += (i ? ", " : "") + types[i];
+    std::string lhs = "%l" + std::to_string(layer);
+    if (out.size() > 1)
+      lhs += ":" + std::to_string(out.size());
+    text += "  " + (out.empty() ? std::string() : lhs + " = ") +
+            "gpipe.layer \"" + layerNames[size_t(layer)] + "\"" +
+            (out.empty() ? "" : " -> " + typeList) + " {\n" + body;
+    std::string yielded;
+    for (size_t i = 0; i < out.size(); ++i)
+      yielded += (i ? ", " : "") + out[i];
+    text += "    gpipe.yield" +
+            (out.empty() ? std::string() : " " + yielded + " : " + typeList) +
+            "\n  }\n";
+  }
+  currentLayer = -1;
+  return {};
+}
+
+std::string GraphImporter::appendLoss(std::string &text, int &nextLayer) {
+  if (!lossValue.empty()) {
+    const Value &loss = *value(lossValue);
+    text += "  gpipe.return " + layerRef(loss.layer, loss.ssa) +
+            " : tensor<f32>\n}\n";
+    return {};
+  }
+  const std::string output = graph.output(0).name();
+  const Value *out = value(output);
+  if (!out)
+    return "graph output '" + output + "' is never computed";
+  const Value &labels = values.at(options.labels);
+  std::string op = options.loss == "mse" ? "mse_loss" : "softmax_cross_entropy";
+  const std::string outRef =
+      out->layer < 0 ? out->ssa : layerRef(out->layer, out->ssa);
+  text += "  %loss = gpipe.layer \"loss\" -> tensor<f32> {\n    %0 = gpipe." +
+          op + " " + outRef + ", " + labels.ssa + " : (" +
+          tensorType(out->shape, true) + ", " +
+          tensorType(labels.shape, labels.isFloat) +
+          ") -> tensor<f32>\n    gpipe.yield %0 : tensor<f32>\n  }\n";
+  text += "  gpipe.return %loss : tensor<f32>\n}\n";
+  ++nextLayer;
+  return {};
+}
+
+std::string GraphImporter::run() {
+  std::string error = readConstants();
+  if (error.empty())
+    error = groupLayers();
+  std::string text;
+  if (error.empty())
+    error = declareInputs(text);
+  if (!error.empty())
+    return error;
+  bool hasLoss = false;
+  for (const onnx::NodeProto &n : graph.node())
+    hasLoss = hasLoss || n.op_type() == "SoftmaxCrossEntropyLoss";
+  if (!hasLoss) {
+    if (options.loss.empty())
+      return "the graph computes no loss: give --loss softmax-cross-entropy "
+             "(with --labels NAME, an integer input of class indices) or "
+             "--loss mse (with --labels NAME, a target of the output's "
+             "shape)";
+    if (options.loss != "softmax-cross-entropy" && options.loss != "mse")
+      return "unknown loss '" + options.loss +
+             "': expected softmax-cross-entropy or mse";
+    if (values.count(options.labels))
+      return "--labels '" + options.labels +
+             "' names a graph input already; choose another name";
+  }
+  std::string layers;
+  error = writeLayers(layers);
+  if (!error.empty())
+    return error;
+  if (!hasLoss) {
+    // The labels input, shaped after the output as gpipe holds it.
+    const std::string output = graph.output(0).name();
+    const Value *out = value(output);
+    if (!out)
+      return "graph output '" + output + "' is never computed";
+    if (options.loss != "mse" && out->shape.size() < 2)
+      return "graph output '" + output + "' has shape " +
+             shapeText(out->shape) +
+             "; softmax cross-entropy needs [batch, ..., classes]";
+    Value labels;
+    labels.isFloat = options.loss == "mse";
+    labels.shape = out->shape;
+    if (!labels.isFloat)
+      labels.shape.pop_back();
+    labels.ssa = "%labels";
+    text += "  %labels = gpipe.input \"" + options.labels +
+            "\" : " + tensorType(labels.shape, labels.isFloat) + "\n";
+    values[options.labels] = labels;
+  }
+  text += layers;
+  int next = int(layerNames.size());
+  error = appendLoss(text, next);
+  if (!error.empty())
+    return error;
+  result.mlir = std::move(text);
+  return {};
+}
+
+std::string gpipe::onnxModelName(std::string_view text) {
+  std::string name;
+  for (char c : text)
+    name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])))
+    name = "onnx_" + name;
+  return name;
+}
+
+std::string gpipe::importOnnx(std::string_view bytes,
+                              const OnnxImportOptions &options,
+                              OnnxImport &result) {
+  onnx::ModelProto model;
+  if (bytes.size() > size_t(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), int(bytes.size())) ||
+      !model.has_graph() || model.ir_version() <= 0)
+    return "not a complete ONNX model: the " + std::to_string(bytes.size()) +
+           " bytes do not parse as an ONNX ModelProto (another format, or a "
+           "truncated file)";
+  int64_t opset = -1;
+  for (const onnx::OperatorSetIdProto &entry : model.opset_import())
+    if (entry.domain().empty() || entry.domain() == "ai.onnx")
+      opset = entry.version();
+  if (opset < 0)
+    return "the model imports no opset of the default ONNX domain";
+  if (opset > 17)
+    return "the model uses opset " + std::to_string(opset) +
+           " of the default ONNX domain; gpipe reads opsets up to 17 (the "
+           "ONNX 1.12 library it is built with)";
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception &e) {
+    return std::string("the ONNX checker rejects the model: ") + e.what();
+  }
+  try {
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception &e) {
+    return std::string("ONNX shape inference fails: ") + e.what();
+  }
+  if (model.graph().output_size() == 0)
+    return "the graph has no outputs";
+  GraphImporter importer(model, options, result);
+  importer.opset = opset;
+  return importer.run();
+}

@@ -1,0 +1,698 @@
+//===- OnnxOps.cpp - One ONNX node as gpipe ops ---------------------------===//
+//
+// Each supported op type maps onto gpipe's ops, checking every attribute it
+// does not implement (an unsupported value is an error that names it).
+// Weights are initializers, moved into gpipe's layouts:
+//   Gemm/MatMul B [K, N] (Gemm's transB: [N, K], transposed);
+//   Conv W [F, C/g, KH, KW] -> [KH, KW, C/g, F];
+// and a dense weight that meets the columns of a flattened NHWC image has
+// its rows reordered to match them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxGraph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+using namespace gpipe;
+using namespace gpipe::onnx_import;
+
+const std::vector<std::string> &gpipe::supportedOnnxOps() {
+  static const std::vector<std::string> ops = {
+      "Add",
+      "AveragePool",
+      "BatchNormalization",
+      "Constant",
+      "Conv",
+      "Dropout",
+      "Flatten",
+      "Gather",
+      "Gemm",
+      "GlobalAveragePool",
+      "Identity",
+      "LayerNormalization",
+      "MatMul",
+      "MaxPool",
+      "Relu",
+      "Softmax",
+      "SoftmaxCrossEntropyLoss",
+      "Tanh",
+  };
+  return ops;
+}
+
+namespace {
+
+std::string supportedOpsText() {
+  std::string all;
+  for (const std::string &name : supportedOnnxOps())
+    all += (all.empty() ? "" : ", ") + name;
+  return all;
+}
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.17g", v);
+  std::string s = text;
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+/// [rows, cols] row-major, transposed.
+std::vector<float> transposed(const std::vector<float> &m, int64_t rows,
+                              int64_t cols) {
+  std::vector<float> t(m.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      t[size_t(c * rows + r)] = m[size_t(r * cols + c)];
+  return t;
+}
+
+} // namespace
+
+namespace {
+
+/// The conversion of one node, with the importer's services.
+class NodeConverter {
+public:
+  NodeConverter(GraphImporter &g, const onnx::NodeProto &n) : g(g), n(n) {}
+
+  std::string run();
+
+private:
+  std::string input(int i) const {
+    return i < n.input_size() ? n.input(i) : std::string();
+  }
+  /// Activation operand i: its SSA text, or "" with `error` set.
+  std::string activation(int i, const Value *&v) {
+    v = g.value(input(i));
+    if (!v) {
+      error = g.constant(input(i))
+                  ? "input " + std::to_string(i) + " ('" + input(i) +
+                        "') is a constant; gpipe's " + n.op_type() +
+                        " takes it computed"
+                  : "input " + std::to_string(i) + " ('" + input(i) +
+                        "') is never defined";
+      return {};
+    }
+    return g.use(input(i));
+  }
+  /// Weight operand i (a float initializer), or null with `error` set.
+  const Constant *weight(int i) {
+    const Constant *c = g.constant(input(i));
+    if (!g.unreadable(input(i)).empty())
+      error = "input " + std::to_string(i) + " ('" + input(i) +
+              "'): " + g.unreadable(input(i));
+    else if (!c || !c->isFloat)
+      error = "input " + std::to_string(i) + " ('" + input(i) +
+              "') must be a float initializer (a parameter), " +
+              (c ? "it is an integer constant" : "it is computed");
+    return c;
+  }
+  std::string param(int i, const std::vector<int64_t> &shape,
+                    std::vector<float> data) {
+    std::string ssa = g.param(input(i), shape, std::move(data));
+    if (ssa.empty())
+      error = "initializer '" + input(i) +
+              "' is used by more than one layer; a gpipe parameter belongs to "
+              "one (tied weights are not supported)";
+    return ssa;
+  }
+  bool onlyFirstOutputUsed() {
+    for (int i = 1; i < n.output_size(); ++i)
+      if (!n.output(i).empty() &&
+          (!g.consumersOf(n.output(i)).empty() || g.isGraphOutput(n.output(i))))
+        return false;
+    return true;
+  }
+  std::string unsupported(const std::string &what) { return error = what; }
+
+  std::string unary(const char *op);
+  std::string dense(bool gemm);
+  std::string add();
+  std::string softmax();
+  std::string dropout();
+  std::string flatten();
+  std::string conv();
+  std::string pool(bool max);
+  std::string globalAveragePool();
+  std::string batchNorm();
+  std::string layerNorm();
+  std::string gather();
+  std::string crossEntropy();
+  /// The symmetric [PH, PW] of ONNX's pads, or error.
+  bool padding(std::vector<int64_t> &out);
+
+  GraphImporter &g;
+  const onnx::NodeProto &n;
+  std::string error;
+};
+
+std::string NodeConverter::run() {
+  const std::string &op = n.op_type();
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    return "op domain '" + n.domain() +
+           "' is not supported; gpipe maps the default domain's ops: " +
+           supportedOpsText();
+  if (op == "Relu")
+    return unary("relu");
+  if (op == "Tanh")
+    return unary("tanh");
+  if (op == "Gemm")
+    return dense(true);
+  if (op == "MatMul")
+    return dense(false);
+  if (op == "Add")
+    return add();
+  if (op == "Softmax")
+    return softmax();
+  if (op == "Identity") {
+    const Value *v;
+    if (activation(0, v).empty())
+      return error;
+    g.alias(n.output(0), input(0));
+    return {};
+  }
+  if (op == "Dropout")
+    return dropout();
+  if (op == "Flatten")
+    return flatten();
+  if (op == "Conv")
+    return conv();
+  if (op == "MaxPool" || op == "AveragePool")
+    return pool(op == "MaxPool");
+  if (op == "GlobalAveragePool")
+    return globalAveragePool();
+  if (op == "BatchNormalization")
+    return batchNorm();
+  if (op == "LayerNormalization")
+    return layerNorm();
+  if (op == "Gather")
+    return gather();
+  if (op == "SoftmaxCrossEntropyLoss")
+    return crossEntropy();
+  return "op type '" + op + "' is not supported; gpipe maps " +
+         supportedOpsText();
+}
+
+std::string NodeConverter::unary(const char *op) {
+  const Value *x;
+  std::string ssa = activation(0, x);
+  if (ssa.empty())
+    return error;
+  std::string y = g.define(n.output(0), x->shape, x->layout);
+  g.emit(y + " = gpipe." + op + " " + ssa + " : " + tensorType(x->shape, true));
+  return {};
+}
+
+std::string NodeConverter::dense(bool gemm) {
+  const Value *x;
+  std::string xs = activation(0, x);
+  if (xs.empty())
+    return error;
+  const Constant *b = weight(1);
+  if (!b)
+    return error;
+  if (x->layout != Layout::Plain && x->layout != Layout::Pooled)
+    return unsupported("input 0 is an image ([N, C, H, W]); flatten it first");
+  if (b->dims.size() != 2)
+    return unsupported("input 1 has shape " + shapeText(b->dims) +
+                       "; a dense weight is a matrix");
+  bool transB = false;
+  if (gemm) {
+    if (g.intAttr("transA", 0) != 0)
+      return unsupported("attribute transA = 1 is not supported");
+    if (g.floatAttr("alpha", 1.0f) != 1.0f)
+      return unsupported(
+          "attribute alpha = " + number(g.floatAttr("alpha", 1.0f)) +
+          " is not supported (only 1)");
+    if (n.input_size() > 2 && !input(2).empty() &&
+        g.floatAttr("beta", 1.0f) != 1.0f)
+      return unsupported(
+          "attribute beta = " + number(g.floatAttr("beta", 1.0f)) +
+          " is not supported (only 1)");
+    transB = g.intAttr("transB", 0) != 0;
+  }
+  const int64_t k = transB ? b->dims[1] : b->dims[0];
+  const int64_t width = transB ? b->dims[0] : b->dims[1];
+  if (x->shape.back() != k)
+    return unsupported("input 0 has " + std::to_string(x->shape.back()) +
+                       " columns, the weight " + std::to_string(k) + " rows");
+  std::vector<float> w = transB ? transposed(b->floats, width, k) : b->floats;
+  if (!x->columnOrder.empty()) { // rows in the flattened image's order
+    std::vector<float> ordered(w.size());
+    for (int64_t r = 0; r < k; ++r)
+      std::copy_n(&w[size_t(x->columnOrder[size_t(r)] * width)], width,
+                  &ordered[size_t(r * width)]);
+    w = std::move(ordered);
+  }
+  // The bias: Gemm's C, or the Add that a MatMul's only use is.
+  std::string biasName, output = n.output(0);
+  if (gemm && n.input_size() > 2 && !input(2).empty()) {
+    biasName = input(2);
+  } else if (!gemm) {
+    auto users = g.consumersOf(output);
+    if (users.size() == 1 && users[0]->op_type() == "Add" &&
+        !g.isGraphOutput(output)) {
+      const onnx::NodeProto &addNode = *users[0];
+      std::string other =
+          addNode.input(0) == output ? addNode.input(1) : addNode.input(0);
+      const Constant *c = g.constant(other);
+      if (c && c->isFloat && c->dims == std::vector<int64_t>{width}) {
+        biasName = other;
+        g.absorb(&addNode);
+        output = addNode.output(0);
+      }
+    }
+  }
+  std::string operands = xs + ", " + param(1, {k, width}, std::move(w));
+  if (!error.empty())
+    return error;
+  std::string types =
+      tensorType(x->shape, true) + ", " + tensorType({k, width}, true);
+  if (!biasName.empty()) {
+    const Constant *c = g.constant(biasName);
+    if (!c || !c->isFloat ||
+        (c->dims != std::vector<int64_t>{width} &&
+         c->dims != std::vector<int64_t>{1, width}))
+      return unsupported("the bias '" + biasName +
+                         "' must be a float initializer of shape [" +
+                         std::to_string(width) + "]");
+    std::string bs = g.param(biasName, {width}, c->floats);
+    if (bs.empty())
+      return unsupported("initializer '" + biasName +
+                         "' is used by more than one layer");
+    operands += ", " + bs;
+    types += ", " + tensorType({width}, true);
+  }
+  std::vector<int64_t> shape = x->shape;
+  shape.back() = width;
+  std::string y = g.define(output, shape);
+  if (output != n.output(0))
+    g.alias(n.output(0), output);
+  g.emit(y + " = gpipe.dense " + operands + " : (" + types + ") -> " +
+         tensorType(shape, true));
+  return {};
+}
+
+std::string NodeConverter::add() {
+  const Value *a, *b;
+  std::string as = activation(0, a);
+  if (as.empty())
+    return error;
+  std::string bs = activation(1, b);
+  if (bs.empty())
+    return error;
+  if (a->shape != b->shape || a->layout != b->layout)
+    return unsupported("operands of shapes " + shapeText(a->shape) + " and " +
+                       shapeText(b->shape) +
+                       " broadcast; gpipe's add takes equal shapes");
+  std::string y = g.define(n.output(0), a->shape, a->layout);
+  g.emit(y + " = gpipe.add " + as + ", " + bs + " : " +
+         tensorType(a->shape, true));
+  return {};
+}
+
+std::string NodeConverter::softmax() {
+  const Value *x;
+  std::string xs = activation(0, x);
+  if (xs.empty())
+    return error;
+  const int64_t rank = int64_t(x->shape.size());
+  int64_t axis = g.intAttr("axis", g.opset >= 13 ? -1 : 1);
+  if (axis < 0)
+    axis += rank;
+  if (x->layout == Layout::Nhwc)
+    return unsupported("input 0 is an image [N, C, H, W], which gpipe holds "
+                       "channels-last; a softmax over it is not supported");
+  if (axis != rank - 1)
+    return unsupported(
+        "attribute axis = " + std::to_string(g.intAttr("axis", -1)) +
+        " is not supported (only the last dimension)");
+  std::string y = g.define(n.output(0), x->shape, x->layout);
+  g.emit(y + " = gpipe.softmax " + xs + " : " + tensorType(x->shape, true));
+  return {};
+}
+
+std::string NodeConverter::dropout() {
+  const Value *x;
+  std::string xs = activation(0, x);
+  if (xs.empty())
+    return error;
+  if (!onlyFirstOutputUsed())
+    return unsupported("its mask output is used; gpipe's dropout keeps its "
+                       "mask to itself");
+  if (x->shape.size() < 2)
+    return unsupported("input 0 has shape " + shapeText(x->shape) +
+                       "; gpipe's dropout takes [batch, features...]");
+  if (!input(2).empty())
+    return unsupported("its training_mode input is not supported (gpipe's "
+                       "dropout is on in training and off in evaluation)");
+  double rate = g.floatAttr("ratio", 0.5f);
+  if (g.opset >= 12) {
+    rate = 0.5;
+    if (!input(1).empty()) {
+      const Constant *c = g.constant(input(1));
+      if (!c || !c->isFloat || c->floats.size() != 1)
+        return unsupported("its ratio must be a constant scalar");
+      rate = c->floats[0];
+    }
+  }
+  if (rate == 0.0) {
+    g.alias(n.output(0), input(0));
+    return {};
+  }
+  int64_t seed = 0;
+  for (int i = 0; i < int(n.name().size()); ++i)
+    seed = (seed * 131 + static_cast<unsigned char>(n.name()[size_t(i)])) %
+           1000003;
+  std::string y = g.define(n.output(0), x->shape, x->layout);
+  g.emit(y + " = gpipe.dropout " + xs + " rate " + number(rate) + " seed " +
+         std::to_string(seed) + " : " + tensorType(x->shape, true));
+  return {};
+}
+
+std::string NodeConverter::flatten() {
+  const Value *x;
+  std::string xs = activation(0, x);
+  if (xs.empty())
+    return error;
+  if (g.intAttr("axis", 1) != 1)
+    return unsupported(
+        "attribute axis = " + std::to_string(g.intAttr("axis", 1)) +
+        " is not supported (only 1: the batch stays)");
+  if (x->shape.size() == 2) { // [N, C], also a pooled [N, C, 1, 1]
+    g.alias(n.output(0), input(0));
+    return {};
+  }
+  int64_t columns = 1;
+  for (size_t i = 1; i < x->shape.size(); ++i)
+    columns *= x->shape[i];
+  std::vector<int64_t> order;
+  if (x->layout == Layout::Nhwc && (x->shape[1] > 1 || x->shape[2] > 1)) {
+    // gpipe holds the image channels-last, so its flattened columns are in
+    // (H, W, C) order, ONNX's in (C, H, W): only a dense weight that the
+    // columns meet can be reordered to match.
+    bool onlyDense = !g.isGraphOutput(n.output(0));
+    for (const onnx::NodeProto *user : g.consumersOf(n.output(0)))
+      onlyDense = onlyDense &&
+                  (user->op_type() == "Gemm" || user->op_type() == "MatMul") &&
+                  user->input(0) == n.output(0) && g.constant(user->input(1));
+    if (!onlyDense)
+      return unsupported(
+          "flattening an image of " + std::to_string(x->shape[1]) + " x " +
+          std::to_string(x->shape[2]) +
+          " pixels is supported only into a Gemm or MatMul by an "
+          "initializer (gpipe holds images channels-last)");
+    const int64_t h = x->shape[1], w = x->shape[2], c = x->shape[3];
+    for (int64_t i = 0; i < h; ++i)
+      for (int64_t j = 0; j < w; ++j)
+        for (int64_t k = 0; k < c; ++k)
+          order.push_back(k * h * w + i * w + j);
+  }
+  std::string y = g.define(n.output(0), {x->shape[0], columns});
+  const_cast<Value *>(g.value(n.output(0)))->columnOrder = std::move(order);
+  g.emit(y + " = gpipe.flatten " + xs + " : (" + tensorType(x->shape, true) +
+         ") -> " + tensorType({x->shape[0], columns}, true));
+  return {};
+}
+
+bool NodeConverter::padding(std::vector<int64_t> &out) {
+  const std::string autoPad = g.stringAttr("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID") {
+    error = "attribute auto_pad = " + autoPad +
+            " is not supported (give explicit pads)";
+    return false;
+  }
+  std::vector<int64_t> pads = g.intsAttr("pads");
+  if (pads.empty() || autoPad == "VALID")
+    pads = {0, 0, 0, 0};
+  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) {
+    error = "attribute pads = " + shapeText(pads) +
+            " is not supported (only the same padding on both sides)";
+    return false;
+  }
+  out = {pads[0], pads[1]};
+  return true;
+}
+
+std::string NodeConverter::conv() {
+  const Value *x;
+  std::string xs = activation(0, x);
+  if (xs.empty())
+    return error;
+  const Constant *w = weight(1);
+  if (!w)
+    return error;
+  if (x->layout != Layout::Nhwc || w->dims.size() != 4)
+    return unsupported("only 2-D convolutions of [N, C, H, W] images are "
+                       "supported; input 0 has shape " +
+                       shapeText(x->shape));
+  for (int64_t d : g.intsAttr("dilations"))
+    if (d != 1)
+      return unsupported(
+          "attribute dilations = " + shapeText(g.intsAttr("dilations")) +
+          " is not supported (only 1)");
+  std::vector<int64_t> pad;
+  if (!padding(pad))
+    return error;
+  std::vector<int64_t> stride = g.intsAttr("strides");
+  if (stride.empty())
+    stride = {1, 1};
+  const int64_t groups = g.intAttr("group", 1);
+  const int64_t f = w->dims[0], c = w->dims[1], kh = w->dims[2],
+                kw = w->dims[3];
+  // [F, C, KH, KW] -> [KH, KW, C, F]
+  std::vector<float> weights(w->floats.size());
+  for (int64_t o = 0; o < f; ++o)
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t y = 0; y < kh; ++y)
+        for (int64_t xx = 0; xx < kw; ++xx)
+          weights[size_t(((y * kw + xx) * c + i) * f + o)] =
+              w->floats[size_t(((o * c + i) * kh + y) * kw + xx)];
+  std::string operands = xs + ", " + param(1, {kh, kw, c, f}, weights);
+  if (!error.empty())
+    return error;
+  std::string types =
+      tensorType(x->shape, true) + ", " + tensorType({kh, kw, c, f}, true);
+  if (n.input_size() > 2 && !input(2).empty()) {
+    const Constant *b = weight(2);
+    if (!b)
+      return error;
+    operands += ", " + param(2, {f}, b->floats);
+    if (!error.empty())
+      return error;
+    types += ", " + tensorType({f}, true);
+  }
+  std::vector<int64_t> shape = {
+      x->shape[0], (x->shape[1] + 2 * pad[0] - kh) / stride[0] + 1,
+      (x->shape[2] + 2 * pad[1] - kw) / stride[1] + 1, f};
+  std::string y = g.define(n.output(0), shape, Layout::Nhwc);
+  g.emit(y + " = gpipe.conv2d " + operands + " stride " + shapeText(stride) +
+         " padding " + shapeText(pad) +
+         (groups != 1 ? " groups " + std::to_string(groups) : "") + " : (" +
+         types + ") -> " + tensorType(shape, true));
+  return {};
+}
+
+std::string NodeConverter::pool(bool max) {
+  const Value *x;
+  std::string xs = activation(0, x);
+  if (xs.empty())
+    return error;
+  if (x->layout != Layout::Nhwc)
+    return unsupported("only 2-D pooling of [N, C, H, W] images is supported");
+  if (!onlyFirstOutputUsed())
+    return unsupported("its Indices output is not supported");
+  if (g.intAttr("ceil_mode", 0) != 0)
+    return unsupported("attribute ceil_mode = 1 is not supported");
+  for (int64_t d : g.intsAttr("dilations"))
+    if (d != 1)
+      return unsupported(
+          "attribute dilations = " + shapeText(g.intsAttr("dilations")) +
+          " is not supported (only 1)");
+  if (g.intAttr("storage_order", 0) != 0)
+    return unsupported("attribute storage_order = 1 is not supported");
+  std::vector<int64_t> pad;
+  if (!padding(pad))
+    return error;
+  if (!max && g.intAttr("count_include_pad", 0) != 0 && (pad[0] || pad[1]))
+    return unsupported("attribute count_include_pad = 1 is not supported "
+                       "(gpipe's mean leaves padding out)");
+  std::vector<int64_t> window = g.intsAttr("kernel_shape");
+  std::vector<int64_t> stride = g.intsAttr("strides");
+  if (stride.empty())
+    stride = {1, 1};
+  if (window.size() != 2)
+    return unsupported("attribute kernel_shape = " + shapeText(window) +
+                       " is not 2-D");
+  std::vector<int64_t> shape = {
+      x->shape[0], (x->shape[1] + 2 * pad[0] - window[0]) / stride[0] + 1,
+      (x->shape[2] + 2 * pad[1] - window[1]) / stride[1] + 1, x->shape[3]};
+  std::string y = g.define(n.output(0), shape, Layout::Nhwc);
+  g.emit(y + (max ? " = gpipe.max_pool2d " : " = gpipe.avg_pool2d ") + xs +
+         " window " + shapeText(window) + " stride " + shapeText(stride) +
+         " padding " + shapeText(pad) + " : (" + tensorType(x->shape, true) +
+         ") -> " + tensorType(shape, true));
+  return {};
+}
+
+std::string NodeConverter::globalAveragePool() {
+  const Value *x;
+  std::string xs = activation(0, x);
+  if (xs.empty())
+    return error;
+  if (x->layout != Layout::Nhwc)
+    return unsupported("only [N, C, H, W] images are supported");
+  std::vector<int64_t> shape = {x->shape[0], x->shape[3]};
+  std::string y = g.define(n.output(0), shape, Layout::Pooled);
+  g.emit(y + " = gpipe.global_avg_pool " + xs + " : (" +
+         tensorType(x->shape, true) + ") -> " + tensorType(shape, true));
+  return {};
+}
+
+std::string NodeConverter::batchNorm() {
+  const Value *x;
+  std::string xs = activation(0, x);
+  if (xs.empty())
+    return error;
+  if (g.intAttr("training_mode", 0) != 0)
+    return unsupported("attribute training_mode = 1 is not supported (gpipe "
+                       "trains with batch statistics on its own)");
+  if (!onlyFirstOutputUsed())
+    return unsupported("its running-statistics outputs are not supported");
+  if (x->layout == Layout::Plain && x->shape.size() != 2)
+    return unsupported("input 0 has shape " + shapeText(x->shape) +
+                       "; gpipe normalises [N, C] or [N, C, H, W]");
+  const int64_t channels = x->shape.back();
+  std::string operands = xs, types = tensorType(x->shape, true);
+  for (int i = 1; i <= 4; ++i) {
+    const Constant *c = weight(i);
+    if (!c)
+      return error;
+    if (c->dims != std::vector<int64_t>{channels})
+      return unsupported("input " + std::to_string(i) + " has shape " +
+                         shapeText(c->dims) + ", expected [" +
+                         std::to_string(channels) + "]");
+    operands += ", " + param(i, {channels}, c->floats);
+    if (!error.empty())
+      return error;
+    types += ", " + tensorType({channels}, true);
+  }
+  // ONNX: running = momentum running + (1 - momentum) batch; gpipe the
+  // other way round.
+  const double momentum = 1.0 - double(g.floatAttr("momentum", 0.9f));
+  std::string y = g.define(n.output(0), x->shape, x->layout);
+  g.emit(y + " = gpipe.batch_norm " + operands +
+         " {epsilon = " + number(g.floatAttr("epsilon", 1e-5f)) +
+         " : f64, momentum = " + number(momentum) + " : f64} : (" + types +
+         ") -> " + tensorType(x->shape, true));
+  return {};
+}
+
+std::string NodeConverter::layerNorm() {
+  const Value *x;
+  std::string xs = activation(0, x);
+  if (xs.empty())
+    return error;
+  const int64_t rank = int64_t(x->shape.size());
+  int64_t axis = g.intAttr("axis", -1);
+  if (axis < 0)
+    axis += rank;
+  if (x->layout == Layout::Nhwc)
+    return unsupported("input 0 is an image [N, C, H, W], which gpipe holds "
+                       "channels-last; a layer norm over it is not supported");
+  if (axis != rank - 1)
+    return unsupported(
+        "attribute axis = " + std::to_string(g.intAttr("axis", -1)) +
+        " is not supported (only the last dimension)");
+  if (!onlyFirstOutputUsed())
+    return unsupported("its Mean and InvStdDev outputs are not supported");
+  if (n.input_size() < 3 || input(2).empty())
+    return unsupported("it has no bias B; gpipe's layer_norm has one");
+  const int64_t width = x->shape.back();
+  std::string operands = xs, types = tensorType(x->shape, true);
+  for (int i = 1; i <= 2; ++i) {
+    const Constant *c = weight(i);
+    if (!c)
+      return error;
+    if (c->dims != std::vector<int64_t>{width})
+      return unsupported("input " + std::to_string(i) + " has shape " +
+                         shapeText(c->dims) + ", expected [" +
+                         std::to_string(width) + "]");
+    operands += ", " + param(i, {width}, c->floats);
+    if (!error.empty())
+      return error;
+    types += ", " + tensorType({width}, true);
+  }
+  std::string y = g.define(n.output(0), x->shape);
+  g.emit(y + " = gpipe.layer_norm " + operands +
+         " {epsilon = " + number(g.floatAttr("epsilon", 1e-5f)) +
+         " : f64} : (" + types + ") -> " + tensorType(x->shape, true));
+  return {};
+}
+
+std::string NodeConverter::gather() {
+  const Constant *table = g.constant(input(0));
+  const Value *ids;
+  if (!table || !table->isFloat || table->dims.size() != 2)
+    return unsupported("only a lookup in a float initializer [V, D] (an "
+                       "embedding) is supported");
+  std::string is = activation(1, ids);
+  if (is.empty())
+    return error;
+  if (ids->isFloat)
+    return unsupported("its indices are float");
+  if (g.intAttr("axis", 0) != 0)
+    return unsupported(
+        "attribute axis = " + std::to_string(g.intAttr("axis", 0)) +
+        " is not supported (only 0)");
+  std::string ts = param(0, table->dims, table->floats);
+  if (!error.empty())
+    return error;
+  std::vector<int64_t> shape = ids->shape;
+  shape.push_back(table->dims[1]);
+  std::string y = g.define(n.output(0), shape);
+  g.emit(y + " = gpipe.embedding " + is + ", " + ts + " : (" +
+         tensorType(ids->shape, false) + ", " + tensorType(table->dims, true) +
+         ") -> " + tensorType(shape, true));
+  return {};
+}
+
+std::string NodeConverter::crossEntropy() {
+  const Value *logits, *labels;
+  std::string ls = activation(0, logits);
+  if (ls.empty())
+    return error;
+  std::string ys = activation(1, labels);
+  if (ys.empty())
+    return error;
+  if (n.input_size() > 2 && !input(2).empty())
+    return unsupported("class weights (input 2) are not supported");
+  if (g.stringAttr("reduction", "mean") != "mean")
+    return unsupported(
+        "attribute reduction = " + g.stringAttr("reduction", "mean") +
+        " is not supported (only mean)");
+  if (g.hasAttr("ignore_index"))
+    return unsupported("attribute ignore_index is not supported");
+  if (logits->shape.size() != 2 || labels->isFloat)
+    return unsupported("only [N, C] scores and integer [N] labels are "
+                       "supported");
+  if (!onlyFirstOutputUsed())
+    return unsupported("its log_prob output is not supported");
+  std::string y = g.define(n.output(0), {});
+  g.emit(y + " = gpipe.softmax_cross_entropy " + ls + ", " + ys + " : (" +
+         tensorType(logits->shape, true) + ", " +
+         tensorType(labels->shape, false) + ") -> tensor<f32>");
+  g.lossValue = n.output(0);
+  return {};
+}
+
+} // namespace
+
+std::string GraphImporter::convertNode(const onnx::NodeProto &n) {
+  return NodeConverter(*this, n).run();
+}

@@ -1,0 +1,82 @@
+//===- PretrainedWeights.cpp - Values of pretrained parameters ------------===//
+
+#include "PretrainedWeights.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::device::detail;
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// The bytes of the file at `path`, or "" with `reason` set.
+std::string readAll(const std::string &path, std::string &reason) {
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file) {
+    reason = std::strerror(errno);
+    return {};
+  }
+  std::string bytes;
+  try {
+    char buffer[1 << 16];
+    size_t count;
+    while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0)
+      bytes.append(buffer, count);
+  } catch (const std::bad_alloc &) {
+    reason = "out of memory";
+  }
+  if (reason.empty() && std::ferror(file))
+    reason = std::strerror(errno); // e.g. a directory: EISDIR
+  std::fclose(file);
+  return reason.empty() ? bytes : std::string();
+}
+
+} // namespace
+
+std::string PretrainedWeights::load(const std::string &forParam) {
+  std::string reason;
+  std::string bytes = readAll(path, reason);
+  if (!reason.empty())
+    return "cannot read the weights file '" + path +
+           "' of pretrained parameter '" + forParam + "': " + reason;
+  StatusOr<std::vector<NamedTensor>> decoded = decodeSafeTensors(bytes, path);
+  if (!decoded.ok())
+    return decoded.status().message();
+  for (NamedTensor &tensor : *decoded) {
+    std::string name = tensor.name;
+    tensors[name] = std::move(tensor);
+  }
+  loaded = true;
+  return {};
+}
+
+std::string PretrainedWeights::take(const ParamSpec &spec,
+                                    std::vector<float> &out) {
+  if (!loaded) {
+    std::string error = load(spec.name);
+    if (!error.empty())
+      return error;
+  }
+  auto it = tensors.find(spec.name);
+  if (it == tensors.end())
+    return "the weights file '" + path + "' has no tensor '" + spec.name +
+           "' (pretrained parameter of shape " + shapeText(spec.shape) + ")";
+  if (it->second.shape != spec.shape)
+    return "the weights file '" + path + "' gives tensor '" + spec.name +
+           "' the shape " + shapeText(it->second.shape) +
+           ", but the model's parameter has " + shapeText(spec.shape);
+  // Parameter names are unique: each tensor is taken at most once.
+  out = std::move(it->second.data);
+  tensors.erase(it);
+  return {};
+}

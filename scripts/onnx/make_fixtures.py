@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""Regenerates the ONNX importer's test fixtures in test/Import/Onnx/Inputs/.
+
+Run through scripts/onnx/make-fixtures.sh, which provides a Python that has
+onnx, onnxruntime and numpy (pinned, in .venv-onnx/) and can import torch
+2.15.0 (from .venv-compare/).
+
+Every file is made from fixed seeds. The fixtures are read by libonnx 1.12
+(Debian's), so each valid model is written with IR version 8 and opset 17 and
+checked with onnx.checker (full_check) here; pass --checker PATH to also run a
+program built against libonnx 1.12 on each file and print what it says.
+
+Valid models (exported with PyTorch's TorchScript exporter, opset 17):
+  mlp.onnx          x [8, 784] -> fc1 relu1 fc2 relu2 fc3 -> logits [8, 10]
+  cnn.onnx          x [4, 1, 28, 28] -> conv/bn/relu/maxpool/conv/bn/relu/
+                    global avg pool/flatten/fc -> logits [4, 10]
+  transformer.onnx  tokens [2, 16] int64 -> 2 pre-LayerNorm blocks -> logits
+                    [2, 16, 32]
+  gemm-trans.onnx   one Gemm (transB=1, alpha=0.5, beta=2), built by hand
+With, for each, <name>.input_0.pb and <name>.output_0.pb (TensorProto; the
+output computed by onnxruntime, or by numpy for gemm-trans, and compared with
+PyTorch's own forward) and <name>.initializers.txt.
+
+Error fixtures: not-onnx.onnx, truncated.onnx, unknown-op.onnx,
+dynamic-shape.onnx, opset18.onnx (see README.md beside them).
+"""
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+import torch
+from torch import nn
+
+OPSET = 17
+IR_VERSION = 8
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_OUT = os.path.join(ROOT, "test", "Import", "Onnx", "Inputs")
+PRODUCER = "gpipe scripts/onnx/make_fixtures.py"
+
+
+# --- PyTorch models ----------------------------------------------------------
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 64)
+        self.relu1 = nn.ReLU()
+        self.fc2 = nn.Linear(64, 64)
+        self.relu2 = nn.ReLU()
+        self.fc3 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc3(self.relu2(self.fc2(self.relu1(self.fc1(x)))))
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.relu1 = nn.ReLU()
+        self.pool = nn.MaxPool2d(2)
+        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.relu2 = nn.ReLU()
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.pool(self.relu1(self.bn1(self.conv1(x))))
+        x = self.relu2(self.bn2(self.conv2(x)))
+        return self.fc(self.flatten(self.gap(x)))
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.head_dim = dim // heads
+        self.scale = 1.0 / float(self.head_dim) ** 0.5
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.v = nn.Linear(dim, dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        # [b, t, c] -> [b, heads, t, head_dim]
+        q = self.q(x).reshape(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k(x).reshape(b, t, self.heads, self.head_dim).transpose(1, 2)
+        v = self.v(x).reshape(b, t, self.heads, self.head_dim).transpose(1, 2)
+        att = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        att = torch.softmax(att, dim=-1)
+        y = torch.matmul(att, v).transpose(1, 2).reshape(b, t, c)
+        return self.proj(y)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads, hidden):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.attn = SelfAttention(dim, heads)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = FeedForward(dim, hidden)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class Transformer(nn.Module):
+    def __init__(self, vocab=32, seq=16, dim=32, heads=4, hidden=64, layers=2):
+        super().__init__()
+        self.tok_emb = nn.Embedding(vocab, dim)
+        self.pos_emb = nn.Parameter(0.1 * torch.randn(seq, dim))
+        self.blocks = nn.ModuleList(Block(dim, heads, hidden) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, tokens):
+        x = self.tok_emb(tokens) + self.pos_emb
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+def randomize_norms(model, gen):
+    """Non-trivial LayerNorm/BatchNorm affine parameters and running stats."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.BatchNorm2d, nn.LayerNorm)):
+                m.weight.copy_(1.0 + 0.2 * torch.randn(m.weight.shape, generator=gen))
+                m.bias.copy_(0.2 * torch.randn(m.bias.shape, generator=gen))
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.copy_(0.5 * torch.randn(m.running_mean.shape, generator=gen))
+                m.running_var.copy_(0.5 + torch.rand(m.running_var.shape, generator=gen))
+
+
+# --- helpers -----------------------------------------------------------------
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def write_bytes(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def save_tensor(path, array, name):
+    write_bytes(path, numpy_helper.from_array(np.ascontiguousarray(array), name).SerializeToString())
+
+
+def check_valid(path):
+    model = onnx.load(path)
+    assert model.ir_version <= IR_VERSION, (path, model.ir_version)
+    for o in model.opset_import:
+        assert o.domain in ("", "ai.onnx") and o.version <= OPSET, (path, o)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def write_initializers_txt(model, path):
+    users = {}
+    for node in model.graph.node:
+        for i in node.input:
+            users.setdefault(i, []).append(node.name)
+    lines = []
+    for init in model.graph.initializer:
+        a = numpy_helper.to_array(init)
+        dtype = TensorProto.DataType.Name(init.data_type).lower()
+        dims = "[" + ", ".join(str(d) for d in init.dims) + "]"
+        flat = a.reshape(-1)[:4]
+        if a.dtype.kind == "f":
+            vals = " ".join("%.9g" % float(v) for v in flat)
+        else:
+            vals = " ".join(str(int(v)) for v in flat)
+        used = ",".join(users.get(init.name, [])) or "-"
+        lines.append(f"{init.name} {dtype} {dims} {vals}  # used by {used}")
+    with open(path, "w") as f:
+        f.write("# name dtype [dims] first 4 values (%.9g, row-major)  # used by node(s)\n")
+        f.write("\n".join(lines) + "\n")
+
+
+def run_ort(path, feeds):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    # The reference is the plain graph, op by op: no fused kernels.
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def export_torch(name, model, example, out_dir, input_name, do_constant_folding=True):
+    """Exports with the TorchScript exporter, writes the reference tensors and
+    returns max |onnxruntime - PyTorch|."""
+    path = os.path.join(out_dir, f"{name}.onnx")
+    model.eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model, (example,), path,
+            dynamo=False,
+            opset_version=OPSET,
+            input_names=[input_name],
+            output_names=["logits"],
+            do_constant_folding=do_constant_folding,
+        )
+    proto = onnx.load(path)
+    if proto.ir_version > IR_VERSION:  # not the case with torch 2.15's exporter
+        proto.ir_version = IR_VERSION
+        onnx.save(proto, path)
+    proto = check_valid(path)
+    with torch.no_grad():
+        expected = model(example).numpy()
+    x = example.numpy()
+    (got,) = run_ort(path, {input_name: x})
+    assert got.shape == expected.shape and got.dtype == np.float32, (got.shape, got.dtype)
+    diff = float(np.max(np.abs(got - expected)))
+    save_tensor(os.path.join(out_dir, f"{name}.input_0.pb"), x, input_name)
+    save_tensor(os.path.join(out_dir, f"{name}.output_0.pb"), got, proto.graph.output[0].name)
+    write_initializers_txt(proto, os.path.join(out_dir, f"{name}.initializers.txt"))
+    log(f"{name}.onnx: {len(proto.graph.node)} nodes, {len(proto.graph.initializer)} initializers, "
+        f"output {list(got.shape)}; max |onnxruntime - pytorch| = {diff:.3g}")
+    return diff
+
+
+def tiny_model(nodes, inputs, outputs, initializers=(), opset=OPSET, name="g"):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name=PRODUCER)
+    model.ir_version = IR_VERSION
+    return model
+
+
+def save_model(model, path, valid=True):
+    write_bytes(path, model.SerializeToString())
+    if valid:
+        check_valid(path)
+
+
+# --- fixtures ----------------------------------------------------------------
+
+def make_mlp(out_dir):
+    torch.manual_seed(0)
+    model = MLP()
+    x = torch.randn(8, 784, generator=torch.Generator().manual_seed(100))
+    return export_torch("mlp", model, x, out_dir, "x")
+
+
+def make_cnn(out_dir):
+    torch.manual_seed(1)
+    model = CNN()
+    randomize_norms(model, torch.Generator().manual_seed(201))
+    x = torch.randn(4, 1, 28, 28, generator=torch.Generator().manual_seed(101))
+    # No constant folding: in eval mode it would fold BatchNormalization into Conv.
+    return export_torch("cnn", model, x, out_dir, "x", do_constant_folding=False)
+
+
+def make_transformer(out_dir):
+    torch.manual_seed(2)
+    model = Transformer()
+    randomize_norms(model, torch.Generator().manual_seed(202))
+    tokens = torch.randint(0, 32, (2, 16), generator=torch.Generator().manual_seed(102),
+                           dtype=torch.int64)
+    return export_torch("transformer", model, tokens, out_dir, "tokens")
+
+
+def make_gemm_trans(out_dir):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5)).astype(np.float32)
+    c = rng.standard_normal((4,)).astype(np.float32)
+    alpha, beta = np.float32(0.5), np.float32(2.0)
+    node = helper.make_node("Gemm", ["A", "B", "C"], ["Y"], name="/fc/Gemm",
+                            alpha=float(alpha), beta=float(beta), transA=0, transB=1)
+    model = tiny_model(
+        [node],
+        [helper.make_tensor_value_info("A", TensorProto.FLOAT, [3, 5])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [3, 4])],
+        [numpy_helper.from_array(b, "B"), numpy_helper.from_array(c, "C")],
+        name="gemm_trans")
+    path = os.path.join(out_dir, "gemm-trans.onnx")
+    save_model(model, path)
+    y = (alpha * (a @ b.T) + beta * c).astype(np.float32)
+    (got,) = run_ort(path, {"A": a})
+    diff = float(np.max(np.abs(got - y)))
+    save_tensor(os.path.join(out_dir, "gemm-trans.input_0.pb"), a, "A")
+    save_tensor(os.path.join(out_dir, "gemm-trans.output_0.pb"), y, "Y")
+    write_initializers_txt(model, os.path.join(out_dir, "gemm-trans.initializers.txt"))
+    log(f"gemm-trans.onnx: Y = 0.5 * A @ B.T + 2 * C by numpy; max |onnxruntime - numpy| = {diff:.3g}")
+    return diff
+
+
+def make_error_fixtures(out_dir):
+    write_bytes(os.path.join(out_dir, "not-onnx.onnx"), b"this is not an ONNX model\n")
+
+    with open(os.path.join(out_dir, "mlp.onnx"), "rb") as f:
+        mlp = f.read()
+    write_bytes(os.path.join(out_dir, "truncated.onnx"), mlp[: len(mlp) // 2])
+
+    save_model(tiny_model(
+        [helper.make_node("Relu", ["x"], ["/relu/Relu_output_0"], name="/relu/Relu"),
+         helper.make_node("Hardmax", ["/relu/Relu_output_0"], ["y"], name="/head/Hardmax", axis=-1)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        name="unknown_op"), os.path.join(out_dir, "unknown-op.onnx"))
+
+    save_model(tiny_model(
+        [helper.make_node("Relu", ["x"], ["/relu/Relu_output_0"], name="/relu/Relu"),
+         helper.make_node("ReduceMean", ["/relu/Relu_output_0"], ["y"], name="/ReduceMean",
+                          axes=[1], keepdims=1)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 1])],
+        name="dynamic_shape"), os.path.join(out_dir, "dynamic-shape.onnx"))
+
+    # Opset 18 is newer than libonnx 1.12 knows: it fails that checker on purpose.
+    # onnx's own (newer) checker accepts it.
+    save_model(tiny_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="/relu/Relu")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        opset=18, name="opset18"), os.path.join(out_dir, "opset18.onnx"), valid=False)
+    onnx.checker.check_model(onnx.load(os.path.join(out_dir, "opset18.onnx")), full_check=True)
+    log("error fixtures: not-onnx, truncated, unknown-op, dynamic-shape, opset18")
+
+
+FIXTURES = [
+    "mlp.onnx", "mlp.input_0.pb", "mlp.output_0.pb", "mlp.initializers.txt",
+    "cnn.onnx", "cnn.input_0.pb", "cnn.output_0.pb", "cnn.initializers.txt",
+    "transformer.onnx", "transformer.input_0.pb", "transformer.output_0.pb",
+    "transformer.initializers.txt",
+    "gemm-trans.onnx", "gemm-trans.input_0.pb", "gemm-trans.output_0.pb",
+    "gemm-trans.initializers.txt",
+    "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "dynamic-shape.onnx", "opset18.onnx",
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=DEFAULT_OUT, help="output folder (default: %(default)s)")
+    ap.add_argument("--checker", default=os.environ.get("GPIPE_ONNX_CHECKER", ""),
+                    help="a program built against libonnx 1.12 to run on every .onnx file")
+    ap.add_argument("--tolerance", type=float, default=1e-4,
+                    help="largest |onnxruntime - pytorch| accepted (default: %(default)s)")
+    args = ap.parse_args()
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    os.makedirs(args.out, exist_ok=True)
+    log(f"torch {torch.__version__}, onnx {onnx.__version__}, onnxruntime {ort.__version__}, "
+        f"numpy {np.__version__}")
+
+    diffs = {
+        "mlp": make_mlp(args.out),
+        "cnn": make_cnn(args.out),
+        "transformer": make_transformer(args.out),
+        "gemm-trans": make_gemm_trans(args.out),
+    }
+    make_error_fixtures(args.out)
+
+    total = 0
+    for f in FIXTURES:
+        p = os.path.join(args.out, f)
+        with open(p, "rb") as fh:
+            data = fh.read()
+        total += len(data)
+        log(f"  {len(data):8d}  {hashlib.sha256(data).hexdigest()[:16]}  {f}")
+    log(f"  {total:8d}  total")
+
+    if args.checker:
+        for f in FIXTURES:
+            if f.endswith(".onnx"):
+                r = subprocess.run([args.checker, os.path.join(args.out, f)],
+                                   capture_output=True, text=True)
+                log(f"--- {args.checker} {f} (exit {r.returncode})")
+                sys.stdout.write(r.stderr + r.stdout)
+
+    bad = {k: v for k, v in diffs.items() if not v <= args.tolerance}
+    if bad:
+        sys.exit(f"make_fixtures.py: onnxruntime and the reference differ by more than "
+                 f"{args.tolerance}: {bad}")
+
+
+if __name__ == "__main__":
+    main()
