@@ -26,7 +26,13 @@ enum class Layout {
   Plain,  ///< the same shape and element order
   Nhwc,   ///< ONNX [N, C, H, W] held as [N, H, W, C]
   Pooled, ///< ONNX [N, C, 1, 1] held as [N, C]
+  Ncl,    ///< ONNX [N, C, L] (a 1-D signal) held as the image [N, 1, L, C]
 };
+
+/// Whether gpipe holds the value as an [N, H, W, C] image.
+inline bool isImage(Layout layout) {
+  return layout == Layout::Nhwc || layout == Layout::Ncl;
+}
 
 /// A constant: an initializer or a Constant node's value.
 struct Constant {
@@ -106,6 +112,9 @@ public:
 private:
   std::string readConstants();
   std::string declareInputs(std::string &text);
+  /// Whether every use of `name` is the image input of a convolution, pool
+  /// or batch norm (a rank-3 input is then a 1-D signal).
+  bool feedsOnlyImageOps(const std::string &name);
   std::string groupLayers();
   std::string writeLayers(std::string &text);
   std::string appendLoss(std::string &text, int &nextLayer);

@@ -155,6 +155,18 @@ std::string GraphImporter::readConstants() {
   return {};
 }
 
+bool GraphImporter::feedsOnlyImageOps(const std::string &name) {
+  std::vector<const onnx::NodeProto *> users = consumersOf(name);
+  for (const onnx::NodeProto *user : users) {
+    const std::string &op = user->op_type();
+    if ((op != "Conv" && op != "MaxPool" && op != "AveragePool" &&
+         op != "BatchNormalization" && op != "GlobalAveragePool") ||
+        user->input(0) != name)
+      return false;
+  }
+  return !users.empty();
+}
+
 std::string GraphImporter::declareInputs(std::string &text) {
   int64_t batch = -1;
   std::string first;
@@ -204,6 +216,11 @@ std::string GraphImporter::declareInputs(std::string &text) {
     if (v.isFloat && shape.size() == 4) { // images: NCHW held as NHWC
       v.layout = Layout::Nhwc;
       v.shape = {shape[0], shape[2], shape[3], shape[1]};
+    } else if (v.isFloat && shape.size() == 3 &&
+               feedsOnlyImageOps(input.name())) {
+      v.layout =
+          Layout::Ncl; // a 1-D signal [N, C, L] as the image [N, 1, L, C]
+      v.shape = {shape[0], 1, shape[2], shape[1]};
     }
     v.ssa = "%in" + std::to_string(inputNames.size());
     inputNames.insert(input.name());

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OnnxGraph.h"
+#include "NodeConverter.h"
 
 #include <algorithm>
 #include <cmath>
@@ -52,15 +52,6 @@ std::string supportedOpsText() {
   return all;
 }
 
-std::string number(double v) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.17g", v);
-  std::string s = text;
-  if (s.find_first_of(".eEn") == std::string::npos)
-    s += ".0";
-  return s;
-}
-
 /// [rows, cols] row-major, transposed.
 std::vector<float> transposed(const std::vector<float> &m, int64_t rows,
                               int64_t cols) {
@@ -73,83 +64,14 @@ std::vector<float> transposed(const std::vector<float> &m, int64_t rows,
 
 } // namespace
 
-namespace {
-
-/// The conversion of one node, with the importer's services.
-class NodeConverter {
-public:
-  NodeConverter(GraphImporter &g, const onnx::NodeProto &n) : g(g), n(n) {}
-
-  std::string run();
-
-private:
-  std::string input(int i) const {
-    return i < n.input_size() ? n.input(i) : std::string();
-  }
-  /// Activation operand i: its SSA text, or "" with `error` set.
-  std::string activation(int i, const Value *&v) {
-    v = g.value(input(i));
-    if (!v) {
-      error = g.constant(input(i))
-                  ? "input " + std::to_string(i) + " ('" + input(i) +
-                        "') is a constant; gpipe's " + n.op_type() +
-                        " takes it computed"
-                  : "input " + std::to_string(i) + " ('" + input(i) +
-                        "') is never defined";
-      return {};
-    }
-    return g.use(input(i));
-  }
-  /// Weight operand i (a float initializer), or null with `error` set.
-  const Constant *weight(int i) {
-    const Constant *c = g.constant(input(i));
-    if (!g.unreadable(input(i)).empty())
-      error = "input " + std::to_string(i) + " ('" + input(i) +
-              "'): " + g.unreadable(input(i));
-    else if (!c || !c->isFloat)
-      error = "input " + std::to_string(i) + " ('" + input(i) +
-              "') must be a float initializer (a parameter), " +
-              (c ? "it is an integer constant" : "it is computed");
-    return c;
-  }
-  std::string param(int i, const std::vector<int64_t> &shape,
-                    std::vector<float> data) {
-    std::string ssa = g.param(input(i), shape, std::move(data));
-    if (ssa.empty())
-      error = "initializer '" + input(i) +
-              "' is used by more than one layer; a gpipe parameter belongs to "
-              "one (tied weights are not supported)";
-    return ssa;
-  }
-  bool onlyFirstOutputUsed() {
-    for (int i = 1; i < n.output_size(); ++i)
-      if (!n.output(i).empty() &&
-          (!g.consumersOf(n.output(i)).empty() || g.isGraphOutput(n.output(i))))
-        return false;
-    return true;
-  }
-  std::string unsupported(const std::string &what) { return error = what; }
-
-  std::string unary(const char *op);
-  std::string dense(bool gemm);
-  std::string add();
-  std::string softmax();
-  std::string dropout();
-  std::string flatten();
-  std::string conv();
-  std::string pool(bool max);
-  std::string globalAveragePool();
-  std::string batchNorm();
-  std::string layerNorm();
-  std::string gather();
-  std::string crossEntropy();
-  /// The symmetric [PH, PW] of ONNX's pads, or error.
-  bool padding(std::vector<int64_t> &out);
-
-  GraphImporter &g;
-  const onnx::NodeProto &n;
-  std::string error;
-};
+std::string gpipe::onnx_import::number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.17g", v);
+  std::string s = text;
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
+}
 
 std::string NodeConverter::run() {
   const std::string &op = n.op_type();
@@ -325,7 +247,7 @@ std::string NodeConverter::softmax() {
   int64_t axis = g.intAttr("axis", g.opset >= 13 ? -1 : 1);
   if (axis < 0)
     axis += rank;
-  if (x->layout == Layout::Nhwc)
+  if (isImage(x->layout))
     return unsupported("input 0 is an image [N, C, H, W], which gpipe holds "
                        "channels-last; a softmax over it is not supported");
   if (axis != rank - 1)
@@ -392,7 +314,7 @@ std::string NodeConverter::flatten() {
   for (size_t i = 1; i < x->shape.size(); ++i)
     columns *= x->shape[i];
   std::vector<int64_t> order;
-  if (x->layout == Layout::Nhwc && (x->shape[1] > 1 || x->shape[2] > 1)) {
+  if (isImage(x->layout) && (x->shape[1] > 1 || x->shape[2] > 1)) {
     // gpipe holds the image channels-last, so its flattened columns are in
     // (H, W, C) order, ONNX's in (C, H, W): only a dense weight that the
     // columns meet can be reordered to match.
@@ -420,179 +342,6 @@ std::string NodeConverter::flatten() {
   return {};
 }
 
-bool NodeConverter::padding(std::vector<int64_t> &out) {
-  const std::string autoPad = g.stringAttr("auto_pad", "NOTSET");
-  if (autoPad != "NOTSET" && autoPad != "VALID") {
-    error = "attribute auto_pad = " + autoPad +
-            " is not supported (give explicit pads)";
-    return false;
-  }
-  std::vector<int64_t> pads = g.intsAttr("pads");
-  if (pads.empty() || autoPad == "VALID")
-    pads = {0, 0, 0, 0};
-  if (pads.size() != 4 || pads[0] != pads[2] || pads[1] != pads[3]) {
-    error = "attribute pads = " + shapeText(pads) +
-            " is not supported (only the same padding on both sides)";
-    return false;
-  }
-  out = {pads[0], pads[1]};
-  return true;
-}
-
-std::string NodeConverter::conv() {
-  const Value *x;
-  std::string xs = activation(0, x);
-  if (xs.empty())
-    return error;
-  const Constant *w = weight(1);
-  if (!w)
-    return error;
-  if (x->layout != Layout::Nhwc || w->dims.size() != 4)
-    return unsupported("only 2-D convolutions of [N, C, H, W] images are "
-                       "supported; input 0 has shape " +
-                       shapeText(x->shape));
-  for (int64_t d : g.intsAttr("dilations"))
-    if (d != 1)
-      return unsupported(
-          "attribute dilations = " + shapeText(g.intsAttr("dilations")) +
-          " is not supported (only 1)");
-  std::vector<int64_t> pad;
-  if (!padding(pad))
-    return error;
-  std::vector<int64_t> stride = g.intsAttr("strides");
-  if (stride.empty())
-    stride = {1, 1};
-  const int64_t groups = g.intAttr("group", 1);
-  const int64_t f = w->dims[0], c = w->dims[1], kh = w->dims[2],
-                kw = w->dims[3];
-  // [F, C, KH, KW] -> [KH, KW, C, F]
-  std::vector<float> weights(w->floats.size());
-  for (int64_t o = 0; o < f; ++o)
-    for (int64_t i = 0; i < c; ++i)
-      for (int64_t y = 0; y < kh; ++y)
-        for (int64_t xx = 0; xx < kw; ++xx)
-          weights[size_t(((y * kw + xx) * c + i) * f + o)] =
-              w->floats[size_t(((o * c + i) * kh + y) * kw + xx)];
-  std::string operands = xs + ", " + param(1, {kh, kw, c, f}, weights);
-  if (!error.empty())
-    return error;
-  std::string types =
-      tensorType(x->shape, true) + ", " + tensorType({kh, kw, c, f}, true);
-  if (n.input_size() > 2 && !input(2).empty()) {
-    const Constant *b = weight(2);
-    if (!b)
-      return error;
-    operands += ", " + param(2, {f}, b->floats);
-    if (!error.empty())
-      return error;
-    types += ", " + tensorType({f}, true);
-  }
-  std::vector<int64_t> shape = {
-      x->shape[0], (x->shape[1] + 2 * pad[0] - kh) / stride[0] + 1,
-      (x->shape[2] + 2 * pad[1] - kw) / stride[1] + 1, f};
-  std::string y = g.define(n.output(0), shape, Layout::Nhwc);
-  g.emit(y + " = gpipe.conv2d " + operands + " stride " + shapeText(stride) +
-         " padding " + shapeText(pad) +
-         (groups != 1 ? " groups " + std::to_string(groups) : "") + " : (" +
-         types + ") -> " + tensorType(shape, true));
-  return {};
-}
-
-std::string NodeConverter::pool(bool max) {
-  const Value *x;
-  std::string xs = activation(0, x);
-  if (xs.empty())
-    return error;
-  if (x->layout != Layout::Nhwc)
-    return unsupported("only 2-D pooling of [N, C, H, W] images is supported");
-  if (!onlyFirstOutputUsed())
-    return unsupported("its Indices output is not supported");
-  if (g.intAttr("ceil_mode", 0) != 0)
-    return unsupported("attribute ceil_mode = 1 is not supported");
-  for (int64_t d : g.intsAttr("dilations"))
-    if (d != 1)
-      return unsupported(
-          "attribute dilations = " + shapeText(g.intsAttr("dilations")) +
-          " is not supported (only 1)");
-  if (g.intAttr("storage_order", 0) != 0)
-    return unsupported("attribute storage_order = 1 is not supported");
-  std::vector<int64_t> pad;
-  if (!padding(pad))
-    return error;
-  if (!max && g.intAttr("count_include_pad", 0) != 0 && (pad[0] || pad[1]))
-    return unsupported("attribute count_include_pad = 1 is not supported "
-                       "(gpipe's mean leaves padding out)");
-  std::vector<int64_t> window = g.intsAttr("kernel_shape");
-  std::vector<int64_t> stride = g.intsAttr("strides");
-  if (stride.empty())
-    stride = {1, 1};
-  if (window.size() != 2)
-    return unsupported("attribute kernel_shape = " + shapeText(window) +
-                       " is not 2-D");
-  std::vector<int64_t> shape = {
-      x->shape[0], (x->shape[1] + 2 * pad[0] - window[0]) / stride[0] + 1,
-      (x->shape[2] + 2 * pad[1] - window[1]) / stride[1] + 1, x->shape[3]};
-  std::string y = g.define(n.output(0), shape, Layout::Nhwc);
-  g.emit(y + (max ? " = gpipe.max_pool2d " : " = gpipe.avg_pool2d ") + xs +
-         " window " + shapeText(window) + " stride " + shapeText(stride) +
-         " padding " + shapeText(pad) + " : (" + tensorType(x->shape, true) +
-         ") -> " + tensorType(shape, true));
-  return {};
-}
-
-std::string NodeConverter::globalAveragePool() {
-  const Value *x;
-  std::string xs = activation(0, x);
-  if (xs.empty())
-    return error;
-  if (x->layout != Layout::Nhwc)
-    return unsupported("only [N, C, H, W] images are supported");
-  std::vector<int64_t> shape = {x->shape[0], x->shape[3]};
-  std::string y = g.define(n.output(0), shape, Layout::Pooled);
-  g.emit(y + " = gpipe.global_avg_pool " + xs + " : (" +
-         tensorType(x->shape, true) + ") -> " + tensorType(shape, true));
-  return {};
-}
-
-std::string NodeConverter::batchNorm() {
-  const Value *x;
-  std::string xs = activation(0, x);
-  if (xs.empty())
-    return error;
-  if (g.intAttr("training_mode", 0) != 0)
-    return unsupported("attribute training_mode = 1 is not supported (gpipe "
-                       "trains with batch statistics on its own)");
-  if (!onlyFirstOutputUsed())
-    return unsupported("its running-statistics outputs are not supported");
-  if (x->layout == Layout::Plain && x->shape.size() != 2)
-    return unsupported("input 0 has shape " + shapeText(x->shape) +
-                       "; gpipe normalises [N, C] or [N, C, H, W]");
-  const int64_t channels = x->shape.back();
-  std::string operands = xs, types = tensorType(x->shape, true);
-  for (int i = 1; i <= 4; ++i) {
-    const Constant *c = weight(i);
-    if (!c)
-      return error;
-    if (c->dims != std::vector<int64_t>{channels})
-      return unsupported("input " + std::to_string(i) + " has shape " +
-                         shapeText(c->dims) + ", expected [" +
-                         std::to_string(channels) + "]");
-    operands += ", " + param(i, {channels}, c->floats);
-    if (!error.empty())
-      return error;
-    types += ", " + tensorType({channels}, true);
-  }
-  // ONNX: running = momentum running + (1 - momentum) batch; gpipe the
-  // other way round.
-  const double momentum = 1.0 - double(g.floatAttr("momentum", 0.9f));
-  std::string y = g.define(n.output(0), x->shape, x->layout);
-  g.emit(y + " = gpipe.batch_norm " + operands +
-         " {epsilon = " + number(g.floatAttr("epsilon", 1e-5f)) +
-         " : f64, momentum = " + number(momentum) + " : f64} : (" + types +
-         ") -> " + tensorType(x->shape, true));
-  return {};
-}
-
 std::string NodeConverter::layerNorm() {
   const Value *x;
   std::string xs = activation(0, x);
@@ -602,7 +351,7 @@ std::string NodeConverter::layerNorm() {
   int64_t axis = g.intAttr("axis", -1);
   if (axis < 0)
     axis += rank;
-  if (x->layout == Layout::Nhwc)
+  if (isImage(x->layout))
     return unsupported("input 0 is an image [N, C, H, W], which gpipe holds "
                        "channels-last; a layer norm over it is not supported");
   if (axis != rank - 1)
@@ -690,8 +439,6 @@ std::string NodeConverter::crossEntropy() {
   g.lossValue = n.output(0);
   return {};
 }
-
-} // namespace
 
 std::string GraphImporter::convertNode(const onnx::NodeProto &n) {
   return NodeConverter(*this, n).run();

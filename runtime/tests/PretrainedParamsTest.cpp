@@ -6,7 +6,8 @@
 // subnormals included), each error's exact text, that the file is read only
 // when this process holds a pretrained parameter, validation, and the
 // bundle's "weights" through the JSON writer and reader (a relative path is
-// relative to the bundle file's directory).
+// relative to the bundle file's directory), and a C API session created from
+// such a bundle file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,12 +17,14 @@
 #include "gpipe/runtime/device/CpuBackend.h"
 #include "gpipe/runtime/device/DeviceExecutor.h"
 #include "gpipe/runtime/device/Transport.h"
+#include "gpipe/runtime/gpipe_runtime.h"
 
 #include "TestBundles.h"
 #include "TestModels.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -336,6 +339,44 @@ TEST(PretrainedParams, PipelineExecutor) {
   const std::vector<float> *values = executor->parameter("l4.w");
   ASSERT_TRUE(values);
   EXPECT_TRUE(sameBits(*values, tensors[1].data));
+}
+
+// An application embedding the C API gets the same values from a bundle file
+// whose weights sit beside it, and a clear error when the file is gone.
+TEST(PretrainedParams, CApiSessionFromABundleFile) {
+  TempDir temp;
+  const std::string &dir = temp.path;
+  Bundle bundle = pretrainedMlp("mlp.safetensors");
+  std::vector<NamedTensor> tensors = tensorsFor(bundle);
+  writeFile(dir + "/mlp.safetensors", encodeSafeTensors(tensors, {}));
+  const std::string bundlePath = dir + "/mlp.bundle.json";
+  writeFile(bundlePath, writeBundle(bundle));
+  gpipe_session_t *session = nullptr;
+  ASSERT_EQ(
+      gpipe_session_create_from_file(bundlePath.c_str(), nullptr, &session),
+      GPIPE_OK)
+      << gpipe_last_error();
+  for (size_t t = 0; t < 2; ++t) {
+    std::vector<float> values(tensors[t].data.size());
+    ASSERT_EQ(gpipe_session_get_parameter(session, tensors[t].name.c_str(),
+                                          values.size(), values.data()),
+              GPIPE_OK)
+        << gpipe_last_error();
+    EXPECT_TRUE(sameBits(values, tensors[t].data)) << tensors[t].name;
+  }
+  gpipe_session_destroy(session);
+
+  ASSERT_EQ(std::remove((dir + "/mlp.safetensors").c_str()), 0);
+  session = nullptr;
+  EXPECT_NE(
+      gpipe_session_create_from_file(bundlePath.c_str(), nullptr, &session),
+      GPIPE_OK);
+  EXPECT_EQ(session, nullptr);
+  EXPECT_NE(std::string(gpipe_last_error())
+                .find("cannot read the weights file '" + dir +
+                      "/mlp.safetensors' of pretrained parameter 'l1.w'"),
+            std::string::npos)
+      << gpipe_last_error();
 }
 
 } // namespace

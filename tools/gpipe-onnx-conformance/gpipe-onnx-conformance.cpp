@@ -157,9 +157,30 @@ struct Verdict {
   std::string why;
 };
 
+/// NCL values as [N, 1, L, C] (a 1-D signal as gpipe's image).
+Floats asImage(const Floats &t) {
+  Floats image = t;
+  if (t.dims.size() == 3)
+    image.dims = {t.dims[0], t.dims[1], 1, t.dims[2]};
+  return image;
+}
+
+/// The test's tensor `t` for model input `spec`: images (declared with rank
+/// 4, given NCHW or NCL) channels-last.
+rt::HostTensor toInput(const Floats &t, const rt::ModelInputSpec &spec) {
+  if (!t.isFloat)
+    return rt::HostTensor::ints(t.dims, t.i32);
+  if (spec.shape.size() == 4 && t.dims.size() != 4)
+    return rt::HostTensor::floats(spec.shape, channelsLast(asImage(t)));
+  if (spec.shape.size() == 4)
+    return rt::HostTensor::floats(spec.shape, channelsLast(t));
+  return rt::HostTensor::floats(t.dims, t.f32);
+}
+
 /// One forward at K stages; "" or how it differs from `want`.
-std::string runAt(const std::string &mlir, unsigned k, const rt::Batch &batch,
-                  int64_t rows, bool lossOutput, const Floats &want) {
+std::string runAt(const std::string &mlir, unsigned k,
+                  const std::map<std::string, Floats> &inputs, int64_t rows,
+                  bool lossOutput, const Floats &want) {
   gpipe::CompilePipelineOptions options;
   options.numStages = k;
   options.numMicrobatches = 1;
@@ -177,24 +198,28 @@ std::string runAt(const std::string &mlir, unsigned k, const rt::Batch &batch,
   auto executor = rt::PipelineExecutor::create(*bundle, config, error);
   if (!executor)
     return error;
-  rt::Batch full = batch;
-  for (const rt::ModelInputSpec &input : bundle->inputs)
-    if (input.name == kTarget) {
-      int64_t n = 1;
-      for (int64_t d : input.shape)
-        n *= d;
-      full[kTarget] =
-          rt::HostTensor::floats(input.shape, std::vector<float>(size_t(n)));
+  rt::Batch full;
+  for (const rt::ModelInputSpec &input : bundle->inputs) {
+    auto given = inputs.find(input.name);
+    if (given != inputs.end()) {
+      full[input.name] = toInput(given->second, input);
+      continue;
     }
+    int64_t n = 1; // the added loss's target: zeros
+    for (int64_t d : input.shape)
+      n *= d;
+    full[input.name] =
+        rt::HostTensor::floats(input.shape, std::vector<float>(size_t(n)));
+  }
   rt::EvalResult result = executor->evaluate(full, rows);
   if (!result.ok())
     return result.error;
   std::vector<float> got = lossOutput ? std::vector<float>{float(result.loss)}
                                       : result.prediction.f32;
   std::vector<float> expected = want.f32;
-  if (want.dims.size() == 4 && result.prediction.shape.size() == 4 &&
-      !lossOutput)
-    expected = channelsLast(want);
+  if (result.prediction.shape.size() == 4 && !lossOutput &&
+      want.dims.size() >= 3)
+    expected = channelsLast(asImage(want));
   if (got.size() != expected.size())
     return "the output has " + std::to_string(got.size()) +
            " elements, the test's " + std::to_string(expected.size());
@@ -229,7 +254,7 @@ Verdict runTest(const std::string &dir, onnx::ModelProto model,
           std::count(fed.begin(), fed.end(), node.input(p)))
         bind.insert(node.input(p));
   }
-  rt::Batch batch;
+  std::map<std::string, Floats> given;
   int64_t rows = -1;
   onnx::GraphProto &graph = *model.mutable_graph();
   for (size_t i = 0; i < fed.size(); ++i) {
@@ -251,14 +276,7 @@ Verdict runTest(const std::string &dir, onnx::ModelProto model,
               "input '" + fed[i] + "' is a scalar (no batch dimension)"};
     if (rows < 0)
       rows = t.dims[0];
-    if (!t.isFloat) {
-      batch[fed[i]] = rt::HostTensor::ints(t.dims, t.i32);
-    } else if (t.dims.size() == 4) {
-      batch[fed[i]] = rt::HostTensor::floats(
-          {t.dims[0], t.dims[2], t.dims[3], t.dims[1]}, channelsLast(t));
-    } else {
-      batch[fed[i]] = rt::HostTensor::floats(t.dims, t.f32);
-    }
+    given[fed[i]] = std::move(t);
   }
   // Bound inputs are initializers now, no longer graph inputs.
   auto *inputs = graph.mutable_input();
@@ -305,7 +323,7 @@ Verdict runTest(const std::string &dir, onnx::ModelProto model,
   for (unsigned k : {1u, 2u}) {
     if (k == 2 && layers < 2)
       break;
-    std::string diff = runAt(imported.mlir, k, batch, rows, lossOutput, want);
+    std::string diff = runAt(imported.mlir, k, given, rows, lossOutput, want);
     if (!diff.empty())
       return {Outcome::Failed, diff};
   }

@@ -1,0 +1,103 @@
+//===- NodeConverter.h - One ONNX node as gpipe ops ------------*- C++ -*-===//
+//
+// Private to lib/Import: the conversion of one node, shared by the general
+// ops (OnnxOps.cpp) and the image ops (OnnxImageOps.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_LIB_IMPORT_NODECONVERTER_H
+#define GPIPE_LIB_IMPORT_NODECONVERTER_H
+
+#include "OnnxGraph.h"
+
+namespace gpipe::onnx_import {
+
+/// `v` printed so that MLIR reads it back as the same f64.
+std::string number(double v);
+
+/// The conversion of one node, with the importer's services.
+class NodeConverter {
+public:
+  NodeConverter(GraphImporter &g, const onnx::NodeProto &n) : g(g), n(n) {}
+
+  std::string run();
+
+private:
+  std::string input(int i) const {
+    return i < n.input_size() ? n.input(i) : std::string();
+  }
+  /// Activation operand i: its SSA text, or "" with `error` set.
+  std::string activation(int i, const Value *&v) {
+    v = g.value(input(i));
+    if (!v) {
+      error = g.constant(input(i))
+                  ? "input " + std::to_string(i) + " ('" + input(i) +
+                        "') is a constant; gpipe's " + n.op_type() +
+                        " takes it computed"
+                  : "input " + std::to_string(i) + " ('" + input(i) +
+                        "') is never defined";
+      return {};
+    }
+    return g.use(input(i));
+  }
+  /// Weight operand i (a float initializer), or null with `error` set.
+  const Constant *weight(int i) {
+    const Constant *c = g.constant(input(i));
+    if (!g.unreadable(input(i)).empty())
+      error = "input " + std::to_string(i) + " ('" + input(i) +
+              "'): " + g.unreadable(input(i));
+    else if (!c || !c->isFloat)
+      error = "input " + std::to_string(i) + " ('" + input(i) +
+              "') must be a float initializer (a parameter), " +
+              (c ? "it is an integer constant" : "it is computed");
+    return c;
+  }
+  std::string param(int i, const std::vector<int64_t> &shape,
+                    std::vector<float> data) {
+    std::string ssa = g.param(input(i), shape, std::move(data));
+    if (ssa.empty())
+      error = "initializer '" + input(i) +
+              "' is used by more than one layer; a gpipe parameter belongs to "
+              "one (tied weights are not supported)";
+    return ssa;
+  }
+  bool onlyFirstOutputUsed() {
+    for (int i = 1; i < n.output_size(); ++i)
+      if (!n.output(i).empty() &&
+          (!g.consumersOf(n.output(i)).empty() || g.isGraphOutput(n.output(i))))
+        return false;
+    return true;
+  }
+  std::string unsupported(const std::string &what) { return error = what; }
+
+  std::string unary(const char *op);
+  std::string dense(bool gemm);
+  std::string add();
+  std::string softmax();
+  std::string dropout();
+  std::string flatten();
+  std::string conv();
+  std::string pool(bool max);
+  std::string globalAveragePool();
+  std::string batchNorm();
+  std::string layerNorm();
+  std::string gather();
+  std::string crossEntropy();
+  /// The current node's 2-D window attributes (a 1-D node's as height 1):
+  /// `kernel` given, `stride` and the symmetric [PH, PW] padding read from
+  /// strides, pads and auto_pad for an input of `height` x `width` pixels;
+  /// false with `error` set when the padding is uneven.
+  bool window(const std::vector<int64_t> &kernel, int64_t height, int64_t width,
+              std::vector<int64_t> &stride, std::vector<int64_t> &pad);
+  /// A 1-D attribute list as 2-D: [v] -> [fill, v] (pads [b, e] ->
+  /// [0, b, 0, e]).
+  std::vector<int64_t> planar(const std::vector<int64_t> &v, int64_t fill);
+
+  GraphImporter &g;
+  const onnx::NodeProto &n;
+  std::string error;
+};
+
+} // namespace gpipe::onnx_import
+
+#endif // GPIPE_LIB_IMPORT_NODECONVERTER_H
