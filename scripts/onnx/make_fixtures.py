@@ -314,6 +314,49 @@ def make_gemm_trans(out_dir):
     return diff
 
 
+def make_residual(out_dir):
+    """A residual connection across layers: /res/Add adds fc1's output, two
+    layers back, to fc2's. Reference: numpy, checked against onnxruntime."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    w = {
+        "fc1.weight": rng.standard_normal((16, 8)).astype(np.float32) * 0.3,
+        "fc1.bias": rng.standard_normal((16,)).astype(np.float32) * 0.1,
+        "fc2.weight": rng.standard_normal((16, 16)).astype(np.float32) * 0.3,
+        "fc2.bias": rng.standard_normal((16,)).astype(np.float32) * 0.1,
+        "head.weight": rng.standard_normal((4, 16)).astype(np.float32) * 0.3,
+        "head.bias": rng.standard_normal((4,)).astype(np.float32) * 0.1,
+    }
+    nodes = [
+        helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h1"],
+                         name="/fc1/Gemm", transB=1),
+        helper.make_node("Relu", ["h1"], ["a"], name="/act/Relu"),
+        helper.make_node("Gemm", ["a", "fc2.weight", "fc2.bias"], ["h2"],
+                         name="/fc2/Gemm", transB=1),
+        helper.make_node("Add", ["h1", "h2"], ["r"], name="/res/Add"),
+        helper.make_node("Gemm", ["r", "head.weight", "head.bias"], ["y"],
+                         name="/head/Gemm", transB=1),
+    ]
+    model = tiny_model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])],
+        [numpy_helper.from_array(v, k) for k, v in w.items()],
+        name="residual")
+    path = os.path.join(out_dir, "residual.onnx")
+    save_model(model, path)
+    h1 = x @ w["fc1.weight"].T + w["fc1.bias"]
+    h2 = np.maximum(h1, 0) @ w["fc2.weight"].T + w["fc2.bias"]
+    y = ((h1 + h2) @ w["head.weight"].T + w["head.bias"]).astype(np.float32)
+    (got,) = run_ort(path, {"x": x})
+    diff = float(np.max(np.abs(got - y)))
+    save_tensor(os.path.join(out_dir, "residual.input_0.pb"), x, "x")
+    save_tensor(os.path.join(out_dir, "residual.output_0.pb"), y, "y")
+    write_initializers_txt(model, os.path.join(out_dir, "residual.initializers.txt"))
+    log(f"residual.onnx: a skip connection over two layers; max |onnxruntime - numpy| = {diff:.3g}")
+    return diff
+
+
 def make_error_fixtures(out_dir):
     write_bytes(os.path.join(out_dir, "not-onnx.onnx"), b"this is not an ONNX model\n")
 
@@ -354,6 +397,8 @@ FIXTURES = [
     "transformer.initializers.txt",
     "gemm-trans.onnx", "gemm-trans.input_0.pb", "gemm-trans.output_0.pb",
     "gemm-trans.initializers.txt",
+    "residual.onnx", "residual.input_0.pb", "residual.output_0.pb",
+    "residual.initializers.txt",
     "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "dynamic-shape.onnx", "opset18.onnx",
 ]
 
@@ -378,6 +423,7 @@ def main():
         "cnn": make_cnn(args.out),
         "transformer": make_transformer(args.out),
         "gemm-trans": make_gemm_trans(args.out),
+        "residual": make_residual(args.out),
     }
     make_error_fixtures(args.out)
 

@@ -8,6 +8,7 @@
 //     here);
 //   - the runtime loads them unchanged from the safetensors file;
 //   - the forward pass of the imported MLP and CNN, compiled at K = 1 and 2,
+//     and of a residual model at K = 1 to 4,
 //     matches onnxruntime's output on the fixture's batch within 1e-4
 //     relative, and the loss it adds is the cross-entropy of onnxruntime's
 //     logits (computed here in double);
@@ -145,7 +146,7 @@ TEST_P(OnnxParameters, AreTheInitializersBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OnnxParameters,
-                         ::testing::Values("mlp", "cnn"));
+                         ::testing::Values("mlp", "cnn", "residual"));
 
 using ForwardParam = std::tuple<const char *, unsigned>;
 class OnnxForward : public ::testing::TestWithParam<ForwardParam> {};
@@ -276,6 +277,16 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<ForwardParam> &info) {
       return std::string(std::get<0>(info.param)) + "_K" +
              std::to_string(std::get<1>(info.param));
+    });
+
+// The residual fixture adds fc1's output to fc2's two layers later: the
+// value crosses stage boundaries at K = 3 and 4.
+INSTANTIATE_TEST_SUITE_P(
+    Residual, OnnxForward,
+    ::testing::Combine(::testing::Values("residual"),
+                       ::testing::Values(1u, 2u, 3u, 4u)),
+    [](const ::testing::TestParamInfo<ForwardParam> &info) {
+      return "K" + std::to_string(std::get<1>(info.param));
     });
 
 } // namespace
