@@ -4,7 +4,9 @@
 # in build-fuzz-compiler/ -- only the libraries it needs; LLVM and MLIR
 # themselves are Debian's, uninstrumented -- and runs it for
 # GPIPE_FUZZ_SECONDS seconds (default 60) from the lit tests' models and the
-# examples, printing how long it ran. A crash, or a bundle the compiler writes
+# examples, printing how long it ran; then FuzzOnnxImport, the ONNX
+# importer's core, for GPIPE_FUZZ_ONNX_SECONDS (default 30) from the ONNX
+# fixtures. A crash, or a bundle the compiler writes
 # that the runtime refuses, fails the script and leaves the input in
 # build-fuzz-compiler/fuzz/.
 set -euo pipefail
@@ -23,7 +25,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
 fi
-ninja -C "$build" -j"${GPIPE_JOBS:-2}" FuzzCompile
+ninja -C "$build" -j"${GPIPE_JOBS:-2}" FuzzCompile FuzzOnnxImport
 
 work="$build/fuzz"
 rm -rf "$work" && mkdir -p "$work/corpus"
@@ -46,3 +48,23 @@ start=$(date +%s)
 }
 runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$' || echo '?')
 echo "fuzz-compiler: FuzzCompile ran $(( $(date +%s) - start )) s, $runs inputs, no crash"
+
+# The ONNX importer, from the fixtures and a few of ONNX's own test models.
+onnx_seconds="${GPIPE_FUZZ_ONNX_SECONDS:-30}"
+mkdir -p "$work/onnx"
+cp "$root"/test/Import/Onnx/Inputs/*.onnx "$work/onnx/"
+for d in /usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d* \
+         /usr/share/libonnx-testdata/data/node/test_gemm_* \
+         /usr/share/libonnx-testdata/data/node/test_maxpool_2d_*; do
+  [ -f "$d/model.onnx" ] && cp "$d/model.onnx" "$work/onnx/$(basename "$d").onnx"
+done
+start=$(date +%s)
+(cd "$work" && "$build/tools/fuzz/FuzzOnnxImport" -max_total_time="$onnx_seconds" \
+   -timeout=30 -rss_limit_mb=4096 -max_len=300000 -print_final_stats=1 onnx \
+   > onnx-log.txt 2>&1) || {
+  tail -60 "$work/onnx-log.txt"
+  echo "fuzz-compiler: FuzzOnnxImport crashed; the input is in $work" >&2
+  exit 1
+}
+runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/onnx-log.txt" | grep -o '[0-9]*$' || echo '?')
+echo "fuzz-compiler: FuzzOnnxImport ran $(( $(date +%s) - start )) s, $runs inputs, no crash"

@@ -40,7 +40,8 @@ private:
     }
     return g.use(input(i));
   }
-  /// Weight operand i (a float initializer), or null with `error` set.
+  /// Weight operand i (a non-empty float initializer), or null with `error`
+  /// set.
   const Constant *weight(int i) {
     const Constant *c = g.constant(input(i));
     if (!g.unreadable(input(i)).empty())
@@ -50,7 +51,10 @@ private:
       error = "input " + std::to_string(i) + " ('" + input(i) +
               "') must be a float initializer (a parameter), " +
               (c ? "it is an integer constant" : "it is computed");
-    return c;
+    else if (c->floats.empty())
+      error = "input " + std::to_string(i) + " ('" + input(i) +
+              "') has no elements (shape " + shapeText(c->dims) + ")";
+    return error.empty() ? c : nullptr;
   }
   std::string param(int i, const std::vector<int64_t> &shape,
                     std::vector<float> data) {

@@ -57,6 +57,10 @@ struct Value {
 };
 
 std::string tensorType(const std::vector<int64_t> &shape, bool isFloat);
+
+/// Why node `n`'s op is not one the importer maps ("" if it is): its
+/// domain or its type, with the list of those it maps.
+std::string unsupportedOp(const onnx::NodeProto &n);
 std::string shapeText(const std::vector<int64_t> &shape);
 
 class GraphImporter {

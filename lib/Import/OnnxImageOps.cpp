@@ -59,6 +59,13 @@ bool NodeConverter::window(const std::vector<int64_t> &kernel, int64_t height,
     return false;
   }
   pad = {pads[0], pads[1]};
+  if (height + 2 * pad[0] < kernel[0] || width + 2 * pad[1] < kernel[1]) {
+    error = "the window " + shapeText(kernel) +
+            " is larger than the padded "
+            "input " +
+            shapeText({height + 2 * pad[0], width + 2 * pad[1]});
+    return false;
+  }
   return true;
 }
 
@@ -83,6 +90,10 @@ std::string NodeConverter::conv() {
   const int64_t groups = g.intAttr("group", 1);
   const int64_t f = w->dims[0], c = w->dims[1], kh = oneD ? 1 : w->dims[2],
                 kw = w->dims.back();
+  if (groups < 1 || c * groups != x->shape[3] || f % groups)
+    return unsupported("input 0 has " + std::to_string(x->shape[3]) +
+                       " channels, the weight " + shapeText(w->dims) + " in " +
+                       std::to_string(groups) + " groups");
   std::vector<int64_t> stride, pad;
   if (!window({kh, kw}, x->shape[1], x->shape[2], stride, pad))
     return error;
@@ -147,6 +158,10 @@ std::string NodeConverter::pool(bool max) {
   std::vector<int64_t> stride, pad;
   if (!window(kernel, x->shape[1], x->shape[2], stride, pad))
     return error;
+  if (pad[0] >= kernel[0] || pad[1] >= kernel[1])
+    return unsupported("attribute pads = " + shapeText(g.intsAttr("pads")) +
+                       " is not supported (only padding smaller than the "
+                       "window)");
   if (!max && g.intAttr("count_include_pad", 0) != 0 && (pad[0] || pad[1]))
     return unsupported("attribute count_include_pad = 1 is not supported "
                        "(gpipe's mean leaves padding out)");

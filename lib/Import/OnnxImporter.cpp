@@ -1,8 +1,9 @@
 //===- OnnxImporter.cpp - ONNX models as gpipe models ---------------------===//
 //
-// The driver: parse, opset check, ONNX's checker and shape inference, then
-// the model's text: inputs, one `gpipe.layer` per run of nodes with the same
-// name scope (OnnxOps.cpp converts each node), the loss, `gpipe.return`.
+// The driver: parse, opset and op checks, ONNX's checker, then the model's
+// text: inputs, one `gpipe.layer` per run of nodes with the same name scope
+// (OnnxOps.cpp converts each node), the loss, `gpipe.return`; ONNX's shape
+// inference last, as a cross-check.
 // Values that later layers use leave their layer as its results.
 //
 //===----------------------------------------------------------------------===//
@@ -38,6 +39,9 @@ std::string gpipe::onnx_import::tensorType(const std::vector<int64_t> &shape,
 
 namespace {
 
+/// More elements than any tensor the importer reads (16 GiB of floats).
+constexpr int64_t kMaxElements = int64_t(1) << 32;
+
 /// A constant tensor's values; "" or why it cannot be read.
 std::string readTensor(const onnx::TensorProto &tensor, Constant &out) {
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
@@ -46,7 +50,10 @@ std::string readTensor(const onnx::TensorProto &tensor, Constant &out) {
   out.dims.assign(tensor.dims().begin(), tensor.dims().end());
   int64_t count = 1;
   for (int64_t dim : out.dims)
-    count *= dim;
+    if (dim < 0 || __builtin_mul_overflow(count, dim, &count) ||
+        count > kMaxElements)
+      return "its shape " + shapeText(out.dims) + " is " +
+             (dim < 0 ? "negative" : "too large");
   const std::string &raw = tensor.raw_data();
   switch (tensor.data_type()) {
   case onnx::TensorProto::FLOAT:
@@ -186,6 +193,11 @@ std::string GraphImporter::declareInputs(std::string &text) {
     for (int i = 0; i < type.shape().dim_size(); ++i) {
       const auto &dim = type.shape().dim(i);
       if (dim.has_dim_value()) {
+        if (dim.dim_value() <= 0 || dim.dim_value() > kMaxElements)
+          return "graph input '" + input.name() + "' has dimension " +
+                 std::to_string(i) + " of size " +
+                 std::to_string(dim.dim_value()) +
+                 "; gpipe needs sizes from 1 to 2^32";
         shape.push_back(dim.dim_value());
       } else if (i == 0 && options.batch > 0) {
         shape.push_back(options.batch);
@@ -573,19 +585,52 @@ std::string gpipe::importOnnx(std::string_view bytes,
     return "the model uses opset " + std::to_string(opset) +
            " of the default ONNX domain; gpipe reads opsets up to 17 (the "
            "ONNX 1.12 library it is built with)";
+  // Only models of the ops gpipe maps reach libonnx's checker and shape
+  // inference: fuzzing found its shape inference of other ops crashing on
+  // malformed attributes (ConvTranspose), and of Conv and the pools on zero
+  // strides, which it divides by unchecked; those are refused first too.
+  for (const onnx::NodeProto &node : model.graph().node()) {
+    std::string unsupported = onnx_import::unsupportedOp(node);
+    if (!unsupported.empty())
+      return "node '" + node.name() + "' (" + node.op_type() + ", opset " +
+             std::to_string(opset) + "): " + unsupported;
+  }
+  for (const onnx::NodeProto &node : model.graph().node())
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      const std::string &name = attr.name();
+      const bool positive = name == "strides" || name == "dilations" ||
+                            name == "kernel_shape" || name == "group";
+      if (!positive && name != "pads")
+        continue;
+      std::vector<int64_t> values(attr.ints().begin(), attr.ints().end());
+      if (attr.type() == onnx::AttributeProto::INT)
+        values.push_back(attr.i());
+      for (int64_t v : values)
+        if (v < (positive ? 1 : 0))
+          return "node '" + node.name() + "' (" + node.op_type() +
+                 "): attribute " + name + " holds " + std::to_string(v) +
+                 "; it must be " + (positive ? "positive" : "non-negative");
+    }
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
     return std::string("the ONNX checker rejects the model: ") + e.what();
   }
-  try {
-    onnx::shape_inference::InferShapes(model);
-  } catch (const std::exception &e) {
-    return std::string("ONNX shape inference fails: ") + e.what();
-  }
   if (model.graph().output_size() == 0)
     return "the graph has no outputs";
   GraphImporter importer(model, options, result);
   importer.opset = opset;
-  return importer.run();
+  std::string error = importer.run();
+  if (!error.empty())
+    return error;
+  // ONNX's shape inference, after the conversion has checked every
+  // attribute it supports against the operands' ranks: libonnx's inference
+  // reads an out-of-range axis out of bounds (found by fuzzing).
+  try {
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception &e) {
+    result = OnnxImport();
+    return std::string("ONNX shape inference fails: ") + e.what();
+  }
+  return {};
 }

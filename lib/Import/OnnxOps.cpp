@@ -73,12 +73,23 @@ std::string gpipe::onnx_import::number(double v) {
   return s;
 }
 
-std::string NodeConverter::run() {
-  const std::string &op = n.op_type();
+std::string gpipe::onnx_import::unsupportedOp(const onnx::NodeProto &n) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     return "op domain '" + n.domain() +
            "' is not supported; gpipe maps the default domain's ops: " +
            supportedOpsText();
+  const std::vector<std::string> &ops = supportedOnnxOps();
+  if (!std::binary_search(ops.begin(), ops.end(), n.op_type()))
+    return "op type '" + n.op_type() + "' is not supported; gpipe maps " +
+           supportedOpsText();
+  return {};
+}
+
+std::string NodeConverter::run() {
+  const std::string &op = n.op_type();
+  std::string unsupported = unsupportedOp(n);
+  if (!unsupported.empty())
+    return unsupported;
   if (op == "Relu")
     return unary("relu");
   if (op == "Tanh")
@@ -116,8 +127,7 @@ std::string NodeConverter::run() {
     return gather();
   if (op == "SoftmaxCrossEntropyLoss")
     return crossEntropy();
-  return "op type '" + op + "' is not supported; gpipe maps " +
-         supportedOpsText();
+  return unsupportedOp(n);
 }
 
 std::string NodeConverter::unary(const char *op) {
@@ -387,7 +397,8 @@ std::string NodeConverter::layerNorm() {
 std::string NodeConverter::gather() {
   const Constant *table = g.constant(input(0));
   const Value *ids;
-  if (!table || !table->isFloat || table->dims.size() != 2)
+  if (!table || !table->isFloat || table->dims.size() != 2 ||
+      table->floats.empty())
     return unsupported("only a lookup in a float initializer [V, D] (an "
                        "embedding) is supported");
   std::string is = activation(1, ids);

@@ -9,9 +9,10 @@
 // ONNX's layouts into gpipe's: images NCHW to NHWC, dense weights [in, out],
 // convolution weights [KH, KW, C, F]; each element keeps its bits.
 //
-// The checker and shape inference run first; every shape must then be
-// static. Anything the importer cannot represent is an error that names the
-// node, its op type and the opset: it never writes a partial model.
+// Only models of the ops it maps reach ONNX's checker; the graph inputs'
+// shapes must be static; ONNX's shape inference checks the result. Anything the
+// importer cannot represent is an error that names the node, its op type and
+// the opset: it never writes a partial model.
 //
 //===----------------------------------------------------------------------===//
 
