@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RandomData.h"
 #include "TestBundles.h"
 #include "TestModels.h"
 
@@ -32,15 +33,6 @@ using namespace gpipe::runtime::testing;
 
 namespace {
 
-std::vector<float> randomFloats(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
-
 /// B stored k x n (ld ldb), or n x k when transposed.
 struct Operands {
   int64_t m, n, k, lda, ldb, ldc;
@@ -49,9 +41,10 @@ struct Operands {
   Operands(int64_t m, int64_t n, int64_t k, bool transposed, unsigned seed)
       : m(m), n(n), k(k), lda(k + 3), ldb((transposed ? k : n) + 1), ldc(n + 2),
         transposed(transposed) {
-    a = randomFloats(size_t(m * lda), seed);
-    b = randomFloats(size_t((transposed ? n : k) * ldb), seed + 1);
-    c0 = randomFloats(size_t(m * ldc), seed + 2);
+    std::mt19937_64 rng(seed);
+    a = randomFloats(rng, size_t(m * lda));
+    b = randomFloats(rng, size_t((transposed ? n : k) * ldb));
+    c0 = randomFloats(rng, size_t(m * ldc));
   }
   float bAt(int64_t row, int64_t col) const {
     return transposed ? b[size_t(col * ldb + row)] : b[size_t(row * ldb + col)];
