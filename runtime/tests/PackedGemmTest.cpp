@@ -30,6 +30,7 @@
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
 using namespace gpipe::runtime::testing;
+using gpipe::testing::randomFloats;
 
 namespace {
 
