@@ -19,6 +19,7 @@
 #include "gpipe/runtime/device/Transport.h"
 #include "gpipe/runtime/gpipe_runtime.h"
 
+#include "TempDir.h"
 #include "TestBundles.h"
 #include "TestModels.h"
 
@@ -42,20 +43,6 @@ using namespace gpipe::runtime::testing;
 namespace {
 
 constexpr int64_t kRows = 8;
-
-/// A fresh directory under the test's temporary directory, removed with its
-/// files at the end of the test.
-struct TempDir {
-  std::string path = ::testing::TempDir() + "gpipe-pretrained-XXXXXX";
-  TempDir() {
-    if (!::mkdtemp(path.data()))
-      ADD_FAILURE() << "mkdtemp failed";
-  }
-  ~TempDir() {
-    std::string command = "rm -rf '" + path + "'";
-    EXPECT_EQ(std::system(command.c_str()), 0);
-  }
-};
 
 void writeFile(const std::string &path, const std::string &bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
@@ -152,7 +139,7 @@ private:
 };
 
 TEST(PretrainedParams, TakeTheFilesValuesBitForBit) {
-  TempDir dir;
+  TempDir dir("gpipe-pretrained");
   std::string path = dir.path + "/mlp.safetensors";
   Bundle bundle = pretrainedMlp(path);
   std::vector<NamedTensor> tensors = tensorsFor(bundle);
@@ -179,7 +166,7 @@ TEST(PretrainedParams, TakeTheFilesValuesBitForBit) {
 }
 
 TEST(PretrainedParams, UnreadableFile) {
-  TempDir dir;
+  TempDir dir("gpipe-pretrained");
   std::string path = dir.path + "/missing.safetensors";
   std::string error;
   EXPECT_FALSE(create(pretrainedMlp(path), error));
@@ -189,7 +176,7 @@ TEST(PretrainedParams, UnreadableFile) {
 }
 
 TEST(PretrainedParams, MissingTensor) {
-  TempDir dir;
+  TempDir dir("gpipe-pretrained");
   std::string path = dir.path + "/partial.safetensors";
   Bundle bundle = pretrainedMlp(path);
   std::vector<NamedTensor> tensors = tensorsFor(bundle);
@@ -203,7 +190,7 @@ TEST(PretrainedParams, MissingTensor) {
 }
 
 TEST(PretrainedParams, ShapeMismatch) {
-  TempDir dir;
+  TempDir dir("gpipe-pretrained");
   std::string path = dir.path + "/transposed.safetensors";
   Bundle bundle = pretrainedMlp(path);
   std::vector<NamedTensor> tensors = tensorsFor(bundle);
@@ -219,7 +206,7 @@ TEST(PretrainedParams, ShapeMismatch) {
 
 // The codec's errors come through as they are.
 TEST(PretrainedParams, CorruptFile) {
-  TempDir dir;
+  TempDir dir("gpipe-pretrained");
   std::string path = dir.path + "/corrupt.safetensors";
   Bundle bundle = pretrainedMlp(path);
   std::string bytes = encodeSafeTensors(tensorsFor(bundle), {});
@@ -249,7 +236,7 @@ TEST(PretrainedParams, NeedAWeightsFile) {
 
 // The file is read only for pretrained parameters this process holds.
 TEST(PretrainedParams, ReadOnlyWhenNeeded) {
-  TempDir temp;
+  TempDir temp("gpipe-pretrained");
   const std::string &dir = temp.path;
   std::string error;
   Bundle none = buildBundle(mlpGraph(kRows), mlpSplit(2), 2, RematPolicy::Full);
@@ -287,7 +274,7 @@ TEST(PretrainedParams, ReadOnlyWhenNeeded) {
 // "weights" survives the JSON; loadBundle resolves a relative path against
 // the bundle file's directory and keeps an absolute one.
 TEST(PretrainedParams, BundleFileNamesTheWeights) {
-  TempDir temp;
+  TempDir temp("gpipe-pretrained");
   const std::string &dir = temp.path;
   ASSERT_EQ(::mkdir((dir + "/w").c_str(), 0700), 0);
   Bundle bundle = pretrainedMlp("w/mlp.safetensors");
@@ -328,7 +315,7 @@ TEST(PretrainedParams, BundleFileNamesTheWeights) {
 // The CPU executor (PipelineExecutor) creates its device executor the same
 // way.
 TEST(PretrainedParams, PipelineExecutor) {
-  TempDir dir;
+  TempDir dir("gpipe-pretrained");
   std::string path = dir.path + "/mlp.safetensors";
   Bundle bundle = pretrainedMlp(path);
   std::vector<NamedTensor> tensors = tensorsFor(bundle);
@@ -344,7 +331,7 @@ TEST(PretrainedParams, PipelineExecutor) {
 // An application embedding the C API gets the same values from a bundle file
 // whose weights sit beside it, and a clear error when the file is gone.
 TEST(PretrainedParams, CApiSessionFromABundleFile) {
-  TempDir temp;
+  TempDir temp("gpipe-pretrained");
   const std::string &dir = temp.path;
   Bundle bundle = pretrainedMlp("mlp.safetensors");
   std::vector<NamedTensor> tensors = tensorsFor(bundle);

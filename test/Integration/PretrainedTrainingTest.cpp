@@ -19,6 +19,7 @@
 
 #include "CompiledSupport.h"
 #include "ReferenceOps.h"
+#include "TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -34,6 +35,7 @@
 
 namespace rt = gpipe::runtime;
 namespace ref = gpipe::reference;
+using gpipe::runtime::testing::TempDir;
 
 namespace {
 
@@ -64,18 +66,6 @@ gpipe.model @pretrained batch 8 attributes {gpipe.weights = "weights/tiny.safete
 }
 )mlir";
 
-struct TempDir {
-  std::string path = ::testing::TempDir() + "gpipe-pretrained-e2e-XXXXXX";
-  TempDir() {
-    if (!::mkdtemp(path.data()))
-      ADD_FAILURE() << "mkdtemp failed";
-  }
-  ~TempDir() {
-    std::string command = "rm -rf '" + path + "'";
-    EXPECT_EQ(std::system(command.c_str()), 0);
-  }
-};
-
 void writeFile(const std::string &path, const std::string &bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
@@ -98,7 +88,7 @@ bool sameBits(const std::vector<float> &a, const std::vector<float> &b) {
 }
 
 TEST(PretrainedTraining, StartsFromTheFilesValues) {
-  TempDir dir;
+  TempDir dir("gpipe-pretrained-e2e");
   ASSERT_EQ(::mkdir((dir.path + "/weights").c_str(), 0700), 0);
   std::map<std::string, rt::NamedTensor> file = {
       {"fc1.w", {"fc1.w", {kIn, kHidden}, valuesOf(kIn * kHidden, 1)}},
