@@ -94,7 +94,8 @@ fi
 # --- 1. build ------------------------------------------------------------------
 step "configure (runtime only, CUDA backend)" "$logs/configure.log" \
   cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
-  -DGPIPE_BUILD_COMPILER=OFF -DGPIPE_BUILD_CUDA=ON "${cmake_args[@]}"
+  -DGPIPE_BUILD_COMPILER=OFF -DGPIPE_BUILD_CUDA=ON "${cmake_args[@]}" \
+  "-DGPIPE_FASHION_MNIST_DIR=$data" "-DGPIPE_FORTUNES_DIR=$corpus"
 targets=()
 if ! wants rest; then
   targets=(GPipeCudaGpuTests GPipeCudaExecutorTests gpipe-cuda-bench gpipe-train-bundle)
