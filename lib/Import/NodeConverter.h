@@ -77,6 +77,8 @@ private:
   std::string unary(const char *op);
   std::string dense(bool gemm);
   std::string add();
+  /// An Add of a position table [S, D] (input `tableInput`) to [batch, S, D].
+  std::string positionTable(int tableInput, const Constant &table);
   std::string softmax();
   std::string dropout();
   std::string flatten();

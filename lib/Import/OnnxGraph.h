@@ -10,6 +10,7 @@
 #ifndef GPIPE_LIB_IMPORT_ONNXGRAPH_H
 #define GPIPE_LIB_IMPORT_ONNXGRAPH_H
 
+#include "OnnxPatterns.h"
 #include "gpipe/Import/OnnxImporter.h"
 
 #include <onnx/onnx_pb.h>
@@ -112,6 +113,12 @@ public:
   bool isGraphOutput(const std::string &name) const;
   /// Set by a loss node: the model's loss value.
   std::string lossValue;
+  /// Why subgraphs that start like a pattern are not one (OnnxPatterns.h).
+  std::vector<std::string> patternMisses;
+  /// The `gpipe.input` of token positions [batch, seq] that a position
+  /// table's Add reads (OnnxPatterns.h's positionTableLength), or "".
+  std::string positionsSsa;
+  std::vector<int64_t> positionsShape;
 
 private:
   std::string readConstants();
@@ -135,6 +142,9 @@ private:
   /// Per layer, the values it yields to later layers, in order.
   std::vector<std::vector<std::string>> exported;
   std::set<const onnx::NodeProto *> skipped;
+  /// The recognised subgraphs, and each covered node's pattern.
+  std::vector<Pattern> patterns;
+  std::map<const onnx::NodeProto *, size_t> patternOfNode;
   /// Parameters: the layer that owns each, and those the current layer
   /// declared (name -> SSA).
   std::map<std::string, int> paramLayer;

@@ -242,6 +242,15 @@ std::string GraphImporter::declareInputs(std::string &text) {
   }
   if (batch < 0)
     return "the graph has no inputs besides its initializers";
+  if (int64_t seq = positionTableLength(graph, constants); seq > 0) {
+    if (values.count("positions"))
+      return "the graph adds a position table and has an input named "
+             "'positions', the name of the positions input the importer adds";
+    positionsShape = {batch, seq};
+    positionsSsa = "%positions";
+    text += "  %positions = gpipe.input \"positions\" : " +
+            tensorType(positionsShape, false) + "\n";
+  }
   std::string name = options.modelName.empty() ? onnxModelName(graph.name())
                                                : options.modelName;
   std::string invalid = validateModelName(name);
@@ -276,6 +285,14 @@ std::string GraphImporter::groupLayers() {
     previous = key.empty() ? std::string("\x01") : key;
     layerOfNode.push_back(int(layerNames.size()) - 1);
   }
+  // A pattern is written in its last node's layer (its other nodes' values
+  // stay inside it).
+  std::map<const onnx::NodeProto *, int> index;
+  for (int i = 0; i < graph.node_size(); ++i)
+    index[&graph.node(i)] = i;
+  for (const auto &[covered, pattern] : patternOfNode)
+    layerOfNode[size_t(index[covered])] =
+        layerOfNode[size_t(index[patterns[pattern].last])];
   exported.resize(layerNames.size());
   return {};
 }
@@ -413,20 +430,29 @@ std::string GraphImporter::writeLayers(std::string &text) {
     currentLayer = layer;
     body.clear();
     layerParams.clear();
-    std::set<std::string> definedHere;
     for (int i = 0; i < numNodes; ++i) {
       const onnx::NodeProto &n = graph.node(i);
       if (layerOfNode[size_t(i)] != layer || skipped.count(&n))
         continue;
       node = &n;
-      std::string error = convertNode(n);
+      auto pattern = patternOfNode.find(&n);
+      if (pattern != patternOfNode.end() &&
+          patterns[pattern->second].last != &n)
+        continue; // written with the pattern's last node
+      std::string error =
+          pattern == patternOfNode.end()
+              ? convertNode(n)
+              : convertPattern(*this, patterns[pattern->second]);
       if (!error.empty())
         return "node '" + n.name() + "' (" + n.op_type() + ", opset " +
                std::to_string(opset) + "): " + error;
-      for (const std::string &output : n.output())
-        if (!output.empty())
-          definedHere.insert(output);
     }
+    // What this layer defined, with the outputs of the nodes it absorbed (a
+    // MatMul's bias Add) and of its patterns.
+    std::set<std::string> definedHere;
+    for (const auto &[name, v] : values)
+      if (v.layer == layer)
+        definedHere.insert(name);
     // Results: values a later layer or the loss reads.
     std::vector<std::string> &out = exported[size_t(layer)];
     std::vector<std::string> types;
@@ -500,8 +526,13 @@ std::string GraphImporter::appendLoss(std::string &text, int &nextLayer) {
 
 std::string GraphImporter::run() {
   std::string error = readConstants();
-  if (error.empty())
+  if (error.empty()) {
+    patterns = findPatterns(graph, constants, patternMisses);
+    for (size_t i = 0; i < patterns.size(); ++i)
+      for (const onnx::NodeProto *covered : patterns[i].nodes)
+        patternOfNode[covered] = i;
     error = groupLayers();
+  }
   std::string text;
   if (error.empty())
     error = declareInputs(text);

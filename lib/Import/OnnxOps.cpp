@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NodeConverter.h"
+#include "OnnxPatterns.h"
 
 #include <algorithm>
 #include <cmath>
@@ -79,7 +80,9 @@ std::string gpipe::onnx_import::unsupportedOp(const onnx::NodeProto &n) {
            "' is not supported; gpipe maps the default domain's ops: " +
            supportedOpsText();
   const std::vector<std::string> &ops = supportedOnnxOps();
-  if (!std::binary_search(ops.begin(), ops.end(), n.op_type()))
+  const std::vector<std::string> &inPatterns = patternOnlyOnnxOps();
+  if (!std::binary_search(ops.begin(), ops.end(), n.op_type()) &&
+      !std::binary_search(inPatterns.begin(), inPatterns.end(), n.op_type()))
     return "op type '" + n.op_type() + "' is not supported; gpipe maps " +
            supportedOpsText();
   return {};
@@ -90,6 +93,14 @@ std::string NodeConverter::run() {
   std::string unsupported = unsupportedOp(n);
   if (!unsupported.empty())
     return unsupported;
+  const std::vector<std::string> &inPatterns = patternOnlyOnnxOps();
+  if (std::binary_search(inPatterns.begin(), inPatterns.end(), op))
+    return "op type '" + op +
+           "' is supported only inside a subgraph gpipe recognises (GELU's "
+           "Erf or tanh formula, multi-head self-attention), and this node is "
+           "not in one" +
+           (g.patternMisses.empty() ? std::string()
+                                    : "; " + g.patternMisses.front());
   if (op == "Relu")
     return unary("relu");
   if (op == "Tanh")
@@ -231,6 +242,10 @@ std::string NodeConverter::dense(bool gemm) {
 }
 
 std::string NodeConverter::add() {
+  for (int i = 0; i < 2 && !g.positionsSsa.empty(); ++i)
+    if (const Constant *table = g.constant(input(i));
+        table && table->isFloat && table->dims.size() == 2)
+      return positionTable(i, *table);
   const Value *a, *b;
   std::string as = activation(0, a);
   if (as.empty())
@@ -245,6 +260,34 @@ std::string NodeConverter::add() {
   std::string y = g.define(n.output(0), a->shape, a->layout);
   g.emit(y + " = gpipe.add " + as + ", " + bs + " : " +
          tensorType(a->shape, true));
+  return {};
+}
+
+std::string NodeConverter::positionTable(int tableInput,
+                                         const Constant &table) {
+  const Value *x;
+  std::string xs = activation(1 - tableInput, x);
+  if (xs.empty())
+    return error;
+  const std::vector<int64_t> want = {g.positionsShape[0], g.positionsShape[1],
+                                     table.dims[1]};
+  if (x->shape != want || x->layout != Layout::Plain)
+    return unsupported(
+        "it adds the initializer '" + input(tableInput) + "' " +
+        shapeText(table.dims) + " to " + shapeText(x->shape) +
+        "; gpipe's add takes equal shapes, and a position table [S, D] "
+        "only added to [batch, S, D] with S = " +
+        std::to_string(g.positionsShape[1]));
+  std::string ts = param(tableInput, table.dims, table.floats);
+  if (!error.empty())
+    return error;
+  std::string e = g.define(n.output(0) + "#positions", x->shape);
+  g.emit(e + " = gpipe.embedding " + g.positionsSsa + ", " + ts + " : (" +
+         tensorType(g.positionsShape, false) + ", " +
+         tensorType(table.dims, true) + ") -> " + tensorType(x->shape, true));
+  std::string y = g.define(n.output(0), x->shape);
+  g.emit(y + " = gpipe.add " + xs + ", " + e + " : " +
+         tensorType(x->shape, true));
   return {};
 }
 

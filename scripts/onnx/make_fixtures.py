@@ -14,8 +14,10 @@ Valid models (exported with PyTorch's TorchScript exporter, opset 17):
   mlp.onnx          x [8, 784] -> fc1 relu1 fc2 relu2 fc3 -> logits [8, 10]
   cnn.onnx          x [4, 1, 28, 28] -> conv/bn/relu/maxpool/conv/bn/relu/
                     global avg pool/flatten/fc -> logits [4, 10]
-  transformer.onnx  tokens [2, 16] int64 -> 2 pre-LayerNorm blocks -> logits
-                    [2, 16, 32]
+  transformer.onnx  ids [2, 16] int64 -> 2 pre-LayerNorm blocks -> logits
+                    [2, 16, 96] (the character vocabulary of gpipe's text
+                    training, so that gpipe-run trains it on a corpus)
+  gelu-tanh.onnx    x [4, 16] -> fc1, GELU (tanh formula), fc2 -> logits [4, 10]
   gemm-trans.onnx   one Gemm (transB=1, alpha=0.5, beta=2), built by hand
 With, for each, <name>.input_0.pb and <name>.output_0.pb (TensorProto; the
 output computed by onnxruntime, or by numpy for gemm-trans, and compared with
@@ -130,7 +132,7 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, vocab=32, seq=16, dim=32, heads=4, hidden=64, layers=2):
+    def __init__(self, vocab=96, seq=16, dim=32, heads=4, hidden=64, layers=2):
         super().__init__()
         self.tok_emb = nn.Embedding(vocab, dim)
         self.pos_emb = nn.Parameter(0.1 * torch.randn(seq, dim))
@@ -283,9 +285,19 @@ def make_transformer(out_dir):
     torch.manual_seed(2)
     model = Transformer()
     randomize_norms(model, torch.Generator().manual_seed(202))
-    tokens = torch.randint(0, 32, (2, 16), generator=torch.Generator().manual_seed(102),
-                           dtype=torch.int64)
-    return export_torch("transformer", model, tokens, out_dir, "tokens")
+    ids = torch.randint(0, 96, (2, 16), generator=torch.Generator().manual_seed(102),
+                        dtype=torch.int64)
+    return export_torch("transformer", model, ids, out_dir, "ids")
+
+
+def make_gelu_tanh(out_dir):
+    torch.manual_seed(4)
+    model = nn.Sequential()
+    model.add_module("fc1", nn.Linear(16, 32))
+    model.add_module("act", nn.GELU(approximate="tanh"))
+    model.add_module("fc2", nn.Linear(32, 10))
+    x = 2.0 * torch.randn(4, 16, generator=torch.Generator().manual_seed(104))
+    return export_torch("gelu-tanh", model, x, out_dir, "x")
 
 
 def make_gemm_trans(out_dir):
@@ -395,6 +407,8 @@ FIXTURES = [
     "cnn.onnx", "cnn.input_0.pb", "cnn.output_0.pb", "cnn.initializers.txt",
     "transformer.onnx", "transformer.input_0.pb", "transformer.output_0.pb",
     "transformer.initializers.txt",
+    "gelu-tanh.onnx", "gelu-tanh.input_0.pb", "gelu-tanh.output_0.pb",
+    "gelu-tanh.initializers.txt",
     "gemm-trans.onnx", "gemm-trans.input_0.pb", "gemm-trans.output_0.pb",
     "gemm-trans.initializers.txt",
     "residual.onnx", "residual.input_0.pb", "residual.output_0.pb",
@@ -422,6 +436,7 @@ def main():
         "mlp": make_mlp(args.out),
         "cnn": make_cnn(args.out),
         "transformer": make_transformer(args.out),
+        "gelu-tanh": make_gelu_tanh(args.out),
         "gemm-trans": make_gemm_trans(args.out),
         "residual": make_residual(args.out),
     }
