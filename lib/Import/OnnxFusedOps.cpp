@@ -40,9 +40,8 @@ std::vector<int64_t> reshaped(const std::vector<int64_t> &from,
       infer = int64_t(i);
       continue;
     }
-    if (shape[i] <= 0)
+    if (shape[i] <= 0 || __builtin_mul_overflow(known, shape[i], &known))
       return {};
-    known *= shape[i];
   }
   if (infer >= 0) {
     if (known == 0 || total % known != 0)

@@ -444,7 +444,10 @@ std::string GraphImporter::writeLayers(std::string &text) {
               ? convertNode(n)
               : convertPattern(*this, patterns[pattern->second]);
       if (!error.empty())
-        return "node '" + n.name() + "' (" + n.op_type() + ", opset " +
+        return std::string(pattern == patternOfNode.end()
+                               ? ""
+                               : "the subgraph ending at ") +
+               "node '" + n.name() + "' (" + n.op_type() + ", opset " +
                std::to_string(opset) + "): " + error;
     }
     // What this layer defined, with the outputs of the nodes it absorbed (a

@@ -47,10 +47,13 @@ const std::vector<std::string> &gpipe::supportedOnnxOps() {
 namespace {
 
 std::string supportedOpsText() {
-  std::string all;
+  std::string all, inPatterns;
   for (const std::string &name : supportedOnnxOps())
     all += (all.empty() ? "" : ", ") + name;
-  return all;
+  for (const std::string &name : patternOnlyOnnxOps())
+    inPatterns += (inPatterns.empty() ? "" : ", ") + name;
+  return all + " (and " + inPatterns +
+         " inside the GELU and attention subgraphs it recognises)";
 }
 
 /// [rows, cols] row-major, transposed.

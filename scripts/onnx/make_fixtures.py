@@ -24,7 +24,8 @@ output computed by onnxruntime, or by numpy for gemm-trans, and compared with
 PyTorch's own forward) and <name>.initializers.txt.
 
 Error fixtures: not-onnx.onnx, truncated.onnx, unknown-op.onnx,
-dynamic-shape.onnx, opset18.onnx (see README.md beside them).
+dynamic-shape.onnx, opset18.onnx, stray-mul.onnx, gelu-unhalved.onnx,
+attention-scale.onnx (see README.md beside them).
 """
 
 import argparse
@@ -399,7 +400,34 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         opset=18, name="opset18"), os.path.join(out_dir, "opset18.onnx"), valid=False)
     onnx.checker.check_model(onnx.load(os.path.join(out_dir, "opset18.onnx")), full_check=True)
-    log("error fixtures: not-onnx, truncated, unknown-op, dynamic-shape, opset18")
+    # General ops gpipe accepts only inside the subgraphs it recognises.
+    two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
+    save_model(tiny_model(
+        [helper.make_node("Mul", ["x", "two"], ["y"], name="/scale/Mul")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [two], name="stray_mul"), os.path.join(out_dir, "stray-mul.onnx"))
+    consts = [helper.make_tensor("sqrt2", TensorProto.FLOAT, [], [2.0 ** 0.5]),
+              helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])]
+    save_model(tiny_model(  # GELU's Erf formula without its final halving
+        [helper.make_node("Div", ["x", "sqrt2"], ["d"], name="/act/Div"),
+         helper.make_node("Erf", ["d"], ["e"], name="/act/Erf"),
+         helper.make_node("Add", ["e", "one"], ["a"], name="/act/Add"),
+         helper.make_node("Mul", ["x", "a"], ["y"], name="/act/Mul")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        consts, name="gelu_unhalved"), os.path.join(out_dir, "gelu-unhalved.onnx"))
+
+    # Attention whose scores are scaled by 1 instead of 1/sqrt(head_dim).
+    torch.manual_seed(5)
+    attention = SelfAttention(32, 4)
+    attention.scale = 1.0
+    x = torch.randn(2, 16, 32, generator=torch.Generator().manual_seed(105))
+    export_torch("attention-scale", attention, x, out_dir, "x")
+    for suffix in (".input_0.pb", ".output_0.pb", ".initializers.txt"):
+        os.remove(os.path.join(out_dir, "attention-scale" + suffix))
+    log("error fixtures: not-onnx, truncated, unknown-op, dynamic-shape, opset18, stray-mul, "
+        "gelu-unhalved, attention-scale")
 
 
 FIXTURES = [
@@ -414,6 +442,7 @@ FIXTURES = [
     "residual.onnx", "residual.input_0.pb", "residual.output_0.pb",
     "residual.initializers.txt",
     "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "dynamic-shape.onnx", "opset18.onnx",
+    "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
 ]
 
 

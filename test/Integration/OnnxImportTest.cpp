@@ -7,13 +7,14 @@
 //     gpipe's layouts (checked against the ONNX file's own tensors, decoded
 //     here);
 //   - the runtime loads them unchanged from the safetensors file;
-//   - the forward pass of the imported MLP and CNN, compiled at K = 1 and 2,
-//     and of a residual model at K = 1 to 4,
-//     matches onnxruntime's output on the fixture's batch within 1e-4
-//     relative, and the loss it adds is the cross-entropy of onnxruntime's
-//     logits (computed here in double);
-//   - the imported MLP trains at K = 2 and 4 from that loss: twenty SGD
-//     steps on the fixture's batch divide it by more than 4.
+//   - the forward pass of the imported MLP, CNN, GELU (tanh formula) MLP
+//     and Transformer (attention, Erf GELU and a position table recognised
+//     as gpipe ops), compiled at K = 1 and 2, and of a residual model at
+//     K = 1 to 4, matches onnxruntime's output on the fixture's batch within
+//     1e-4 relative, and the loss it adds is the cross-entropy of
+//     onnxruntime's logits (computed here in double);
+//   - the imported MLP and Transformer train at K = 2 and 4 from that loss:
+//     twenty SGD steps on the fixture's batch divide it by more than 4.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,10 +65,30 @@ Floats decode(const onnx::TensorProto &tensor) {
   return out;
 }
 
-Floats readTensorFile(const std::string &path) {
+onnx::TensorProto readTensorProto(const std::string &path) {
   onnx::TensorProto tensor;
   EXPECT_TRUE(tensor.ParseFromString(readFile(path))) << path;
-  return decode(tensor);
+  return tensor;
+}
+
+Floats readTensorFile(const std::string &path) {
+  return decode(readTensorProto(path));
+}
+
+/// An int64 TensorProto's values (token ids), as gpipe's i32.
+std::vector<int32_t> decodeIds(const onnx::TensorProto &tensor) {
+  std::vector<int32_t> ids;
+  if (!tensor.raw_data().empty()) {
+    for (size_t i = 0; i + 8 <= tensor.raw_data().size(); i += 8) {
+      int64_t v;
+      std::memcpy(&v, tensor.raw_data().data() + i, 8);
+      ids.push_back(int32_t(v));
+    }
+  } else {
+    for (int64_t v : tensor.int64_data())
+      ids.push_back(int32_t(v));
+  }
+  return ids;
 }
 
 bool sameBits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
@@ -119,6 +140,34 @@ gpipe::OnnxImport importFixture(const std::string &model,
   return imported;
 }
 
+/// The initializers of a fused attention parameter, found by the fixture's
+/// (PyTorch's) node names: `<scope>.qkv.weight` holds the weights of the
+/// `/<scope>/q/MatMul`, `k/MatMul` and `v/MatMul` nodes side by side,
+/// `<scope>.qkv.bias` the biases of their `Add`s. Empty for other names.
+std::vector<std::string> fusedSources(const onnx::GraphProto &graph,
+                                      const std::string &param) {
+  const bool weight =
+      param.size() > 11 && param.substr(param.size() - 11) == ".qkv.weight";
+  const bool bias =
+      param.size() > 9 && param.substr(param.size() - 9) == ".qkv.bias";
+  if (!weight && !bias)
+    return {};
+  const std::string scope = param.substr(0, param.rfind(".qkv."));
+  std::vector<std::string> sources;
+  for (const char *projection : {"q", "k", "v"})
+    for (const onnx::NodeProto &node : graph.node()) {
+      std::string name = node.name().substr(1); // no leading '/'
+      std::replace(name.begin(), name.end(), '/', '.');
+      if (name != scope + "." + projection + (weight ? ".MatMul" : ".Add"))
+        continue;
+      for (const std::string &input : node.input())
+        for (const onnx::TensorProto &tensor : graph.initializer())
+          if (tensor.name() == input)
+            sources.push_back(input);
+    }
+  return sources;
+}
+
 class OnnxParameters : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(OnnxParameters, AreTheInitializersBitForBit) {
@@ -129,11 +178,29 @@ TEST_P(OnnxParameters, AreTheInitializersBitForBit) {
   std::map<std::string, Floats> initializers;
   for (const onnx::TensorProto &tensor : proto.graph().initializer())
     initializers[tensor.name()] = decode(tensor);
-  ASSERT_EQ(imported.weights.size(), initializers.size())
-      << "every initializer becomes one parameter";
+  std::map<std::string, int> uses;
   for (const rt::NamedTensor &weight : imported.weights) {
     SCOPED_TRACE(weight.name);
+    std::vector<std::string> sources = fusedSources(proto.graph(), weight.name);
+    if (!sources.empty()) { // q | k | v, each block bit for bit
+      ASSERT_EQ(sources.size(), 3u);
+      const int64_t width = weight.shape.back() / 3;
+      const int64_t rows = int64_t(weight.data.size()) / (3 * width);
+      for (int64_t j = 0; j < 3; ++j) {
+        const Floats &init = initializers.at(sources[size_t(j)]);
+        ASSERT_EQ(int64_t(init.values.size()), rows * width);
+        ++uses[sources[size_t(j)]];
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < width; ++c)
+            ASSERT_TRUE(
+                sameBits(weight.data[size_t(r * 3 * width + j * width + c)],
+                         init.values[size_t(r * width + c)]))
+                << sources[size_t(j)] << " [" << r << ", " << c << "]";
+      }
+      continue;
+    }
     ASSERT_TRUE(initializers.count(weight.name));
+    ++uses[weight.name];
     const Floats &init = initializers.at(weight.name);
     ASSERT_EQ(weight.data.size(), init.values.size());
     const Layout layout = layoutOf(proto.graph(), weight.name);
@@ -143,10 +210,19 @@ TEST_P(OnnxParameters, AreTheInitializersBitForBit) {
           init.values[size_t(onnxIndex(layout, weight.shape, int64_t(i)))]))
           << "element " << i;
   }
+  for (const auto &[name, init] : initializers)
+    EXPECT_EQ(uses[name], 1)
+        << "initializer " << name << " is in exactly one parameter";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OnnxParameters,
-                         ::testing::Values("mlp", "cnn", "residual"));
+                         ::testing::Values("mlp", "cnn", "residual",
+                                           "gelu-tanh", "transformer"),
+                         [](const ::testing::TestParamInfo<const char *> &i) {
+                           std::string name = i.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 using ForwardParam = std::tuple<const char *, unsigned>;
 class OnnxForward : public ::testing::TestWithParam<ForwardParam> {};
@@ -196,18 +272,39 @@ Imported compileFixture(const std::string &model, unsigned k, unsigned m,
   std::string error;
   out.executor = rt::PipelineExecutor::create(compiled.bundle, config, error);
   EXPECT_TRUE(out.executor) << error;
-  Floats input = readTensorFile(fixture(model + ".input_0.pb"));
-  out.rows = input.dims[0];
-  std::vector<int64_t> shape = input.dims;
-  std::vector<float> values = input.values;
-  if (shape.size() == 4) {
-    values = channelsLast(input);
-    shape = {shape[0], shape[2], shape[3], shape[1]};
+  const onnx::TensorProto input =
+      readTensorProto(fixture(model + ".input_0.pb"));
+  std::vector<int64_t> shape(input.dims().begin(), input.dims().end());
+  out.rows = shape[0];
+  if (input.data_type() == onnx::TensorProto::INT64) { // token ids
+    out.batch[input.name()] = rt::HostTensor::ints(shape, decodeIds(input));
+  } else {
+    Floats x = decode(input);
+    std::vector<float> values = x.values;
+    if (shape.size() == 4) {
+      values = channelsLast(x);
+      shape = {shape[0], shape[2], shape[3], shape[1]};
+    }
+    out.batch[input.name()] = rt::HostTensor::floats(shape, values);
   }
-  for (int64_t r = 0; r < out.rows; ++r)
+  // The positions input the importer adds for a position table: 0 .. S-1.
+  if (imported.mlir.find("gpipe.input \"positions\"") != std::string::npos) {
+    std::vector<int32_t> positions;
+    for (int64_t i = 0; i < shape[0] * shape[1]; ++i)
+      positions.push_back(int32_t(i % shape[1]));
+    out.batch["positions"] = rt::HostTensor::ints(shape, positions);
+  }
+  // Labels: class i % 10 for the i-th row of the output's last dimension.
+  const onnx::TensorProto output =
+      readTensorProto(fixture(model + ".output_0.pb"));
+  std::vector<int64_t> labelShape(output.dims().begin(),
+                                  output.dims().end() - 1);
+  int64_t count = 1;
+  for (int64_t d : labelShape)
+    count *= d;
+  for (int64_t r = 0; r < count; ++r)
     out.labels.push_back(int32_t(r % 10));
-  out.batch["x"] = rt::HostTensor::floats(shape, values);
-  out.batch["labels"] = rt::HostTensor::ints({out.rows}, out.labels);
+  out.batch["labels"] = rt::HostTensor::ints(labelShape, out.labels);
   return out;
 }
 
@@ -247,16 +344,19 @@ TEST_P(OnnxForward, MatchesOnnxRuntime) {
   EXPECT_NEAR(result.loss, reference, 1e-4 * reference);
 }
 
-TEST(OnnxTraining, ImportedMlpLearnsItsBatchAtK2AndK4) {
+class OnnxTraining : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(OnnxTraining, LearnsItsBatchAtK2AndK4) {
+  const std::string model = GetParam();
   for (unsigned k : {2u, 4u}) {
     SCOPED_TRACE("K=" + std::to_string(k));
     rt::OptimizerConfig sgd;
     sgd.learningRate = 0.1f;
-    Imported run = compileFixture("mlp", k, 4, sgd);
+    Imported run = compileFixture(model, k, 2, sgd);
     ASSERT_TRUE(run.executor);
-    // Training starts from the imported function (the MLP has no batch
-    // norm, whose training forward would use batch statistics).
-    Floats logits = readTensorFile(fixture("mlp.output_0.pb"));
+    // Training starts from the imported function (neither model has batch
+    // norm, whose training forward would use batch statistics, nor dropout).
+    Floats logits = readTensorFile(fixture(model + ".output_0.pb"));
     const double reference = crossEntropy(logits.values, run.labels);
     std::vector<double> losses;
     for (int step = 0; step < 20; ++step) {
@@ -270,13 +370,18 @@ TEST(OnnxTraining, ImportedMlpLearnsItsBatchAtK2AndK4) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Fixtures, OnnxTraining,
+                         ::testing::Values("mlp", "transformer"));
+
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, OnnxForward,
-    ::testing::Combine(::testing::Values("mlp", "cnn"),
+    ::testing::Combine(::testing::Values("mlp", "cnn", "gelu-tanh",
+                                         "transformer"),
                        ::testing::Values(1u, 2u)),
     [](const ::testing::TestParamInfo<ForwardParam> &info) {
-      return std::string(std::get<0>(info.param)) + "_K" +
-             std::to_string(std::get<1>(info.param));
+      std::string name = std::get<0>(info.param);
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name + "_K" + std::to_string(std::get<1>(info.param));
     });
 
 // The residual fixture adds fc1's output to fc2's two layers later: the
