@@ -2,8 +2,8 @@
 //
 // Element-wise ops are charged a fixed number of FLOPs per element, chosen to
 // reflect their arithmetic (relu 1, add 1, dropout 2, tanh 4, softmax 5, layer
-// norm 8, gelu 8); GEMMs and attention are counted exactly. The partitioner
-// only needs costs that are proportional to the real run times.
+// norm 8, gelu and gelu_erf 8); GEMMs and attention are counted exactly. The
+// partitioner only needs costs that are proportional to the real run times.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,7 +81,7 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
       .Case([](SoftmaxOp o) -> OpWork {
         return {5 * numElements(o.getInput()), 0};
       })
-      .Case([](GeluOp o) -> OpWork {
+      .Case<GeluOp, GeluErfOp>([](auto o) -> OpWork {
         return {8 * numElements(o.getInput()), 0};
       })
       .Case([](LayerNormOp o) -> OpWork {

@@ -21,8 +21,8 @@ using namespace mlir;
 using namespace gpipe;
 
 bool gpipe::isFusableElementwiseOp(Operation *op) {
-  return isa<ReluOp, GeluOp, TanhOp, AddOp, ReluGradOp, GeluGradOp, TanhGradOp>(
-      op);
+  return isa<ReluOp, GeluOp, GeluErfOp, TanhOp, AddOp, ReluGradOp, GeluGradOp,
+             GeluErfGradOp, TanhGradOp>(op);
 }
 
 /// The only op that reads `value`, looking through the yield of a layer to

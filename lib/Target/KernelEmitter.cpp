@@ -5,7 +5,10 @@
 // and its derivative are written out as in the runtime's CPU kernels
 // (runtime/src/CpuKernels.cpp): 1 + tanh(u) = 2 / (1 + exp(-2u)) and
 // sech^2(u) = 4 e / (1 + e)^2 with e = exp(-2u), the exponent clamped so that
-// e stays finite and e / (1 + e) never becomes inf / inf.
+// e stays finite and e / (1 + e) never becomes inf / inf. The exact GELU
+// (gelu_erf) and its derivative Phi(x) + x phi(x) are written as the
+// runtime's scalar bodies (DeviceKernels.h): Phi(x) = erfc(-x / sqrt 2) / 2,
+// which keeps its digits in the left tail where 1 + erf(x / sqrt 2) cancels.
 //
 // The descriptor string of a kernel lists its ops with the dialect's operand
 // order, e.g. "add(in0,in1)->t0; gelu(t0)->out" or "relu_grad(in0,in1)->out"
@@ -51,16 +54,20 @@ static StringRef opName(Operation *op) {
   return llvm::TypeSwitch<Operation *, StringRef>(op)
       .Case([](ReluOp) { return "relu"; })
       .Case([](GeluOp) { return "gelu"; })
+      .Case([](GeluErfOp) { return "gelu_erf"; })
       .Case([](TanhOp) { return "tanh"; })
       .Case([](AddOp) { return "add"; })
       .Case([](ReluGradOp) { return "relu_grad"; })
       .Case([](GeluGradOp) { return "gelu_grad"; })
+      .Case([](GeluErfGradOp) { return "gelu_erf_grad"; })
       .Case([](TanhGradOp) { return "tanh_grad"; })
       .Default([](Operation *) { return ""; });
 }
 
 constexpr const char *kSqrt2OverPi = "0.7978845608028654f";
 constexpr const char *kGeluCubic = "0.044715f";
+constexpr const char *kInvSqrt2 = "0.7071067811865476f";
+constexpr const char *kInvSqrt2Pi = "0.3989422804014327f";
 /// Largest float exponent argument whose exp is finite (as CpuKernels' exp).
 constexpr const char *kExpMax = "88.3762626647949f";
 
@@ -79,6 +86,10 @@ static void emitScalarOp(Operation *op, StringRef r, ArrayRef<std::string> a,
         os << llvm::formatv("  float {0} = 0.5f * {1} * (2.0f / (1.0f + "
                             "expf(fminf(-2.0f * {0}_u, {2}))));\n",
                             r, a[0], kExpMax);
+      })
+      .Case([&](GeluErfOp) {
+        os << llvm::formatv("  float {0} = 0.5f * {1} * erfcf(-{1} * {2});\n",
+                            r, a[0], kInvSqrt2);
       })
       .Case([&](TanhOp) {
         os << llvm::formatv("  float {0} = tanhf({1});\n", r, a[0]);
@@ -109,6 +120,13 @@ static void emitScalarOp(Operation *op, StringRef r, ArrayRef<std::string> a,
         os << llvm::formatv("  float {0} = {1} * (0.5f * (2.0f * {0}_inv) + "
                             "0.5f * {2} * {0}_sech2 * {0}_du);\n",
                             r, dy, x);
+      })
+      .Case([&](GeluErfGradOp) {
+        // gelu_erf_grad(dy, x) = dy (Phi(x) + x phi(x)).
+        os << llvm::formatv(
+            "  float {0} = {1} * (0.5f * erfcf(-{2} * {3}) + {2} * {4} * "
+            "expf(-0.5f * {2} * {2}));\n",
+            r, a[0], a[1], kInvSqrt2, kInvSqrt2Pi);
       })
       .Case([&](TanhGradOp) {
         // tanh_grad(dy, y) = dy (1 - y^2).

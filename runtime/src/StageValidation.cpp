@@ -151,6 +151,7 @@ std::string StageValidator::checkShapes(const Op &op) {
   }
   case OpKind::Relu:
   case OpKind::Gelu:
+  case OpKind::GeluErf:
   case OpKind::Tanh:
     CHECK(f32Except({}));
     return expectLike(*res(0), ops(0), "the result");
@@ -246,6 +247,7 @@ std::string StageValidator::checkShapes(const Op &op) {
     return expectShape(*res(0), {ops(0).shape.back()}, false, "the result");
   case OpKind::ReluGrad:
   case OpKind::GeluGrad:
+  case OpKind::GeluErfGrad:
   case OpKind::TanhGrad:
   case OpKind::DropoutGrad:
   case OpKind::SoftmaxGrad:

@@ -559,6 +559,7 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
       makeOp(OpKind::Dropout, {3}, {7}),
       makeOp(OpKind::SoftmaxCrossEntropy, {3, 0}, {12}),
       makeOp(OpKind::MseLoss, {3, 1}, {12}),
+      makeOp(OpKind::GeluErf, {3}, {4}),
   };
   s.forward[7].epsilon = 1e-6f;
   s.forward[10].heads = 4;
@@ -582,6 +583,7 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
       makeOp(OpKind::AddGrads, {9, 10}, {11}),
       makeOp(OpKind::AccumulateGrad, {9}, {}, "p2"),
       makeOp(OpKind::Zeros, {}, {10}),
+      makeOp(OpKind::GeluErfGrad, {8, 3}, {9}),
   };
   s.backward[6].epsilon = 0.001f;
   s.backward[8].heads = 2;
@@ -939,10 +941,12 @@ const ErrorCase kErrorCases[] = {
      "stages[0].forward[3]: missing key 'op'"},
     {"UnknownOp", [](Json &j) { j["stages"][1]["forward"][1]["op"] = "conv"; },
      "stages[1].forward[1]: unknown op 'conv'; expected one of param, dense, "
-     "relu, gelu, tanh, softmax, layer_norm, add, embedding, attention, "
+     "relu, gelu, gelu_erf, tanh, softmax, layer_norm, add, embedding, "
+     "attention, "
      "batch_norm, dropout, softmax_cross_entropy, conv2d, max_pool2d, "
      "avg_pool2d, global_avg_pool, flatten, mse_loss, dense_grad, bias_grad, "
-     "relu_grad, gelu_grad, tanh_grad, softmax_grad, layer_norm_grad, "
+     "relu_grad, gelu_grad, gelu_erf_grad, tanh_grad, softmax_grad, "
+     "layer_norm_grad, "
      "batch_norm_grad, embedding_grad, "
      "attention_grad, conv2d_grad, max_pool2d_grad, avg_pool2d_grad, "
      "global_avg_pool_grad, flatten_grad, dropout_grad, "

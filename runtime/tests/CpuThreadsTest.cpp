@@ -141,6 +141,8 @@ TEST(CpuBackendThreads, KernelsGiveTheBitsOfOneThread) {
     b.reluGrad(s, x.data(), dy.data(), out.add(n).data(), n);
     b.gelu(s, x.data(), out.add(n).data(), n);
     b.geluGrad(s, x.data(), dy.data(), out.add(n).data(), n);
+    b.geluErf(s, x.data(), out.add(n).data(), n);
+    b.geluErfGrad(s, x.data(), dy.data(), out.add(n).data(), n);
     b.tanh(s, x.data(), out.add(n).data(), n);
     b.tanhGrad(s, y.data(), dy.data(), out.add(n).data(), n);
     b.add(s, x.data(), y.data(), out.add(n).data(), n);
@@ -169,6 +171,10 @@ TEST(CpuBackendThreads, KernelsGiveTheBitsOfOneThread) {
     h = x;
     b.biasActivation(s, gamma.data(), h.data(), out.add(n).data(), rows, cols,
                      Activation::Gelu);
+    std::vector<float> &hErf = out.add(n);
+    hErf = x;
+    b.biasActivation(s, gamma.data(), hErf.data(), out.add(n).data(), rows,
+                     cols, Activation::GeluErf);
     std::vector<float> &sum = out.add(n), &mean2 = out.add(rows),
                        &rstd2 = out.add(rows);
     b.addLayerNorm(s, x.data(), y.data(), sum.data(), gamma.data(), beta.data(),

@@ -87,6 +87,25 @@ Vec geluBackward(const Vec &x, const Vec &dy) {
   return dx;
 }
 
+Vec geluErfForward(const Vec &x) {
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    y[i] = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+  return y;
+}
+
+Vec geluErfBackward(const Vec &x, const Vec &dy) {
+  Vec dx(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    double v = x[i];
+    // d/dx [x Phi(x)] = Phi(x) + x phi(x), phi the standard normal density.
+    double cdf = 0.5 * (1.0 + std::erf(v / std::sqrt(2.0)));
+    double density = std::exp(-0.5 * v * v) / std::sqrt(2.0 * kPi);
+    dx[i] = dy[i] * (cdf + v * density);
+  }
+  return dx;
+}
+
 Vec tanhForward(const Vec &x) {
   Vec y(x.size());
   for (size_t i = 0; i < x.size(); ++i)

@@ -41,6 +41,9 @@ Vec reluBackward(const Vec &x, const Vec &dy);
 /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Vec geluForward(const Vec &x);
 Vec geluBackward(const Vec &x, const Vec &dy);
+/// 0.5 x (1 + erf(x / sqrt 2)): the exact GELU (std::erf).
+Vec geluErfForward(const Vec &x);
+Vec geluErfBackward(const Vec &x, const Vec &dy);
 Vec tanhForward(const Vec &x);
 Vec tanhBackward(const Vec &x, const Vec &dy);
 Vec addForward(const Vec &a, const Vec &b);

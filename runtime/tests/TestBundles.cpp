@@ -281,6 +281,9 @@ public:
       case OpKind::Gelu:
         addGrad(x[0], emit(OpKind::GeluGrad, {dy, x[0]}, {x[0]}, op)[0]);
         break;
+      case OpKind::GeluErf:
+        addGrad(x[0], emit(OpKind::GeluErfGrad, {dy, x[0]}, {x[0]}, op)[0]);
+        break;
       case OpKind::Tanh:
         addGrad(x[0], emit(OpKind::TanhGrad, {dy, y}, {x[0]}, op)[0]);
         break;

@@ -34,7 +34,7 @@ public:
   int param(const std::string &name, std::vector<int64_t> shape, InitKind init,
             double scale = 1.0);
   int dense(int x, int w, int b = -1);
-  int unary(OpKind kind, int x); ///< Relu, Gelu, Tanh, Softmax
+  int unary(OpKind kind, int x); ///< Relu, Gelu, GeluErf, Tanh, Softmax
   int layerNorm(int x, int gamma, int beta, float epsilon = 1e-5f);
   int add(int a, int b);
   int embedding(int ids, int table);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fused_kernels.h"
+#include "gelu_erf_kernels.h"
 #include "layers_kernels.h"
 #include "mlp_kernels.h"
 #include "transformer_kernels.h"
@@ -45,6 +46,8 @@ const std::vector<ModelKernels> &allModels() {
        gpipe_fused_kernels::gpipeNumKernels},
       {"layers", gpipe_layers_kernels::gpipeKernels,
        gpipe_layers_kernels::gpipeNumKernels},
+      {"gelu_erf", gpipe_gelu_erf_kernels::gpipeKernels,
+       gpipe_gelu_erf_kernels::gpipeNumKernels},
   };
   return models;
 }
@@ -107,8 +110,9 @@ std::string runReference(const std::vector<Step> &steps,
         return "undefined value '" + arg + "' in step " + step.op;
       args.push_back(it->second.data());
     }
-    size_t expectedArgs =
-        step.op == "relu" || step.op == "gelu" || step.op == "tanh" ? 1 : 2;
+    const bool unary = step.op == "relu" || step.op == "gelu" ||
+                       step.op == "gelu_erf" || step.op == "tanh";
+    size_t expectedArgs = unary ? 1 : 2;
     if (args.size() != expectedArgs)
       return "step " + step.op + " expects " + std::to_string(expectedArgs) +
              " operands, got " + std::to_string(args.size());
@@ -118,6 +122,8 @@ std::string runReference(const std::vector<Step> &steps,
       cpu::reluForward(args[0], result.data(), n);
     else if (step.op == "gelu")
       cpu::geluForward(args[0], result.data(), n);
+    else if (step.op == "gelu_erf")
+      cpu::geluErfForward(args[0], result.data(), n);
     else if (step.op == "tanh")
       cpu::tanhForward(args[0], result.data(), n);
     else if (step.op == "add")
@@ -126,6 +132,8 @@ std::string runReference(const std::vector<Step> &steps,
       cpu::reluBackward(args[1], args[0], result.data(), n);
     else if (step.op == "gelu_grad")
       cpu::geluBackward(args[1], args[0], result.data(), n);
+    else if (step.op == "gelu_erf_grad")
+      cpu::geluErfBackward(args[1], args[0], result.data(), n);
     else if (step.op == "tanh_grad")
       cpu::tanhBackward(args[1], args[0], result.data(), n);
     else

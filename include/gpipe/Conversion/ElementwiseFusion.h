@@ -1,8 +1,9 @@
 //===- ElementwiseFusion.h - Element-wise ops into kernels -----*- C++ -*-===//
 //
 // Finds, in every stage and stage backward of a compiled model, the groups of
-// element-wise ops (relu, gelu, tanh, add and, in stage backwards, relu_grad,
-// gelu_grad, tanh_grad) that one fused kernel can compute: an in-tree whose
+// element-wise ops (relu, gelu, gelu_erf, tanh, add and, in stage backwards,
+// relu_grad, gelu_grad, gelu_erf_grad, tanh_grad) that one fused kernel can
+// compute: an in-tree whose
 // intermediate values each have exactly one use, by the next op of the group.
 // A value used elsewhere (kept for the backward, yielded by the stage, read
 // by a non element-wise op) is the group's output. Values a layer yields are

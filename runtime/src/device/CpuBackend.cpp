@@ -354,6 +354,17 @@ void CpuBackend::geluGrad(StreamId s, const float *x, const float *dy,
     cpu::geluBackward(x + b, dy + b, dx + b, e - b);
   });
 }
+void CpuBackend::geluErf(StreamId s, const float *x, float *y, int64_t n) {
+  split(s, n, [=](int64_t b, int64_t e) {
+    cpu::geluErfForward(x + b, y + b, e - b);
+  });
+}
+void CpuBackend::geluErfGrad(StreamId s, const float *x, const float *dy,
+                             float *dx, int64_t n) {
+  split(s, n, [=](int64_t b, int64_t e) {
+    cpu::geluErfBackward(x + b, dy + b, dx + b, e - b);
+  });
+}
 void CpuBackend::tanh(StreamId s, const float *x, float *y, int64_t n) {
   split(s, n,
         [=](int64_t b, int64_t e) { cpu::tanhForward(x + b, y + b, e - b); });
@@ -416,6 +427,9 @@ void CpuBackend::biasActivation(StreamId s, const float *bias, float *h,
         break;
       case Activation::Tanh:
         cpu::tanhForward(hr, yr, cols);
+        break;
+      case Activation::GeluErf:
+        cpu::geluErfForward(hr, yr, cols);
         break;
       }
     }

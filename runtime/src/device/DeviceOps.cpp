@@ -115,6 +115,9 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   case OpKind::Gelu:
     b.gelu(s, f(0), out[0], x0.numElements());
     break;
+  case OpKind::GeluErf:
+    b.geluErf(s, f(0), out[0], x0.numElements());
+    break;
   case OpKind::Tanh:
     b.tanh(s, f(0), out[0], x0.numElements());
     break;
@@ -222,6 +225,9 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     break;
   case OpKind::GeluGrad:
     b.geluGrad(s, f(1), f(0), out[0], x0.numElements());
+    break;
+  case OpKind::GeluErfGrad:
+    b.geluErfGrad(s, f(1), f(0), out[0], x0.numElements());
     break;
   case OpKind::TanhGrad:
     b.tanhGrad(s, f(1), f(0), out[0], x0.numElements());
@@ -367,9 +373,10 @@ std::string DeviceExecutor::Impl::issueFused(unsigned device, unsigned m,
     b.gemm(s, g);
     const float *bias =
         first.operands.size() == 3 ? values[first.operands[2]].f() : nullptr;
-    Activation act = second.kind == OpKind::Relu   ? Activation::Relu
-                     : second.kind == OpKind::Gelu ? Activation::Gelu
-                                                   : Activation::Tanh;
+    Activation act = second.kind == OpKind::Relu      ? Activation::Relu
+                     : second.kind == OpKind::Gelu    ? Activation::Gelu
+                     : second.kind == OpKind::GeluErf ? Activation::GeluErf
+                                                      : Activation::Tanh;
     b.biasActivation(s, bias, mid.f(), out.f(), g.m, g.n, act);
     return {};
   }

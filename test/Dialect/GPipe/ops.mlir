@@ -496,3 +496,26 @@ gpipe.model @norms batch 2 {
   }
   gpipe.return %l : tensor<f32>
 }
+
+// -----
+
+// The exact GELU (erf) beside the tanh approximation, in f32 and bf16.
+// CHECK-LABEL: gpipe.model @gelu_erf batch 4 {
+// CHECK:         %[[E:.*]] = gpipe.gelu_erf %{{.*}} : tensor<4x8xf32>
+// CHECK:         %[[G:.*]] = gpipe.gelu %[[E]] : tensor<4x8xf32>
+// CHECK:         gpipe.gelu_erf %{{.*}} : tensor<4x8xbf16>
+gpipe.model @gelu_erf batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xf32>
+  %h = gpipe.layer "act" -> tensor<4x8xf32> {
+    %0 = gpipe.gelu_erf %x : tensor<4x8xf32>
+    %1 = gpipe.gelu %0 : tensor<4x8xf32>
+    gpipe.yield %1 : tensor<4x8xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %w = gpipe.param "w" zeros : tensor<4x8xbf16>
+    %0 = gpipe.gelu_erf %w : tensor<4x8xbf16>
+    %1 = gpipe.mse_loss %h, %h : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

@@ -152,8 +152,9 @@ bool gpipe::isPerExampleResult(OpResult result, ArrayRef<bool> operandBatched) {
           // (dy, y, x, wqkv, wo) -> (dx, dwqkv, dwo)
           .Case<AttentionGradOp>([&](auto) { return 2u + index; })
           // (dy, x or y) -> dx
-          .Case<ReluGradOp, GeluGradOp, TanhGradOp, SoftmaxGradOp,
-                DropoutGradOp, MaxPool2dGradOp>([](auto) { return 1u; })
+          .Case<ReluGradOp, GeluGradOp, GeluErfGradOp, TanhGradOp,
+                SoftmaxGradOp, DropoutGradOp, MaxPool2dGradOp>(
+              [](auto) { return 1u; })
           // (dy) -> dx, shaped as the forward's input
           .Case<AvgPool2dGradOp, GlobalAvgPoolGradOp, FlattenGradOp>(
               [](auto) { return 0u; })

@@ -84,6 +84,13 @@ public:
                      GeluGradOp::create(builder, loc, dy.getType(), dy, o.getInput()), loc);
           return success();
         })
+        .Case([&](GeluErfOp o) {
+          contribute(o.getInput(),
+                     GeluErfGradOp::create(builder, loc, dy.getType(), dy,
+                                           o.getInput()),
+                     loc);
+          return success();
+        })
         .Case([&](TanhOp o) {
           contribute(o.getInput(),
                      TanhGradOp::create(builder, loc, dy.getType(), dy, o.getResult()), loc);

@@ -48,6 +48,10 @@ void reluBackward(const float *x, const float *dy, float *dx, int64_t n);
 /// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 void geluForward(const float *x, float *y, int64_t n);
 void geluBackward(const float *x, const float *dy, float *dx, int64_t n);
+/// GELU, exact: x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)); its derivative is
+/// Phi(x) + x phi(x) (CpuElementwiseKernels.cpp).
+void geluErfForward(const float *x, float *y, int64_t n);
+void geluErfBackward(const float *x, const float *dy, float *dx, int64_t n);
 void tanhForward(const float *x, float *y, int64_t n);
 /// Uses the forward's output y: dx = dy (1 - y^2).
 void tanhBackward(const float *y, const float *dy, float *dx, int64_t n);

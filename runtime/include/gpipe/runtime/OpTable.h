@@ -250,7 +250,7 @@ inline int64_t scratchBytesOf(OpKind kind, const int64_t *const *operands,
 /// runtime runs them (DeviceOps.cpp, KernelApi's fused kernels).
 enum class FusionKind {
   None,
-  DenseActivation, ///< dense (bias) then relu, gelu or tanh
+  DenseActivation, ///< dense (bias) then relu, gelu, gelu_erf or tanh
   AddLayerNorm     ///< add (a residual) then layer_norm
 };
 
@@ -258,7 +258,7 @@ enum class FusionKind {
 inline FusionKind fusionOf(OpKind first, OpKind second) {
   if (first == OpKind::Dense &&
       (second == OpKind::Relu || second == OpKind::Gelu ||
-       second == OpKind::Tanh))
+       second == OpKind::GeluErf || second == OpKind::Tanh))
     return FusionKind::DenseActivation;
   if (first == OpKind::Add && second == OpKind::LayerNorm)
     return FusionKind::AddLayerNorm;

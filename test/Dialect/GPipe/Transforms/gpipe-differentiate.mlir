@@ -142,3 +142,37 @@ gpipe.model @block batch 2 {
   }
   gpipe.return %s : tensor<f32>
 }
+
+// -----
+
+// The exact GELU's gradient reads the forward's input, as the tanh GELU's does.
+// CHECK-LABEL: gpipe.model @gelu_erf
+// CHECK: gpipe.stage_backward @stage1 : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32> {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x4xf32>, %[[T:.*]]: tensor<2x4xf32>):
+// CHECK-NEXT: %[[G:.*]] = gpipe.gelu_erf %[[A]] {gpipe.recompute} : tensor<2x4xf32>
+// CHECK-NEXT: gpipe.mse_loss %[[G]], %[[T]] {gpipe.recompute}
+// CHECK-NEXT: %[[DG:.*]] = gpipe.mse_loss_grad %[[G]], %[[T]] : tensor<2x4xf32>
+// CHECK-NEXT: %[[DA:.*]] = gpipe.gelu_erf_grad %[[DG]], %[[A]] : tensor<2x4xf32>
+// CHECK-NEXT: gpipe.yield %[[DA]] : tensor<2x4xf32>
+gpipe.model @gelu_erf batch 2 {
+  %x = gpipe.input "x" : tensor<2x4xf32>
+  %t = gpipe.input "t" : tensor<2x4xf32>
+  %s0 = gpipe.stage @stage0 index 0 (%x) : (tensor<2x4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%arg0: tensor<2x4xf32>):
+    %a = gpipe.layer "a" -> tensor<2x4xf32> {
+      %0 = gpipe.relu %arg0 : tensor<2x4xf32>
+      gpipe.yield %0 : tensor<2x4xf32>
+    }
+    gpipe.yield %a : tensor<2x4xf32>
+  }
+  %s1 = gpipe.stage @stage1 index 1 (%s0, %t) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x4xf32>, %arg1: tensor<2x4xf32>):
+    %l = gpipe.layer "l" -> tensor<f32> {
+      %0 = gpipe.gelu_erf %arg0 : tensor<2x4xf32>
+      %1 = gpipe.mse_loss %0, %arg1 : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<f32>
+      gpipe.yield %1 : tensor<f32>
+    }
+    gpipe.yield %l : tensor<f32>
+  }
+  gpipe.return %s1 : tensor<f32>
+}

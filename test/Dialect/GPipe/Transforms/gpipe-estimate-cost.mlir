@@ -167,3 +167,18 @@ gpipe.model @pools batch 2 {
   }
   gpipe.return %l : tensor<f32>
 }
+
+// -----
+
+// gelu_erf is charged as gelu: 8 FLOPs per element, 8*32 = 256; result 128 B.
+// CHECK-LABEL: gpipe.model @gelu_erf
+// CHECK: gpipe.gelu_erf {{.*}} {cost = #gpipe.cost<flops = 256, param_bytes = 0, activation_bytes = 128>}
+gpipe.model @gelu_erf batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %0 = gpipe.gelu_erf %x : tensor<4x8xf32>
+    %1 = gpipe.mse_loss %0, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

@@ -89,6 +89,8 @@ def GPipe_ReluGradOp : GPipe_UnaryInputGradOp<"relu_grad",
     "gradient of relu: dy where x > 0">;
 def GPipe_GeluGradOp : GPipe_UnaryInputGradOp<"gelu_grad",
     "gradient of the tanh-approximated GELU">;
+def GPipe_GeluErfGradOp : GPipe_UnaryInputGradOp<"gelu_erf_grad",
+    "gradient of the exact GELU: dy (Phi(x) + x phi(x))">;
 
 // dx from the forward's output for ops whose derivative is a function of it.
 class GPipe_UnaryOutputGradOp<string mnemonic, string text>

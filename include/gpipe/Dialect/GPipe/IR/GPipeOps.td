@@ -237,6 +237,8 @@ class GPipe_UnaryOp<string mnemonic, string text>
 
 def GPipe_ReluOp : GPipe_UnaryOp<"relu", "element-wise max(x, 0)">;
 def GPipe_GeluOp : GPipe_UnaryOp<"gelu", "element-wise GELU (tanh approximation)">;
+def GPipe_GeluErfOp : GPipe_UnaryOp<"gelu_erf",
+    "element-wise exact GELU: 0.5 x (1 + erf(x / sqrt(2)))">;
 def GPipe_TanhOp : GPipe_UnaryOp<"tanh", "element-wise tanh">;
 def GPipe_SoftmaxOp : GPipe_UnaryOp<"softmax", "softmax over the last dimension">;
 

@@ -105,6 +105,9 @@ public:
   void gelu(StreamId s, const float *x, float *y, int64_t n) override;
   void geluGrad(StreamId s, const float *x, const float *dy, float *dx,
                 int64_t n) override;
+  void geluErf(StreamId s, const float *x, float *y, int64_t n) override;
+  void geluErfGrad(StreamId s, const float *x, const float *dy, float *dx,
+                   int64_t n) override;
   void tanh(StreamId s, const float *x, float *y, int64_t n) override;
   void tanhGrad(StreamId s, const float *y, const float *dy, float *dx,
                 int64_t n) override;

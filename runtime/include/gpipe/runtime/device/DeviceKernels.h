@@ -39,6 +39,8 @@ namespace gpipe::runtime::device::kernels {
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluCubic = 0.044715f;
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 /// Largest exp argument whose exp is finite (CpuKernels' fastExp saturates
 /// there): GELU's e / (1 + e) never becomes inf / inf.
 constexpr float kExpMax = 88.3762626647949f;
@@ -73,6 +75,18 @@ GPIPE_HD inline float reluOf(float v) { return v > 0.0f ? v : 0.0f; }
 GPIPE_HD inline float geluOf(float v) {
   float u = kSqrt2OverPi * (v + kGeluCubic * v * v * v);
   return 0.5f * v * (2.0f / (1.0f + ::expf(::fminf(-2.0f * u, kExpMax))));
+}
+
+/// The exact GELU x Phi(x), with Phi(x) = erfc(-x / sqrt 2) / 2 rather than
+/// (1 + erf(x / sqrt 2)) / 2, which cancels in the left tail (x < -3 keeps
+/// no digit of Phi in float). erfcf is libm's and CUDA's.
+GPIPE_HD inline float normalCdfOf(float v) {
+  return 0.5f * ::erfcf(-v * kInvSqrt2);
+}
+GPIPE_HD inline float geluErfOf(float v) { return v * normalCdfOf(v); }
+/// d/dx [x Phi(x)] = Phi(x) + x phi(x), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).
+GPIPE_HD inline float geluErfSlopeOf(float v) {
+  return normalCdfOf(v) + v * kInvSqrt2Pi * ::expf(-0.5f * v * v);
 }
 
 struct Relu {
@@ -111,6 +125,20 @@ struct GeluGrad {
   }
 };
 
+struct GeluErf {
+  const float *x;
+  float *y;
+  GPIPE_HD void operator()(int64_t i) const { y[i] = geluErfOf(x[i]); }
+};
+
+struct GeluErfGrad {
+  const float *x, *dy;
+  float *dx;
+  GPIPE_HD void operator()(int64_t i) const {
+    dx[i] = dy[i] * geluErfSlopeOf(x[i]);
+  }
+};
+
 struct Tanh {
   const float *x;
   float *y;
@@ -146,7 +174,7 @@ struct AddRowVector {
 };
 
 /// A dense op's epilogue: h += bias (bias may be null), y = act(h), with
-/// act 0 relu, 1 gelu, 2 tanh (KernelApi's Activation).
+/// act 0 relu, 1 gelu, 2 tanh, 3 gelu_erf (KernelApi's Activation).
 struct BiasActivation {
   const float *bias;
   float *h, *y;
@@ -155,7 +183,10 @@ struct BiasActivation {
   GPIPE_HD void operator()(int64_t i) const {
     float v = bias ? h[i] + bias[i % cols] : h[i];
     h[i] = v;
-    y[i] = act == 0 ? reluOf(v) : act == 1 ? geluOf(v) : ::tanhf(v);
+    y[i] = act == 0   ? reluOf(v)
+           : act == 1 ? geluOf(v)
+           : act == 2 ? ::tanhf(v)
+                      : geluErfOf(v);
   }
 };
 

@@ -70,7 +70,7 @@ struct AttentionGradCall {
 };
 
 /// The activation a dense op's fused epilogue applies.
-enum class Activation { Relu, Gelu, Tanh };
+enum class Activation { Relu, Gelu, Tanh, GeluErf };
 
 class KernelApi {
 public:
@@ -85,6 +85,10 @@ public:
   virtual void gelu(StreamId s, const float *x, float *y, int64_t n) = 0;
   virtual void geluGrad(StreamId s, const float *x, const float *dy, float *dx,
                         int64_t n) = 0;
+  /// The exact GELU, 0.5 x (1 + erf(x / sqrt 2)), and its gradient.
+  virtual void geluErf(StreamId s, const float *x, float *y, int64_t n) = 0;
+  virtual void geluErfGrad(StreamId s, const float *x, const float *dy,
+                           float *dx, int64_t n) = 0;
   virtual void tanh(StreamId s, const float *x, float *y, int64_t n) = 0;
   /// Uses the forward's output y.
   virtual void tanhGrad(StreamId s, const float *y, const float *dy, float *dx,

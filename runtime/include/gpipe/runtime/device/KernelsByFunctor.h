@@ -66,6 +66,13 @@ public:
                 int64_t n) override {
     launch(s, n, kernels::GeluGrad{x, dy, dx});
   }
+  void geluErf(StreamId s, const float *x, float *y, int64_t n) override {
+    launch(s, n, kernels::GeluErf{x, y});
+  }
+  void geluErfGrad(StreamId s, const float *x, const float *dy, float *dx,
+                   int64_t n) override {
+    launch(s, n, kernels::GeluErfGrad{x, dy, dx});
+  }
   void tanh(StreamId s, const float *x, float *y, int64_t n) override {
     launch(s, n, kernels::Tanh{x, y});
   }
