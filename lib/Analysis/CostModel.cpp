@@ -109,6 +109,9 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
         // QKV projection, scores, weighted sum, output projection, softmax.
         Wide flops = 2 * b * s * d * 3 * d + 2 * b * s * s * d +
                      2 * b * s * s * d + 2 * b * s * d * d + 5 * b * h * s * s;
+        // The biases: one add per element of qkv [b s, 3d] and of y [b s, d].
+        if (o.getQkvBias())
+          flops += 4 * b * s * d;
         // Kept for the backward: q, k, v, the attention weights, the context.
         Wide kept = (3 * b * s * d + b * h * s * s + b * s * d) * elementBytes;
         return {flops, kept};

@@ -87,7 +87,9 @@ static std::optional<runtime::OpKind> bundleOpKind(Operation *op) {
     return runtime::OpKind::AddGrads;
   std::optional<runtime::OpKind> kind =
       runtime::opKindNamed(op->getName().stripDialect().str());
-  if (kind && runtime::opInfo(*kind).results != op->getNumResults())
+  if (kind &&
+      runtime::resultCountOf(runtime::opInfo(*kind), op->getNumOperands()) !=
+          op->getNumResults())
     return std::nullopt;
   return kind;
 }

@@ -111,18 +111,19 @@ int main(int argc, char **argv) {
     double coreFlops = 4.0 * batch * heads * seq * seq * (width / heads);
     report(causal ? "attention fwd (causal)" : "attention fwd",
            secondsPerCall([&] {
-             cpu::attentionForward(x.data(), wqkv.data(), wo.data(), y.data(),
-                                   qkv.data(), probs.data(), context.data(),
-                                   batch, seq, width, heads, causal);
+             cpu::attentionForward(x.data(), wqkv.data(), wo.data(), nullptr,
+                                   nullptr, y.data(), qkv.data(), probs.data(),
+                                   context.data(), batch, seq, width, heads,
+                                   causal);
            }),
            projFlops + coreFlops, 0);
     report(causal ? "attention bwd (causal)" : "attention bwd",
            secondsPerCall([&] {
-             cpu::attentionBackward(dy.data(), x.data(), wqkv.data(),
-                                    wo.data(), qkv.data(), probs.data(),
-                                    context.data(), dx.data(), dwqkv.data(),
-                                    dwo.data(), scratch.data(), batch, seq,
-                                    width, heads, causal);
+             cpu::attentionBackward(dy.data(), x.data(), wqkv.data(), wo.data(),
+                                    qkv.data(), probs.data(), context.data(),
+                                    dx.data(), dwqkv.data(), dwo.data(),
+                                    nullptr, nullptr, scratch.data(), batch,
+                                    seq, width, heads, causal);
            }),
            2 * (projFlops + coreFlops), 0);
   }

@@ -436,10 +436,12 @@ bool Reader::readOp(const Json &json, const std::string &path,
                 "op '" + name + "' expects " +
                     countText(info.minOperands, info.maxOperands, "operand") +
                     ", found " + std::to_string(operands.size()));
-  if (results.size() != info.results)
-    return fail(path, "op '" + name + "' expects " +
-                          countText(info.results, info.results, "result") +
-                          ", found " + std::to_string(results.size()));
+  const unsigned expectedResults = resultCountOf(info, operands.size());
+  if (results.size() != expectedResults)
+    return fail(path,
+                "op '" + name + "' expects " +
+                    countText(expectedResults, expectedResults, "result") +
+                    ", found " + std::to_string(results.size()));
   auto outOfRange = [&](const char *what, int64_t id) {
     return fail(path, std::string(what) + " " + std::to_string(id) +
                           " out of range: stage " +

@@ -85,6 +85,27 @@ void gemmSplit(const cpu::ParallelFor &parallel, bool transA, bool transB,
     });
 }
 
+/// Copies `bias` [cols] into every row of y [rows, cols] (nothing for a null
+/// bias): a GEMM with beta = 1 then adds onto it.
+void seedRows(const float *bias, float *y, int64_t rows, int64_t cols) {
+  if (bias)
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(y + r * cols, bias, cols * sizeof(float));
+}
+
+/// sums[c] += sum over rows of x[r, c], rows in order, each column on one
+/// thread: the bits do not depend on the thread count.
+void addColumnSums(const cpu::ParallelFor &parallel, const float *x,
+                   float *sums, int64_t rows, int64_t cols) {
+  forRange(parallel, cols, 64, [&](int64_t c0, int64_t c1) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float *row = x + r * cols;
+      for (int64_t c = c0; c < c1; ++c)
+        sums[c] += row[c];
+    }
+  });
+}
+
 /// Number of partial sums of the reductions below: enough independent chains
 /// to hide the add latency, and the inner loop vectorizes as one register.
 constexpr int64_t kLanes = 8;
@@ -337,7 +358,8 @@ void cpu::embeddingBackward(const int32_t *ids, const float *dy,
 //===-- attention ----------------------------------------------------------===//
 
 void cpu::attentionForward(const float *x, const float *wqkv, const float *wo,
-                           float *y, float *qkv, float *probs, float *context,
+                           const float *qkvBias, const float *outBias, float *y,
+                           float *qkv, float *probs, float *context,
                            int64_t batch, int64_t seq, int64_t width,
                            int64_t heads, bool causal,
                            const ParallelFor &parallel) {
@@ -346,8 +368,10 @@ void cpu::attentionForward(const float *x, const float *wqkv, const float *wo,
   const int64_t dh = width / heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
 
+  // As dense: the bias seeds qkv, which the GEMM adds onto (beta = 1).
+  seedRows(qkvBias, qkv, tokens, ldQkv);
   gemmSplit(parallel, false, false, tokens, ldQkv, width, 1.0f, x, width, wqkv,
-            ldQkv, 0.0f, qkv, ldQkv);
+            ldQkv, qkvBias ? 1.0f : 0.0f, qkv, ldQkv);
 
   // Each (sequence, head) pair writes its own probabilities and context.
   forRange(parallel, batch * heads, 1, [&](int64_t begin, int64_t end) {
@@ -385,17 +409,18 @@ void cpu::attentionForward(const float *x, const float *wqkv, const float *wo,
     }
   });
 
+  seedRows(outBias, y, tokens, width);
   gemmSplit(parallel, false, false, tokens, width, width, 1.0f, context, width,
-            wo, width, 0.0f, y, width);
+            wo, width, outBias ? 1.0f : 0.0f, y, width);
 }
 
 void cpu::attentionBackward(const float *dy, const float *x, const float *wqkv,
                             const float *wo, const float *qkv,
                             const float *probs, const float *context, float *dx,
-                            float *dwqkv, float *dwo, float *scratch,
-                            int64_t batch, int64_t seq, int64_t width,
-                            int64_t heads, bool causal,
-                            const ParallelFor &parallel) {
+                            float *dwqkv, float *dwo, float *dqkvBias,
+                            float *doutBias, float *scratch, int64_t batch,
+                            int64_t seq, int64_t width, int64_t heads,
+                            bool causal, const ParallelFor &parallel) {
   const int64_t tokens = batch * seq;
   const int64_t ldQkv = 3 * width;
   const int64_t dh = width / heads;
@@ -404,7 +429,9 @@ void cpu::attentionBackward(const float *dy, const float *x, const float *wqkv,
   if (dwo)
     gemmSplit(parallel, true, false, width, width, tokens, 1.0f, context, width,
               dy, width, 1.0f, dwo, width);
-  if (!dx && !dwqkv)
+  if (doutBias)
+    addColumnSums(parallel, dy, doutBias, tokens, width);
+  if (!dx && !dwqkv && !dqkvBias)
     return;
 
   float *dqkv = scratch;
@@ -479,6 +506,8 @@ void cpu::attentionBackward(const float *dy, const float *x, const float *wqkv,
   if (dwqkv)
     gemmSplit(parallel, true, false, width, ldQkv, tokens, 1.0f, x, width, dqkv,
               ldQkv, 1.0f, dwqkv, ldQkv);
+  if (dqkvBias)
+    addColumnSums(parallel, dqkv, dqkvBias, tokens, ldQkv);
 }
 
 //===-- dropout ------------------------------------------------------------===//

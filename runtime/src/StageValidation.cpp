@@ -185,27 +185,8 @@ std::string StageValidator::checkShapes(const Op &op) {
     return expectShape(*res(0), shape, ops(0).batched, "the result");
   }
   case OpKind::Attention:
-  case OpKind::AttentionGrad: {
-    bool grad = op.kind == OpKind::AttentionGrad;
-    CHECK(f32Except({}));
-    const ValueSpec &x = ops(grad ? 2 : 0);
-    if (x.shape.size() != 3 || !x.batched)
-      return "expects a batched input [batch, seq, width], got shape " +
-             shapeString(x.shape);
-    int64_t width = x.shape[2];
-    if (op.heads < 1 || width % op.heads != 0)
-      return "expects heads dividing the width " + std::to_string(width) +
-             ", got " + std::to_string(op.heads);
-    CHECK(expectShape(ops(grad ? 3 : 1), {width, 3 * width}, false, "wqkv"));
-    CHECK(expectShape(ops(grad ? 4 : 2), {width, width}, false, "wo"));
-    if (!grad)
-      return expectLike(*res(0), x, "the result");
-    CHECK(expectLike(ops(0), x, "dy"));
-    if (res(0))
-      CHECK(expectLike(*res(0), x, "dx"));
-    CHECK(expectLike(*res(1), ops(3), "dwqkv"));
-    return expectLike(*res(2), ops(4), "dwo");
-  }
+  case OpKind::AttentionGrad:
+    return checkAttentionShapes(op, program);
   case OpKind::SoftmaxCrossEntropy:
   case OpKind::SoftmaxCrossEntropyGrad: {
     bool grad = op.kind == OpKind::SoftmaxCrossEntropyGrad;
@@ -348,9 +329,10 @@ std::string StageValidator::checkOp(const char *section, size_t index,
                 (arity.maxOperands == 1 ? "" : "s") + ", got " +
                 std::to_string(op.operands.size()));
   }
-  if (op.results.size() != arity.results)
-    return fail("expects " + std::to_string(arity.results) + " result" +
-                (arity.results == 1 ? "" : "s") + ", got " +
+  const unsigned results = resultCountOf(arity, op.operands.size());
+  if (op.results.size() != results)
+    return fail("expects " + std::to_string(results) + " result" +
+                (results == 1 ? "" : "s") + ", got " +
                 std::to_string(op.results.size()));
   if (std::string(section) != "backward" && arity.has(GradientOp))
     return fail("is a gradient op, not allowed in the " + std::string(section) +

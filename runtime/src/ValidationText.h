@@ -47,6 +47,10 @@ std::string validateStage(const Bundle &bundle, unsigned stage);
 /// (ImageOpValidation.cpp), in `stage`'s program.
 std::string checkImageOpShapes(const Op &op, const StageProgram &stage);
 
+/// The shapes of attention and attention_grad, biases included
+/// (AttentionValidation.cpp), in `stage`'s program.
+std::string checkAttentionShapes(const Op &op, const StageProgram &stage);
+
 } // namespace gpipe::runtime::detail
 
 #endif // GPIPE_RUNTIME_SRC_VALIDATIONTEXT_H

@@ -560,6 +560,7 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
       makeOp(OpKind::SoftmaxCrossEntropy, {3, 0}, {12}),
       makeOp(OpKind::MseLoss, {3, 1}, {12}),
       makeOp(OpKind::GeluErf, {3}, {4}),
+      makeOp(OpKind::Attention, {3, 1, 2, 1, 2}, {6}),
   };
   s.forward[7].epsilon = 1e-6f;
   s.forward[10].heads = 4;
@@ -584,7 +585,10 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
       makeOp(OpKind::AccumulateGrad, {9}, {}, "p2"),
       makeOp(OpKind::Zeros, {}, {10}),
       makeOp(OpKind::GeluErfGrad, {8, 3}, {9}),
+      makeOp(OpKind::AttentionGrad, {8, 6, 3, 1, 2, 1, 2}, {-1, 10, 11, 9, 10}),
   };
+  s.forward.back().heads = 2;
+  s.backward.back().heads = 2;
   s.backward[6].epsilon = 0.001f;
   s.backward[8].heads = 2;
   s.backward[9].rate = 0.5f;

@@ -718,9 +718,9 @@ TEST(KernelForward, Attention) {
       Floats y(tokens * s.width, kGarbage), qkv(tokens * 3 * s.width, kGarbage),
           probs(s.batch * s.heads * s.seq * s.seq, kGarbage),
           context(tokens * s.width, kGarbage);
-      cpu::attentionForward(x.data(), wqkv.data(), wo.data(), y.data(),
-                            qkv.data(), probs.data(), context.data(), s.batch,
-                            s.seq, s.width, s.heads, causal);
+      cpu::attentionForward(x.data(), wqkv.data(), wo.data(), nullptr, nullptr,
+                            y.data(), qkv.data(), probs.data(), context.data(),
+                            s.batch, s.seq, s.width, s.heads, causal);
       ref::AttentionResult r =
           ref::attentionForward(toDouble(x), toDouble(wqkv), toDouble(wo),
                                 s.batch, s.seq, s.width, s.heads, causal);
@@ -746,17 +746,17 @@ TEST(KernelBackward, Attention) {
              dy = randomFloats(rng, tokens * s.width);
       Floats y(tokens * s.width), qkv(tokens * 3 * s.width),
           probs(s.batch * s.heads * s.seq * s.seq), context(tokens * s.width);
-      cpu::attentionForward(x.data(), wqkv.data(), wo.data(), y.data(),
-                            qkv.data(), probs.data(), context.data(), s.batch,
-                            s.seq, s.width, s.heads, causal);
+      cpu::attentionForward(x.data(), wqkv.data(), wo.data(), nullptr, nullptr,
+                            y.data(), qkv.data(), probs.data(), context.data(),
+                            s.batch, s.seq, s.width, s.heads, causal);
       Floats dx(tokens * s.width, kGarbage);
       Floats dwqkv0 = randomFloats(rng, wqkv.size()), dwqkv = dwqkv0;
       Floats dwo0 = randomFloats(rng, wo.size()), dwo = dwo0;
       Floats scratch(4 * tokens * s.width, kGarbage);
       cpu::attentionBackward(
           dy.data(), x.data(), wqkv.data(), wo.data(), qkv.data(), probs.data(),
-          context.data(), dx.data(), dwqkv.data(), dwo.data(), scratch.data(),
-          s.batch, s.seq, s.width, s.heads, causal);
+          context.data(), dx.data(), dwqkv.data(), dwo.data(), nullptr, nullptr,
+          scratch.data(), s.batch, s.seq, s.width, s.heads, causal);
       ref::AttentionGrads g = ref::attentionBackward(
           toDouble(dy), toDouble(x), toDouble(wqkv), toDouble(wo), s.batch,
           s.seq, s.width, s.heads, causal);
@@ -778,15 +778,15 @@ TEST(KernelBackward, AttentionNullDx) {
          dy = randomFloats(rng, tokens * s.width);
   Floats y(tokens * s.width), qkv(tokens * 3 * s.width),
       probs(s.batch * s.heads * s.seq * s.seq), context(tokens * s.width);
-  cpu::attentionForward(x.data(), wqkv.data(), wo.data(), y.data(), qkv.data(),
-                        probs.data(), context.data(), s.batch, s.seq, s.width,
-                        s.heads, causal);
+  cpu::attentionForward(x.data(), wqkv.data(), wo.data(), nullptr, nullptr,
+                        y.data(), qkv.data(), probs.data(), context.data(),
+                        s.batch, s.seq, s.width, s.heads, causal);
   Floats dwqkv(wqkv.size(), 0.0f), dwo(wo.size(), 0.0f);
   Floats scratch(4 * tokens * s.width, kGarbage);
-  cpu::attentionBackward(dy.data(), x.data(), wqkv.data(), wo.data(),
-                         qkv.data(), probs.data(), context.data(), nullptr,
-                         dwqkv.data(), dwo.data(), scratch.data(), s.batch,
-                         s.seq, s.width, s.heads, causal);
+  cpu::attentionBackward(
+      dy.data(), x.data(), wqkv.data(), wo.data(), qkv.data(), probs.data(),
+      context.data(), nullptr, dwqkv.data(), dwo.data(), nullptr, nullptr,
+      scratch.data(), s.batch, s.seq, s.width, s.heads, causal);
   ref::AttentionGrads g = ref::attentionBackward(
       toDouble(dy), toDouble(x), toDouble(wqkv), toDouble(wo), s.batch, s.seq,
       s.width, s.heads, causal);

@@ -207,12 +207,18 @@ TEST(CpuBackendThreads, AttentionGivesTheBitsOfOneThread) {
   const std::vector<float> x = randomFloats(tokens * width, 11),
                            wqkv = randomFloats(width * 3 * width, 12),
                            wo = randomFloats(width * width, 13),
-                           dy = randomFloats(tokens * width, 14);
+                           dy = randomFloats(tokens * width, 14),
+                           bqkv = randomFloats(3 * width, 15),
+                           bo = randomFloats(width, 16);
   for (bool causal : {false, true}) {
     SCOPED_TRACE(causal ? "causal" : "not causal");
+    // Not causal: with the projections' biases and their gradients.
+    const bool biased = !causal;
     auto kernels = [&](CpuBackend &b, StreamId s, Outputs &out) {
       AttentionCall f;
       f.x = x.data(), f.wqkv = wqkv.data(), f.wo = wo.data();
+      if (biased)
+        f.qkvBias = bqkv.data(), f.outBias = bo.data();
       f.y = out.add(tokens * width).data();
       f.qkv = out.add(tokens * 3 * width).data();
       f.probs = out.add(batch * heads * seq * seq).data();
@@ -226,6 +232,10 @@ TEST(CpuBackendThreads, AttentionGivesTheBitsOfOneThread) {
       g.dx = out.add(tokens * width).data();
       g.dwqkv = out.add(width * 3 * width).data();
       g.dwo = out.add(width * width).data();
+      if (biased) {
+        g.dqkvBias = out.add(3 * width).data();
+        g.doutBias = out.add(width).data();
+      }
       g.scratch =
           out.add(b.attentionGradScratch(batch, seq, width, heads)).data();
       g.batch = batch, g.seq = seq, g.width = width, g.heads = heads;

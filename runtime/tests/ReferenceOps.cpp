@@ -259,11 +259,11 @@ Vec embeddingBackward(const std::vector<int32_t> &ids, const Vec &dy,
 //
 // Per batch element b and head h, with dh = d / heads and e in [0, dh):
 //   q[i,e] = qkv[b,i,h dh + e], k[i,e] = qkv[b,i,d + h dh + e],
-//   v[i,e] = qkv[b,i,2d + h dh + e], qkv = x wqkv,
+//   v[i,e] = qkv[b,i,2d + h dh + e], qkv = x wqkv + qkv_bias,
 //   s[i,j] = sum_e q[i,e] k[j,e] / sqrt(dh)  (j <= i only when causal),
 //   p[i,:] = softmax(s[i,:]),
 //   context[b,i,h dh + e] = sum_j p[i,j] v[j,e],
-//   y = context wo.
+//   y = context wo + out_bias (no biases: zero).
 
 namespace {
 struct AttentionShape {
@@ -286,12 +286,14 @@ enum { kQ = 0, kK = 1, kV = 2 };
 
 AttentionResult attentionForward(const Vec &x, const Vec &wqkv, const Vec &wo,
                                  int64_t batch, int64_t seq, int64_t width,
-                                 int64_t heads, bool causal) {
+                                 int64_t heads, bool causal, const Vec &qkvBias,
+                                 const Vec &outBias) {
   AttentionShape shape{batch, seq, width, heads, width / heads, causal};
   int64_t tokens = batch * seq;
   AttentionResult result;
   result.qkv =
-      denseForward(x, wqkv, Vec(3 * width, 0.0), tokens, width, 3 * width);
+      denseForward(x, wqkv, qkvBias.empty() ? Vec(3 * width, 0.0) : qkvBias,
+                   tokens, width, 3 * width);
   result.probs.assign(batch * heads * seq * seq, 0.0);
   result.context.assign(tokens * width, 0.0);
   const Vec &qkv = result.qkv;
@@ -329,18 +331,20 @@ AttentionResult attentionForward(const Vec &x, const Vec &wqkv, const Vec &wo,
           result.context[shape.tokenIndex(b, i, h * shape.headWidth + e)] = sum;
         }
       }
-  result.y =
-      denseForward(result.context, wo, Vec(width, 0.0), tokens, width, width);
+  result.y = denseForward(result.context, wo,
+                          outBias.empty() ? Vec(width, 0.0) : outBias, tokens,
+                          width, width);
   return result;
 }
 
 AttentionGrads attentionBackward(const Vec &dy, const Vec &x, const Vec &wqkv,
                                  const Vec &wo, int64_t batch, int64_t seq,
-                                 int64_t width, int64_t heads, bool causal) {
+                                 int64_t width, int64_t heads, bool causal,
+                                 const Vec &qkvBias, const Vec &outBias) {
   AttentionShape shape{batch, seq, width, heads, width / heads, causal};
   int64_t tokens = batch * seq;
-  AttentionResult forward =
-      attentionForward(x, wqkv, wo, batch, seq, width, heads, causal);
+  AttentionResult forward = attentionForward(x, wqkv, wo, batch, seq, width,
+                                             heads, causal, qkvBias, outBias);
   const Vec &qkv = forward.qkv;
   const Vec &probs = forward.probs;
   double scale = 1.0 / std::sqrt(static_cast<double>(shape.headWidth));
@@ -350,6 +354,7 @@ AttentionGrads attentionBackward(const Vec &dy, const Vec &x, const Vec &wqkv,
   DenseGrads output =
       denseBackward(dy, forward.context, wo, tokens, width, width);
   g.dwo = output.dw;
+  g.dbo = output.db;
   const Vec &dcontext = output.dx;
 
   Vec dqkv(tokens * 3 * width, 0.0);
@@ -400,6 +405,7 @@ AttentionGrads attentionBackward(const Vec &dy, const Vec &x, const Vec &wqkv,
   DenseGrads input = denseBackward(dqkv, x, wqkv, tokens, width, 3 * width);
   g.dx = input.dx;
   g.dwqkv = input.dw;
+  g.dbqkv = input.db;
   return g;
 }
 

@@ -86,8 +86,10 @@ Vec embeddingBackward(const std::vector<int32_t> &ids, const Vec &dy,
 
 //===-- multi-head self-attention -----------------------------------------===//
 /// x[b, s, d]; wqkv[d, 3d] (columns q | k | v, each split in `heads` heads of
-/// d / heads); wo[d, d]. Scores q k^T / sqrt(d / heads); with `causal`,
-/// position i attends to positions j <= i only.
+/// d / heads); wo[d, d]; optional qkvBias[3d] (added to x wqkv) and
+/// outBias[d] (added to the output projection), empty for none. Scores
+/// q k^T / sqrt(d / heads); with `causal`, position i attends to positions
+/// j <= i only.
 struct AttentionResult {
   Vec y;       // [b, s, d]
   Vec qkv;     // [b, s, 3d]
@@ -96,15 +98,21 @@ struct AttentionResult {
 };
 AttentionResult attentionForward(const Vec &x, const Vec &wqkv, const Vec &wo,
                                  int64_t batch, int64_t seq, int64_t width,
-                                 int64_t heads, bool causal);
+                                 int64_t heads, bool causal,
+                                 const Vec &qkvBias = {},
+                                 const Vec &outBias = {});
 struct AttentionGrads {
   Vec dx;    // [b, s, d]
   Vec dwqkv; // [d, 3d]
   Vec dwo;   // [d, d]
+  Vec dbqkv; // [3d], the column sums of dqkv
+  Vec dbo;   // [d], the column sums of dy
 };
 AttentionGrads attentionBackward(const Vec &dy, const Vec &x, const Vec &wqkv,
                                  const Vec &wo, int64_t batch, int64_t seq,
-                                 int64_t width, int64_t heads, bool causal);
+                                 int64_t width, int64_t heads, bool causal,
+                                 const Vec &qkvBias = {},
+                                 const Vec &outBias = {});
 
 //===-- dropout (inverted), given the mask (1 keeps, 0 drops) -------------===//
 Vec dropoutForward(const Vec &x, const std::vector<uint8_t> &mask, double rate);

@@ -92,8 +92,12 @@ int ModelGraph::embedding(int ids, int table) {
   return emit(OpKind::Embedding, {ids, table}, y);
 }
 
-int ModelGraph::attention(int x, int wqkv, int wo, int64_t heads, bool causal) {
-  int y = emit(OpKind::Attention, {x, wqkv, wo}, values[x]);
+int ModelGraph::attention(int x, int wqkv, int wo, int64_t heads, bool causal,
+                          int bqkv, int bo) {
+  std::vector<int> operands = {x, wqkv, wo};
+  if (bqkv >= 0)
+    operands.insert(operands.end(), {bqkv, bo});
+  int y = emit(OpKind::Attention, operands, values[x]);
   ops.back().op.heads = heads;
   ops.back().op.causal = causal;
   return y;
@@ -309,11 +313,13 @@ public:
         addGrad(x[1], emit(OpKind::EmbeddingGrad, {dy, x[0]}, {x[1]}, op)[0]);
         break;
       case OpKind::Attention: {
-        auto r = emit(OpKind::AttentionGrad, {dy, y, x[0], x[1], x[2]},
-                      {wants(x[0]), x[1], x[2]}, op);
-        addGrad(x[0], r[0]);
-        addGrad(x[1], r[1]);
-        addGrad(x[2], r[2]);
+        // (dy, y, x, wqkv, wo[, bqkv, bo]) -> (dx, dwqkv, dwo[, dbqkv, dbo])
+        std::vector<int> operands = {dy, y}, like = {wants(x[0])};
+        operands.insert(operands.end(), x.begin(), x.end());
+        like.insert(like.end(), x.begin() + 1, x.end());
+        auto r = emit(OpKind::AttentionGrad, operands, like, op);
+        for (size_t i = 0; i < x.size(); ++i)
+          addGrad(x[i], r[i]);
         break;
       }
       case OpKind::Conv2d: {

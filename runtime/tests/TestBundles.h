@@ -38,7 +38,9 @@ public:
   int layerNorm(int x, int gamma, int beta, float epsilon = 1e-5f);
   int add(int a, int b);
   int embedding(int ids, int table);
-  int attention(int x, int wqkv, int wo, int64_t heads, bool causal);
+  /// With biases bqkv [3 width] and bo [width], or -1 and -1.
+  int attention(int x, int wqkv, int wo, int64_t heads, bool causal,
+                int bqkv = -1, int bo = -1);
   int dropout(int x, float rate, uint64_t seed);
   /// x [N, H, W, C] by w [KH, KW, C/groups, F] (b [F] or -1).
   int conv2d(int x, int w, int b, const WindowAttrs &attrs);

@@ -41,7 +41,7 @@ std::vector<int> mlpSplit(unsigned k) {
 /// skip value (the embedding) crosses stages, a pre-norm GELU feed-forward
 /// block with a second residual, and a softmax cross-entropy over
 /// [batch, seq, vocab]. Seven layers.
-ModelGraph residualGraph(int64_t batch) {
+ModelGraph residualGraph(int64_t batch, bool pytorchBlock) {
   ModelGraph g(batch);
   int ids = g.input("ids", {batch, kSeq}, ElementType::I32);
   int labels = g.input("labels", {batch, kSeq}, ElementType::I32);
@@ -55,7 +55,12 @@ ModelGraph residualGraph(int64_t batch) {
   int wqkv =
       g.param("attn.wqkv", {kWidth, 3 * kWidth}, InitKind::GlorotUniform);
   int wo = g.param("attn.wo", {kWidth, kWidth}, InitKind::GlorotUniform);
-  int att = g.attention(ln1, wqkv, wo, kHeads, /*causal=*/true);
+  int bqkv = -1, bo = -1;
+  if (pytorchBlock) {
+    bqkv = g.param("attn.bqkv", {3 * kWidth}, InitKind::Uniform, 0.5);
+    bo = g.param("attn.bo", {kWidth}, InitKind::Uniform, 0.5);
+  }
+  int att = g.attention(ln1, wqkv, wo, kHeads, /*causal=*/true, bqkv, bo);
   int drop = g.dropout(att, kDropRate, kDropSeed); // layer 2
   g.nextLayer();
   int r1 = g.add(emb, drop); // layer 3: the skip from layer 0
@@ -65,7 +70,8 @@ ModelGraph residualGraph(int64_t batch) {
   int ln2 = g.layerNorm(r1, gamma2, beta2);
   int w1 = g.param("ffn.w1", {kWidth, 16}, InitKind::GlorotUniform);
   int b1 = g.param("ffn.b1", {16}, InitKind::Uniform, 0.1);
-  int hidden = g.unary(OpKind::Gelu, g.dense(ln2, w1, b1)); // layer 4
+  int hidden = g.unary(pytorchBlock ? OpKind::GeluErf : OpKind::Gelu,
+                       g.dense(ln2, w1, b1)); // layer 4
   g.nextLayer();
   int w2 = g.param("ffn.w2", {16, kWidth}, InitKind::GlorotUniform);
   int b2 = g.param("ffn.b2", {kWidth}, InitKind::Uniform, 0.1);

@@ -29,8 +29,10 @@ std::vector<int> mlpSplit(unsigned k);
 /// Embedding, pre-norm causal attention with dropout and a residual whose
 /// skip value (the embedding) crosses stages, a pre-norm GELU feed-forward
 /// block with a second residual, and a softmax cross-entropy over
-/// [batch, seq, vocab]. Seven layers.
-ModelGraph residualGraph(int64_t batch);
+/// [batch, seq, vocab]. Seven layers. `pytorchBlock`: the attention's
+/// projections have biases ("attn.bqkv", "attn.bo") and the GELU is the
+/// exact one (gelu_erf), as in an imported PyTorch Transformer.
+ModelGraph residualGraph(int64_t batch, bool pytorchBlock = false);
 /// K = 3 and 4 carry the embedding through an intermediate stage.
 std::vector<int> residualSplit(unsigned k);
 

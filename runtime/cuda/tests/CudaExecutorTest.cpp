@@ -164,6 +164,24 @@ TEST_P(CudaVersusCpu, SameLossesGradientsAndParameters) {
                        precision);
 }
 
+/// The Transformer block as PyTorch writes it (biased attention
+/// projections, the exact GELU fused with its dense) on the GPU, against the
+/// CPU executor: the composed attention's bias kernels and the gelu_erf
+/// functors as nvcc compiles them.
+TEST(CudaPyTorchBlock, SameLossesGradientsAndParametersAsTheCpu) {
+  std::string why;
+  if (!gpipe::cuda::gpuAvailable(&why))
+    GTEST_SKIP() << "no CUDA device: " << why;
+  for (unsigned k : {1u, 2u, 4u})
+    for (RematPolicy remat : {RematPolicy::None, RematPolicy::Full}) {
+      SCOPED_TRACE("K " + std::to_string(k) + ", remat " +
+                   std::to_string(int(remat)));
+      expectCudaMatchesCpu(
+          buildBundle(residualGraph(kBatch, true), residualSplit(k), 4, remat),
+          residualBatch, GemmPrecision::F32);
+    }
+}
+
 /// Interleaved 1F1B (2 devices running 2 stages each) on the GPU, against
 /// the CPU executor.
 TEST(CudaInterleaved, SameLossesGradientsAndParametersAsTheCpu) {

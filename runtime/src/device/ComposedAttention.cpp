@@ -2,9 +2,11 @@
 //
 // KernelApi's default attention: per example, the heads' products as one
 // strided GEMM batch each, and the row softmax with attention's causal mask.
-// Backends with a fused attention kernel override it. Pointers may be null
-// in the executor's placement check at creation (nothing runs then), so
-// offsets are taken only from non-null pointers.
+// The biases are addRowVector after the two projections, and their
+// gradients columnSums of dy and of dqkv (in the scratch). Backends with a
+// fused attention kernel override it. Pointers may be null in the executor's
+// placement check at creation (nothing runs then), so offsets are taken only
+// from non-null pointers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +28,8 @@ void KernelApi::attention(StreamId s, const AttentionCall &c) {
   g.m = batch * seq, g.n = 3 * d, g.k = d;
   g.a = c.x, g.lda = d, g.b = c.wqkv, g.ldb = 3 * d, g.c = c.qkv, g.ldc = 3 * d;
   gemm(s, g);
+  if (c.qkvBias) // qkv += qkv_bias
+    addRowVector(s, c.qkvBias, c.qkv, batch * seq, 3 * d);
   for (int64_t e = 0; e < batch; ++e) {
     const float *q = at(c.qkv, e * seq * 3 * d);
     float *p = at(c.probs, e * heads * seq * seq);
@@ -51,6 +55,8 @@ void KernelApi::attention(StreamId s, const AttentionCall &c) {
   o.m = batch * seq, o.n = d, o.k = d;
   o.a = c.context, o.lda = d, o.b = c.wo, o.ldb = d, o.c = c.y, o.ldc = d;
   gemm(s, o);
+  if (c.outBias) // y += out_bias
+    addRowVector(s, c.outBias, c.y, batch * seq, d);
 }
 
 int64_t KernelApi::attentionGradScratch(int64_t batch, int64_t seq,
@@ -77,6 +83,8 @@ void KernelApi::attentionGrad(StreamId s, const AttentionGradCall &c) {
   gwo.a = c.context, gwo.lda = d, gwo.b = c.dy, gwo.ldb = d;
   gwo.c = c.dwo, gwo.ldc = d;
   gemm(s, gwo);
+  if (c.doutBias) // dbo += column sums of dy
+    columnSums(s, c.dy, c.doutBias, batch * seq, d);
   for (int64_t e = 0; e < batch; ++e) {
     const float *q = at(c.qkv, e * seq * 3 * d);
     const float *p = at(c.probs, e * heads * seq * seq);
@@ -117,6 +125,8 @@ void KernelApi::attentionGrad(StreamId s, const AttentionGradCall &c) {
   gw.a = c.x, gw.lda = d, gw.b = dqkv, gw.ldb = 3 * d;
   gw.c = c.dwqkv, gw.ldc = 3 * d;
   gemm(s, gw);
+  if (c.dqkvBias) // dbqkv += column sums of dqkv
+    columnSums(s, dqkv, c.dqkvBias, batch * seq, 3 * d);
   if (c.dx) {
     GemmBatch gx; // dx = dqkv wqkv^T
     gx.transB = true;

@@ -607,17 +607,18 @@ cpu::ParallelFor parallelOn(IntraOpPool *pool) {
 void CpuBackend::attention(StreamId s, const AttentionCall &c) {
   IntraOpPool *pool = poolOf(s);
   enqueue(s, [c, pool] {
-    cpu::attentionForward(c.x, c.wqkv, c.wo, c.y, c.qkv, c.probs, c.context,
-                          c.batch, c.seq, c.width, c.heads, c.causal,
-                          parallelOn(pool));
+    cpu::attentionForward(c.x, c.wqkv, c.wo, c.qkvBias, c.outBias, c.y, c.qkv,
+                          c.probs, c.context, c.batch, c.seq, c.width, c.heads,
+                          c.causal, parallelOn(pool));
   });
 }
 void CpuBackend::attentionGrad(StreamId s, const AttentionGradCall &c) {
   IntraOpPool *pool = poolOf(s);
   enqueue(s, [c, pool] {
     cpu::attentionBackward(c.dy, c.x, c.wqkv, c.wo, c.qkv, c.probs, c.context,
-                           c.dx, c.dwqkv, c.dwo, c.scratch, c.batch, c.seq,
-                           c.width, c.heads, c.causal, parallelOn(pool));
+                           c.dx, c.dwqkv, c.dwo, c.dqkvBias, c.doutBias,
+                           c.scratch, c.batch, c.seq, c.width, c.heads,
+                           c.causal, parallelOn(pool));
   });
 }
 int64_t CpuBackend::attentionGradScratch(int64_t batch, int64_t seq,

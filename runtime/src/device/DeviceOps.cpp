@@ -141,6 +141,8 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   case OpKind::Attention: {
     AttentionCall call;
     call.x = f(0), call.wqkv = f(1), call.wo = f(2), call.y = out[0];
+    if (in.size() == 5) // the biases come together
+      call.qkvBias = f(3), call.outBias = f(4);
     call.qkv = reinterpret_cast<float *>(result->saved[0]);
     call.probs = reinterpret_cast<float *>(result->saved[1]);
     call.context = reinterpret_cast<float *>(result->saved[2]);
@@ -269,7 +271,8 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
                     program.values[op.results[0]].shape[1]);
     break;
   case OpKind::AttentionGrad: {
-    // (dy, forward y, x, wqkv, wo) -> (dx, dwqkv, dwo)
+    // (dy, forward y, x, wqkv, wo[, bqkv, bo]) -> (dx, dwqkv, dwo[, dbqkv,
+    // dbo])
     const DeviceValue &forward = *in[1];
     AttentionGradCall call;
     call.dy = f(0), call.x = f(2), call.wqkv = f(3), call.wo = f(4);
@@ -277,6 +280,8 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     call.probs = reinterpret_cast<const float *>(forward.saved[1]);
     call.context = reinterpret_cast<const float *>(forward.saved[2]);
     call.dx = out[0], call.dwqkv = out[1], call.dwo = out[2];
+    if (out.size() == 5)
+      call.dqkvBias = out[3], call.doutBias = out[4];
     call.batch = in[2]->shape[0], call.seq = in[2]->shape[1];
     call.width = in[2]->shape[2];
     call.heads = op.heads, call.causal = op.causal;
@@ -292,8 +297,8 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
         return error;
       call.scratch = reinterpret_cast<float *>(workspace[device]);
     }
-    zeroUnlessFused(1);
-    zeroUnlessFused(2);
+    for (size_t r = 1; r < out.size(); ++r)
+      zeroUnlessFused(r);
     b.attentionGrad(s, call);
     break;
   }

@@ -519,3 +519,32 @@ gpipe.model @gelu_erf batch 4 {
   }
   gpipe.return %l : tensor<f32>
 }
+
+// -----
+
+// attention with its projections' biases, causal and not.
+// CHECK-LABEL: gpipe.model @biased_attention batch 2 {
+// CHECK:         %[[QKV:.*]] = gpipe.param "qkv" glorot_uniform : tensor<8x24xf32>
+// CHECK:         %[[OUT:.*]] = gpipe.param "out" glorot_uniform : tensor<8x8xf32>
+// CHECK:         %[[BQKV:.*]] = gpipe.param "bqkv" zeros : tensor<24xf32>
+// CHECK:         %[[BO:.*]] = gpipe.param "bo" zeros : tensor<8xf32>
+// CHECK:         %[[A:.*]] = gpipe.attention %{{.*}}, %[[QKV]], %[[OUT]] bias %[[BQKV]], %[[BO]] heads 2 causal
+// CHECK-SAME:      : (tensor<2x4x8xf32>, tensor<8x24xf32>, tensor<8x8xf32>, tensor<24xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+// CHECK:         gpipe.attention %[[A]], %[[QKV]], %[[OUT]] bias %[[BQKV]], %[[BO]] heads 4 :
+gpipe.model @biased_attention batch 2 {
+  %x = gpipe.input "x" : tensor<2x4x8xf32>
+  %h = gpipe.layer "attn" -> tensor<2x4x8xf32> {
+    %qkv = gpipe.param "qkv" glorot_uniform : tensor<8x24xf32>
+    %out = gpipe.param "out" glorot_uniform : tensor<8x8xf32>
+    %bqkv = gpipe.param "bqkv" zeros : tensor<24xf32>
+    %bo = gpipe.param "bo" zeros : tensor<8xf32>
+    %0 = gpipe.attention %x, %qkv, %out bias %bqkv, %bo heads 2 causal : (tensor<2x4x8xf32>, tensor<8x24xf32>, tensor<8x8xf32>, tensor<24xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %1 = gpipe.attention %0, %qkv, %out bias %bqkv, %bo heads 4 : (tensor<2x4x8xf32>, tensor<8x24xf32>, tensor<8x8xf32>, tensor<24xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    gpipe.yield %1 : tensor<2x4x8xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %h, %x : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

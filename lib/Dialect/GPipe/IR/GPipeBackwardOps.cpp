@@ -1,5 +1,6 @@
 //===- GPipeBackwardOps.cpp - Verifiers of stage backwards and gradients --===//
 
+#include "OpVerification.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -119,9 +120,31 @@ LogicalResult AttentionGradOp::verify() {
       failed(expectSameType(*this, "forward", getForward(), getInput())) ||
       failed(expectSameType(*this, "dx", getDx(), getInput())) ||
       failed(expectSameType(*this, "dqkv_weight", getDqkvWeight(),
-                            getQkvWeight())))
+                            getQkvWeight())) ||
+      failed(expectSameType(*this, "dout_weight", getDoutWeight(),
+                            getOutWeight())))
     return failure();
-  return expectSameType(*this, "dout_weight", getDoutWeight(), getOutWeight());
+  RankedTensorType input = tensorType(getInput());
+  if (input.getRank() != 3 || !input.hasStaticShape())
+    return emitOpError() << "expects a static input of rank 3 [batch, "
+                            "sequence, width], got "
+                         << input;
+  if (failed(detail::verifyAttentionBiases(*this, getQkvBias(), getOutBias(),
+                                           input.getDimSize(2),
+                                           input.getElementType())))
+    return failure();
+  // (dqkv_bias, dout_bias) with the biases, nothing without.
+  size_t biases = getQkvBias() ? 2 : 0;
+  if (getBiasGrads().size() != biases)
+    return emitOpError() << "expects " << biases
+                         << " bias gradients (one per bias operand), got "
+                         << getBiasGrads().size();
+  if (!biases)
+    return success();
+  if (failed(
+          expectSameType(*this, "dqkv_bias", getBiasGrads()[0], getQkvBias())))
+    return failure();
+  return expectSameType(*this, "dout_bias", getBiasGrads()[1], getOutBias());
 }
 
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {
@@ -149,7 +172,8 @@ bool gpipe::isPerExampleResult(OpResult result, ArrayRef<bool> operandBatched) {
           // (dy, y, x, gamma) -> (dx, dgamma, dbeta): dbeta is shaped as gamma
           .Case<LayerNormGradOp, BatchNormGradOp>(
               [&](auto) { return index == 0 ? 2u : 3u; })
-          // (dy, y, x, wqkv, wo) -> (dx, dwqkv, dwo)
+          // (dy, y, x, wqkv, wo[, bqkv, bo]) -> (dx, dwqkv, dwo[, dbqkv,
+          // dbo])
           .Case<AttentionGradOp>([&](auto) { return 2u + index; })
           // (dy, x or y) -> dx
           .Case<ReluGradOp, GeluGradOp, GeluErfGradOp, TanhGradOp,

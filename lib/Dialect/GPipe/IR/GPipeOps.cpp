@@ -11,6 +11,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace gpipe;
 using namespace gpipe::detail;
@@ -62,6 +64,27 @@ LogicalResult gpipe::detail::verifyBiasAndTypes(Operation *op, Value input,
   return verifySameElementType(
       op, tensorType(input).getElementType(),
       {{"weight", weight}, {"bias", bias}, {"result", result}});
+}
+
+LogicalResult gpipe::detail::verifyAttentionBiases(Operation *op, Value qkvBias,
+                                                   Value outBias, int64_t width,
+                                                   Type elementType) {
+  if (!qkvBias != !outBias)
+    return op->emitOpError()
+           << "expects qkv_bias and out_bias together, got only "
+           << (qkvBias ? "qkv_bias" : "out_bias");
+  if (!qkvBias)
+    return success();
+  for (auto [what, bias, size] :
+       {std::tuple<StringRef, Value, int64_t>{"qkv_bias", qkvBias, 3 * width},
+        {"out_bias", outBias, width}}) {
+    RankedTensorType type = tensorType(bias);
+    if (type.getRank() != 1 || type.getDimSize(0) != size)
+      return op->emitOpError() << "expects " << what << " of shape [" << size
+                               << "], got " << type;
+  }
+  return verifySameElementType(op, elementType,
+                               {{"qkv_bias", qkvBias}, {"out_bias", outBias}});
 }
 
 /// Every size the compiler and the runtime derive from a tensor (element
@@ -412,9 +435,11 @@ LogicalResult AttentionOp::verify() {
   if (width % getHeads() != 0)
     return emitOpError() << "expects the number of heads to divide the width "
                          << width << ", got " << getHeads() << " heads";
-  if (failed(verifySameElementType(*this, input.getElementType(),
-                                   {{"qkv_weight", getQkvWeight()},
-                                    {"out_weight", getOutWeight()}})))
+  if (failed(verifySameElementType(
+          *this, input.getElementType(),
+          {{"qkv_weight", getQkvWeight()}, {"out_weight", getOutWeight()}})) ||
+      failed(verifyAttentionBiases(*this, getQkvBias(), getOutBias(), width,
+                                   input.getElementType())))
     return failure();
   return verifyResultShape(*this, input, getType());
 }

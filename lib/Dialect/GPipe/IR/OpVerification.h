@@ -1,7 +1,7 @@
 //===- OpVerification.h - Checks shared by the op verifiers -----*- C++ -*-===//
 //
-// Private to lib/Dialect/GPipe/IR: the checks GPipeOps.cpp and
-// GPipeImageOps.cpp both use.
+// Private to lib/Dialect/GPipe/IR: the checks that several of GPipeOps.cpp,
+// GPipeImageOps.cpp and GPipeBackwardOps.cpp use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +21,14 @@ mlir::LogicalResult verifyResultShape(mlir::Operation *op, mlir::Type expected,
 mlir::LogicalResult verifyBiasAndTypes(mlir::Operation *op, mlir::Value input,
                                        mlir::Value weight, mlir::Value bias,
                                        mlir::Value result, int64_t features);
+
+/// An attention's optional biases (gpipe.attention, gpipe.attention_grad)
+/// come together, `qkvBias` of shape [3 width] and `outBias` [width], in
+/// `elementType`.
+mlir::LogicalResult verifyAttentionBiases(mlir::Operation *op,
+                                          mlir::Value qkvBias,
+                                          mlir::Value outBias, int64_t width,
+                                          mlir::Type elementType);
 
 } // namespace gpipe::detail
 

@@ -191,14 +191,23 @@ public:
           return success();
         })
         .Case([&](AttentionOp o) {
+          // A biased attention's grad takes the biases (for their shapes)
+          // and returns their gradients after the weights'.
+          SmallVector<Type> biasGrads;
+          if (o.getQkvBias())
+            biasGrads = {o.getQkvBias().getType(), o.getOutBias().getType()};
           auto grad = AttentionGradOp::create(
-              builder, loc, o.getInput().getType(),
-              o.getQkvWeight().getType(), o.getOutWeight().getType(), dy,
-              o.getResult(), o.getInput(), o.getQkvWeight(),
-              o.getOutWeight(), o.getHeads(), o.getCausal());
+              builder, loc, o.getInput().getType(), o.getQkvWeight().getType(),
+              o.getOutWeight().getType(), biasGrads, dy, o.getResult(),
+              o.getInput(), o.getQkvWeight(), o.getOutWeight(), o.getQkvBias(),
+              o.getOutBias(), o.getHeads(), o.getCausal());
           contribute(o.getInput(), grad.getDx(), loc);
           contribute(o.getQkvWeight(), grad.getDqkvWeight(), loc);
           contribute(o.getOutWeight(), grad.getDoutWeight(), loc);
+          if (o.getQkvBias()) {
+            contribute(o.getQkvBias(), grad.getBiasGrads()[0], loc);
+            contribute(o.getOutBias(), grad.getBiasGrads()[1], loc);
+          }
           return success();
         })
         .Case([&](SoftmaxCrossEntropyOp o) {

@@ -10,9 +10,9 @@
 //    a copy of it with only the parameter gradients goes to W (the two
 //    GEMMs of a dense layer's backward, or the row and column reductions of
 //    a layer norm's, are independent);
-//  - an attention gradient computes its weights' gradients from the
-//    intermediate gradient of q, k and v that its input gradient also
-//    needs, so it stays whole in B;
+//  - an attention gradient computes its weights' (and biases') gradients
+//    from the intermediate gradient of q, k and v that its input gradient
+//    also needs, so it stays whole in B;
 //  - every other op (bias, embedding and accumulated gradients, and what
 //    only they read) goes to W.
 // Stage 0 sends no input gradient: its B is empty and W is its backward.

@@ -91,22 +91,26 @@ using ParallelFor = std::function<void(
     const std::function<void(int64_t begin, int64_t end)> &body)>;
 
 /// x[b, s, d]; wqkv[d, 3d] (columns: q, k, v, each split in `heads` heads of
-/// d / heads); wo[d, d]. Scores are q k^T / sqrt(d / heads); with `causal`,
-/// position i attends to positions <= i. Saves qkv[b, s, 3d],
-/// probs[b, heads, s, s] and context[b, s, d] (the concatenated heads before
-/// the output projection).
+/// d / heads); wo[d, d]; qkvBias[3d] and outBias[d] added to the two
+/// projections (null: none). Scores are q k^T / sqrt(d / heads); with
+/// `causal`, position i attends to positions <= i. Saves qkv[b, s, 3d] (with
+/// its bias), probs[b, heads, s, s] and context[b, s, d] (the concatenated
+/// heads before the output projection).
 void attentionForward(const float *x, const float *wqkv, const float *wo,
-                      float *y, float *qkv, float *probs, float *context,
-                      int64_t batch, int64_t seq, int64_t width, int64_t heads,
-                      bool causal, const ParallelFor &parallel = {});
+                      const float *qkvBias, const float *outBias, float *y,
+                      float *qkv, float *probs, float *context, int64_t batch,
+                      int64_t seq, int64_t width, int64_t heads, bool causal,
+                      const ParallelFor &parallel = {});
 /// Needs `scratch` of 3 * batch * seq * width + batch * seq * width floats.
-/// With `parallel`, both split their products by rows or columns and the
+/// dqkvBias and doutBias (null: none) accumulate the column sums of dqkv and
+/// dy. With `parallel`, both split their products by rows or columns and the
 /// heads of each sequence over the threads; every element is still computed
 /// by one thread in the same order, so the bits do not change.
 void attentionBackward(const float *dy, const float *x, const float *wqkv,
                        const float *wo, const float *qkv, const float *probs,
                        const float *context, float *dx, float *dwqkv,
-                       float *dwo, float *scratch, int64_t batch, int64_t seq,
+                       float *dwo, float *dqkvBias, float *doutBias,
+                       float *scratch, int64_t batch, int64_t seq,
                        int64_t width, int64_t heads, bool causal,
                        const ParallelFor &parallel = {});
 

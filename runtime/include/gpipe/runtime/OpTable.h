@@ -36,9 +36,10 @@ enum OpAttrs : unsigned {
 };
 
 enum OpFlag : unsigned {
-  GradientOp = 1,       ///< belongs in a backward program
-  DropsFirstResult = 2, ///< result 0 (an input gradient) may be -1
-  AccumulatesParam = 4  ///< may write a parameter's gradient in place
+  GradientOp = 1,           ///< belongs in a backward program
+  DropsFirstResult = 2,     ///< result 0 (an input gradient) may be -1
+  AccumulatesParam = 4,     ///< may write a parameter's gradient in place
+  GradsOptionalOperands = 8 ///< each operand past minOperands adds a result
 };
 
 struct OpInfo {
@@ -67,6 +68,15 @@ inline constexpr size_t kNumOpKinds = sizeof(kOpTable) / sizeof(kOpTable[0]);
 
 inline const OpInfo &opInfo(OpKind kind) {
   return kOpTable[static_cast<size_t>(kind)];
+}
+
+/// The results of an op of `info`'s kind with `operands` operands (in
+/// [minOperands, maxOperands]): `results`, plus one per optional operand
+/// for GradsOptionalOperands (a biased attention_grad's dbqkv and dbo).
+inline unsigned resultCountOf(const OpInfo &info, size_t operands) {
+  if (!info.has(GradsOptionalOperands) || operands < info.minOperands)
+    return info.results;
+  return info.results + unsigned(operands - info.minOperands);
 }
 
 /// "dense", "layer_norm_grad", ...

@@ -176,3 +176,51 @@ gpipe.model @gelu_erf batch 2 {
   }
   gpipe.return %s1 : tensor<f32>
 }
+
+// -----
+
+// A biased attention's gradient takes the biases after the weights and returns their gradients (the column sums of dqkv
+// and dy) after the weights', each accumulated into its parameter; the gradient of the stage input is sent back.
+// CHECK-LABEL: gpipe.model @biased_attention
+// CHECK: gpipe.stage_backward @stage1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<2x4x8xf32>, %[[T:.*]]: tensor<2x4x8xf32>):
+// CHECK-NEXT: %[[WQKV:.*]] = gpipe.param_ref "wqkv" : tensor<8x24xf32>
+// CHECK-NEXT: %[[WO:.*]] = gpipe.param_ref "wo" : tensor<8x8xf32>
+// CHECK-NEXT: %[[BQKV:.*]] = gpipe.param_ref "bqkv" : tensor<24xf32>
+// CHECK-NEXT: %[[BO:.*]] = gpipe.param_ref "bo" : tensor<8xf32>
+// CHECK-NEXT: %[[ATT:.*]] = gpipe.attention %[[X]], %[[WQKV]], %[[WO]] bias %[[BQKV]], %[[BO]] heads 2 causal {gpipe.recompute}
+// CHECK-NEXT: gpipe.mse_loss %[[ATT]], %[[T]] {gpipe.recompute}
+// CHECK-NEXT: %[[DATT:.*]] = gpipe.mse_loss_grad %[[ATT]], %[[T]] : tensor<2x4x8xf32>
+// CHECK-NEXT: %[[DX:.*]], %[[DWQKV:.*]], %[[DWO:.*]], %[[DB:.*]]:2 = gpipe.attention_grad %[[DATT]], %[[ATT]], %[[X]], %[[WQKV]], %[[WO]] bias %[[BQKV]], %[[BO]] heads 2 causal
+// CHECK-SAME: -> (tensor<2x4x8xf32>, tensor<8x24xf32>, tensor<8x8xf32>, tensor<24xf32>, tensor<8xf32>)
+// CHECK-NEXT: gpipe.accumulate_grad "wqkv", %[[DWQKV]] : tensor<8x24xf32>
+// CHECK-NEXT: gpipe.accumulate_grad "wo", %[[DWO]] : tensor<8x8xf32>
+// CHECK-NEXT: gpipe.accumulate_grad "bqkv", %[[DB]]#0 : tensor<24xf32>
+// CHECK-NEXT: gpipe.accumulate_grad "bo", %[[DB]]#1 : tensor<8xf32>
+// CHECK-NEXT: gpipe.yield %[[DX]] : tensor<2x4x8xf32>
+gpipe.model @biased_attention batch 2 {
+  %x = gpipe.input "x" : tensor<2x4x8xf32>
+  %t = gpipe.input "t" : tensor<2x4x8xf32>
+  %s0 = gpipe.stage @stage0 index 0 (%x) : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  ^bb0(%arg0: tensor<2x4x8xf32>):
+    %a = gpipe.layer "a" -> tensor<2x4x8xf32> {
+      %0 = gpipe.relu %arg0 : tensor<2x4x8xf32>
+      gpipe.yield %0 : tensor<2x4x8xf32>
+    }
+    gpipe.yield %a : tensor<2x4x8xf32>
+  }
+  %s1 = gpipe.stage @stage1 index 1 (%s0, %t) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<f32> {
+  ^bb0(%arg0: tensor<2x4x8xf32>, %arg1: tensor<2x4x8xf32>):
+    %l = gpipe.layer "attn" -> tensor<f32> {
+      %wqkv = gpipe.param "wqkv" glorot_uniform : tensor<8x24xf32>
+      %wo = gpipe.param "wo" glorot_uniform : tensor<8x8xf32>
+      %bqkv = gpipe.param "bqkv" zeros : tensor<24xf32>
+      %bo = gpipe.param "bo" zeros : tensor<8xf32>
+      %0 = gpipe.attention %arg0, %wqkv, %wo bias %bqkv, %bo heads 2 causal : (tensor<2x4x8xf32>, tensor<8x24xf32>, tensor<8x8xf32>, tensor<24xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+      %1 = gpipe.mse_loss %0, %arg1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<f32>
+      gpipe.yield %1 : tensor<f32>
+    }
+    gpipe.yield %l : tensor<f32>
+  }
+  gpipe.return %s1 : tensor<f32>
+}

@@ -182,3 +182,23 @@ gpipe.model @gelu_erf batch 4 {
   }
   gpipe.return %l : tensor<f32>
 }
+
+// -----
+
+// A biased attention on [B=2, S=4, D=8] with 2 heads costs the unbiased 5440 FLOPs (above) plus one add per
+// element of qkv (2*4*24 = 192) and of the result (64): 5696; params (8*24 + 8*8 + 24 + 8)*4 B = 1152; kept 1536 B.
+// CHECK-LABEL: gpipe.model @biased_attention
+// CHECK: gpipe.attention {{.*}} {cost = #gpipe.cost<flops = 5696, param_bytes = 1152, activation_bytes = 1536>}
+gpipe.model @biased_attention batch 2 {
+  %x = gpipe.input "x" : tensor<2x4x8xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %wqkv = gpipe.param "wqkv" glorot_uniform : tensor<8x24xf32>
+    %wo = gpipe.param "wo" glorot_uniform : tensor<8x8xf32>
+    %bqkv = gpipe.param "bqkv" zeros : tensor<24xf32>
+    %bo = gpipe.param "bo" zeros : tensor<8xf32>
+    %0 = gpipe.attention %x, %wqkv, %wo bias %bqkv, %bo heads 2 causal : (tensor<2x4x8xf32>, tensor<8x24xf32>, tensor<8x8xf32>, tensor<24xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %1 = gpipe.mse_loss %0, %x : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<f32>
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

@@ -169,18 +169,33 @@ def GPipe_EmbeddingGradOp : GPipe_GradOp<"embedding_grad"> {
   let hasVerifier = 1;
 }
 
-def GPipe_AttentionGradOp : GPipe_GradOp<"attention_grad"> {
+def GPipe_AttentionGradOp : GPipe_GradOp<"attention_grad",
+                                         [AttrSizedOperandSegments]> {
   let summary = "gradients of multi-head self-attention";
+  let description = [{
+    The operands after `dy` and `forward` are the forward's; a biased
+    attention passes its biases (for their shapes) and gets their gradients
+    as two more results, `bias_grads`: the column sums of the projection's
+    gradient dqkv [3D] and of dy [D].
+
+    ```mlir
+    %dx, %dwqkv, %dwo, %dbqkv, %dbo = gpipe.attention_grad %dy, %y, %x, %wqkv, %wo bias %bqkv, %bo heads 4 : (tensor<8x16x64xf32>, tensor<8x16x64xf32>, tensor<8x16x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>, tensor<192xf32>, tensor<64xf32>) -> (tensor<8x16x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>, tensor<192xf32>, tensor<64xf32>)
+    ```
+  }];
   let arguments = (ins GPipe_FloatTensor:$dy, GPipe_FloatTensor:$forward,
                        GPipe_FloatTensor:$input, GPipe_FloatTensor:$qkv_weight,
                        GPipe_FloatTensor:$out_weight,
+                       Optional<GPipe_FloatTensor>:$qkv_bias,
+                       Optional<GPipe_FloatTensor>:$out_bias,
                        ConfinedAttr<I64Attr, [IntPositive]>:$heads,
                        UnitAttr:$causal);
   let results = (outs GPipe_FloatTensor:$dx, GPipe_FloatTensor:$dqkv_weight,
-                      GPipe_FloatTensor:$dout_weight);
+                      GPipe_FloatTensor:$dout_weight,
+                      Variadic<GPipe_FloatTensor>:$bias_grads);
   let assemblyFormat = [{
-    $dy `,` $forward `,` $input `,` $qkv_weight `,` $out_weight `heads` $heads
-    (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+    $dy `,` $forward `,` $input `,` $qkv_weight `,` $out_weight
+    (`bias` $qkv_bias^ `,` $out_bias)? `heads` $heads (`causal` $causal^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

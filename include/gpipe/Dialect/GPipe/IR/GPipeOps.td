@@ -438,25 +438,34 @@ def GPipe_EmbeddingOp : GPipe_ComputeOp<"embedding"> {
   let hasVerifier = 1;
 }
 
-def GPipe_AttentionOp : GPipe_ComputeOp<"attention"> {
+def GPipe_AttentionOp : GPipe_ComputeOp<"attention",
+                                         [AttrSizedOperandSegments]> {
   let summary = "multi-head self-attention with its projections";
   let description = [{
     `input` is [B, S, D]; `qkv_weight` [D, 3D] projects to queries, keys and
-    values; `out_weight` [D, D] projects the concatenated heads. `heads`
-    must divide D. With `causal`, position i attends to positions <= i.
+    values (columns q | k | v, head h owning columns h D/heads to
+    (h + 1) D/heads of each); `out_weight` [D, D] projects the concatenated
+    heads. `heads` must divide D. With `causal`, position i attends to
+    positions <= i. The optional biases come together: `qkv_bias` [3D] is
+    added to the projection x qkv_weight, `out_bias` [D] to the output
+    projection (PyTorch's nn.MultiheadAttention with bias=True).
 
     ```mlir
     %y = gpipe.attention %x, %wqkv, %wo heads 4 causal : (tensor<8x16x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>) -> tensor<8x16x64xf32>
+    %z = gpipe.attention %y, %wqkv, %wo bias %bqkv, %bo heads 4 : (tensor<8x16x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>, tensor<192xf32>, tensor<64xf32>) -> tensor<8x16x64xf32>
     ```
   }];
   let arguments = !con((ins GPipe_FloatTensor:$input,
                             GPipe_FloatTensor:$qkv_weight,
                             GPipe_FloatTensor:$out_weight,
+                            Optional<GPipe_FloatTensor>:$qkv_bias,
+                            Optional<GPipe_FloatTensor>:$out_bias,
                             PosI64:$heads, UnitAttr:$causal), CostArg);
   let results = (outs GPipe_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $qkv_weight `,` $out_weight `heads` $heads (`causal` $causal^)?
-    attr-dict `:` functional-type(operands, results)
+    $input `,` $qkv_weight `,` $out_weight (`bias` $qkv_bias^ `,` $out_bias)?
+    `heads` $heads (`causal` $causal^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -50,21 +50,26 @@ struct GemmBatch {
 };
 
 /// Multi-head self-attention of x[batch, seq, width] (CpuKernels.h's
-/// attentionForward): saves qkv, probs and context for the gradient.
+/// attentionForward): saves qkv (with its bias), probs and context for the
+/// gradient. qkvBias [3 width] and outBias [width] are added to the two
+/// projections; null: no bias.
 struct AttentionCall {
   const float *x = nullptr, *wqkv = nullptr, *wo = nullptr;
+  const float *qkvBias = nullptr, *outBias = nullptr;
   float *y = nullptr, *qkv = nullptr, *probs = nullptr, *context = nullptr;
   int64_t batch = 0, seq = 0, width = 0, heads = 1;
   bool causal = false;
 };
 
 /// Its gradient: dx (overwritten; may be null), dwqkv and dwo (accumulate),
-/// from dy and the forward's saved qkv, probs and context; `scratch` holds
-/// attentionGradScratch(...) floats.
+/// from dy and the forward's saved qkv, probs and context; dqkvBias and
+/// doutBias (accumulate the column sums of dqkv and dy; null: no bias);
+/// `scratch` holds attentionGradScratch(...) floats.
 struct AttentionGradCall {
   const float *dy = nullptr, *x = nullptr, *wqkv = nullptr, *wo = nullptr;
   const float *qkv = nullptr, *probs = nullptr, *context = nullptr;
   float *dx = nullptr, *dwqkv = nullptr, *dwo = nullptr, *scratch = nullptr;
+  float *dqkvBias = nullptr, *doutBias = nullptr;
   int64_t batch = 0, seq = 0, width = 0, heads = 1;
   bool causal = false;
 };
