@@ -35,8 +35,16 @@
 using namespace gpipe::runtime::capi;
 
 //===----------------------------------------------------------------------===//
-// Status and options
+// Versions, status and options
 //===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_VERSION_STRING
+#error "the build defines GPIPE_VERSION_STRING (the project's version)"
+#endif
+
+const char *gpipe_runtime_version(void) { return GPIPE_VERSION_STRING; }
+
+int gpipe_runtime_api_version(void) { return GPIPE_RUNTIME_API_VERSION; }
 
 const char *gpipe_status_string(gpipe_status_t status) {
   switch (status) {

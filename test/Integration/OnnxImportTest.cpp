@@ -14,7 +14,7 @@
 //     1e-4 relative, and the loss it adds is the cross-entropy of
 //     onnxruntime's logits (computed here in double);
 //   - the imported MLP and Transformer train at K = 2 and 4 from that loss:
-//     twenty SGD steps on the fixture's batch divide it by more than 4.
+//     forty SGD steps on the fixture's batch divide it by more than 4.
 //
 //===----------------------------------------------------------------------===//
 
@@ -359,7 +359,7 @@ TEST_P(OnnxTraining, LearnsItsBatchAtK2AndK4) {
     Floats logits = readTensorFile(fixture(model + ".output_0.pb"));
     const double reference = crossEntropy(logits.values, run.labels);
     std::vector<double> losses;
-    for (int step = 0; step < 20; ++step) {
+    for (int step = 0; step < 40; ++step) {
       rt::StepResult result = run.executor->trainStep(run.batch);
       ASSERT_TRUE(result.ok()) << result.error;
       losses.push_back(result.loss);
@@ -371,7 +371,10 @@ TEST_P(OnnxTraining, LearnsItsBatchAtK2AndK4) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, OnnxTraining,
-                         ::testing::Values("mlp", "transformer"));
+                         ::testing::Values("mlp", "transformer"),
+                         [](const ::testing::TestParamInfo<const char *> &i) {
+                           return std::string(i.param);
+                         });
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, OnnxForward,

@@ -2,10 +2,12 @@
 
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Support/Version.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 
 /// The options LLVM's libraries register when they load (targets, Polly,
@@ -25,7 +27,13 @@ static void hideLibraryOptions() {
 
 int main(int argc, char **argv) {
   hideLibraryOptions();
+  gpipe::addVersionPrinter("gpipe-opt");
   gpipe::registerGPipePassesAndPipelines();
+  // The upstream passes users combine with gpipe's.
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+  mlir::registerInlinerPass();
   mlir::DialectRegistry registry;
   registry.insert<gpipe::GPipeDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(

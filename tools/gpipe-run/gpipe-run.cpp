@@ -12,6 +12,7 @@
 
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Support/OptionParsers.h"
+#include "gpipe/Support/Version.h"
 #include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/Tools/CheckpointFlags.h"
 #include "gpipe/Tools/DataFlags.h"
@@ -235,6 +236,7 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  gpipe::addVersionPrinter("gpipe-run");
   // SIGINT/SIGTERM stop training at a step boundary, files complete.
   const std::atomic<int> &stop = rt::stopOnSignals();
   cl::HideUnrelatedOptions({&tools::pipelineCategory, &trainingOptions,

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Import/ImportOnnxTranslation.h"
+#include "gpipe/Support/Version.h"
 #include "gpipe/Target/BundleEmitter.h"
 #include "gpipe/Target/KernelEmitter.h"
 
@@ -36,6 +37,7 @@ static int fail(const llvm::Twine &message) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  gpipe::addVersionPrinter("gpipe-translate");
   gpipe::registerToBundleTranslation();
   gpipe::registerEmitKernelsTranslation();
   gpipe::registerImportOnnxTranslation();

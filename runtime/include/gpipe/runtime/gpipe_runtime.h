@@ -41,12 +41,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Marks the functions the shared runtime (libgpipe_runtime.so) exports; it
+ * is built with hidden visibility, so nothing else is. */
+#if defined(__GNUC__) || defined(__clang__)
+#define GPIPE_API __attribute__((visibility("default")))
+#else
+#define GPIPE_API
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* The version of this API; bumped on any incompatible change. */
 #define GPIPE_RUNTIME_API_VERSION 1
+
+/* The library's version ("0.1.0"), as built. Thread-safe; never NULL. */
+GPIPE_API const char *gpipe_runtime_version(void);
+
+/* The GPIPE_RUNTIME_API_VERSION the library was built with: an application
+ * compares it with the header's to detect a library it cannot use. */
+GPIPE_API int gpipe_runtime_api_version(void);
 
 /* The largest rank of a model input, parameter or prediction the C API
  * reports (gpipe_tensor_info_t::shape); sessions of bundles with larger ranks
@@ -98,13 +113,13 @@ typedef enum gpipe_status_e {
 /* The enumerator's name ("GPIPE_OK", "GPIPE_ERROR_IO", ...), or
  * "GPIPE_ERROR_UNKNOWN" for a value outside the enum. The string is static.
  * Thread-safe. */
-const char *gpipe_status_string(gpipe_status_t status);
+GPIPE_API const char *gpipe_status_string(gpipe_status_t status);
 
 /* The message of the calling thread's most recent call to any gpipe_*
  * function that returns a gpipe_status_t: "" if it returned GPIPE_OK. The
  * string is owned by the library and valid until the calling thread's next
  * such call. Thread-safe (each thread has its own). Never NULL. */
-const char *gpipe_last_error(void);
+GPIPE_API const char *gpipe_last_error(void);
 
 /*===----------------------------------------------------------------------===*
  * Session options
@@ -166,7 +181,7 @@ typedef struct gpipe_session_options_t {
 
 /* Sets every field of *out_options to its default. Does nothing if
  * out_options is NULL. Thread-safe. */
-void gpipe_session_options_init(gpipe_session_options_t *out_options);
+GPIPE_API void gpipe_session_options_init(gpipe_session_options_t *out_options);
 
 /*===----------------------------------------------------------------------===*
  * Sessions
@@ -185,31 +200,30 @@ typedef struct gpipe_session gpipe_session_t;
  * (its text is not a valid bundle; the message names the file and the JSON
  * location), GPIPE_ERROR_OUT_OF_MEMORY.
  * Thread-safe: creations are independent. */
-gpipe_status_t
-gpipe_session_create_from_file(const char *bundle_path,
-                               const gpipe_session_options_t *options,
-                               gpipe_session_t **out_session);
+GPIPE_API gpipe_status_t gpipe_session_create_from_file(
+    const char *bundle_path, const gpipe_session_options_t *options,
+    gpipe_session_t **out_session);
 
 /* As gpipe_session_create_from_file, from the `json_length` bytes of bundle
  * text at `json` (need not be NUL-terminated; copied). `source_name` labels
  * the text in error messages (e.g. the path it came from); NULL means
  * "<memory>". Errors as gpipe_session_create_from_file, without
  * GPIPE_ERROR_IO. Thread-safe. */
-gpipe_status_t gpipe_session_create_from_json(
+GPIPE_API gpipe_status_t gpipe_session_create_from_json(
     const char *json, size_t json_length, const char *source_name,
     const gpipe_session_options_t *options, gpipe_session_t **out_session);
 
 /* Releases the session and everything it owns (its strings and info structs
  * become invalid). NULL is a no-op. Must not overlap any other call on the
  * session. */
-void gpipe_session_destroy(gpipe_session_t *session);
+GPIPE_API void gpipe_session_destroy(gpipe_session_t *session);
 
 /* The message of the most recent call on `session` that took it non-const
  * (train, evaluate, set parameter): "" if that call returned GPIPE_OK or
  * none was made yet. Owned by the session, valid until its next non-const
  * call or its destruction. "" for a NULL session. Never NULL. Reads the
  * session: must not overlap a non-const call on it. */
-const char *gpipe_session_last_error(const gpipe_session_t *session);
+GPIPE_API const char *gpipe_session_last_error(const gpipe_session_t *session);
 
 /*===----------------------------------------------------------------------===*
  * Queries (const: may run concurrently with each other)
@@ -253,60 +267,59 @@ typedef struct gpipe_tensor_info_t {
 
 /* The session's model, batch size and counts.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL session or out_info). */
-gpipe_status_t gpipe_session_query_info(const gpipe_session_t *session,
-                                        gpipe_session_info_t *out_info);
+GPIPE_API gpipe_status_t gpipe_session_query_info(
+    const gpipe_session_t *session, gpipe_session_info_t *out_info);
 
 /* Model input `index` (in [0, input_count), bundle order) at the full batch:
  * its shape[0] is the batch size.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, index out of range). */
-gpipe_status_t gpipe_session_input_info(const gpipe_session_t *session,
-                                        size_t index,
-                                        gpipe_tensor_info_t *out_info);
+GPIPE_API gpipe_status_t
+gpipe_session_input_info(const gpipe_session_t *session, size_t index,
+                         gpipe_tensor_info_t *out_info);
 
 /* Parameter `index` (in [0, parameter_count), bundle order); always f32 and
  * not batched.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, index out of range). */
-gpipe_status_t gpipe_session_parameter_info(const gpipe_session_t *session,
-                                            size_t index,
-                                            gpipe_tensor_info_t *out_info);
+GPIPE_API gpipe_status_t
+gpipe_session_parameter_info(const gpipe_session_t *session, size_t index,
+                             gpipe_tensor_info_t *out_info);
 
 /* The prediction gpipe_session_evaluate writes for `rows` rows (>= 1): f32,
  * shape[0] = rows; its element_count is the buffer size evaluate needs.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, rows < 1, a size that
  * overflows). */
-gpipe_status_t gpipe_session_prediction_info(const gpipe_session_t *session,
-                                             int64_t rows,
-                                             gpipe_tensor_info_t *out_info);
+GPIPE_API gpipe_status_t
+gpipe_session_prediction_info(const gpipe_session_t *session, int64_t rows,
+                              gpipe_tensor_info_t *out_info);
 
 /* The number of successful training steps (the optimizer's step count).
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer). */
-gpipe_status_t gpipe_session_steps_done(const gpipe_session_t *session,
-                                        int64_t *out_steps);
+GPIPE_API gpipe_status_t
+gpipe_session_steps_done(const gpipe_session_t *session, int64_t *out_steps);
 
 /* Per device, the high-water mark of the bytes its tensors held during the
  * last training step (by the executor's own accounting: parameters,
  * gradients, optimizer slots, kept and received activations, scratch);
  * before the first step, the resident bytes.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, device out of range). */
-gpipe_status_t gpipe_session_peak_memory_bytes(const gpipe_session_t *session,
-                                               size_t device,
-                                               int64_t *out_bytes);
+GPIPE_API gpipe_status_t gpipe_session_peak_memory_bytes(
+    const gpipe_session_t *session, size_t device, int64_t *out_bytes);
 
 /* The measured bubble fraction of the last training step: the share of
  * device time spent idle or waiting.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer),
  * GPIPE_ERROR_FAILED_PRECONDITION (no step has run, or record_timeline is
  * off). */
-gpipe_status_t gpipe_session_bubble_fraction(const gpipe_session_t *session,
-                                             double *out_fraction);
+GPIPE_API gpipe_status_t gpipe_session_bubble_fraction(
+    const gpipe_session_t *session, double *out_fraction);
 
 /* Writes the last training step's timeline as Chrome trace event JSON
  * (open it in Perfetto or chrome://tracing; one row per device) to `path`.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer),
  * GPIPE_ERROR_FAILED_PRECONDITION (no step has run, or record_timeline is
  * off), GPIPE_ERROR_IO (the file cannot be written). */
-gpipe_status_t gpipe_session_write_trace(const gpipe_session_t *session,
-                                         const char *path);
+GPIPE_API gpipe_status_t
+gpipe_session_write_trace(const gpipe_session_t *session, const char *path);
 
 /*===----------------------------------------------------------------------===*
  * Training and evaluation
@@ -332,9 +345,10 @@ typedef struct gpipe_input_t {
  * input name the model does not have), GPIPE_ERROR_RUNTIME (a device failed;
  * parameters and optimizer state are unchanged), GPIPE_ERROR_OUT_OF_MEMORY.
  * Non-const: must not overlap any other call on the session. */
-gpipe_status_t gpipe_session_train_step(gpipe_session_t *session,
-                                        const gpipe_input_t *inputs,
-                                        size_t input_count, double *out_loss);
+GPIPE_API gpipe_status_t gpipe_session_train_step(gpipe_session_t *session,
+                                                  const gpipe_input_t *inputs,
+                                                  size_t input_count,
+                                                  double *out_loss);
 
 /* Forward only (no dropout, no gradients, no parameter change) on `rows`
  * rows (any number >= 1; each input has `rows` as dimension 0). Writes the
@@ -345,11 +359,10 @@ gpipe_status_t gpipe_session_train_step(gpipe_session_t *session,
  * Errors: as gpipe_session_train_step, plus GPIPE_ERROR_BUFFER_TOO_SMALL
  * (prediction_capacity < the prediction's element count; checked before any
  * work). Non-const: must not overlap any other call on the session. */
-gpipe_status_t gpipe_session_evaluate(gpipe_session_t *session, int64_t rows,
-                                      const gpipe_input_t *inputs,
-                                      size_t input_count,
-                                      size_t prediction_capacity,
-                                      float *out_prediction, double *out_loss);
+GPIPE_API gpipe_status_t gpipe_session_evaluate(
+    gpipe_session_t *session, int64_t rows, const gpipe_input_t *inputs,
+    size_t input_count, size_t prediction_capacity, float *out_prediction,
+    double *out_loss);
 
 /*===----------------------------------------------------------------------===*
  * Training loops (the library's, shared with gpipe-run)
@@ -379,8 +392,8 @@ typedef struct gpipe_image_training_options_t {
 } gpipe_image_training_options_t;
 
 /* Sets every field to its default. NULL is a no-op. */
-void gpipe_image_training_options_init(
-    gpipe_image_training_options_t *out_options);
+GPIPE_API void
+gpipe_image_training_options_init(gpipe_image_training_options_t *out_options);
 
 /* Trains an image classifier: epochs over the shuffled training set of the
  * IDX files in `dataset_dir` (Fashion-MNIST's names: train-images-idx3-ubyte,
@@ -392,11 +405,10 @@ void gpipe_image_training_options_init(
  * was expected and found), GPIPE_ERROR_IO (a file missing or unreadable),
  * GPIPE_ERROR_RUNTIME (a failed step), GPIPE_ERROR_OUT_OF_MEMORY.
  * Non-const: must not overlap any other call on the session. */
-gpipe_status_t
-gpipe_session_train_images(gpipe_session_t *session, const char *dataset_dir,
-                           const gpipe_image_training_options_t *options,
-                           gpipe_report_fn report, void *user_data,
-                           double *out_test_accuracy);
+GPIPE_API gpipe_status_t gpipe_session_train_images(
+    gpipe_session_t *session, const char *dataset_dir,
+    const gpipe_image_training_options_t *options, gpipe_report_fn report,
+    void *user_data, double *out_test_accuracy);
 
 typedef struct gpipe_text_training_options_t {
   int64_t steps;         /* >= 1. Default 1000. */
@@ -409,8 +421,8 @@ typedef struct gpipe_text_training_options_t {
   uint64_t seed;         /* The windows drawn. Default 1. */
 } gpipe_text_training_options_t;
 
-void gpipe_text_training_options_init(
-    gpipe_text_training_options_t *out_options);
+GPIPE_API void
+gpipe_text_training_options_init(gpipe_text_training_options_t *out_options);
 
 /* Trains a character language model on the text at `corpus_path` (a file or
  * a directory of files; every tenth document is validation): steps of random
@@ -419,11 +431,10 @@ void gpipe_text_training_options_init(
  * targets of one shape [batch, seq]. *out_validation_loss (may be NULL) gets
  * the last validation loss, in nats per character.
  * Errors: as gpipe_session_train_images. */
-gpipe_status_t
-gpipe_session_train_text(gpipe_session_t *session, const char *corpus_path,
-                         const gpipe_text_training_options_t *options,
-                         gpipe_report_fn report, void *user_data,
-                         double *out_validation_loss);
+GPIPE_API gpipe_status_t gpipe_session_train_text(
+    gpipe_session_t *session, const char *corpus_path,
+    const gpipe_text_training_options_t *options, gpipe_report_fn report,
+    void *user_data, double *out_validation_loss);
 
 /*===----------------------------------------------------------------------===*
  * Parameters
@@ -432,34 +443,34 @@ gpipe_session_train_text(gpipe_session_t *session, const char *corpus_path,
 /* The element count of parameter `name`.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer), GPIPE_ERROR_NOT_FOUND
  * (no such parameter). */
-gpipe_status_t gpipe_session_parameter_size(const gpipe_session_t *session,
-                                            const char *name,
-                                            size_t *out_element_count);
+GPIPE_API gpipe_status_t
+gpipe_session_parameter_size(const gpipe_session_t *session, const char *name,
+                             size_t *out_element_count);
 
 /* Copies parameter `name` (row-major, gpipe_session_parameter_info's shape)
  * into out_values, which holds `capacity` floats.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer), GPIPE_ERROR_NOT_FOUND,
  * GPIPE_ERROR_BUFFER_TOO_SMALL (capacity < the parameter's element count). */
-gpipe_status_t gpipe_session_get_parameter(const gpipe_session_t *session,
-                                           const char *name, size_t capacity,
-                                           float *out_values);
+GPIPE_API gpipe_status_t
+gpipe_session_get_parameter(const gpipe_session_t *session, const char *name,
+                            size_t capacity, float *out_values);
 
 /* As gpipe_session_get_parameter, for the gradient of parameter `name`
  * accumulated over the micro-batches of the last training step (zeros before
  * the first). */
-gpipe_status_t gpipe_session_get_gradient(const gpipe_session_t *session,
-                                          const char *name, size_t capacity,
-                                          float *out_values);
+GPIPE_API gpipe_status_t
+gpipe_session_get_gradient(const gpipe_session_t *session, const char *name,
+                           size_t capacity, float *out_values);
 
 /* Overwrites parameter `name` with the `element_count` floats at `values`
  * (e.g. from a checkpoint); the optimizer state is kept.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, element_count not the
  * parameter's, a non-finite value), GPIPE_ERROR_NOT_FOUND.
  * Non-const: must not overlap any other call on the session. */
-gpipe_status_t gpipe_session_set_parameter(gpipe_session_t *session,
-                                           const char *name,
-                                           const float *values,
-                                           size_t element_count);
+GPIPE_API gpipe_status_t gpipe_session_set_parameter(gpipe_session_t *session,
+                                                     const char *name,
+                                                     const float *values,
+                                                     size_t element_count);
 
 /*===----------------------------------------------------------------------===*
  * Checkpoints (docs/Checkpoints.md)
@@ -474,8 +485,9 @@ gpipe_status_t gpipe_session_set_parameter(gpipe_session_t *session,
  * (the directory cannot be created or written), GPIPE_ERROR_RUNTIME (a
  * device failed). Non-const: must not overlap any other call on the
  * session. */
-gpipe_status_t gpipe_session_save_checkpoint(gpipe_session_t *session,
-                                             const char *dir, uint32_t keep);
+GPIPE_API gpipe_status_t gpipe_session_save_checkpoint(gpipe_session_t *session,
+                                                       const char *dir,
+                                                       uint32_t keep);
 
 /* Loads a checkpoint into the session: `path` is a checkpoint directory or a
  * save directory whose `latest` names one; it may come from a run on any
@@ -488,8 +500,8 @@ gpipe_status_t gpipe_session_save_checkpoint(gpipe_session_t *session,
  * and both shapes), GPIPE_ERROR_NOT_FOUND (a tensor the model needs is
  * missing), GPIPE_ERROR_IO (the files cannot be read), GPIPE_ERROR_RUNTIME.
  * Non-const: must not overlap any other call on the session. */
-gpipe_status_t gpipe_session_load_checkpoint(gpipe_session_t *session,
-                                             const char *path);
+GPIPE_API gpipe_status_t gpipe_session_load_checkpoint(gpipe_session_t *session,
+                                                       const char *path);
 
 #ifdef __cplusplus
 } /* extern "C" */
