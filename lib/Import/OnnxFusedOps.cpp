@@ -127,6 +127,10 @@ std::string FusedWriter::attention() {
     return "attention scales its scores by " + number(p.scale) +
            "; gpipe's attention scales by 1/sqrt(width / heads) = " +
            number(want);
+  if (p.causal && p.maskSize != s)
+    return "attention's causal mask is " + std::to_string(p.maskSize) + " x " +
+           std::to_string(p.maskSize) + " for a sequence of " +
+           std::to_string(s);
   const Constant *wq = matrix(p.wq, {d, d}), *wk = matrix(p.wk, {d, d}),
                  *wv = matrix(p.wv, {d, d}), *wo = matrix(p.wo, {d, d});
   if (!error.empty())
@@ -176,8 +180,8 @@ std::string FusedWriter::attention() {
   }
   std::string y = g.define(p.last->output(0), x->shape);
   g.emit(y + " = gpipe.attention " + operands + " heads " +
-         std::to_string(heads) + " : (" + types + ") -> " +
-         tensorType(x->shape, true));
+         std::to_string(heads) + (p.causal ? " causal" : "") + " : (" + types +
+         ") -> " + tensorType(x->shape, true));
   return {};
 }
 

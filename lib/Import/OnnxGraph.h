@@ -116,12 +116,14 @@ public:
   /// Why subgraphs that start like a pattern are not one (OnnxPatterns.h).
   std::vector<std::string> patternMisses;
   /// The `gpipe.input` of token positions [batch, seq] that a position
-  /// table's Add reads (OnnxPatterns.h's positionTableLength), or "".
+  /// table's Add reads (OnnxPatterns.h's positionTable), or "".
   std::string positionsSsa;
   std::vector<int64_t> positionsShape;
 
 private:
   std::string readConstants();
+  /// Whether `n` is an Identity of a constant (itself a constant).
+  bool isConstantIdentity(const onnx::NodeProto &n) const;
   std::string declareInputs(std::string &text);
   /// Whether every use of `name` is the image input of a convolution, pool
   /// or batch norm (a rank-3 input is then a 1-D signal).

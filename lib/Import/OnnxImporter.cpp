@@ -71,6 +71,22 @@ std::string readTensor(const onnx::TensorProto &tensor, Constant &out) {
       return "it has " + std::to_string(out.floats.size()) + " values for " +
              std::to_string(count) + " elements";
     return {};
+  case onnx::TensorProto::BOOL: // attention masks: 0 or 1 per byte
+    out.isFloat = false;
+    if (!raw.empty()) {
+      if (int64_t(raw.size()) != count)
+        return "its raw data has " + std::to_string(raw.size()) +
+               " bytes for " + std::to_string(count) + " booleans";
+      for (char byte : raw)
+        out.ints.push_back(byte != 0);
+    } else {
+      for (int32_t v : tensor.int32_data())
+        out.ints.push_back(v != 0);
+    }
+    if (int64_t(out.ints.size()) != count)
+      return "it has " + std::to_string(out.ints.size()) + " values for " +
+             std::to_string(count) + " elements";
+    return {};
   case onnx::TensorProto::INT64:
   case onnx::TensorProto::INT32: {
     out.isFloat = false;
@@ -105,7 +121,7 @@ std::string readTensor(const onnx::TensorProto &tensor, Constant &out) {
     return "its element type (" +
            onnx::TensorProto::DataType_Name(
                onnx::TensorProto::DataType(tensor.data_type())) +
-           ") is not float, int32 or int64";
+           ") is not float, int32, int64 or bool";
   }
 }
 
@@ -159,7 +175,18 @@ std::string GraphImporter::readConstants() {
       return "Constant node '" + n.name() +
              "': only its 'value' tensor form is supported";
   }
+  // An Identity of a constant is that constant (PyTorch shares a mask
+  // buffer between blocks so).
+  for (const onnx::NodeProto &n : graph.node())
+    if (isConstantIdentity(n))
+      constants[n.output(0)] = constants.at(n.input(0));
   return {};
+}
+
+bool GraphImporter::isConstantIdentity(const onnx::NodeProto &n) const {
+  return n.op_type() == "Identity" && n.domain().empty() &&
+         n.input_size() == 1 && n.output_size() == 1 &&
+         constants.count(n.input(0));
 }
 
 bool GraphImporter::feedsOnlyImageOps(const std::string &name) {
@@ -242,7 +269,16 @@ std::string GraphImporter::declareInputs(std::string &text) {
   }
   if (batch < 0)
     return "the graph has no inputs besides its initializers";
-  if (int64_t seq = positionTableLength(graph, constants); seq > 0) {
+  int64_t seq = 0;
+  for (const onnx::NodeProto &n : graph.node()) {
+    int tableInput;
+    const Constant *table = patternOfNode.count(&n)
+                                ? nullptr // a causal mask's Add
+                                : positionTable(n, constants, tableInput);
+    if (table && !seq)
+      seq = table->dims[0];
+  }
+  if (seq > 0) {
     if (values.count("positions"))
       return "the graph adds a position table and has an input named "
              "'positions', the name of the positions input the importer adds";
@@ -269,7 +305,8 @@ std::string GraphImporter::groupLayers() {
   int repeat = 0;
   std::map<std::string, int> seen;
   for (const onnx::NodeProto &n : graph.node()) {
-    if (n.op_type() == "Constant" && n.domain().empty()) {
+    if ((n.op_type() == "Constant" && n.domain().empty()) ||
+        isConstantIdentity(n)) {
       layerOfNode.push_back(-1);
       continue;
     }

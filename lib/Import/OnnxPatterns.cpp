@@ -17,8 +17,8 @@ using namespace gpipe;
 using namespace gpipe::onnx_import;
 
 const std::vector<std::string> &gpipe::onnx_import::patternOnlyOnnxOps() {
-  static const std::vector<std::string> ops = {"Div", "Erf", "Mul", "Reshape",
-                                               "Transpose"};
+  static const std::vector<std::string> ops = {"Div",     "Erf",       "Mul",
+                                               "Reshape", "Transpose", "Where"};
   return ops;
 }
 
@@ -161,6 +161,9 @@ private:
   std::string heads(const std::string &value,
                     const std::vector<std::vector<int64_t>> &perms, Pattern &p,
                     std::string &weight, std::string &bias);
+  /// Where `mask` is a causal mask of the scores: the scores' name ("" if
+  /// it is not one).
+  std::string causal(const onnx::NodeProto *mask, Pattern &p);
   /// x W (+ b) with W and b initializers: x, or "".
   std::string projection(const std::string &value, Pattern &p,
                          std::string &weight, std::string &bias);
@@ -308,9 +311,70 @@ std::string Finder::heads(const std::string &value,
   return projection(r->input(0), p, weight, bias);
 }
 
+/// Whether constant `c` is an [..., S, S] mask (leading dimensions 1) whose
+/// element (i, j) is `hidden(value)` exactly when key j > query i.
+template <typename Hidden>
+static bool causalMask(const Constant *c, Hidden hidden, int64_t &size) {
+  if (!c || c->dims.size() < 2)
+    return false;
+  const size_t rank = c->dims.size();
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (c->dims[i] != 1)
+      return false;
+  size = c->dims[rank - 1];
+  if (c->dims[rank - 2] != size || size <= 0)
+    return false;
+  for (int64_t i = 0; i < size; ++i)
+    for (int64_t j = 0; j < size; ++j) {
+      const size_t at = size_t(i * size + j);
+      const bool value = c->isFloat ? hidden(double(c->floats[at]))
+                                    : hidden(double(c->ints[at]));
+      if (value != (j > i))
+        return false;
+    }
+  return true;
+}
+
+std::string Finder::causal(const onnx::NodeProto *mask, Pattern &p) {
+  auto negative = [](double v) { return v <= -1e4; };
+  double fill;
+  if (is(mask, "Where") && mask->input_size() == 3) {
+    // Where(hidden, -inf, scores) or Where(visible, scores, -inf).
+    const Constant *cond = constant(mask->input(0));
+    if (cond && !cond->isFloat && scalar(mask->input(1), fill) &&
+        negative(fill) &&
+        causalMask(
+            cond, [](double v) { return v != 0; }, p.maskSize))
+      return mask->input(2);
+    if (cond && !cond->isFloat && scalar(mask->input(2), fill) &&
+        negative(fill) &&
+        causalMask(
+            cond, [](double v) { return v == 0; }, p.maskSize))
+      return mask->input(1);
+  }
+  if (is(mask, "Add") && mask->input_size() == 2) // scores + (0 or -inf)
+    for (int i = 0; i < 2; ++i) {
+      const Constant *bias = constant(mask->input(i));
+      if (bias && bias->isFloat &&
+          causalMask(
+              bias, [&](double v) { return negative(v); }, p.maskSize)) {
+        for (float v : bias->floats)
+          if (!negative(v) && v != 0.0f)
+            return {};
+        return mask->input(1 - i);
+      }
+    }
+  return {};
+}
+
 bool Finder::attention(const onnx::NodeProto &softmax, Pattern &p) {
-  // Scores: (q k^T) * scale, (q k^T) / c, or q k^T.
+  // Scores: (q k^T) * scale, (q k^T) / c, or q k^T; then maybe a causal mask.
   const onnx::NodeProto *scores = producer(softmax.input(0));
+  if (std::string unmasked = causal(scores, p); !unmasked.empty()) {
+    p.causal = true;
+    p.nodes.insert(scores);
+    scores = producer(unmasked);
+  }
   const onnx::NodeProto *product = scores;
   double c;
   if (is(scores, "Mul") || is(scores, "Div")) {
@@ -425,15 +489,4 @@ const Constant *gpipe::onnx_import::positionTable(
   if (tableInput < 0 || constants.count(add.input(1 - tableInput)))
     return nullptr; // no table, or two constants
   return &constants.at(add.input(tableInput));
-}
-
-int64_t gpipe::onnx_import::positionTableLength(
-    const onnx::GraphProto &graph,
-    const std::map<std::string, Constant> &constants) {
-  for (const onnx::NodeProto &n : graph.node()) {
-    int input;
-    if (const Constant *table = positionTable(n, constants, input))
-      return table->dims[0];
-  }
-  return 0;
 }

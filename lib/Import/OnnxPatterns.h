@@ -4,10 +4,11 @@
 // of general tensor ops: PyTorch's nn.GELU as x/√2, Erf, +1, ·x, ·½ (or the
 // tanh formula), and multi-head self-attention as three projections,
 // Reshape/Transpose into heads, a scaled MatMul, Softmax, MatMul,
-// Transpose/Reshape back and the output projection. The finder recognises
-// them in the graph before the conversion; each becomes one gpipe op, written
-// where its last node is. The general ops inside them (Mul, Div, Erf,
-// Reshape, Transpose) are accepted only there.
+// Transpose/Reshape back and the output projection, optionally with a causal
+// mask (PyTorch's masked_fill of a lower-triangular buffer: a Where). The
+// finder recognises them in the graph before the conversion; each becomes one
+// gpipe op, written where its last node is. The general ops inside them (Mul,
+// Div, Erf, Reshape, Transpose, Where) are accepted only there.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +45,10 @@ struct Pattern {
   std::vector<std::vector<int64_t>> headShapes;
   std::vector<int64_t> mergedShape;
   double scale = 1.0;
+  /// A causal mask before the softmax (a Where or Add of a constant that
+  /// hides key j > query i), and its size (the sequence it was made for).
+  bool causal = false;
+  int64_t maskSize = 0;
   /// The name scope of the softmax (`/blocks.0/attn/Softmax` -> blocks.0.attn)
   /// for the fused parameters' names.
   std::string scope;
@@ -61,10 +66,7 @@ findPatterns(const onnx::GraphProto &graph,
 /// value (PyTorch's `tok_emb(ids) + pos_emb`). gpipe has no broadcasting
 /// add; the importer writes it as an embedding of an added input
 /// `positions` [batch, S] (0, 1, ..., S - 1 in every row, as gpipe's own
-/// Transformer takes them). Returns S, or 0 when the graph has none.
-int64_t positionTableLength(const onnx::GraphProto &graph,
-                            const std::map<std::string, Constant> &constants);
-
+/// Transformer takes them).
 /// The position table [S, D] that `add` adds (its input `tableInput`), or
 /// null.
 const Constant *positionTable(const onnx::NodeProto &add,

@@ -15,9 +15,11 @@ Valid models (exported with PyTorch's TorchScript exporter, opset 17):
   cnn.onnx          x [4, 1, 28, 28] -> conv/bn/relu/maxpool/conv/bn/relu/
                     global avg pool/flatten/fc -> logits [4, 10]
   transformer.onnx  ids [2, 16] int64 -> 2 pre-LayerNorm blocks -> logits
-                    [2, 16, 96] (the character vocabulary of gpipe's text
-                    training, so that gpipe-run trains it on a corpus)
+                    [2, 16, 96]: a causal language model on the character
+                    vocabulary of gpipe's text training, so that gpipe-run
+                    trains it on a corpus
   gelu-tanh.onnx    x [4, 16] -> fc1, GELU (tanh formula), fc2 -> logits [4, 10]
+  encoder-attention.onnx  x [2, 16, 32] -> one unmasked 4-head self-attention
   gemm-trans.onnx   one Gemm (transB=1, alpha=0.5, beta=2), built by hand
 With, for each, <name>.input_0.pb and <name>.output_0.pb (TensorProto; the
 output computed by onnxruntime, or by numpy for gemm-trans, and compared with
@@ -86,8 +88,11 @@ class CNN(nn.Module):
 
 
 class SelfAttention(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, seq=16, causal=False):
         super().__init__()
+        self.causal = causal
+        if causal:  # GPT-style: a lower-triangular buffer, masked_fill with -inf
+            self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
         self.heads = heads
         self.head_dim = dim // heads
         self.scale = 1.0 / float(self.head_dim) ** 0.5
@@ -103,6 +108,8 @@ class SelfAttention(nn.Module):
         k = self.k(x).reshape(b, t, self.heads, self.head_dim).transpose(1, 2)
         v = self.v(x).reshape(b, t, self.heads, self.head_dim).transpose(1, 2)
         att = torch.matmul(q, k.transpose(-2, -1)) * self.scale
+        if self.causal:
+            att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
         att = torch.softmax(att, dim=-1)
         y = torch.matmul(att, v).transpose(1, 2).reshape(b, t, c)
         return self.proj(y)
@@ -123,7 +130,7 @@ class Block(nn.Module):
     def __init__(self, dim, heads, hidden):
         super().__init__()
         self.ln1 = nn.LayerNorm(dim)
-        self.attn = SelfAttention(dim, heads)
+        self.attn = SelfAttention(dim, heads, causal=True)
         self.ln2 = nn.LayerNorm(dim)
         self.mlp = FeedForward(dim, hidden)
 
@@ -291,6 +298,13 @@ def make_transformer(out_dir):
     return export_torch("transformer", model, ids, out_dir, "ids")
 
 
+def make_encoder_attention(out_dir):
+    torch.manual_seed(6)
+    model = SelfAttention(32, 4)
+    x = torch.randn(2, 16, 32, generator=torch.Generator().manual_seed(106))
+    return export_torch("encoder-attention", model, x, out_dir, "x")
+
+
 def make_gelu_tanh(out_dir):
     torch.manual_seed(4)
     model = nn.Sequential()
@@ -435,6 +449,8 @@ FIXTURES = [
     "cnn.onnx", "cnn.input_0.pb", "cnn.output_0.pb", "cnn.initializers.txt",
     "transformer.onnx", "transformer.input_0.pb", "transformer.output_0.pb",
     "transformer.initializers.txt",
+    "encoder-attention.onnx", "encoder-attention.input_0.pb", "encoder-attention.output_0.pb",
+    "encoder-attention.initializers.txt",
     "gelu-tanh.onnx", "gelu-tanh.input_0.pb", "gelu-tanh.output_0.pb",
     "gelu-tanh.initializers.txt",
     "gemm-trans.onnx", "gemm-trans.input_0.pb", "gemm-trans.output_0.pb",
@@ -466,6 +482,7 @@ def main():
         "cnn": make_cnn(args.out),
         "transformer": make_transformer(args.out),
         "gelu-tanh": make_gelu_tanh(args.out),
+        "encoder-attention": make_encoder_attention(args.out),
         "gemm-trans": make_gemm_trans(args.out),
         "residual": make_residual(args.out),
     }
