@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Installs a build into a fresh prefix and builds an application outside the
-# tree against it (test/Install/app), twice:
-#   1. with CMake's find_package(gpipe): train_c (C API, shared library),
-#      train_cpp (Runtime.hpp), train_c_static (the static library);
-#   2. with pkg-config only (cc and c++ on the command line).
+# Installs a build into a fresh prefix and builds applications outside the
+# tree against it:
+#   1. test/Install/app with CMake's find_package(gpipe): train_c (C API,
+#      shared library), train_cpp (Runtime.hpp), train_c_static (the static
+#      library);
+#   2. test/Install/compiler-app with find_package(gpipe COMPONENTS
+#      compiler): compile_model, which compiles a model into a bundle that
+#      train_c then trains;
+#   3. test/Install/app with pkg-config only (cc and c++ on the command line).
 # Each program trains a bundle that the installed gpipe-opt and
 # gpipe-translate compile, and must see its loss fall. Also checks that the
 # shared library exports the C API only (gpipe_* symbols).
@@ -21,7 +25,7 @@ work="${2:-$(mktemp -d)}"
 mkdir -p "$work"
 work="$(cd "$work" && pwd)"
 prefix="$work/prefix"
-rm -rf "$prefix" "$work/cmake-app" "$work/pc-app"
+rm -rf "$prefix" "$work/cmake-app" "$work/compiler-app" "$work/pc-app"
 mkdir -p "$work/pc-app"
 
 echo "== cmake --install $build --prefix $prefix"
@@ -52,6 +56,14 @@ for program in train_c train_cpp train_c_static; do
   echo "-- $program"
   "$work/cmake-app/$program" "$bundle"
 done
+
+echo "== find_package(gpipe COMPONENTS compiler): compiling a model in an application"
+cmake -S "$root/test/Install/compiler-app" -B "$work/compiler-app" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$prefix" >"$work/compiler-app.log"
+cmake --build "$work/compiler-app" >>"$work/compiler-app.log"
+"$work/compiler-app/compile_model" "$root/python-free-examples/mlp/mlp.mlir" 4 4 \
+  "$work/mlp-k4.bundle.json"
+"$work/cmake-app/train_c" "$work/mlp-k4.bundle.json"
 
 echo "== pkg-config"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
