@@ -34,8 +34,9 @@ set_target_properties(GPipeRuntimeShared PROPERTIES
   VERSION ${PROJECT_VERSION}
   SOVERSION ${GPIPE_RUNTIME_API_VERSION}
   LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/gpipe_runtime.map)
-# No unresolved symbol may wait for the application; only gpipe_* leaves.
-target_link_options(GPipeRuntimeShared PRIVATE -Wl,--no-undefined
+# Only gpipe_* leaves the library. (No --no-undefined: a sanitizer build's
+# objects leave the sanitizer runtime to the executable.)
+target_link_options(GPipeRuntimeShared PRIVATE
   -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/gpipe_runtime.map)
 
 install(TARGETS GPipeRuntime GPipeRuntimeShared EXPORT gpipeRuntimeTargets
