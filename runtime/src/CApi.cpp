@@ -85,6 +85,7 @@ void gpipe_session_options_init(gpipe_session_options_t *out_options) {
     return;
   rt::ExecutorConfig defaults;
   *out_options = gpipe_session_options_t{};
+  out_options->struct_size = sizeof(gpipe_session_options_t);
   out_options->device = GPIPE_DEVICE_CPU;
   out_options->seed = defaults.seed;
   out_options->optimizer = GPIPE_OPTIMIZER_SGD;
@@ -96,6 +97,7 @@ void gpipe_session_options_init(gpipe_session_options_t *out_options) {
   out_options->epsilon = defaults.optimizer.epsilon;
   out_options->recv_timeout_ms = uint32_t(defaults.recvTimeout.count());
   out_options->record_timeline = defaults.recordTimeline ? 1 : 0;
+  out_options->threads_per_device = defaults.threading.threadsPerDevice;
 }
 
 //===----------------------------------------------------------------------===//

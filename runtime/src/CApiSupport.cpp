@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -150,6 +151,46 @@ std::string validateOptions(const gpipe_session_options_t &o) {
     return "options->device: expected GPIPE_DEVICE_CPU, _CUDA or "
            "_HOST_EMULATION (0 to 2), got " +
            std::to_string(int(o.device));
+  if (o.threads_per_device > kMaxThreadsPerDevice)
+    return "options->threads_per_device: expected 0 (the cores divided among "
+           "the devices) to " +
+           std::to_string(kMaxThreadsPerDevice) + ", got " +
+           std::to_string(o.threads_per_device);
+  return {};
+}
+
+/// Whether the caller's `structSize` bytes of options hold all of the field
+/// at `offset` of `size` bytes.
+static bool covers(size_t structSize, size_t offset, size_t size) {
+  return structSize >= offset + size;
+}
+
+std::string readOptions(const gpipe_session_options_t *options,
+                        gpipe_session_options_t &o) {
+  gpipe_session_options_init(&o);
+  if (!options)
+    return {};
+  const size_t size = options->struct_size;
+  const size_t first = GPIPE_SESSION_OPTIONS_MIN_SIZE;
+  const size_t own = sizeof(gpipe_session_options_t);
+  if (size < first || size > own)
+    return "options->struct_size: expected " + std::to_string(first) + " to " +
+           std::to_string(own) + ", got " + std::to_string(size) +
+           (size == 0 ? " (initialize the options with "
+                        "gpipe_session_options_init)"
+            : size > own
+                ? std::string(" (options of a newer gpipe_runtime.h than "
+                              "this library's, ") +
+                      GPIPE_VERSION_STRING + ")"
+                : "");
+  // The caller's fields; those beyond its struct keep their defaults.
+  std::memcpy(static_cast<void *>(&o), options, size);
+  o.struct_size = own;
+  gpipe_session_options_t defaults;
+  gpipe_session_options_init(&defaults);
+  if (!covers(size, offsetof(gpipe_session_options_t, threads_per_device),
+              sizeof(o.threads_per_device)))
+    o.threads_per_device = defaults.threads_per_device;
   return {};
 }
 
@@ -171,6 +212,7 @@ rt::EngineOptions toEngineOptions(const gpipe_session_options_t &o) {
   engine.seed = o.seed;
   engine.timeout = std::chrono::milliseconds(o.recv_timeout_ms);
   engine.recordTimeline = o.record_timeline != 0;
+  engine.cpuThreading.threadsPerDevice = o.threads_per_device;
   return engine;
 }
 
@@ -183,10 +225,9 @@ gpipe_status_t createSession(const char *function,
   if (!load.ok())
     return fail(nullptr, load.status(), function);
   gpipe_session_options_t o;
-  gpipe_session_options_init(&o);
-  if (options)
-    o = *options;
-  std::string error = validateOptions(o);
+  std::string error = readOptions(options, o);
+  if (error.empty())
+    error = validateOptions(o);
   if (!error.empty())
     return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
 

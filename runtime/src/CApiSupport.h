@@ -68,6 +68,15 @@ bool makeInfo(const char *name, gpipe_element_type_t type, bool batched,
 bool atRows(const gpipe_tensor_info_t &info, int64_t rows,
             gpipe_tensor_info_t &out);
 
+/// The largest options->threads_per_device.
+constexpr uint32_t kMaxThreadsPerDevice = 1024;
+
+/// The caller's options (or the defaults for null) as this library's struct:
+/// "" or what is wrong with struct_size. Fields beyond the caller's
+/// struct_size take their defaults.
+std::string readOptions(const gpipe_session_options_t *options,
+                        gpipe_session_options_t &o);
+
 std::string validateOptions(const gpipe_session_options_t &o);
 
 rt::EngineOptions toEngineOptions(const gpipe_session_options_t &o);

@@ -53,8 +53,11 @@
 extern "C" {
 #endif
 
-/* The version of this API; bumped on any incompatible change. */
-#define GPIPE_RUNTIME_API_VERSION 1
+/* The version of this API; bumped on any incompatible change (it is the
+ * shared library's SOVERSION). Compatible additions (new functions, new
+ * fields at the end of gpipe_session_options_t) keep it. Version 2 put
+ * struct_size first in gpipe_session_options_t. */
+#define GPIPE_RUNTIME_API_VERSION 2
 
 /* The library's version ("0.1.0"), as built. Thread-safe; never NULL. */
 GPIPE_API const char *gpipe_runtime_version(void);
@@ -151,8 +154,20 @@ typedef enum gpipe_device_e {
 
 /* How a session trains. Initialize with gpipe_session_options_init, then
  * change fields; runtime/include/gpipe/runtime/Optimizers.h gives each
- * optimizer's update rule. */
+ * optimizer's update rule.
+ *
+ * The struct grows at its end only, and struct_size says how much of it the
+ * caller knows: a binary built against an older header passes its smaller
+ * struct_size and still runs, the fields it lacks taking their defaults. The
+ * library accepts any struct_size from GPIPE_SESSION_OPTIONS_MIN_SIZE (the
+ * first layout, that of API version 2, up to and including `device`) to its
+ * own sizeof(gpipe_session_options_t), and refuses 0, a smaller size or a
+ * larger one (a struct from a newer header than the library's) with
+ * GPIPE_ERROR_INVALID_ARGUMENT. */
 typedef struct gpipe_session_options_t {
+  /* sizeof(gpipe_session_options_t) of the caller's header; set by
+   * gpipe_session_options_init. */
+  size_t struct_size;
   /* Seeds the parameter initializers (with each parameter's name); equal
    * seeds give bitwise equal initial parameters. Default 0. */
   uint64_t seed;
@@ -177,10 +192,26 @@ typedef struct gpipe_session_options_t {
   int record_timeline;
   /* Default GPIPE_DEVICE_CPU. */
   gpipe_device_t device;
+
+  /* Fields added after the first layout (GPIPE_SESSION_OPTIONS_MIN_SIZE):
+   * a caller whose struct_size ends before one gets its default. */
+
+  /* GPIPE_DEVICE_CPU: threads per pipeline device, its own included, over
+   * which it splits its kernels (results are bitwise the same for any
+   * count); 0 divides the cores of the process's affinity mask among the
+   * devices (at least 1 each). At most 1024. Ignored by the other devices.
+   * Default 0. */
+  uint32_t threads_per_device;
 } gpipe_session_options_t;
 
-/* Sets every field of *out_options to its default. Does nothing if
- * out_options is NULL. Thread-safe. */
+/* The struct_size of the first layout the library accepts (API version 2:
+ * struct_size through `device`). */
+#define GPIPE_SESSION_OPTIONS_MIN_SIZE                                         \
+  (offsetof(gpipe_session_options_t, device) + sizeof(gpipe_device_t))
+
+/* Sets struct_size to sizeof(gpipe_session_options_t) and every other field
+ * of *out_options to its default. Does nothing if out_options is NULL.
+ * Thread-safe. */
 GPIPE_API void gpipe_session_options_init(gpipe_session_options_t *out_options);
 
 /*===----------------------------------------------------------------------===*
