@@ -4,6 +4,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 
 using namespace gpipe::runtime;
 
@@ -15,10 +16,43 @@ unsigned gpipe::runtime::optimizerSlots(OptimizerKind kind) {
     return 1;
   case OptimizerKind::RmsProp:
   case OptimizerKind::Adam:
+  case OptimizerKind::AdamW:
     return 2;
   }
   assert(false && "unknown optimizer kind");
   return 0;
+}
+
+/// "%g" of `value`.
+static std::string formatReal(float value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", double(value));
+  return text;
+}
+
+std::string
+gpipe::runtime::checkOptimizerConfig(const OptimizerConfig &config) {
+  if (!std::isfinite(config.weightDecay) || config.weightDecay < 0)
+    return "the weight decay must be a finite number >= 0, got " +
+           formatReal(config.weightDecay);
+  if (!std::isfinite(config.clipGradNorm) || config.clipGradNorm < 0)
+    return "the gradient clipping norm must be a finite number >= 0 (0: no "
+           "clipping), got " +
+           formatReal(config.clipGradNorm);
+  if (config.weightDecay > 0 && (config.kind == OptimizerKind::Adam ||
+                                 config.kind == OptimizerKind::RmsProp))
+    return std::string("weight decay applies to sgd and momentum (L2 added "
+                       "to the gradient) and to adamw (decoupled), not to ") +
+           optimizerKindName(config.kind) +
+           (config.kind == OptimizerKind::Adam ? ": use adamw" : "");
+  return {};
+}
+
+float gpipe::runtime::clipScale(double norm, float maxNorm) {
+  if (maxNorm <= 0)
+    return 1.0f;
+  double scale = double(maxNorm) / (norm + 1e-6);
+  return scale < 1.0 ? float(scale) : 1.0f;
 }
 
 void gpipe::runtime::applyOptimizer(const OptimizerConfig &config,
@@ -27,16 +61,20 @@ void gpipe::runtime::applyOptimizer(const OptimizerConfig &config,
                                     int64_t step) {
   assert(step >= 1 && "optimizer steps count from 1");
   const float lr = config.learningRate;
+  assert(checkOptimizerConfig(config).empty() && "checkOptimizerConfig");
+  const float scale = config.gradientScale, l2 = config.weightDecay;
+  // The gradient the rule reads: clipped, plus L2 for Sgd and Momentum.
+  auto gradient = [&](int64_t i) { return scale * grads[i] + l2 * params[i]; };
   switch (config.kind) {
   case OptimizerKind::Sgd:
     for (int64_t i = 0; i < n; ++i)
-      params[i] -= lr * grads[i];
+      params[i] -= lr * gradient(i);
     return;
   case OptimizerKind::Momentum: {
     float *velocity = slots[0];
     const float momentum = config.momentum;
     for (int64_t i = 0; i < n; ++i) {
-      velocity[i] = momentum * velocity[i] + grads[i];
+      velocity[i] = momentum * velocity[i] + gradient(i);
       params[i] -= lr * velocity[i];
     }
     return;
@@ -47,18 +85,22 @@ void gpipe::runtime::applyOptimizer(const OptimizerConfig &config,
     const float decay = config.decay, momentum = config.momentum;
     const float eps = config.epsilon;
     for (int64_t i = 0; i < n; ++i) {
-      float g = grads[i];
+      float g = scale * grads[i];
       meanSquare[i] = decay * meanSquare[i] + (1.0f - decay) * g * g;
       mom[i] = momentum * mom[i] + lr * g / std::sqrt(meanSquare[i] + eps);
       params[i] -= mom[i];
     }
     return;
   }
-  case OptimizerKind::Adam: {
+  case OptimizerKind::Adam:
+  case OptimizerKind::AdamW: {
     float *m = slots[0];
     float *v = slots[1];
     const float beta1 = config.beta1, beta2 = config.beta2;
     const float eps = config.epsilon;
+    // Decoupled: AdamW's decay is outside the normalised step.
+    const float decoupled =
+        config.kind == OptimizerKind::AdamW ? config.weightDecay : 0.0f;
     // The bias corrections in double: beta^t underflows gracefully and
     // 1 - beta2^t keeps its precision for small t.
     const float correction1 = static_cast<float>(
@@ -66,11 +108,12 @@ void gpipe::runtime::applyOptimizer(const OptimizerConfig &config,
     const float correction2 = static_cast<float>(
         1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step)));
     for (int64_t i = 0; i < n; ++i) {
-      float g = grads[i];
+      float g = scale * grads[i];
       m[i] = beta1 * m[i] + (1.0f - beta1) * g;
       v[i] = beta2 * v[i] + (1.0f - beta2) * g * g;
       params[i] -=
-          lr * (m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps);
+          lr * ((m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps) +
+                decoupled * params[i]);
     }
     return;
   }
@@ -82,7 +125,7 @@ bool gpipe::runtime::parseOptimizerKind(const std::string &name,
                                         OptimizerKind &kind) {
   for (OptimizerKind candidate :
        {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::RmsProp,
-        OptimizerKind::Adam}) {
+        OptimizerKind::Adam, OptimizerKind::AdamW}) {
     if (name == optimizerKindName(candidate)) {
       kind = candidate;
       return true;
@@ -101,6 +144,8 @@ const char *gpipe::runtime::optimizerKindName(OptimizerKind kind) {
     return "rmsprop";
   case OptimizerKind::Adam:
     return "adam";
+  case OptimizerKind::AdamW:
+    return "adamw";
   }
   assert(false && "unknown optimizer kind");
   return "";

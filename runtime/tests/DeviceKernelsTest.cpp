@@ -607,8 +607,9 @@ TEST(DeviceKernels, Mse) {
 //===----------------------------------------------------------------------===//
 
 TEST(DeviceKernels, OptimizerStepMatchesApplyOptimizer) {
-  for (OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::Momentum,
-                             OptimizerKind::RmsProp, OptimizerKind::Adam}) {
+  for (OptimizerKind kind :
+       {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::RmsProp,
+        OptimizerKind::Adam, OptimizerKind::AdamW}) {
     for (int64_t n : {int64_t(1), int64_t(1001)}) {
       SCOPED_TRACE(std::string(optimizerKindName(kind)) + " n " +
                    std::to_string(n));
@@ -616,6 +617,10 @@ TEST(DeviceKernels, OptimizerStepMatchesApplyOptimizer) {
       OptimizerConfig config;
       config.kind = kind;
       config.learningRate = 0.05f;
+      // Clipping's factor and, where the rule takes one, weight decay.
+      config.gradientScale = 0.75f;
+      if (kind != OptimizerKind::Adam && kind != OptimizerKind::RmsProp)
+        config.weightDecay = 0.02f;
       unsigned numSlots = optimizerSlots(kind);
       Floats params = randomFloats(rng, n), paramsRef = params;
       std::vector<Floats> slots(numSlots, Floats(n, 0.0f)), slotsRef = slots;

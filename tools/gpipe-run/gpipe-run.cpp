@@ -18,6 +18,7 @@
 #include "gpipe/Tools/DataFlags.h"
 #include "gpipe/Tools/DistributedFlags.h"
 #include "gpipe/Tools/PipelineFlags.h"
+#include "gpipe/Tools/TrainingFlags.h"
 #include "gpipe/Tune/PlanFile.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/TrainingRun.h"
@@ -40,7 +41,6 @@ namespace cl = llvm::cl;
 namespace rt = gpipe::runtime;
 namespace tools = gpipe::tools;
 
-static cl::OptionCategory trainingOptions("Training");
 static cl::OptionCategory outputOptions("Output");
 
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
@@ -54,19 +54,19 @@ static cl::opt<std::string> planPath(
     cl::cat(tools::pipelineCategory));
 static gpipe::Count epochs("epochs", cl::init(10),
                            cl::desc("passes over the training set"),
-                           cl::cat(trainingOptions));
+                           cl::cat(tools::trainingCategory));
 static gpipe::Count maxSteps(
     "max-steps", cl::init(0),
     cl::desc("images: stop each epoch after this many steps (0: the whole "
              "set); text: the number of training steps (0: 1000)"),
-    cl::cat(trainingOptions));
+    cl::cat(tools::trainingCategory));
 static cl::opt<std::string>
     optimizerName("optimizer", cl::init("adam"),
-                  cl::desc("sgd, momentum, rmsprop or adam"),
-                  cl::cat(trainingOptions));
+                  cl::desc("sgd, momentum, rmsprop, adam or adamw"),
+                  cl::cat(tools::trainingCategory));
 static gpipe::Real<float> learningRate("lr", cl::init(1e-3f),
                                        cl::desc("(peak) learning rate"),
-                                       cl::cat(trainingOptions));
+                                       cl::cat(tools::trainingCategory));
 static cl::opt<rt::LearningRateSchedule>
     lrSchedule("lr-schedule",
                cl::desc("learning-rate schedule over the whole run"),
@@ -75,10 +75,10 @@ static cl::opt<rt::LearningRateSchedule>
                                      "constant", "--lr throughout"),
                           clEnumValN(rt::LearningRateSchedule::Cosine, "cosine",
                                      "cosine decay from --lr to 0")),
-               cl::cat(trainingOptions));
+               cl::cat(tools::trainingCategory));
 static gpipe::Whole<uint64_t> seed("seed", cl::init(1),
                                    cl::desc("parameter and shuffling seed"),
-                                   cl::cat(trainingOptions));
+                                   cl::cat(tools::trainingCategory));
 
 static cl::opt<std::string> tracePath(
     "trace", cl::init(""),
@@ -152,6 +152,9 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   if (!optimizer.ok())
     return fail(optimizer.status());
   engineOptions.optimizer.kind = *optimizer;
+  if (rt::Status flags = tools::applyOptimizerFlags(engineOptions.optimizer);
+      !flags.ok())
+    return fail(flags);
   rt::StatusOr<rt::DeviceKind> device = tools::deviceFromFlags();
   if (!device.ok())
     return fail(device.status());
@@ -239,7 +242,7 @@ int main(int argc, char **argv) {
   gpipe::addVersionPrinter("gpipe-run");
   // SIGINT/SIGTERM stop training at a step boundary, files complete.
   const std::atomic<int> &stop = rt::stopOnSignals();
-  cl::HideUnrelatedOptions({&tools::pipelineCategory, &trainingOptions,
+  cl::HideUnrelatedOptions({&tools::pipelineCategory, &tools::trainingCategory,
                             &tools::dataCategory, &outputOptions,
                             &tools::checkpointCategory,
                             &tools::distributedCategory});

@@ -137,9 +137,10 @@ optimizerFromName(const std::string &name) {
   runtime::OptimizerKind kind;
   if (runtime::parseOptimizerKind(name, kind))
     return kind;
-  return runtime::Status(runtime::StatusCode::InvalidArgument,
-                         "unknown optimizer '" + name +
-                             "': expected sgd, momentum, rmsprop or adam");
+  return runtime::Status(
+      runtime::StatusCode::InvalidArgument,
+      "unknown optimizer '" + name +
+          "': expected sgd, momentum, rmsprop, adam or adamw");
 }
 
 /// Sets the compile options the flags give (a plan file may override them).

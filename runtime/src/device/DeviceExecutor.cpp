@@ -96,6 +96,9 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
             std::to_string(config.stepTimeout.count()) + " ms";
     return nullptr;
   }
+  error = checkOptimizerConfig(config.optimizer);
+  if (!error.empty())
+    return nullptr;
   auto impl = std::make_unique<Impl>();
   Impl &s = *impl;
   s.config = config;
@@ -400,6 +403,11 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
   if (result.error.empty())
     result.error = s.transport->averageOverReplicasNow(
         s.hostLosses.data(), int64_t(s.hostLosses.size()), "the losses");
+  if (result.error.empty() && s.gradientsAveraged &&
+      s.config.optimizer.checkFinite)
+    result.error = s.checkParameters();
+  result.nonFinite = s.nonFinite;
+  result.gradientNorm = s.gradientNorm;
   if (!result.error.empty())
     return result;
   ++s.steps;

@@ -304,6 +304,32 @@ struct DeviceExecutor::Impl {
   /// replica's training slice starts at replica * bundle.batch.
   int64_t firstRow(unsigned m) const { return rowBase + pass->offsets[m]; }
   int64_t rowBase = 0;
+
+  //===-- gradient statistics (DeviceGradients.cpp): clipping, the guard --===//
+  /// Whether a step measures its gradients before the optimizer steps.
+  bool measuresGradients() const {
+    return config.optimizer.clipGradNorm > 0 || config.optimizer.checkFinite;
+  }
+  /// At the first optimizer step of a training pass that measures its
+  /// gradients: the replicas' means, each gradient's sum of squares, one
+  /// synchronize, then the guard's checks of the losses and gradients and
+  /// the clipping factor. "" or the error (nonFinite set for the guard's).
+  std::string prepareOptimizerStep();
+  /// After the optimizer steps (the guard): each parameter's sum of squares,
+  /// copied to the host in stream order.
+  std::string issueParameterSquares();
+  /// After the step's synchronize: "" or the first parameter that is not
+  /// finite (nonFinite set).
+  std::string checkParameters();
+  /// Per device: kSquareParts doubles per parameter of paramsOf[d] (device
+  /// memory, allocated at the first use) and their host copy.
+  std::vector<double *> squareParts;
+  std::vector<std::vector<double>> hostSquareParts;
+  /// This step's: the gradients' factor, their norm, whether the replicas'
+  /// means were taken already, whether the guard stopped it.
+  float gradientScale = 1.0f;
+  std::optional<double> gradientNorm;
+  bool gradientsAveraged = false, nonFinite = false;
 };
 
 } // namespace gpipe::runtime::device

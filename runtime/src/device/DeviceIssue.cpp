@@ -230,17 +230,21 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
     ++run.computeCount;
     const StreamId s = compute(device);
     // Data parallelism: every replica steps with the mean gradient, that of
-    // the whole mini-batch.
+    // the whole mini-batch (taken already where the step measures them).
     for (DeviceParameter *param : paramsOf[device]) {
+      if (gradientsAveraged)
+        break;
       std::string error = transfer->averageOverReplicas(
           s, device, param->grad, param->size,
           "the gradient of '" + param->spec.name + "'");
       if (!error.empty())
         return error;
     }
+    OptimizerConfig optimizer = config.optimizer;
+    optimizer.gradientScale = gradientScale; // clipping
     for (DeviceParameter *param : paramsOf[device])
       if (!param->runningStatistic)
-        issue->optimizerStep(s, config.optimizer, param->value, param->grad,
+        issue->optimizerStep(s, optimizer, param->value, param->grad,
                              param->slots, param->size, steps + 1);
     // Batch norms: once per mini-batch, from its micro-batches' sums.
     for (const DeviceRunningStatistics &stats : runningStatistics[device])
@@ -277,13 +281,25 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
       for (DeviceParameter *param : paramsOf[d])
         issue->fillZero(compute(d), param->grad, param->size * 4);
   }
-  // verifySchedule proved this order: every receive follows its send.
+  // verifySchedule proved this order: every receive follows its send, and
+  // the optimizer steps come last, once every device has reached its own.
   const bool timed = recordTimeline && !dryRun;
   timingOps = timed && profileOps;
+  gradientScale = 1.0f;
+  gradientNorm.reset();
+  gradientsAveraged = nonFinite = false;
+  const bool measure = !dryRun && !pass->evaluating && measuresGradients();
   for (const ScheduleStep &step : pass->order) {
+    const Instr &instr = programs[step.device][step.index];
+    // Every process reaches the first optimizer step at the same point.
+    if (measure && instr.kind == InstrKind::OptimizerStep &&
+        !gradientsAveraged) {
+      std::string error = prepareOptimizerStep();
+      if (!error.empty())
+        return error;
+    }
     if (!transfer->runsDevice(step.device))
       continue; // another process issues it
-    const Instr &instr = programs[step.device][step.index];
     StreamId stream = instr.kind == InstrKind::SendActivation ||
                               instr.kind == InstrKind::SendGradient
                           ? issue->copyStream(step.device)
@@ -318,6 +334,9 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
       marks.push_back(mark);
     }
   }
+  // gradientsAveraged: prepareOptimizerStep ran (a program has steps).
+  if (measure && gradientsAveraged && config.optimizer.checkFinite)
+    return issueParameterSquares();
   return {};
 }
 

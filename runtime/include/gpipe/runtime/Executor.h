@@ -37,6 +37,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,14 @@ struct StepResult {
   double loss = 0.0;
   /// loss_m, in micro-batch order.
   std::vector<double> microbatchLosses;
+  /// The L2 norm of every parameter gradient of every stage (the replicas'
+  /// mean under data parallelism), before clipping: measured when the
+  /// optimizer clips or guards against non-finite values
+  /// (OptimizerConfig::clipGradNorm, checkFinite).
+  std::optional<double> gradientNorm;
+  /// The error is the guard's (OptimizerConfig::checkFinite): a loss, a
+  /// gradient or a parameter that is not finite.
+  bool nonFinite = false;
   bool ok() const { return error.empty(); }
 };
 

@@ -16,6 +16,14 @@
 //   Adam:     m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;
 //             p -= lr (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)
 //             (Kingma & Ba, with bias correction; slot 0 = m, slot 1 = v)
+//   AdamW:    Adam's m and v, then
+//             p -= lr (m_hat / (sqrt(v_hat) + epsilon) + weightDecay p)
+//             (Loshchilov & Hutter's decoupled weight decay; slots as Adam)
+// Weight decay for Sgd and Momentum is L2: g += weightDecay p before the
+// rule (PyTorch's weight_decay). Adam and RmsProp take none: L2 through
+// Adam's normalisation barely regularises (Loshchilov & Hutter), so
+// checkOptimizerConfig refuses it and names AdamW.
+// Clipping (the executor): every rule reads g = gradientScale * grad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,7 +35,7 @@
 
 namespace gpipe::runtime {
 
-enum class OptimizerKind { Sgd, Momentum, RmsProp, Adam };
+enum class OptimizerKind { Sgd, Momentum, RmsProp, Adam, AdamW };
 
 /// The hyper-parameters; each kind reads only those of its update rule.
 struct OptimizerConfig {
@@ -40,12 +48,37 @@ struct OptimizerConfig {
   /// Adam.
   float beta1 = 0.9f;
   float beta2 = 0.999f;
-  /// RmsProp and Adam.
+  /// RmsProp, Adam and AdamW.
   float epsilon = 1e-8f;
+  /// Sgd and Momentum: L2 (g += weightDecay p); AdamW: decoupled. 0 for
+  /// the others (checkOptimizerConfig).
+  float weightDecay = 0.0f;
+  /// > 0: the executor scales every gradient by
+  /// min(1, clipGradNorm / (norm + 1e-6)) before the update, norm the L2
+  /// norm of all the gradients of every stage on every device (clipScale);
+  /// 0: no clipping.
+  float clipGradNorm = 0.0f;
+  /// The executor's guard: a step whose loss or gradients are not finite
+  /// fails before the update, leaving the parameters as they were; one whose
+  /// update makes a parameter non-finite fails after it. Either way the
+  /// message names the step, the stage and the tensor.
+  bool checkFinite = false;
+  /// The factor every rule applies to the gradient (g = gradientScale *
+  /// grad): the executor sets it per step when it clips; 1 otherwise.
+  float gradientScale = 1.0f;
 };
 
+/// "" or why `config` cannot train: a weight decay or a clipping norm that
+/// is negative or not finite, or a weight decay for Adam or RmsProp.
+std::string checkOptimizerConfig(const OptimizerConfig &config);
+
+/// The clipping factor for a global gradient norm `norm`:
+/// min(1, maxNorm / (norm + 1e-6)) (PyTorch's clip_grad_norm_); 1 when
+/// maxNorm is 0 (no clipping).
+float clipScale(double norm, float maxNorm);
+
 /// The number of state buffers, each the size of the parameter, that `kind`
-/// keeps per parameter: Sgd 0, Momentum 1, RmsProp 2, Adam 2.
+/// keeps per parameter: Sgd 0, Momentum 1, RmsProp 2, Adam 2, AdamW 2.
 unsigned optimizerSlots(OptimizerKind kind);
 
 /// One synchronous update of the `n` parameters `params` in place from
@@ -57,7 +90,8 @@ void applyOptimizer(const OptimizerConfig &config, float *params,
                     int64_t step);
 
 /// Parses the command-line name of an optimizer: "sgd", "momentum",
-/// "rmsprop" or "adam". Returns false (leaving `kind` unchanged) otherwise.
+/// "rmsprop", "adam" or "adamw". Returns false (leaving `kind` unchanged)
+/// otherwise.
 bool parseOptimizerKind(const std::string &name, OptimizerKind &kind);
 
 /// The command-line name of `kind` (the inverse of parseOptimizerKind).

@@ -579,20 +579,25 @@ struct MseGrad {
 
 //===-- optimizers (Optimizers.h): item = element -------------------------===//
 
+// Every rule reads g = scale * grad (clipping), plus l2 * p for Sgd and
+// Momentum (weight decay), in applyOptimizer's order of operations.
+
 struct SgdStep {
   float *params;
   const float *grads;
-  float lr;
-  GPIPE_HD void operator()(int64_t i) const { params[i] -= lr * grads[i]; }
+  float lr, scale, l2;
+  GPIPE_HD void operator()(int64_t i) const {
+    params[i] -= lr * (scale * grads[i] + l2 * params[i]);
+  }
 };
 
 struct MomentumStep {
   float *params;
   const float *grads;
   float *velocity;
-  float lr, momentum;
+  float lr, momentum, scale, l2;
   GPIPE_HD void operator()(int64_t i) const {
-    float v = momentum * velocity[i] + grads[i];
+    float v = momentum * velocity[i] + (scale * grads[i] + l2 * params[i]);
     velocity[i] = v;
     params[i] -= lr * v;
   }
@@ -602,9 +607,9 @@ struct RmsPropStep {
   float *params;
   const float *grads;
   float *meanSquare, *mom;
-  float lr, decay, momentum, epsilon;
+  float lr, decay, momentum, epsilon, scale;
   GPIPE_HD void operator()(int64_t i) const {
-    float g = grads[i];
+    float g = scale * grads[i];
     float ms = decay * meanSquare[i] + (1.0f - decay) * g * g;
     float m = momentum * mom[i] + lr * g / ::sqrtf(ms + epsilon);
     meanSquare[i] = ms;
@@ -614,20 +619,44 @@ struct RmsPropStep {
 };
 
 /// correction1 = 1 - beta1^t and correction2 = 1 - beta2^t, computed on the
-/// host in double (as applyOptimizer) and rounded to float.
+/// host in double (as applyOptimizer) and rounded to float; decoupled: AdamW's
+/// weight decay (0 for Adam).
 struct AdamStep {
   float *params;
   const float *grads;
   float *m, *v;
-  float lr, beta1, beta2, epsilon, correction1, correction2;
+  float lr, beta1, beta2, epsilon, correction1, correction2, scale, decoupled;
   GPIPE_HD void operator()(int64_t i) const {
-    float g = grads[i];
+    float g = scale * grads[i];
     float mi = beta1 * m[i] + (1.0f - beta1) * g;
     float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
     m[i] = mi;
     v[i] = vi;
     params[i] -=
-        lr * (mi / correction1) / (::sqrtf(vi / correction2) + epsilon);
+        lr * ((mi / correction1) / (::sqrtf(vi / correction2) + epsilon) +
+              decoupled * params[i]);
+  }
+};
+
+//===-- gradient statistics: item = part ---------------------------------===//
+
+/// partials[r] = the sum, in double, of x[i]^2 over part r of `parts`
+/// consecutive parts of ceil(n / parts) elements (the last may be shorter):
+/// the same sums in the same order on every backend, whatever runs them.
+struct SquaresPartial {
+  const float *x;
+  int64_t n, chunk;
+  double *partials;
+  GPIPE_HD void operator()(int64_t r) const {
+    int64_t begin = r * chunk, end = begin + chunk;
+    if (end > n)
+      end = n;
+    double sum = 0.0;
+    for (int64_t i = begin; i < end; ++i) {
+      double value = x[i];
+      sum += value * value;
+    }
+    partials[r] = sum;
   }
 };
 

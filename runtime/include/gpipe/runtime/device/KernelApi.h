@@ -247,6 +247,14 @@ public:
   virtual void optimizerStep(StreamId s, const OptimizerConfig &config,
                              float *params, const float *grads,
                              float *const *slots, int64_t n, int64_t step) = 0;
+
+  //===-- gradient statistics: clipping and the non-finite guard ----------===//
+  /// partials[r] (r < parts, device memory) = the sum in double of x[i]^2
+  /// over part r of ceil(n / parts) consecutive elements (the last part may
+  /// be shorter or empty): kernels::SquaresPartial, the same on every
+  /// backend. Nothing for n <= 0.
+  virtual void sumOfSquares(StreamId s, const float *x, int64_t n,
+                            double *partials, int64_t parts) = 0;
 };
 
 } // namespace gpipe::runtime::device

@@ -313,23 +313,25 @@ public:
     assert(step >= 1 && "optimizer steps count from 1");
     if (n <= 0)
       return; // slots may be null then
-    const float lr = config.learningRate;
+    const float lr = config.learningRate, scale = config.gradientScale;
+    const float l2 = config.weightDecay;
     switch (config.kind) {
     case OptimizerKind::Sgd:
-      launch(s, n, kernels::SgdStep{params, grads, lr});
+      launch(s, n, kernels::SgdStep{params, grads, lr, scale, l2});
       return;
     case OptimizerKind::Momentum:
-      launch(
-          s, n,
-          kernels::MomentumStep{params, grads, slots[0], lr, config.momentum});
+      launch(s, n,
+             kernels::MomentumStep{params, grads, slots[0], lr, config.momentum,
+                                   scale, l2});
       return;
     case OptimizerKind::RmsProp:
       launch(s, n,
              kernels::RmsPropStep{params, grads, slots[0], slots[1], lr,
-                                  config.decay, config.momentum,
-                                  config.epsilon});
+                                  config.decay, config.momentum, config.epsilon,
+                                  scale});
       return;
-    case OptimizerKind::Adam: {
+    case OptimizerKind::Adam:
+    case OptimizerKind::AdamW: {
       // The bias corrections in double, as applyOptimizer.
       const float correction1 =
           static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta1),
@@ -337,14 +339,24 @@ public:
       const float correction2 =
           static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta2),
                                             static_cast<double>(step)));
+      const float decoupled =
+          config.kind == OptimizerKind::AdamW ? config.weightDecay : 0.0f;
       launch(s, n,
              kernels::AdamStep{params, grads, slots[0], slots[1], lr,
                                config.beta1, config.beta2, config.epsilon,
-                               correction1, correction2});
+                               correction1, correction2, scale, decoupled});
       return;
     }
     }
     assert(false && "unknown optimizer kind");
+  }
+
+  void sumOfSquares(StreamId s, const float *x, int64_t n, double *partials,
+                    int64_t parts) override {
+    if (n <= 0 || parts <= 0)
+      return;
+    launch(s, parts,
+           kernels::SquaresPartial{x, n, (n + parts - 1) / parts, partials});
   }
 
 protected:

@@ -1,0 +1,65 @@
+//===- TrainingFlags.h - gpipe-run's optimizer and logging options -*- C++
+//-*-===//
+//
+// The training options users expect beside the optimizer and the learning
+// rate: weight decay (L2 for sgd and momentum, decoupled for adamw),
+// clipping by the global gradient norm, the guard against non-finite values,
+// a linear warmup before the schedule, a plain log line every N steps and a
+// metrics file of one JSON line per step and per evaluation. Header-only: it
+// defines the options, so exactly one source file of a tool includes it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_TOOLS_TRAININGFLAGS_H
+#define GPIPE_TOOLS_TRAININGFLAGS_H
+
+#include "gpipe/Support/OptionParsers.h"
+#include "gpipe/runtime/Optimizers.h"
+#include "gpipe/runtime/Status.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+
+namespace gpipe::tools {
+
+static llvm::cl::OptionCategory trainingCategory("Training");
+
+static gpipe::Real<float> weightDecay(
+    "weight-decay", llvm::cl::init(0.0f),
+    llvm::cl::desc("sgd, momentum: L2 added to the gradient; adamw: "
+                   "decoupled (default 0.01 for adamw, else 0)"),
+    llvm::cl::cat(trainingCategory));
+static gpipe::Real<float> clipGradNorm(
+    "clip-grad-norm", llvm::cl::init(0.0f),
+    llvm::cl::desc("scale the gradients of all stages by min(1, X / global "
+                   "L2 norm) before each step (0: off)"),
+    llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<bool> checkFinite(
+    "check-finite", llvm::cl::init(true),
+    llvm::cl::desc("stop (exit status 4) at the first loss, gradient or "
+                   "parameter that is nan or inf, naming it"),
+    llvm::cl::cat(trainingCategory));
+
+/// AdamW's weight decay when --weight-decay is not given (PyTorch's).
+constexpr float kAdamWDefaultDecay = 0.01f;
+
+/// Sets `config`'s weight decay, clipping and guard from the flags (its kind
+/// set before); InvalidArgument naming the flag that cannot train.
+inline runtime::Status applyOptimizerFlags(runtime::OptimizerConfig &config) {
+  const bool decayGiven = weightDecay.getNumOccurrences() > 0;
+  config.weightDecay = decayGiven ? float(weightDecay)
+                       : config.kind == runtime::OptimizerKind::AdamW
+                           ? kAdamWDefaultDecay
+                           : 0.0f;
+  config.clipGradNorm = clipGradNorm;
+  config.checkFinite = checkFinite;
+  std::string error = runtime::checkOptimizerConfig(config);
+  if (error.empty())
+    return runtime::Status();
+  return runtime::Status(runtime::StatusCode::InvalidArgument, error);
+}
+
+} // namespace gpipe::tools
+
+#endif // GPIPE_TOOLS_TRAININGFLAGS_H

@@ -1,0 +1,201 @@
+//===- DeviceGradients.cpp - Gradient norm, clipping, non-finite guard ----===//
+//
+// What a step does before and after its optimizer steps when it clips the
+// gradients by their global norm or guards against values that are not
+// finite (OptimizerConfig::clipGradNorm, checkFinite).
+//
+// The gradients of a pipeline live on K devices, so their norm spans them
+// all. At the first optimizer step, once every device has issued its last
+// backward (the schedule's barrier), each device takes its replicas' means
+// and sums the squares of each gradient into kSquareParts partial sums in
+// double (KernelApi::sumOfSquares: the same parts on every backend); one
+// synchronize brings them to the host, across processes every pipeline
+// device shares its own. The host adds each parameter's parts in order and
+// the parameters in the bundle's order, so the norm does not depend on K:
+// K = 1, 2 and 4 give the same bits. Every device then steps with the same
+// factor min(1, max / (norm + 1e-6)).
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceExecutorImpl.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::device;
+
+namespace {
+
+/// Partial sums per parameter: enough for a GPU's threads to share a large
+/// gradient, few enough to copy back at once.
+constexpr int64_t kSquareParts = 256;
+
+/// "nan", "inf" or "-inf".
+const char *nonFiniteName(double value) {
+  return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+}
+
+/// " (stage S on device D)".
+std::string placeOf(unsigned stage, unsigned device) {
+  return " (stage " + std::to_string(stage) + " on device " +
+         std::to_string(device) + ")";
+}
+
+} // namespace
+
+/// Issues, on each device this process runs, the partial sums of squares of
+/// `values` (each parameter's gradient or value) and their copy to the
+/// host; "" or an allocation error.
+template <class Values>
+static std::string issueSquares(DeviceExecutor::Impl &impl,
+                                const Values &values) {
+  const unsigned numDevices = impl.bundle.numDevices();
+  impl.squareParts.resize(numDevices, nullptr);
+  impl.hostSquareParts.resize(numDevices);
+  for (unsigned d = 0; d < numDevices; ++d) {
+    const std::vector<DeviceParameter *> &params = impl.paramsOf[d];
+    if (!impl.transport->runsDevice(d) || params.empty())
+      continue;
+    const int64_t count = int64_t(params.size()) * kSquareParts;
+    if (!impl.squareParts[d]) {
+      void *memory = nullptr;
+      std::string error =
+          impl.backend->allocate(d, count * int64_t(sizeof(double)), &memory);
+      if (!error.empty())
+        return "the gradient norm's partial sums: " + error;
+      impl.squareParts[d] = static_cast<double *>(memory);
+    }
+    impl.hostSquareParts[d].assign(size_t(count), 0.0);
+    const StreamId s = impl.compute(d);
+    impl.backend->fillZero(s, impl.squareParts[d], count * 8);
+    for (size_t j = 0; j < params.size(); ++j)
+      impl.backend->sumOfSquares(s, values(*params[j]), params[j]->size,
+                                 impl.squareParts[d] + j * kSquareParts,
+                                 std::min(params[j]->size, kSquareParts));
+    impl.backend->copyToHost(s, impl.hostSquareParts[d].data(),
+                             impl.squareParts[d], count * 8);
+  }
+  return {};
+}
+
+/// After the synchronize: every device's partial sums on every process, then
+/// each parameter's sum of squares, by name.
+static std::string
+gatherSquares(DeviceExecutor::Impl &impl,
+              std::unordered_map<const DeviceParameter *, double> &sums) {
+  const unsigned numDevices = impl.bundle.numDevices();
+  for (unsigned d = 0; d < numDevices; ++d) {
+    std::vector<double> &host = impl.hostSquareParts[d];
+    host.resize(impl.paramsOf[d].size() * kSquareParts, 0.0);
+    if (impl.transport->spansProcesses() && !host.empty()) {
+      std::string error = impl.transport->shareFrom(
+          d, host.data(), int64_t(host.size()) * 8, "the gradient norm");
+      if (!error.empty())
+        return error;
+    }
+    for (size_t j = 0; j < impl.paramsOf[d].size(); ++j) {
+      double sum = 0;
+      for (int64_t r = 0; r < kSquareParts; ++r)
+        sum += host[j * kSquareParts + r];
+      sums[impl.paramsOf[d][j]] = sum;
+    }
+  }
+  return {};
+}
+
+std::string DeviceExecutor::Impl::prepareOptimizerStep() {
+  gradientsAveraged = true;
+  const unsigned numDevices = bundle.numDevices();
+  const std::string stepName = "step " + std::to_string(steps + 1);
+  // The replicas' means first: the norm is the whole mini-batch's.
+  for (unsigned d = 0; d < numDevices; ++d) {
+    if (!transport->runsDevice(d))
+      continue;
+    for (DeviceParameter *param : paramsOf[d]) {
+      std::string error = transport->averageOverReplicas(
+          compute(d), d, param->grad, param->size,
+          "the gradient of '" + param->spec.name + "'");
+      if (!error.empty())
+        return error;
+    }
+  }
+  std::string error = issueSquares(
+      *this, [](const DeviceParameter &param) { return param.grad; });
+  const unsigned lastStage = bundle.stages.size() - 1;
+  const unsigned lossDevice = bundle.deviceOfStage(lastStage);
+  std::vector<float> losses(pass->rows.size(), 0.0f);
+  if (error.empty() && lossSlots)
+    backend->copyToHost(compute(lossDevice), losses.data(), lossSlots,
+                        int64_t(losses.size()) * 4);
+  std::string syncError = synchronizePass();
+  if (error.empty())
+    error = syncError;
+  std::unordered_map<const DeviceParameter *, double> sums;
+  if (error.empty())
+    error = gatherSquares(*this, sums);
+  if (error.empty() && config.optimizer.checkFinite) {
+    // Every process decides on the same losses: the pipeline's, then the
+    // replicas' mean.
+    error = transport->shareFrom(lossDevice, losses.data(),
+                                 int64_t(losses.size()) * 4, "the losses");
+    if (error.empty())
+      error = transport->averageOverReplicasNow(
+          losses.data(), int64_t(losses.size()), "the losses");
+  }
+  if (!error.empty())
+    return error;
+  const char *unchanged = "; the step stopped before the update, the "
+                          "parameters are unchanged";
+  if (config.optimizer.checkFinite) {
+    for (size_t m = 0; m < losses.size(); ++m)
+      if (!std::isfinite(losses[m])) {
+        nonFinite = true;
+        return stepName + ": the loss of micro-batch " + std::to_string(m) +
+               " is " + nonFiniteName(losses[m]) +
+               placeOf(lastStage, lossDevice) + unchanged;
+      }
+  }
+  // The bundle's order, whatever device holds each parameter: the same sum
+  // for every K.
+  double total = 0;
+  for (const ParamSpec &spec : bundle.params) {
+    const DeviceParameter *param = paramByName.at(spec.name);
+    if (param->runningStatistic)
+      continue; // a batch norm's statistics, not a gradient
+    const double sum = sums[param];
+    if (config.optimizer.checkFinite && !std::isfinite(sum)) {
+      nonFinite = true;
+      return stepName + ": the gradient of parameter '" + spec.name + "' is " +
+             nonFiniteName(sum) + placeOf(spec.stage, param->device) +
+             unchanged;
+    }
+    total += sum;
+  }
+  gradientNorm = std::sqrt(total);
+  gradientScale = clipScale(*gradientNorm, config.optimizer.clipGradNorm);
+  return {};
+}
+
+std::string DeviceExecutor::Impl::issueParameterSquares() {
+  return issueSquares(*this,
+                      [](const DeviceParameter &param) { return param.value; });
+}
+
+std::string DeviceExecutor::Impl::checkParameters() {
+  std::unordered_map<const DeviceParameter *, double> sums;
+  std::string error = gatherSquares(*this, sums);
+  if (!error.empty())
+    return error;
+  for (const ParamSpec &spec : bundle.params) {
+    const DeviceParameter *param = paramByName.at(spec.name);
+    const double sum = sums[param];
+    if (!std::isfinite(sum)) {
+      nonFinite = true;
+      return "step " + std::to_string(steps + 1) + ": parameter '" + spec.name +
+             "' is " + nonFiniteName(sum) + " after the update" +
+             placeOf(spec.stage, param->device);
+    }
+  }
+  return {};
+}
