@@ -119,6 +119,8 @@ gpipe_session_train_images(gpipe_session_t *session, const char *dataset_dir,
     std::vector<int64_t> peak;
     rt::Status status = rt::trainImageClassifier(engine, *train, *test, *inputs,
                                                  loop, observer, peak);
+    // The loop schedules its own rate; train_step goes on with the session's.
+    engine.setLearningRate(session->learningRate);
     if (!status.ok())
       return fail(session, status, function);
     if (out_test_accuracy)
@@ -169,6 +171,7 @@ gpipe_session_train_text(gpipe_session_t *session, const char *corpus_path,
     rt::TextRunSummary summary;
     rt::Status status =
         rt::trainCharacterModel(engine, *corpus, *seq, loop, observer, summary);
+    engine.setLearningRate(session->learningRate);
     if (!status.ok())
       return fail(session, status, function);
     if (out_validation_loss)

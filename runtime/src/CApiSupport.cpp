@@ -240,6 +240,7 @@ gpipe_status_t createSession(const char *function,
                       "invalid bundle: " + engine.status().message())
                : fail(nullptr, engine.status(), function);
   session->executor = std::move(*engine);
+  session->learningRate = o.learning_rate;
   const rt::Bundle &bundle = session->executor->bundle();
   auto tooLarge = [&](const std::string &what, size_t rank) {
     return fail(nullptr, GPIPE_ERROR_INVALID_BUNDLE, function,
@@ -407,6 +408,27 @@ bool hasTimeline(const gpipe_session_t *session) {
     if (!timeline.lane(d).empty())
       return true;
   return false;
+}
+
+int64_t findParameter(const gpipe_session_t *session, const char *name) {
+  for (size_t i = 0; i < session->params.size(); ++i)
+    if (std::strcmp(session->params[i].name, name) == 0)
+      return int64_t(i);
+  return -1;
+}
+
+gpipe_status_t unknownParameter(gpipe_session_t *recordOn,
+                                const gpipe_session_t *session,
+                                const char *function, const char *name) {
+  return fail(recordOn, GPIPE_ERROR_NOT_FOUND, function,
+              "unknown parameter '" + std::string(name) + "' (the model has " +
+                  quotedNames(session->params) + ")");
+}
+
+std::string formatReal(double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
 }
 
 extern const char *const kNoTimeline =

@@ -37,6 +37,10 @@ struct gpipe_session {
   /// The prediction at the full batch.
   gpipe_tensor_info_t prediction{};
   std::map<std::string, size_t> inputIndex;
+  /// The learning rate of the next train_step (options->learning_rate, then
+  /// gpipe_session_set_learning_rate); the training loops schedule their
+  /// own and restore this one.
+  float learningRate = 0;
 };
 
 namespace gpipe::runtime::capi {
@@ -97,6 +101,17 @@ gpipe_status_t copyParameter(const char *function,
                              size_t capacity, float *out_values, bool gradient);
 
 bool hasTimeline(const gpipe_session_t *session);
+
+/// The index of parameter `name` in session->params, or -1.
+int64_t findParameter(const gpipe_session_t *session, const char *name);
+
+/// The NotFound failure of an unknown parameter name.
+gpipe_status_t unknownParameter(gpipe_session_t *recordOn,
+                                const gpipe_session_t *session,
+                                const char *function, const char *name);
+
+/// "%g" of `value`.
+std::string formatReal(double value);
 
 /// The message of a trace or bubble query before any timeline exists.
 extern const char *const kNoTimeline;

@@ -203,6 +203,52 @@ TEST_F(CApiLoops, ErrorsSayWhatWasExpected) {
   gpipe_session_destroy(session);
 }
 
+// The image loop runs at its own constant rate; afterwards train_step is
+// back at the session's (0 here): the step after the loop changes nothing.
+TEST_F(CApiLoops, LoopLeavesTheSessionsLearningRate) {
+  std::string json =
+      writeBundle(buildBundle(mlpGraph(20), mlpSplit(2), 2, RematPolicy::Full));
+  gpipe_session_options_t sessionOptions;
+  gpipe_session_options_init(&sessionOptions);
+  gpipe_session_t *session = nullptr;
+  ASSERT_EQ(gpipe_session_create_from_json(json.data(), json.size(), "test",
+                                           &sessionOptions, &session),
+            GPIPE_OK)
+      << gpipe_last_error();
+  ASSERT_EQ(gpipe_session_set_learning_rate(session, 0.0f), GPIPE_OK);
+  gpipe_image_training_options_t options;
+  gpipe_image_training_options_init(&options);
+  options.epochs = 1;
+  options.max_steps_per_epoch = 2;
+  options.learning_rate = 0.05f;
+  options.cosine_schedule = 0;
+  ASSERT_EQ(gpipe_session_train_images(session, dir.c_str(), &options, nullptr,
+                                       nullptr, nullptr),
+            GPIPE_OK)
+      << gpipe_session_last_error(session);
+  float rate = -1;
+  ASSERT_EQ(gpipe_session_get_learning_rate(session, &rate), GPIPE_OK);
+  EXPECT_EQ(rate, 0.0f);
+
+  std::vector<float> before(12 * 16), after(12 * 16);
+  ASSERT_EQ(gpipe_session_get_parameter(session, "l1.w", before.size(),
+                                        before.data()),
+            GPIPE_OK);
+  Batch batch = mlpBatch(20, 4);
+  gpipe_input_t inputs[2] = {
+      {"x", GPIPE_ELEMENT_F32, batch["x"].f32.data(), batch["x"].f32.size()},
+      {"labels", GPIPE_ELEMENT_I32, batch["labels"].i32.data(),
+       batch["labels"].i32.size()}};
+  double loss = 0;
+  ASSERT_EQ(gpipe_session_train_step(session, inputs, 2, &loss), GPIPE_OK)
+      << gpipe_session_last_error(session);
+  ASSERT_EQ(
+      gpipe_session_get_parameter(session, "l1.w", after.size(), after.data()),
+      GPIPE_OK);
+  EXPECT_EQ(before, after);
+  gpipe_session_destroy(session);
+}
+
 // A character model (token and position embeddings, one dense layer to the
 // 96 characters) on the fortunes corpus: the validation loss starts near
 // ln 96 = 4.56 nats and falls well below it.

@@ -282,6 +282,49 @@ public:
         handle, name.c_str(), values.data(), values.size()));
   }
 
+  /// gpipe_session_set_learning_rate: the rate of the next steps.
+  Status setLearningRate(float learningRate) {
+    return Status::fromLastCall(
+        gpipe_session_set_learning_rate(handle, learningRate));
+  }
+  /// gpipe_session_get_learning_rate.
+  float learningRate() const {
+    float rate = 0;
+    gpipe_session_get_learning_rate(handle, &rate);
+    return rate;
+  }
+  /// gpipe_session_optimizer_slot_count: state tensors per parameter.
+  uint32_t optimizerSlotCount() const {
+    uint32_t slots = 0;
+    gpipe_session_optimizer_slot_count(handle, &slots);
+    return slots;
+  }
+  /// A copy of optimizer state `slot` of parameter `name`.
+  Result<std::vector<float>> optimizerState(const std::string &name,
+                                            uint32_t slot) const {
+    size_t size = 0;
+    gpipe_status_t code =
+        gpipe_session_optimizer_state_size(handle, name.c_str(), slot, &size);
+    if (code != GPIPE_OK)
+      return Status::fromLastCall(code);
+    std::vector<float> values(size);
+    code = gpipe_session_get_optimizer_state(handle, name.c_str(), slot,
+                                             values.size(), values.data());
+    if (code != GPIPE_OK)
+      return Status::fromLastCall(code);
+    return values;
+  }
+  /// gpipe_session_set_optimizer_state.
+  Status setOptimizerState(const std::string &name, uint32_t slot,
+                           const std::vector<float> &values) {
+    return Status::fromLastCall(gpipe_session_set_optimizer_state(
+        handle, name.c_str(), slot, values.data(), values.size()));
+  }
+  /// gpipe_session_set_steps_done: the next step is `steps` + 1.
+  Status setStepsDone(int64_t steps) {
+    return Status::fromLastCall(gpipe_session_set_steps_done(handle, steps));
+  }
+
   /// gpipe_session_write_trace: the last step's Chrome trace.
   Status writeTrace(const std::string &path) const {
     return Status::fromLastCall(
