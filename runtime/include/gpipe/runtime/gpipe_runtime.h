@@ -30,6 +30,15 @@
  *    session. A function that takes a non-const session must not overlap any
  *    other call on that session (serialize them; any thread may make them).
  *    Distinct sessions are independent and may be used concurrently.
+ *  - Process-wide effect: creating a session on GPIPE_DEVICE_CPU calls
+ *    openblas_set_num_threads(1), for the whole process, and never restores
+ *    it (the devices' own threads use the cores; OpenBLAS's pool would
+ *    compete with them). The OpenBLAS gpipe builds with (Debian 12's
+ *    0.3.21) has no per-thread setting (no openblas_set_num_threads_local),
+ *    so an application that calls OpenBLAS itself runs its GEMMs
+ *    single-threaded after that. It may raise the count again, but
+ *    then each device's GEMMs also use OpenBLAS's pool and oversubscribe the
+ *    cores, and the next session creation sets it back to 1.
  *
  * The header is C99; the library is C++17 and has no MLIR dependency.
  *
