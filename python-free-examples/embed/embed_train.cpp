@@ -7,7 +7,7 @@
 //
 //   embed_train mlp.bundle.json /usr/share/datasets/fashion-mnist
 //       [--steps 50] [--optimizer adam] [--lr 0.001] [--seed 1]
-//       [--trace trace.json]
+//       [--trace trace.json] [--help]
 //
 // It binds the model's inputs to Fashion-MNIST by their shapes (an f32 input
 // of 784 values per example, an i32 label input of shape [batch]), trains
@@ -73,13 +73,13 @@ std::string parseArgs(int argc, char **argv, Options &options) {
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg.rfind("--", 0) != 0) {
-      positional.push_back(arg);
-      continue;
-    }
     if (arg == "--help" || arg == "-h") {
       options.help = true;
       return {};
+    }
+    if (arg.rfind("--", 0) != 0) {
+      positional.push_back(arg);
+      continue;
     }
     std::string value;
     size_t equals = arg.find('=');
