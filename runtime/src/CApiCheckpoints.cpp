@@ -80,7 +80,9 @@ namespace {
 int squaredMeanSlot(rt::OptimizerKind kind) {
   if (kind == rt::OptimizerKind::RmsProp)
     return 0;
-  return std::strncmp(rt::optimizerKindName(kind), "adam", 4) == 0 ? 1 : -1;
+  if (kind == rt::OptimizerKind::Adam || kind == rt::OptimizerKind::AdamW)
+    return 1;
+  return -1;
 }
 
 /// Checks the session, the name and the slot of an optimizer state call;
