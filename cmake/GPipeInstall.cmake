@@ -22,6 +22,9 @@ set_target_properties(GPipeRuntime PROPERTIES
 file(STRINGS ${PROJECT_SOURCE_DIR}/runtime/include/gpipe/runtime/gpipe_runtime.h
   GPIPE_API_VERSION_LINE REGEX "^#define GPIPE_RUNTIME_API_VERSION [0-9]+")
 string(REGEX MATCH "[0-9]+$" GPIPE_RUNTIME_API_VERSION "${GPIPE_API_VERSION_LINE}")
+# A new API version in the header configures again (the SOVERSION follows).
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/runtime/include/gpipe/runtime/gpipe_runtime.h)
 add_library(GPipeRuntimeShared SHARED $<TARGET_OBJECTS:GPipeRuntime>)
 target_include_directories(GPipeRuntimeShared PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/runtime/include>
