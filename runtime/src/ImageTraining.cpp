@@ -33,6 +33,8 @@ Status gpipe::runtime::checkOptions(const ImageTrainingOptions &options) {
   if (error.empty() && options.maxStepsPerEpoch < 0)
     error = "expected at least 0 steps per epoch (0: all), got " +
             std::to_string(options.maxStepsPerEpoch);
+  if (error.empty() && options.warmupSteps < 0)
+    error = checkWarmup(options.warmupSteps, 0);
   return error.empty() ? Status() : Status(StatusCode::InvalidArgument, error);
 }
 
@@ -40,15 +42,38 @@ Status gpipe::runtime::checkOptions(const TextTrainingOptions &options) {
   std::string error = checkLearningRate(options.learningRate);
   if (error.empty() && options.steps < 1)
     error = "expected at least 1 step, got " + std::to_string(options.steps);
+  if (error.empty())
+    error = checkWarmup(options.warmupSteps, options.steps);
   return error.empty() ? Status() : Status(StatusCode::InvalidArgument, error);
+}
+
+std::string gpipe::runtime::checkWarmup(int64_t warmupSteps,
+                                        int64_t totalSteps) {
+  if (warmupSteps < 0)
+    return "expected at least 0 warmup steps, got " +
+           std::to_string(warmupSteps);
+  if (warmupSteps > 0 && warmupSteps >= totalSteps)
+    return "expected fewer warmup steps than the run's " +
+           std::to_string(totalSteps) + " steps, got " +
+           std::to_string(warmupSteps);
+  return {};
+}
+
+Status gpipe::runtime::stepFailure(const StepResult &result) {
+  return Status(result.nonFinite ? StatusCode::NonFinite
+                                 : StatusCode::DeviceFailure,
+                result.error);
 }
 
 float gpipe::runtime::scheduledLearningRate(float peak,
                                             LearningRateSchedule schedule,
-                                            int64_t step, int64_t total) {
-  if (schedule != LearningRateSchedule::Cosine || total <= 0)
+                                            int64_t step, int64_t total,
+                                            int64_t warmup) {
+  if (step < warmup)
+    return float(double(peak) * double(step + 1) / double(warmup));
+  if (schedule != LearningRateSchedule::Cosine || total - warmup <= 0)
     return peak;
-  double progress = double(step) / double(total);
+  double progress = double(step - warmup) / double(total - warmup);
   return float(0.5 * peak * (1.0 + std::cos(M_PI * progress)));
 }
 
@@ -163,12 +188,17 @@ Status gpipe::runtime::trainImageClassifier(
   const int64_t totalSteps = int64_t(options.epochs) * stepsPerEpoch;
   // What fixes the data order and the schedule: a checkpoint resumes only
   // a run with the same.
-  const std::string loopState =
-      detail::loopStateOf(nlohmann::json{{"loop", "images"},
-                                         {"shuffle_seed", options.shuffleSeed},
-                                         {"steps_per_epoch", stepsPerEpoch},
-                                         {"epochs", options.epochs}},
-                          options.learningRate, options.schedule);
+  nlohmann::json fields{{"loop", "images"},
+                        {"shuffle_seed", options.shuffleSeed},
+                        {"steps_per_epoch", stepsPerEpoch},
+                        {"epochs", options.epochs}};
+  if (options.warmupSteps > 0) // without, the checkpoints of before resume
+    fields["warmup_steps"] = options.warmupSteps;
+  const std::string loopState = detail::loopStateOf(
+      std::move(fields), options.learningRate, options.schedule);
+  if (std::string error = checkWarmup(options.warmupSteps, totalSteps);
+      !error.empty())
+    return Status(StatusCode::InvalidArgument, error);
   const CheckpointOptions &checkpoints = options.checkpoints;
   StatusOr<int64_t> resumed =
       detail::resumeTraining(engine, checkpoints, loopState, totalSteps);
@@ -192,23 +222,45 @@ Status gpipe::runtime::trainImageClassifier(
     const Clock::time_point start = Clock::now();
     for (int64_t step = firstStep; step < stepsPerEpoch; ++step) {
       int64_t done = epochStart + step;
-      engine.setLearningRate(scheduledLearningRate(
-          options.learningRate, options.schedule, done, totalSteps));
-      StepResult result = engine.trainStep(
-          imageBatch(train, order, step * batch, batch, bundle, inputs));
+      const float rate =
+          scheduledLearningRate(options.learningRate, options.schedule, done,
+                                totalSteps, options.warmupSteps);
+      engine.setLearningRate(rate);
+      Batch data =
+          imageBatch(train, order, step * batch, batch, bundle, inputs);
+      const Clock::time_point stepStart = Clock::now();
+      StepResult result = engine.trainStep(data);
+      const double stepSeconds =
+          std::chrono::duration<double>(Clock::now() - stepStart).count();
       if (!result.ok())
-        return Status(StatusCode::DeviceFailure, result.error);
+        return stepFailure(result);
       lossSum += result.loss;
-      bubbleSum += engine.timeline().bubbleFraction();
+      const double bubble = engine.timeline().bubbleFraction();
+      bubbleSum += bubble;
       std::vector<int64_t> peak = engine.peakMemoryBytes();
       for (size_t d = 0; d < peak.size(); ++d)
         peakMemoryBytes[d] = std::max(peakMemoryBytes[d], peak[d]);
       const int64_t run = done + 1 - resumeAt; // steps of this process
       double elapsed =
           std::chrono::duration<double>(Clock::now() - runStart).count();
-      observer.onStep({epoch, options.epochs, step + 1, stepsPerEpoch,
-                       lossSum / double(step + 1 - firstStep), elapsed,
-                       elapsed / double(run) * double(totalSteps - done - 1)});
+      StepProgress progress;
+      progress.epoch = epoch;
+      progress.epochs = options.epochs;
+      progress.step = step + 1;
+      progress.steps = stepsPerEpoch;
+      progress.meanLoss = lossSum / double(step + 1 - firstStep);
+      progress.elapsedSeconds = elapsed;
+      progress.etaSeconds =
+          elapsed / double(run) * double(totalSteps - done - 1);
+      progress.runStep = done + 1;
+      progress.loss = result.loss;
+      progress.learningRate = rate;
+      progress.gradientNorm = result.gradientNorm;
+      progress.samplesPerSecond =
+          stepSeconds > 0 ? double(batch) / stepSeconds : 0;
+      progress.bubble = bubble;
+      progress.peakMemoryBytes = peakMemoryBytes;
+      observer.onStep(progress);
       const bool stop = observer.stopRequested();
       if (Status status =
               detail::saveIfDue(engine, checkpoints, loopState, done + 1,

@@ -30,6 +30,8 @@ const char *gpipe::runtime::statusCodeName(StatusCode code) {
     return "deadline exceeded";
   case StatusCode::Cancelled:
     return "cancelled";
+  case StatusCode::NonFinite:
+    return "non-finite value";
   }
   return "unknown";
 }

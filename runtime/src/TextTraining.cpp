@@ -35,6 +35,14 @@ StatusOr<int64_t> gpipe::runtime::characterModelWindow(const Bundle &bundle) {
                     describeModelInputs(bundle));
 }
 
+/// The loop state's fields, with the warmup where there is one (a run
+/// without keeps the checkpoints of before).
+static nlohmann::json withWarmup(nlohmann::json fields, int64_t warmup) {
+  if (warmup > 0)
+    fields["warmup_steps"] = warmup;
+  return fields;
+}
+
 static Batch textBatch(TextWindows windows) {
   std::vector<int64_t> shape = {windows.rows, windows.seq};
   Batch batch;
@@ -98,10 +106,12 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
       validationWindows(engine, corpus, seq, options);
   // What fixes the windows drawn and the schedule: a checkpoint resumes only
   // a run with the same.
-  const std::string loopState = detail::loopStateOf(
-      nlohmann::json{
-          {"loop", "text"}, {"seed", options.seed}, {"steps", steps}},
-      options.learningRate, options.schedule);
+  const std::string loopState =
+      detail::loopStateOf(withWarmup(nlohmann::json{{"loop", "text"},
+                                                    {"seed", options.seed},
+                                                    {"steps", steps}},
+                                     options.warmupSteps),
+                          options.learningRate, options.schedule);
   const CheckpointOptions &checkpoints = options.checkpoints;
   StatusOr<int64_t> resumed =
       detail::resumeTraining(engine, checkpoints, loopState, steps);
@@ -147,17 +157,21 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
       return status;
   }
   for (int64_t step = resumeAt; step < steps; ++step) {
-    engine.setLearningRate(scheduledLearningRate(
-        options.learningRate, options.schedule, step, steps));
+    const float rate =
+        scheduledLearningRate(options.learningRate, options.schedule, step,
+                              steps, options.warmupSteps);
+    engine.setLearningRate(rate);
     Batch data = textBatch(sampler->next(batch));
     const Clock::time_point stepStart = Clock::now();
     StepResult result = engine.trainStep(data);
     if (!result.ok())
-      return Status(StatusCode::DeviceFailure, result.error);
-    trainSeconds +=
+      return stepFailure(result);
+    const double stepSeconds =
         std::chrono::duration<double>(Clock::now() - stepStart).count();
+    trainSeconds += stepSeconds;
     lossSum += result.loss;
-    bubbleSum += engine.timeline().bubbleFraction();
+    const double bubble = engine.timeline().bubbleFraction();
+    bubbleSum += bubble;
     ++lossSteps;
     std::vector<int64_t> peak = engine.peakMemoryBytes();
     for (size_t d = 0; d < peak.size(); ++d)
@@ -165,9 +179,21 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
           std::max(summary.peakMemoryBytes[d], peak[d]);
     double elapsed =
         std::chrono::duration<double>(Clock::now() - start).count();
-    observer.onStep(
-        {0, 0, step + 1, steps, lossSum / double(lossSteps), elapsed,
-         elapsed / double(step + 1 - resumeAt) * double(steps - step - 1)});
+    StepProgress progress;
+    progress.step = progress.runStep = step + 1;
+    progress.steps = steps;
+    progress.meanLoss = lossSum / double(lossSteps);
+    progress.elapsedSeconds = elapsed;
+    progress.etaSeconds =
+        elapsed / double(step + 1 - resumeAt) * double(steps - step - 1);
+    progress.loss = result.loss;
+    progress.learningRate = rate;
+    progress.gradientNorm = result.gradientNorm;
+    progress.samplesPerSecond =
+        stepSeconds > 0 ? double(batch) / stepSeconds : 0;
+    progress.bubble = bubble;
+    progress.peakMemoryBytes = summary.peakMemoryBytes;
+    observer.onStep(progress);
     const bool stop = observer.stopRequested();
     if (Status status = detail::saveIfDue(engine, checkpoints, loopState,
                                           step + 1, stop || step + 1 == steps);

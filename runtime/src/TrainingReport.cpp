@@ -3,8 +3,12 @@
 #include "gpipe/runtime/TrainingReport.h"
 #include "gpipe/runtime/BundleReader.h"
 
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdarg>
+#include <cstring>
 #include <iterator>
 #include <unistd.h>
 
@@ -93,10 +97,22 @@ std::string gpipe::runtime::idealBubbleText(const Bundle &bundle) {
 }
 
 ConsoleReporter::ConsoleReporter(std::FILE *out, std::FILE *progress,
-                                 const std::atomic<int> *stop)
+                                 const std::atomic<int> *stop,
+                                 unsigned logEvery)
     : out(out), progress(progress), stop(stop),
-      terminal(progress && isatty(fileno(progress))),
+      terminal(progress && isatty(fileno(progress))), logEvery(logEvery),
       last(std::chrono::steady_clock::now()) {}
+
+std::string gpipe::runtime::stepLogLine(const StepProgress &p) {
+  std::string line =
+      format("step %lld/%lld", (long long)p.step, (long long)p.steps);
+  if (p.epochs)
+    line += format(" of epoch %u/%u", p.epoch, p.epochs);
+  line += format(": loss %.4f, lr %.3e", p.loss, double(p.learningRate));
+  if (p.gradientNorm)
+    line += format(", grad norm %.4f", *p.gradientNorm);
+  return line + format(", %.0f samples/s", p.samplesPerSecond);
+}
 
 void ConsoleReporter::clearProgress() {
   if (terminal)
@@ -104,6 +120,10 @@ void ConsoleReporter::clearProgress() {
 }
 
 void ConsoleReporter::onStep(const StepProgress &p) {
+  if (!terminal && logEvery > 0 && p.runStep % logEvery == 0) {
+    std::fprintf(out, "%s\n", stepLogLine(p).c_str());
+    std::fflush(out);
+  }
   auto now = std::chrono::steady_clock::now();
   if (!terminal || now - last < std::chrono::seconds(2))
     return;
@@ -141,4 +161,90 @@ void ConsoleReporter::onEvaluation(const TextEvaluation &e) {
                e.validationLoss / e.unigramEntropy, e.charsPerSecond, e.bubble,
                e.elapsedSeconds);
   std::fflush(out);
+}
+
+//===----------------------------------------------------------------------===//
+// The metrics file
+//===----------------------------------------------------------------------===//
+
+StatusOr<std::unique_ptr<MetricsWriter>>
+MetricsWriter::open(const std::string &path) {
+  std::FILE *file = std::fopen(path.c_str(), "w");
+  if (!file)
+    return Status(StatusCode::Io, "cannot write the metrics to '" + path +
+                                      "': " + std::strerror(errno));
+  return std::unique_ptr<MetricsWriter>(new MetricsWriter(file));
+}
+
+MetricsWriter::~MetricsWriter() { std::fclose(file); }
+
+void MetricsWriter::write(const std::string &line) {
+  std::fprintf(file, "%s\n", line.c_str());
+  std::fflush(file);
+}
+
+/// A number, or null where it is not finite (JSON has no nan).
+static nlohmann::json number(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
+}
+
+void MetricsWriter::onStep(const StepProgress &p) {
+  runStep = p.runStep;
+  nlohmann::ordered_json line{{"event", "step"}, {"step", p.runStep}};
+  if (p.epochs)
+    line["epoch"] = p.epoch;
+  line["loss"] = number(p.loss);
+  line["lr"] = number(p.learningRate);
+  line["grad_norm"] = p.gradientNorm ? number(*p.gradientNorm) : nullptr;
+  line["samples_per_second"] = number(p.samplesPerSecond);
+  line["bubble"] = number(p.bubble);
+  line["peak_memory_bytes"] = p.peakMemoryBytes;
+  write(line.dump());
+}
+
+void MetricsWriter::onEpoch(const EpochReport &r) {
+  nlohmann::ordered_json line{
+      {"event", "eval"},
+      {"step", runStep},
+      {"epoch", r.epoch},
+      {"train_loss", number(r.trainLoss)},
+      {"test_accuracy", number(r.testAccuracy)},
+      {"samples_per_second", number(r.samplesPerSecond)},
+      {"bubble", number(r.bubble)},
+      {"peak_memory_bytes", r.peakMemoryBytes}};
+  write(line.dump());
+}
+
+void MetricsWriter::onEvaluation(const TextEvaluation &e) {
+  nlohmann::ordered_json line{
+      {"event", "eval"},
+      {"step", e.step},
+      {"train_loss", e.trainLoss ? number(*e.trainLoss) : nullptr},
+      {"val_loss", number(e.validationLoss)},
+      {"unigram_entropy", number(e.unigramEntropy)},
+      {"chars_per_second", number(e.charsPerSecond)},
+      {"bubble", number(e.bubble)}};
+  write(line.dump());
+}
+
+void ObserverList::onStep(const StepProgress &progress) {
+  for (TrainingObserver *observer : observers)
+    observer->onStep(progress);
+}
+
+void ObserverList::onEpoch(const EpochReport &report) {
+  for (TrainingObserver *observer : observers)
+    observer->onEpoch(report);
+}
+
+void ObserverList::onEvaluation(const TextEvaluation &evaluation) {
+  for (TrainingObserver *observer : observers)
+    observer->onEvaluation(evaluation);
+}
+
+bool ObserverList::stopRequested() {
+  bool stop = false;
+  for (TrainingObserver *observer : observers)
+    stop |= observer->stopRequested();
+  return stop;
 }

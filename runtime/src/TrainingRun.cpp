@@ -38,10 +38,43 @@ std::string checkWritable(const std::string &path, const char *what) {
          "': " + std::strerror(errno);
 }
 
-/// checkWritable for a run's trace and profile.
+/// checkWritable for a run's trace, profile and metrics.
 template <class Run> std::string checkOutputs(const Run &run) {
   std::string error = checkWritable(run.tracePath, "the trace");
-  return error.empty() ? checkWritable(run.profilePath, "the profile") : error;
+  if (error.empty())
+    error = checkWritable(run.profilePath, "the profile");
+  return error.empty() ? checkWritable(run.metricsPath, "the metrics") : error;
+}
+
+/// The run's console reporter, and its metrics file where it has one (only
+/// the process that leads writes it).
+struct Reporters {
+  ConsoleReporter console;
+  std::unique_ptr<MetricsWriter> metrics;
+  std::unique_ptr<ObserverList> both;
+  TrainingObserver &observer() {
+    return both ? static_cast<TrainingObserver &>(*both) : console;
+  }
+};
+
+template <class Run>
+StatusOr<std::unique_ptr<Reporters>>
+makeReporters(const Engine &engine, const Run &run, std::FILE *out,
+              std::FILE *progress) {
+  auto reporters = std::unique_ptr<Reporters>(
+      new Reporters{ConsoleReporter(out, progress, run.stop, run.logEvery),
+                    nullptr, nullptr});
+  if (run.metricsPath.empty() || !engine.leads())
+    return reporters;
+  StatusOr<std::unique_ptr<MetricsWriter>> metrics =
+      MetricsWriter::open(run.metricsPath);
+  if (!metrics.ok())
+    return metrics.status();
+  reporters->metrics = std::move(*metrics);
+  reporters->both =
+      std::make_unique<ObserverList>(std::vector<TrainingObserver *>{
+          &reporters->console, reporters->metrics.get()});
+  return reporters;
 }
 } // namespace
 
@@ -57,10 +90,23 @@ const std::atomic<int> &gpipe::runtime::stopOnSignals() {
 int gpipe::runtime::exitStatusOf(const Status &status,
                                  const std::atomic<int> &stop) {
   if (status.ok())
-    return 0;
-  if (status.code() == StatusCode::Cancelled && stop.load() != 0)
-    return 128 + stop.load();
-  return status.code() == StatusCode::Unavailable ? 2 : 1;
+    return kExitOk;
+  switch (status.code()) {
+  case StatusCode::Cancelled:
+    return stop.load() != 0 ? 128 + stop.load() : kExitInternal;
+  case StatusCode::NonFinite:
+    return kExitNonFinite;
+  case StatusCode::Unavailable:
+  case StatusCode::FailedPrecondition:
+    return kExitUsage;
+  case StatusCode::InvalidArgument:
+  case StatusCode::NotFound:
+  case StatusCode::Io:
+  case StatusCode::InvalidBundle:
+    return kExitBadInput;
+  default:
+    return kExitInternal;
+  }
 }
 
 /// The pipeline, and its data-parallel replicas when there are several.
@@ -131,10 +177,14 @@ Status gpipe::runtime::runImageTraining(Engine &engine, const ImageRun &run,
                (long long)engine.batchRows(),
                idealBubbleText(engine.bundle()).c_str());
   std::fflush(out);
-  ConsoleReporter reporter(out, progress, run.stop);
+  StatusOr<std::unique_ptr<Reporters>> reporters =
+      makeReporters(engine, run, out, progress);
+  if (!reporters.ok())
+    return reporters.status();
   std::vector<int64_t> peak;
-  Status status = trainImageClassifier(engine, *train, *test, *inputs,
-                                       run.options, reporter, peak);
+  Status status =
+      trainImageClassifier(engine, *train, *test, *inputs, run.options,
+                           (*reporters)->observer(), peak);
   return finish(engine, peak, run, out, status);
 }
 
@@ -174,10 +224,13 @@ Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
                entropy, entropy / M_LN2, windows,
                (long long)(int64_t(windows) * seq));
   std::fflush(out);
-  ConsoleReporter reporter(out, progress, run.stop);
+  StatusOr<std::unique_ptr<Reporters>> reporters =
+      makeReporters(engine, run, out, progress);
+  if (!reporters.ok())
+    return reporters.status();
   TextRunSummary summary;
-  Status status =
-      trainCharacterModel(engine, *corpus, seq, run.options, reporter, summary);
+  Status status = trainCharacterModel(engine, *corpus, seq, run.options,
+                                      (*reporters)->observer(), summary);
   if (!status.ok())
     return finish(engine, summary.peakMemoryBytes, run, out, status);
   double val = summary.validationLoss;

@@ -6,7 +6,11 @@
 // and trains it with the runtime's loops (gpipe/runtime/Training.h): images
 // (Fashion-MNIST) or, for i32 inputs ids, positions and targets, a character
 // language model. Under `mpirun -np K`, rank r runs device r and rank 0
-// prints. Exit status 0, 1 on an error, 2 for an unavailable device.
+// prints. Exit status (docs/Training.md): 0; 2 for a bad option or a device
+// this machine does not have; 3 for a file that cannot be read or written,
+// a model that cannot be compiled as asked, or data that does not fit it; 4
+// when the non-finite guard stops training; 128 + the signal that stopped
+// it; 1 for anything else.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,28 +98,33 @@ static cl::opt<std::string>
                cl::desc("also write the compiled program bundle here"),
                cl::cat(outputOptions));
 
-static int fail(const rt::Status &status) {
-  return tools::reportError("gpipe-run", status);
+/// Prints the error; `exit`, the exit status.
+static int fail(const rt::Status &status, int exit = rt::kExitUsage) {
+  tools::reportError("gpipe-run", status);
+  return exit;
 }
-static int fail(const std::string &message) {
-  return fail(rt::Status(rt::StatusCode::InvalidArgument, message));
+static int fail(const std::string &message, int exit = rt::kExitUsage) {
+  return fail(rt::Status(rt::StatusCode::InvalidArgument, message), exit);
 }
 
 /// The plan of --plan, read before anything starts (it sets the number of
 /// data-parallel replicas the processes are grouped into).
 static std::optional<gpipe::PlanFile> plan;
 
-/// Reads --plan; an option the plan sets may not be given as well.
-static std::string loadPlan() {
+/// Reads --plan; an option the plan sets may not be given as well. "" or
+/// the error, with its exit status in `exit`.
+static std::string loadPlan(int &exit) {
   std::string openError;
   std::unique_ptr<llvm::MemoryBuffer> file =
       openInputFile(planPath, &openError);
+  exit = rt::kExitBadInput;
   if (!file)
     return openError;
   gpipe::PlanFile read;
   std::string error = gpipe::readPlanFile(file->getBuffer(), read);
   if (!error.empty())
     return "cannot use the plan '" + planPath + "': " + error;
+  exit = rt::kExitUsage;
   const cl::Option *given[] = {&tools::numStages,    &tools::numMicrobatches,
                                &tools::remat,        &tools::objective,
                                &tools::batchSize,    &tools::memoryCap,
@@ -170,19 +179,22 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   options.optimizerSlots = rt::optimizerSlots(engineOptions.optimizer.kind);
   std::string bundleText, openError;
   if (failed(gpipe::compileFileToBundle(modelPath, options, bundleText,
-                                        openError)))
-    return openError.empty() ? 1 : fail(openError); // diagnostics printed
+                                        openError))) {
+    if (openError.empty())
+      return rt::kExitBadInput; // the diagnostics are printed
+    return fail(openError, rt::kExitBadInput);
+  }
   if (!bundlePath.empty()) {
     std::unique_ptr<llvm::ToolOutputFile> out =
         openOutputFile(bundlePath, &openError);
     if (!out)
-      return fail(openError);
+      return fail(openError, rt::kExitBadInput);
     out->os() << bundleText;
     out->keep();
   }
   rt::StatusOr<rt::Bundle> bundle = rt::parseBundle(bundleText, modelPath);
   if (!bundle.ok())
-    return fail(bundle.status());
+    return fail(bundle.status(), rt::kExitInternal);
   std::string plan = rt::memoryPlanLine(*bundle);
   if (!plan.empty() && processes.leads())
     llvm::outs() << plan << "\n";
@@ -192,7 +204,7 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   bool text = tools::datasetKind == tools::DatasetKind::Text ||
               (tools::datasetKind == tools::DatasetKind::Auto && seq.ok());
   if (text && !seq.ok())
-    return fail(seq.status());
+    return fail(seq.status(), rt::kExitBadInput);
   engineOptions.device = *device;
   engineOptions.optimizer.learningRate = learningRate;
   engineOptions.seed = seed;
@@ -204,7 +216,10 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   rt::StatusOr<std::unique_ptr<rt::Engine>> engine =
       rt::createEngine(std::move(*bundle), engineOptions);
   if (!engine.ok())
-    return fail(engine.status());
+    return fail(engine.status(),
+                engine.status().code() == rt::StatusCode::Unavailable
+                    ? rt::kExitUsage
+                    : rt::kExitInternal);
   std::string title = "gpipe-run: " + modelPath;
   rt::Status status;
   if (text) {
@@ -215,8 +230,13 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
     run.options.evalBatches = tools::evalBatches;
     run.options.learningRate = learningRate;
     run.options.schedule = lrSchedule;
+    run.options.warmupSteps = tools::warmupSteps;
     run.options.seed = seed;
     run.options.checkpoints = tools::checkpointOptionsFromFlags();
+    run.metricsPath = tools::metricsPath;
+    run.logEvery = tools::logEvery;
+    if (rt::Status valid = rt::checkOptions(run.options); !valid.ok())
+      return fail(valid);
     status = rt::runTextTraining(**engine, *seq, run, processes.out(stdout),
                                  processes.out(stderr));
   } else {
@@ -225,8 +245,20 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
     run.options.maxStepsPerEpoch = maxSteps;
     run.options.learningRate = learningRate;
     run.options.schedule = lrSchedule;
+    run.options.warmupSteps = tools::warmupSteps;
     run.options.shuffleSeed = seed;
     run.options.checkpoints = tools::checkpointOptionsFromFlags();
+    run.metricsPath = tools::metricsPath;
+    run.logEvery = tools::logEvery;
+    rt::Status valid = rt::checkOptions(run.options);
+    // The epochs' steps bound the run's (the data set may hold fewer).
+    if (valid.ok() && maxSteps > 0)
+      if (std::string error = rt::checkWarmup(
+              run.options.warmupSteps, int64_t(epochs) * int64_t(maxSteps));
+          !error.empty())
+        valid = rt::Status(rt::StatusCode::InvalidArgument, error);
+    if (!valid.ok())
+      return fail(valid);
     status = rt::runImageTraining(**engine, run, processes.out(stdout),
                                   processes.out(stderr));
   }
@@ -243,19 +275,27 @@ int main(int argc, char **argv) {
   // SIGINT/SIGTERM stop training at a step boundary, files complete.
   const std::atomic<int> &stop = rt::stopOnSignals();
   cl::HideUnrelatedOptions({&tools::pipelineCategory, &tools::trainingCategory,
-                            &tools::dataCategory, &outputOptions,
-                            &tools::checkpointCategory,
+                            &tools::loggingCategory, &tools::dataCategory,
+                            &outputOptions, &tools::checkpointCategory,
                             &tools::distributedCategory});
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "gpipe-run: compile a model into a GPipe pipeline and train it on "
-      "Fashion-MNIST or, as a character language model, on a text corpus\n");
+  // A bad option is a usage error: exit status 2, not cl's 1.
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "gpipe-run: compile a model into a GPipe pipeline and train it on "
+          "Fashion-MNIST or, as a character language model, on a text "
+          "corpus\n",
+          &llvm::errs()))
+    return rt::kExitUsage;
+  int exit = rt::kExitUsage;
   if (!planPath.empty())
-    if (std::string error = loadPlan(); !error.empty())
-      return fail(error);
+    if (std::string error = loadPlan(exit); !error.empty())
+      return fail(error, exit);
   rt::EngineOptions engineOptions;
   tools::Processes processes;
   if (rt::Status started = processes.start(engineOptions, &stop); !started.ok())
-    return processes.finish(fail(started));
+    return processes.finish(
+        fail(started, started.code() == rt::StatusCode::InvalidArgument
+                          ? rt::kExitUsage
+                          : rt::kExitInternal));
   return processes.finish(run(engineOptions, processes, stop));
 }

@@ -4,8 +4,9 @@
 // The training options users expect beside the optimizer and the learning
 // rate: weight decay (L2 for sgd and momentum, decoupled for adamw),
 // clipping by the global gradient norm, the guard against non-finite values,
-// a linear warmup before the schedule, a plain log line every N steps and a
-// metrics file of one JSON line per step and per evaluation. Header-only: it
+// a linear warmup before the schedule, and (in their own category) a plain
+// log line every N steps and a metrics file of one JSON line per step and
+// per evaluation. Header-only: it
 // defines the options, so exactly one source file of a tool includes it.
 //
 //===----------------------------------------------------------------------===//
@@ -40,6 +41,23 @@ static llvm::cl::opt<bool> checkFinite(
     llvm::cl::desc("stop (exit status 4) at the first loss, gradient or "
                    "parameter that is nan or inf, naming it"),
     llvm::cl::cat(trainingCategory));
+
+static gpipe::Whole<int64_t> warmupSteps(
+    "warmup-steps", llvm::cl::init(0),
+    llvm::cl::desc("raise the learning rate linearly over the first N steps, "
+                   "then follow --lr-schedule over the rest"),
+    llvm::cl::cat(trainingCategory));
+
+static llvm::cl::OptionCategory loggingCategory("Logging");
+static gpipe::Count logEvery(
+    "log-every", llvm::cl::init(0),
+    llvm::cl::desc("off a terminal, print a line every N steps (loss, lr, "
+                   "grad norm, samples/s; 0: none)"),
+    llvm::cl::cat(loggingCategory));
+static llvm::cl::opt<std::string> metricsPath(
+    "metrics", llvm::cl::init(""),
+    llvm::cl::desc("write one JSON line per step and per evaluation here"),
+    llvm::cl::cat(loggingCategory));
 
 /// AdamW's weight decay when --weight-decay is not given (PyTorch's).
 constexpr float kAdamWDefaultDecay = 0.01f;

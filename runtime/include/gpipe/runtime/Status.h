@@ -51,6 +51,10 @@ enum class StatusCode {
   /// A run stopped on request (a signal) at a step boundary, its files
   /// complete.
   Cancelled = 11,
+  /// Training diverged: a loss, a gradient or a parameter became nan or
+  /// infinite (OptimizerConfig::checkFinite); the message names the step,
+  /// the stage and the tensor.
+  NonFinite = 12,
 };
 
 /// "invalid argument", "no such name", ... for messages and logs.

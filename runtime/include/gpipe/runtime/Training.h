@@ -28,18 +28,30 @@ namespace gpipe::runtime {
 
 enum class LearningRateSchedule { Constant, Cosine };
 
-/// The learning rate of step `step` (from 0) of `total`: `peak` throughout,
-/// or a cosine decay from `peak` to 0.
+/// The learning rate of step `step` (from 0) of `total`: first a linear
+/// warmup over `warmup` steps, peak (step + 1) / warmup, so that step
+/// warmup - 1 reaches the peak; then `peak` throughout, or a cosine decay
+/// from `peak` to 0 over the remaining total - warmup steps.
 float scheduledLearningRate(float peak, LearningRateSchedule schedule,
-                            int64_t step, int64_t total);
+                            int64_t step, int64_t total, int64_t warmup = 0);
 
-/// Where a run is, for a progress line with an ETA.
+/// Where a run is, for a progress line with an ETA, and what its last step
+/// measured, for a log line or the metrics file.
 struct StepProgress {
   unsigned epoch = 0, epochs = 0; ///< 0 for the text loop
   int64_t step = 0, steps = 0;    ///< done, and in the epoch or the run
   double meanLoss = 0;            ///< since the last report
   double elapsedSeconds = 0;      ///< since the run started
   double etaSeconds = 0;          ///< to the end of the run, at this pace
+  int64_t runStep = 0;            ///< steps done in the whole run
+  double loss = 0;                ///< of this step
+  float learningRate = 0;         ///< this step's
+  /// The global gradient norm before clipping (StepResult::gradientNorm),
+  /// when the optimizer measured it.
+  std::optional<double> gradientNorm;
+  double samplesPerSecond = 0; ///< examples (images, windows) of this step
+  double bubble = 0;           ///< this step's measured bubble fraction
+  std::vector<int64_t> peakMemoryBytes; ///< per device, so far
 };
 
 struct EpochReport {
@@ -100,13 +112,14 @@ struct ImageTrainingOptions {
   int64_t maxStepsPerEpoch = 0; ///< 0: the whole training set
   float learningRate = 1e-3f;
   LearningRateSchedule schedule = LearningRateSchedule::Cosine;
+  int64_t warmupSteps = 0; ///< linear warmup before the schedule
   uint64_t shuffleSeed = 1;
   CheckpointOptions checkpoints;
 };
 
 /// InvalidArgument naming the option that cannot train: a learning rate
 /// that is not finite and positive (nan, inf and -1 would train to a loss of
-/// nan or away from the minimum), no epochs.
+/// nan or away from the minimum), no epochs, negative warmup steps.
 Status checkOptions(const ImageTrainingOptions &options);
 
 /// Steps per epoch for `options` on `train` with the engine's batch.
@@ -117,6 +130,14 @@ int64_t imageStepsPerEpoch(const Engine &engine, const ImageDataset &train,
 /// engine's batch.
 StatusOr<double> testAccuracy(Engine &engine, const ImageDataset &test,
                               const ImageInputs &inputs);
+
+/// "" or why `warmupSteps` cannot start a run of `totalSteps` steps: negative,
+/// or every step of the run (the schedule would never reach its peak).
+std::string checkWarmup(int64_t warmupSteps, int64_t totalSteps);
+
+/// The Status of a failed step: NonFinite for the optimizer's guard
+/// (StepResult::nonFinite), else DeviceFailure.
+Status stepFailure(const StepResult &result);
 
 /// Trains epoch after epoch; stops at the first failed step or evaluation.
 /// `peakMemoryBytes` gets each device's high-water mark over the run.
@@ -140,11 +161,13 @@ struct TextTrainingOptions {
   unsigned evalBatches = 8; ///< validation batches per evaluation; 0: all
   float learningRate = 1e-3f;
   LearningRateSchedule schedule = LearningRateSchedule::Cosine;
+  int64_t warmupSteps = 0; ///< linear warmup before the schedule
   uint64_t seed = 1;
   CheckpointOptions checkpoints;
 };
 
-/// As for images: a learning rate that is not finite and positive, no steps.
+/// As for images: a learning rate that is not finite and positive, no steps,
+/// negative warmup steps or as many as the run's steps.
 Status checkOptions(const TextTrainingOptions &options);
 
 /// The validation windows an evaluation reads.

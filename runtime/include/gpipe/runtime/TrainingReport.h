@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,12 +42,16 @@ std::string describePipeline(const Bundle &bundle);
 std::string idealBubbleText(const Bundle &bundle);
 
 /// Prints reports to `out` and, when `progress` is a terminal, a progress
-/// line with an ETA there every 2 s.
+/// line with an ETA there every 2 s; elsewhere (a log file, a pipe), with
+/// `logEvery` > 0, a plain line on `out` every `logEvery` steps of the run:
+/// "step 40/100 of epoch 1/2: loss 1.2345, lr 1.000e-03, grad norm 0.5234,
+/// 1234 samples/s" (no epoch for the text loop; no norm unless measured).
 class ConsoleReporter final : public TrainingObserver {
 public:
   /// `stop`, when given, is polled after each step: nonzero stops the run.
   ConsoleReporter(std::FILE *out, std::FILE *progress,
-                  const std::atomic<int> *stop = nullptr);
+                  const std::atomic<int> *stop = nullptr,
+                  unsigned logEvery = 0);
   void onStep(const StepProgress &progress) override;
   void onEpoch(const EpochReport &report) override;
   void onEvaluation(const TextEvaluation &evaluation) override;
@@ -57,7 +62,51 @@ private:
   std::FILE *out, *progress;
   const std::atomic<int> *stop;
   bool terminal;
+  unsigned logEvery;
   std::chrono::steady_clock::time_point last;
+};
+
+/// The plain log line of a step (ConsoleReporter's, without a newline).
+std::string stepLogLine(const StepProgress &progress);
+
+/// Writes one JSON object per line: after each step
+///   {"event":"step","step":S,"epoch":E,"loss":L,"lr":R,"grad_norm":G,
+///    "samples_per_second":X,"bubble":B,"peak_memory_bytes":[...]}
+/// (S counts the run's steps from 1; "epoch" only for images; "grad_norm"
+/// null where the optimizer did not measure it), and after each evaluation
+///   {"event":"eval","step":S,"epoch":E,"train_loss":L,"test_accuracy":A,
+///    "samples_per_second":X,"bubble":B,"peak_memory_bytes":[...]}
+/// for images, {"event":"eval","step":S,"train_loss":L,"val_loss":V,
+///    "unigram_entropy":H,"chars_per_second":X,"bubble":B} for text
+/// (train_loss null before the first step). Each line is flushed.
+class MetricsWriter final : public TrainingObserver {
+public:
+  /// Opens (truncates) `path`; Io naming the path when it cannot.
+  static StatusOr<std::unique_ptr<MetricsWriter>> open(const std::string &path);
+  ~MetricsWriter() override;
+  void onStep(const StepProgress &progress) override;
+  void onEpoch(const EpochReport &report) override;
+  void onEvaluation(const TextEvaluation &evaluation) override;
+
+private:
+  explicit MetricsWriter(std::FILE *file) : file(file) {}
+  void write(const std::string &line);
+  std::FILE *file;
+  int64_t runStep = 0; ///< the last step's, for the epochs' lines
+};
+
+/// Hands every report to each observer in turn; stops when any asks.
+class ObserverList final : public TrainingObserver {
+public:
+  explicit ObserverList(std::vector<TrainingObserver *> observers)
+      : observers(std::move(observers)) {}
+  void onStep(const StepProgress &progress) override;
+  void onEpoch(const EpochReport &report) override;
+  void onEvaluation(const TextEvaluation &evaluation) override;
+  bool stopRequested() override;
+
+private:
+  std::vector<TrainingObserver *> observers;
 };
 
 } // namespace gpipe::runtime

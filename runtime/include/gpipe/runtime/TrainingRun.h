@@ -28,6 +28,10 @@ struct ImageRun {
   std::string profilePath;
   /// Nonzero stops the run at the next step boundary (stopOnSignals).
   const std::atomic<int> *stop = nullptr;
+  /// One JSON line per step and per evaluation (MetricsWriter); "" for none.
+  std::string metricsPath;
+  /// Off a terminal, a plain line every this many steps; 0: none.
+  unsigned logEvery = 0;
 };
 
 struct TextRun {
@@ -37,6 +41,22 @@ struct TextRun {
   std::string tracePath;
   std::string profilePath;
   const std::atomic<int> *stop = nullptr;
+  std::string metricsPath;
+  unsigned logEvery = 0;
+};
+
+/// The exit statuses of gpipe-run (docs/Training.md).
+enum ExitStatus : int {
+  kExitOk = 0,
+  /// Anything else: a device failure, a timeout, memory.
+  kExitInternal = 1,
+  /// A bad option or a device this machine does not have.
+  kExitUsage = 2,
+  /// A file that cannot be read or written, a model that cannot be compiled
+  /// as asked, data or a checkpoint that does not fit the model.
+  kExitBadInput = 3,
+  /// The non-finite guard stopped training (StatusCode::NonFinite).
+  kExitNonFinite = 4,
 };
 
 /// Installs handlers for SIGINT and SIGTERM that record the signal in the
@@ -44,16 +64,19 @@ struct TextRun {
 /// usual), so that a run stops at a step boundary with its files complete.
 const std::atomic<int> &stopOnSignals();
 
-/// The exit status of a run that ended with `status`: 0, 128 + the signal
-/// for a run stopped by one (130 for SIGINT, 143 for SIGTERM), 2 for an
-/// unavailable device, else 1.
+/// The exit status of a run, its options checked, that ended with `status`:
+/// 0; 128 + the signal for a run stopped by one (130 for SIGINT, 143 for
+/// SIGTERM); kExitNonFinite for the guard's NonFinite; kExitUsage for an
+/// unavailable device or a checkpoint that leaves nothing to train
+/// (FailedPrecondition); kExitBadInput for a file or data (InvalidArgument,
+/// NotFound, Io, InvalidBundle); else kExitInternal.
 int exitStatusOf(const Status &status, const std::atomic<int> &stop);
 
-/// Checks first that the trace and profile paths can be written (a run must not
-/// train for an hour to fail at its end). Reports go to `out`, progress to
-/// `progress` when it is a terminal. A run stopped on request still writes the
-/// device memory line, the trace and the profile of its last step, then returns
-/// Cancelled.
+/// Checks first that the trace, profile and metrics paths can be written (a
+/// run must not train for an hour to fail at its end). Reports go to `out`,
+/// progress to `progress` when it is a terminal. A run stopped on request still
+/// writes the device memory line, the trace and the profile of its last step,
+/// then returns Cancelled.
 Status runImageTraining(Engine &engine, const ImageRun &run, std::FILE *out,
                         std::FILE *progress);
 /// `seq`: characterModelWindow(engine.bundle()).
