@@ -98,6 +98,7 @@ void gpipe_session_options_init(gpipe_session_options_t *out_options) {
   out_options->recv_timeout_ms = uint32_t(defaults.recvTimeout.count());
   out_options->record_timeline = defaults.recordTimeline ? 1 : 0;
   out_options->threads_per_device = defaults.threading.threadsPerDevice;
+  out_options->weight_decay = defaults.optimizer.weightDecay;
 }
 
 //===----------------------------------------------------------------------===//

@@ -124,16 +124,17 @@ std::string validateOptions(const gpipe_session_options_t &o) {
            ", got " + found;
   };
   if (int64_t(o.optimizer) < GPIPE_OPTIMIZER_SGD ||
-      int64_t(o.optimizer) > GPIPE_OPTIMIZER_ADAM)
+      int64_t(o.optimizer) > GPIPE_OPTIMIZER_ADAMW)
     return "options->optimizer: expected GPIPE_OPTIMIZER_SGD, _MOMENTUM, "
-           "_RMSPROP or _ADAM (0 to 3), got " +
+           "_RMSPROP, _ADAM or _ADAMW (0 to 4), got " +
            std::to_string(int(o.optimizer));
   struct NonNegative {
     const char *field;
     float value;
   } nonNegative[] = {{"learning_rate", o.learning_rate},
                      {"momentum", o.momentum},
-                     {"epsilon", o.epsilon}};
+                     {"epsilon", o.epsilon},
+                     {"weight_decay", o.weight_decay}};
   for (const NonNegative &f : nonNegative)
     if (!std::isfinite(f.value) || f.value < 0)
       return bad(f.field, "a finite value >= 0", f.value);
@@ -191,6 +192,9 @@ std::string readOptions(const gpipe_session_options_t *options,
   if (!covers(size, offsetof(gpipe_session_options_t, threads_per_device),
               sizeof(o.threads_per_device)))
     o.threads_per_device = defaults.threads_per_device;
+  if (!covers(size, offsetof(gpipe_session_options_t, weight_decay),
+              sizeof(o.weight_decay)))
+    o.weight_decay = defaults.weight_decay;
   return {};
 }
 
@@ -198,7 +202,8 @@ rt::EngineOptions toEngineOptions(const gpipe_session_options_t &o) {
   rt::EngineOptions engine;
   static const rt::OptimizerKind kinds[] = {
       rt::OptimizerKind::Sgd, rt::OptimizerKind::Momentum,
-      rt::OptimizerKind::RmsProp, rt::OptimizerKind::Adam};
+      rt::OptimizerKind::RmsProp, rt::OptimizerKind::Adam,
+      rt::OptimizerKind::AdamW};
   static const rt::DeviceKind devices[] = {
       rt::DeviceKind::Cpu, rt::DeviceKind::Cuda, rt::DeviceKind::HostEmulation};
   engine.device = devices[o.device];
@@ -209,6 +214,7 @@ rt::EngineOptions toEngineOptions(const gpipe_session_options_t &o) {
   engine.optimizer.beta1 = o.beta1;
   engine.optimizer.beta2 = o.beta2;
   engine.optimizer.epsilon = o.epsilon;
+  engine.optimizer.weightDecay = o.weight_decay;
   engine.seed = o.seed;
   engine.timeout = std::chrono::milliseconds(o.recv_timeout_ms);
   engine.recordTimeline = o.record_timeline != 0;

@@ -699,7 +699,7 @@ TEST(CApiCreateTest, InvalidArguments) {
   } cases[] = {
       {[](gpipe_session_options_t &o) { o.optimizer = gpipe_optimizer_t(9); },
        "options->optimizer: expected GPIPE_OPTIMIZER_SGD, _MOMENTUM, "
-       "_RMSPROP or _ADAM (0 to 3), got 9"},
+       "_RMSPROP, _ADAM or _ADAMW (0 to 4), got 9"},
       {[](gpipe_session_options_t &o) { o.learning_rate = -0.5f; },
        "options->learning_rate: expected a finite value >= 0, got -0.5"},
       {[](gpipe_session_options_t &o) {

@@ -142,6 +142,9 @@ typedef enum gpipe_optimizer_e {
   GPIPE_OPTIMIZER_MOMENTUM = 1, /* heavy ball (TensorFlow's) */
   GPIPE_OPTIMIZER_RMSPROP = 2,  /* TensorFlow's, as in the GPipe paper */
   GPIPE_OPTIMIZER_ADAM = 3,     /* with bias correction */
+  /* Adam with decoupled weight decay (Loshchilov and Hutter):
+   * p -= lr (m_hat / (sqrt(v_hat) + epsilon) + weight_decay p) */
+  GPIPE_OPTIMIZER_ADAMW = 4,
   /* Not an optimizer: keeps the enum 32-bit and any int32 value defined. */
   GPIPE_OPTIMIZER_ENUM_MAX = 0x7fffffff
 } gpipe_optimizer_t;
@@ -211,6 +214,11 @@ typedef struct gpipe_session_options_t {
    * devices (at least 1 each). At most 1024. Ignored by the other devices.
    * Default 0. */
   uint32_t threads_per_device;
+  /* Weight decay; finite, >= 0. SGD and momentum add weight_decay p to the
+   * gradient (L2); AdamW decays decoupled from its normalised step; Adam and
+   * RmsProp refuse a nonzero value (session creation fails with
+   * GPIPE_ERROR_INVALID_ARGUMENT, naming AdamW). Default 0. */
+  float weight_decay;
 } gpipe_session_options_t;
 
 /* The struct_size of the first layout the library accepts (API version 2:
