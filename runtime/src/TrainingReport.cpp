@@ -120,7 +120,8 @@ void ConsoleReporter::clearProgress() {
 }
 
 void ConsoleReporter::onStep(const StepProgress &p) {
-  if (!terminal && logEvery > 0 && p.runStep % logEvery == 0) {
+  // Plain lines where `out` is a file or a pipe (a log), whatever stderr is.
+  if (logEvery > 0 && p.runStep % logEvery == 0 && !isatty(fileno(out))) {
     std::fprintf(out, "%s\n", stepLogLine(p).c_str());
     std::fflush(out);
   }

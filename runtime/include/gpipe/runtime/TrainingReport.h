@@ -42,8 +42,9 @@ std::string describePipeline(const Bundle &bundle);
 std::string idealBubbleText(const Bundle &bundle);
 
 /// Prints reports to `out` and, when `progress` is a terminal, a progress
-/// line with an ETA there every 2 s; elsewhere (a log file, a pipe), with
-/// `logEvery` > 0, a plain line on `out` every `logEvery` steps of the run:
+/// line with an ETA there every 2 s; where `out` is not a terminal (a log
+/// file, a pipe), with `logEvery` > 0, a plain line on `out` every
+/// `logEvery` steps of the run:
 /// "step 40/100 of epoch 1/2: loss 1.2345, lr 1.000e-03, grad norm 0.5234,
 /// 1234 samples/s" (no epoch for the text loop; no norm unless measured).
 class ConsoleReporter final : public TrainingObserver {
