@@ -25,6 +25,10 @@ string(REGEX MATCH "[0-9]+$" GPIPE_RUNTIME_API_VERSION "${GPIPE_API_VERSION_LINE
 # A new API version in the header configures again (the SOVERSION follows).
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
   ${PROJECT_SOURCE_DIR}/runtime/include/gpipe/runtime/gpipe_runtime.h)
+# The runtime's dependencies, found here too: imported targets are visible
+# only in the directory that found them (runtime/).
+find_package(ZLIB REQUIRED)
+find_package(Threads REQUIRED)
 add_library(GPipeRuntimeShared SHARED $<TARGET_OBJECTS:GPipeRuntime>)
 target_include_directories(GPipeRuntimeShared PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/runtime/include>
