@@ -59,6 +59,13 @@ struct Value {
 
 std::string tensorType(const std::vector<int64_t> &shape, bool isFloat);
 
+/// More elements than any tensor the importer reads (16 GiB of floats).
+constexpr int64_t kMaxElements = int64_t(1) << 32;
+
+/// A constant tensor's values into `out` (OnnxTensors.cpp); "" or why it
+/// cannot be read.
+std::string readTensor(const onnx::TensorProto &tensor, Constant &out);
+
 /// Why node `n`'s op is not one the importer maps ("" if it is): its
 /// domain or its type, with the list of those it maps.
 std::string unsupportedOp(const onnx::NodeProto &n);
