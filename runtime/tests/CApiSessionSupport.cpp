@@ -11,24 +11,27 @@
 
 namespace gpipe::runtime::testing::capi {
 
+ModelGraph dropoutMlpGraph() {
+  ModelGraph g(kBatch);
+  int x = g.input("x", {kBatch, kFeatures});
+  int labels = g.input("labels", {kBatch}, ElementType::I32);
+  int w1 = g.param("l1.w", {kFeatures, 16}, InitKind::GlorotUniform);
+  int b1 = g.param("l1.b", {16}, InitKind::Uniform, 0.1);
+  int h = g.dropout(g.unary(OpKind::Relu, g.dense(x, w1, b1)), 0.2f, 11);
+  g.nextLayer();
+  int w2 = g.param("l2.w", {16, 16}, InitKind::GlorotUniform);
+  int b2 = g.param("l2.b", {16}, InitKind::Uniform, 0.1);
+  h = g.unary(OpKind::Tanh, g.dense(h, w2, b2));
+  g.nextLayer();
+  int w3 = g.param("l3.w", {16, kClasses}, InitKind::GlorotUniform);
+  int b3 = g.param("l3.b", {kClasses}, InitKind::Uniform, 0.1);
+  g.softmaxCrossEntropy(g.dense(h, w3, b3), labels);
+  return g;
+}
+
 const std::string &dropoutMlpJson() {
-  static const std::string json = [] {
-    ModelGraph g(kBatch);
-    int x = g.input("x", {kBatch, kFeatures});
-    int labels = g.input("labels", {kBatch}, ElementType::I32);
-    int w1 = g.param("l1.w", {kFeatures, 16}, InitKind::GlorotUniform);
-    int b1 = g.param("l1.b", {16}, InitKind::Uniform, 0.1);
-    int h = g.dropout(g.unary(OpKind::Relu, g.dense(x, w1, b1)), 0.2f, 11);
-    g.nextLayer();
-    int w2 = g.param("l2.w", {16, 16}, InitKind::GlorotUniform);
-    int b2 = g.param("l2.b", {16}, InitKind::Uniform, 0.1);
-    h = g.unary(OpKind::Tanh, g.dense(h, w2, b2));
-    g.nextLayer();
-    int w3 = g.param("l3.w", {16, kClasses}, InitKind::GlorotUniform);
-    int b3 = g.param("l3.b", {kClasses}, InitKind::Uniform, 0.1);
-    g.softmaxCrossEntropy(g.dense(h, w3, b3), labels);
-    return writeBundle(buildBundle(g, {0, 1, 2}, 4, RematPolicy::Full));
-  }();
+  static const std::string json = writeBundle(
+      buildBundle(dropoutMlpGraph(), {0, 1, 2}, 4, RematPolicy::Full));
   return json;
 }
 

@@ -12,6 +12,8 @@
 
 #include "gpipe/runtime/gpipe_runtime.h"
 
+#include "TestBundles.h"
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,7 +25,10 @@ constexpr int64_t kFeatures = 12;
 constexpr int64_t kClasses = 5;
 
 /// 12 -> dense 16 relu -> dropout -> dense 16 tanh -> dense 5, softmax
-/// cross-entropy on three devices, four micro-batches; the bundle's JSON.
+/// cross-entropy; three layers, dropout so that the step number matters.
+ModelGraph dropoutMlpGraph();
+
+/// dropoutMlpGraph() on three devices, four micro-batches; the bundle's JSON.
 const std::string &dropoutMlpJson();
 
 /// Rows of x (f32 [rows, 12] in [-1, 1]) and labels (i32 [rows] in [0, 5)).

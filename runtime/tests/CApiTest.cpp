@@ -14,6 +14,7 @@
 #include "gpipe/runtime/Executor.h"
 #include "gpipe/runtime/Runtime.hpp"
 
+#include "CApiSessionSupport.h"
 #include "TestBundles.h"
 
 #include <gtest/gtest.h>
@@ -32,56 +33,19 @@ using namespace gpipe::runtime::testing;
 
 namespace {
 
-constexpr int64_t kBatch = 10;
-constexpr int64_t kFeatures = 12;
-constexpr int64_t kClasses = 5;
+using capi::kBatch;
+using capi::kClasses;
+using capi::kFeatures;
 
-/// 12 -> dense 16 relu -> dropout -> dense 16 tanh -> dense 5, softmax
-/// cross-entropy; three layers (three stages), dropout so that the step
-/// number matters.
-ModelGraph mlpGraph() {
-  ModelGraph g(kBatch);
-  int x = g.input("x", {kBatch, kFeatures});
-  int labels = g.input("labels", {kBatch}, ElementType::I32);
-  int w1 = g.param("l1.w", {kFeatures, 16}, InitKind::GlorotUniform);
-  int b1 = g.param("l1.b", {16}, InitKind::Uniform, 0.1);
-  int h = g.dropout(g.unary(OpKind::Relu, g.dense(x, w1, b1)), 0.2f, 11);
-  g.nextLayer();
-  int w2 = g.param("l2.w", {16, 16}, InitKind::GlorotUniform);
-  int b2 = g.param("l2.b", {16}, InitKind::Uniform, 0.1);
-  h = g.unary(OpKind::Tanh, g.dense(h, w2, b2));
-  g.nextLayer();
-  int w3 = g.param("l3.w", {16, kClasses}, InitKind::GlorotUniform);
-  int b3 = g.param("l3.b", {kClasses}, InitKind::Uniform, 0.1);
-  g.softmaxCrossEntropy(g.dense(h, w3, b3), labels);
-  return g;
-}
+ModelGraph mlpGraph() { return capi::dropoutMlpGraph(); }
 
 /// Four micro-batches of 3, 3, 2, 2 rows on three devices.
 Bundle mlpBundle() {
   return buildBundle(mlpGraph(), {0, 1, 2}, 4, RematPolicy::Full);
 }
 
-struct Data {
-  std::vector<float> x;
-  std::vector<int32_t> labels;
-};
-
-Data makeData(int64_t rows, uint64_t seed) {
-  uint64_t state = seed * 2862933555777941757ull + 1;
-  auto next = [&] {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return uint32_t(state >> 33);
-  };
-  Data data;
-  data.x.resize(rows * kFeatures);
-  for (float &v : data.x)
-    v = float(next() % 2000001) / 1000000.0f - 1.0f;
-  data.labels.resize(rows);
-  for (int32_t &v : data.labels)
-    v = int32_t(next() % kClasses);
-  return data;
-}
+using capi::Data;
+using capi::makeData;
 
 Batch toBatch(const Data &data) {
   int64_t rows = data.labels.size();

@@ -2,6 +2,8 @@
 
 #include "TestModels.h"
 
+#include <algorithm>
+
 namespace gpipe::runtime::testing {
 
 //===----------------------------------------------------------------------===//
@@ -233,6 +235,21 @@ Batch convBatch(int64_t rows, uint64_t seed) {
     v = rng.below(5);
   return {{"x", HostTensor::floats({rows, 6, 5, 2}, x)},
           {"labels", HostTensor::ints({rows}, labels)}};
+}
+
+ImageDataset brightestPixelSet(int64_t count, uint64_t seed) {
+  Lcg rng(seed);
+  ImageDataset data;
+  data.count = count;
+  data.height = 3;
+  data.width = 4;
+  for (int64_t i = 0; i < count; ++i) {
+    for (int p = 0; p < 12; ++p)
+      data.images.push_back(0.5f + 0.5f * rng.uniform());
+    const float *first = data.images.data() + i * 12;
+    data.labels.push_back(int32_t(std::max_element(first, first + 5) - first));
+  }
+  return data;
 }
 
 } // namespace gpipe::runtime::testing

@@ -8,6 +8,7 @@
 #ifndef GPIPE_RUNTIME_TESTS_TESTMODELS_H
 #define GPIPE_RUNTIME_TESTS_TESTMODELS_H
 
+#include "gpipe/runtime/Dataset.h"
 #include "gpipe/runtime/Executor.h"
 
 #include "TestBundles.h"
@@ -68,6 +69,10 @@ struct Lcg {
   float uniform() { return float(next() % 2000001) / 1000000.0f - 1.0f; }
   int32_t below(int32_t n) { return int32_t(next() % uint32_t(n)); }
 };
+
+/// `count` images of 3 x 4 pixels in [0, 1); the label is the index of the
+/// largest of the first five pixels (a task a small MLP learns).
+ImageDataset brightestPixelSet(int64_t count, uint64_t seed);
 
 Batch mlpBatch(int64_t rows, uint64_t seed);
 Batch residualBatch(int64_t rows, uint64_t seed);

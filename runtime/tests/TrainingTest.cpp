@@ -23,23 +23,6 @@ using namespace gpipe::runtime::testing;
 
 namespace {
 
-/// `count` images of 3 x 4 pixels; the label is the index of the largest of
-/// the first five pixels.
-ImageDataset brightestPixelSet(int64_t count, uint64_t seed) {
-  Lcg rng(seed);
-  ImageDataset data;
-  data.count = count;
-  data.height = 3;
-  data.width = 4;
-  for (int64_t i = 0; i < count; ++i) {
-    for (int p = 0; p < 12; ++p)
-      data.images.push_back(0.5f + 0.5f * rng.uniform());
-    const float *first = data.images.data() + i * 12;
-    data.labels.push_back(int32_t(std::max_element(first, first + 5) - first));
-  }
-  return data;
-}
-
 struct Recorder final : TrainingObserver {
   std::vector<EpochReport> epochs;
   int64_t steps = 0;
