@@ -141,6 +141,15 @@ int main(int argc, char **argv) {
            cpu::geluBackward(x.data(), dy.data(), dx.data(), tokens * width);
          }),
          0, 3 * n * f);
+  // The exact GELU (ONNX imports of nn.GELU()): libm's erfc per element.
+  report("gelu_erf fwd", secondsPerCall([&] {
+           cpu::geluErfForward(x.data(), y.data(), tokens * width);
+         }),
+         0, 2 * n * f);
+  report("gelu_erf bwd", secondsPerCall([&] {
+           cpu::geluErfBackward(x.data(), dy.data(), dx.data(), tokens * width);
+         }),
+         0, 3 * n * f);
   report("add fwd", secondsPerCall([&] {
            cpu::addForward(x.data(), dy.data(), y.data(), tokens * width);
          }),
