@@ -19,7 +19,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.gpipe_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["gpipe-opt", "gpipe-translate", "gpipe-run", "gpipe-bench", "gpipe-capacity", "gpipe-tune", "gpipe-onnx-conformance", "embed_train", "gpipe-train-bundle", "resnet_model"], [config.gpipe_tools_dir])
+llvm_config.add_tool_substitutions(["gpipe-opt", "gpipe-translate", "gpipe-run", "gpipe-report", "gpipe-bench", "gpipe-capacity", "gpipe-tune", "gpipe-onnx-conformance", "embed_train", "gpipe-train-bundle", "resnet_model"], [config.gpipe_tools_dir])
 
 # The tools built with the MPI transport and an mpirun to start them: the
 # multi-process tests. CI runs as root, which Open MPI refuses unless told;

@@ -68,12 +68,24 @@ std::string Timeline::toChromeTrace() const {
          << (event.compute ? "compute" : "wait") << "\",\"ph\":\"X\",\"ts\":"
          << event.startUs << ",\"dur\":" << event.durationUs
          << ",\"pid\":0,\"tid\":" << device;
-      if (event.microbatch >= 0)
-        os << ",\"args\":{\"microbatch\":" << event.microbatch << "}";
+      // The stage tells interleaved stages apart (gpipe-report reads it).
+      if (event.microbatch >= 0 || event.stage >= 0) {
+        os << ",\"args\":{";
+        if (event.microbatch >= 0)
+          os << "\"microbatch\":" << event.microbatch;
+        if (event.stage >= 0)
+          os << (event.microbatch >= 0 ? "," : "")
+             << "\"stage\":" << event.stage;
+        os << "}";
+      }
       os << "}";
     }
   }
-  os << "],\"displayTimeUnit\":\"ms\"}\n";
+  os << "],\"displayTimeUnit\":\"ms\"";
+  // The step's wall time, host work included, for gpipe-report.
+  if (wallUs > 0)
+    os << ",\"otherData\":{\"step_us\":" << wallUs << "}";
+  os << "}\n";
   return os.str();
 }
 

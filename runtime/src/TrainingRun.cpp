@@ -1,6 +1,7 @@
 //===- TrainingRun.cpp - A whole training run, data to report -------------===//
 
 #include "gpipe/runtime/TrainingRun.h"
+#include "gpipe/runtime/HtmlReport.h"
 #include "gpipe/runtime/Profile.h"
 
 #include <cerrno>
@@ -38,22 +39,26 @@ std::string checkWritable(const std::string &path, const char *what) {
          "': " + std::strerror(errno);
 }
 
-/// checkWritable for a run's trace, profile and metrics.
+/// checkWritable for a run's trace, profile, metrics and report.
 template <class Run> std::string checkOutputs(const Run &run) {
   std::string error = checkWritable(run.tracePath, "the trace");
   if (error.empty())
     error = checkWritable(run.profilePath, "the profile");
-  return error.empty() ? checkWritable(run.metricsPath, "the metrics") : error;
+  if (error.empty())
+    error = checkWritable(run.metricsPath, "the metrics");
+  return error.empty() ? checkWritable(run.reportPath, "the report") : error;
 }
 
-/// The run's console reporter, and its metrics file where it has one (only
-/// the process that leads writes it).
+/// The run's console reporter, and its metrics file and HTML report where
+/// it has them (only the process that leads writes those).
 struct Reporters {
   ConsoleReporter console;
   std::unique_ptr<MetricsWriter> metrics;
-  std::unique_ptr<ObserverList> both;
+  std::unique_ptr<RunReport> report;
+  std::unique_ptr<RunReportRecorder> recorder;
+  std::unique_ptr<ObserverList> all;
   TrainingObserver &observer() {
-    return both ? static_cast<TrainingObserver &>(*both) : console;
+    return all ? static_cast<TrainingObserver &>(*all) : console;
   }
 };
 
@@ -63,17 +68,29 @@ makeReporters(const Engine &engine, const Run &run, std::FILE *out,
               std::FILE *progress) {
   auto reporters = std::unique_ptr<Reporters>(
       new Reporters{ConsoleReporter(out, progress, run.stop, run.logEvery),
-                    nullptr, nullptr});
-  if (run.metricsPath.empty() || !engine.leads())
+                    nullptr, nullptr, nullptr, nullptr});
+  if (!engine.leads())
     return reporters;
-  StatusOr<std::unique_ptr<MetricsWriter>> metrics =
-      MetricsWriter::open(run.metricsPath);
-  if (!metrics.ok())
-    return metrics.status();
-  reporters->metrics = std::move(*metrics);
-  reporters->both =
-      std::make_unique<ObserverList>(std::vector<TrainingObserver *>{
-          &reporters->console, reporters->metrics.get()});
+  std::vector<TrainingObserver *> observers{&reporters->console};
+  if (!run.metricsPath.empty()) {
+    StatusOr<std::unique_ptr<MetricsWriter>> metrics =
+        MetricsWriter::open(run.metricsPath);
+    if (!metrics.ok())
+      return metrics.status();
+    reporters->metrics = std::move(*metrics);
+    observers.push_back(reporters->metrics.get());
+  }
+  if (!run.reportPath.empty()) {
+    reporters->report = std::make_unique<RunReport>();
+    reporters->report->title = run.title;
+    reporters->report->pipeline = describePipeline(engine.bundle());
+    reporters->report->idealBubble = idealBubbleText(engine.bundle());
+    reporters->recorder =
+        std::make_unique<RunReportRecorder>(*reporters->report);
+    observers.push_back(reporters->recorder.get());
+  }
+  if (observers.size() > 1)
+    reporters->all = std::make_unique<ObserverList>(std::move(observers));
   return reporters;
 }
 } // namespace
@@ -122,7 +139,8 @@ static std::string describeRun(const Engine &engine) {
 /// stopped on request (`ended` Cancelled) writes them too, then says so.
 template <class Run>
 static Status finish(const Engine &engine, const std::vector<int64_t> &peak,
-                     const Run &run, std::FILE *out, Status ended = Status()) {
+                     const Run &run, Reporters &reporters, std::FILE *out,
+                     Status ended = Status()) {
   if (!ended.ok() && ended.code() != StatusCode::Cancelled)
     return ended;
   std::string check = placementLine(engine.bundle(), peak);
@@ -144,6 +162,14 @@ static Status finish(const Engine &engine, const std::vector<int64_t> &peak,
       return Status(StatusCode::Io, error);
     std::fprintf(out, "profile of the last step: %s\n",
                  run.profilePath.c_str());
+  }
+  if (reporters.report) {
+    RunReport &report = *reporters.report;
+    report.lastStep = engine.timeline();
+    report.memory = memoryReport(engine.bundle(), peak);
+    if (Status written = writeHtmlReport(run.reportPath, report); !written.ok())
+      return written;
+    std::fprintf(out, "report: %s\n", run.reportPath.c_str());
   }
   std::fflush(out);
   return ended;
@@ -185,7 +211,7 @@ Status gpipe::runtime::runImageTraining(Engine &engine, const ImageRun &run,
   Status status =
       trainImageClassifier(engine, *train, *test, *inputs, run.options,
                            (*reporters)->observer(), peak);
-  return finish(engine, peak, run, out, status);
+  return finish(engine, peak, run, **reporters, out, status);
 }
 
 Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
@@ -232,7 +258,8 @@ Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
   Status status = trainCharacterModel(engine, *corpus, seq, run.options,
                                       (*reporters)->observer(), summary);
   if (!status.ok())
-    return finish(engine, summary.peakMemoryBytes, run, out, status);
+    return finish(engine, summary.peakMemoryBytes, run, **reporters, out,
+                  status);
   double val = summary.validationLoss;
   std::fprintf(out,
                "after %lld steps (%lld characters) in %.1f s: validation loss "
@@ -242,5 +269,5 @@ Status gpipe::runtime::runTextTraining(Engine &engine, int64_t seq,
                summary.elapsedSeconds, val, val / M_LN2, entropy,
                entropy / M_LN2,
                formatBytesList(summary.peakMemoryBytes).c_str());
-  return finish(engine, summary.peakMemoryBytes, run, out);
+  return finish(engine, summary.peakMemoryBytes, run, **reporters, out);
 }

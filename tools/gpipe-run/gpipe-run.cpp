@@ -93,6 +93,12 @@ static cl::opt<std::string> profilePath(
     cl::desc("write the last step's measured costs here, for gpipe-report "
              "--simulate (docs/Schedules.md)"),
     cl::cat(outputOptions));
+static cl::opt<std::string> reportPath(
+    "report", cl::init(""),
+    cl::desc("write the run as one HTML page here: its loss and accuracy "
+             "curves, the last step's timeline per device, each device's "
+             "planned and measured memory (docs/Training.md)"),
+    cl::cat(outputOptions));
 static cl::opt<std::string>
     bundlePath("bundle", cl::init(""),
                cl::desc("also write the compiled program bundle here"),
@@ -235,6 +241,7 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
     run.options.checkpoints = tools::checkpointOptionsFromFlags();
     run.metricsPath = tools::metricsPath;
     run.logEvery = tools::logEvery;
+    run.reportPath = reportPath;
     if (rt::Status valid = rt::checkOptions(run.options); !valid.ok())
       return fail(valid);
     status = rt::runTextTraining(**engine, *seq, run, processes.out(stdout),
@@ -250,6 +257,7 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
     run.options.checkpoints = tools::checkpointOptionsFromFlags();
     run.metricsPath = tools::metricsPath;
     run.logEvery = tools::logEvery;
+    run.reportPath = reportPath;
     rt::Status valid = rt::checkOptions(run.options);
     // The epochs' steps bound the run's (the data set may hold fewer).
     if (valid.ok() && maxSteps > 0)

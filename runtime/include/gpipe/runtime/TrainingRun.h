@@ -32,6 +32,8 @@ struct ImageRun {
   std::string metricsPath;
   /// Off a terminal, a plain line every this many steps; 0: none.
   unsigned logEvery = 0;
+  /// The run as one HTML page (HtmlReport.h), written at its end; "" for none.
+  std::string reportPath;
 };
 
 struct TextRun {
@@ -43,6 +45,7 @@ struct TextRun {
   const std::atomic<int> *stop = nullptr;
   std::string metricsPath;
   unsigned logEvery = 0;
+  std::string reportPath;
 };
 
 /// The exit statuses of gpipe-run (docs/Training.md).
@@ -72,11 +75,11 @@ const std::atomic<int> &stopOnSignals();
 /// NotFound, Io, InvalidBundle); else kExitInternal.
 int exitStatusOf(const Status &status, const std::atomic<int> &stop);
 
-/// Checks first that the trace, profile and metrics paths can be written (a
-/// run must not train for an hour to fail at its end). Reports go to `out`,
-/// progress to `progress` when it is a terminal. A run stopped on request still
-/// writes the device memory line, the trace and the profile of its last step,
-/// then returns Cancelled.
+/// Checks first that the trace, profile, metrics and report paths can be
+/// written (a run must not train for an hour to fail at its end). Reports go
+/// to `out`, progress to `progress` when it is a terminal. A run stopped on
+/// request still writes the device memory line, the trace, the profile and
+/// the report of its last step, then returns Cancelled.
 Status runImageTraining(Engine &engine, const ImageRun &run, std::FILE *out,
                         std::FILE *progress);
 /// `seq`: characterModelWindow(engine.bundle()).
