@@ -13,6 +13,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libonnx-dev libprotobuf-dev libonnx-testdata
   pkgconf
+  chromium-headless-shell fonts-dejavu-core
 )
 
 missing=()

@@ -147,6 +147,19 @@ std::string summaryTable(const RunReport &r) {
 std::string trainingCharts(const RunReport &r) {
   std::string out;
   size_t perPoint = 1;
+  // Every chart spans the run's steps, evaluations before the first included.
+  double first = INFINITY, last = -INFINITY;
+  for (const std::vector<RunPoint> *curve :
+       {&r.loss, &r.evalTrainLoss, &r.validationLoss, &r.testAccuracy})
+    if (!curve->empty()) {
+      first = std::min(first, double(curve->front().step));
+      last = std::max(last, double(curve->back().step));
+    }
+  auto spanRun = [&](svg::LineChart chart) {
+    chart.xLow = first;
+    chart.xHigh = last;
+    return chart;
+  };
   svg::LineChart loss{"Loss", "step", "loss", {}};
   std::vector<svg::ChartPoint> steps = thin(r.loss, 1000, perPoint);
   if (!steps.empty())
@@ -171,30 +184,30 @@ std::string trainingCharts(const RunReport &r) {
   std::vector<std::pair<std::string, std::string>> legend;
   for (const svg::ChartSeries &series : loss.series)
     legend.push_back({series.cssClass, series.label});
-  out += svg::renderLineChart(loss) + svg::renderLegend(legend);
+  out += svg::renderLineChart(spanRun(loss)) + svg::renderLegend(legend);
   if (!r.testAccuracy.empty()) {
     svg::LineChart accuracy{"Test accuracy", "step", "accuracy", {}};
     accuracy.series.push_back(
         {"test accuracy", "c-accuracy", chartPoints(r.testAccuracy), true});
-    out += svg::renderLineChart(accuracy);
+    out += svg::renderLineChart(spanRun(accuracy));
   }
   std::string small;
   if (!r.learningRate.empty())
-    small += svg::renderLineChart(
+    small += svg::renderLineChart(spanRun(
         {"Learning rate",
          "step",
          "learning rate",
          {{"learning rate", "c-lr", thin(r.learningRate, 1000, perPoint)}},
          452,
-         220});
+         220}));
   if (!r.gradientNorm.empty())
-    small += svg::renderLineChart(
+    small += svg::renderLineChart(spanRun(
         {"Gradient norm (global, before clipping)",
          "step",
          "L2 norm",
          {{"gradient norm", "c-norm", thin(r.gradientNorm, 1000, perPoint)}},
          452,
-         220});
+         220}));
   if (!small.empty())
     out += "<div class=\"pair\">" + small + "</div>";
   return out;

@@ -157,6 +157,10 @@ std::string svg::renderLineChart(const LineChart &chart) {
            "\" text-anchor=\"middle\">no finite values</text></svg>";
     return out;
   }
+  if (std::isfinite(chart.xLow) && std::isfinite(chart.xHigh)) {
+    xLow = chart.xLow;
+    xHigh = chart.xHigh;
+  }
   widen(xLow, xHigh);
   widen(yLow, yHigh);
   // 5% headroom above and below, so that no line runs along an edge.

@@ -9,6 +9,7 @@
 #ifndef GPIPE_RUNTIME_SVGCHARTS_H
 #define GPIPE_RUNTIME_SVGCHARTS_H
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct LineChart {
   std::string title, xLabel, yLabel;
   std::vector<ChartSeries> series;
   int width = 920, height = 300;
+  /// The x axis' range where both are finite (charts of one run share it);
+  /// else the points'.
+  double xLow = NAN, xHigh = NAN;
 };
 
 /// The chart as an <svg> element. Points that are not finite are left out

@@ -177,7 +177,8 @@ TEST(HtmlReport, LongRunsAreThinnedToMeans) {
   EXPECT_GT(points.back().y, points[0].y);
 }
 
-// Evaluations are drawn as dots: the validation loss and the accuracy.
+// Evaluations are drawn as dots: the validation loss and the accuracy, on
+// the run's axis of steps.
 TEST(HtmlReport, EvaluationsAreDots) {
   RunReport report;
   report.loss = {{1, 3.0}, {2, 2.0}, {3, 1.5}};
@@ -186,7 +187,14 @@ TEST(HtmlReport, EvaluationsAreDots) {
   report.testAccuracy = {{3, 0.8125}};
   std::string page = renderHtmlReport(report);
   EXPECT_EQ(elements(chart(page, "Loss"), "<circle").size(), 2u);
-  EXPECT_EQ(elements(chart(page, "Test accuracy"), "<circle").size(), 1u);
+  std::vector<std::string> accuracy =
+      elements(chart(page, "Test accuracy"), "<circle");
+  ASSERT_EQ(accuracy.size(), 1u);
+  // The charts share the run's steps: the one evaluation, at the last step,
+  // is at the right end, where the loss curve ends.
+  std::vector<Point> loss = polyline(chart(page, "Loss"), "c-loss");
+  ASSERT_EQ(loss.size(), 3u);
+  EXPECT_NEAR(attribute(accuracy[0], "cx"), loss.back().x, 0.05);
   EXPECT_NE(page.find("<th>test accuracy</th><td>81.25%</td>"),
             std::string::npos);
   EXPECT_NE(page.find("2.1000 (unigram entropy 3.2800)"), std::string::npos);
