@@ -72,6 +72,8 @@ const char *gpipe_status_string(gpipe_status_t status) {
     return "GPIPE_ERROR_DEADLINE_EXCEEDED";
   case GPIPE_ERROR_CANCELLED:
     return "GPIPE_ERROR_CANCELLED";
+  case GPIPE_ERROR_NON_FINITE:
+    return "GPIPE_ERROR_NON_FINITE";
   case GPIPE_STATUS_ENUM_MAX:
     break;
   }
@@ -99,6 +101,10 @@ void gpipe_session_options_init(gpipe_session_options_t *out_options) {
   out_options->record_timeline = defaults.recordTimeline ? 1 : 0;
   out_options->threads_per_device = defaults.threading.threadsPerDevice;
   out_options->weight_decay = defaults.optimizer.weightDecay;
+  out_options->clip_grad_norm = defaults.optimizer.clipGradNorm;
+  // On, as gpipe-run's --check-finite: a diverged run stops at once, naming
+  // the tensor, instead of training on nan.
+  out_options->check_finite = 1;
 }
 
 //===----------------------------------------------------------------------===//

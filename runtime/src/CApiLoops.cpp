@@ -11,7 +11,10 @@
 #include "gpipe/runtime/Training.h"
 
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <limits>
+#include <string>
 
 using namespace gpipe::runtime::capi;
 
@@ -22,8 +25,15 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 /// Hands each epoch or evaluation to the C callback and keeps the last.
 class CallbackObserver final : public rt::TrainingObserver {
 public:
-  CallbackObserver(gpipe_report_fn report, void *userData)
-      : report(report), userData(userData) {}
+  CallbackObserver(gpipe_session_t &session, gpipe_report_fn report,
+                   void *userData)
+      : session(session), report(report), userData(userData) {}
+
+  // Each step's gradient norm, for gpipe_session_gradient_norm.
+  void onStep(const rt::StepProgress &progress) override {
+    session.stepRan = true;
+    session.gradientNorm = progress.gradientNorm;
+  }
 
   void onEpoch(const rt::EpochReport &epoch) override {
     gpipe_training_report_t r = blank();
@@ -54,6 +64,7 @@ private:
     if (report)
       report(&r, userData);
   }
+  gpipe_session_t &session;
   gpipe_report_fn report;
   void *userData;
 };
@@ -63,18 +74,92 @@ rt::LearningRateSchedule scheduleOf(int cosine) {
                 : rt::LearningRateSchedule::Constant;
 }
 
+/// The caller's image loop options (or the defaults for null) as this
+/// library's struct: "" or what is wrong with struct_size.
+std::string readOptions(const gpipe_image_training_options_t *options,
+                        gpipe_image_training_options_t &o) {
+  using T = gpipe_image_training_options_t;
+  gpipe_image_training_options_init(&o);
+  if (!options)
+    return {};
+  const size_t size = options->struct_size;
+  std::string error =
+      checkStructSize(size, GPIPE_IMAGE_TRAINING_OPTIONS_MIN_SIZE, sizeof(T),
+                      "gpipe_image_training_options_init");
+  if (!error.empty())
+    return error;
+  const T defaults = o;
+  std::memcpy(static_cast<void *>(&o), options, size);
+  o.struct_size = sizeof(T);
+  keepDefaultBeyond(size, offsetof(T, warmup_steps), o.warmup_steps,
+                    defaults.warmup_steps);
+  return {};
+}
+
+std::string readOptions(const gpipe_text_training_options_t *options,
+                        gpipe_text_training_options_t &o) {
+  using T = gpipe_text_training_options_t;
+  gpipe_text_training_options_init(&o);
+  if (!options)
+    return {};
+  const size_t size = options->struct_size;
+  std::string error =
+      checkStructSize(size, GPIPE_TEXT_TRAINING_OPTIONS_MIN_SIZE, sizeof(T),
+                      "gpipe_text_training_options_init");
+  if (!error.empty())
+    return error;
+  const T defaults = o;
+  std::memcpy(static_cast<void *>(&o), options, size);
+  o.struct_size = sizeof(T);
+  keepDefaultBeyond(size, offsetof(T, warmup_steps), o.warmup_steps,
+                    defaults.warmup_steps);
+  return {};
+}
+
+/// After a loop: on a failure its last step's norm is unknown.
+gpipe_status_t finishLoop(gpipe_session_t *session, const rt::Status &status,
+                          const char *function) {
+  // The loop schedules its own rate; train_step goes on with the session's.
+  session->executor->setLearningRate(session->learningRate);
+  if (status.ok())
+    return GPIPE_OK;
+  session->gradientNorm.reset();
+  return fail(session, status, function);
+}
+
 } // namespace
 
 void gpipe_image_training_options_init(
     gpipe_image_training_options_t *out_options) {
-  if (out_options)
-    *out_options = {10, 0, 1e-3f, 1, 1};
+  if (!out_options)
+    return;
+  rt::ImageTrainingOptions defaults;
+  *out_options = gpipe_image_training_options_t{};
+  out_options->struct_size = sizeof(gpipe_image_training_options_t);
+  out_options->epochs = defaults.epochs;
+  out_options->max_steps_per_epoch = defaults.maxStepsPerEpoch;
+  out_options->learning_rate = defaults.learningRate;
+  out_options->cosine_schedule =
+      defaults.schedule == rt::LearningRateSchedule::Cosine;
+  out_options->shuffle_seed = defaults.shuffleSeed;
+  out_options->warmup_steps = defaults.warmupSteps;
 }
 
 void gpipe_text_training_options_init(
     gpipe_text_training_options_t *out_options) {
-  if (out_options)
-    *out_options = {1000, 100, 8, 1e-3f, 1, 1};
+  if (!out_options)
+    return;
+  rt::TextTrainingOptions defaults;
+  *out_options = gpipe_text_training_options_t{};
+  out_options->struct_size = sizeof(gpipe_text_training_options_t);
+  out_options->steps = defaults.steps;
+  out_options->eval_every = defaults.evalEvery;
+  out_options->eval_batches = defaults.evalBatches;
+  out_options->learning_rate = defaults.learningRate;
+  out_options->cosine_schedule =
+      defaults.schedule == rt::LearningRateSchedule::Cosine;
+  out_options->seed = defaults.seed;
+  out_options->warmup_steps = defaults.warmupSteps;
 }
 
 gpipe_status_t
@@ -91,15 +176,15 @@ gpipe_session_train_images(gpipe_session_t *session, const char *dataset_dir,
       return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
                   "dataset_dir is null");
     gpipe_image_training_options_t o;
-    gpipe_image_training_options_init(&o);
-    if (options)
-      o = *options;
+    if (std::string error = readOptions(options, o); !error.empty())
+      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
     rt::ImageTrainingOptions loop;
     loop.epochs = o.epochs;
     loop.maxStepsPerEpoch = o.max_steps_per_epoch;
     loop.learningRate = o.learning_rate;
     loop.schedule = scheduleOf(o.cosine_schedule);
     loop.shuffleSeed = o.shuffle_seed;
+    loop.warmupSteps = o.warmup_steps;
     if (rt::Status status = rt::checkOptions(loop); !status.ok())
       return fail(session, status, function);
     rt::StatusOr<rt::ImageDataset> train =
@@ -115,14 +200,12 @@ gpipe_session_train_images(gpipe_session_t *session, const char *dataset_dir,
         rt::bindImageInputs(engine.bundle(), train->height * train->width);
     if (!inputs.ok())
       return fail(session, inputs.status(), function);
-    CallbackObserver observer(report, user_data);
+    CallbackObserver observer(*session, report, user_data);
     std::vector<int64_t> peak;
     rt::Status status = rt::trainImageClassifier(engine, *train, *test, *inputs,
                                                  loop, observer, peak);
-    // The loop schedules its own rate; train_step goes on with the session's.
-    engine.setLearningRate(session->learningRate);
-    if (!status.ok())
-      return fail(session, status, function);
+    if (gpipe_status_t failed = finishLoop(session, status, function))
+      return failed;
     if (out_test_accuracy)
       *out_test_accuracy = observer.last.test_accuracy;
     return succeed(session);
@@ -143,9 +226,8 @@ gpipe_session_train_text(gpipe_session_t *session, const char *corpus_path,
       return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
                   "corpus_path is null");
     gpipe_text_training_options_t o;
-    gpipe_text_training_options_init(&o);
-    if (options)
-      o = *options;
+    if (std::string error = readOptions(options, o); !error.empty())
+      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
     rt::TextTrainingOptions loop;
     loop.steps = o.steps;
     loop.evalEvery = o.eval_every;
@@ -153,6 +235,7 @@ gpipe_session_train_text(gpipe_session_t *session, const char *corpus_path,
     loop.learningRate = o.learning_rate;
     loop.schedule = scheduleOf(o.cosine_schedule);
     loop.seed = o.seed;
+    loop.warmupSteps = o.warmup_steps;
     if (rt::Status status = rt::checkOptions(loop); !status.ok())
       return fail(session, status, function);
     rt::Engine &engine = *session->executor;
@@ -167,13 +250,12 @@ gpipe_session_train_text(gpipe_session_t *session, const char *corpus_path,
         "the validation text of '" + std::string(corpus_path) + "'");
     if (!error.empty())
       return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
-    CallbackObserver observer(report, user_data);
+    CallbackObserver observer(*session, report, user_data);
     rt::TextRunSummary summary;
     rt::Status status =
         rt::trainCharacterModel(engine, *corpus, *seq, loop, observer, summary);
-    engine.setLearningRate(session->learningRate);
-    if (!status.ok())
-      return fail(session, status, function);
+    if (gpipe_status_t failed = finishLoop(session, status, function))
+      return failed;
     if (out_validation_loss)
       *out_validation_loss = summary.validationLoss;
     return succeed(session);

@@ -43,7 +43,8 @@ static_assert(int(rt::StatusCode::InvalidBundle) ==
                   int(rt::StatusCode::Unavailable) == GPIPE_ERROR_UNAVAILABLE &&
                   int(rt::StatusCode::DeadlineExceeded) ==
                       GPIPE_ERROR_DEADLINE_EXCEEDED &&
-                  int(rt::StatusCode::Cancelled) == GPIPE_ERROR_CANCELLED,
+                  int(rt::StatusCode::Cancelled) == GPIPE_ERROR_CANCELLED &&
+                  int(rt::StatusCode::NonFinite) == GPIPE_ERROR_NON_FINITE,
               "gpipe_status_t and StatusCode must match");
 
 gpipe_status_t fail(gpipe_session_t *session, const rt::Status &status,
@@ -134,7 +135,8 @@ std::string validateOptions(const gpipe_session_options_t &o) {
   } nonNegative[] = {{"learning_rate", o.learning_rate},
                      {"momentum", o.momentum},
                      {"epsilon", o.epsilon},
-                     {"weight_decay", o.weight_decay}};
+                     {"weight_decay", o.weight_decay},
+                     {"clip_grad_norm", o.clip_grad_norm}};
   for (const NonNegative &f : nonNegative)
     if (!std::isfinite(f.value) || f.value < 0)
       return bad(f.field, "a finite value >= 0", f.value);
@@ -160,10 +162,18 @@ std::string validateOptions(const gpipe_session_options_t &o) {
   return {};
 }
 
-/// Whether the caller's `structSize` bytes of options hold all of the field
-/// at `offset` of `size` bytes.
-static bool covers(size_t structSize, size_t offset, size_t size) {
-  return structSize >= offset + size;
+std::string checkStructSize(size_t size, size_t first, size_t own,
+                            const char *init) {
+  if (size >= first && size <= own)
+    return {};
+  return "options->struct_size: expected " + std::to_string(first) + " to " +
+         std::to_string(own) + ", got " + std::to_string(size) +
+         (size == 0 ? std::string(" (initialize the options with ") + init + ")"
+          : size > own
+              ? std::string(" (options of a newer gpipe_runtime.h than "
+                            "this library's, ") +
+                    GPIPE_VERSION_STRING + ")"
+              : "");
 }
 
 std::string readOptions(const gpipe_session_options_t *options,
@@ -172,29 +182,25 @@ std::string readOptions(const gpipe_session_options_t *options,
   if (!options)
     return {};
   const size_t size = options->struct_size;
-  const size_t first = GPIPE_SESSION_OPTIONS_MIN_SIZE;
   const size_t own = sizeof(gpipe_session_options_t);
-  if (size < first || size > own)
-    return "options->struct_size: expected " + std::to_string(first) + " to " +
-           std::to_string(own) + ", got " + std::to_string(size) +
-           (size == 0 ? " (initialize the options with "
-                        "gpipe_session_options_init)"
-            : size > own
-                ? std::string(" (options of a newer gpipe_runtime.h than "
-                              "this library's, ") +
-                      GPIPE_VERSION_STRING + ")"
-                : "");
+  std::string error = checkStructSize(size, GPIPE_SESSION_OPTIONS_MIN_SIZE, own,
+                                      "gpipe_session_options_init");
+  if (!error.empty())
+    return error;
   // The caller's fields; those beyond its struct keep their defaults.
   std::memcpy(static_cast<void *>(&o), options, size);
   o.struct_size = own;
   gpipe_session_options_t defaults;
   gpipe_session_options_init(&defaults);
-  if (!covers(size, offsetof(gpipe_session_options_t, threads_per_device),
-              sizeof(o.threads_per_device)))
-    o.threads_per_device = defaults.threads_per_device;
-  if (!covers(size, offsetof(gpipe_session_options_t, weight_decay),
-              sizeof(o.weight_decay)))
-    o.weight_decay = defaults.weight_decay;
+  using T = gpipe_session_options_t;
+  keepDefaultBeyond(size, offsetof(T, threads_per_device), o.threads_per_device,
+                    defaults.threads_per_device);
+  keepDefaultBeyond(size, offsetof(T, weight_decay), o.weight_decay,
+                    defaults.weight_decay);
+  keepDefaultBeyond(size, offsetof(T, clip_grad_norm), o.clip_grad_norm,
+                    defaults.clip_grad_norm);
+  keepDefaultBeyond(size, offsetof(T, check_finite), o.check_finite,
+                    defaults.check_finite);
   return {};
 }
 
@@ -215,6 +221,8 @@ rt::EngineOptions toEngineOptions(const gpipe_session_options_t &o) {
   engine.optimizer.beta2 = o.beta2;
   engine.optimizer.epsilon = o.epsilon;
   engine.optimizer.weightDecay = o.weight_decay;
+  engine.optimizer.clipGradNorm = o.clip_grad_norm;
+  engine.optimizer.checkFinite = o.check_finite != 0;
   engine.seed = o.seed;
   engine.timeout = std::chrono::milliseconds(o.recv_timeout_ms);
   engine.recordTimeline = o.record_timeline != 0;
@@ -247,6 +255,7 @@ gpipe_status_t createSession(const char *function,
                : fail(nullptr, engine.status(), function);
   session->executor = std::move(*engine);
   session->learningRate = o.learning_rate;
+  session->measuresNorm = o.clip_grad_norm > 0 || o.check_finite != 0;
   const rt::Bundle &bundle = session->executor->bundle();
   auto tooLarge = [&](const std::string &what, size_t rank) {
     return fail(nullptr, GPIPE_ERROR_INVALID_BUNDLE, function,

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,13 @@ struct gpipe_session {
   /// gpipe_session_set_learning_rate); the training loops schedule their
   /// own and restore this one.
   float learningRate = 0;
+  /// The global gradient norm of the last step, if it measured one
+  /// (gpipe_session_gradient_norm); train_step and the loops set it.
+  std::optional<double> gradientNorm;
+  /// Whether any step has run, and whether steps measure the norm (the
+  /// session clips or guards): gpipe_session_gradient_norm's message.
+  bool stepRan = false;
+  bool measuresNorm = false;
 };
 
 namespace gpipe::runtime::capi {
@@ -74,6 +82,22 @@ bool atRows(const gpipe_tensor_info_t &info, int64_t rows,
 
 /// The largest options->threads_per_device.
 constexpr uint32_t kMaxThreadsPerDevice = 1024;
+
+/// "" or what is wrong with the struct_size `size` of a caller's options
+/// struct whose first layout has `first` bytes and this library's `own`;
+/// `init` names the function that sets it.
+std::string checkStructSize(size_t size, size_t first, size_t own,
+                            const char *init);
+
+/// Resets `field` (at `offset` of a caller's struct of `structSize` bytes) to
+/// `fallback` unless the caller's struct holds all of it: a binary built
+/// against an older header does not know the field.
+template <typename Field>
+void keepDefaultBeyond(size_t structSize, size_t offset, Field &field,
+                       const Field &fallback) {
+  if (structSize < offset + sizeof(Field))
+    field = fallback;
+}
 
 /// The caller's options (or the defaults for null) as this library's struct:
 /// "" or what is wrong with struct_size. Fields beyond the caller's

@@ -31,10 +31,38 @@ gpipe_status_t gpipe_session_train_step(gpipe_session_t *session,
     if (status != GPIPE_OK)
       return status;
     rt::StepResult result = session->executor->trainStep(batch);
+    session->stepRan = true;
+    session->gradientNorm = result.gradientNorm;
     if (!result.ok())
-      return fail(session, GPIPE_ERROR_RUNTIME, function, result.error);
+      return fail(session,
+                  result.nonFinite ? GPIPE_ERROR_NON_FINITE
+                                   : GPIPE_ERROR_RUNTIME,
+                  function, result.error);
     *out_loss = result.loss;
     return succeed(session);
+  });
+}
+
+gpipe_status_t gpipe_session_gradient_norm(const gpipe_session_t *session,
+                                           double *out_norm) {
+  const char *function = "gpipe_session_gradient_norm";
+  return guarded(nullptr, function, [&]() -> gpipe_status_t {
+    if (!session)
+      return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
+                  "session is null");
+    if (!out_norm)
+      return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
+                  "out_norm is null");
+    if (!session->gradientNorm)
+      return fail(nullptr, GPIPE_ERROR_FAILED_PRECONDITION, function,
+                  !session->stepRan ? "no training step has run yet"
+                  : !session->measuresNorm
+                      ? "the session measures no gradient norm: it neither "
+                        "clips nor guards (clip_grad_norm 0, check_finite 0)"
+                      : "the last step failed before it measured the "
+                        "gradient norm");
+    *out_norm = *session->gradientNorm;
+    return succeed(nullptr);
   });
 }
 

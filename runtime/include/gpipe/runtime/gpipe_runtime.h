@@ -64,9 +64,11 @@ extern "C" {
 
 /* The version of this API; bumped on any incompatible change (it is the
  * shared library's SOVERSION). Compatible additions (new functions, new
- * fields at the end of gpipe_session_options_t) keep it. Version 2 put
- * struct_size first in gpipe_session_options_t. */
-#define GPIPE_RUNTIME_API_VERSION 2
+ * enumerators, new fields at the end of a struct that starts with
+ * struct_size) keep it. Version 2 put struct_size first in
+ * gpipe_session_options_t; version 3 in gpipe_image_training_options_t and
+ * gpipe_text_training_options_t. */
+#define GPIPE_RUNTIME_API_VERSION 3
 
 /* The library's version ("0.1.0"), as built. Thread-safe; never NULL. */
 GPIPE_API const char *gpipe_runtime_version(void);
@@ -117,6 +119,10 @@ typedef enum gpipe_status_e {
   /* A run stopped on request at a step boundary (gpipe-run on SIGINT or
    * SIGTERM); what it wrote is complete. */
   GPIPE_ERROR_CANCELLED = 11,
+  /* Training diverged: the guard (gpipe_session_options_t::check_finite)
+   * found a loss, a gradient or a parameter that is nan or infinite; the
+   * message names the step, the stage and the tensor. */
+  GPIPE_ERROR_NON_FINITE = 12,
   /* Not a status: keeps the enum 32-bit and any int32 value defined, so that
    * gpipe_status_string may be asked about any value (found by UBSan). */
   GPIPE_STATUS_ENUM_MAX = 0x7fffffff
@@ -219,6 +225,17 @@ typedef struct gpipe_session_options_t {
    * RmsProp refuse a nonzero value (session creation fails with
    * GPIPE_ERROR_INVALID_ARGUMENT, naming AdamW). Default 0. */
   float weight_decay;
+  /* Clipping by the global gradient norm: > 0 scales every gradient of
+   * every stage by min(1, clip_grad_norm / (norm + 1e-6)) before the update,
+   * norm the L2 norm of all the step's gradients across the devices
+   * (PyTorch's clip_grad_norm_); 0: no clipping. Finite, >= 0. Default 0. */
+  float clip_grad_norm;
+  /* Nonzero: the guard against divergence. A step whose loss or gradients
+   * are nan or infinite fails with GPIPE_ERROR_NON_FINITE before the update
+   * (nothing changes); one whose update makes a parameter non-finite fails
+   * with it after the update. The message names the step, the stage and
+   * the tensor. Default 1 (as gpipe-run's --check-finite). */
+  int check_finite;
 } gpipe_session_options_t;
 
 /* The struct_size of the first layout the library accepts (API version 2:
@@ -391,12 +408,27 @@ typedef struct gpipe_input_t {
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer, a missing or
  * duplicated input, a wrong element type or count), GPIPE_ERROR_NOT_FOUND (an
  * input name the model does not have), GPIPE_ERROR_RUNTIME (a device failed;
- * parameters and optimizer state are unchanged), GPIPE_ERROR_OUT_OF_MEMORY.
+ * parameters and optimizer state are unchanged), GPIPE_ERROR_NON_FINITE (the
+ * guard, options->check_finite: a nan or infinite loss or gradient, the
+ * parameters unchanged; or a parameter the update made non-finite, the
+ * update applied), GPIPE_ERROR_OUT_OF_MEMORY. A failed step does not count
+ * in gpipe_session_steps_done.
  * Non-const: must not overlap any other call on the session. */
 GPIPE_API gpipe_status_t gpipe_session_train_step(gpipe_session_t *session,
                                                   const gpipe_input_t *inputs,
                                                   size_t input_count,
                                                   double *out_loss);
+
+/* The global gradient norm of the last training step (train_step or a step
+ * of the training loops): the L2 norm of every parameter's gradient across
+ * all the devices, before clipping. Steps measure it when the session clips
+ * or guards (options->clip_grad_norm > 0 or check_finite, the default).
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer),
+ * GPIPE_ERROR_FAILED_PRECONDITION (no step has run, the session neither
+ * clips nor guards, or the last step failed before it measured the norm).
+ * Reads the session: must not overlap a non-const call on it. */
+GPIPE_API gpipe_status_t
+gpipe_session_gradient_norm(const gpipe_session_t *session, double *out_norm);
 
 /* Forward only (no dropout, no gradients, no parameter change) on `rows`
  * rows (any number >= 1; each input has `rows` as dimension 0). Writes the
@@ -431,15 +463,36 @@ typedef struct gpipe_training_report_t {
 typedef void (*gpipe_report_fn)(const gpipe_training_report_t *report,
                                 void *user_data);
 
+/* The loops' options grow at their end only, as gpipe_session_options_t:
+ * struct_size (set by the _init function) says how much of the struct the
+ * caller knows, the fields beyond it take their defaults, and a struct_size
+ * below the _MIN_SIZE (the first layout, API version 3) or above the
+ * library's sizeof is refused with GPIPE_ERROR_INVALID_ARGUMENT. */
 typedef struct gpipe_image_training_options_t {
+  /* sizeof(gpipe_image_training_options_t) of the caller's header; set by
+   * gpipe_image_training_options_init. */
+  size_t struct_size;
   uint32_t epochs;             /* >= 1. Default 10. */
   int64_t max_steps_per_epoch; /* 0: the whole training set. Default 0. */
   float learning_rate;         /* > 0 and finite. Default 1e-3. */
   int cosine_schedule;   /* Nonzero: decay to 0 over the run. Default 1. */
   uint64_t shuffle_seed; /* Default 1. */
+
+  /* Added after the first layout (GPIPE_IMAGE_TRAINING_OPTIONS_MIN_SIZE). */
+
+  /* Steps of linear warmup to learning_rate before the schedule (as
+   * gpipe-run's --warmup-steps); >= 0 and fewer than the run's steps.
+   * Default 0. */
+  int64_t warmup_steps;
 } gpipe_image_training_options_t;
 
-/* Sets every field to its default. NULL is a no-op. */
+/* The struct_size of the first layout the library accepts (API version 3:
+ * struct_size through shuffle_seed). */
+#define GPIPE_IMAGE_TRAINING_OPTIONS_MIN_SIZE                                  \
+  (offsetof(gpipe_image_training_options_t, shuffle_seed) + sizeof(uint64_t))
+
+/* Sets struct_size to sizeof(gpipe_image_training_options_t) and every
+ * other field to its default. NULL is a no-op. Thread-safe. */
 GPIPE_API void
 gpipe_image_training_options_init(gpipe_image_training_options_t *out_options);
 
@@ -448,10 +501,12 @@ gpipe_image_training_options_init(gpipe_image_training_options_t *out_options);
  * ... , raw or .gz), the test accuracy after each. The model must have one
  * f32 input of height x width values per example and one i32 label input.
  * *out_test_accuracy (may be NULL) gets the last epoch's accuracy.
+ * `options` may be NULL for the defaults.
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL session or directory, a bad
- * option, a model whose inputs do not fit the images; the message says what
- * was expected and found), GPIPE_ERROR_IO (a file missing or unreadable),
- * GPIPE_ERROR_RUNTIME (a failed step), GPIPE_ERROR_OUT_OF_MEMORY.
+ * option or struct_size, a model whose inputs do not fit the images; the
+ * message says what was expected and found), GPIPE_ERROR_IO (a file missing
+ * or unreadable), GPIPE_ERROR_RUNTIME (a failed step),
+ * GPIPE_ERROR_NON_FINITE (the guard stopped a step), GPIPE_ERROR_OUT_OF_MEMORY.
  * Non-const: must not overlap any other call on the session. */
 GPIPE_API gpipe_status_t gpipe_session_train_images(
     gpipe_session_t *session, const char *dataset_dir,
@@ -459,6 +514,9 @@ GPIPE_API gpipe_status_t gpipe_session_train_images(
     void *user_data, double *out_test_accuracy);
 
 typedef struct gpipe_text_training_options_t {
+  /* sizeof(gpipe_text_training_options_t) of the caller's header; set by
+   * gpipe_text_training_options_init. */
+  size_t struct_size;
   int64_t steps;         /* >= 1. Default 1000. */
   uint32_t eval_every;   /* Steps between evaluations; 0: at the end only.
                             Default 100. */
@@ -467,8 +525,18 @@ typedef struct gpipe_text_training_options_t {
   float learning_rate;   /* > 0 and finite. Default 1e-3. */
   int cosine_schedule;   /* Default 1. */
   uint64_t seed;         /* The windows drawn. Default 1. */
+
+  /* Added after the first layout (GPIPE_TEXT_TRAINING_OPTIONS_MIN_SIZE). */
+  int64_t warmup_steps; /* As the image options'. Default 0. */
 } gpipe_text_training_options_t;
 
+/* The struct_size of the first layout the library accepts (API version 3:
+ * struct_size through seed). */
+#define GPIPE_TEXT_TRAINING_OPTIONS_MIN_SIZE                                   \
+  (offsetof(gpipe_text_training_options_t, seed) + sizeof(uint64_t))
+
+/* Sets struct_size to sizeof(gpipe_text_training_options_t) and every other
+ * field to its default. NULL is a no-op. Thread-safe. */
 GPIPE_API void
 gpipe_text_training_options_init(gpipe_text_training_options_t *out_options);
 
@@ -477,7 +545,8 @@ gpipe_text_training_options_init(gpipe_text_training_options_t *out_options);
  * windows, the validation loss before the first step, every eval_every steps
  * and after the last. The model must have i32 inputs ids, positions and
  * targets of one shape [batch, seq]. *out_validation_loss (may be NULL) gets
- * the last validation loss, in nats per character.
+ * the last validation loss, in nats per character. `options` may be
+ * NULL for the defaults.
  * Errors: as gpipe_session_train_images. */
 GPIPE_API gpipe_status_t gpipe_session_train_text(
     gpipe_session_t *session, const char *corpus_path,

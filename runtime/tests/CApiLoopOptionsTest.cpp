@@ -1,0 +1,140 @@
+//===- CApiLoopOptionsTest.cpp - The loops' options structs, under gtest --===//
+//
+// Runs the C checks of CApiLoopOptionsTest.c: an image session (the MLP of
+// TestModels.h on a small IDX set of 3 x 4 images written here) and a text
+// session (a character model on the fortunes corpus, as CApiLoopsTest.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CApiLoopOptionsTest.h"
+
+#include "TestBundles.h"
+#include "TestModels.h"
+
+#include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/TextCorpus.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::testing;
+
+namespace {
+
+const char *orOk(const char *error) { return error ? error : "ok"; }
+
+void writeBigEndian(std::ofstream &out, uint32_t value) {
+  const char bytes[4] = {char(value >> 24), char(value >> 16), char(value >> 8),
+                         char(value)};
+  out.write(bytes, 4);
+}
+
+/// `count` random 3 x 4 images with labels in [0, 5) as the IDX files
+/// `prefix`-images-idx3-ubyte and `prefix`-labels-idx1-ubyte in `dir`.
+void writeIdx(const std::string &dir, const std::string &prefix, uint32_t count,
+              uint64_t seed) {
+  Lcg rng(seed);
+  std::ofstream pixels(dir + "/" + prefix + "-images-idx3-ubyte",
+                       std::ios::binary);
+  for (uint32_t word : {0x00000803u, count, 3u, 4u})
+    writeBigEndian(pixels, word);
+  for (uint32_t i = 0; i < count * 12; ++i)
+    pixels.put(char(rng.below(256)));
+  std::ofstream labels(dir + "/" + prefix + "-labels-idx1-ubyte",
+                       std::ios::binary);
+  for (uint32_t word : {0x00000801u, count})
+    writeBigEndian(labels, word);
+  for (uint32_t i = 0; i < count; ++i)
+    labels.put(char(rng.below(5)));
+}
+
+gpipe_session_t *sessionOf(const Bundle &bundle) {
+  std::string json = writeBundle(bundle);
+  gpipe_session_options_t options;
+  gpipe_session_options_init(&options);
+  options.seed = 3;
+  options.optimizer = GPIPE_OPTIMIZER_ADAM;
+  gpipe_session_t *session = nullptr;
+  EXPECT_EQ(gpipe_session_create_from_json(json.data(), json.size(), "test",
+                                           &options, &session),
+            GPIPE_OK)
+      << gpipe_last_error();
+  return session;
+}
+
+gpipe_session_t *imageSession() {
+  return sessionOf(
+      buildBundle(mlpGraph(20), mlpSplit(2), 2, RematPolicy::Full));
+}
+
+/// Token and position embeddings, one dense layer to the 96 characters.
+gpipe_session_t *textSession() {
+  constexpr int64_t batch = 8, seq = 8, width = 8;
+  ModelGraph g(batch);
+  int ids = g.input("ids", {batch, seq}, ElementType::I32);
+  int positions = g.input("positions", {batch, seq}, ElementType::I32);
+  int targets = g.input("targets", {batch, seq}, ElementType::I32);
+  int tokens = g.param("tokens", {int64_t(kTextVocabSize), width},
+                       InitKind::Normal, 0.02);
+  int place = g.param("places", {seq, width}, InitKind::Normal, 0.02);
+  int h = g.add(g.embedding(ids, tokens), g.embedding(positions, place));
+  g.nextLayer();
+  int w = g.param("out.w", {width, int64_t(kTextVocabSize)},
+                  InitKind::GlorotUniform);
+  int b = g.param("out.b", {int64_t(kTextVocabSize)}, InitKind::Zeros);
+  g.softmaxCrossEntropy(g.dense(h, w, b), targets);
+  return sessionOf(buildBundle(g, {0, 1}, 2, RematPolicy::Full));
+}
+
+class CApiLoopOptions : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = std::filesystem::temp_directory_path() /
+          ("gpipe-capi-loop-options-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    writeIdx(dir.string(), "train", 40, 1);
+    writeIdx(dir.string(), "t10k", 20, 2);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::filesystem::path dir;
+};
+
+} // namespace
+
+TEST(CApiLoopOptionsInit, StampsTheSizeAndTheDefaults) {
+  EXPECT_STREQ(orOk(capi_loop_options_check_init()), "ok");
+}
+
+TEST_F(CApiLoopOptions, WrongSizesAreRefused) {
+  gpipe_session_t *images = imageSession();
+  gpipe_session_t *text = textSession();
+  ASSERT_TRUE(images && text);
+  EXPECT_STREQ(orOk(capi_loop_options_check_sizes(images, dir.c_str(), text,
+                                                  GPIPE_FORTUNES_DIR)),
+               "ok");
+  gpipe_session_destroy(images);
+  gpipe_session_destroy(text);
+}
+
+TEST_F(CApiLoopOptions, ImageFirstLayoutStillRuns) {
+  gpipe_session_t *session = imageSession();
+  ASSERT_TRUE(session);
+  EXPECT_STREQ(
+      orOk(capi_loop_options_check_image_layouts(session, dir.c_str())), "ok");
+  gpipe_session_destroy(session);
+}
+
+TEST(CApiLoopOptionsText, TextFirstLayoutStillRuns) {
+  gpipe_session_t *session = textSession();
+  ASSERT_TRUE(session);
+  EXPECT_STREQ(
+      orOk(capi_loop_options_check_text_layouts(session, GPIPE_FORTUNES_DIR)),
+      "ok");
+  gpipe_session_destroy(session);
+}
