@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 using namespace gpipe::runtime;
@@ -113,6 +115,40 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
+/// The shortest decimal text that reads back as `value`, so that state.json
+/// and messages say 0.01, not 0.009999999776482582.
+std::string shortestText(float value) {
+  char text[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, double(value));
+    if (float(std::strtod(text, nullptr)) == value)
+      break;
+  }
+  return text;
+}
+
+/// The hyper-parameters a resumed run must share with the saved one for its
+/// steps to be the uninterrupted run's: those `kind`'s update rule reads,
+/// with the weight decay and the clipping norm, as state.json names them.
+std::vector<std::pair<const char *, float>>
+updateRuleFields(const OptimizerConfig &config) {
+  std::vector<std::pair<const char *, float>> fields;
+  const OptimizerKind kind = config.kind;
+  if (kind == OptimizerKind::Momentum || kind == OptimizerKind::RmsProp)
+    fields.push_back({"momentum", config.momentum});
+  if (kind == OptimizerKind::RmsProp)
+    fields.push_back({"decay", config.decay});
+  if (kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW) {
+    fields.push_back({"beta1", config.beta1});
+    fields.push_back({"beta2", config.beta2});
+  }
+  if (kind != OptimizerKind::Sgd && kind != OptimizerKind::Momentum)
+    fields.push_back({"epsilon", config.epsilon});
+  fields.push_back({"weight_decay", config.weightDecay});
+  fields.push_back({"clip_grad_norm", config.clipGradNorm});
+  return fields;
+}
+
 } // namespace
 
 Status gpipe::runtime::createSaveDirectory(const std::string &dir) {
@@ -165,11 +201,15 @@ gpipe::runtime::saveCheckpoint(Engine &engine, const std::string &dir,
   const int64_t step = engine.stepsDone();
   if (!engine.leads())
     return dir + "/" + stepName(step);
+  Json hyperParameters = Json::object();
+  for (const auto &[key, value] : updateRuleFields(engine.optimizerConfig()))
+    hyperParameters[key] = std::strtod(shortestText(value).c_str(), nullptr);
   Json state = {{"format", kFormat},
                 {"version", kVersion},
                 {"step", step},
                 {"model", bundle.model},
                 {"optimizer", optimizerKindName(engine.optimizerKind())},
+                {"optimizer_config", hyperParameters},
                 {"loop", loop}};
 
   // A second save of one step (an application's) gets a name of its own:
@@ -267,6 +307,22 @@ Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
                   "'" + checkpoint + "' holds " + optimizer +
                       " state, the run uses " +
                       optimizerKindName(engine.optimizerKind()));
+  // The update rule's hyper-parameters; a checkpoint saved before they were
+  // recorded (or without one of them) leaves it unchecked.
+  const Json saved = state.contains("optimizer_config") &&
+                             state["optimizer_config"].is_object()
+                         ? state["optimizer_config"]
+                         : Json::object();
+  for (const auto &[key, value] : updateRuleFields(engine.optimizerConfig())) {
+    if (!saved.contains(key) || !saved[key].is_number())
+      continue;
+    const float had = float(saved[key].get<double>());
+    if (had != value)
+      return Status(StatusCode::InvalidArgument,
+                    "'" + checkpoint + "' was saved with " + optimizer + " " +
+                        key + " " + shortestText(had) + ", the run uses " +
+                        shortestText(value));
+  }
 
   StatusOr<std::string> bytes = readFile(checkpoint + "/" + kTensors);
   if (!bytes.ok())

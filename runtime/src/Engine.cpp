@@ -68,7 +68,8 @@ std::string acrossProcesses(const device::Transport &transport) {
 /// What both executors offer under the same names.
 template <class Executor> class ExecutorEngine : public Engine {
 public:
-  ExecutorEngine(std::unique_ptr<Executor> executor, OptimizerKind optimizer)
+  ExecutorEngine(std::unique_ptr<Executor> executor,
+                 const OptimizerConfig &optimizer)
       : executor(std::move(executor)), optimizer(optimizer) {}
   StepResult trainStep(const Batch &batch) override {
     return executor->trainStep(batch);
@@ -104,7 +105,8 @@ public:
                   std::vector<float> &values) override {
     return toStatus(executor->gradient(name, values));
   }
-  OptimizerKind optimizerKind() const override { return optimizer; }
+  OptimizerKind optimizerKind() const override { return optimizer.kind; }
+  const OptimizerConfig &optimizerConfig() const override { return optimizer; }
   bool leads() const override { return executor->transport().leads(); }
   bool usesInput(const std::string &name) const override {
     return executor->usesInput(name);
@@ -117,7 +119,7 @@ public:
 
 protected:
   std::unique_ptr<Executor> executor;
-  OptimizerKind optimizer;
+  OptimizerConfig optimizer;
 };
 
 class CpuEngine final : public ExecutorEngine<PipelineExecutor> {
@@ -160,7 +162,7 @@ gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
     if (!executor)
       return Status(StatusCode::InvalidBundle, error);
     return std::unique_ptr<Engine>(
-        new CpuEngine(std::move(executor), options.optimizer.kind));
+        new CpuEngine(std::move(executor), options.optimizer));
   }
   const unsigned numDevices = bundle.numDevices();
   std::unique_ptr<device::DeviceBackend> backend;
@@ -195,5 +197,5 @@ gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
   if (!executor)
     return Status(StatusCode::InvalidBundle, error);
   return std::unique_ptr<Engine>(
-      new StreamEngine(std::move(executor), options.optimizer.kind));
+      new StreamEngine(std::move(executor), options.optimizer));
 }

@@ -4,8 +4,10 @@
 //   - tensors.safetensors: every parameter under its name and every
 //     optimizer state tensor as "optimizer.<slot>/<name>" (SafeTensors.h,
 //     each with its CRC-32);
-//   - state.json: the format, the step, the model, the optimizer and the
-//     training loop's own state (data cursor, seeds, options) as JSON.
+//   - state.json: the format, the step, the model, the optimizer, the
+//     hyper-parameters of its update rule (weight decay, clipping norm,
+//     momentum, betas, ...) and the training loop's own state (data cursor,
+//     seeds, options) as JSON.
 // Tensors are keyed by parameter names, not by device, so a run resumes on
 // any number of pipeline devices. `<dir>/latest` names the newest.
 //
@@ -52,7 +54,10 @@ StatusOr<std::string> saveCheckpoint(Engine &engine, const std::string &dir,
 /// Loads a checkpoint into `engine` (any device kind): `path` is a checkpoint
 /// directory or a save directory whose `latest` names one. Every parameter and
 /// optimizer state tensor must be there with the model's shape; checksums are
-/// verified; the optimizer must be the run's. Then stepsDone is the
+/// verified; the optimizer and the hyper-parameters its update rule reads
+/// (with the weight decay and the clipping norm) must be the run's,
+/// InvalidArgument naming both values otherwise; one the checkpoint does not
+/// record (saved before they were) is not checked. Then stepsDone is the
 /// checkpoint's. Nothing is changed when an error is returned.
 Status loadCheckpoint(Engine &engine, const std::string &path,
                       CheckpointInfo *info = nullptr);

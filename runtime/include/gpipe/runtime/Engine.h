@@ -103,6 +103,10 @@ public:
   virtual Status setOptimizerState(const std::string &name, unsigned slot,
                                    const std::vector<float> &values) = 0;
   virtual OptimizerKind optimizerKind() const = 0;
+  /// The optimizer the engine was created with (its learning rate the
+  /// initial one; setLearningRate changes the steps' rate, not this):
+  /// what a checkpoint records of the run's update rule.
+  virtual const OptimizerConfig &optimizerConfig() const = 0;
   /// Successful training steps so far.
   virtual int64_t stepsDone() const = 0;
   /// A resumed run: the next step is step `steps` + 1 (the optimizer's t,
