@@ -6,7 +6,7 @@
 // (here through its C++ layer, gpipe/runtime/Runtime.hpp):
 //
 //   embed_train mlp.bundle.json /usr/share/datasets/fashion-mnist
-//       [--steps 50] [--optimizer adam] [--lr 0.001] [--seed 1]
+//       [--steps 50] [--optimizer adam|adamw|...] [--lr 0.001] [--seed 1]
 //       [--trace trace.json] [--help]
 //
 // It binds the model's inputs to Fashion-MNIST by their shapes (an f32 input
@@ -54,7 +54,7 @@ struct Options {
 
 const char *const kUsage =
     "usage: embed_train BUNDLE.json FASHION_MNIST_DIR [--steps N] "
-    "[--optimizer sgd|momentum|rmsprop|adam] [--lr X] [--seed S] "
+    "[--optimizer sgd|momentum|rmsprop|adam|adamw] [--lr X] [--seed S] "
     "[--device cpu|cuda|host-emulation] [--timeout-ms MS] [--trace PATH]\n"
     "  (options also take --name=value)\n";
 
@@ -143,7 +143,8 @@ bool optimizerKind(const std::string &name, gpipe_optimizer_t &kind) {
   } kinds[] = {{"sgd", GPIPE_OPTIMIZER_SGD},
                {"momentum", GPIPE_OPTIMIZER_MOMENTUM},
                {"rmsprop", GPIPE_OPTIMIZER_RMSPROP},
-               {"adam", GPIPE_OPTIMIZER_ADAM}};
+               {"adam", GPIPE_OPTIMIZER_ADAM},
+               {"adamw", GPIPE_OPTIMIZER_ADAMW}};
   for (const auto &k : kinds)
     if (name == k.name) {
       kind = k.kind;
@@ -234,7 +235,10 @@ int main(int argc, char **argv) {
   gpipe::Session::Options sessionOptions = gpipe::Session::defaultOptions();
   if (!optimizerKind(options.optimizer, sessionOptions.optimizer))
     return usageError("unknown optimizer '" + options.optimizer +
-                      "': expected sgd, momentum, rmsprop or adam");
+                      "': expected sgd, momentum, rmsprop, adam or adamw");
+  // AdamW decays by gpipe-run's default (PyTorch's); the others take none.
+  if (sessionOptions.optimizer == GPIPE_OPTIMIZER_ADAMW)
+    sessionOptions.weight_decay = 0.01f;
   sessionOptions.learning_rate = options.learningRate;
   sessionOptions.seed = options.seed;
   // How long a device waits for its peer before the step fails, naming both.

@@ -50,8 +50,8 @@ static gpipe::Whole<int64_t> batchSize("batch-size", cl::init(0),
                                        cl::cat(tuneCategory));
 static cl::opt<std::string>
     optimizerName("optimizer", cl::init("adam"),
-                  cl::desc("sgd, momentum, rmsprop or adam (its state counts "
-                           "in the memory)"),
+                  cl::desc("sgd, momentum, rmsprop, adam or adamw (its state "
+                           "counts in the memory)"),
                   cl::cat(tuneCategory));
 static gpipe::Count maxMicrobatches("max-microbatches", cl::init(64),
                                     cl::desc("the largest M tried (1, 2, 4, "
@@ -133,12 +133,14 @@ int main(int argc, char **argv) {
   if (batchSize < 0)
     return fail("--batch-size expects a positive number of examples, got " +
                 std::to_string(batchSize));
+  // State tensors per parameter, as the runtime keeps them
+  // (optimizerSlots in Optimizers.h): RMSProp's mean square and momentum.
   static const std::map<std::string, unsigned> slots = {
-      {"sgd", 0}, {"momentum", 1}, {"rmsprop", 1}, {"adam", 2}};
+      {"sgd", 0}, {"momentum", 1}, {"rmsprop", 2}, {"adam", 2}, {"adamw", 2}};
   auto optimizer = slots.find(optimizerName);
   if (optimizer == slots.end())
     return fail("unknown optimizer '" + optimizerName +
-                "': expected sgd, momentum, rmsprop or adam");
+                "': expected sgd, momentum, rmsprop, adam or adamw");
   if (!(deviceGflops > 0) || !(linkGBPerSecond > 0) || !(linkLatencyUs >= 0))
     return fail("--device-gflops and --link-gb-per-s expect positive "
                 "numbers and --link-latency-us a non-negative one");
