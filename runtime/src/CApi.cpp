@@ -6,7 +6,8 @@
 // failure gets its own status and a message naming the argument; the
 // runtime's Status codes map to gpipe_status_t one for one (an unreadable
 // bundle is GPIPE_ERROR_IO, bad text GPIPE_ERROR_INVALID_BUNDLE); what a
-// device reports during a step is GPIPE_ERROR_RUNTIME. No exception crosses
+// device reports during a step is GPIPE_ERROR_RUNTIME, what the non-finite
+// guard stops GPIPE_ERROR_NON_FINITE. No exception crosses
 // the C boundary: an allocation failure is GPIPE_ERROR_OUT_OF_MEMORY.
 //
 //===----------------------------------------------------------------------===//
