@@ -16,7 +16,7 @@ compile() {
   name="$(basename "$model" .mlir)"
   echo "== $model: $stages stages, $microbatches micro-batches"
   "$build/bin/gpipe-opt" "$model" \
-    --gpipe-compile="num-stages=$stages num-microbatches=$microbatches" \
+    --gpipe-compile="stages=$stages microbatches=$microbatches" \
     --gpipe-report="output=$out/$name.report.json format=json" \
     --gpipe-report \
     -o "$out/$name.compiled.mlir"

@@ -48,7 +48,7 @@ build="${GPIPE_BUILD_DIR:-$root/build}"
 mkdir -p "$dest/bundles"
 compile() {
   "$build/bin/gpipe-opt" "$root/python-free-examples/$1/$1.mlir" \
-    --gpipe-compile="num-stages=$2 num-microbatches=$3" |
+    --gpipe-compile="stages=$2 microbatches=$3" |
     "$build/bin/gpipe-translate" --gpipe-to-bundle -o "$dest/bundles/$1.bundle.json"
 }
 compile mlp 4 8

@@ -45,7 +45,7 @@ done
 fits() { # blocks, remat
   "$build/bin/resnet_model" --blocks "$1" -o "$work/r.mlir"
   "$build/bin/gpipe-opt" "$work/r.mlir" -o /dev/null \
-    --gpipe-compile="num-stages=1 num-microbatches=$microbatches remat=$2 memory-cap=$cap" 2>/dev/null
+    --gpipe-compile="stages=1 microbatches=$microbatches remat=$2 memory-cap=$cap" 2>/dev/null
 }
 
 echo "| remat | deepest fitting | planned peak | measured (resident + arena) | next depth needs |"
@@ -67,7 +67,7 @@ for remat in none full; do
   if [[ $high -le $most ]]; then
     "$build/bin/resnet_model" --blocks "$high" -o "$work/r.mlir"
     next=$("$build/bin/gpipe-opt" "$work/r.mlir" -o /dev/null \
-      --gpipe-compile="num-stages=1 num-microbatches=$microbatches remat=$remat memory-cap=$cap" 2>&1 |
+      --gpipe-compile="stages=1 microbatches=$microbatches remat=$remat memory-cap=$cap" 2>&1 |
       sed -n 's/.*the best split needs \([0-9.]* [KMG]iB\).*/\1/p' | head -1 || true)
     next="ResNet-$(( 6 * high + 2 )): $next"
   fi

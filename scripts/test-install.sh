@@ -34,7 +34,7 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 echo "== a bundle from the installed compiler"
 bundle="$work/mlp.bundle.json"
 "$prefix/bin/gpipe-opt" "$root/python-free-examples/mlp/mlp.mlir" \
-  --gpipe-compile="num-stages=2 num-microbatches=2" |
+  --gpipe-compile="stages=2 microbatches=2" |
   "$prefix/bin/gpipe-translate" --gpipe-to-bundle -o "$bundle"
 
 libdir="$(dirname "$(find "$prefix" -name 'libgpipe_runtime.so' | head -1)")"

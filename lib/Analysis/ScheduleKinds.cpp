@@ -209,7 +209,7 @@ std::string checkOrder(const ComputeOrder &order, const PipelineSpec &spec,
     // A file for fewer devices than stages: they may be meant to interleave.
     if (numLocal == 1 && order.size() >= 2 && order.size() < numDevices &&
         numDevices % order.size() == 0)
-      message += ", or num-virtual-stages=" +
+      message += ", or virtual-stages=" +
                  std::to_string(numDevices / order.size()) + " for " +
                  std::to_string(order.size()) + " devices running " +
                  std::to_string(numDevices / order.size()) + " stages each";

@@ -1,5 +1,6 @@
 //===- CompilePipeline.cpp - The gpipe-compile pipeline -------------------===//
 
+#include "gpipe/Dialect/GPipe/Transforms/OptionAliases.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -50,12 +51,34 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   pm.addPass(createPlanMemoryPass(plan));
 }
 
+LogicalResult CompilePipelineOptions::resolveAliases(
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  if (failed(resolveOptionAlias(numStages, numStagesAlias, errorHandler)) ||
+      failed(resolveOptionAlias(numMicrobatches, numMicrobatchesAlias,
+                                errorHandler)))
+    return failure();
+  return resolveOptionAlias(numVirtualStages, numVirtualStagesAlias,
+                            errorHandler);
+}
+
 void gpipe::registerGPipePassesAndPipelines() {
   registerGPipePasses();
-  PassPipelineRegistration<CompilePipelineOptions>(
+  // PassPipelineRegistration's, with the aliases resolved before building.
+  registerPassPipeline(
       "gpipe-compile",
       "partition, outline stages, differentiate, choose what to recompute, "
       "insert channels, unroll and verify the schedule, plan each "
       "device's memory",
-      buildCompilePipeline);
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        CompilePipelineOptions options;
+        if (failed(options.parseFromString(text)) ||
+            failed(options.resolveAliases(errorHandler)))
+          return failure();
+        buildCompilePipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optionsHandler) {
+        optionsHandler(CompilePipelineOptions());
+      });
 }

@@ -15,6 +15,7 @@
 #include "gpipe/Analysis/LayerSequence.h"
 #include "gpipe/Analysis/Partitioner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Transforms/OptionAliases.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -43,6 +44,16 @@ namespace {
 struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
   using Base::Base;
 
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    if (failed(Pass::initializeOptions(options, errorHandler)) ||
+        failed(resolveOptionAlias(numStages, numStagesAlias, errorHandler)))
+      return failure();
+    return resolveOptionAlias(numMicrobatches, numMicrobatchesAlias,
+                              errorHandler);
+  }
+
   CellSchedule cellSchedule() const { return {schedule, numStages}; }
 
   void runOnOperation() override {
@@ -60,7 +71,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
              << "is already split into stages; partition runs before "
                 "gpipe-form-stages";
     if (numStages == 0)
-      return model.emitOpError() << "expects num-stages >= 1, got 0";
+      return model.emitOpError() << "expects stages >= 1, got 0";
     FailureOr<LayerSequence> sequence = buildLayerSequence(model);
     if (failed(sequence))
       return failure();

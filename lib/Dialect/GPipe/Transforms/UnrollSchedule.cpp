@@ -5,6 +5,7 @@
 #include "gpipe/Analysis/ScheduleKinds.h"
 #include "gpipe/Analysis/ScheduleText.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Transforms/OptionAliases.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
 
@@ -133,6 +134,17 @@ namespace {
 struct UnrollSchedulePass
     : public gpipe::impl::UnrollSchedulePassBase<UnrollSchedulePass> {
   using Base::Base;
+
+  LogicalResult initializeOptions(
+      StringRef options,
+      function_ref<LogicalResult(const Twine &)> errorHandler) override {
+    if (failed(Pass::initializeOptions(options, errorHandler)) ||
+        failed(resolveOptionAlias(numMicrobatches, numMicrobatchesAlias,
+                                  errorHandler)))
+      return failure();
+    return resolveOptionAlias(numVirtualStages, numVirtualStagesAlias,
+                              errorHandler);
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();

@@ -6,7 +6,7 @@
 // RUN: gpipe-opt %s -gpipe-partition="num-stages=1 memory-cap=1KiB" | FileCheck %s --check-prefix=KIB
 
 // CAP: error: invalid memory-cap '12XB': expected a byte count such as 1048576, 512MiB or 2GiB
-// ZERO: error: 'gpipe.model' op expects num-stages >= 1, got 0
+// ZERO: error: 'gpipe.model' op expects stages >= 1, got 0
 // OBJECTIVE: Cannot find option named 'fastest'
 // REMAT: Cannot find option named 'sometimes'
 // KIB: memory_cap = 1024 : i64

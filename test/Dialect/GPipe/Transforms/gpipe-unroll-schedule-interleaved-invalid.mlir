@@ -18,7 +18,7 @@
 // ZERO: error: 'gpipe.model' op cannot be scheduled: the number of virtual stages must be at least 1
 // DEADLOCK: error: 'gpipe.model' op cannot run the schedule in '{{.*}}interleaved-deadlock.sched': the schedule deadlocks: device 0 action #1 (backward of micro-batch 0 in stage 0) waits for device 1's backward of micro-batch 0 in stage 1 (its action #3); device 1 action #1 (forward of micro-batch 0 in stage 3) waits for device 0's forward of micro-batch 0 in stage 2 (its action #2)
 // STAGE: error: schedule file '{{.*}}wrong-stage.sched', line 1: device 0 does not run stage 1: 2 devices run the stages round-robin, device 0 runs stages 0, 2, ...
-// HINT: error: 'gpipe.model' op cannot run the schedule in '{{.*}}interleaved-k2-v2-m2.sched': the schedule has 2 device(s), expected 4 (one per stage), or num-virtual-stages=2 for 2 devices running 2 stages each
+// HINT: error: 'gpipe.model' op cannot run the schedule in '{{.*}}interleaved-k2-v2-m2.sched': the schedule has 2 device(s), expected 4 (one per stage), or virtual-stages=2 for 2 devices running 2 stages each
 
 gpipe.model @mlp batch 4 {
   %x = gpipe.input "x" : tensor<4x4xf32>

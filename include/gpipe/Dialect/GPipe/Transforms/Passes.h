@@ -47,11 +47,11 @@ struct CompilePipelineOptions
                      "1/R of the mini-batch"),
       llvm::cl::init(1)};
   Option<unsigned, WholeParser<unsigned>> numStages{
-      *this, "num-stages", llvm::cl::desc("number of pipeline stages (K)"),
+      *this, "stages", llvm::cl::desc("number of pipeline stages (K)"),
       llvm::cl::init(1)};
   Option<unsigned, WholeParser<unsigned>> numMicrobatches{
-      *this, "num-microbatches",
-      llvm::cl::desc("micro-batches per mini-batch (M)"), llvm::cl::init(1)};
+      *this, "microbatches", llvm::cl::desc("micro-batches per mini-batch (M)"),
+      llvm::cl::init(1)};
   Option<PartitionObjective> objective{
       *this, "objective", llvm::cl::desc("partition objective"),
       llvm::cl::init(PartitionObjective::Variance),
@@ -88,13 +88,13 @@ struct CompilePipelineOptions
                      "and weight gradients (W), W deferred into the bubble"),
           clEnumValN(::gpipe::schedule::ScheduleKind::Interleaved,
                      "interleaved",
-                     "1F1B with num-virtual-stages stages per device, "
+                     "1F1B with virtual-stages stages per device, "
                      "round-robin: the bubble shrinks by that factor"))};
   Option<unsigned, WholeParser<unsigned>> numVirtualStages{
-      *this, "num-virtual-stages",
+      *this, "virtual-stages",
       llvm::cl::desc("stages per device (V) under schedule=interleaved: the "
-                     "model is cut into num-stages x V stages, stage s on "
-                     "device s mod num-stages"),
+                     "model is cut into stages x V stages, stage s on "
+                     "device s mod stages"),
       llvm::cl::init(1)};
   Option<std::string> scheduleFile{
       *this, "schedule-file",
@@ -106,6 +106,27 @@ struct CompilePipelineOptions
       llvm::cl::desc("optimizer state tensors per parameter (Adam: 2, "
                      "momentum and RMSProp: 1, SGD: 0)"),
       llvm::cl::init(2)};
+  // The first spellings, documented before they matched the tools'
+  // (OptionAliases.h); 0: not given.
+  Option<unsigned, WholeParser<unsigned>> numStagesAlias{
+      *this, "num-stages",
+      llvm::cl::desc("the old spelling of stages, still accepted"),
+      llvm::cl::init(0)};
+  Option<unsigned, WholeParser<unsigned>> numMicrobatchesAlias{
+      *this, "num-microbatches",
+      llvm::cl::desc("the old spelling of microbatches, still accepted"),
+      llvm::cl::init(0)};
+  Option<unsigned, WholeParser<unsigned>> numVirtualStagesAlias{
+      *this, "num-virtual-stages",
+      llvm::cl::desc("the old spelling of virtual-stages, still accepted"),
+      llvm::cl::init(0)};
+
+  /// Moves the counts given by their old spellings into numStages,
+  /// numMicrobatches and numVirtualStages; fails through `errorHandler` where
+  /// both spellings were given different values.
+  mlir::LogicalResult
+  resolveAliases(llvm::function_ref<mlir::LogicalResult(const llvm::Twine &)>
+                     errorHandler);
 };
 
 /// Adds estimate-cost, partition, form-stages, differentiate, rematerialize,

@@ -47,7 +47,7 @@ def EstimateCostPass : Pass<"gpipe-estimate-cost", "::mlir::ModuleOp"> {
 }
 
 def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
-  let summary = "assigns the layers to num-stages balanced contiguous cells";
+  let summary = "assigns the layers to `stages` balanced contiguous cells";
   let description = [{
     Needs a cost on every layer (see `gpipe-estimate-cost`). Solves the
     partition exactly for the chosen objective: `variance` (GPipe's: the most
@@ -66,8 +66,10 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     model.
   }];
   let options = [
-    Option<"numStages", "num-stages", "unsigned", "1",
+    Option<"numStages", "stages", "unsigned", "1",
            "number of cells (one pipeline stage per device)">,
+    Option<"numStagesAlias", "num-stages", "unsigned", "0",
+           "the old spelling of stages, still accepted">,
     Option<"objective", "objective", "::gpipe::PartitionObjective",
            "::gpipe::PartitionObjective::Variance",
            "partition objective", [{::llvm::cl::values(
@@ -78,8 +80,10 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     Option<"memoryCap", "memory-cap", "std::string", "\"\"",
            "per-device memory cap, e.g. 512MiB, 2GiB or 1000000 (bytes); "
            "empty for none">,
-    Option<"numMicrobatches", "num-microbatches", "unsigned", "1",
+    Option<"numMicrobatches", "microbatches", "unsigned", "1",
            "micro-batches per mini-batch (for the memory model)">,
+    Option<"numMicrobatchesAlias", "num-microbatches", "unsigned", "0",
+           "the old spelling of microbatches, still accepted">,
     Option<"remat", "remat", "::gpipe::RematPolicy",
            "::gpipe::RematPolicy::Full",
            "rematerialisation policy assumed by the memory model",
@@ -104,7 +108,7 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
                         "1F1B with split backwards, W deferred into the bubble"),
              clEnumValN(::gpipe::schedule::ScheduleKind::Interleaved,
                         "interleaved",
-                        "1F1B over num-virtual-stages stages per device"))}]>,
+                        "1F1B over virtual-stages stages per device"))}]>,
     Option<"memoryModel", "memory-model", "::gpipe::CellMemoryEstimate",
            "::gpipe::CellMemoryEstimate::Plan",
            "how a cell's memory is sized against memory-cap",
@@ -189,7 +193,7 @@ def UnrollSchedulePass : Pass<"gpipe-unroll-schedule", "::mlir::ModuleOp"> {
     non-last stage sent to the next stage exactly once on channel c = result
     c, with the batch as leading dimension, and received there with the same
     type. Writes a `gpipe.schedule` next to each model, device s running
-    stage s (with `num-virtual-stages=V`, the K = stages / V devices run the
+    stage s (with `virtual-stages=V`, the K = stages / V devices run the
     stages round-robin: stage s on device s mod K), with gradient
     accumulation across micro-batches and exactly one
     optimizer step. `schedule=gpipe`: forwards for micro-batches 0..M-1
@@ -206,8 +210,10 @@ def UnrollSchedulePass : Pass<"gpipe-unroll-schedule", "::mlir::ModuleOp"> {
     differ by at most one (the first batch % M get one more).
   }];
   let options = [
-    Option<"numMicrobatches", "num-microbatches", "unsigned", "1",
+    Option<"numMicrobatches", "microbatches", "unsigned", "1",
            "micro-batches per mini-batch">,
+    Option<"numMicrobatchesAlias", "num-microbatches", "unsigned", "0",
+           "the old spelling of microbatches, still accepted">,
     Option<"schedule", "schedule", "::gpipe::schedule::ScheduleKind",
            "::gpipe::schedule::ScheduleKind::GPipe",
            "the order of forwards and backwards on each device",
@@ -220,14 +226,16 @@ def UnrollSchedulePass : Pass<"gpipe-unroll-schedule", "::mlir::ModuleOp"> {
                         "1F1B with split backwards, W deferred into the bubble"),
              clEnumValN(::gpipe::schedule::ScheduleKind::Interleaved,
                         "interleaved",
-                        "1F1B over num-virtual-stages stages per device"))}]>,
+                        "1F1B over virtual-stages stages per device"))}]>,
     Option<"scheduleFile", "schedule-file", "std::string", "\"\"",
            "read each device's order of forwards and backwards from this "
            "file instead">,
-    Option<"numVirtualStages", "num-virtual-stages", "unsigned", "1",
+    Option<"numVirtualStages", "virtual-stages", "unsigned", "1",
            "stages per device (V): K = stages / V devices run them "
            "round-robin (schedule=interleaved, or a schedule file that names "
            "stages)">,
+    Option<"numVirtualStagesAlias", "num-virtual-stages", "unsigned", "0",
+           "the old spelling of virtual-stages, still accepted">,
   ];
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }
