@@ -209,10 +209,10 @@ std::string checkOrder(const ComputeOrder &order, const PipelineSpec &spec,
     // A file for fewer devices than stages: they may be meant to interleave.
     if (numLocal == 1 && order.size() >= 2 && order.size() < numDevices &&
         numDevices % order.size() == 0)
-      message += ", or virtual-stages=" +
-                 std::to_string(numDevices / order.size()) + " for " +
-                 std::to_string(order.size()) + " devices running " +
-                 std::to_string(numDevices / order.size()) + " stages each";
+      message +=
+          ", or virtual-stages=" + std::to_string(numDevices / order.size()) +
+          " for " + std::to_string(order.size()) + " devices running " +
+          std::to_string(numDevices / order.size()) + " stages each";
     return message;
   }
   index.numMicrobatches = numMicrobatches;
