@@ -12,7 +12,7 @@ packages=(
   clang libclang-rt-dev clang-22 libclang-rt-22-dev
   libopenmpi-dev openmpi-bin
   libonnx-dev libprotobuf-dev libonnx-testdata
-  pkgconf
+  pkgconf libzstd-dev
   chromium-headless-shell fonts-dejavu-core
 )
 
