@@ -157,11 +157,18 @@ inline void applyCompileFlags(CompilePipelineOptions &options) {
 }
 
 /// The CPU devices' threads the flags ask for.
+static llvm::cl::opt<bool> flushDenormals(
+    "flush-denormals", llvm::cl::init(true),
+    llvm::cl::desc("cpu: the devices' threads flush denormal floats to zero "
+                   "(=false: IEEE gradual underflow, much slower on them)"),
+    llvm::cl::cat(pipelineCategory));
+
 inline runtime::device::CpuThreading cpuThreadingFromFlags() {
   runtime::device::CpuThreading threading;
   threading.threadsPerDevice = cpuThreads;
   threading.pinThreads = pinThreads;
   threading.packWeights = packWeights;
+  threading.flushDenormals = flushDenormals;
   return threading;
 }
 

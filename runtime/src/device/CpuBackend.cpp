@@ -59,6 +59,7 @@ struct CpuBackend::Impl {
   /// Per device, its parameters' packed copies; empty without packing.
   std::vector<PackedWeightCache> packed;
   std::vector<int> workerCores; ///< per device; empty: not pinned
+  bool flushDenormals = true;
   std::vector<HostBlock> allocations;
 
   void fail(std::string message) {
@@ -117,6 +118,8 @@ struct CpuBackend::Impl {
   void workerLoop(unsigned device) {
     if (!workerCores.empty())
       pinThisThread(workerCores[device]);
+    if (flushDenormals)
+      flushDenormalsOnThisThread(true);
     uint64_t seen = 0;
     for (;;) {
       {
@@ -144,6 +147,7 @@ CpuBackend::CpuBackend(unsigned numDevices, CpuThreading threading)
   std::vector<int> cores =
       threading.pinThreads ? allowedCores() : std::vector<int>();
   impl->queues.resize(numDevices);
+  impl->flushDenormals = threading.flushDenormals;
   if (threading.packWeights && packedGemmSupported())
     impl->packed.resize(numDevices);
   for (unsigned d = 0; d < numDevices; ++d) {
@@ -152,7 +156,8 @@ CpuBackend::CpuBackend(unsigned numDevices, CpuThreading threading)
       mine.push_back(cores[(size_t(d) * threads + t) % cores.size()]);
     if (!mine.empty())
       impl->workerCores.push_back(mine.front());
-    impl->pools.push_back(std::make_unique<IntraOpPool>(threads, mine));
+    impl->pools.push_back(
+        std::make_unique<IntraOpPool>(threads, mine, threading.flushDenormals));
   }
   for (unsigned d = 0; d < numDevices; ++d)
     impl->workers.emplace_back([this, d] { impl->workerLoop(d); });

@@ -3,6 +3,9 @@
 #include "gpipe/runtime/device/IntraOpPool.h"
 
 #include <sched.h>
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 using namespace gpipe::runtime::device;
 
@@ -31,8 +34,23 @@ bool gpipe::runtime::device::pinThisThread(int core) {
   return sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
-IntraOpPool::IntraOpPool(unsigned threads, std::vector<int> cores)
-    : numThreads(threads < 1 ? 1 : threads), cores(std::move(cores)) {}
+bool gpipe::runtime::device::flushDenormalsOnThisThread(bool flush) {
+#if defined(__SSE__) || defined(__x86_64__)
+  constexpr unsigned kFlushToZero = 0x8000, kDenormalsAreZero = 0x0040;
+  unsigned mode = _mm_getcsr();
+  _mm_setcsr(flush ? mode | kFlushToZero | kDenormalsAreZero
+                   : mode & ~(kFlushToZero | kDenormalsAreZero));
+  return true;
+#else
+  (void)flush;
+  return false;
+#endif
+}
+
+IntraOpPool::IntraOpPool(unsigned threads, std::vector<int> cores,
+                         bool flushDenormals)
+    : numThreads(threads < 1 ? 1 : threads), cores(std::move(cores)),
+      flushDenormals(flushDenormals) {}
 
 IntraOpPool::~IntraOpPool() {
   {
@@ -73,6 +91,8 @@ void IntraOpPool::runChunk(unsigned index) {
 void IntraOpPool::helperLoop(unsigned index) {
   if (!cores.empty())
     pinThisThread(cores[index % cores.size()]);
+  if (flushDenormals)
+    flushDenormalsOnThisThread(true);
   uint64_t seen = 0;
   for (;;) {
     auto fresh = [&] {
