@@ -13,6 +13,7 @@
 
 #include "CApiSessionSupport.h"
 #include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/Runtime.hpp"
 
 #include <gtest/gtest.h>
 
@@ -198,3 +199,29 @@ TEST(CApiNonFiniteGuard, OlderOptionsGetTheGuardAndNoClipping) {
 }
 
 } // namespace
+
+// The C++ layer's gradientNorm: none before a step; after one, the norm of
+// every parameter's gradient, as gradient() reads them (the guard is on, so
+// the step measures it).
+TEST(CApiGradientNorm, CppLayer) {
+  gpipe_session_options_t options;
+  gpipe_session_options_init(&options);
+  gpipe::Result<gpipe::Session> session =
+      gpipe::Session::fromJson(dropoutMlpJson(), "mlp", options);
+  ASSERT_TRUE(session.ok()) << gpipe_last_error();
+  gpipe::Result<double> none = session->gradientNorm();
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), GPIPE_ERROR_FAILED_PRECONDITION);
+  ASSERT_TRUE(std::isfinite(trainStep(session->get(), 3)));
+  double squares = 0;
+  for (const gpipe::TensorInfo &param : session->parameters()) {
+    gpipe::Result<std::vector<float>> gradient = session->gradient(param.name);
+    ASSERT_TRUE(gradient.ok()) << gradient.status().toString();
+    for (float g : *gradient)
+      squares += double(g) * double(g);
+  }
+  gpipe::Result<double> norm = session->gradientNorm();
+  ASSERT_TRUE(norm.ok()) << norm.status().toString();
+  EXPECT_GT(*norm, 0.0);
+  EXPECT_NEAR(*norm, std::sqrt(squares), 1e-6 * std::sqrt(squares));
+}

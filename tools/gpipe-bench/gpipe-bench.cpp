@@ -57,7 +57,7 @@ static gpipe::Count topOps("top", cl::init(12),
                            cl::cat(benchCategory));
 static cl::opt<std::string>
     optimizerName("optimizer", cl::init("adam"),
-                  cl::desc("sgd, momentum, rmsprop or adam"),
+                  cl::desc("sgd, momentum, rmsprop, adam or adamw"),
                   cl::cat(benchCategory));
 static cl::opt<bool> json("json", cl::init(false),
                           cl::desc("one JSON object on stdout, the text on "

@@ -239,6 +239,16 @@ public:
     return fraction;
   }
 
+  /// gpipe_session_gradient_norm: the global gradient norm of the last
+  /// step, before clipping.
+  Result<double> gradientNorm() const {
+    double norm = 0;
+    gpipe_status_t code = gpipe_session_gradient_norm(handle, &norm);
+    if (code != GPIPE_OK)
+      return Status::fromLastCall(code);
+    return norm;
+  }
+
   /// One training step (gpipe_session_train_step); the mini-batch loss.
   Result<double> trainStep(const std::vector<Input> &inputs) {
     std::vector<gpipe_input_t> c = toC(inputs);
