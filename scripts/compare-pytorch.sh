@@ -16,10 +16,14 @@
 # drifting machine noise falls on both. Every run prints one JSON line on
 # stdout; a Markdown table per model and batch follows; progress goes to stderr.
 # PyTorch comes from PyPI into .venv-compare/ (git-ignored; about 4 GB,
-# installed once).
+# installed once). With --mkl, gpipe multiplies with Intel's MKL, as PyTorch's
+# wheel does: PyPI's mkl package goes into the same environment (its
+# libraries only, no dependencies: gpipe runs MKL's sequential layer) and
+# every gpipe-bench run gets GPIPE_BLAS_LIBRARY (runtime/include/gpipe/
+# runtime/BlasLibrary.h); the tables name each run's BLAS.
 #   scripts/compare-pytorch.sh [--models mlp,transformer] [--batches 64,512]
 #       [--transformer-batches 32,128] [--steps 20] [--warmup 3] [--out FILE]
-#       [--gpipe-args 'ARGS'] [--torch-only]
+#       [--gpipe-args 'ARGS'] [--torch-only] [--mkl]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -34,19 +38,21 @@ usage: scripts/compare-pytorch.sh [options]
   --out FILE                  also write the JSON lines to FILE
   --gpipe-args 'ARGS'         extra arguments for every gpipe-bench run (e.g. '--threads-per-device 1')
   --torch-only                skip gpipe (no build), time only PyTorch
+  --mkl                       gpipe multiplies with MKL (PyPI's mkl, installed once) instead of OpenBLAS
   --help                      this text
 Batch sizes must be multiples of the 8 micro-batches.
 EOF
 }
 
 models=mlp,transformer batches=64,512 transformer_batches=32,128
-steps=20 warmup=3 out="" torch_only=false gpipe_args=""
+steps=20 warmup=3 out="" torch_only=false gpipe_args="" mkl=false
 microbatches=8
 die() { echo "compare-pytorch.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --help|-h) usage; exit 0 ;;
     --torch-only) torch_only=true; shift ;;
+    --mkl) mkl=true; shift ;;
     --models|--batches|--transformer-batches|--steps|--warmup|--out|--gpipe-args)
       [[ $# -ge 2 ]] || die "$1 needs a value"
       case "$1" in
@@ -114,6 +120,16 @@ if ! has_torch; then
 fi
 log "torch $("$py" -c 'import torch; print(torch.__version__)'); checking parameter counts against the .mlir"
 "$py" "$root/scripts/pytorch/models.py"
+
+mkl_version=2025.2.0
+if $mkl && ! $torch_only; then
+  if ! "$venv/bin/pip" show mkl 2>/dev/null | grep -qx "Version: $mkl_version"; then
+    log "installing MKL $mkl_version (PyPI's mkl, its libraries only) into .venv-compare/, once"
+    "$venv/bin/pip" install --quiet --no-deps "mkl==$mkl_version" >&2
+  fi
+  export GPIPE_BLAS_LIBRARY="$venv/lib/libmkl_rt.so.2"
+  [[ -e $GPIPE_BLAS_LIBRARY ]] || { log "no $GPIPE_BLAS_LIBRARY after installing mkl"; exit 1; }
+fi
 
 # --- gpipe ------------------------------------------------------------------
 bench="${GPIPE_BUILD_DIR:-$root/build}/bin/gpipe-bench"

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/CpuKernels.h"
+#include "gpipe/runtime/BlasLibrary.h"
 #include "gpipe/runtime/device/DropoutHash.h"
 
 #include "CpuVectorMath.h"
@@ -38,17 +39,16 @@ using namespace gpipe::runtime::cpu::simd;
 namespace {
 
 /// Row-major sgemm: C = alpha op(A) op(B) + beta C, with op(A) [m, k] and
-/// op(B) [k, n]. Sizes go through blasint (32-bit in LP64 OpenBLAS builds).
+/// op(B) [k, n], through the process's BLAS (BlasLibrary.h); sizes are
+/// CBLAS's 32-bit ints.
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           float alpha, const float *a, int64_t lda, const float *b,
           int64_t ldb, float beta, float *c, int64_t ldc) {
   if (m == 0 || n == 0)
     return;
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
+  cpu::blas().sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                    transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
+                    alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
 /// Multiply-adds under which a product runs on one thread.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/Engine.h"
+#include "gpipe/runtime/BlasLibrary.h"
 #include "gpipe/runtime/device/DeviceExecutor.h"
 #include "gpipe/runtime/device/HostBackend.h"
 
@@ -149,6 +150,10 @@ void gpipe::runtime::registerBackend(DeviceKind kind, BackendFactory factory) {
 StatusOr<std::unique_ptr<Engine>>
 gpipe::runtime::createEngine(Bundle bundle, const EngineOptions &options) {
   std::string error;
+  if (options.device == DeviceKind::Cpu ||
+      options.device == DeviceKind::HostEmulation)
+    if (Status usable = cpu::checkBlas(); !usable.ok())
+      return usable;
   if (options.device == DeviceKind::Cpu) {
     ExecutorConfig config;
     config.optimizer = options.optimizer;

@@ -46,7 +46,7 @@ def table(model, batch, runs):
             ideal = r.get("ideal_bubble")
             bubble = f"{r['bubble']:.3f} ({'n/a' if ideal is None else f'{ideal:.3f}'})"
         if r.get("device"):  # gpipe-bench says how many devices and threads ran
-            label += f" ({r['device']})"
+            label += f" ({r['device']}" + (f", {r['blas']}" if r.get("blas") else "") + ")"
         print(f"| {label} | {r['step_ms_median']:.2f} | {r['step_ms_min']:.2f} "
               f"| {batch * 1e3 / r['step_ms_median']:.0f} | {bubble} |")
 

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Tools/PipelineFlags.h"
+#include "gpipe/runtime/BlasLibrary.h"
 #include "gpipe/runtime/BundleReader.h"
 #include "gpipe/runtime/Engine.h"
 #include "gpipe/runtime/SyntheticBatch.h"
@@ -288,6 +289,7 @@ static int run() {
     llvm::json::Object out{
         {"model", modelPath},
         {"device", timed.describe()},
+        {"blas", rt::cpu::blas().name},
         {"stages", k},
         {"virtual_stages", v},
         {"microbatches", m},

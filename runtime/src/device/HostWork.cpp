@@ -1,6 +1,7 @@
 //===- HostWork.cpp - Stream work that backends on the host share ---------===//
 
 #include "gpipe/runtime/device/HostWork.h"
+#include "gpipe/runtime/BlasLibrary.h"
 
 #include <cblas.h>
 
@@ -32,10 +33,10 @@ void gpipe::runtime::device::runGemmOnHost(const GemmBatch &g) {
           c[r * g.ldc + col] *= g.beta;
       continue;
     }
-    cblas_sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
-                g.transB ? CblasTrans : CblasNoTrans, int(g.m), int(g.n),
-                int(g.k), g.alpha, g.a + i * g.strideA, int(g.lda),
-                g.b + i * g.strideB, int(g.ldb), g.beta, c, int(g.ldc));
+    cpu::blas().sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
+                      g.transB ? CblasTrans : CblasNoTrans, int(g.m), int(g.n),
+                      int(g.k), g.alpha, g.a + i * g.strideA, int(g.lda),
+                      g.b + i * g.strideB, int(g.ldb), g.beta, c, int(g.ldc));
   }
 }
 

@@ -1,0 +1,51 @@
+//===- BlasLibrary.h - The sgemm the CPU kernels call -----------*- C++ -*-===//
+//
+// The CPU kernels multiply through one CBLAS sgemm: OpenBLAS's, which the
+// runtime links, or another library's, loaded once per process from the
+// path in the environment variable GPIPE_BLAS_LIBRARY (Intel's MKL from PyPI,
+// libmkl_rt.so.2, was 1.1x OpenBLAS's single-thread GEMM here:
+// docs/Benchmarks.md). A loaded library runs single-threaded: the devices'
+// threads share the cores. A path that cannot serve is an error when an
+// engine is created, never a silent fall-back.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_BLASLIBRARY_H
+#define GPIPE_RUNTIME_BLASLIBRARY_H
+
+#include "gpipe/runtime/Status.h"
+
+#include <string>
+
+namespace gpipe::runtime::cpu {
+
+/// cblas_sgemm's signature, with CBLAS's enums as ints (row major 101, no
+/// transpose 111, transpose 112).
+using Sgemm = void (*)(int order, int transA, int transB, int m, int n, int k,
+                       float alpha, const float *a, int lda, const float *b,
+                       int ldb, float beta, float *c, int ldc);
+
+struct BlasLibrary {
+  Sgemm sgemm = nullptr;
+  /// "OpenBLAS 0.3.21" or the loaded file's path.
+  std::string name;
+  /// Why the library asked for could not be used ("" when it serves); the
+  /// sgemm is then OpenBLAS's.
+  std::string error;
+};
+
+/// Loads `path` (dlopen) and sets it to one thread: MKL's sequential
+/// threading layer, OpenBLAS's or BLIS's thread count. An error names the
+/// path and what failed; "" gives OpenBLAS's, linked.
+BlasLibrary loadBlasLibrary(const std::string &path);
+
+/// The process's library: loadBlasLibrary of GPIPE_BLAS_LIBRARY, read once.
+const BlasLibrary &blas();
+
+/// OK, or Unavailable with blas().error, for an engine about to run CPU
+/// devices (or the host emulation, whose kernels are the CPU's).
+Status checkBlas();
+
+} // namespace gpipe::runtime::cpu
+
+#endif // GPIPE_RUNTIME_BLASLIBRARY_H
