@@ -74,18 +74,18 @@ rt::LearningRateSchedule scheduleOf(int cosine) {
                 : rt::LearningRateSchedule::Constant;
 }
 
-/// The caller's image loop options (or the defaults for null) as this
-/// library's struct: "" or what is wrong with struct_size.
-std::string readOptions(const gpipe_image_training_options_t *options,
-                        gpipe_image_training_options_t &o) {
-  using T = gpipe_image_training_options_t;
-  gpipe_image_training_options_init(&o);
+/// The caller's loop options (or the defaults for null) as this library's
+/// struct, `init` filling the defaults: "" or what is wrong with
+/// struct_size. Both loops' structs grew warmup_steps after their first
+/// layout.
+template <class T>
+std::string readOptions(const T *options, T &o, void (*init)(T *),
+                        size_t minSize, const char *initName) {
+  init(&o);
   if (!options)
     return {};
   const size_t size = options->struct_size;
-  std::string error =
-      checkStructSize(size, GPIPE_IMAGE_TRAINING_OPTIONS_MIN_SIZE, sizeof(T),
-                      "gpipe_image_training_options_init");
+  std::string error = checkStructSize(size, minSize, sizeof(T), initName);
   if (!error.empty())
     return error;
   const T defaults = o;
@@ -96,24 +96,18 @@ std::string readOptions(const gpipe_image_training_options_t *options,
   return {};
 }
 
+std::string readOptions(const gpipe_image_training_options_t *options,
+                        gpipe_image_training_options_t &o) {
+  return readOptions(options, o, gpipe_image_training_options_init,
+                     GPIPE_IMAGE_TRAINING_OPTIONS_MIN_SIZE,
+                     "gpipe_image_training_options_init");
+}
+
 std::string readOptions(const gpipe_text_training_options_t *options,
                         gpipe_text_training_options_t &o) {
-  using T = gpipe_text_training_options_t;
-  gpipe_text_training_options_init(&o);
-  if (!options)
-    return {};
-  const size_t size = options->struct_size;
-  std::string error =
-      checkStructSize(size, GPIPE_TEXT_TRAINING_OPTIONS_MIN_SIZE, sizeof(T),
-                      "gpipe_text_training_options_init");
-  if (!error.empty())
-    return error;
-  const T defaults = o;
-  std::memcpy(static_cast<void *>(&o), options, size);
-  o.struct_size = sizeof(T);
-  keepDefaultBeyond(size, offsetof(T, warmup_steps), o.warmup_steps,
-                    defaults.warmup_steps);
-  return {};
+  return readOptions(options, o, gpipe_text_training_options_init,
+                     GPIPE_TEXT_TRAINING_OPTIONS_MIN_SIZE,
+                     "gpipe_text_training_options_init");
 }
 
 /// After a loop: on a failure its last step's norm is unknown.

@@ -10,23 +10,13 @@
  *===----------------------------------------------------------------------===*/
 
 #include "CApiClippingTest.h"
+#include "CApiTestSupport.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char message[1024];
-
-static const char *failure(const char *format, ...) {
-  va_list args;
-  va_start(args, format);
-  vsnprintf(message, sizeof(message), format, args);
-  va_end(args);
-  return message;
-}
 
 static gpipe_session_t *open_session(const char *json, size_t length,
                                      const gpipe_session_options_t *options) {
@@ -35,55 +25,6 @@ static gpipe_session_t *open_session(const char *json, size_t length,
                                      &session) != GPIPE_OK)
     return NULL;
   return session;
-}
-
-/* Every model input at the full batch, filled deterministically: f32 inputs
- * in [-1, 1], i32 inputs (the labels) in [0, classes). */
-typedef struct batch_t {
-  gpipe_input_t inputs[8];
-  size_t count;
-} batch_t;
-
-static int make_batch(const gpipe_session_t *session, batch_t *batch) {
-  gpipe_session_info_t info;
-  gpipe_tensor_info_t prediction;
-  if (gpipe_session_query_info(session, &info) != GPIPE_OK ||
-      info.input_count > 8 ||
-      gpipe_session_prediction_info(session, 1, &prediction) != GPIPE_OK)
-    return 0;
-  const int64_t classes = prediction.shape[prediction.rank - 1];
-  uint64_t state = 777;
-  batch->count = info.input_count;
-  for (size_t i = 0; i < info.input_count; ++i) {
-    gpipe_tensor_info_t input;
-    gpipe_session_input_info(session, i, &input);
-    gpipe_input_t *in = &batch->inputs[i];
-    in->name = input.name;
-    in->type = input.type;
-    in->element_count = input.element_count;
-    if (input.type == GPIPE_ELEMENT_F32) {
-      float *data = malloc(input.element_count * sizeof(float));
-      for (size_t e = 0; e < input.element_count; ++e) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        data[e] = (float)((state >> 33) % 2001) / 1000.0f - 1.0f;
-      }
-      in->data = data;
-    } else {
-      int32_t *data = malloc(input.element_count * sizeof(int32_t));
-      for (size_t e = 0; e < input.element_count; ++e) {
-        state = state * 6364136223846793005ull + 1442695040888963407ull;
-        data[e] = (int32_t)((state >> 33) % (uint64_t)classes);
-      }
-      in->data = data;
-    }
-  }
-  return 1;
-}
-
-static void free_batch(batch_t *batch) {
-  for (size_t i = 0; i < batch->count; ++i)
-    free((void *)(uintptr_t)batch->inputs[i].data);
-  batch->count = 0;
 }
 
 /* All parameters (or their gradients) concatenated in bundle order,
@@ -118,17 +59,17 @@ static float *copy_all(const gpipe_session_t *session, int gradient,
 }
 
 static const char *train(gpipe_session_t *session) {
-  batch_t batch;
-  if (!make_batch(session, &batch))
-    return failure("cannot describe the model's inputs: %s",
-                   gpipe_last_error());
+  capi_batch_t batch;
+  if (!capi_make_batch(session, 777, &batch))
+    return capi_failure("cannot describe the model's inputs: %s",
+                        gpipe_last_error());
   double loss = 0;
   gpipe_status_t status =
       gpipe_session_train_step(session, batch.inputs, batch.count, &loss);
-  free_batch(&batch);
+  capi_free_batch(&batch);
   if (status != GPIPE_OK)
-    return failure("train_step: %s: %s", gpipe_status_string(status),
-                   gpipe_last_error());
+    return capi_failure("train_step: %s: %s", gpipe_status_string(status),
+                        gpipe_last_error());
   return NULL;
 }
 
@@ -148,10 +89,10 @@ static const char *unclipped_norm(const char *json, size_t length,
   gpipe_session_options_t options = sgd_options(0.0f);
   gpipe_session_t *session = open_session(json, length, &options);
   if (!session)
-    return failure("create: %s", gpipe_last_error());
+    return capi_failure("create: %s", gpipe_last_error());
   const char *error = train(session);
   if (!error && gpipe_session_gradient_norm(session, out_norm) != GPIPE_OK)
-    error = failure("gradient_norm: %s", gpipe_last_error());
+    error = capi_failure("gradient_norm: %s", gpipe_last_error());
   gpipe_session_destroy(session);
   return error;
 }
@@ -166,7 +107,7 @@ const char *capi_clip_check_sgd_step(const char *json, size_t length,
   gpipe_session_options_t options = sgd_options(clip);
   gpipe_session_t *session = open_session(json, length, &options);
   if (!session)
-    return failure("create (clip %g): %s", clip, gpipe_last_error());
+    return capi_failure("create (clip %g): %s", clip, gpipe_last_error());
   size_t count = 0, after_count = 0, gradient_count = 0;
   float *before = copy_all(session, 0, &count);
   float *after = NULL, *gradient = NULL;
@@ -177,11 +118,11 @@ const char *capi_clip_check_sgd_step(const char *json, size_t length,
   gradient = copy_all(session, 1, &gradient_count);
   if (!before || !after || !gradient || after_count != count ||
       gradient_count != count) {
-    error = failure("cannot read the parameters: %s", gpipe_last_error());
+    error = capi_failure("cannot read the parameters: %s", gpipe_last_error());
     goto done;
   }
   if (gpipe_session_gradient_norm(session, &norm) != GPIPE_OK) {
-    error = failure("gradient_norm: %s", gpipe_last_error());
+    error = capi_failure("gradient_norm: %s", gpipe_last_error());
     goto done;
   }
   /* The norm before clipping, of every gradient of every stage. */
@@ -189,30 +130,32 @@ const char *capi_clip_check_sgd_step(const char *json, size_t length,
     reference += (double)gradient[i] * (double)gradient[i];
   reference = sqrt(reference);
   if (!(reference > 0) || fabs(norm - reference) > 1e-6 * reference) {
-    error = failure("gradient_norm %.17g, the gradients' norm is %.17g", norm,
-                    reference);
+    error = capi_failure("gradient_norm %.17g, the gradients' norm is %.17g",
+                         norm, reference);
     goto done;
   }
   if (norm != unclipped) {
-    error = failure("the clipped session measured %.17g, the unclipped one "
-                    "%.17g: the norm is taken before clipping",
-                    norm, unclipped);
+    error =
+        capi_failure("the clipped session measured %.17g, the unclipped one "
+                     "%.17g: the norm is taken before clipping",
+                     norm, unclipped);
     goto done;
   }
   double ratio = (double)clip / (norm + 1e-6);
   const float scale = ratio < 1.0 ? (float)ratio : 1.0f;
   if (clip_fraction < 1.0 && !(scale < 1.0f)) {
-    error = failure("clip %g does not clip a norm of %g", clip, norm);
+    error = capi_failure("clip %g does not clip a norm of %g", clip, norm);
     goto done;
   }
   /* SGD on the clipped gradient: p1 = p0 - lr (s g), each a float op. */
   for (size_t i = 0; i < count; ++i) {
     float expected = before[i] - options.learning_rate * (scale * gradient[i]);
     if (memcmp(&expected, &after[i], sizeof(float)) != 0) {
-      error = failure("element %zu: %.9g - %g (%.9g * %.9g) = %.9g, the step "
-                      "gave %.9g",
-                      i, before[i], options.learning_rate, scale, gradient[i],
-                      expected, after[i]);
+      error =
+          capi_failure("element %zu: %.9g - %g (%.9g * %.9g) = %.9g, the step "
+                       "gave %.9g",
+                       i, before[i], options.learning_rate, scale, gradient[i],
+                       expected, after[i]);
       goto done;
     }
   }
@@ -245,12 +188,12 @@ const char *capi_guard_run_linear_step(
   options.check_finite = check_finite;
   gpipe_session_t *session = open_session(json, length, &options);
   if (!session)
-    return failure("create: %s", gpipe_last_error());
+    return capi_failure("create: %s", gpipe_last_error());
   const float w = 0.1f, b = 0.0f;
   if (gpipe_session_set_parameter(session, "w", &w, 1) != GPIPE_OK ||
       gpipe_session_set_parameter(session, "b", &b, 1) != GPIPE_OK) {
     gpipe_session_destroy(session);
-    return failure("set_parameter: %s", gpipe_last_error());
+    return capi_failure("set_parameter: %s", gpipe_last_error());
   }
   float x[4] = {x0, 0, 0, 0}, target[4] = {0, 0, 0, 0};
   gpipe_input_t inputs[2] = {{"x", GPIPE_ELEMENT_F32, x, 4},
@@ -262,7 +205,7 @@ const char *capi_guard_run_linear_step(
   const char *error = NULL;
   if (gpipe_session_get_parameter(session, "w", 1, out_w) != GPIPE_OK ||
       gpipe_session_steps_done(session, out_steps) != GPIPE_OK)
-    error = failure("reading the session: %s", gpipe_last_error());
+    error = capi_failure("reading the session: %s", gpipe_last_error());
   *out_norm_status = gpipe_session_gradient_norm(session, &norm);
   copy_message(out_norm_message, message_capacity, gpipe_last_error());
   gpipe_session_destroy(session);
@@ -289,38 +232,39 @@ const char *capi_clip_check_errors(const char *json, size_t length) {
     if (status != GPIPE_ERROR_INVALID_ARGUMENT || session ||
         strcmp(gpipe_last_error(), bad[i].message) != 0) {
       gpipe_session_destroy(session);
-      return failure("clip %g: %s: '%s'", bad[i].clip,
-                     gpipe_status_string(status), gpipe_last_error());
+      return capi_failure("clip %g: %s: '%s'", bad[i].clip,
+                          gpipe_status_string(status), gpipe_last_error());
     }
   }
   if (strcmp(gpipe_status_string(GPIPE_ERROR_NON_FINITE),
              "GPIPE_ERROR_NON_FINITE") != 0 ||
       GPIPE_ERROR_NON_FINITE != 12)
-    return failure("gpipe_status_string(12) is '%s'",
-                   gpipe_status_string(GPIPE_ERROR_NON_FINITE));
+    return capi_failure("gpipe_status_string(12) is '%s'",
+                        gpipe_status_string(GPIPE_ERROR_NON_FINITE));
 
   gpipe_session_options_t options = sgd_options(0.0f);
   options.check_finite = 0;
   gpipe_session_t *session = open_session(json, length, &options);
   if (!session)
-    return failure("create: %s", gpipe_last_error());
+    return capi_failure("create: %s", gpipe_last_error());
   const char *error = NULL;
   double norm = 0;
   if (gpipe_session_gradient_norm(NULL, &norm) !=
           GPIPE_ERROR_INVALID_ARGUMENT ||
       strcmp(gpipe_last_error(),
              "gpipe_session_gradient_norm: session is null") != 0)
-    error = failure("gradient_norm(NULL): '%s'", gpipe_last_error());
+    error = capi_failure("gradient_norm(NULL): '%s'", gpipe_last_error());
   else if (gpipe_session_gradient_norm(session, NULL) !=
                GPIPE_ERROR_INVALID_ARGUMENT ||
            strcmp(gpipe_last_error(),
                   "gpipe_session_gradient_norm: out_norm is null") != 0)
-    error = failure("gradient_norm(session, NULL): '%s'", gpipe_last_error());
+    error =
+        capi_failure("gradient_norm(session, NULL): '%s'", gpipe_last_error());
   else if (gpipe_session_gradient_norm(session, &norm) !=
                GPIPE_ERROR_FAILED_PRECONDITION ||
            strcmp(gpipe_last_error(), "gpipe_session_gradient_norm: no "
                                       "training step has run yet") != 0)
-    error = failure("before a step: '%s'", gpipe_last_error());
+    error = capi_failure("before a step: '%s'", gpipe_last_error());
   else if ((error = train(session)))
     ;
   else if (gpipe_session_gradient_norm(session, &norm) !=
@@ -329,7 +273,8 @@ const char *capi_clip_check_errors(const char *json, size_t length) {
                   "gpipe_session_gradient_norm: the session measures no "
                   "gradient norm: it neither clips nor guards (clip_grad_norm "
                   "0, check_finite 0)") != 0)
-    error = failure("without clipping or the guard: '%s'", gpipe_last_error());
+    error =
+        capi_failure("without clipping or the guard: '%s'", gpipe_last_error());
   gpipe_session_destroy(session);
   return error;
 }

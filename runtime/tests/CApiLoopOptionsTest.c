@@ -9,21 +9,11 @@
  *===----------------------------------------------------------------------===*/
 
 #include "CApiLoopOptionsTest.h"
+#include "CApiTestSupport.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-static char message[2048];
-
-static const char *failure(const char *format, ...) {
-  va_list args;
-  va_start(args, format);
-  vsnprintf(message, sizeof(message), format, args);
-  va_end(args);
-  return message;
-}
 
 const char *capi_loop_options_check_init(void) {
   gpipe_image_training_options_t image;
@@ -33,14 +23,14 @@ const char *capi_loop_options_check_init(void) {
       image.max_steps_per_epoch != 0 || image.learning_rate != 1e-3f ||
       image.cosine_schedule != 1 || image.shuffle_seed != 1 ||
       image.warmup_steps != 0)
-    return failure("image defaults: struct_size %zu (expected %zu), epochs "
-                   "%u, max_steps_per_epoch %lld, learning_rate %g, "
-                   "cosine_schedule %d, shuffle_seed %llu, warmup_steps %lld",
-                   image.struct_size, sizeof(image), image.epochs,
-                   (long long)image.max_steps_per_epoch, image.learning_rate,
-                   image.cosine_schedule,
-                   (unsigned long long)image.shuffle_seed,
-                   (long long)image.warmup_steps);
+    return capi_failure(
+        "image defaults: struct_size %zu (expected %zu), epochs "
+        "%u, max_steps_per_epoch %lld, learning_rate %g, "
+        "cosine_schedule %d, shuffle_seed %llu, warmup_steps %lld",
+        image.struct_size, sizeof(image), image.epochs,
+        (long long)image.max_steps_per_epoch, image.learning_rate,
+        image.cosine_schedule, (unsigned long long)image.shuffle_seed,
+        (long long)image.warmup_steps);
   gpipe_text_training_options_t text;
   memset(&text, 0xAB, sizeof(text));
   gpipe_text_training_options_init(&text);
@@ -48,13 +38,13 @@ const char *capi_loop_options_check_init(void) {
       text.eval_every != 100 || text.eval_batches != 8 ||
       text.learning_rate != 1e-3f || text.cosine_schedule != 1 ||
       text.seed != 1 || text.warmup_steps != 0)
-    return failure("text defaults: struct_size %zu (expected %zu), steps "
-                   "%lld, eval_every %u, eval_batches %u, learning_rate %g, "
-                   "cosine_schedule %d, seed %llu, warmup_steps %lld",
-                   text.struct_size, sizeof(text), (long long)text.steps,
-                   text.eval_every, text.eval_batches, text.learning_rate,
-                   text.cosine_schedule, (unsigned long long)text.seed,
-                   (long long)text.warmup_steps);
+    return capi_failure(
+        "text defaults: struct_size %zu (expected %zu), steps "
+        "%lld, eval_every %u, eval_batches %u, learning_rate %g, "
+        "cosine_schedule %d, seed %llu, warmup_steps %lld",
+        text.struct_size, sizeof(text), (long long)text.steps, text.eval_every,
+        text.eval_batches, text.learning_rate, text.cosine_schedule,
+        (unsigned long long)text.seed, (long long)text.warmup_steps);
   gpipe_image_training_options_init(NULL);
   gpipe_text_training_options_init(NULL);
   return NULL;
@@ -100,9 +90,9 @@ const char *capi_loop_options_check_sizes(gpipe_session_t *image_session,
         image_session, images_dir, &image, NULL, NULL, NULL);
     if (status != GPIPE_ERROR_INVALID_ARGUMENT ||
         strcmp(gpipe_session_last_error(image_session), expected) != 0)
-      return failure("image struct_size %zu: %s: '%s', expected '%s'",
-                     image.struct_size, gpipe_status_string(status),
-                     gpipe_session_last_error(image_session), expected);
+      return capi_failure("image struct_size %zu: %s: '%s', expected '%s'",
+                          image.struct_size, gpipe_status_string(status),
+                          gpipe_session_last_error(image_session), expected);
 
     gpipe_text_training_options_t text;
     gpipe_text_training_options_init(&text);
@@ -114,9 +104,9 @@ const char *capi_loop_options_check_sizes(gpipe_session_t *image_session,
                                       NULL, NULL);
     if (status != GPIPE_ERROR_INVALID_ARGUMENT ||
         strcmp(gpipe_session_last_error(text_session), expected) != 0)
-      return failure("text struct_size %zu: %s: '%s', expected '%s'",
-                     text.struct_size, gpipe_status_string(status),
-                     gpipe_session_last_error(text_session), expected);
+      return capi_failure("text struct_size %zu: %s: '%s', expected '%s'",
+                          text.struct_size, gpipe_status_string(status),
+                          gpipe_session_last_error(text_session), expected);
   }
   return NULL;
 }
@@ -125,9 +115,9 @@ const char *capi_loop_options_check_sizes(gpipe_session_t *image_session,
 static const char *check_norm(const gpipe_session_t *session) {
   double norm = 0;
   if (gpipe_session_gradient_norm(session, &norm) != GPIPE_OK)
-    return failure("gradient_norm after the loop: %s", gpipe_last_error());
+    return capi_failure("gradient_norm after the loop: %s", gpipe_last_error());
   if (!(norm > 0))
-    return failure("gradient_norm after the loop: %g", norm);
+    return capi_failure("gradient_norm after the loop: %g", norm);
   return NULL;
 }
 
@@ -147,7 +137,7 @@ const char *capi_loop_options_check_image_layouts(gpipe_session_t *session,
   memory.options.struct_size = GPIPE_IMAGE_TRAINING_OPTIONS_MIN_SIZE;
   if (gpipe_session_train_images(session, images_dir, &memory.options, NULL,
                                  NULL, NULL) != GPIPE_OK)
-    return failure("first layout: %s", gpipe_session_last_error(session));
+    return capi_failure("first layout: %s", gpipe_session_last_error(session));
   const char *error = check_norm(session);
   if (error)
     return error;
@@ -157,8 +147,8 @@ const char *capi_loop_options_check_image_layouts(gpipe_session_t *session,
   if (gpipe_session_train_images(session, images_dir, &current, NULL, NULL,
                                  NULL) != GPIPE_ERROR_INVALID_ARGUMENT ||
       strcmp(gpipe_session_last_error(session), refused) != 0)
-    return failure("warmup_steps 2 of 2: '%s'",
-                   gpipe_session_last_error(session));
+    return capi_failure("warmup_steps 2 of 2: '%s'",
+                        gpipe_session_last_error(session));
   return NULL;
 }
 
@@ -179,7 +169,7 @@ const char *capi_loop_options_check_text_layouts(gpipe_session_t *session,
   memory.options.struct_size = GPIPE_TEXT_TRAINING_OPTIONS_MIN_SIZE;
   if (gpipe_session_train_text(session, corpus_path, &memory.options, NULL,
                                NULL, NULL) != GPIPE_OK)
-    return failure("first layout: %s", gpipe_session_last_error(session));
+    return capi_failure("first layout: %s", gpipe_session_last_error(session));
   const char *error = check_norm(session);
   if (error)
     return error;
@@ -189,7 +179,7 @@ const char *capi_loop_options_check_text_layouts(gpipe_session_t *session,
   if (gpipe_session_train_text(session, corpus_path, &current, NULL, NULL,
                                NULL) != GPIPE_ERROR_INVALID_ARGUMENT ||
       strcmp(gpipe_session_last_error(session), refused) != 0)
-    return failure("warmup_steps 3 of 3: '%s'",
-                   gpipe_session_last_error(session));
+    return capi_failure("warmup_steps 3 of 3: '%s'",
+                        gpipe_session_last_error(session));
   return NULL;
 }
