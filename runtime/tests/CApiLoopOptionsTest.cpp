@@ -76,19 +76,7 @@ gpipe_session_t *imageSession() {
 /// Token and position embeddings, one dense layer to the 96 characters.
 gpipe_session_t *textSession() {
   constexpr int64_t batch = 8, seq = 8, width = 8;
-  ModelGraph g(batch);
-  int ids = g.input("ids", {batch, seq}, ElementType::I32);
-  int positions = g.input("positions", {batch, seq}, ElementType::I32);
-  int targets = g.input("targets", {batch, seq}, ElementType::I32);
-  int tokens = g.param("tokens", {int64_t(kTextVocabSize), width},
-                       InitKind::Normal, 0.02);
-  int place = g.param("places", {seq, width}, InitKind::Normal, 0.02);
-  int h = g.add(g.embedding(ids, tokens), g.embedding(positions, place));
-  g.nextLayer();
-  int w = g.param("out.w", {width, int64_t(kTextVocabSize)},
-                  InitKind::GlorotUniform);
-  int b = g.param("out.b", {int64_t(kTextVocabSize)}, InitKind::Zeros);
-  g.softmaxCrossEntropy(g.dense(h, w, b), targets);
+  ModelGraph g = characterGraph(batch, seq, width);
   return sessionOf(buildBundle(g, {0, 1}, 2, RematPolicy::Full));
 }
 

@@ -254,19 +254,7 @@ TEST_F(CApiLoops, LoopLeavesTheSessionsLearningRate) {
 // ln 96 = 4.56 nats and falls well below it.
 TEST(CApiTextLoop, ValidationLossFalls) {
   constexpr int64_t batch = 16, seq = 8, width = 16;
-  ModelGraph g(batch);
-  int ids = g.input("ids", {batch, seq}, ElementType::I32);
-  int positions = g.input("positions", {batch, seq}, ElementType::I32);
-  int targets = g.input("targets", {batch, seq}, ElementType::I32);
-  int tokens = g.param("tokens", {int64_t(kTextVocabSize), width},
-                       InitKind::Normal, 0.02);
-  int place = g.param("places", {seq, width}, InitKind::Normal, 0.02);
-  int h = g.add(g.embedding(ids, tokens), g.embedding(positions, place));
-  g.nextLayer();
-  int w = g.param("out.w", {width, int64_t(kTextVocabSize)},
-                  InitKind::GlorotUniform);
-  int b = g.param("out.b", {int64_t(kTextVocabSize)}, InitKind::Zeros);
-  g.softmaxCrossEntropy(g.dense(h, w, b), targets);
+  ModelGraph g = characterGraph(batch, seq, width);
   gpipe_session_t *session =
       sessionOf(buildBundle(g, {0, 1}, 2, RematPolicy::Full));
   ASSERT_TRUE(session);

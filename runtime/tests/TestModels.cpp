@@ -1,6 +1,7 @@
 //===- TestModels.cpp - The models and batches of the executor tests -----===//
 
 #include "TestModels.h"
+#include "gpipe/runtime/TextCorpus.h"
 
 #include <algorithm>
 
@@ -90,6 +91,23 @@ std::vector<int> residualSplit(unsigned k) {
   static const std::vector<int> splits[] = {
       {0}, {0, 3}, {0, 1, 3}, {0, 2, 3, 5}};
   return splits[k - 1];
+}
+
+ModelGraph characterGraph(int64_t batch, int64_t seq, int64_t width) {
+  ModelGraph g(batch);
+  int ids = g.input("ids", {batch, seq}, ElementType::I32);
+  int positions = g.input("positions", {batch, seq}, ElementType::I32);
+  int targets = g.input("targets", {batch, seq}, ElementType::I32);
+  int tokens = g.param("tokens", {int64_t(kTextVocabSize), width},
+                       InitKind::Normal, 0.02);
+  int place = g.param("places", {seq, width}, InitKind::Normal, 0.02);
+  int h = g.add(g.embedding(ids, tokens), g.embedding(positions, place));
+  g.nextLayer();
+  int w = g.param("out.w", {width, int64_t(kTextVocabSize)},
+                  InitKind::GlorotUniform);
+  int b = g.param("out.b", {int64_t(kTextVocabSize)}, InitKind::Zeros);
+  g.softmaxCrossEntropy(g.dense(h, w, b), targets);
+  return g;
 }
 
 /// x[6] -> dense 7 | softmax, MSE against a float target; two layers.

@@ -40,6 +40,11 @@ std::vector<int> residualSplit(unsigned k);
 /// x[6] -> dense 7 | softmax, MSE against a float target; two layers.
 ModelGraph mseGraph(int64_t batch);
 
+/// A character model: i32 inputs ids, positions and targets [batch, seq];
+/// token ("tokens") and position ("places") embeddings of `width` added |
+/// one dense layer to the 96 characters and softmax cross-entropy.
+ModelGraph characterGraph(int64_t batch, int64_t seq, int64_t width);
+
 /// Images [batch, 6, 5, 2] through every op over images, in four layers:
 /// conv 3x3 (padding 1, bias) and relu; max pool 3x3 (stride 2, padding 1)
 /// and a grouped 2x2 conv (2 groups, stride [2, 1], padding 1); average
