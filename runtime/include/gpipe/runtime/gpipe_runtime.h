@@ -39,10 +39,8 @@
  *    single-threaded after that. It may raise the count again, but
  *    then each device's GEMMs also use OpenBLAS's pool and oversubscribe the
  *    cores, and the next session creation sets it back to 1.
- *  - The environment variable GPIPE_BLAS_LIBRARY, read once per process,
- *    names another CBLAS library for the CPU devices' products (MKL's
- *    libmkl_rt.so.2: its sequential layer is chosen); a library that cannot
- *    be loaded makes session creation fail with GPIPE_ERROR_UNAVAILABLE.
+ *  - GPIPE_BLAS_LIBRARY (environment, read once) names another CBLAS library
+ *    for the CPU products, e.g. MKL's libmkl_rt.so.2 (docs/RuntimeAPI.md).
  *
  * The header is C99; the library is C++17 and has no MLIR dependency.
  *
