@@ -651,12 +651,25 @@ struct SquaresPartial {
     int64_t begin = r * chunk, end = begin + chunk;
     if (end > n)
       end = n;
-    double sum = 0.0;
-    for (int64_t i = begin; i < end; ++i) {
-      double value = x[i];
-      sum += value * value;
+    // Eight running sums, element i in sum i mod 8 counted from the chunk's
+    // start, added pairwise at the end: one chain of dependent double adds
+    // took 4 cycles an element (1.8 ms a step for the MLP's 1.1M weights on
+    // one device, twice under the guard); the lanes vectorise. The order is
+    // fixed, so every backend and every K gives the same bits.
+    constexpr int kLanes = 8;
+    double sums[kLanes] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = begin;
+    for (; i + kLanes <= end; i += kLanes)
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const double value = x[i + lane];
+        sums[lane] += value * value;
+      }
+    for (int lane = 0; i < end; ++i, ++lane) {
+      const double value = x[i];
+      sums[lane] += value * value;
     }
-    partials[r] = sum;
+    partials[r] = ((sums[0] + sums[1]) + (sums[2] + sums[3])) +
+                  ((sums[4] + sums[5]) + (sums[6] + sums[7]));
   }
 };
 
