@@ -26,11 +26,12 @@ ninja -C "$build" -j"${GPIPE_JOBS:-2}"
 export ASAN_OPTIONS="allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 (cd "$build" && ctest --output-on-failure -j2)
 
-for target in FuzzBundle FuzzIdx FuzzCorpus; do
+for target in FuzzBundle FuzzIdx FuzzCorpus FuzzRunReport; do
   case $target in
     FuzzBundle) seeds=bundle ;;
     FuzzIdx) seeds=idx ;;
     FuzzCorpus) seeds=corpus ;;
+    FuzzRunReport) seeds=report ;;
   esac
   work="$build/fuzz-$target"
   rm -rf "$work" && mkdir -p "$work/corpus"

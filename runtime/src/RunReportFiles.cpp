@@ -178,8 +178,14 @@ StatusOr<Timeline> gpipe::runtime::readChromeTrace(const std::string &path) {
     devices = std::max(devices, tid + 1);
   }
   Timeline timeline{unsigned(devices)};
+  // A member of the wrong type reads as absent (json::value would throw).
+  auto member = [](const json &object, const char *key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>()
+                                                 : std::string();
+  };
   for (const json &event : trace["traceEvents"]) {
-    if (event.value("ph", "") != "X")
+    if (member(event, "ph") != "X")
       continue;
     if (!event.contains("name") || !event["name"].is_string() ||
         !event.contains("ts") || !event["ts"].is_number() ||
@@ -188,7 +194,7 @@ StatusOr<Timeline> gpipe::runtime::readChromeTrace(const std::string &path) {
                      "\"ts\" and a \"dur\"");
     TimelineEvent recorded;
     recorded.name = event["name"].get<std::string>();
-    recorded.compute = event.value("cat", "") == "compute";
+    recorded.compute = member(event, "cat") == "compute";
     recorded.startUs = event["ts"].get<double>();
     recorded.durationUs = event["dur"].get<double>();
     if (!std::isfinite(recorded.startUs) || !(recorded.durationUs >= 0))

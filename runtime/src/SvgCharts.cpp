@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 
@@ -68,9 +69,17 @@ std::vector<double> svg::niceTicks(double low, double high, int count) {
       step = factor * power;
       break;
     }
-  for (double tick = std::ceil(low / step) * step; tick <= high + step * 1e-9;
-       tick += step)
-    ticks.push_back(std::fabs(tick) < step * 1e-9 ? 0.0 : tick);
+  // Ticks counted by an integer: far from zero a step, or even 1, can be
+  // below the values' precision, and adding it would never advance.
+  const double first = std::ceil(low / step - 1e-9),
+               last = std::floor(high / step + 1e-9);
+  if (!(last - first < 4.0 * count + 4))
+    return {low, high};
+  const int64_t steps = last >= first ? int64_t(last - first) : -1;
+  for (int64_t j = 0; j <= steps; ++j) {
+    const double index = first + double(j);
+    ticks.push_back(index == 0 ? 0.0 : index * step);
+  }
   return ticks;
 }
 

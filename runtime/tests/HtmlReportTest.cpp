@@ -289,3 +289,14 @@ TEST(HtmlReport, RecorderCollectsCurves) {
   EXPECT_EQ(report.validationLoss[0].value, 1.75);
   EXPECT_EQ(report.unigramEntropy, 3.0);
 }
+
+// Values far from zero that differ by less than their axis' tick step can
+// resolve (1e16 and 1e16 + 2: a step of 0.5 is below their precision) still
+// draw, in bounded time, with a tick at each end.
+TEST(HtmlReport, AxesOfValuesBeyondTheirPrecision) {
+  RunReport report;
+  report.loss = {{1, 1e16}, {2, 1e16 + 2}};
+  std::string loss = chart(renderHtmlReport(report), "Loss");
+  EXPECT_EQ(polyline(loss, "c-loss").size(), 2u);
+  EXPECT_GE(elements(loss, "<line class=\"grid\"").size(), 2u);
+}
