@@ -58,7 +58,7 @@ install(EXPORT gpipeRuntimeTargets NAMESPACE gpipe::
 # The tools.
 set(GPIPE_INSTALLED_TOOLS gpipe-train-bundle)
 if(GPIPE_BUILD_COMPILER)
-  list(APPEND GPIPE_INSTALLED_TOOLS gpipe-opt gpipe-translate gpipe-run
+  list(APPEND GPIPE_INSTALLED_TOOLS gpipe-opt gpipe-translate gpipe-run gpipe-report
        gpipe-bench gpipe-capacity gpipe-tune gpipe-onnx-conformance)
 endif()
 install(TARGETS ${GPIPE_INSTALLED_TOOLS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

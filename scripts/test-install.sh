@@ -37,6 +37,10 @@ bundle="$work/mlp.bundle.json"
   --gpipe-compile="stages=2 microbatches=2" |
   "$prefix/bin/gpipe-translate" --gpipe-to-bundle -o "$bundle"
 
+echo "== the installed gpipe-report draws the bundle's memory plan"
+"$prefix/bin/gpipe-report" --html "$work/plan.html" --bundle "$bundle"
+grep -q 'aria-label="Memory per device"' "$work/plan.html"
+
 libdir="$(dirname "$(find "$prefix" -name 'libgpipe_runtime.so' | head -1)")"
 echo "== the shared library exports the C API only ($libdir)"
 others="$(nm -D --defined-only "$libdir/libgpipe_runtime.so" |
