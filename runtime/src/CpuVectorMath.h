@@ -1,4 +1,5 @@
-//===- CpuVectorMath.h - exp and tanh on vectors of four floats -*- C++ -*-===//
+//===- CpuVectorMath.h - exp, tanh, erfc on vectors of four floats -*- C++
+//-*-===//
 //
 // Private to the CPU kernels (CpuKernels.cpp).
 //
@@ -88,6 +89,43 @@ inline Float4 fastTanh(Float4 x) {
   Float4 nearZero = p * z2 * z + z;
   Float4 t = z < 0.625f ? nearZero : far;
   return x < 0.0f ? -t : t;
+}
+
+/// erfc(x) to about 4e-6 relative error, from Cephes's single-precision
+/// rational fits (erfcf): 1 - x T(x^2) below |x| = 1; above,
+/// exp(-x^2) / |x| times a polynomial in 1/x^2 (one fit below |x| = 2, one
+/// beyond), reflected to 2 - erfc(|x|) for negative x. Computed as erfc, not
+/// 1 - erf, so that the left tail of the normal CDF keeps its digits.
+inline Float4 fastErfc(Float4 a) {
+  Float4 x = a < 0.0f ? -a : a;
+  Float4 a2 = a * a;
+  Float4 t = a2 * 7.853861353153693e-5f - 8.010193625184903e-4f;
+  t = t * a2 + 5.188327685732524e-3f;
+  t = t * a2 - 2.685381193529856e-2f;
+  t = t * a2 + 1.128358514861418e-1f;
+  t = t * a2 - 3.761262582423300e-1f;
+  t = t * a2 + 1.128379165726710f;
+  Float4 nearZero = 1.0f - a * t;
+  Float4 q = 1.0f / (x < 1.0f ? 1.0f : x);
+  Float4 y = q * q;
+  Float4 p = y * 2.326819970068386e-2f - 1.387039388740657e-1f;
+  p = p * y + 3.687424674597105e-1f;
+  p = p * y - 5.824733027278666e-1f;
+  p = p * y + 6.210004621745983e-1f;
+  p = p * y - 4.944515323274145e-1f;
+  p = p * y + 3.404879937665872e-1f;
+  p = p * y - 2.741127028184656e-1f;
+  p = p * y + 5.638259427386472e-1f;
+  Float4 r = y * -1.047766399936249e+1f + 1.297719955372516e+1f;
+  r = r * y - 7.495518717768503f;
+  r = r * y + 2.921019019210786f;
+  r = r * y - 1.015265279202700f;
+  r = r * y + 4.218463358204948e-1f;
+  r = r * y - 2.820767439740514e-1f;
+  r = r * y + 5.641895067754075e-1f;
+  Float4 tail = fastExp(-a2) * q * (x < 2.0f ? p : r);
+  tail = a < 0.0f ? 2.0f - tail : tail;
+  return x < 1.0f ? nearZero : tail;
 }
 
 } // namespace gpipe::runtime::cpu::simd

@@ -7,9 +7,9 @@
 //     differences of its forward, and a forward and slope that match values
 //     of the normal distribution known independently;
 //   - KernelElementWise.GeluErf*: the CPU kernels (CpuKernels.h) against the
-//     reference, rtol 1e-5 and atol 1e-6 as the tanh GELU's test, and the
-//     left tail (x down to -10, where 1 + erf(x / sqrt 2) would cancel) to a
-//     relative 1e-5 of the exact values;
+//     reference, rtol 1e-5 and atol 1e-6 as the tanh GELU's test, the left
+//     tail (x down to -10, where 1 + erf(x / sqrt 2) would cancel) to a
+//     relative 1e-5 of the exact values, and a dense grid over [-12, 12];
 //   - DeviceKernels.GeluErf*: the device functors (the code the CUDA backend
 //     launches, run on the host by ImmediateKernels) against the reference,
 //     the fused dense epilogue (bias, then gelu_erf) against bias then the
@@ -132,6 +132,31 @@ TEST(KernelElementWise, GeluErfLeftTailIsRelativelyExact) {
   cpu::geluErfBackward(x.data(), ones.data(), actualSlope.data(), 4);
   EXPECT_TRUE(allClose(actualY, y, kRtol, 0.0));
   EXPECT_TRUE(allClose(actualSlope, slope, kRtol, 0.0));
+}
+
+// Every 1/256 on [-12, 12], across the vector erfc's three ranges (|x| /
+// sqrt 2 below 1, below 2, beyond): x Phi(x) to a relative 1e-5 everywhere
+// (the left tail down to 1e-33), the slope to 1e-5 relative plus 1e-7 where
+// it crosses 0 near -0.75.
+TEST(KernelElementWise, GeluErfOnADenseGrid) {
+  Floats x;
+  for (int i = -12 * 256; i <= 12 * 256; ++i)
+    x.push_back(float(i) / 256.0f);
+  const int64_t n = int64_t(x.size());
+  Floats y(n), slope(n);
+  const Floats ones(n, 1.0f);
+  cpu::geluErfForward(x.data(), y.data(), n);
+  cpu::geluErfBackward(x.data(), ones.data(), slope.data(), n);
+  // Phi from erfc in double: the reference's 1 + erf cancels below -8.
+  Vec exactY, exactSlope;
+  for (float v : x) {
+    const double phi = 0.5 * std::erfc(-double(v) / std::sqrt(2.0));
+    const double density = std::exp(-0.5 * double(v) * v) / std::sqrt(2 * M_PI);
+    exactY.push_back(v * phi);
+    exactSlope.push_back(phi + v * density);
+  }
+  EXPECT_TRUE(allClose(y, exactY, kRtol, 0.0));
+  EXPECT_TRUE(allClose(slope, exactSlope, kRtol, 1e-7));
 }
 
 //===-- the device functors and the fused epilogue ------------------------===//
