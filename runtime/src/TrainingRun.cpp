@@ -137,12 +137,38 @@ static std::string describeRun(const Engine &engine) {
 
 /// The device memory against the plan, then the last step's timeline; a run
 /// stopped on request (`ended` Cancelled) writes them too, then says so.
+/// The HTML report, where the run asked for one; without the timeline of a
+/// step that did not finish (`timeline` false).
+template <class Run>
+static Status writeReport(const Engine &engine,
+                          const std::vector<int64_t> &peak, const Run &run,
+                          Reporters &reporters, std::FILE *out, bool timeline) {
+  if (!reporters.report)
+    return Status();
+  RunReport &report = *reporters.report;
+  if (timeline)
+    report.lastStep = engine.timeline();
+  report.memory = memoryReport(engine.bundle(), peak);
+  if (Status written = writeHtmlReport(run.reportPath, report); !written.ok())
+    return written;
+  std::fprintf(out, "report: %s\n", run.reportPath.c_str());
+  std::fflush(out);
+  return Status();
+}
+
 template <class Run>
 static Status finish(const Engine &engine, const std::vector<int64_t> &peak,
                      const Run &run, Reporters &reporters, std::FILE *out,
                      Status ended = Status()) {
-  if (!ended.ok() && ended.code() != StatusCode::Cancelled)
+  if (!ended.ok() && ended.code() != StatusCode::Cancelled) {
+    // A diverged run's curves show how it diverged.
+    if (ended.code() == StatusCode::NonFinite && engine.leads())
+      if (Status written =
+              writeReport(engine, peak, run, reporters, out, false);
+          !written.ok())
+        return written;
     return ended;
+  }
   std::string check = placementLine(engine.bundle(), peak);
   if (!check.empty())
     std::fprintf(out, "%s\n", check.c_str());
@@ -163,14 +189,9 @@ static Status finish(const Engine &engine, const std::vector<int64_t> &peak,
     std::fprintf(out, "profile of the last step: %s\n",
                  run.profilePath.c_str());
   }
-  if (reporters.report) {
-    RunReport &report = *reporters.report;
-    report.lastStep = engine.timeline();
-    report.memory = memoryReport(engine.bundle(), peak);
-    if (Status written = writeHtmlReport(run.reportPath, report); !written.ok())
-      return written;
-    std::fprintf(out, "report: %s\n", run.reportPath.c_str());
-  }
+  if (Status written = writeReport(engine, peak, run, reporters, out, true);
+      !written.ok())
+    return written;
   std::fflush(out);
   return ended;
 }

@@ -79,7 +79,9 @@ int exitStatusOf(const Status &status, const std::atomic<int> &stop);
 /// written (a run must not train for an hour to fail at its end). Reports go
 /// to `out`, progress to `progress` when it is a terminal. A run stopped on
 /// request still writes the device memory line, the trace, the profile and
-/// the report of its last step, then returns Cancelled.
+/// the report of its last step, then returns Cancelled; one the non-finite
+/// guard stopped writes its report (without a timeline), then returns
+/// NonFinite.
 Status runImageTraining(Engine &engine, const ImageRun &run, std::FILE *out,
                         std::FILE *progress);
 /// `seq`: characterModelWindow(engine.bundle()).
