@@ -5,20 +5,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzSupport.h"
 #include "gpipe/runtime/TextCorpus.h"
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  std::string path =
-      "/tmp/gpipe-fuzz-corpus-" + std::to_string(::getpid()) + ".txt";
-  if (std::FILE *file = std::fopen(path.c_str(), "wb")) {
-    std::fwrite(data, 1, size, file);
-    std::fclose(file);
-  }
+  std::string path = gpipe::fuzz::writeTempFile("corpus", data, size);
   gpipe::runtime::TextCorpusOptions options;
   options.validationEvery = 2;
   (void)gpipe::runtime::loadTextCorpus(path, options);

@@ -6,33 +6,21 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzSupport.h"
 #include "gpipe/runtime/Dataset.h"
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
-
-namespace {
-
-std::string writeTemp(const char *suffix, const uint8_t *data, size_t size) {
-  std::string path =
-      "/tmp/gpipe-fuzz-idx-" + std::to_string(::getpid()) + suffix;
-  if (std::FILE *file = std::fopen(path.c_str(), "wb")) {
-    std::fwrite(data, 1, size, file);
-    std::fclose(file);
-  }
-  return path;
-}
-
-} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
   size_t split = 1 + (size - 1) * data[0] / 255;
-  std::string images = writeTemp("-images", data + 1, split - 1);
-  std::string labels = writeTemp("-labels", data + split, size - split);
+  std::string images =
+      gpipe::fuzz::writeTempFile("idx-images", data + 1, split - 1);
+  std::string labels =
+      gpipe::fuzz::writeTempFile("idx-labels", data + split, size - split);
   (void)gpipe::runtime::loadIdxDataset(images, labels);
   std::remove(images.c_str());
   std::remove(labels.c_str());

@@ -8,6 +8,7 @@
 
 #include "CApiLoopOptionsTest.h"
 
+#include "CApiLoopSupport.h"
 #include "TestBundles.h"
 #include "TestModels.h"
 
@@ -24,52 +25,25 @@
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::testing;
+using namespace gpipe::runtime::testing::capi;
 
 namespace {
 
 const char *orOk(const char *error) { return error ? error : "ok"; }
 
-void writeBigEndian(std::ofstream &out, uint32_t value) {
-  const char bytes[4] = {char(value >> 24), char(value >> 16), char(value >> 8),
-                         char(value)};
-  out.write(bytes, 4);
-}
-
-/// `count` random 3 x 4 images with labels in [0, 5) as the IDX files
-/// `prefix`-images-idx3-ubyte and `prefix`-labels-idx1-ubyte in `dir`.
-void writeIdx(const std::string &dir, const std::string &prefix, uint32_t count,
-              uint64_t seed) {
+/// `count` images of random bytes with random labels in [0, 5).
+ByteImages randomImages(uint32_t count, uint64_t seed) {
   Lcg rng(seed);
-  std::ofstream pixels(dir + "/" + prefix + "-images-idx3-ubyte",
-                       std::ios::binary);
-  for (uint32_t word : {0x00000803u, count, 3u, 4u})
-    writeBigEndian(pixels, word);
+  ByteImages images;
   for (uint32_t i = 0; i < count * 12; ++i)
-    pixels.put(char(rng.below(256)));
-  std::ofstream labels(dir + "/" + prefix + "-labels-idx1-ubyte",
-                       std::ios::binary);
-  for (uint32_t word : {0x00000801u, count})
-    writeBigEndian(labels, word);
+    images.pixels.push_back(uint8_t(rng.below(256)));
   for (uint32_t i = 0; i < count; ++i)
-    labels.put(char(rng.below(5)));
-}
-
-gpipe_session_t *sessionOf(const Bundle &bundle) {
-  std::string json = writeBundle(bundle);
-  gpipe_session_options_t options;
-  gpipe_session_options_init(&options);
-  options.seed = 3;
-  options.optimizer = GPIPE_OPTIMIZER_ADAM;
-  gpipe_session_t *session = nullptr;
-  EXPECT_EQ(gpipe_session_create_from_json(json.data(), json.size(), "test",
-                                           &options, &session),
-            GPIPE_OK)
-      << gpipe_last_error();
-  return session;
+    images.labels.push_back(uint8_t(rng.below(5)));
+  return images;
 }
 
 gpipe_session_t *imageSession() {
-  return sessionOf(
+  return adamSessionOf(
       buildBundle(mlpGraph(20), mlpSplit(2), 2, RematPolicy::Full));
 }
 
@@ -77,7 +51,7 @@ gpipe_session_t *imageSession() {
 gpipe_session_t *textSession() {
   constexpr int64_t batch = 8, seq = 8, width = 8;
   ModelGraph g = characterGraph(batch, seq, width);
-  return sessionOf(buildBundle(g, {0, 1}, 2, RematPolicy::Full));
+  return adamSessionOf(buildBundle(g, {0, 1}, 2, RematPolicy::Full));
 }
 
 class CApiLoopOptions : public ::testing::Test {
@@ -86,8 +60,8 @@ protected:
     dir = std::filesystem::temp_directory_path() /
           ("gpipe-capi-loop-options-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
-    writeIdx(dir.string(), "train", 40, 1);
-    writeIdx(dir.string(), "t10k", 20, 2);
+    writeIdx(dir.string(), "train", randomImages(40, 1));
+    writeIdx(dir.string(), "t10k", randomImages(20, 2));
   }
   void TearDown() override { std::filesystem::remove_all(dir); }
   std::filesystem::path dir;

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CApiLoopSupport.h"
 #include "TestBundles.h"
 #include "TestModels.h"
 
@@ -28,15 +29,12 @@
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::testing;
+using namespace gpipe::runtime::testing::capi;
 
 namespace {
 
 /// `count` images of 3 x 4 bytes and their labels: the index of the
 /// brightest of the first five pixels.
-struct ByteImages {
-  std::vector<uint8_t> pixels, labels;
-};
-
 ByteImages brightestPixelImages(int count, uint64_t seed) {
   Lcg rng(seed);
   ByteImages out;
@@ -47,47 +45,6 @@ ByteImages brightestPixelImages(int count, uint64_t seed) {
     out.labels.push_back(uint8_t(std::max_element(first, first + 5) - first));
   }
   return out;
-}
-
-void writeBigEndian(std::ofstream &out, uint32_t value) {
-  const char bytes[4] = {char(value >> 24), char(value >> 16), char(value >> 8),
-                         char(value)};
-  out.write(bytes, 4);
-}
-
-/// Writes the IDX image and label files of `images` as `prefix`-images-idx3
-/// -ubyte and `prefix`-labels-idx1-ubyte in `dir`.
-void writeIdx(const std::string &dir, const std::string &prefix,
-              const ByteImages &images) {
-  uint32_t count = images.labels.size();
-  std::ofstream pixels(dir + "/" + prefix + "-images-idx3-ubyte",
-                       std::ios::binary);
-  writeBigEndian(pixels, 0x00000803);
-  writeBigEndian(pixels, count);
-  writeBigEndian(pixels, 3);
-  writeBigEndian(pixels, 4);
-  pixels.write(reinterpret_cast<const char *>(images.pixels.data()),
-               images.pixels.size());
-  std::ofstream labels(dir + "/" + prefix + "-labels-idx1-ubyte",
-                       std::ios::binary);
-  writeBigEndian(labels, 0x00000801);
-  writeBigEndian(labels, count);
-  labels.write(reinterpret_cast<const char *>(images.labels.data()),
-               images.labels.size());
-}
-
-gpipe_session_t *sessionOf(const Bundle &bundle) {
-  std::string json = writeBundle(bundle);
-  gpipe_session_options_t options;
-  gpipe_session_options_init(&options);
-  options.seed = 3;
-  options.optimizer = GPIPE_OPTIMIZER_ADAM;
-  gpipe_session_t *session = nullptr;
-  EXPECT_EQ(gpipe_session_create_from_json(json.data(), json.size(), "test",
-                                           &options, &session),
-            GPIPE_OK)
-      << gpipe_last_error();
-  return session;
 }
 
 void record(const gpipe_training_report_t *report, void *reports) {
@@ -113,8 +70,8 @@ protected:
 } // namespace
 
 TEST_F(CApiLoops, ImageLoopLearnsAndReportsTheAccuracyOfItsPredictions) {
-  gpipe_session_t *session =
-      sessionOf(buildBundle(mlpGraph(20), mlpSplit(2), 4, RematPolicy::Full));
+  gpipe_session_t *session = adamSessionOf(
+      buildBundle(mlpGraph(20), mlpSplit(2), 4, RematPolicy::Full));
   ASSERT_TRUE(session);
   gpipe_image_training_options_t options;
   gpipe_image_training_options_init(&options);
@@ -161,8 +118,8 @@ TEST_F(CApiLoops, ImageLoopLearnsAndReportsTheAccuracyOfItsPredictions) {
 }
 
 TEST_F(CApiLoops, ErrorsSayWhatWasExpected) {
-  gpipe_session_t *session =
-      sessionOf(buildBundle(mlpGraph(20), mlpSplit(1), 2, RematPolicy::Full));
+  gpipe_session_t *session = adamSessionOf(
+      buildBundle(mlpGraph(20), mlpSplit(1), 2, RematPolicy::Full));
   ASSERT_TRUE(session);
   gpipe_image_training_options_t options;
   gpipe_image_training_options_init(&options);
@@ -256,7 +213,7 @@ TEST(CApiTextLoop, ValidationLossFalls) {
   constexpr int64_t batch = 16, seq = 8, width = 16;
   ModelGraph g = characterGraph(batch, seq, width);
   gpipe_session_t *session =
-      sessionOf(buildBundle(g, {0, 1}, 2, RematPolicy::Full));
+      adamSessionOf(buildBundle(g, {0, 1}, 2, RematPolicy::Full));
   ASSERT_TRUE(session);
   gpipe_text_training_options_t options;
   gpipe_text_training_options_init(&options);
