@@ -119,3 +119,83 @@ gpipe.model @m batch 2 {
   }
   gpipe.return %s : tensor<f32>
 }
+
+// -----
+
+// A running statistic is no gamma too: the backward would accumulate a gradient into the buffer that holds its sums.
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8x8x2xf32>
+  %t = gpipe.input "t" : tensor<4xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %g = gpipe.param "g" ones : tensor<2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %var = gpipe.param "var" ones : tensor<2xf32>
+    // expected-error @+1 {{'gpipe.batch_norm' op expects the running mean to be read by nothing else (its parameter holds running statistics, which have no gradient), but it is also this op's operand 1 (gamma)}}
+    %0 = gpipe.batch_norm %x, %g, %b, %g, %var : (tensor<4x8x8x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x8x8x2xf32>
+    %loss = gpipe.mse_loss %t, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+// One parameter cannot hold both running statistics.
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8x8x2xf32>
+  %t = gpipe.input "t" : tensor<4xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %g = gpipe.param "g" ones : tensor<2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %stat = gpipe.param "stat" ones : tensor<2xf32>
+    // expected-error @+1 {{'gpipe.batch_norm' op expects the running mean to be read by nothing else (its parameter holds running statistics, which have no gradient), but it is also this op's operand 4 (the running variance)}}
+    %0 = gpipe.batch_norm %x, %g, %b, %stat, %stat : (tensor<4x8x8x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x8x8x2xf32>
+    %loss = gpipe.mse_loss %t, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+// No other op reads a running statistic.
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8x8x2xf32>
+  %t = gpipe.input "t" : tensor<4xf32>
+  %l = gpipe.layer "l" -> tensor<4x8x8x2xf32> {
+    %g = gpipe.param "g" ones : tensor<2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %mean = gpipe.param "mean" zeros : tensor<2xf32>
+    %var = gpipe.param "var" ones : tensor<2xf32>
+    // expected-error @+1 {{'gpipe.batch_norm' op expects the running variance to be read by nothing else (its parameter holds running statistics, which have no gradient), but it is also read by gpipe.add}}
+    %0 = gpipe.batch_norm %x, %g, %b, %mean, %var : (tensor<4x8x8x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x8x8x2xf32>
+    %1 = gpipe.add %var, %g : tensor<2xf32>
+    gpipe.yield %0 : tensor<4x8x8x2xf32>
+  }
+  %m = gpipe.layer "m" -> tensor<f32> {
+    %loss = gpipe.mse_loss %t, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %m : tensor<f32>
+}
+
+// -----
+
+// Two batch norms cannot update one running statistic.
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8x8x2xf32>
+  %t = gpipe.input "t" : tensor<4xf32>
+  %l = gpipe.layer "l" -> tensor<f32> {
+    %g = gpipe.param "g" ones : tensor<2xf32>
+    %b = gpipe.param "b" zeros : tensor<2xf32>
+    %mean = gpipe.param "mean" zeros : tensor<2xf32>
+    %var = gpipe.param "var" ones : tensor<2xf32>
+    %var2 = gpipe.param "var2" ones : tensor<2xf32>
+    // expected-error @+1 {{'gpipe.batch_norm' op expects the running mean to be read by nothing else (its parameter holds running statistics, which have no gradient), but it is also read by gpipe.batch_norm}}
+    %0 = gpipe.batch_norm %x, %g, %b, %mean, %var : (tensor<4x8x8x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x8x8x2xf32>
+    %1 = gpipe.batch_norm %0, %g, %b, %mean, %var2 : (tensor<4x8x8x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<4x8x8x2xf32>
+    %loss = gpipe.mse_loss %t, %t : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    gpipe.yield %loss : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

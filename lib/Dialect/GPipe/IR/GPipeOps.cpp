@@ -356,6 +356,9 @@ LogicalResult LayerNormOp::verify() {
   return verifyResultShape(*this, input, getType());
 }
 
+static constexpr const char *kBatchNormOperandNames[] = {
+    "the input", "gamma", "beta", "the running mean", "the running variance"};
+
 LogicalResult BatchNormOp::verify() {
   RankedTensorType input = tensorType(getInput());
   if ((input.getRank() != 2 && input.getRank() != 4) || !input.hasStaticShape())
@@ -384,6 +387,27 @@ LogicalResult BatchNormOp::verify() {
              << (value.getDefiningOp()
                      ? value.getDefiningOp()->getName().getStringRef()
                      : StringRef("a block argument"));
+  // The runtime keeps the statistics' sums in their gradient buffers, so no
+  // other read may give them a gradient, and no other batch norm may update
+  // them (FuzzCompile found the runtime refusing such a bundle).
+  for (auto [what, index] :
+       {std::pair<StringRef, unsigned>{"the running mean", 3},
+        {"the running variance", 4}})
+    for (OpOperand &use : getOperand(index).getUses()) {
+      if (use.getOwner() == getOperation() && use.getOperandNumber() == index)
+        continue;
+      InFlightDiagnostic diag = emitOpError()
+                                << "expects " << what
+                                << " to be read by nothing else (its parameter "
+                                   "holds running statistics, which have no "
+                                   "gradient), but it is also ";
+      if (use.getOwner() == getOperation())
+        diag << "this op's operand " << use.getOperandNumber() << " ("
+             << kBatchNormOperandNames[use.getOperandNumber()] << ")";
+      else
+        diag << "read by " << use.getOwner()->getName();
+      return diag;
+    }
   if (!(getEpsilon().convertToDouble() > 0.0))
     return emitOpError() << "expects a positive epsilon, got "
                          << getEpsilon().convertToDouble();
