@@ -8,7 +8,8 @@
 // (dy W^T) makes them:
 //   BM_OpenBlas/T:M   cblas_sgemm per product (--pack-weights=false);
 //   BM_Packed/T:M     the runtime's packedGemm, the 9 weights packed once
-//                     per iteration (as once per step) inside the timing.
+//                     per iteration (as once per step) inside the timing;
+//   BM_PackPanels/T   the packing of one weight alone.
 // One thread. Skipped where the CPU lacks AVX-512.
 //
 //===----------------------------------------------------------------------===//
@@ -93,6 +94,26 @@ void BM_Packed(benchmark::State &state) {
   }
   setCounters(state);
 }
+
+/// One 512 x 512 weight packed, as for the forward (T:0) or, transposed,
+/// for the input gradient (T:1).
+void BM_PackPanels(benchmark::State &state) {
+  Model model;
+  const bool transposed = state.range(0);
+  PackedMatrix &matrix = model.packed[0];
+  matrix.resize(kWidth, kWidth);
+  for (auto _ : state) {
+    matrix.packPanels(model.weights[0].data(), kWidth, transposed, 0,
+                      matrix.panels());
+    benchmark::DoNotOptimize(matrix.panel(0));
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * kWidth * kWidth * 4);
+}
+BENCHMARK(BM_PackPanels)
+    ->ArgName("T")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond);
 
 void cases(benchmark::internal::Benchmark *b) {
   b->ArgNames({"T", "M"});

@@ -6,8 +6,10 @@
 // rows or panels are split, nor on how many rows a call has (micro-batch
 // size); and the CPU backend repacks a parameter after a synchronize, so an
 // optimizer step or setParameter is never multiplied stale; the executor
-// asks for packing only in passes of several micro-batches. Skipped on CPUs
-// without AVX-512, where the backend does not pack.
+// asks for packing only in passes of several micro-batches; the transposed
+// packing puts every element in place. Skipped on CPUs without AVX-512,
+// where the backend does not pack (but for the packing test, which runs
+// the scalar copy there).
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,6 +102,26 @@ TEST(PackedGemm, MatchesADoubleProductOnEveryTail) {
                     << "C[" << i << ", " << j << "]";
               }
           }
+}
+
+// The transposed packing copies 16 x 16 blocks through registers and the
+// tails element by element: every element where the layout puts it, the
+// padding zero.
+TEST(PackedGemm, PacksEveryElementOfATransposedB) {
+  for (int64_t k : {1, 15, 16, 17, 48, 100})
+    for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 70}) {
+      Operands o(1, n, k, /*transposed=*/true, unsigned(n * 100 + k));
+      SCOPED_TRACE(describe(o));
+      PackedMatrix b = o.packed();
+      for (int64_t p = 0; p < b.panels(); ++p)
+        for (int64_t r = 0; r < k; ++r)
+          for (int64_t j = 0; j < PackedMatrix::kPanel; ++j) {
+            const int64_t col = p * PackedMatrix::kPanel + j;
+            const float got = b.panel(p)[r * PackedMatrix::kPanel + j];
+            ASSERT_EQ(got, col < n ? o.bAt(r, col) : 0.0f)
+                << "panel " << p << " row " << r << " column " << j;
+          }
+    }
 }
 
 TEST(PackedGemm, BitsDoNotDependOnSplitsOrRowsPerCall) {

@@ -60,6 +60,17 @@ static cl::opt<std::string>
     optimizerName("optimizer", cl::init("adam"),
                   cl::desc("sgd, momentum, rmsprop, adam or adamw"),
                   cl::cat(benchCategory));
+// gpipe-run's guard and clipping (TrainingFlags.h), off by default here: a
+// step as PyTorch's, and their cost measured side by side.
+static cl::opt<bool> checkFinite(
+    "check-finite", cl::init(false),
+    cl::desc("the non-finite guard of gpipe-run (on there): each step checks "
+             "the losses, gradients and parameters"),
+    cl::cat(benchCategory));
+static gpipe::Real<float> clipGradNorm(
+    "clip-grad-norm", cl::init(0.0f),
+    cl::desc("clip the gradients by their global L2 norm (0: off)"),
+    cl::cat(benchCategory));
 static cl::opt<bool> json("json", cl::init(false),
                           cl::desc("one JSON object on stdout, the text on "
                                    "stderr"),
@@ -181,6 +192,11 @@ static int run() {
 
   engineOptions.device = *device;
   engineOptions.optimizer.learningRate = 1e-3f;
+  engineOptions.optimizer.checkFinite = checkFinite;
+  engineOptions.optimizer.clipGradNorm = clipGradNorm;
+  if (std::string error = rt::checkOptimizerConfig(engineOptions.optimizer);
+      !error.empty())
+    return fail(error);
   engineOptions.seed = 1;
   engineOptions.timeout = std::chrono::milliseconds(tools::timeoutMs);
   engineOptions.cpuThreading = tools::cpuThreadingFromFlags();
@@ -296,6 +312,8 @@ static int run() {
         {"batch", b.batch},
         {"remat", gpipe::stringifyRematPolicy(options.remat)},
         {"schedule", gpipe::schedule::scheduleKindName(options.schedule)},
+        {"check_finite", bool(checkFinite)},
+        {"clip_grad_norm", double(clipGradNorm)},
         {"steps", int64_t(timing.stepMs.size())},
         {"step_ms_median", stepMs},
         {"step_ms_min",
