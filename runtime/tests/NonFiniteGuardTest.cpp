@@ -6,7 +6,9 @@
 // with a finite loss (dw = x dy overflows where the loss does not), a
 // parameter after the update (weight decay that overflows). Each step fails
 // with the message that names the step, the stage and the tensor, on CpuBackend
-// and on the host emulation; before the update, parameters stay as they were.
+// (deciding on its devices, DeviceGating.h, or on the host) and on the host
+// emulation; before the update, parameters stay as they were. A clipped step
+// matches the update computed here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,17 +51,22 @@ Batch batchOf(std::vector<float> x) {
           {"target", HostTensor::floats({kRows, 1}, {0, 0, 0, 0})}};
 }
 
-/// On the host emulation (`hostEmulation`) or CpuBackend, w = 0.1 and b = 0.
-std::unique_ptr<DeviceExecutor> makeExecutor(bool hostEmulation,
-                                             unsigned microbatches,
-                                             OptimizerConfig optimizer) {
+enum class Backend { Cpu, CpuDecidingOnTheHost, HostEmulation };
+
+/// On `kind`, w = 0.1 and b = 0.
+std::unique_ptr<DeviceExecutor>
+makeExecutor(Backend kind, unsigned microbatches, OptimizerConfig optimizer) {
   DeviceExecutorConfig config;
   config.optimizer = optimizer;
   std::unique_ptr<DeviceBackend> backend;
-  if (hostEmulation)
+  if (kind == Backend::HostEmulation) {
     backend = std::make_unique<HostBackend>(2, 7);
-  else
-    backend = std::make_unique<CpuBackend>(2);
+  } else {
+    CpuThreading threading;
+    threading.decideOnDevices = kind == Backend::Cpu;
+    backend = std::make_unique<CpuBackend>(2, threading);
+    EXPECT_EQ(backend->gating() != nullptr, kind == Backend::Cpu);
+  }
   std::string error;
   auto executor = DeviceExecutor::create(linearBundle(microbatches),
                                          std::move(backend), config, error);
@@ -85,7 +92,7 @@ float valueOf(DeviceExecutor &executor, const std::string &name) {
   return values.empty() ? std::nanf("") : values[0];
 }
 
-class NonFiniteGuard : public ::testing::TestWithParam<bool> {};
+class NonFiniteGuard : public ::testing::TestWithParam<Backend> {};
 
 } // namespace
 
@@ -100,6 +107,21 @@ TEST_P(NonFiniteGuard, AFiniteStepReportsTheGradientNorm) {
   EXPECT_FALSE(result.nonFinite);
   ASSERT_TRUE(result.gradientNorm.has_value());
   EXPECT_NEAR(*result.gradientNorm, std::sqrt(1.5 * 1.5 + 0.5 * 0.5), 1e-6);
+}
+
+// Clipped at 1: w and b step by lr g / (norm + 1e-6) with the norm above.
+TEST_P(NonFiniteGuard, AClippedStepMatchesTheReference) {
+  OptimizerConfig config = guarded();
+  config.clipGradNorm = 1.0f;
+  auto executor = makeExecutor(GetParam(), 2, config);
+  ASSERT_TRUE(executor);
+  StepResult result = executor->trainStep(batchOf({1, 2, 3, 4}));
+  ASSERT_TRUE(result.ok()) << result.error;
+  const double norm = std::sqrt(1.5 * 1.5 + 0.5 * 0.5);
+  EXPECT_NEAR(*result.gradientNorm, norm, 1e-6);
+  const double scale = 1.0 / (norm + 1e-6);
+  EXPECT_NEAR(valueOf(*executor, "w"), 0.1 - 0.01 * 1.5 * scale, 1e-7);
+  EXPECT_NEAR(valueOf(*executor, "b"), -0.01 * 0.5 * scale, 1e-7);
 }
 
 TEST_P(NonFiniteGuard, ANanLossStopsBeforeTheUpdate) {
@@ -168,7 +190,13 @@ TEST(NonFiniteGuardConfig, RefusesAnOptimizerThatCannotTrain) {
                    "adamw");
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, NonFiniteGuard, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool> &info) {
-                           return info.param ? "HostEmulation" : "Cpu";
+INSTANTIATE_TEST_SUITE_P(Backends, NonFiniteGuard,
+                         ::testing::Values(Backend::Cpu,
+                                           Backend::CpuDecidingOnTheHost,
+                                           Backend::HostEmulation),
+                         [](const ::testing::TestParamInfo<Backend> &info) {
+                           return info.param == Backend::Cpu ? "Cpu"
+                                  : info.param == Backend::CpuDecidingOnTheHost
+                                      ? "CpuDecidingOnTheHost"
+                                      : "HostEmulation";
                          });

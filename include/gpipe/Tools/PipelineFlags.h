@@ -163,12 +163,20 @@ static llvm::cl::opt<bool> flushDenormals(
                    "(=false: IEEE gradual underflow, much slower on them)"),
     llvm::cl::cat(pipelineCategory));
 
+static llvm::cl::opt<bool> decideOnDevices(
+    "decide-on-devices", llvm::cl::init(true),
+    llvm::cl::desc("cpu: clipping and the non-finite guard decide each step "
+                   "on the devices (=false: on the host, after a mid-step "
+                   "synchronize)"),
+    llvm::cl::cat(pipelineCategory));
+
 inline runtime::device::CpuThreading cpuThreadingFromFlags() {
   runtime::device::CpuThreading threading;
   threading.threadsPerDevice = cpuThreads;
   threading.pinThreads = pinThreads;
   threading.packWeights = packWeights;
   threading.flushDenormals = flushDenormals;
+  threading.decideOnDevices = decideOnDevices;
   return threading;
 }
 

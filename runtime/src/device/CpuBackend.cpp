@@ -58,6 +58,7 @@ struct CpuBackend::Impl {
   std::vector<std::unique_ptr<IntraOpPool>> pools; ///< per device
   /// Per device, its parameters' packed copies; empty without packing.
   std::vector<PackedWeightCache> packed;
+  bool decideOnDevices = true;
   std::vector<int> workerCores; ///< per device; empty: not pinned
   bool flushDenormals = true;
   std::vector<HostBlock> allocations;
@@ -148,6 +149,7 @@ CpuBackend::CpuBackend(unsigned numDevices, CpuThreading threading)
       threading.pinThreads ? allowedCores() : std::vector<int>();
   impl->queues.resize(numDevices);
   impl->flushDenormals = threading.flushDenormals;
+  impl->decideOnDevices = threading.decideOnDevices;
   if (threading.packWeights && packedGemmSupported())
     impl->packed.resize(numDevices);
   for (unsigned d = 0; d < numDevices; ++d) {
@@ -161,6 +163,10 @@ CpuBackend::CpuBackend(unsigned numDevices, CpuThreading threading)
   }
   for (unsigned d = 0; d < numDevices; ++d)
     impl->workers.emplace_back([this, d] { impl->workerLoop(d); });
+}
+
+DeviceGating *CpuBackend::gating() {
+  return impl->decideOnDevices ? this : nullptr;
 }
 
 CpuBackend::~CpuBackend() {

@@ -403,6 +403,8 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
   if (result.error.empty())
     result.error = s.transport->averageOverReplicasNow(
         s.hostLosses.data(), int64_t(s.hostLosses.size()), "the losses");
+  if (result.error.empty())
+    result.error = s.checkDecisions();
   if (result.error.empty() && s.gradientsAveraged &&
       s.config.optimizer.checkFinite)
     result.error = s.checkParameters();

@@ -315,6 +315,21 @@ struct DeviceExecutor::Impl {
   /// synchronize, then the guard's checks of the losses and gradients and
   /// the clipping factor. "" or the error (nonFinite set for the guard's).
   std::string prepareOptimizerStep();
+  /// Where the backend decides on its devices (DeviceGating.h): each device
+  /// waits for every device's sums and writes its own gate, which its
+  /// updates read; "" or an allocation error.
+  std::string issueDecisions(DeviceGating &gating);
+  /// After the step's synchronize, where the devices decided: the host's
+  /// checks from the same sums (the message naming what was not finite, the
+  /// norm), and whether every device decided as the host; "" or the error.
+  std::string checkDecisions();
+  /// After the synchronize that brought the sums and the losses: the guard's
+  /// checks in order (the losses, then each gradient in the bundle's order),
+  /// the norm and the clipping factor; "" or the guard's error (nonFinite
+  /// set).
+  std::string judgeGradients(
+      const std::vector<float> &losses,
+      const std::unordered_map<const DeviceParameter *, double> &sums);
   /// After the optimizer steps (the guard): each parameter's sum of squares,
   /// copied to the host in stream order.
   std::string issueParameterSquares();
@@ -323,13 +338,21 @@ struct DeviceExecutor::Impl {
   std::string checkParameters();
   /// Per device: kSquareParts doubles per parameter of paramsOf[d] (device
   /// memory, allocated at the first use) and their host copy.
-  std::vector<double *> squareParts;
-  std::vector<std::vector<double>> hostSquareParts;
+  struct SquareSums {
+    std::vector<double *> device;
+    std::vector<std::vector<double>> host;
+  };
+  /// The gradients' (before the update) and the parameters' (after it).
+  SquareSums gradientSquares, parameterSquares;
   /// This step's: the gradients' factor, their norm, whether the replicas'
   /// means were taken already, whether the guard stopped it.
   float gradientScale = 1.0f;
   std::optional<double> gradientNorm;
   bool gradientsAveraged = false, nonFinite = false;
+  /// This step's decisions on the devices (null: the host decided), and
+  /// each device's gate (device memory, allocated at the first use).
+  DeviceGating *decidingGating = nullptr;
+  std::vector<StepGate *> gates;
 };
 
 } // namespace gpipe::runtime::device

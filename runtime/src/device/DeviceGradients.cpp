@@ -15,6 +15,10 @@
 // K = 1, 2 and 4 give the same bits. Every device then steps with the same
 // factor min(1, max / (norm + 1e-6)).
 //
+// Where the backend can (DeviceGating.h), the devices take that decision
+// themselves, each from every device's sums, and the host checks the same
+// sums after the step's one synchronize (checkDecisions).
+//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceExecutorImpl.h"
@@ -49,32 +53,32 @@ std::string placeOf(unsigned stage, unsigned device) {
 /// host; "" or an allocation error.
 template <class Values>
 static std::string issueSquares(DeviceExecutor::Impl &impl,
+                                DeviceExecutor::Impl::SquareSums &into,
                                 const Values &values) {
   const unsigned numDevices = impl.bundle.numDevices();
-  impl.squareParts.resize(numDevices, nullptr);
-  impl.hostSquareParts.resize(numDevices);
+  into.device.resize(numDevices, nullptr);
+  into.host.resize(numDevices);
   for (unsigned d = 0; d < numDevices; ++d) {
     const std::vector<DeviceParameter *> &params = impl.paramsOf[d];
     if (!impl.transport->runsDevice(d) || params.empty())
       continue;
     const int64_t count = int64_t(params.size()) * kSquareParts;
-    if (!impl.squareParts[d]) {
+    if (!into.device[d]) {
       void *memory = nullptr;
       std::string error =
           impl.backend->allocate(d, count * int64_t(sizeof(double)), &memory);
       if (!error.empty())
         return "the gradient norm's partial sums: " + error;
-      impl.squareParts[d] = static_cast<double *>(memory);
+      into.device[d] = static_cast<double *>(memory);
     }
-    impl.hostSquareParts[d].assign(size_t(count), 0.0);
+    into.host[d].assign(size_t(count), 0.0);
     const StreamId s = impl.compute(d);
-    impl.backend->fillZero(s, impl.squareParts[d], count * 8);
+    impl.backend->fillZero(s, into.device[d], count * 8);
     for (size_t j = 0; j < params.size(); ++j)
       impl.backend->sumOfSquares(s, values(*params[j]), params[j]->size,
-                                 impl.squareParts[d] + j * kSquareParts,
+                                 into.device[d] + j * kSquareParts,
                                  std::min(params[j]->size, kSquareParts));
-    impl.backend->copyToHost(s, impl.hostSquareParts[d].data(),
-                             impl.squareParts[d], count * 8);
+    impl.backend->copyToHost(s, into.host[d].data(), into.device[d], count * 8);
   }
   return {};
 }
@@ -83,10 +87,11 @@ static std::string issueSquares(DeviceExecutor::Impl &impl,
 /// each parameter's sum of squares, by name.
 static std::string
 gatherSquares(DeviceExecutor::Impl &impl,
+              DeviceExecutor::Impl::SquareSums &from,
               std::unordered_map<const DeviceParameter *, double> &sums) {
   const unsigned numDevices = impl.bundle.numDevices();
   for (unsigned d = 0; d < numDevices; ++d) {
-    std::vector<double> &host = impl.hostSquareParts[d];
+    std::vector<double> &host = from.host[d];
     host.resize(impl.paramsOf[d].size() * kSquareParts, 0.0);
     if (impl.transport->spansProcesses() && !host.empty()) {
       std::string error = impl.transport->shareFrom(
@@ -107,7 +112,6 @@ gatherSquares(DeviceExecutor::Impl &impl,
 std::string DeviceExecutor::Impl::prepareOptimizerStep() {
   gradientsAveraged = true;
   const unsigned numDevices = bundle.numDevices();
-  const std::string stepName = "step " + std::to_string(steps + 1);
   // The replicas' means first: the norm is the whole mini-batch's.
   for (unsigned d = 0; d < numDevices; ++d) {
     if (!transport->runsDevice(d))
@@ -120,8 +124,14 @@ std::string DeviceExecutor::Impl::prepareOptimizerStep() {
         return error;
     }
   }
-  std::string error = issueSquares(
-      *this, [](const DeviceParameter &param) { return param.grad; });
+  std::string error =
+      issueSquares(*this, gradientSquares,
+                   [](const DeviceParameter &param) { return param.grad; });
+  // One process, one replica: every sum is in this address space.
+  DeviceGating *gating = issue->gating();
+  if (error.empty() && gating && !transport->spansProcesses() &&
+      transport->replicas() == 1)
+    return issueDecisions(*gating);
   const unsigned lastStage = bundle.stages.size() - 1;
   const unsigned lossDevice = bundle.deviceOfStage(lastStage);
   std::vector<float> losses(pass->rows.size(), 0.0f);
@@ -133,7 +143,7 @@ std::string DeviceExecutor::Impl::prepareOptimizerStep() {
     error = syncError;
   std::unordered_map<const DeviceParameter *, double> sums;
   if (error.empty())
-    error = gatherSquares(*this, sums);
+    error = gatherSquares(*this, gradientSquares, sums);
   if (error.empty() && config.optimizer.checkFinite) {
     // Every process decides on the same losses: the pipeline's, then the
     // replicas' mean.
@@ -145,6 +155,14 @@ std::string DeviceExecutor::Impl::prepareOptimizerStep() {
   }
   if (!error.empty())
     return error;
+  return judgeGradients(losses, sums);
+}
+
+std::string DeviceExecutor::Impl::judgeGradients(
+    const std::vector<float> &losses,
+    const std::unordered_map<const DeviceParameter *, double> &sums) {
+  const std::string stepName = "step " + std::to_string(steps + 1);
+  const unsigned lastStage = bundle.stages.size() - 1;
   const char *unchanged = "; the step stopped before the update, the "
                           "parameters are unchanged";
   if (config.optimizer.checkFinite) {
@@ -153,7 +171,7 @@ std::string DeviceExecutor::Impl::prepareOptimizerStep() {
         nonFinite = true;
         return stepName + ": the loss of micro-batch " + std::to_string(m) +
                " is " + nonFiniteName(losses[m]) +
-               placeOf(lastStage, lossDevice) + unchanged;
+               placeOf(lastStage, bundle.deviceOfStage(lastStage)) + unchanged;
       }
   }
   // The bundle's order, whatever device holds each parameter: the same sum
@@ -163,7 +181,7 @@ std::string DeviceExecutor::Impl::prepareOptimizerStep() {
     const DeviceParameter *param = paramByName.at(spec.name);
     if (param->runningStatistic)
       continue; // a batch norm's statistics, not a gradient
-    const double sum = sums[param];
+    const double sum = sums.at(param);
     if (config.optimizer.checkFinite && !std::isfinite(sum)) {
       nonFinite = true;
       return stepName + ": the gradient of parameter '" + spec.name + "' is " +
@@ -177,14 +195,80 @@ std::string DeviceExecutor::Impl::prepareOptimizerStep() {
   return {};
 }
 
+std::string DeviceExecutor::Impl::issueDecisions(DeviceGating &gating) {
+  const unsigned numDevices = bundle.numDevices();
+  GateRequest request;
+  request.partsPerParameter = kSquareParts;
+  for (const ParamSpec &spec : bundle.params) {
+    const DeviceParameter *param = paramByName.at(spec.name);
+    if (param->runningStatistic)
+      continue;
+    const std::vector<DeviceParameter *> &mine = paramsOf[param->device];
+    const size_t j =
+        size_t(std::find(mine.begin(), mine.end(), param) - mine.begin());
+    request.parts.push_back(gradientSquares.device[param->device] +
+                            j * kSquareParts);
+  }
+  request.losses = lossSlots;
+  request.numLosses = lossSlots ? int64_t(pass->rows.size()) : 0;
+  request.checkFinite = config.optimizer.checkFinite;
+  request.clipGradNorm = config.optimizer.clipGradNorm;
+  gates.resize(numDevices, nullptr);
+  for (unsigned d = 0; d < numDevices; ++d)
+    if (!gates[d]) {
+      void *memory = nullptr;
+      std::string error = backend->allocate(d, sizeof(StepGate), &memory);
+      if (!error.empty())
+        return "the step's decision: " + error;
+      gates[d] = static_cast<StepGate *>(memory);
+    }
+  // Each device's sums, and the loss device's losses, are written before
+  // its event; every device decides once it has seen them all.
+  std::vector<EventId> summed(numDevices);
+  for (unsigned d = 0; d < numDevices; ++d)
+    summed[d] = issue->recordEvent(compute(d));
+  for (unsigned d = 0; d < numDevices; ++d) {
+    for (unsigned e = 0; e < numDevices; ++e)
+      if (e != d)
+        issue->waitEvent(compute(d), summed[e]);
+    gating.decide(compute(d), request, gates[d]);
+  }
+  decidingGating = &gating;
+  return {};
+}
+
+std::string DeviceExecutor::Impl::checkDecisions() {
+  if (!decidingGating)
+    return {};
+  std::unordered_map<const DeviceParameter *, double> sums;
+  std::string error = gatherSquares(*this, gradientSquares, sums);
+  if (!error.empty())
+    return error;
+  error = judgeGradients(hostLosses, sums);
+  // The same arithmetic on the same sums: a device that decided otherwise
+  // is a defect, and its update cannot be trusted.
+  const int32_t apply = error.empty() ? 1 : 0;
+  for (unsigned d = 0; d < gates.size(); ++d) {
+    const StepGate &gate = *gates[d];
+    if (gate.apply != apply || (apply && gate.scale != gradientScale))
+      return "device " + std::to_string(d) +
+             " decided the step differently from the host (update " +
+             std::to_string(gate.apply) + " scale " +
+             std::to_string(gate.scale) + ", the host: update " +
+             std::to_string(apply) + " scale " + std::to_string(gradientScale) +
+             ")";
+  }
+  return error;
+}
+
 std::string DeviceExecutor::Impl::issueParameterSquares() {
-  return issueSquares(*this,
+  return issueSquares(*this, parameterSquares,
                       [](const DeviceParameter &param) { return param.value; });
 }
 
 std::string DeviceExecutor::Impl::checkParameters() {
   std::unordered_map<const DeviceParameter *, double> sums;
-  std::string error = gatherSquares(*this, sums);
+  std::string error = gatherSquares(*this, parameterSquares, sums);
   if (!error.empty())
     return error;
   for (const ParamSpec &spec : bundle.params) {

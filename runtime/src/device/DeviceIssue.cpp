@@ -242,15 +242,32 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
     }
     OptimizerConfig optimizer = config.optimizer;
     optimizer.gradientScale = gradientScale; // clipping
-    for (DeviceParameter *param : paramsOf[device])
-      if (!param->runningStatistic)
+    // Decided on the devices: each update reads its device's gate.
+    const StepGate *gate = decidingGating ? gates[device] : nullptr;
+    for (DeviceParameter *param : paramsOf[device]) {
+      if (param->runningStatistic)
+        continue;
+      if (gate)
+        decidingGating->gatedOptimizerStep(s, optimizer, param->value,
+                                           param->grad, param->slots,
+                                           param->size, steps + 1, gate);
+      else
         issue->optimizerStep(s, optimizer, param->value, param->grad,
                              param->slots, param->size, steps + 1);
+    }
     // Batch norms: once per mini-batch, from its micro-batches' sums.
-    for (const DeviceRunningStatistics &stats : runningStatistics[device])
-      issue->batchNormRunningUpdate(
-          s, stats.mean->value, stats.variance->value, stats.mean->grad,
-          stats.variance->grad, stats.mean->size, stats.count, stats.momentum);
+    for (const DeviceRunningStatistics &stats : runningStatistics[device]) {
+      if (gate)
+        decidingGating->gatedBatchNormRunningUpdate(
+            s, stats.mean->value, stats.variance->value, stats.mean->grad,
+            stats.variance->grad, stats.mean->size, stats.count, stats.momentum,
+            gate);
+      else
+        issue->batchNormRunningUpdate(s, stats.mean->value,
+                                      stats.variance->value, stats.mean->grad,
+                                      stats.variance->grad, stats.mean->size,
+                                      stats.count, stats.momentum);
+    }
     return {};
   }
   }
@@ -288,6 +305,7 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   gradientScale = 1.0f;
   gradientNorm.reset();
   gradientsAveraged = nonFinite = false;
+  decidingGating = nullptr;
   const bool measure = !dryRun && !pass->evaluating && measuresGradients();
   for (const ScheduleStep &step : pass->order) {
     const Instr &instr = programs[step.device][step.index];

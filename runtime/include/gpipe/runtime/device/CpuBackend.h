@@ -44,8 +44,8 @@
 
 namespace gpipe::runtime::device {
 
-class CpuBackend final
-    : public KernelsByFunctor<CpuBackend, HostStreamBackend> {
+class CpuBackend final : public KernelsByFunctor<CpuBackend, HostStreamBackend>,
+                         public DeviceGating {
 public:
   explicit CpuBackend(unsigned numDevices, CpuThreading threading = {});
   ~CpuBackend() override;
@@ -170,6 +170,20 @@ public:
 
   std::string synchronize(std::chrono::milliseconds timeout) override;
   std::string error() const override;
+
+  // The devices share the host's memory: a step is decided on them
+  // (CpuGating.cpp), unless CpuThreading::decideOnDevices is off.
+  DeviceGating *gating() override;
+  void decide(StreamId s, const GateRequest &request, StepGate *gate) override;
+  void gatedOptimizerStep(StreamId s, const OptimizerConfig &config,
+                          float *params, const float *grads,
+                          float *const *slots, int64_t n, int64_t step,
+                          const StepGate *gate) override;
+  void gatedBatchNormRunningUpdate(StreamId s, float *runningMean,
+                                   float *runningVar, const float *sum,
+                                   const float *squares, int64_t cols,
+                                   int64_t count, float momentum,
+                                   const StepGate *gate) override;
 
   struct Impl;
 

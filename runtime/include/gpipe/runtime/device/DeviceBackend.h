@@ -20,6 +20,7 @@
 #ifndef GPIPE_RUNTIME_DEVICE_DEVICEBACKEND_H
 #define GPIPE_RUNTIME_DEVICE_DEVICEBACKEND_H
 
+#include "gpipe/runtime/device/DeviceGating.h"
 #include "gpipe/runtime/device/KernelApi.h"
 
 #include <chrono>
@@ -95,6 +96,12 @@ public:
     (void)device;
     return -1;
   }
+
+  /// Where a step's clipping and guard can be decided on the devices
+  /// (DeviceGating.h): the backend's kernels may then read another device's
+  /// memory once their stream waited on an event recorded after the writes.
+  /// Null: the host decides, after a synchronize.
+  virtual DeviceGating *gating() { return nullptr; }
 
   /// Bytes the backend holds on `device` beside the allocations (the CPU
   /// backend's packed parameter copies), as of the last synchronize.

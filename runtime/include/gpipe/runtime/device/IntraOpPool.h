@@ -69,6 +69,9 @@ struct CpuThreading {
   /// and the optimizer step grew 20x slower near the end of an epoch of the
   /// MLP. Only the devices' threads change; the caller's keep their mode.
   bool flushDenormals = true;
+  /// Clipping and the non-finite guard decide each step on the devices
+  /// (DeviceGating.h) instead of on the host after a mid-step synchronize.
+  bool decideOnDevices = true;
 };
 
 /// Sets (or clears) flushing denormal floats to zero on the calling thread,
