@@ -5,7 +5,7 @@
 // executor (checked in its own tests against a double-precision reference),
 // for the MLP and the Transformer block of TestModels.h at K = 1, 2, 4, under
 // every remat policy, in each GEMM precision (and two GPU runs against each
-// other, bit for bit). Three SGD steps: each step's
+// other, bit for bit; clipping and the guard). Three SGD steps: each step's
 // loss and gradients, then the parameters. SGD, not Adam: Adam's first steps
 // move a parameter by about lr * sign(g), so a gradient near 0 whose sign
 // TF32 or bf16 rounding flips would move it by 2 lr, far past the tolerance;
@@ -93,13 +93,18 @@ class CudaVersusCpu : public ::testing::TestWithParam<Param> {};
 /// Three SGD steps of `bundle` on its devices, all on one GPU, against the
 /// CPU executor, each from the CPU's parameters: losses, gradients and the
 /// updated parameters within `precision`'s tolerance.
-void expectCudaMatchesCpu(const Bundle &bundle,
-                          Batch (*batchOf)(int64_t, uint64_t),
-                          GemmPrecision precision) {
-  const Tolerance tol = toleranceOf(precision);
+OptimizerConfig plainSgd() {
   OptimizerConfig sgd;
   sgd.kind = OptimizerKind::Sgd;
   sgd.learningRate = 0.05f;
+  return sgd;
+}
+
+void expectCudaMatchesCpu(const Bundle &bundle,
+                          Batch (*batchOf)(int64_t, uint64_t),
+                          GemmPrecision precision,
+                          const OptimizerConfig &sgd = plainSgd()) {
+  const Tolerance tol = toleranceOf(precision);
 
   ExecutorConfig cpuConfig;
   cpuConfig.seed = 42;
@@ -129,6 +134,12 @@ void expectCudaMatchesCpu(const Bundle &bundle,
     EXPECT_NEAR(actual.loss, expected.loss,
                 tol.atol + tol.rtol * std::fabs(expected.loss))
         << "step " << step;
+    ASSERT_EQ(actual.gradientNorm.has_value(),
+              expected.gradientNorm.has_value());
+    if (expected.gradientNorm)
+      EXPECT_NEAR(*actual.gradientNorm, *expected.gradientNorm,
+                  tol.atol + tol.rtol * *expected.gradientNorm)
+          << "gradient norm, step " << step;
     for (const ParamSpec &spec : bundle.params) {
       std::vector<float> grad;
       ASSERT_EQ(gpu->gradient(spec.name, grad), "");
@@ -217,6 +228,52 @@ TEST(CudaImageModels, SameLossesGradientsAndParametersAsTheCpu) {
                          convBatch, GemmPrecision::F32);
     expectCudaMatchesCpu(buildBundle(batchNormGraph(kBatch), {0, 1}, 3, remat),
                          batchNormBatch, GemmPrecision::F32);
+  }
+}
+
+/// Clipping and the non-finite guard on the GPU: each gradient's partial
+/// sums of squares (kernels::SquaresPartial as nvcc compiles it), the norm
+/// across K devices, the clipped update, and a nan input stopped with the
+/// CPU's message (its gradient is the first nan: ReLU maps a nan to 0 in the
+/// forward) and the parameters unchanged.
+TEST(CudaGradientStatistics, ClippedGuardedStepsMatchTheCpu) {
+  std::string why;
+  if (!gpipe::cuda::gpuAvailable(&why))
+    GTEST_SKIP() << "no CUDA device: " << why;
+  OptimizerConfig clipped = plainSgd();
+  clipped.clipGradNorm = 0.01f; // below the MLP's norm: the factor applies
+  clipped.checkFinite = true;
+  for (unsigned k : {1u, 2u, 4u}) {
+    SCOPED_TRACE("K " + std::to_string(k));
+    Bundle bundle =
+        buildBundle(mlpGraph(kBatch), mlpSplit(k), 4, RematPolicy::None);
+    expectCudaMatchesCpu(bundle, mlpBatch, GemmPrecision::F32, clipped);
+
+    ExecutorConfig cpuConfig;
+    cpuConfig.seed = 42;
+    cpuConfig.optimizer = clipped;
+    std::string error;
+    auto cpu = PipelineExecutor::create(bundle, cpuConfig, error);
+    ASSERT_TRUE(cpu) << error;
+    DeviceExecutorConfig config;
+    config.seed = 42;
+    config.optimizer = clipped;
+    auto gpu = gpuExecutor(bundle, GemmPrecision::F32, config, error);
+    ASSERT_TRUE(gpu) << error;
+    for (const ParamSpec &spec : bundle.params)
+      ASSERT_EQ(gpu->setParameter(spec.name, *cpu->parameter(spec.name)), "");
+    Batch batch = mlpBatch(kBatch, 7);
+    batch.at("x").f32[0] = std::nanf("");
+    StepResult expected = cpu->trainStep(batch);
+    EXPECT_TRUE(expected.nonFinite) << expected.error;
+    StepResult actual = gpu->trainStep(batch);
+    EXPECT_TRUE(actual.nonFinite);
+    EXPECT_EQ(actual.error, expected.error);
+    for (const ParamSpec &spec : bundle.params) {
+      std::vector<float> value;
+      ASSERT_EQ(gpu->parameter(spec.name, value), "");
+      EXPECT_EQ(value, *cpu->parameter(spec.name)) << spec.name;
+    }
   }
 }
 
