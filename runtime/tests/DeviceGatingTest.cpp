@@ -3,7 +3,8 @@
 // decideStep's arithmetic against sums computed here, and the CPU backend's
 // gated updates in a step: a batch norm's running statistics stay as they
 // were when the guard stops the step, as its parameters do (without the
-// guard, the same step writes nan into them). The guard's messages and the
+// guard, the same step writes nan into them); a statistic that overflows in
+// the update fails the check after it. The guard's messages and the
 // clipped update on the devices are NonFiniteGuardTest's.
 //
 //===----------------------------------------------------------------------===//
@@ -93,12 +94,13 @@ Bundle batchNormBundle() {
   return buildBundle(g, {0, 1}, 1, RematPolicy::None);
 }
 
-/// The running mean after one step whose input holds a nan, on the CPU
-/// backend deciding on its devices or on the host; "" or the step's error in
-/// *error.
-std::vector<float> runningMeanAfterANanStep(bool decideOnDevices,
-                                            bool checkFinite,
-                                            std::string *error) {
+/// One step of batchNormBundle on `x` (t = 0) on the CPU backend, deciding
+/// on its devices or on the host: the running statistic `statistic` after
+/// it, the step's error ("" or the message) in *error.
+std::vector<float> statisticAfterAStep(bool decideOnDevices, bool checkFinite,
+                                       const std::vector<float> &x,
+                                       const std::string &statistic,
+                                       std::string *error) {
   DeviceExecutorConfig config;
   config.optimizer.kind = OptimizerKind::Sgd;
   config.optimizer.learningRate = 0.1f;
@@ -112,14 +114,22 @@ std::vector<float> runningMeanAfterANanStep(bool decideOnDevices,
   EXPECT_TRUE(executor) << created;
   if (!executor)
     return {};
-  const float nan = std::numeric_limits<float>::quiet_NaN();
   Batch batch = {
-      {"x", HostTensor::floats({kRows, 2}, {1, 2, 3, 4, nan, 6, 7, 8})},
+      {"x", HostTensor::floats({kRows, 2}, x)},
       {"target", HostTensor::floats({kRows, 2}, {0, 0, 0, 0, 0, 0, 0, 0})}};
   *error = executor->trainStep(batch).error;
-  std::vector<float> mean;
-  EXPECT_EQ(executor->parameter("mean", mean), "");
-  return mean;
+  std::vector<float> values;
+  EXPECT_EQ(executor->parameter(statistic, values), "");
+  return values;
+}
+
+const float kNan = std::numeric_limits<float>::quiet_NaN();
+
+std::vector<float> runningMeanAfterANanStep(bool decideOnDevices,
+                                            bool checkFinite,
+                                            std::string *error) {
+  return statisticAfterAStep(decideOnDevices, checkFinite,
+                             {1, 2, 3, 4, kNan, 6, 7, 8}, "mean", error);
 }
 
 } // namespace
@@ -141,4 +151,22 @@ TEST(DeviceGating, AStoppedStepLeavesTheRunningStatistics) {
   ASSERT_EQ(mean.size(), 2u);
   EXPECT_TRUE(std::isnan(mean[0]));
   EXPECT_FLOAT_EQ(mean[1], 0.5f * (2 + 4 + 6 + 8) / 4);
+}
+
+// Channel 0's squares (1e38 each) overflow the variance: the normalised
+// output, the loss and the gradients stay finite, the running variance does
+// not. The check after the update names it, whether the update flagged it
+// (on the devices) or the host summed its squares.
+TEST(DeviceGating, AnOverflowingStatisticFailsTheCheckAfterTheUpdate) {
+  for (bool onDevices : {true, false}) {
+    SCOPED_TRACE(onDevices ? "decided on the devices" : "decided on the host");
+    std::string error;
+    std::vector<float> variance = statisticAfterAStep(
+        onDevices, true, {1e19f, 1, -1e19f, 2, 1e19f, 3, -1e19f, 4}, "variance",
+        &error);
+    EXPECT_EQ(error, "step 1: parameter 'variance' is inf after the update "
+                     "(stage 0 on device 0)");
+    ASSERT_EQ(variance.size(), 2u);
+    EXPECT_TRUE(std::isinf(variance[0]));
+  }
 }

@@ -353,6 +353,14 @@ struct DeviceExecutor::Impl {
   /// each device's gate (device memory, allocated at the first use).
   DeviceGating *decidingGating = nullptr;
   std::vector<StepGate *> gates;
+  /// Where the devices decide and the guard is on: per device, the
+  /// kUpdated* flags of each parameter of paramsOf[d] that its update
+  /// raises (device memory), and their host copy (the check after the
+  /// update, instead of the parameters' sums of squares).
+  std::vector<int32_t *> updatedFlags;
+  std::vector<std::vector<int32_t>> hostUpdatedFlags;
+  /// `param`'s flags on `device`, or null where nothing is flagged.
+  int32_t *updatedFlagsOf(unsigned device, const DeviceParameter *param);
 };
 
 } // namespace gpipe::runtime::device

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
@@ -222,6 +223,24 @@ std::string DeviceExecutor::Impl::issueDecisions(DeviceGating &gating) {
         return "the step's decision: " + error;
       gates[d] = static_cast<StepGate *>(memory);
     }
+  // The check after the update: flags the updates raise.
+  const bool flagged = config.optimizer.checkFinite;
+  updatedFlags.resize(numDevices, nullptr);
+  hostUpdatedFlags.resize(numDevices);
+  for (unsigned d = 0; d < numDevices && flagged; ++d) {
+    const int64_t count = int64_t(paramsOf[d].size());
+    if (count == 0)
+      continue;
+    if (!updatedFlags[d]) {
+      void *memory = nullptr;
+      std::string error = backend->allocate(d, count * 4, &memory);
+      if (!error.empty())
+        return "the update's checks: " + error;
+      updatedFlags[d] = static_cast<int32_t *>(memory);
+    }
+    issue->fillZero(compute(d), updatedFlags[d], count * 4);
+    hostUpdatedFlags[d].assign(size_t(count), 0);
+  }
   // Each device's sums, and the loss device's losses, are written before
   // its event; every device decides once it has seen them all.
   std::vector<EventId> summed(numDevices);
@@ -261,16 +280,46 @@ std::string DeviceExecutor::Impl::checkDecisions() {
   return error;
 }
 
+int32_t *DeviceExecutor::Impl::updatedFlagsOf(unsigned device,
+                                              const DeviceParameter *param) {
+  if (!decidingGating || !config.optimizer.checkFinite || !updatedFlags[device])
+    return nullptr;
+  const std::vector<DeviceParameter *> &mine = paramsOf[device];
+  return updatedFlags[device] +
+         (std::find(mine.begin(), mine.end(), param) - mine.begin());
+}
+
 std::string DeviceExecutor::Impl::issueParameterSquares() {
+  if (decidingGating) {
+    // The updates flagged what they wrote.
+    for (unsigned d = 0; d < updatedFlags.size(); ++d)
+      if (updatedFlags[d] && transport->runsDevice(d))
+        issue->copyToHost(compute(d), hostUpdatedFlags[d].data(),
+                          updatedFlags[d],
+                          int64_t(hostUpdatedFlags[d].size()) * 4);
+    return {};
+  }
   return issueSquares(*this, parameterSquares,
                       [](const DeviceParameter &param) { return param.value; });
 }
 
 std::string DeviceExecutor::Impl::checkParameters() {
   std::unordered_map<const DeviceParameter *, double> sums;
-  std::string error = gatherSquares(*this, parameterSquares, sums);
-  if (!error.empty())
-    return error;
+  if (decidingGating) {
+    // Flags read as the sums they stand for: nan before inf.
+    for (unsigned d = 0; d < hostUpdatedFlags.size(); ++d)
+      for (size_t j = 0; j < hostUpdatedFlags[d].size(); ++j) {
+        const int32_t flags = hostUpdatedFlags[d][j];
+        sums[paramsOf[d][j]] =
+            flags & kUpdatedNan   ? std::numeric_limits<double>::quiet_NaN()
+            : flags & kUpdatedInf ? std::numeric_limits<double>::infinity()
+                                  : 0.0;
+      }
+  } else {
+    std::string error = gatherSquares(*this, parameterSquares, sums);
+    if (!error.empty())
+      return error;
+  }
   for (const ParamSpec &spec : bundle.params) {
     const DeviceParameter *param = paramByName.at(spec.name);
     const double sum = sums[param];

@@ -248,9 +248,9 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
       if (param->runningStatistic)
         continue;
       if (gate)
-        decidingGating->gatedOptimizerStep(s, optimizer, param->value,
-                                           param->grad, param->slots,
-                                           param->size, steps + 1, gate);
+        decidingGating->gatedOptimizerStep(
+            s, optimizer, param->value, param->grad, param->slots, param->size,
+            steps + 1, gate, updatedFlagsOf(device, param));
       else
         issue->optimizerStep(s, optimizer, param->value, param->grad,
                              param->slots, param->size, steps + 1);
@@ -261,7 +261,8 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
         decidingGating->gatedBatchNormRunningUpdate(
             s, stats.mean->value, stats.variance->value, stats.mean->grad,
             stats.variance->grad, stats.mean->size, stats.count, stats.momentum,
-            gate);
+            gate, updatedFlagsOf(device, stats.mean),
+            updatedFlagsOf(device, stats.variance));
       else
         issue->batchNormRunningUpdate(s, stats.mean->value,
                                       stats.variance->value, stats.mean->grad,

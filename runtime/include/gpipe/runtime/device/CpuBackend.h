@@ -178,12 +178,13 @@ public:
   void gatedOptimizerStep(StreamId s, const OptimizerConfig &config,
                           float *params, const float *grads,
                           float *const *slots, int64_t n, int64_t step,
-                          const StepGate *gate) override;
+                          const StepGate *gate, int32_t *nonFinite) override;
   void gatedBatchNormRunningUpdate(StreamId s, float *runningMean,
                                    float *runningVar, const float *sum,
                                    const float *squares, int64_t cols,
                                    int64_t count, float momentum,
-                                   const StepGate *gate) override;
+                                   const StepGate *gate, int32_t *meanNonFinite,
+                                   int32_t *varNonFinite) override;
 
   struct Impl;
 

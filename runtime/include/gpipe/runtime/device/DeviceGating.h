@@ -54,6 +54,9 @@ struct GateRequest {
   float clipGradNorm = 0.0f;
 };
 
+/// The flags of DeviceGating::gatedOptimizerStep's `nonFinite`.
+constexpr int32_t kUpdatedInf = 1, kUpdatedNan = 2;
+
 /// The decision from `request`'s sums and losses: the same arithmetic on
 /// every device and on the host.
 StepGate decideStep(const GateRequest &request);
@@ -67,17 +70,22 @@ public:
                       StepGate *gate) = 0;
   /// KernelApi::optimizerStep with the gradients scaled by gate->scale, or
   /// nothing where gate->apply is 0 (config.gradientScale is ignored).
+  /// Where `nonFinite` (device memory) is not null, the update also ORs
+  /// kUpdatedInf into it if a parameter it wrote is +-inf, kUpdatedNan if
+  /// one is nan: the guard's check after the update, made while the values
+  /// are at hand instead of in another pass.
   virtual void gatedOptimizerStep(StreamId s, const OptimizerConfig &config,
                                   float *params, const float *grads,
                                   float *const *slots, int64_t n, int64_t step,
-                                  const StepGate *gate) = 0;
+                                  const StepGate *gate, int32_t *nonFinite) = 0;
   /// KernelApi::batchNormRunningUpdate, or nothing where gate->apply is 0:
-  /// a stopped step leaves the running statistics too as they were.
-  virtual void gatedBatchNormRunningUpdate(StreamId s, float *runningMean,
-                                           float *runningVar, const float *sum,
-                                           const float *squares, int64_t cols,
-                                           int64_t count, float momentum,
-                                           const StepGate *gate) = 0;
+  /// a stopped step leaves the running statistics too as they were. Flags
+  /// what it wrote into meanNonFinite and varNonFinite, where not null, as
+  /// gatedOptimizerStep does.
+  virtual void gatedBatchNormRunningUpdate(
+      StreamId s, float *runningMean, float *runningVar, const float *sum,
+      const float *squares, int64_t cols, int64_t count, float momentum,
+      const StepGate *gate, int32_t *meanNonFinite, int32_t *varNonFinite) = 0;
 };
 
 } // namespace gpipe::runtime::device
