@@ -20,10 +20,13 @@
 # wheel does: PyPI's mkl package goes into the same environment (its
 # libraries only, no dependencies: gpipe runs MKL's sequential layer) and
 # every gpipe-bench run gets GPIPE_BLAS_LIBRARY (runtime/include/gpipe/
-# runtime/BlasLibrary.h); the tables name each run's BLAS.
+# runtime/BlasLibrary.h); the tables name each run's BLAS. With --rounds N,
+# every configuration of a model and batch runs once per round, in turn, so
+# that this shared machine's drifting load falls on all of them; the tables
+# take the median of the rounds and give each ratio's range over them.
 #   scripts/compare-pytorch.sh [--models mlp,transformer] [--batches 64,512]
-#       [--transformer-batches 32,128] [--steps 20] [--warmup 3] [--out FILE]
-#       [--gpipe-args 'ARGS'] [--torch-only] [--mkl]
+#       [--transformer-batches 32,128] [--steps 20] [--warmup 3] [--rounds 1]
+#       [--out FILE] [--gpipe-args 'ARGS'] [--torch-only] [--mkl]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -35,6 +38,7 @@ usage: scripts/compare-pytorch.sh [options]
   --transformer-batches LIST  Transformer mini-batch sizes, in sequences (default 32,128)
   --steps N                   timed steps per configuration (default 20)
   --warmup W                  untimed steps before them (default 3)
+  --rounds N                  run every configuration N times, in turn; report medians and ranges (default 1)
   --out FILE                  also write the JSON lines to FILE
   --gpipe-args 'ARGS'         extra arguments for every gpipe-bench run (e.g. '--threads-per-device 1')
   --torch-only                skip gpipe (no build), time only PyTorch
@@ -45,7 +49,7 @@ EOF
 }
 
 models=mlp,transformer batches=64,512 transformer_batches=32,128
-steps=20 warmup=3 out="" torch_only=false gpipe_args="" mkl=false
+steps=20 warmup=3 rounds=1 out="" torch_only=false gpipe_args="" mkl=false
 microbatches=8
 die() { echo "compare-pytorch.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
@@ -53,7 +57,7 @@ while [[ $# -gt 0 ]]; do
     --help|-h) usage; exit 0 ;;
     --torch-only) torch_only=true; shift ;;
     --mkl) mkl=true; shift ;;
-    --models|--batches|--transformer-batches|--steps|--warmup|--out|--gpipe-args)
+    --models|--batches|--transformer-batches|--steps|--warmup|--rounds|--out|--gpipe-args)
       [[ $# -ge 2 ]] || die "$1 needs a value"
       case "$1" in
         --models) models="$2" ;;
@@ -61,6 +65,7 @@ while [[ $# -gt 0 ]]; do
         --transformer-batches) transformer_batches="$2" ;;
         --steps) steps="$2" ;;
         --warmup) warmup="$2" ;;
+        --rounds) rounds="$2" ;;
         --out) out="$2" ;;
         --gpipe-args) gpipe_args="$2" ;;
       esac
@@ -70,6 +75,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $steps =~ ^[1-9][0-9]*$ ]] || die "--steps must be a positive integer, not '$steps'"
 [[ $warmup =~ ^[0-9]+$ ]] || die "--warmup must be a non-negative integer, not '$warmup'"
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, not '$rounds'"
 IFS=, read -ra model_list <<<"$models"
 for m in "${model_list[@]}"; do
   [[ $m == mlp || $m == transformer ]] || die "unknown model '$m' (expected mlp or transformer)"
@@ -187,19 +193,22 @@ for model in "${model_list[@]}"; do
   list=$batches
   [[ $model == transformer ]] && list=$transformer_batches
   for batch in ${list//,/ }; do
-    if ! $torch_only; then
-      # One device on one thread (against torch on one thread), then on every
-      # core (the default: the cores divided among the devices).
-      gpipe_run "$model" "$batch" 1 1 none 1
-      gpipe_run "$model" "$batch" 1 1 none
-      gpipe_run "$model" "$batch" 1 "$microbatches" none 1
-      gpipe_run "$model" "$batch" 1 "$microbatches" none
-      gpipe_run "$model" "$batch" 2 "$microbatches" none
-      gpipe_run "$model" "$batch" 2 "$microbatches" full
-      # Zero-bubble ZB-H1: the weight gradients fill the drain's bubble.
-      gpipe_run "$model" "$batch" 2 "$microbatches" none "" zb-h1
-    fi
-    torch_runs "$model" "$batch"
+    for ((round = 1; round <= rounds; ++round)); do
+      ((rounds == 1)) || log "$model batch $batch: round $round of $rounds"
+      if ! $torch_only; then
+        # One device on one thread (against torch on one thread), then on every
+        # core (the default: the cores divided among the devices).
+        gpipe_run "$model" "$batch" 1 1 none 1
+        gpipe_run "$model" "$batch" 1 1 none
+        gpipe_run "$model" "$batch" 1 "$microbatches" none 1
+        gpipe_run "$model" "$batch" 1 "$microbatches" none
+        gpipe_run "$model" "$batch" 2 "$microbatches" none
+        gpipe_run "$model" "$batch" 2 "$microbatches" full
+        # Zero-bubble ZB-H1: the weight gradients fill the drain's bubble.
+        gpipe_run "$model" "$batch" 2 "$microbatches" none "" zb-h1
+      fi
+      torch_runs "$model" "$batch"
+    done
   done
 done
 
