@@ -182,7 +182,8 @@ std::string DeviceExecutor::Impl::judgeGradients(
     const DeviceParameter *param = paramByName.at(spec.name);
     if (param->runningStatistic)
       continue; // a batch norm's statistics, not a gradient
-    const double sum = sums.at(param);
+    const auto found = sums.find(param);
+    const double sum = found == sums.end() ? 0.0 : found->second;
     if (config.optimizer.checkFinite && !std::isfinite(sum)) {
       nonFinite = true;
       return stepName + ": the gradient of parameter '" + spec.name + "' is " +
