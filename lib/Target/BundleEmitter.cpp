@@ -178,8 +178,9 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
   }
   for (OpResult result : op->getResults()) {
     // Half of a split dense or layer-norm gradient: the other half's result
-    // is not computed (its id is kept, as the memory description numbers it).
-    if (dropUnused && result.use_empty()) {
+    // is not computed (its id is kept, as the memory description numbers
+    // it); nor is an input gradient nothing reads.
+    if ((dropUnused && result.use_empty()) || isUnreadInputGradient(result)) {
       if (defineResults)
         values.define(result, isPerExampleResult(result, operandBatched));
       results.push_back(-1);

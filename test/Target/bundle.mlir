@@ -29,6 +29,7 @@
 // CHECK: "remat": "full",
 
 // Stage 0: values 0 (x), 1 (w), 2 (dense), 3 (relu); the backward gets 4 (output gradient), 5 (relu_grad), 6, 7 (dense_grad dx, dw).
+// Nothing reads dx (6), the gradient of the model's input x: it is written -1, not computed.
 // CHECK: "stages": [
 // CHECK: "backward": [
 // CHECK: "op": "relu_grad",
@@ -36,6 +37,14 @@
 // CHECK-NEXT: 4,
 // CHECK-NEXT: 2
 // CHECK: "op": "dense_grad",
+// CHECK-NEXT: "operands": [
+// CHECK-NEXT: 5,
+// CHECK-NEXT: 0,
+// CHECK-NEXT: 1
+// CHECK-NEXT: ],
+// CHECK-NEXT: "results": [
+// CHECK-NEXT: -1,
+// CHECK-NEXT: 7
 // CHECK: "name": "w",
 // CHECK-NEXT: "op": "accumulate_grad",
 // The forward: params first; the dense op and the relu that reads its result run as one kernel (OpTable.h's fusions).

@@ -273,11 +273,13 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
       continue;
     }
     // The halves of a split dense or layer-norm gradient leave the other
-    // half's results unused: the bundle writes them as -1, unallocated.
+    // half's results unused, and an input gradient may have no reader: the
+    // bundle writes them as -1, unallocated.
     bool split = isSplitBackward(backward) && separatesWeightGradients(&op);
     SmallVector<bool> skip;
     for (OpResult result : op.getResults())
-      skip.push_back(inPlace(result) || (split && result.use_empty()));
+      skip.push_back(inPlace(result) || (split && result.use_empty()) ||
+                     isUnreadInputGradient(result));
     list.push_back(describeOp(&op, values, true, skip));
   }
   for (Value grad : backBody.getTerminator()->getOperands())

@@ -40,6 +40,17 @@ inline bool separatesWeightGradients(mlir::Operation *op) {
   return mlir::isa<DenseGradOp, LayerNormGradOp, Conv2dGradOp>(op);
 }
 
+/// Whether `result` is an input gradient that nothing reads (the first
+/// layer's dx, whose input is the model's), which the runtime then does not
+/// compute: result 0 of dense_grad, layer_norm_grad, batch_norm_grad,
+/// attention_grad or conv2d_grad (the runtime's DropsFirstResult). The
+/// memory plan leaves it unallocated and the bundle writes it as -1.
+inline bool isUnreadInputGradient(mlir::OpResult result) {
+  return result.getResultNumber() == 0 && result.use_empty() &&
+         mlir::isa<DenseGradOp, LayerNormGradOp, BatchNormGradOp,
+                   AttentionGradOp, Conv2dGradOp>(result.getOwner());
+}
+
 /// Splits `backward` (once: a split one is left as it is).
 void splitStageBackward(StageBackwardOp backward);
 
