@@ -100,24 +100,38 @@ OptimizerConfig plainSgd() {
   return sgd;
 }
 
+/// The CPU executor and the GPU one of `bundle`, with the same seed and
+/// optimizer; `error` says why one is missing.
+struct CpuAndGpu {
+  std::unique_ptr<PipelineExecutor> cpu;
+  std::unique_ptr<DeviceExecutor> gpu;
+  std::string error;
+};
+CpuAndGpu executorsOf(const Bundle &bundle, GemmPrecision precision,
+                      const OptimizerConfig &optimizer) {
+  CpuAndGpu both;
+  ExecutorConfig cpuConfig;
+  cpuConfig.seed = 42;
+  cpuConfig.optimizer = optimizer;
+  both.cpu = PipelineExecutor::create(bundle, cpuConfig, both.error);
+  if (!both.cpu)
+    return both;
+  DeviceExecutorConfig config;
+  config.seed = 42;
+  config.optimizer = optimizer;
+  both.gpu = gpuExecutor(bundle, precision, config, both.error);
+  return both;
+}
+
 void expectCudaMatchesCpu(const Bundle &bundle,
                           Batch (*batchOf)(int64_t, uint64_t),
                           GemmPrecision precision,
                           const OptimizerConfig &sgd = plainSgd()) {
   const Tolerance tol = toleranceOf(precision);
-
-  ExecutorConfig cpuConfig;
-  cpuConfig.seed = 42;
-  cpuConfig.optimizer = sgd;
-  std::string error;
-  auto cpu = PipelineExecutor::create(bundle, cpuConfig, error);
-  ASSERT_TRUE(cpu) << error;
-
-  DeviceExecutorConfig config;
-  config.seed = 42;
-  config.optimizer = sgd;
-  auto gpu = gpuExecutor(bundle, precision, config, error);
-  ASSERT_TRUE(gpu) << error;
+  CpuAndGpu executors = executorsOf(bundle, precision, sgd);
+  ASSERT_TRUE(executors.cpu && executors.gpu) << executors.error;
+  PipelineExecutor *cpu = executors.cpu.get();
+  DeviceExecutor *gpu = executors.gpu.get();
 
   for (uint64_t step = 1; step <= 3; ++step) {
     // Each step starts from the CPU's parameters, so every step compares the
@@ -249,17 +263,10 @@ TEST(CudaGradientStatistics, ClippedGuardedStepsMatchTheCpu) {
         buildBundle(mlpGraph(kBatch), mlpSplit(k), 4, RematPolicy::None);
     expectCudaMatchesCpu(bundle, mlpBatch, GemmPrecision::F32, clipped);
 
-    ExecutorConfig cpuConfig;
-    cpuConfig.seed = 42;
-    cpuConfig.optimizer = clipped;
-    std::string error;
-    auto cpu = PipelineExecutor::create(bundle, cpuConfig, error);
-    ASSERT_TRUE(cpu) << error;
-    DeviceExecutorConfig config;
-    config.seed = 42;
-    config.optimizer = clipped;
-    auto gpu = gpuExecutor(bundle, GemmPrecision::F32, config, error);
-    ASSERT_TRUE(gpu) << error;
+    CpuAndGpu executors = executorsOf(bundle, GemmPrecision::F32, clipped);
+    ASSERT_TRUE(executors.cpu && executors.gpu) << executors.error;
+    PipelineExecutor *cpu = executors.cpu.get();
+    DeviceExecutor *gpu = executors.gpu.get();
     for (const ParamSpec &spec : bundle.params)
       ASSERT_EQ(gpu->setParameter(spec.name, *cpu->parameter(spec.name)), "");
     Batch batch = mlpBatch(kBatch, 7);

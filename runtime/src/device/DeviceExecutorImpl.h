@@ -330,9 +330,12 @@ struct DeviceExecutor::Impl {
   std::string judgeGradients(
       const std::vector<float> &losses,
       const std::unordered_map<const DeviceParameter *, double> &sums);
-  /// After the optimizer steps (the guard): each parameter's sum of squares,
-  /// copied to the host in stream order.
-  std::string issueParameterSquares();
+  /// After the optimizer steps (the guard), copied to the host in stream
+  /// order: the flags the gated updates raised, where the devices decided;
+  /// else each parameter's sum of squares.
+  std::string issueParameterCheck();
+  /// The position of `param` in paramsOf[param->device].
+  size_t indexOnDevice(const DeviceParameter *param) const;
   /// After the step's synchronize: "" or the first parameter that is not
   /// finite (nonFinite set).
   std::string checkParameters();

@@ -205,11 +205,8 @@ std::string DeviceExecutor::Impl::issueDecisions(DeviceGating &gating) {
     const DeviceParameter *param = paramByName.at(spec.name);
     if (param->runningStatistic)
       continue;
-    const std::vector<DeviceParameter *> &mine = paramsOf[param->device];
-    const size_t j =
-        size_t(std::find(mine.begin(), mine.end(), param) - mine.begin());
     request.parts.push_back(gradientSquares.device[param->device] +
-                            j * kSquareParts);
+                            indexOnDevice(param) * kSquareParts);
   }
   request.losses = lossSlots;
   request.numLosses = lossSlots ? int64_t(pass->rows.size()) : 0;
@@ -285,12 +282,15 @@ int32_t *DeviceExecutor::Impl::updatedFlagsOf(unsigned device,
                                               const DeviceParameter *param) {
   if (!decidingGating || !config.optimizer.checkFinite || !updatedFlags[device])
     return nullptr;
-  const std::vector<DeviceParameter *> &mine = paramsOf[device];
-  return updatedFlags[device] +
-         (std::find(mine.begin(), mine.end(), param) - mine.begin());
+  return updatedFlags[device] + indexOnDevice(param);
 }
 
-std::string DeviceExecutor::Impl::issueParameterSquares() {
+size_t DeviceExecutor::Impl::indexOnDevice(const DeviceParameter *param) const {
+  const std::vector<DeviceParameter *> &mine = paramsOf[param->device];
+  return size_t(std::find(mine.begin(), mine.end(), param) - mine.begin());
+}
+
+std::string DeviceExecutor::Impl::issueParameterCheck() {
   if (decidingGating) {
     // The updates flagged what they wrote.
     for (unsigned d = 0; d < updatedFlags.size(); ++d)

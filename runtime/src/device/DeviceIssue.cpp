@@ -355,7 +355,7 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   }
   // gradientsAveraged: prepareOptimizerStep ran (a program has steps).
   if (measure && gradientsAveraged && config.optimizer.checkFinite)
-    return issueParameterSquares();
+    return issueParameterCheck();
   return {};
 }
 
