@@ -69,20 +69,15 @@ void gemmSplit(const cpu::ParallelFor &parallel, bool transA, bool transB,
                int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                int64_t ldc) {
-  if (!parallel || m * n * k < kSplitWork) {
+  // Rows only, in whole cpu::kBlasRowGrain parts: the bits of one call.
+  if (!parallel || m * n * k < kSplitWork || m < 2 * cpu::kBlasRowGrain) {
     gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  if (m >= n)
-    parallel(m, 8, [&](int64_t r0, int64_t r1) {
-      gemm(transA, transB, r1 - r0, n, k, alpha, transA ? a + r0 : a + r0 * lda,
-           lda, b, ldb, beta, c + r0 * ldc, ldc);
-    });
-  else
-    parallel(n, 16, [&](int64_t c0, int64_t c1) {
-      gemm(transA, transB, m, c1 - c0, k, alpha, a, lda,
-           transB ? b + c0 * ldb : b + c0, ldb, beta, c + c0, ldc);
-    });
+  parallel(m, cpu::kBlasRowGrain, [&](int64_t r0, int64_t r1) {
+    gemm(transA, transB, r1 - r0, n, k, alpha, transA ? a + r0 : a + r0 * lda,
+         lda, b, ldb, beta, c + r0 * ldc, ldc);
+  });
 }
 
 /// Copies `bias` [cols] into every row of y [rows, cols] (nothing for a null

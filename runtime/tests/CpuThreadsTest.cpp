@@ -272,7 +272,9 @@ TEST(CpuBackendThreads, GemmSplitsByRowsColumnsAndBatch) {
   struct Shape {
     int64_t m, n, k, count;
   };
-  // Rows (m >= n), columns (n > m), a batch of more entries than threads.
+  // Rows (split in whole kBlasRowGrain parts), a short wide product (too few
+  // rows to split: a column split changed bits), a batch of more entries
+  // than threads.
   for (Shape shape :
        {Shape{203, 64, 96, 1}, Shape{12, 517, 80, 1}, Shape{40, 48, 72, 5}})
     for (bool transA : {false, true})

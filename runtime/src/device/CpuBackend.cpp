@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/device/CpuBackend.h"
+#include "gpipe/runtime/BlasLibrary.h"
 
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/device/HostWork.h"
@@ -207,10 +208,11 @@ namespace {
 constexpr int64_t kGemmSplitWork = int64_t(1) << 18;
 
 /// `g` over `pool`'s threads: by batch entries when there are enough, else by
-/// C's rows or columns, whichever are more. Each element of C is still one
-/// dot product over k, as in the single call.
+/// C's rows in parts of whole kBlasRowGrain, else on one thread. Every
+/// element of C gets the bits of the single call, whatever the thread count.
 void runGemmSplit(const GemmBatch &g, IntraOpPool &pool) {
-  if (pool.threads() == 1 || g.m * g.n * g.k * g.count < kGemmSplitWork) {
+  if (pool.threads() == 1 || g.m * g.n * g.k * g.count < kGemmSplitWork ||
+      (g.count < int64_t(pool.threads()) && g.m < 2 * cpu::kBlasRowGrain)) {
     runGemmOnHost(g);
     return;
   }
@@ -223,20 +225,12 @@ void runGemmSplit(const GemmBatch &g, IntraOpPool &pool) {
       part.count = e - b;
       runGemmOnHost(part);
     });
-  } else if (g.m >= g.n) {
-    pool.parallelFor(g.m, 8, [&](int64_t b, int64_t e) {
+  } else {
+    pool.parallelFor(g.m, cpu::kBlasRowGrain, [&](int64_t b, int64_t e) {
       GemmBatch part = g;
       part.a += g.transA ? b : b * g.lda;
       part.c += b * g.ldc;
       part.m = e - b;
-      runGemmOnHost(part);
-    });
-  } else {
-    pool.parallelFor(g.n, 16, [&](int64_t b, int64_t e) {
-      GemmBatch part = g;
-      part.b += g.transB ? b * g.ldb : b;
-      part.c += b;
-      part.n = e - b;
       runGemmOnHost(part);
     });
   }

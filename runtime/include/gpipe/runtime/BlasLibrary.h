@@ -15,6 +15,7 @@
 
 #include "gpipe/runtime/Status.h"
 
+#include <cstdint>
 #include <string>
 
 namespace gpipe::runtime::cpu {
@@ -24,6 +25,15 @@ namespace gpipe::runtime::cpu {
 using Sgemm = void (*)(int order, int transA, int transB, int m, int n, int k,
                        float alpha, const float *a, int lda, const float *b,
                        int ldb, float beta, float *c, int ldc);
+
+/// Rows of C per part where a GEMM splits over threads. A BLAS rounds each
+/// call to its kernels' register blocks, so a part gets the bits of the
+/// whole call only if it is made of whole blocks: measured with OpenBLAS
+/// 0.3.21, multiples of 12 rows of a row-major C with its Zen/Haswell
+/// kernels, 8 with SkylakeX's, and no split of the columns at all (most
+/// column splits changed some bits). So the kernels split rows only, in
+/// multiples of both.
+constexpr int64_t kBlasRowGrain = 24;
 
 struct BlasLibrary {
   Sgemm sgemm = nullptr;
