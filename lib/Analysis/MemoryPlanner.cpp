@@ -1,6 +1,7 @@
 //===- MemoryPlanner.cpp - Static per-device memory plans -----------------===//
 
 #include "gpipe/Analysis/MemoryPlanner.h"
+#include "gpipe/runtime/KeptForwardValues.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -142,7 +143,6 @@ public:
       StageState &s = states.emplace_back(stage);
       s.slots.assign(numMicrobatches,
                      std::vector<int>(stage.values.size(), -1));
-      s.kept.assign(numMicrobatches, program.keep == KeepPolicy::All);
       s.weightsRan.assign(numMicrobatches, 0);
       s.activationSent.assign(numMicrobatches,
                               std::vector<char>(stage.outputs.size(), 0));
@@ -156,16 +156,37 @@ public:
                instrName(in.kind) + "): stage " + std::to_string(in.stage) +
                " out of range: the device runs " +
                std::to_string(states.size());
-    if (program.keep == KeepPolicy::Last)
-      for (StageState &s : states) {
-        size_t v = &s - states.data();
-        for (auto it = program.instrs.rbegin(); it != program.instrs.rend();
-             ++it)
-          if (it->kind == PlannedInstrKind::Forward && it->stage == v) {
-            s.kept.at(it->microbatch) = 1;
+    // As the runtime decides (keptForwardValuesOf): the plan places the
+    // buffers it fills.
+    auto kept = runtime::keptForwardValues(
+        program.instrs, unsigned(states.size()), unsigned(numMicrobatches),
+        program.keep == KeepPolicy::All
+            ? runtime::KeptBeyondAdjacent::Everything
+        : program.keep == KeepPolicy::Last
+            ? runtime::KeptBeyondAdjacent::LastForward
+            : runtime::KeptBeyondAdjacent::Nothing,
+        [](const PlannedInstr &in) {
+          runtime::ComputeRole role;
+          role.stage = in.stage;
+          role.microbatch = in.microbatch;
+          switch (in.kind) {
+          case PlannedInstrKind::Forward:
+            role.kind = runtime::ComputeRole::Forward;
+            break;
+          case PlannedInstrKind::Backward:
+            role.kind = runtime::ComputeRole::Backward;
+            break;
+          case PlannedInstrKind::BackwardWeights:
+          case PlannedInstrKind::OptimizerStep:
+            role.kind = runtime::ComputeRole::OtherCompute;
+            break;
+          default:
             break;
           }
-      }
+          return role;
+        });
+    for (size_t v = 0; v < states.size(); ++v)
+      states[v].kept = std::move(kept[v]);
     plan.buffers.reserve(maxBuffers());
     for (instr = 0; instr < program.instrs.size(); ++instr) {
       plan.instrStart.push_back(now);

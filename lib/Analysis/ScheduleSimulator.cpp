@@ -1,6 +1,7 @@
 //===- ScheduleSimulator.cpp - Predicted timeline of a step ---------------===//
 
 #include "gpipe/Analysis/ScheduleSimulator.h"
+#include "gpipe/runtime/KeptForwardValues.h"
 
 #include <algorithm>
 #include <deque>
@@ -58,6 +59,28 @@ static const char *eventName(const Instr &instr) {
   return "unknown";
 }
 
+/// What the recompute rule (KeptForwardValues.h) needs of an instruction.
+static runtime::ComputeRole computeRole(const Instr &instr) {
+  runtime::ComputeRole role;
+  role.stage = instr.stage;
+  role.microbatch = instr.microbatch;
+  switch (instr.kind) {
+  case InstrKind::Forward:
+    role.kind = runtime::ComputeRole::Forward;
+    break;
+  case InstrKind::Backward:
+    role.kind = runtime::ComputeRole::Backward;
+    break;
+  case InstrKind::BackwardWeights:
+  case InstrKind::OptimizerStep:
+    role.kind = runtime::ComputeRole::OtherCompute;
+    break;
+  default:
+    break;
+  }
+  return role;
+}
+
 namespace {
 /// Direction, sender, receiver, micro-batch, channel, the sender's stage.
 using TransferKey =
@@ -82,14 +105,28 @@ public:
         freeProcessors(costs.processors),
         numStages(program.devices.size() *
                   std::max(program.numVirtualStages, 1u)),
-        lastForward(numStages, 0) {
+        kept(numStages) {
     result.simulation.lanes.resize(program.devices.size());
-    for (std::size_t d = 0; d < program.devices.size(); ++d)
-      for (const Instr &instr : program.devices[d].instrs) {
-        if (instr.kind == InstrKind::Forward && instr.stage < numStages)
-          lastForward[instr.stage] = instr.microbatch;
+    runtime::KeptBeyondAdjacent beyond =
+        costs.keep == KeepPolicy::All ? runtime::KeptBeyondAdjacent::Everything
+        : costs.keep == KeepPolicy::Last
+            ? runtime::KeptBeyondAdjacent::LastForward
+            : runtime::KeptBeyondAdjacent::Nothing;
+    for (std::size_t d = 0; d < program.devices.size(); ++d) {
+      auto ofDevice = runtime::keptForwardValues(
+          program.devices[d].instrs, unsigned(numStages),
+          program.numMicrobatches, beyond, computeRole);
+      for (std::size_t s = d; s < numStages; s += program.devices.size())
+        kept[s] = std::move(ofDevice[s]);
+      for (const Instr &instr : program.devices[d].instrs)
         devices[d].splitsBackward |= instr.kind == InstrKind::BackwardWeights;
-      }
+    }
+    for (std::size_t d = 0; d < program.devices.size(); ++d)
+      devices[d].recomputesWhileReceiving = runtime::recomputesWhileReceiving(
+          program.devices[d].instrs, kept, computeRole, [](const Instr &in) {
+            return in.kind == InstrKind::Recv &&
+                   in.direction == Direction::Gradient;
+          });
   }
 
   SimulationResult run() {
@@ -118,7 +155,16 @@ public:
       if (event.finishes) {
         device.busy = false;
         device.readyAt = event.time;
-        ++device.next;
+        // A recompute ahead of its gradient leaves the device at the receive.
+        if (device.recomputing)
+          device.recomputedAhead = true;
+        else {
+          ++device.next;
+          if (program.devices[event.device].instrs[device.next - 1].kind ==
+              InstrKind::Backward)
+            device.recomputedAhead = false;
+        }
+        device.recomputing = false;
         if (event.heldProcessor)
           releaseProcessor(event.time);
       }
@@ -148,6 +194,11 @@ private:
     double readyAt = 0;   ///< when the compute stream reached it
     double copyClock = 0; ///< when the copy stream is free
     bool splitsBackward = false; ///< its Backwards leave W to BackwardWeights
+    /// Per instruction: a gradient receive the device waits for after the
+    /// next backward's recompute (KeptForwardValues.h), as the runtime does.
+    std::vector<char> recomputesWhileReceiving;
+    bool recomputing = false;     ///< running such a recompute
+    bool recomputedAhead = false; ///< done it: the backward runs without
   };
 
   struct Event {
@@ -197,7 +248,11 @@ private:
         device.readyAt = now;
         continue;
       }
-      if (instr.kind == InstrKind::Recv) {
+      const bool recomputeFirst =
+          instr.kind == InstrKind::Recv &&
+          device.recomputesWhileReceiving[device.next] &&
+          !device.recomputedAhead;
+      if (instr.kind == InstrKind::Recv && !recomputeFirst) {
         TransferKey key{
             int(instr.direction), instr.peer,    d,
             instr.microbatch,     instr.channel, senderStage(instr)};
@@ -232,13 +287,38 @@ private:
   void start(unsigned d, double now) {
     DeviceState &device = devices[d];
     const Instr &instr = program.devices[d].instrs[device.next];
-    double duration = computeTime(d, instr);
     bool counted = costs.processors > 0;
     if (counted)
       --freeProcessors;
-    record(d, instr, now, duration);
     device.busy = true;
+    if (instr.kind == InstrKind::Recv) {
+      // The recompute of the backward after it (advance's recomputeFirst).
+      const std::vector<Instr> &instrs = program.devices[d].instrs;
+      std::size_t backward = device.next;
+      while (instrs[backward].kind != InstrKind::Backward)
+        ++backward;
+      double duration = recomputeTime(instrs[backward]);
+      record(d, instrs[backward], now, duration, "recompute");
+      device.recomputing = true;
+      push(now + duration, d, /*finishes=*/true, counted);
+      return;
+    }
+    double duration = computeTime(d, instr);
+    // A recompute is an event of its own, as in the runtime's timeline.
+    double recompute = instr.kind == InstrKind::Backward &&
+                               !device.recomputedAhead &&
+                               recomputes(instr.stage, instr.microbatch)
+                           ? recomputeTime(instr)
+                           : 0.0;
+    if (recompute > 0)
+      record(d, instr, now, recompute, "recompute");
+    record(d, instr, now + recompute, duration - recompute);
     push(now + duration, d, /*finishes=*/true, counted);
+  }
+
+  double recomputeTime(const Instr &instr) const {
+    const StageCosts &cost = costs.stages[instr.stage];
+    return cost.forwardFixed + cost.recomputePerRow * double(instr.rows);
   }
 
   /// A processor is free at `now`: the device that waited longest takes it.
@@ -270,8 +350,9 @@ private:
     case InstrKind::Backward: {
       double share = devices[d].splitsBackward ? 1.0 - cost.weightShare : 1.0;
       return share * (cost.backwardFixed + cost.backwardPerRow * rows) +
-             (recomputes(instr.stage, instr.microbatch)
-                  ? cost.forwardFixed + cost.recomputePerRow * rows
+             (recomputes(instr.stage, instr.microbatch) &&
+                      !devices[d].recomputedAhead
+                  ? recomputeTime(instr)
                   : 0.0);
     }
     case InstrKind::BackwardWeights:
@@ -285,26 +366,19 @@ private:
     return 0.0;
   }
 
-  /// As the runtime decides (keepsForwardValues): except-last keeps the
-  /// micro-batch each stage forwards last.
+  /// As the runtime decides (keptForwardValuesOf).
   bool recomputes(unsigned stage, unsigned microbatch) const {
-    switch (costs.keep) {
-    case KeepPolicy::All:
-      return false;
-    case KeepPolicy::None:
-      return true;
-    case KeepPolicy::Last:
-      break;
-    }
-    return microbatch != lastForward[stage];
+    return stage >= kept.size() || microbatch >= kept[stage].size() ||
+           !kept[stage][microbatch];
   }
 
+  /// `name` overrides the instruction's: a recompute.
   void record(unsigned device, const Instr &instr, double start,
-              double duration) {
+              double duration, const char *name = nullptr) {
     SimulatedEvent event;
-    event.name = eventName(instr);
+    event.name = name ? name : eventName(instr);
     event.compute =
-        isCompute(instr.kind) || instr.kind == InstrKind::OptimizerStep;
+        name || isCompute(instr.kind) || instr.kind == InstrKind::OptimizerStep;
     event.microbatch =
         instr.kind == InstrKind::OptimizerStep ? -1 : int64_t(instr.microbatch);
     event.startUs = start;
@@ -336,7 +410,7 @@ private:
   std::vector<DeviceState> devices;
   unsigned freeProcessors;
   std::size_t numStages;
-  std::vector<unsigned> lastForward; ///< per stage
+  std::vector<std::vector<char>> kept; ///< [stage][micro-batch]
   std::deque<unsigned> processorQueue;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
   unsigned long sequence = 0;

@@ -221,6 +221,8 @@ const char *eventClass(const std::string &name) {
     return "c-backward";
   if (name == "backward weights")
     return "c-weights";
+  if (name == "recompute")
+    return "c-recompute";
   if (name == "optimizer step")
     return "c-optimizer";
   if (name.rfind("send", 0) == 0)
@@ -280,6 +282,7 @@ std::string timelineSection(const RunReport &r) {
          svg::renderLegend({{"c-forward", "forward"},
                             {"c-backward", "backward"},
                             {"c-weights", "backward weights"},
+                            {"c-recompute", "recompute"},
                             {"c-optimizer", "optimizer step"},
                             {"c-send", "send (waiting)"},
                             {"c-recv", "recv (waiting)"},
@@ -375,7 +378,7 @@ table.memory td { text-align: right; }
 .c-norm { --c: #edc948; }
 .c-forward { --c: #4e79a7; } .c-backward { --c: #f28e2b; } .c-weights { --c: #e15759; }
 .c-optimizer { --c: #59a14f; } .c-send { --c: #c9c2bd; } .c-recv { --c: #a59c94; }
-.c-other { --c: #76b7b2; }
+.c-other { --c: #76b7b2; } .c-recompute { --c: #9c755f; }
 .c-resident { --c: #8cd17d; } .c-arena { --c: #4e79a7; } .c-measured { --c: #f28e2b; }
 )css";
 } // namespace

@@ -51,10 +51,6 @@ std::string gpipe::runtime::profileJson(const Bundle &bundle,
     const unsigned d = bundle.deviceOfStage(s);
     if (d >= timeline.numDevices() || numDevices == 0)
       break;
-    unsigned lastForward = 0;
-    for (const Instr &instr : bundle.programs[d])
-      if (instr.kind == InstrKind::Forward && instr.stage == s)
-        lastForward = instr.microbatch;
     auto rowsOf = [&](int64_t m) {
       return m >= 0 && size_t(m) < bundle.microbatchRows.size()
                  ? double(bundle.microbatchRows[m])
@@ -65,7 +61,7 @@ std::string gpipe::runtime::profileJson(const Bundle &bundle,
     auto serves = [&](const TimelineEvent &event) {
       return event.stage == int64_t(s) || (event.stage < 0 && perDevice == 1);
     };
-    Tally forward, backward, load, optimizer, send;
+    Tally forward, backward, recompute, load, optimizer, send;
     double recv = std::numeric_limits<double>::infinity();
     const std::vector<TimelineEvent> &lane = timeline.lane(d);
     for (const TimelineEvent &event : lane) {
@@ -77,6 +73,7 @@ std::string gpipe::runtime::profileJson(const Bundle &bundle,
       if (!serves(event))
         continue;
       Tally *tally = event.name == "forward"            ? &forward
+                     : event.name == "recompute"        ? &recompute
                      : event.name == "load input"       ? &load
                      : event.name.rfind("send", 0) == 0 ? &send
                                                         : nullptr;
@@ -88,8 +85,8 @@ std::string gpipe::runtime::profileJson(const Bundle &bundle,
       tally->rows += rowsOf(event.microbatch);
       ++tally->events;
     }
-    // A backward that recomputes runs its stage's forward first: take it out,
-    // so that the simulator can price any remat policy. A split backward's W
+    // A recompute is an event of its own, priced apart so that the
+    // simulator can price any remat policy. A split backward's W
     // (zero-bubble schedules) is the rest of the backward: its time counts
     // there, its rows were counted with B, and its share is written apart.
     double weightsUs = 0;
@@ -103,18 +100,15 @@ std::string gpipe::runtime::profileJson(const Bundle &bundle,
       }
       if (event.name != "backward")
         continue;
-      double rows = rowsOf(event.microbatch);
-      bool recomputed = !keepsForwardValues(
-          bundle.remat, unsigned(std::max<int64_t>(event.microbatch, 0)),
-          lastForward);
-      backward.us += std::max(
-          0.0, event.durationUs - (recomputed ? forward.perRow() * rows : 0.0));
-      backward.rows += rows;
+      backward.us += event.durationUs;
+      backward.rows += rowsOf(event.microbatch);
     }
     nlohmann::json device = {
         {"forward_us_per_row", forward.perRow()},
         {"backward_us_per_row", backward.perRow()},
-        {"recompute_us_per_row", forward.perRow()},
+        // No recompute ran (remat none): as much as a forward.
+        {"recompute_us_per_row",
+         recompute.events ? recompute.perRow() : forward.perRow()},
         {"load_us_per_row", load.perRow()},
         {"optimizer_us", optimizer.perEvent()},
         {"send_us", send.perEvent()},

@@ -1,6 +1,7 @@
 //===- ProgramAnalysis.cpp - What the executors derive from a bundle -----===//
 
 #include "gpipe/runtime/ProgramAnalysis.h"
+#include "gpipe/runtime/KeptForwardValues.h"
 
 using namespace gpipe::runtime;
 
@@ -95,17 +96,59 @@ GradientFusion gpipe::runtime::fuseGradientAccumulation(const StageProgram &stag
   return fusion;
 }
 
-bool gpipe::runtime::keepsForwardValues(RematPolicy remat, unsigned microbatch,
-                                        unsigned lastForward) {
-  switch (remat) {
-  case RematPolicy::None:
-    return true;
-  case RematPolicy::Full:
-    return false;
-  case RematPolicy::ExceptLast:
-    return microbatch == lastForward;
+/// What the recompute rule (KeptForwardValues.h) needs of an instruction.
+static ComputeRole computeRole(const Instr &instr) {
+  ComputeRole role;
+  role.stage = instr.stage;
+  role.microbatch = instr.microbatch;
+  switch (instr.kind) {
+  case InstrKind::Forward:
+    role.kind = ComputeRole::Forward;
+    break;
+  case InstrKind::Backward:
+    role.kind = ComputeRole::Backward;
+    break;
+  case InstrKind::BackwardWeights:
+  case InstrKind::OptimizerStep:
+    role.kind = ComputeRole::OtherCompute;
+    break;
+  default:
+    break;
   }
-  return false;
+  return role;
+}
+
+std::vector<std::vector<char>>
+gpipe::runtime::keptForwardValuesOf(const Bundle &bundle) {
+  const unsigned numStages = unsigned(bundle.stages.size());
+  const unsigned numMicrobatches = unsigned(bundle.microbatchRows.size());
+  KeptBeyondAdjacent beyond = bundle.remat == RematPolicy::None
+                                  ? KeptBeyondAdjacent::Everything
+                              : bundle.remat == RematPolicy::ExceptLast
+                                  ? KeptBeyondAdjacent::LastForward
+                                  : KeptBeyondAdjacent::Nothing;
+  std::vector<std::vector<char>> kept(numStages,
+                                      std::vector<char>(numMicrobatches, 0));
+  for (unsigned d = 0; d < bundle.numDevices(); ++d) {
+    auto ofDevice = keptForwardValues(bundle.programs[d], numStages,
+                                      numMicrobatches, beyond, computeRole);
+    // Each stage runs on one device: only its own program sets its flags.
+    for (unsigned s = 0; s < numStages; ++s)
+      if (bundle.deviceOfStage(s) == d)
+        kept[s] = std::move(ofDevice[s]);
+  }
+  return kept;
+}
+
+std::vector<std::vector<char>> gpipe::runtime::recomputesWhileReceivingOf(
+    const Bundle &bundle, const std::vector<std::vector<char>> &kept) {
+  std::vector<std::vector<char>> defers;
+  for (const std::vector<Instr> &program : bundle.programs)
+    defers.push_back(recomputesWhileReceiving(
+        program, kept, computeRole, [](const Instr &instr) {
+          return instr.kind == InstrKind::RecvGradient;
+        }));
+  return defers;
 }
 
 int64_t gpipe::runtime::scratchBytesOf(const Op &op,

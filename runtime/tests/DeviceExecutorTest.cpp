@@ -319,32 +319,53 @@ TEST(DeviceEvaluate, RefusesBadRowsAndBatches) {
 }
 
 /// Every instruction of a step is on its device's lane, in program order,
-/// with its micro-batch; compute and transfers are told apart, and the
-/// measured bubble lies in [0, 1).
-TEST(DeviceExecutorTimeline, OneEventPerInstruction) {
+/// with its micro-batch, and so is every recompute; compute and transfers
+/// are told apart, and the measured bubble lies in [0, 1).
+TEST(DeviceExecutorTimeline, OneEventPerInstructionAndRecompute) {
+  const unsigned numMicrobatches = 3;
   for (uint64_t scheduleSeed : {1u, 0u}) {
-    Bundle bundle = bundleOf(Model::Transformer, 2, 3, RematPolicy::Full);
+    Bundle bundle =
+        bundleOf(Model::Transformer, 2, numMicrobatches, RematPolicy::Full);
     auto device = makeDeviceExecutor(bundle, scheduleSeed, OptimizerConfig());
     ASSERT_TRUE(device);
     ASSERT_TRUE(device->trainStep(batchOf(Model::Transformer, 1)).ok());
     const Timeline &timeline = device->timeline();
     ASSERT_EQ(timeline.numDevices(), 2u);
     for (unsigned d = 0; d < 2; ++d) {
-      const std::vector<Instr> &program = bundle.programs[d];
-      const std::vector<TimelineEvent> &lane = timeline.lane(d);
-      ASSERT_EQ(lane.size(), program.size());
-      for (size_t i = 0; i < lane.size(); ++i) {
-        EXPECT_EQ(lane[i].name, instructionName(program[i].kind));
-        bool compute = program[i].kind == InstrKind::Forward ||
-                       program[i].kind == InstrKind::Backward ||
-                       program[i].kind == InstrKind::OptimizerStep;
-        EXPECT_EQ(lane[i].compute, compute);
-        if (program[i].kind != InstrKind::OptimizerStep) {
-          EXPECT_EQ(lane[i].microbatch, int64_t(program[i].microbatch));
+      SCOPED_TRACE("device " + std::to_string(d));
+      // GPipe's order under full remat: every backward but the last
+      // micro-batch's, which follows its own forward, first recomputes; a
+      // receive of its gradient waits after that recompute.
+      std::vector<std::pair<std::string, int64_t>> expected, waiting;
+      for (const Instr &instr : bundle.programs[d]) {
+        const bool step = instr.kind == InstrKind::OptimizerStep;
+        std::pair<std::string, int64_t> event{
+            instructionName(instr.kind), step ? -1 : int64_t(instr.microbatch)};
+        const bool last = instr.microbatch == numMicrobatches - 1;
+        if (instr.kind == InstrKind::RecvGradient && !last) {
+          waiting.push_back(event);
+          continue;
         }
-        EXPECT_GE(lane[i].startUs, 0.0);
-        EXPECT_GE(lane[i].durationUs, 0.0);
+        if (instr.kind == InstrKind::Backward && !last) {
+          expected.push_back({"recompute", instr.microbatch});
+          expected.insert(expected.end(), waiting.begin(), waiting.end());
+          waiting.clear();
+        }
+        expected.push_back(event);
       }
+      const std::vector<TimelineEvent> &lane = timeline.lane(d);
+      std::vector<std::pair<std::string, int64_t>> seen;
+      for (const TimelineEvent &event : lane) {
+        seen.push_back({event.name, event.microbatch});
+        EXPECT_EQ(event.compute, event.name == "forward" ||
+                                     event.name == "backward" ||
+                                     event.name == "recompute" ||
+                                     event.name == "optimizer step")
+            << event.name;
+        EXPECT_GE(event.startUs, 0.0);
+        EXPECT_GE(event.durationUs, 0.0);
+      }
+      EXPECT_EQ(seen, expected);
     }
     double bubble = timeline.bubbleFraction();
     EXPECT_GE(bubble, 0.0);

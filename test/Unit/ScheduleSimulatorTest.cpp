@@ -115,27 +115,46 @@ TEST(ScheduleSimulator, InterleavedCutsTheBubbleByTheVirtualStages) {
       }
 }
 
+/// The compute events of a lane, in order: name and duration.
+static std::vector<std::pair<std::string, double>>
+computeEvents(const std::vector<SimulatedEvent> &lane) {
+  std::vector<std::pair<std::string, double>> computed;
+  for (const SimulatedEvent &event : lane)
+    if (event.compute)
+      computed.push_back({event.name, event.durationUs});
+  return computed;
+}
+
 TEST(ScheduleSimulator, SplitBackwardsShareTheBackwardsCost) {
-  // One device, one micro-batch: F, then B and W share a backward of 10 by
-  // weightShare; with recomputation (keep none), B also recomputes.
-  Program program = buildSchedule(makeSpec(1, 1), ScheduleKind::ZeroBubbleH1);
+  // One device, two micro-batches of ZB-H1 (F0 B0 W0 F1 B1 W1, K = 1): B and
+  // W share a backward of 10 by weightShare. Under full remat each B
+  // follows its own F, whose values it keeps: nothing is recomputed.
+  Program program = buildSchedule(makeSpec(1, 2), ScheduleKind::ZeroBubbleH1);
   SimulationCosts costs = balanced(1, 4, 10);
   costs.stages[0].weightShare = 0.3;
   costs.stages[0].recomputePerRow = 2;
   costs.keep = KeepPolicy::None;
-  Simulation simulation = simulate(program, costs);
-  std::vector<std::pair<std::string, double>> computed;
-  for (const SimulatedEvent &event : simulation.lanes[0])
-    if (event.compute)
-      computed.push_back({event.name, event.durationUs});
-  ASSERT_EQ(computed.size(), 4u);
-  EXPECT_EQ(computed[0], (std::pair<std::string, double>{"forward", 4}));
-  EXPECT_EQ(computed[1].first, "backward");
-  EXPECT_DOUBLE_EQ(computed[1].second, 0.7 * 10 + 2);
-  EXPECT_EQ(computed[2].first, "backward weights");
-  EXPECT_DOUBLE_EQ(computed[2].second, 0.3 * 10);
-  EXPECT_EQ(computed[3].first, "optimizer step");
-  EXPECT_DOUBLE_EQ(simulation.makespanUs, 4 + 9 + 3);
+  auto computed = computeEvents(simulate(program, costs).lanes[0]);
+  ASSERT_EQ(computed.size(), 7u);
+  for (unsigned m = 0; m < 2; ++m) {
+    EXPECT_EQ(computed[3 * m], (std::pair<std::string, double>{"forward", 4}));
+    EXPECT_EQ(computed[3 * m + 1].first, "backward");
+    EXPECT_DOUBLE_EQ(computed[3 * m + 1].second, 0.7 * 10);
+    EXPECT_EQ(computed[3 * m + 2].first, "backward weights");
+    EXPECT_DOUBLE_EQ(computed[3 * m + 2].second, 0.3 * 10);
+  }
+  EXPECT_EQ(computed[6].first, "optimizer step");
+
+  // GPipe's order (F0 F1 B1 B0): B0 recomputes, an event of its own before
+  // the backward, as in the runtime's timeline.
+  costs.stages[0].weightShare = 0;
+  computed = computeEvents(
+      simulate(buildSchedule(makeSpec(1, 2), ScheduleKind::GPipe), costs)
+          .lanes[0]);
+  std::vector<std::pair<std::string, double>> expected = {
+      {"forward", 4},   {"forward", 4},   {"backward", 10},
+      {"recompute", 2}, {"backward", 10}, {"optimizer step", 0}};
+  EXPECT_EQ(computed, expected);
 }
 
 TEST(ScheduleSimulator, TransfersRecomputationOptimizerAndHost) {
@@ -150,18 +169,30 @@ TEST(ScheduleSimulator, TransfersRecomputationOptimizerAndHost) {
   }
   costs.latency = 2;
   costs.stepOverhead = 100;
-  costs.keep = KeepPolicy::Last; // micro-batch 1 (forwarded last) keeps
+  costs.keep = KeepPolicy::None; // full remat
   Program program = buildSchedule(makeSpec(2, 2), ScheduleKind::GPipe);
   Simulation simulation = simulate(program, costs);
   // A send of 1 x 8 floats takes 1 + 32 x 0.25 = 9 and arrives 2 later:
   //  device 0: F0 [0,10] F1 [10,20]; sends [10,19] [20,29], arrive 21, 31.
-  //  device 1: F0 [21,31] F1 [31,41] B1 [41,61] (kept) B0 [61,86]
-  //            (recomputes); gradient sends [61,70] and [86,95].
-  //  device 0: B1 waits for 72, [72,92] (kept); B0 waits for 97,
-  //            [97,122] (recomputes); optimizer [122,129].
+  //  device 1: F0 [21,31] F1 [31,41] B1 [41,61] (kept: it follows F1)
+  //            B0 recomputes [61,66], then [66,86]; gradient sends [61,70]
+  //            and [86,95].
+  //  device 0: B1 waits for 72, [72,92] (kept); B0 recomputes [92,97]
+  //            while its gradient travels, which arrives at 97; B0
+  //            [97,117]; optimizer [117,124].
   //  device 1: optimizer [86,93].
-  EXPECT_DOUBLE_EQ(simulation.makespanUs, 129);
-  EXPECT_DOUBLE_EQ(simulation.stepUs, 229);
+  EXPECT_DOUBLE_EQ(simulation.makespanUs, 124);
+  EXPECT_DOUBLE_EQ(simulation.stepUs, 224);
+  std::vector<std::string> device0;
+  for (const SimulatedEvent &event : simulation.lanes[0])
+    if (event.startUs >= 92)
+      device0.push_back(event.name + " " + std::to_string(event.startUs));
+  EXPECT_EQ(device0, (std::vector<std::string>{
+                         "recompute 92.000000", "recv gradient 97.000000",
+                         "backward 97.000000", "optimizer step 117.000000"}));
+  // Except-last keeps the same micro-batches in GPipe's order.
+  costs.keep = KeepPolicy::Last;
+  EXPECT_DOUBLE_EQ(simulate(program, costs).makespanUs, 124);
   const std::vector<SimulatedEvent> &device1 = simulation.lanes[1];
   ASSERT_FALSE(device1.empty());
   EXPECT_EQ(device1.front().name, "recv activation");
@@ -173,7 +204,7 @@ TEST(ScheduleSimulator, TransfersRecomputationOptimizerAndHost) {
         busy += event.durationUs;
   // Each device: 10 + 10 + 20 + 25 + 7.
   EXPECT_DOUBLE_EQ(busy, 72 + 72);
-  EXPECT_DOUBLE_EQ(simulation.bubbleFraction, 1.0 - 144.0 / (2 * 129.0));
+  EXPECT_DOUBLE_EQ(simulation.bubbleFraction, 1.0 - 144.0 / (2 * 124.0));
 }
 
 TEST(ScheduleSimulator, ASlowStageBoundsBothSchedules) {

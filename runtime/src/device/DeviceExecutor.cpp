@@ -138,14 +138,12 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   s.layout[lossDevice].residentBytes += residentSize(numMicrobatches * 4);
   for (const StageProgram &stage : b.stages)
     s.fusion.push_back(fuseGradientAccumulation(stage));
-  s.lastForward.assign(b.stages.size(), 0);
+  s.keptForward = keptForwardValuesOf(b);
+  s.recomputesWhileReceiving = recomputesWhileReceivingOf(b, s.keptForward);
   for (unsigned d = 0; d < numDevices; ++d) {
     bool splits = false;
-    for (const Instr &instr : b.programs[d]) {
-      if (instr.kind == InstrKind::Forward)
-        s.lastForward[instr.stage] = instr.microbatch;
+    for (const Instr &instr : b.programs[d])
       splits |= instr.kind == InstrKind::BackwardWeights;
-    }
     s.splitsBackward.push_back(splits);
   }
   s.training.rows = b.microbatchRows;

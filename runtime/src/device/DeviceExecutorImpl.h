@@ -125,6 +125,15 @@ struct DeviceRun {
   /// many of its scratch buffers the current one has taken.
   size_t planInstr = 0, scratchTaken = 0;
   int64_t computeCount = 0;
+  /// Gradient receives allocated at their instruction, whose wait and copy
+  /// the next backward issues after its recompute.
+  struct DeferredRecv {
+    TransferKey key;
+    void *data = nullptr;
+    int64_t bytes = 0;
+  };
+  std::vector<DeferredRecv> deferredRecvs;
+  bool defersRecv = false; ///< the receive being issued is one of them
 };
 
 /// What one issue runs: a training step, or an evaluation: the forward
@@ -144,6 +153,7 @@ struct IssuePass {
 struct TimelineMark {
   unsigned device = 0;
   InstrKind kind = InstrKind::Forward;
+  bool recompute = false; ///< a backward's recompute, apart from it
   int64_t microbatch = -1;
   int64_t stage = -1;
   double *start = nullptr, *end = nullptr;
@@ -175,7 +185,12 @@ struct DeviceExecutor::Impl {
   /// not add its statistics again.
   bool recomputing = false;
   std::vector<GradientFusion> fusion;                   ///< per stage
-  std::vector<unsigned> lastForward; ///< per stage: its last micro-batch
+  /// [stage][micro-batch]: its backward finds the forward values (no
+  /// recompute); keptForwardValuesOf.
+  std::vector<std::vector<char>> keptForward;
+  /// [device][instruction]: a gradient receive waited for only after the
+  /// next backward's recompute (recomputesWhileReceivingOf).
+  std::vector<std::vector<char>> recomputesWhileReceiving;
   /// Per device: its program has BackwardWeights (its Backward runs B only).
   std::vector<char> splitsBackward;
   std::vector<DeviceMemoryLayout> layout;
@@ -226,6 +241,14 @@ struct DeviceExecutor::Impl {
   Timeline timeline{0};
 
   std::string issueStep(const Batch *batch, bool dryRun);
+  /// A backward's recompute, then the receives of its gradients that waited
+  /// for it (recomputesWhileReceiving); each marked apart when `timed`.
+  std::string issueRecompute(unsigned device, const Instr &backward,
+                             bool timed);
+  /// An event of the timeline: its start recorded on `stream` now, its end
+  /// by endMark.
+  TimelineMark startMark(unsigned device, const Instr &instr, StreamId stream);
+  void endMark(const TimelineMark &mark, StreamId stream);
   std::string issueInstr(unsigned device, const Instr &instr,
                          const Batch *batch);
   /// ops[begin, end) (all of them by default); `backward`: ops of the

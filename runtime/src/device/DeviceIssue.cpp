@@ -160,6 +160,10 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
                     m,
                     instr.channel,
                     activation ? instr.stage - 1 : instr.stage};
+    if (run.defersRecv) {
+      run.deferredRecvs.push_back({key, value.data, value.numElements() * 4});
+      return {};
+    }
     return transfer->recv(compute(device), key, value.data,
                           value.numElements() * 4);
   }
@@ -187,11 +191,7 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
                                        " was not received before the forward"
                                  : "model input '" + input.inputName +
                                        "' was not loaded before the forward";
-    run.keeps(m) =
-        !pass->evaluating &&
-                keepsForwardValues(bundle.remat, m, lastForward[instr.stage])
-            ? 1
-            : 0;
+    run.keeps(m) = !pass->evaluating && keptForward[instr.stage].at(m) ? 1 : 0;
     std::string error = issueOps(device, m, program.forward, "forward", false);
     if (!error.empty() || program.loss < 0)
       return error;
@@ -209,14 +209,7 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
       if (!run.at(m)[program.outputGrads[c]].present)
         return "the gradient of channel " + std::to_string(c) +
                " was not received before the backward";
-    if (!run.keeps(m)) {
-      recomputing = true;
-      std::string error =
-          issueOps(device, m, program.recompute, "recompute", false);
-      recomputing = false;
-      if (!error.empty())
-        return error;
-    }
+    // Its recompute, if any, was issued before it (issueRecompute).
     // W waits for its own instruction only where the program has one.
     size_t end = splitsBackward[device] ? program.inputGradientEnd()
                                         : program.backward.size();
@@ -332,26 +325,28 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
       run.stage = instr.stage;
       run.local = bundle.localStage(instr.stage);
     }
-    TimelineMark mark;
-    if (timed) {
-      mark.device = step.device;
-      mark.kind = instr.kind;
-      const bool step = instr.kind == InstrKind::OptimizerStep;
-      mark.microbatch = step ? -1 : int64_t(instr.microbatch);
-      mark.stage = step ? -1 : int64_t(instr.stage);
-      mark.start = &timeSlots.emplace_back(0.0);
-      mark.end = &timeSlots.emplace_back(0.0);
-      issue->recordTime(stream, mark.start);
-    }
-    std::string error = issueInstr(step.device, instr, batch);
-    if (!error.empty())
+    auto failed = [&](const std::string &error) {
       return "device " + std::to_string(step.device) + ": op #" +
              std::to_string(step.index) + " (" +
              describeInstruction(instr, step.device) + "): " + error;
-    if (timed) {
-      issue->recordTime(stream, mark.end);
-      marks.push_back(mark);
+    };
+    run.defersRecv =
+        !pass->evaluating && recomputesWhileReceiving[step.device][step.index];
+    if (instr.kind == InstrKind::Backward && !run.keeps(instr.microbatch)) {
+      std::string error = issueRecompute(step.device, instr, timed);
+      if (!error.empty())
+        return failed(error);
     }
+    // A deferred receive is marked where it waits.
+    const bool marked = timed && !run.defersRecv;
+    TimelineMark mark;
+    if (marked)
+      mark = startMark(step.device, instr, stream);
+    std::string error = issueInstr(step.device, instr, batch);
+    if (!error.empty())
+      return failed(error);
+    if (marked)
+      endMark(mark, stream);
   }
   // gradientsAveraged: prepareOptimizerStep ran (a program has steps).
   if (measure && gradientsAveraged && config.optimizer.checkFinite)
@@ -359,15 +354,73 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   return {};
 }
 
+TimelineMark DeviceExecutor::Impl::startMark(unsigned device,
+                                             const Instr &instr,
+                                             StreamId stream) {
+  TimelineMark mark;
+  mark.device = device;
+  mark.kind = instr.kind;
+  const bool step = instr.kind == InstrKind::OptimizerStep;
+  mark.microbatch = step ? -1 : int64_t(instr.microbatch);
+  mark.stage = step ? -1 : int64_t(instr.stage);
+  mark.start = &timeSlots.emplace_back(0.0);
+  mark.end = &timeSlots.emplace_back(0.0);
+  issue->recordTime(stream, mark.start);
+  return mark;
+}
+
+void DeviceExecutor::Impl::endMark(const TimelineMark &mark, StreamId stream) {
+  issue->recordTime(stream, mark.end);
+  marks.push_back(mark);
+}
+
+std::string DeviceExecutor::Impl::issueRecompute(unsigned device,
+                                                 const Instr &backward,
+                                                 bool timed) {
+  DeviceRun &run = runs[device];
+  const StreamId stream = compute(device);
+  TimelineMark mark;
+  if (timed) {
+    mark = startMark(device, backward, stream);
+    mark.recompute = true;
+  }
+  recomputing = true;
+  std::string error =
+      issueOps(device, backward.microbatch, bundle.stages[run.stage].recompute,
+               "recompute", false);
+  recomputing = false;
+  if (!error.empty())
+    return error;
+  if (timed)
+    endMark(mark, stream);
+  // The gradients it needs may have arrived meanwhile.
+  Instr receive = backward;
+  receive.kind = InstrKind::RecvGradient;
+  for (const DeviceRun::DeferredRecv &recv : run.deferredRecvs) {
+    if (timed)
+      mark = startMark(device, receive, stream);
+    error = transfer->recv(stream, recv.key, recv.data, recv.bytes);
+    if (!error.empty())
+      return error;
+    if (timed)
+      endMark(mark, stream);
+  }
+  run.deferredRecvs.clear();
+  return {};
+}
+
 std::string DeviceExecutor::Impl::buildTimeline() {
   // Each event as five doubles: kind, micro-batch, stage, start, end (the
-  // host's steady clock, shared by the processes of one machine).
+  // host's steady clock, shared by the processes of one machine). A
+  // recompute is its backward's kind as kRecomputeEvent.
   constexpr size_t kWords = 5;
+  constexpr double kRecomputeEvent = -1;
   std::vector<std::vector<double>> events(bundle.numDevices());
   for (const TimelineMark &mark : marks)
-    events[mark.device].insert(events[mark.device].end(),
-                               {double(mark.kind), double(mark.microbatch),
-                                double(mark.stage), *mark.start, *mark.end});
+    events[mark.device].insert(
+        events[mark.device].end(),
+        {mark.recompute ? kRecomputeEvent : double(mark.kind),
+         double(mark.microbatch), double(mark.stage), *mark.start, *mark.end});
   // Across processes, every process gets every device's lane.
   if (transport->spansProcesses())
     for (unsigned d = 0; d < events.size(); ++d) {
@@ -408,15 +461,17 @@ std::string DeviceExecutor::Impl::buildTimeline() {
       origin = std::min(origin, lane[i + 3]);
   for (unsigned d = 0; d < events.size(); ++d)
     for (size_t i = 0; i < events[d].size(); i += kWords) {
-      InstrKind kind = InstrKind(int(events[d][i]));
+      const bool recompute = events[d][i] == kRecomputeEvent;
+      InstrKind kind =
+          recompute ? InstrKind::Backward : InstrKind(int(events[d][i]));
       bool computeWork = kind == InstrKind::Forward ||
                          kind == InstrKind::Backward ||
                          kind == InstrKind::BackwardWeights ||
                          kind == InstrKind::OptimizerStep;
-      timeline.record(d, {instructionName(kind), computeWork,
-                          int64_t(events[d][i + 1]), events[d][i + 3] - origin,
-                          events[d][i + 4] - events[d][i + 3],
-                          int64_t(events[d][i + 2])});
+      timeline.record(
+          d, {recompute ? "recompute" : instructionName(kind), computeWork,
+              int64_t(events[d][i + 1]), events[d][i + 3] - origin,
+              events[d][i + 4] - events[d][i + 3], int64_t(events[d][i + 2])});
     }
   return {};
 }

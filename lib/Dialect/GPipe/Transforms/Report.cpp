@@ -245,7 +245,8 @@ static DeviceTime deviceTime(const std::vector<sched::SimulatedEvent> &lane) {
   for (const sched::SimulatedEvent &event : lane) {
     if (event.name == "forward")
       time.forward += event.durationUs;
-    else if (event.name == "backward" || event.name == "backward weights")
+    else if (event.name == "backward" || event.name == "backward weights" ||
+             event.name == "recompute") // a backward's own work
       time.backward += event.durationUs;
     else if (event.name == "optimizer step")
       time.optimizer += event.durationUs;

@@ -57,11 +57,18 @@ struct GradientFusion {
 };
 GradientFusion fuseGradientAccumulation(const StageProgram &stage);
 
-/// Whether a stage keeps the forward values of `microbatch` for its backward
-/// under `remat`; `lastForward` is the micro-batch its device forwards last
-/// through it.
-bool keepsForwardValues(RematPolicy remat, unsigned microbatch,
-                        unsigned lastForward);
+/// kept[stage][microbatch]: whether that micro-batch's backward finds its
+/// forward values instead of recomputing them (KeptForwardValues.h: under
+/// `bundle.remat`, and wherever the backward directly follows the forward).
+std::vector<std::vector<char>> keptForwardValuesOf(const Bundle &bundle);
+
+/// [device][instruction]: a gradient receive whose wait the device issues
+/// after the recompute of the backward that follows it
+/// (KeptForwardValues.h's recomputesWhileReceiving), given `kept` from
+/// keptForwardValuesOf.
+std::vector<std::vector<char>>
+recomputesWhileReceivingOf(const Bundle &bundle,
+                           const std::vector<std::vector<char>> &kept);
 
 } // namespace gpipe::runtime
 

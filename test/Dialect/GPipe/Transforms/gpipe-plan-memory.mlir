@@ -20,10 +20,12 @@
 // program defines them. The first is x of micro-batch 0 (value 0), loaded by instruction 0: 48 B at offset 0.
 // NONE-SAME: gpipe.placement = array<i64: 48, 0, 0, {{[0-9]+}}, 0, 0, 0, {{([0-9]+, ){90}[0-9]+}}>
 //
-// remat full stashes the stage inputs (x, y: 96 B per micro-batch). At the
-// first backward: mb 0's stash 96 + mb 1's stash 96 + recomputed h, o 96 +
-// d(o) 48 = 336 B, plus 512 = 848.
-// FULL: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 848 : i64, num_buffers = 20 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 848 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}
+// remat full stashes the stage inputs (x, y: 96 B per micro-batch), but
+// micro-batch 1's backward follows its own forward, so it keeps x, y, h, o
+// (no recompute: 3 buffers fewer) in the place the recompute would take. At
+// the first backward: mb 0's stash 96 + mb 1's 192 + d(o) 48 = 336 B, plus
+// 512 = 848, as when it recomputed.
+// FULL: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 848 : i64, num_buffers = 17 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 848 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}
 //
 // SGD keeps no optimizer slots: resident 2 x 64 B x 2 = 256 B.
 // SGD: gpipe.memory = {arena_bytes = 592 : i64, {{.*}} peak_bytes = 592 : i64, {{.*}} resident_bytes = 256 : i64}

@@ -19,44 +19,49 @@
 
 // The simulated step, by hand, at 1 MFLOP/s (1 FLOP per us) and 16 B/us + 1 us per transfer (each is 2x8xf32 = 64 B:
 // 4 us on the copy stream). Per row a forward costs 60/4 = 15 us on device 0 and 10 us on device 1, a backward twice
-// that, and remat full recomputes the forward in each backward: F = 30 and 20, B = 90 and 60 per micro-batch of 2 rows.
+// that: F = 30 and 20, B = 60 and 40 per micro-batch of 2 rows. Remat full recomputes the forward (R = F) before a
+// backward, except where the backward directly follows its own forward; a device recomputes before it waits for
+// the gradient.
 // GPipe: device 0 F0 [0,30] (sent [30,34], there at 35) F1 [30,60] (there at 65); device 1 F0 [35,55] F1 [65,85]
-// B1 [85,145] (gradient there at 150) B0 [145,205] (at 210); device 0 B1 [150,240] B0 [240,330]. Busy 240 + 160 of
-// 2 x 330: bubble 1 - 400/660 = 0.394.
-// SIM: simulated step (cost model: 0.001 GFLOP/s per device, links 0.016 GB/s + 1 us): 0.330 ms (0.330 ms on the devices + 0.000 ms on the host), bubble 0.394
-// SIM-NEXT: device 0: busy 0.240 ms (forward 0.060, backward 0.180, optimizer 0.000), idle 0.090 ms
-// SIM-NEXT: device 1: busy 0.160 ms (forward 0.040, backward 0.120, optimizer 0.000), idle 0.170 ms
+// B1 [85,125] (follows F1: no recompute; gradient there at 130) R0 [125,145] B0 [145,185] (at 190); device 0
+// B1 [130,190] (follows F1), R0 [190,220], B0 [220,280]. Busy 210 + 140 of 2 x 280: bubble 1 - 350/560 = 0.375.
+// SIM: simulated step (cost model: 0.001 GFLOP/s per device, links 0.016 GB/s + 1 us): 0.280 ms (0.280 ms on the devices + 0.000 ms on the host), bubble 0.375
+// SIM-NEXT: device 0: busy 0.210 ms (forward 0.060, backward 0.150, optimizer 0.000), idle 0.070 ms
+// SIM-NEXT: device 1: busy 0.140 ms (forward 0.040, backward 0.100, optimizer 0.000), idle 0.140 ms
 // TRACE: "name":"thread_name"
 // TRACE-SAME: "cat":"compute","dur":30,"name":"forward","ph":"X","pid":0,"tid":0,"ts":0
-// TRACE-SAME: "cat":"compute","dur":90,"name":"backward","ph":"X","pid":0,"tid":0,"ts":240
-// 1F1B: device 1 runs B0 [55,115] before F1 [115,135] and B1 [135,195]; its gradients reach device 0 at 120 and 200,
-// so device 0 runs B0 [120,210] B1 [210,300]: bubble 1 - 400/600 = 1/3.
+// TRACE-SAME: "cat":"compute","dur":60,"name":"backward","ph":"X","pid":0,"tid":0,"ts":130
+// TRACE-SAME: "cat":"compute","dur":30,"name":"recompute","ph":"X","pid":0,"tid":0,"ts":190
+// TRACE-SAME: "cat":"compute","dur":60,"name":"backward","ph":"X","pid":0,"tid":0,"ts":220
+// 1F1B: device 1 runs F0 B0 F1 B1, each backward after its own forward (no recompute): F0 [35,55] B0 [55,95]
+// (gradient there at 100) F1 [95,115] B1 [115,155] (at 160). Device 0 runs F0 F1 B0 B1, recomputing both while
+// their gradients travel: R0 [60,90] B0 [100,160] R1 [160,190] B1 [190,250]: bubble 1 - 360/500 = 0.28.
 // One processor for both devices runs their work one piece at a time: the
-// step is the sum of both devices' busy times above, 0.240 + 0.160 ms.
-// SHARED: simulated step (cost model: 0.001 GFLOP/s per device, links 0.016 GB/s + 1 us, the devices sharing 1 processor): 0.400 ms (0.400 ms on the devices + 0.000 ms on the host), bubble 0.500
-// SHARED-NEXT: device 0: busy 0.240 ms
-// SHARED-NEXT: device 1: busy 0.160 ms
+// step is the sum of both devices' busy times above, 0.210 + 0.140 ms.
+// SHARED: simulated step (cost model: 0.001 GFLOP/s per device, links 0.016 GB/s + 1 us, the devices sharing 1 processor): 0.350 ms (0.350 ms on the devices + 0.000 ms on the host), bubble 0.500
+// SHARED-NEXT: device 0: busy 0.210 ms
+// SHARED-NEXT: device 1: busy 0.140 ms
 
-// ZB-H1 runs the same forwards and backwards, W counted with the backward: each device is as busy
-// as under GPipe above.
+// ZB-H1 runs the forwards and backwards of 1F1B, W counted with the backward: device 0 recomputes
+// both micro-batches, device 1 neither.
 // SIMZB: simulated step
 // SIMZB-NEXT: device 0: busy 0.240 ms (forward 0.060, backward 0.180, optimizer 0.000)
-// SIMZB-NEXT: device 1: busy 0.160 ms (forward 0.040, backward 0.120, optimizer 0.000)
+// SIMZB-NEXT: device 1: busy 0.120 ms (forward 0.040, backward 0.080, optimizer 0.000)
 
-// SIM1F1B: simulated step ({{.*}}): 0.300 ms (0.300 ms on the devices + 0.000 ms on the host), bubble 0.333
+// SIM1F1B: simulated step ({{.*}}): 0.250 ms (0.250 ms on the devices + 0.000 ms on the host), bubble 0.280
 // The same costs measured (Inputs/profile-k2.json): sends take 4 us, a receive 1 us once its data is there, the
-// latency is 0 and the host adds 400 - 300 = 100 us per step. Device 1: F0 [35,55] F1 [65,85] B1 [85,145] B0 [145,205];
-// device 0: B1 [150,240] B0 [241,331].
-// PROFILE: simulated step (profile {{.*}}profile-k2.json): 0.431 ms (0.331 ms on the devices + 0.100 ms on the host), bubble 0.396
+// latency is 0 and the host adds 400 - 300 = 100 us per step. Device 1: F0 [35,55] F1 [65,85] B1 [85,125]
+// R0 [125,145] B0 [145,185]; device 0: B1 [130,190] R0 [190,220] B0 [221,281].
+// PROFILE: simulated step (profile {{.*}}profile-k2.json): 0.381 ms (0.281 ms on the devices + 0.100 ms on the host), bubble 0.377
 // SIMJSON: "simulation": {
-// SIMJSON: "bubble_fraction": 0.33333333333333337,
+// SIMJSON: "bubble_fraction": 0.28000000000000003,
 // SIMJSON: "backward_us": 180,
 // SIMJSON: "busy_us": 240,
 // SIMJSON: "forward_us": 60,
-// SIMJSON: "idle_us": 60,
-// SIMJSON: "makespan_us": 300,
+// SIMJSON: "idle_us": 10,
+// SIMJSON: "makespan_us": 250,
 // SIMJSON: "source": "cost model: 0.001 GFLOP/s per device, links 0.016 GB/s + 1 us",
-// SIMJSON: "step_us": 300
+// SIMJSON: "step_us": 250
 
 // TEXT: model @tiny: 2 stages, batch 4 in 2 micro-batches of rows [2, 2], objective variance
 // TEXT: stage       forward cost   share      params      memory    act. sent   grad. sent  layers
