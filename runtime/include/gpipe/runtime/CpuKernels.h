@@ -103,9 +103,9 @@ void attentionForward(const float *x, const float *wqkv, const float *wo,
                       const ParallelFor &parallel = {});
 /// Needs `scratch` of 3 * batch * seq * width + batch * seq * width floats.
 /// dqkvBias and doutBias (null: none) accumulate the column sums of dqkv and
-/// dy. With `parallel`, both split their products by rows or columns and the
-/// heads of each sequence over the threads; every element is still computed
-/// by one thread in the same order, so the bits do not change.
+/// dy. With `parallel`, both split their products by rows (kBlasRowGrain)
+/// and the heads of each sequence over the threads; every element is still
+/// computed by one thread in the same order, so the bits do not change.
 void attentionBackward(const float *dy, const float *x, const float *wqkv,
                        const float *wo, const float *qkv, const float *probs,
                        const float *context, float *dx, float *dwqkv,

@@ -11,13 +11,14 @@
 // (PackedGemm.h); the other kernels are the vectorized CPU kernels.
 //
 // Threads: with fewer devices than cores, each device splits its kernels
-// over `threadsPerDevice` threads (IntraOpPool.h): GEMMs by rows or columns
-// of C, element-wise, row and column kernels by their index ranges, each
-// index on one thread with the single-threaded arithmetic, so the bits do
-// not depend on the thread count. OpenBLAS itself stays single-threaded
-// (set for the whole process: its own pool would compete with these
-// threads). With `pinThreads`, device d's threads take the allowed cores
-// d*T ... d*T+T-1 (round robin when there are fewer cores).
+// over `threadsPerDevice` threads (IntraOpPool.h): GEMMs by rows of C in
+// whole kBlasRowGrain parts (BlasLibrary.h) or by batch entries, element-wise,
+// row and column kernels by their index ranges, each index on one thread with
+// the single-threaded arithmetic, so the bits do not depend on the thread
+// count. OpenBLAS itself stays single-threaded (set for the whole process: its
+// own pool would compete with these threads). With `pinThreads`, device d's
+// threads take the allowed cores d*T ... d*T+T-1 (round robin when there are
+// fewer cores).
 //
 // Because the executor issues in an order in which every event is recorded
 // before it is waited for (verifySchedule's), the workers cannot wait for
