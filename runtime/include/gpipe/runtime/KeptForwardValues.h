@@ -20,6 +20,7 @@
 #ifndef GPIPE_RUNTIME_KEPTFORWARDVALUES_H
 #define GPIPE_RUNTIME_KEPTFORWARDVALUES_H
 
+#include <cstddef>
 #include <vector>
 
 namespace gpipe::runtime {
@@ -104,7 +105,7 @@ recomputesWhileReceiving(const std::vector<Instr> &instrs,
   // only its gradient receives came between.
   bool open = false;
   ComputeRole backward;
-  for (size_t i = instrs.size(); i-- > 0;) {
+  for (std::size_t i = instrs.size(); i-- > 0;) {
     ComputeRole role = roleOf(instrs[i]);
     if (role.kind == ComputeRole::Backward) {
       backward = role;
