@@ -378,7 +378,7 @@ table.memory td { text-align: right; }
 .c-norm { --c: #edc948; }
 .c-forward { --c: #4e79a7; } .c-backward { --c: #f28e2b; } .c-weights { --c: #e15759; }
 .c-optimizer { --c: #59a14f; } .c-send { --c: #c9c2bd; } .c-recv { --c: #a59c94; }
-.c-other { --c: #76b7b2; } .c-recompute { --c: #9c755f; }
+.c-other { --c: #76b7b2; } .c-recompute { --c: #b07aa1; }
 .c-resident { --c: #8cd17d; } .c-arena { --c: #4e79a7; } .c-measured { --c: #f28e2b; }
 )css";
 } // namespace
