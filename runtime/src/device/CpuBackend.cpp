@@ -208,11 +208,14 @@ namespace {
 constexpr int64_t kGemmSplitWork = int64_t(1) << 18;
 
 /// `g` over `pool`'s threads: by batch entries when there are enough, else by
-/// C's rows in parts of whole kBlasRowGrain, else on one thread. Every
-/// element of C gets the bits of the single call, whatever the thread count.
+/// the column blocks runGemmOnHost runs (blasSplitsColumns), else by C's rows
+/// in parts starting at multiples of kBlasRowGrain (blasRowPartStart), else
+/// on one thread. Every element of C gets the bits
+/// of the single call, whatever the thread count.
 void runGemmSplit(const GemmBatch &g, IntraOpPool &pool) {
   if (pool.threads() == 1 || g.m * g.n * g.k * g.count < kGemmSplitWork ||
-      (g.count < int64_t(pool.threads()) && g.m < 2 * cpu::kBlasRowGrain)) {
+      (g.count < int64_t(pool.threads()) && g.m < 2 * cpu::kBlasRowGrain &&
+       !cpu::blasSplitsColumns(g.m, g.n))) {
     runGemmOnHost(g);
     return;
   }
@@ -225,8 +228,29 @@ void runGemmSplit(const GemmBatch &g, IntraOpPool &pool) {
       part.count = e - b;
       runGemmOnHost(part);
     });
+  } else if (cpu::blasSplitsColumns(g.m, g.n)) {
+    // The blocks runGemmOnHost would run one after another.
+    const int64_t block = cpu::kBlasColumnBlock;
+    pool.parallelFor((g.n + block - 1) / block, 1, [&](int64_t b, int64_t e) {
+      for (int64_t count = 0; count < g.count; ++count)
+        for (int64_t blockIndex = b; blockIndex < e; ++blockIndex) {
+          const int64_t first = blockIndex * block;
+          GemmBatch part = g;
+          part.count = 1;
+          part.a += count * g.strideA;
+          part.b += count * g.strideB + (g.transB ? first * g.ldb : first);
+          part.c += count * g.strideC + first;
+          part.n = std::min(block, g.n - first);
+          runGemmOnHost(part);
+        }
+    });
   } else {
-    pool.parallelFor(g.m, cpu::kBlasRowGrain, [&](int64_t b, int64_t e) {
+    const int64_t parts = pool.threads();
+    pool.parallelFor(parts, 1, [&](int64_t first, int64_t last) {
+      int64_t b = cpu::blasRowPartStart(g.m, parts, first);
+      int64_t e = cpu::blasRowPartStart(g.m, parts, last);
+      if (b == e)
+        return;
       GemmBatch part = g;
       part.a += g.transA ? b : b * g.lda;
       part.c += b * g.ldc;

@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -33,10 +34,16 @@ void gpipe::runtime::device::runGemmOnHost(const GemmBatch &g) {
           c[r * g.ldc + col] *= g.beta;
       continue;
     }
-    cpu::blas().sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
-                      g.transB ? CblasTrans : CblasNoTrans, int(g.m), int(g.n),
-                      int(g.k), g.alpha, g.a + i * g.strideA, int(g.lda),
-                      g.b + i * g.strideB, int(g.ldb), g.beta, c, int(g.ldc));
+    const int64_t block =
+        cpu::blasSplitsColumns(g.m, g.n) ? cpu::kBlasColumnBlock : g.n;
+    for (int64_t first = 0; first < g.n; first += block) {
+      const float *b = g.b + i * g.strideB + (g.transB ? first * g.ldb : first);
+      cpu::blas().sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,
+                        g.transB ? CblasTrans : CblasNoTrans, int(g.m),
+                        int(std::min(block, g.n - first)), int(g.k), g.alpha,
+                        g.a + i * g.strideA, int(g.lda), b, int(g.ldb), g.beta,
+                        c + first, int(g.ldc));
+    }
   }
 }
 

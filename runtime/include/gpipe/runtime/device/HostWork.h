@@ -31,7 +31,8 @@ struct HostBlock {
 /// `bytes` at an address that is a multiple of `alignment` (a power of 2).
 HostBlock allocateHostBlock(int64_t bytes, int64_t alignment);
 
-/// Runs `call` with cblas_sgemm, one product per batch entry.
+/// Runs `call` with cblas_sgemm, one product per batch entry, in blocks of
+/// kBlasColumnBlock columns where blasSplitsColumns (BlasLibrary.h).
 void runGemmOnHost(const GemmBatch &call);
 
 /// The host's steady clock in microseconds (DeviceBackend::recordTime).
