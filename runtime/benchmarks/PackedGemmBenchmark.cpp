@@ -10,7 +10,7 @@
 //   BM_Packed/T:M     the runtime's packedGemm, the 9 weights packed once
 //                     per iteration (as once per step) inside the timing;
 //   BM_PackPanels/T   the packing of one weight alone.
-// One thread. Skipped where the CPU lacks AVX-512.
+// One thread. Skipped where the CPU has neither AVX-512 nor AVX2 with FMA.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,7 +78,7 @@ void BM_OpenBlas(benchmark::State &state) {
 
 void BM_Packed(benchmark::State &state) {
   if (!packedGemmSupported()) {
-    state.SkipWithError("no AVX-512 on this CPU");
+    state.SkipWithError("neither AVX-512 nor AVX2 with FMA on this CPU");
     return;
   }
   Model model;

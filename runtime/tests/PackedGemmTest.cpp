@@ -7,9 +7,9 @@
 // size); and the CPU backend repacks a parameter after a synchronize, so an
 // optimizer step or setParameter is never multiplied stale; the executor
 // asks for packing only in passes of several micro-batches; the transposed
-// packing puts every element in place. Skipped on CPUs without AVX-512,
-// where the backend does not pack (but for the packing test, which runs
-// the scalar copy there).
+// packing puts every element in place. Runs the AVX-512 kernel or, without
+// it, the AVX2 one; skipped on CPUs with neither, where the backend does
+// not pack (but for the packing test, which runs the scalar copy there).
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,12 +71,13 @@ std::string describe(const Operands &o) {
          std::to_string(o.k) + (o.transposed ? " B^T" : "");
 }
 
-#define SKIP_WITHOUT_AVX512()                                                  \
+#define SKIP_WITHOUT_PACKING()                                                 \
   if (!packedGemmSupported())                                                  \
-  GTEST_SKIP() << "this CPU has no AVX-512: the backend does not pack"
+  GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2 with FMA: the "       \
+                  "backend does not pack"
 
 TEST(PackedGemm, MatchesADoubleProductOnEveryTail) {
-  SKIP_WITHOUT_AVX512();
+  SKIP_WITHOUT_PACKING();
   for (int64_t m : {1, 5, 11, 12, 13, 25, 64})
     for (int64_t n : {1, 10, 16, 17, 32, 33, 100})
       for (int64_t k : {1, 7, 64})
@@ -125,7 +126,7 @@ TEST(PackedGemm, PacksEveryElementOfATransposedB) {
 }
 
 TEST(PackedGemm, BitsDoNotDependOnSplitsOrRowsPerCall) {
-  SKIP_WITHOUT_AVX512();
+  SKIP_WITHOUT_PACKING();
   for (bool transposed : {false, true}) {
     Operands o(64, 100, 72, transposed, 7);
     SCOPED_TRACE(describe(o));
@@ -176,7 +177,7 @@ void expectProduct(const std::vector<float> &c, const Operands &o) {
 }
 
 TEST(PackedGemm, BackendRepacksAParameterAfterEverySynchronize) {
-  SKIP_WITHOUT_AVX512();
+  SKIP_WITHOUT_PACKING();
   for (unsigned threads : {1u, 3u})
     for (bool transposed : {false, true}) {
       Operands o(40, 200, 96, transposed, 11);
@@ -235,7 +236,7 @@ std::vector<int64_t> packedAfterAStep(unsigned k, unsigned microbatches) {
 }
 
 TEST(PackedGemm, ExecutorPacksOnlyWeightsThatSeveralMicrobatchesReuse) {
-  SKIP_WITHOUT_AVX512();
+  SKIP_WITHOUT_PACKING();
   // One micro-batch multiplies each weight once: the BLAS, no copies.
   for (int64_t bytes : packedAfterAStep(2, 1))
     EXPECT_EQ(bytes, 0);

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/KeptForwardValues.h"
+
+#include "OneRowSpec.h"
 #include "gpipe/Analysis/ScheduleKinds.h"
 
 #include <gtest/gtest.h>
@@ -24,14 +26,7 @@ namespace {
 
 Program scheduleOf(ScheduleKind kind, unsigned numStages,
                    unsigned numMicrobatches) {
-  PipelineSpec spec;
-  spec.numStages = numStages;
-  spec.numMicrobatches = numMicrobatches;
-  spec.batchSize = numMicrobatches;
-  spec.boundaries.assign(numStages - 1, {{{numMicrobatches, 8}, "f32"}});
-  spec.stageInputs.assign(numStages, {});
-  spec.stageInputs[0].push_back("x");
-  return buildSchedule(spec, kind);
+  return buildSchedule(oneRowSpec(numStages, numMicrobatches), kind);
 }
 
 ComputeRole roleOf(const Instr &instr) {

@@ -13,6 +13,8 @@
 #include "gpipe/Analysis/ScheduleSimulator.h"
 #include "gpipe/Analysis/ScheduleKinds.h"
 
+#include "OneRowSpec.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -23,16 +25,8 @@ using namespace gpipe::schedule;
 
 namespace {
 
-/// K stages, M micro-batches of one row each, one f32 channel of 8 floats.
 PipelineSpec makeSpec(unsigned numStages, unsigned numMicrobatches) {
-  PipelineSpec spec;
-  spec.numStages = numStages;
-  spec.numMicrobatches = numMicrobatches;
-  spec.batchSize = numMicrobatches;
-  spec.boundaries.assign(numStages - 1, {{{numMicrobatches, 8}, "f32"}});
-  spec.stageInputs.assign(numStages, {});
-  spec.stageInputs[0].push_back("x");
-  return spec;
+  return oneRowSpec(numStages, numMicrobatches);
 }
 
 SimulationCosts balanced(unsigned numStages, double forward, double backward) {

@@ -109,7 +109,8 @@ static llvm::cl::opt<bool> pinThreads(
 static llvm::cl::opt<bool> packWeights(
     "pack-weights", llvm::cl::init(true),
     llvm::cl::desc("cpu: multiply by weights packed once per step where the "
-                   "CPU has AVX-512 (=false: the BLAS for every product)"),
+                   "CPU has AVX-512 or AVX2 (=false: the BLAS for every "
+                   "product)"),
     llvm::cl::cat(pipelineCategory));
 
 /// Prints "TOOL: error: MESSAGE"; the exit status: 2 when the device is not

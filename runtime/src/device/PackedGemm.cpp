@@ -6,7 +6,10 @@
 // loads and 12 broadcasts. (8 x 32 reached 166 GFLOP/s, 12 x 32 177, on the
 // MLP's 512-wide products on this machine's Xeon.) Tails: fewer rows take
 // the same kernel with fewer accumulators, a narrower last panel masks its
-// loads and stores of C (its packed columns are zeros).
+// loads and stores of C (its packed columns are zeros). Without AVX-512, an
+// AVX2 kernel (with FMA) keeps 3 x 32 of C in 12 of its 16 registers; each
+// element is the same chain of fused multiply-adds, so the two kernels give
+// the same bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,14 +22,26 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define GPIPE_PACKED_GEMM_TARGET __attribute__((target("avx512f")))
+#define GPIPE_PACKED_GEMM_AVX2 __attribute__((target("avx2,fma")))
 #endif
 
 using namespace gpipe::runtime::device;
 
-bool gpipe::runtime::device::packedGemmSupported() {
 #if defined(__x86_64__)
+static bool hasAvx512() {
   static const bool supported = __builtin_cpu_supports("avx512f");
   return supported;
+}
+static bool hasAvx2Fma() {
+  static const bool supported =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported;
+}
+#endif
+
+bool gpipe::runtime::device::packedGemmSupported() {
+#if defined(__x86_64__)
+  return hasAvx512() || hasAvx2Fma();
 #else
   return false;
 #endif
@@ -111,7 +126,7 @@ void PackedMatrix::packPanels(const float *b, int64_t ldb, bool transposed,
     // rows (three times faster than column by column).
     int64_t done = 0;
 #if defined(__x86_64__)
-    if (packedGemmSupported()) {
+    if (hasAvx512()) {
       done = rows / 16 * 16;
       for (int64_t j = 0; j + 16 <= width; j += 16)
         for (int64_t r = 0; r < done; r += 16)
@@ -185,12 +200,82 @@ constexpr BlockKernel kBlockOfRows[kBlockRows + 1] = {
     multiplyBlock<8>, multiplyBlock<9>, multiplyBlock<10>, multiplyBlock<11>,
     multiplyBlock<12>};
 
-} // namespace
+/// The same products with 8-float vectors (AVX2 and FMA): C[0..R) x
+/// [0..width) of one panel. Each element is the same chain of fused
+/// multiply-adds over k as in multiplyBlock, so both kernels give the same
+/// bits; R = 3 keeps the 12 accumulators in the 16 registers.
+template <int R>
+GPIPE_PACKED_GEMM_AVX2 void multiplyBlockAvx2(const float *a, int64_t lda,
+                                              const float *panel, int64_t k,
+                                              float alpha, float beta, float *c,
+                                              int64_t ldc, int64_t width) {
+  __m256 acc[R][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g)
+      acc[r][g] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < k; ++i) {
+    __m256 x[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      x[r] = _mm256_broadcast_ss(a + r * lda + i);
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      const __m256 w = _mm256_load_ps(panel + i * PackedMatrix::kPanel + 8 * g);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        acc[r][g] = _mm256_fmadd_ps(x[r], w, acc[r][g]);
+    }
+  }
+  __m256i mask[4];
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g)
+    mask[g] = _mm256_cmpgt_epi32(
+        _mm256_set1_epi32(int(std::min<int64_t>(width, 32)) - 8 * g), lane);
+  const __m256 scale = _mm256_set1_ps(alpha);
+  const __m256 keep = _mm256_set1_ps(beta);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    float *row = c + r * ldc;
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      if (8 * g >= width)
+        break;
+      __m256 v = _mm256_mul_ps(acc[r][g], scale);
+      if (beta != 0.0f)
+        v = _mm256_fmadd_ps(keep, _mm256_maskload_ps(row + 8 * g, mask[g]), v);
+      _mm256_maskstore_ps(row + 8 * g, mask[g], v);
+    }
+  }
+}
 
-GPIPE_PACKED_GEMM_TARGET void gpipe::runtime::device::packedGemm(
-    const float *a, int64_t lda, const PackedMatrix &b, float alpha, float beta,
-    float *c, int64_t ldc, int64_t rowBegin, int64_t rowEnd, int64_t panelBegin,
-    int64_t panelEnd) {
+using Avx2Kernel = void (*)(const float *, int64_t, const float *, int64_t,
+                            float, float, float *, int64_t, int64_t);
+constexpr Avx2Kernel kAvx2BlockOfRows[4] = {
+    nullptr, multiplyBlockAvx2<1>, multiplyBlockAvx2<2>, multiplyBlockAvx2<3>};
+
+GPIPE_PACKED_GEMM_AVX2 void
+packedGemmAvx2(const float *a, int64_t lda, const PackedMatrix &b, float alpha,
+               float beta, float *c, int64_t ldc, int64_t rowBegin,
+               int64_t rowEnd, int64_t panelBegin, int64_t panelEnd) {
+  for (int64_t p = panelBegin; p < panelEnd; ++p) {
+    const int64_t first = p * PackedMatrix::kPanel;
+    const int64_t width = std::min(PackedMatrix::kPanel, b.n() - first);
+    for (int64_t r = rowBegin; r < rowEnd; r += 3) {
+      const int64_t rows = std::min<int64_t>(3, rowEnd - r);
+      kAvx2BlockOfRows[rows](a + r * lda, lda, b.panel(p), b.k(), alpha, beta,
+                             c + r * ldc + first, ldc, width);
+    }
+  }
+}
+
+GPIPE_PACKED_GEMM_TARGET void
+packedGemmAvx512(const float *a, int64_t lda, const PackedMatrix &b,
+                 float alpha, float beta, float *c, int64_t ldc,
+                 int64_t rowBegin, int64_t rowEnd, int64_t panelBegin,
+                 int64_t panelEnd) {
   const int64_t k = b.k();
   for (int64_t p = panelBegin; p < panelEnd; ++p) {
     const int64_t first = p * PackedMatrix::kPanel;
@@ -203,6 +288,21 @@ GPIPE_PACKED_GEMM_TARGET void gpipe::runtime::device::packedGemm(
                          c + r * ldc + first, ldc, lo, hi);
     }
   }
+}
+
+} // namespace
+
+void gpipe::runtime::device::packedGemm(const float *a, int64_t lda,
+                                        const PackedMatrix &b, float alpha,
+                                        float beta, float *c, int64_t ldc,
+                                        int64_t rowBegin, int64_t rowEnd,
+                                        int64_t panelBegin, int64_t panelEnd) {
+  if (hasAvx512())
+    packedGemmAvx512(a, lda, b, alpha, beta, c, ldc, rowBegin, rowEnd,
+                     panelBegin, panelEnd);
+  else
+    packedGemmAvx2(a, lda, b, alpha, beta, c, ldc, rowBegin, rowEnd, panelBegin,
+                   panelEnd);
 }
 #else
 void gpipe::runtime::device::packedGemm(const float *, int64_t,

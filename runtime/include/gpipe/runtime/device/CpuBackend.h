@@ -7,7 +7,7 @@
 // step into the queues, then `synchronize` releases the workers, which run
 // concurrently; an event wait blocks a worker until the recording worker
 // has passed the event. GEMMs go to CBLAS, except those that multiply by a
-// parameter, which on CPUs with AVX-512 use a copy packed once per step
+// parameter, which on CPUs with AVX-512 or AVX2 use a copy packed once per step
 // (PackedGemm.h); the other kernels are the vectorized CPU kernels.
 //
 // Threads: with fewer devices than cores, each device splits its kernels

@@ -59,8 +59,8 @@ struct CpuThreading {
   /// pinned to the same cores would share them.
   bool pinThreads = false;
   /// GEMMs whose B is a parameter multiply a copy packed once per step
-  /// (PackedGemm.h) where the CPU has AVX-512; off: every GEMM calls the
-  /// BLAS.
+  /// (PackedGemm.h) where the CPU has AVX-512 or AVX2 with FMA; off: every
+  /// GEMM calls the BLAS.
   bool packWeights = true;
   /// The devices' threads flush denormal floats to zero (x86's FTZ and DAZ,
   /// as TensorFlow's compute threads do). Adam's first moment decays by

@@ -6,13 +6,14 @@
 // the arithmetic (docs/Benchmarks.md: 84 against 114 GFLOP/s at 512 rows).
 // Here a weight is packed once into 32-column panels (each panel row after
 // row, the last padded with zeros), and each product runs an AVX-512 kernel
-// over 12 rows x 32 columns of C. Every element of C is one dot product over
-// k in order, so the bits depend neither on how rows or panels are split
-// over threads nor on the micro-batch size.
+// over 12 rows x 32 columns of C (an AVX2 one over 3 rows without it). Every
+// element of C is one dot product over k in order, so the bits depend neither
+// on how rows or panels are split over threads nor on the micro-batch size.
 //
 // The CPU backend uses it for GEMMs whose B is a parameter
 // (GemmBatch::bIsParameter), packing each on first use after a synchronize
-// (PackedWeightCache); on CPUs without AVX-512 it keeps calling the BLAS.
+// (PackedWeightCache); on CPUs with neither AVX-512 nor AVX2 and FMA it
+// keeps calling the BLAS.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +31,7 @@ namespace gpipe::runtime::device {
 /// The rows of C one kernel call computes; split rows in multiples of it.
 constexpr int64_t kPackedGemmRows = 12;
 
-/// Whether this CPU runs packedGemm (AVX-512F on x86-64).
+/// Whether this CPU runs packedGemm (AVX-512F, or AVX2 with FMA, on x86-64).
 bool packedGemmSupported();
 
 /// B (k x n) in panels of kPanel columns: panel p holds columns
