@@ -5,6 +5,10 @@
 //   - Variance (GPipe's): minimise the variance of the cell compute costs,
 //     i.e. minimise the sum of squared cell costs (K and the total are fixed).
 //   - Bottleneck: minimise the largest cell compute cost.
+// A cell's cost is its compute times the cell's weight: the time a unit of
+// compute takes on the device holding it. The weights differ where devices
+// do different work per layer, e.g. under 1F1B with rematerialisation only
+// the last device never recomputes its forwards.
 // Ties on the objective are broken by the smaller total of bytes crossing the
 // cuts, then by the lexicographically smallest vector of cell starts, so the
 // answer is deterministic.
@@ -70,6 +74,9 @@ struct PartitionProblem {
   /// [begin, end), what it receives included. It must not decrease when
   /// `end` grows (the search for the longest fitting cell relies on it).
   std::function<uint64_t(unsigned begin, unsigned end)> cellMemoryFunction;
+  /// Empty, or numCells weights >= 1: cell c costs cellWeights[c] times its
+  /// compute. Empty weighs every cell 1.
+  std::vector<uint64_t> cellWeights;
 };
 
 struct Partition {
@@ -78,6 +85,7 @@ struct Partition {
   std::vector<unsigned> cellStarts;
   std::vector<uint64_t> cellCompute; ///< per cell
   std::vector<uint64_t> cellMemory;  ///< per cell, by the memory function
+  /// The objectives, over the cells' costs (compute times weight).
   uint64_t maxCellCompute = 0;
   UInt128 sumSquaredCompute = 0;
   uint64_t totalCutBytes = 0; ///< sum of cutBytes[cellStarts[c]] for c >= 1
@@ -93,8 +101,9 @@ struct PartitionOutcome {
 };
 
 /// Solves `problem` exactly. Fails (with a message naming the numbers) when
-/// numCells is 0, numCells > number of layers, cutBytes has the wrong size,
-/// the total compute or the total of the inner cutBytes overflows 64 bits, a
+/// numCells is 0, numCells > number of layers, cutBytes or cellWeights has
+/// the wrong size, a weight is 0, the total compute times the largest weight
+/// or the total of the inner cutBytes overflows 64 bits, a
 /// single layer alone exceeds the memory cap (the message names the layer;
 /// reported only when no larger cell holding it fits either, since a cell
 /// starting earlier may have fewer cut bytes), or no partition into numCells
