@@ -1,7 +1,7 @@
 //===- PartitionVariance.cpp - The variance objective, exactly ------------===//
 //
 // Variance (sum of squared cell compute), O(K L log L) time without a cap:
-//   the cost of the first cell (S[j] - S[i])^2 plus anything that depends
+//   the cost of the first cell w^2 (S[j] - S[i])^2 plus anything that depends
 //   only on j is a Monge matrix, so the leftmost argmin is nondecreasing in i
 //   and divide-and-conquer DP optimisation finds all of a level's argmins with
 //   O(L log L) evaluations. This needs a "staircase" (ends (i, end(i)] with
@@ -15,9 +15,8 @@
 //   O(L W) per level (W the most layers a cell can hold), the plain windowed
 //   DP. E.g. a near-cap cut every 50 layers only leaves the rows starting at
 //   those cuts for the later rounds, and their windows are short.
-//
-// Weighted cells keep the argument: a level's first cell is always the same
-// cell, so its cost w^2 (S[j] - S[i])^2 is Monge too.
+//   A level's first cell is always the same cell, so its weight w is a
+//   constant of the level and keeps the matrix Monge.
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,8 +98,8 @@ gpipe::partition_detail::solveVariance(const CellCosts &costs,
   // h(j) = best(k - 1, j) + cutBytes[j].
   std::vector<VarianceValue> prev(numLayers + 1), cur(numLayers + 1);
   for (unsigned i = numCells - 1; i < numLayers; ++i) {
-    uint64_t cost = costs.compute(i, numLayers);
-    prev[i] = {static_cast<U128>(cost) * cost, 0, reach[i] < numLayers};
+    U128 cost = U128(costs.weight(numCells - 1)) * costs.compute(i, numLayers);
+    prev[i] = {cost * cost, 0, reach[i] < numLayers};
   }
 
   ArgminTable argmins(numLayers, numCells);
@@ -109,6 +108,8 @@ gpipe::partition_detail::solveVariance(const CellCosts &costs,
     unsigned rowLo = numCells - level;
     unsigned rowHi = level == numCells ? 0 : numLayers - level;
     unsigned colLo = rowLo + 1, colHi = numLayers - level + 1;
+    // The first cell of a suffix of `level` cells.
+    U128 weight = costs.weight(numCells - level);
     for (unsigned j = colLo; j <= colHi; ++j) {
       VarianceValue &h = prev[j];
       h = h.infeasible
@@ -116,10 +117,10 @@ gpipe::partition_detail::solveVariance(const CellCosts &costs,
               : VarianceValue{h.sumSquares, h.cutBytes + costs.cut(j), false};
     }
     auto candidate = [&](unsigned i, unsigned j) {
-      uint64_t cost = sums[j] - sums[i];
+      U128 cost = weight * (sums[j] - sums[i]);
       const VarianceValue &h = prev[j];
-      return VarianceValue{static_cast<U128>(cost) * cost + h.sumSquares,
-                           h.cutBytes, h.infeasible};
+      return VarianceValue{cost * cost + h.sumSquares, h.cutBytes,
+                           h.infeasible};
     };
     auto argminOf = [&](unsigned i, unsigned lo, unsigned hi) {
       unsigned bestEnd = lo;

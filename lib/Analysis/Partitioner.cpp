@@ -178,9 +178,10 @@ Partition gpipe::evaluatePartition(const PartitionProblem &problem,
     uint64_t cellCompute = saturateToU64(compute);
     partition.cellCompute.push_back(cellCompute);
     partition.cellMemory.push_back(cellMemory(problem, begin, end));
-    partition.maxCellCompute = std::max(partition.maxCellCompute, cellCompute);
-    sumSquares =
-        saturatingAdd(sumSquares, saturatingMul(cellCompute, cellCompute));
+    U128 weight = c < problem.cellWeights.size() ? problem.cellWeights[c] : 1;
+    uint64_t cost = saturateToU64(saturatingMul(weight, cellCompute));
+    partition.maxCellCompute = std::max(partition.maxCellCompute, cost);
+    sumSquares = saturatingAdd(sumSquares, saturatingMul(cost, cost));
     if (c > 0)
       cutTotal += problem.cutBytes[begin];
   }
@@ -217,11 +218,31 @@ PartitionOutcome gpipe::partitionLayers(const PartitionProblem &problem) {
     return failure("the total compute of the " + countOf(numLayers, "layer") +
                    " is " + toString(totalCompute) +
                    ", more than 64 bits can hold");
+  const std::vector<uint64_t> &weights = problem.cellWeights;
+  if (!weights.empty() && weights.size() != numCells)
+    return failure("cellWeights has " +
+                   countOf(weights.size(), "entry", "entries") + " for " +
+                   countOf(numCells, "cell") + ": expected " +
+                   toString(numCells) + ", one per cell, or none");
+  for (size_t c = 0; c < weights.size(); ++c)
+    if (weights[c] == 0)
+      return failure("cell " + toString(c) +
+                     " has weight 0: expected a weight of at least 1");
   if (totalCut > kU64Max)
     return failure("the total of cutBytes between the layers is " +
                    toString(totalCut) + ", more than 64 bits can hold");
 
   CellCosts costs(problem);
+  uint64_t largestWeight = 1;
+  for (unsigned c = 0; c < numCells; ++c)
+    largestWeight = std::max(largestWeight, costs.weight(c));
+  if (totalCompute * largestWeight > kU64Max)
+    return failure("the total compute of the " + countOf(numLayers, "layer") +
+                   " times the largest cell weight (" +
+                   toString(largestWeight) +
+                   ", the weights divided by their common divisor) is " +
+                   toString(totalCompute * largestWeight) +
+                   ", more than 64 bits can hold");
   unsigned count = static_cast<unsigned>(numLayers);
   std::vector<unsigned> reach(count, count);
   if (problem.memoryCap) {

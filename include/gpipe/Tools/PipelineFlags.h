@@ -79,6 +79,16 @@ static llvm::cl::opt<gpipe::PartitionObjective> objective(
                      clEnumValN(gpipe::PartitionObjective::Bottleneck,
                                 "bottleneck", "smallest largest cell")),
     llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<gpipe::PartitionBalance>
+    balance("balance", llvm::cl::desc("what the partition balances"),
+            llvm::cl::init(gpipe::PartitionBalance::Work),
+            llvm::cl::values(
+                clEnumValN(gpipe::PartitionBalance::Work, "work",
+                           "each cell's compute times its device's forwards, "
+                           "backwards and recomputes"),
+                clEnumValN(gpipe::PartitionBalance::Compute, "compute",
+                           "the layers' cost attributes alone")),
+            llvm::cl::cat(pipelineCategory));
 static gpipe::Whole<int64_t>
     batchSize("batch-size", llvm::cl::init(0),
               llvm::cl::desc("mini-batch size (0: the model's own)"),
@@ -150,6 +160,7 @@ inline void applyCompileFlags(CompilePipelineOptions &options) {
   options.numStages = numStages;
   options.numMicrobatches = numMicrobatches;
   options.objective = objective;
+  options.balance = balance;
   options.memoryCap = memoryCap;
   options.remat = remat;
   options.schedule = scheduleKind;

@@ -21,7 +21,9 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   PartitionPassOptions partition;
   // Interleaving cuts V stages per device; the devices run them round-robin.
   partition.numStages = options.numStages * options.numVirtualStages;
+  partition.numVirtualStages = options.numVirtualStages;
   partition.objective = options.objective;
+  partition.balance = options.balance;
   partition.memoryCap = options.memoryCap;
   partition.numMicrobatches = options.numMicrobatches;
   partition.remat = options.remat;

@@ -14,6 +14,7 @@
 #include "gpipe/Analysis/CellMemoryPlanner.h"
 #include "gpipe/Analysis/LayerSequence.h"
 #include "gpipe/Analysis/Partitioner.h"
+#include "gpipe/Analysis/StageWeights.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/OptionAliases.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
@@ -85,6 +86,13 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
     problem.memoryModel.paramCopies = 2 + optimizerSlots;
     problem.memoryModel.numMicrobatches = std::max(1u, unsigned(numMicrobatches));
     problem.memoryModel.rematerialize = remat == RematPolicy::Full;
+    std::optional<PipelineShape> shape;
+    if (balance == PartitionBalance::Work) {
+      FailureOr<PipelineShape> known = pipelineShape(model);
+      if (failed(known))
+        return failure();
+      shape = *known;
+    }
     std::optional<CellMemoryPlanner> planner;
     if (cap && memoryModel == CellMemoryEstimate::Plan) {
       FailureOr<std::vector<PlannedStage>> layerStages =
@@ -96,9 +104,15 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
                       keepPolicyOf(remat), cellSchedule());
     }
 
-    PartitionOutcome outcome = planner
-                                   ? partitionWithPlannedMemory(problem, *planner)
-                                   : partitionLayers(problem);
+    auto solve = [&](const PartitionProblem &problem) {
+      return planner ? partitionWithPlannedMemory(problem, *planner)
+                     : partitionLayers(problem);
+    };
+    PartitionOutcome outcome = solve(problem);
+    // Whether a split fits does not depend on the weights: only a split
+    // that fits is weighed again.
+    if (shape && outcome.succeeded())
+      outcome = balanceWork(problem, *shape, std::move(outcome), solve);
     if (planner && !planner->error().empty())
       return model.emitOpError()
              << "cannot be partitioned: " << planner->error();
@@ -133,6 +147,12 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
             "remat", builder.getStringAttr(remat == RematPolicy::Full ? "full"
                                                                       : "none")),
     };
+    // Set only where a split weighed by the devices' work won.
+    const std::vector<uint64_t> &weights = problem.cellWeights;
+    if (!weights.empty())
+      summary.push_back(builder.getNamedAttr(
+          "cell_weights", builder.getDenseI64ArrayAttr(SmallVector<int64_t>(
+                              weights.begin(), weights.end()))));
     if (cap)
       summary.push_back(builder.getNamedAttr(
           "memory_cap", builder.getI64IntegerAttr(static_cast<int64_t>(*cap))));
@@ -143,6 +163,56 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
           "cell_memory", builder.getDenseI64ArrayAttr(memory)));
     model->setAttr("gpipe.partition", builder.getDictionaryAttr(summary));
     return success();
+  }
+
+  /// The pipeline the cells will form, for their weights.
+  FailureOr<PipelineShape> pipelineShape(ModelOp model) {
+    PipelineShape shape;
+    shape.kind = schedule;
+    shape.numVirtualStages =
+        schedule == schedule::ScheduleKind::Interleaved ? numVirtualStages : 1;
+    if (shape.numVirtualStages == 0 || numStages % shape.numVirtualStages != 0)
+      return model.emitOpError()
+             << "expects stages to be a multiple of virtual-stages under "
+                "schedule=interleaved (each device runs virtual-stages "
+                "stages), got stages="
+             << unsigned(numStages)
+             << " and virtual-stages=" << unsigned(numVirtualStages);
+    shape.numDevices = numStages / shape.numVirtualStages;
+    shape.numMicrobatches = std::max(1u, unsigned(numMicrobatches));
+    shape.keep = keepPolicyOf(remat);
+    return shape;
+  }
+
+  /// `compute`, balanced on the compute alone, or a split balanced with
+  /// recomputes priced at half a forward or a whole one, whichever step
+  /// the cost model simulates shortest (the earlier on ties). Leaves the
+  /// chosen weights in `problem`.
+  template <typename Solve>
+  PartitionOutcome balanceWork(PartitionProblem &problem,
+                               const PipelineShape &shape,
+                               PartitionOutcome compute, Solve solve) {
+    PartitionOutcome best = std::move(compute);
+    double bestStep = simulatedStepOfCells(shape, best.partition->cellCompute);
+    std::vector<uint64_t> bestWeights;
+    for (unsigned recomputeHalves : {1u, 2u}) {
+      problem.cellWeights = stageWorkWeights(shape, recomputeHalves);
+      if (std::adjacent_find(
+              problem.cellWeights.begin(), problem.cellWeights.end(),
+              std::not_equal_to<uint64_t>()) == problem.cellWeights.end())
+        break; // every stage recomputes alike: nothing to rebalance
+      PartitionOutcome weighed = solve(problem);
+      if (!weighed.succeeded())
+        continue;
+      double step = simulatedStepOfCells(shape, weighed.partition->cellCompute);
+      if (step >= 0 && (bestStep < 0 || step < bestStep)) {
+        best = std::move(weighed);
+        bestStep = step;
+        bestWeights = problem.cellWeights;
+      }
+    }
+    problem.cellWeights = std::move(bestWeights);
+    return best;
   }
 
   /// Where the best split falls short of `cap` and what would fit: another

@@ -43,10 +43,14 @@
 // SHARED-NEXT: device 1: busy 0.140 ms
 
 // ZB-H1 runs the forwards and backwards of 1F1B, W counted with the backward: device 0 recomputes
-// both micro-batches, device 1 neither.
-// SIMZB: simulated step
-// SIMZB-NEXT: device 0: busy 0.240 ms (forward 0.060, backward 0.180, optimizer 0.000)
-// SIMZB-NEXT: device 1: busy 0.120 ms (forward 0.040, backward 0.080, optimizer 0.000)
+// both micro-batches, device 1 neither. So the partition (balance=work) weighs device 0's layers more and
+// times both splits: [a b | c d] (30 and 70) beats [a b c | d]'s 0.240 ms. F = 15 and 35, B and W half of
+// 30 and 70 each. Device 0: F0 [0,15] F1 [15,30] R0 [30,45] B0 [95,110] W0 [110,125] R1 [125,140]
+// B1 [165,180] W1 [180,195]; device 1: F0 [20,55] B0 [55,90] F1 [90,125] B1 [125,160] W0 [160,195]
+// W1 [195,230].
+// SIMZB: simulated step ({{.*}}): 0.230 ms
+// SIMZB-NEXT: device 0: busy 0.120 ms (forward 0.030, backward 0.090, optimizer 0.000)
+// SIMZB-NEXT: device 1: busy 0.210 ms (forward 0.070, backward 0.140, optimizer 0.000)
 
 // SIM1F1B: simulated step ({{.*}}): 0.250 ms (0.250 ms on the devices + 0.000 ms on the host), bubble 0.280
 // The same costs measured (Inputs/profile-k2.json): sends take 4 us, a receive 1 us once its data is there, the

@@ -30,6 +30,15 @@ enum class CellMemoryEstimate {
   Cost, ///< the closed form from the layers' cost attributes
 };
 
+/// What gpipe-partition balances across the devices.
+enum class PartitionBalance {
+  /// Each cell's compute times the work its device runs per unit of it:
+  /// forwards, backwards and recomputes, as the schedule and remat decide
+  /// (StageWeights.h).
+  Work,
+  Compute, ///< the layers' cost attributes alone
+};
+
 #define GEN_PASS_DECL
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
 
@@ -60,6 +69,15 @@ struct CompilePipelineOptions
                      "minimise the variance of cell costs (GPipe)"),
           clEnumValN(PartitionObjective::Bottleneck, "bottleneck",
                      "minimise the largest cell cost"))};
+  Option<PartitionBalance> balance{
+      *this, "balance", llvm::cl::desc("what the partition balances"),
+      llvm::cl::init(PartitionBalance::Work),
+      llvm::cl::values(
+          clEnumValN(PartitionBalance::Work, "work",
+                     "each cell's compute times its device's forwards, "
+                     "backwards and recomputes"),
+          clEnumValN(PartitionBalance::Compute, "compute",
+                     "the layers' cost attributes alone"))};
   Option<std::string> memoryCap{
       *this, "memory-cap",
       llvm::cl::desc("per-device memory cap, e.g. 512MiB or 2GiB"),

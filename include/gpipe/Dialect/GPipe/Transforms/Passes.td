@@ -52,7 +52,12 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
     Needs a cost on every layer (see `gpipe-estimate-cost`). Solves the
     partition exactly for the chosen objective: `variance` (GPipe's: the most
     even cell costs) or `bottleneck` (the smallest largest cell). Ties go to
-    the partition that sends the fewest bytes across its cuts. With
+    the partition that sends the fewest bytes across its cuts. A cell's cost
+    is its compute times the work its device does per unit of it
+    (`balance=work`): a forward, a backward of twice its cost and, for each
+    micro-batch whose backward recomputes under `schedule` and `remat`, one
+    more forward. Under 1f1b with remat the last device never recomputes,
+    so it gets more layers; `balance=compute` balances the costs alone. With
     `memory-cap`, the device holding each cell must fit. By default
     (`memory-model=plan`) a cell's memory is what gpipe-plan-memory will
     plan for it: the model is compiled once with one layer per stage and the
@@ -77,6 +82,18 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
                         "minimise the variance of cell costs (GPipe)"),
              clEnumValN(::gpipe::PartitionObjective::Bottleneck, "bottleneck",
                         "minimise the largest cell cost"))}]>,
+    Option<"balance", "balance", "::gpipe::PartitionBalance",
+           "::gpipe::PartitionBalance::Work",
+           "what the cells balance", [{::llvm::cl::values(
+             clEnumValN(::gpipe::PartitionBalance::Work, "work",
+                        "each cell's compute times its device's forwards, "
+                        "backwards and recomputes per unit (by schedule and "
+                        "remat)"),
+             clEnumValN(::gpipe::PartitionBalance::Compute, "compute",
+                        "the layers' cost attributes alone"))}]>,
+    Option<"numVirtualStages", "virtual-stages", "unsigned", "1",
+           "stages per device under schedule=interleaved; stages is a "
+           "multiple of it">,
     Option<"memoryCap", "memory-cap", "std::string", "\"\"",
            "per-device memory cap, e.g. 512MiB, 2GiB or 1000000 (bytes); "
            "empty for none">,
