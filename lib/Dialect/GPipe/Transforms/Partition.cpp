@@ -192,15 +192,15 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
   PartitionOutcome balanceWork(PartitionProblem &problem,
                                const PipelineShape &shape,
                                PartitionOutcome compute, Solve solve) {
+    std::vector<unsigned> recomputes = recomputesPerStage(shape);
+    if (std::adjacent_find(recomputes.begin(), recomputes.end(),
+                           std::not_equal_to<unsigned>()) == recomputes.end())
+      return compute; // every stage recomputes alike: nothing to rebalance
     PartitionOutcome best = std::move(compute);
     double bestStep = simulatedStepOfCells(shape, best.partition->cellCompute);
     std::vector<uint64_t> bestWeights;
     for (unsigned recomputeHalves : {1u, 2u}) {
       problem.cellWeights = stageWorkWeights(shape, recomputeHalves);
-      if (std::adjacent_find(
-              problem.cellWeights.begin(), problem.cellWeights.end(),
-              std::not_equal_to<uint64_t>()) == problem.cellWeights.end())
-        break; // every stage recomputes alike: nothing to rebalance
       PartitionOutcome weighed = solve(problem);
       if (!weighed.succeeded())
         continue;
