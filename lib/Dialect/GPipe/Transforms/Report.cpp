@@ -55,6 +55,10 @@ struct ModelSummary {
   unsigned virtualStages = 1;
   std::vector<DevicePlan> devices;
   double imbalance = 1.0;
+  /// Where the partition weighed the cells by their devices' work
+  /// (balance=work): the weights and the imbalance of the weighed costs.
+  std::vector<int64_t> cellWeights;
+  double workImbalance = 1.0;
   std::optional<unsigned> numMicrobatches;
   std::vector<int64_t> rows;
   std::optional<double> balancedBubble;
@@ -152,6 +156,9 @@ static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module,
       summary.objective = objective.str();
     if (auto cap = partition.getAs<IntegerAttr>("memory_cap"))
       summary.memoryCap = cap.getInt();
+    if (auto weights = partition.getAs<DenseI64ArrayAttr>("cell_weights"))
+      summary.cellWeights.assign(weights.asArrayRef().begin(),
+                                 weights.asArrayRef().end());
   }
 
   uint64_t totalFlops = 0, maxFlops = 0;
@@ -177,6 +184,18 @@ static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module,
   }
   double meanFlops = double(totalFlops) / stages.size();
   summary.imbalance = meanFlops > 0 ? maxFlops / meanFlops : 1.0;
+  if (summary.cellWeights.size() == summary.stages.size()) {
+    double totalWork = 0, maxWork = 0;
+    for (size_t s = 0; s < summary.stages.size(); ++s) {
+      double work = double(summary.stages[s].flops) * summary.cellWeights[s];
+      totalWork += work;
+      maxWork = std::max(maxWork, work);
+    }
+    double meanWork = totalWork / summary.stages.size();
+    summary.workImbalance = meanWork > 0 ? maxWork / meanWork : 1.0;
+  } else {
+    summary.cellWeights.clear();
+  }
 
   for (ScheduleOp schedule : module.getOps<ScheduleOp>()) {
     if (schedule.getModel() != model.getSymName())
@@ -368,6 +387,15 @@ static void printText(const ModelSummary &summary, llvm::raw_ostream &os) {
   }
   os << llvm::formatv("imbalance (largest / mean stage cost): {0:f3}\n",
                       summary.imbalance);
+  if (!summary.cellWeights.empty())
+    os << llvm::formatv(
+        "imbalance of the devices' work (cost x cell weight "
+        "{0}, in half forwards): {1:f3}\n",
+        llvm::join(llvm::map_range(
+                       summary.cellWeights,
+                       [](int64_t weight) { return std::to_string(weight); }),
+                   " / "),
+        summary.workImbalance);
   if (summary.balancedBubble)
     os << llvm::formatv("bubble fraction: {0:f3} for balanced stages "
                         "{1}, {2:f3} predicted from the stage costs\n",
@@ -439,6 +467,10 @@ static llvm::json::Value toJson(const ModelSummary &summary) {
       {"devices", std::move(devices)},
       {"imbalance", summary.imbalance},
   };
+  if (!summary.cellWeights.empty()) {
+    object["cell_weights"] = llvm::json::Array(summary.cellWeights);
+    object["work_imbalance"] = summary.workImbalance;
+  }
   if (!summary.objective.empty())
     object["objective"] = summary.objective;
   if (summary.memoryCap)

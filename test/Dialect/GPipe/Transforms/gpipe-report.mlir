@@ -5,6 +5,7 @@
 // RUN: FileCheck %s --check-prefix=TRACE < %t.gpipe.json
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=1f1b" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1" -o /dev/null | FileCheck %s --check-prefix=SIM1F1B
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=zb-h1" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1" -o /dev/null | FileCheck %s --check-prefix=SIMZB
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=zb-h1" -gpipe-report=format=json -o /dev/null | FileCheck %s --check-prefix=ZBJSON
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report="simulate=true device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1 processors=1" -o /dev/null | FileCheck %s --check-prefix=SHARED
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -gpipe-report="profile=%S/Inputs/profile-k2.json" -o /dev/null | FileCheck %s --check-prefix=PROFILE
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2 schedule=1f1b" -gpipe-report="format=json device-gflops=0.001 link-gb-per-s=0.016 link-latency-us=1 simulate=true" -o /dev/null | FileCheck %s --check-prefix=SIMJSON
@@ -48,6 +49,14 @@
 // 30 and 70 each. Device 0: F0 [0,15] F1 [15,30] R0 [30,45] B0 [95,110] W0 [110,125] R1 [125,140]
 // B1 [165,180] W1 [180,195]; device 1: F0 [20,55] B0 [55,90] F1 [90,125] B1 [125,160] W0 [160,195]
 // W1 [195,230].
+// Weights 14 and 12 (6 half forwards per micro-batch, a recompute at half a forward; a whole one gives the same split):
+// 30 x 14 = 420 and 70 x 12 = 840 against their mean 630.
+// SIMZB: imbalance (largest / mean stage cost): 1.400
+// SIMZB-NEXT: imbalance of the devices' work (cost x cell weight 14 / 12, in half forwards): 1.333
+// ZBJSON: "cell_weights": [
+// ZBJSON-NEXT: 14,
+// ZBJSON-NEXT: 12
+// ZBJSON: "work_imbalance": 1.333
 // SIMZB: simulated step ({{.*}}): 0.230 ms
 // SIMZB-NEXT: device 0: busy 0.120 ms (forward 0.030, backward 0.090, optimizer 0.000)
 // SIMZB-NEXT: device 1: busy 0.210 ms (forward 0.070, backward 0.140, optimizer 0.000)
