@@ -11,13 +11,17 @@
 // With weights that differ, cell c's compute is bounded by B / w_c: the
 // transitions depend on the cell, the counts no longer form an interval, and
 // "exactly K cells" is decided by one reachability pass per cell, O(K L) per
-// probe of B.
+// probe of B. The schedules' weights form two runs (every cell alike but the
+// last): then each run's cell counts still form an interval from one end,
+// and a probe costs O(L log L).
 //
 //===----------------------------------------------------------------------===//
 
 #include "PartitionSolvers.h"
 
+#include <deque>
 #include <map>
+#include <queue>
 
 using namespace gpipe;
 using namespace gpipe::partition_detail;
@@ -61,6 +65,85 @@ bool splitsIntoCells(unsigned numLayers, unsigned numCells,
     fits[numLayers] = 0;
   }
   return fits[0];
+}
+
+/// For every end p, the fewest and the most cells that split [0, p), a cell
+/// starting at i ending in (i, ends[i]]; kNone where none do. From the one
+/// start 0 the counts form an interval, as splitsExactly argues from the
+/// end. A sweep over p keeps the starts whose cells reach p: a window of
+/// starts with monotone deques where the ends never decrease (no cap), else
+/// two heaps.
+void prefixCellCounts(const std::vector<unsigned> &ends,
+                      std::vector<unsigned> &fewest,
+                      std::vector<unsigned> &most) {
+  unsigned numLayers = static_cast<unsigned>(ends.size());
+  fewest.assign(numLayers + 1, kNone);
+  most.assign(numLayers + 1, kNone);
+  fewest[0] = most[0] = 0;
+  auto reachable = [&](unsigned start) {
+    return fewest[start] != kNone && ends[start] > start;
+  };
+  if (std::is_sorted(ends.begin(), ends.end())) {
+    // The starts reaching p are those in [first, p) with ends >= p: a
+    // window whose front only moves forward.
+    std::deque<unsigned> low, high; // fewest increasing, most decreasing
+    for (unsigned p = 1; p <= numLayers; ++p) {
+      unsigned start = p - 1;
+      if (reachable(start)) {
+        while (!low.empty() && fewest[low.back()] >= fewest[start])
+          low.pop_back();
+        low.push_back(start);
+        while (!high.empty() && most[high.back()] <= most[start])
+          high.pop_back();
+        high.push_back(start);
+      }
+      while (!low.empty() && ends[low.front()] < p)
+        low.pop_front();
+      while (!high.empty() && ends[high.front()] < p)
+        high.pop_front();
+      if (!low.empty()) {
+        fewest[p] = fewest[low.front()] + 1;
+        most[p] = most[high.front()] + 1;
+      }
+    }
+    return;
+  }
+  using Entry = std::pair<unsigned, unsigned>; // count, start
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> low;
+  std::priority_queue<Entry> high;
+  for (unsigned p = 1; p <= numLayers; ++p) {
+    unsigned start = p - 1;
+    if (reachable(start)) {
+      low.push({fewest[start], start});
+      high.push({most[start], start});
+    }
+    // A start that no longer reaches p never will again.
+    while (!low.empty() && ends[low.top().second] < p)
+      low.pop();
+    while (!high.empty() && ends[high.top().second] < p)
+      high.pop();
+    if (!low.empty()) {
+      fewest[p] = low.top().first + 1;
+      most[p] = high.top().first + 1;
+    }
+  }
+}
+
+/// Whether [0, L) splits into `firstCells` cells ending within `first`,
+/// then `lastCells` cells ending within `last`.
+bool splitsIntoTwoRuns(const std::vector<unsigned> &first, unsigned firstCells,
+                       const std::vector<unsigned> &last, unsigned lastCells) {
+  std::vector<unsigned> fewestBefore, mostBefore, fewestAfter, mostAfter;
+  prefixCellCounts(first, fewestBefore, mostBefore);
+  suffixCellCounts(last, fewestAfter, mostAfter);
+  auto holds = [](unsigned fewest, unsigned most, unsigned count) {
+    return fewest != kNone && fewest <= count && count <= most;
+  };
+  for (unsigned p = 1; p < first.size(); ++p)
+    if (holds(fewestBefore[p], mostBefore[p], firstCells) &&
+        holds(fewestAfter[p], mostAfter[p], lastCells))
+      return true;
+  return false;
 }
 
 /// The least cut bytes among the splits whose cells end within
@@ -135,17 +218,30 @@ std::vector<unsigned> solveWeighted(const CellCosts &costs, unsigned numCells,
   uint64_t lo = 0, hi = largestWeight * costs.compute(0, numLayers);
   WeightedEnds ends(costs, reach);
   EndsOfCell endsOfCell = std::ref(ends);
+  // Cells 0..firstRun-1 share the first cell's weight.
+  unsigned firstRun = 1;
+  while (firstRun < numCells && costs.weight(firstRun) == costs.weight(0))
+    ++firstRun;
+  bool twoRuns = true;
+  for (unsigned cell = firstRun; cell < numCells; ++cell)
+    twoRuns &= costs.weight(cell) == costs.weight(numCells - 1);
+  auto splits = [&] {
+    if (!twoRuns)
+      return splitsIntoCells(numLayers, numCells, endsOfCell);
+    const std::vector<unsigned> &first = ends(0);
+    return splitsIntoTwoRuns(first, firstRun, ends(numCells - 1),
+                             numCells - firstRun);
+  };
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
     ends.setBound(mid);
-    if (splitsIntoCells(numLayers, numCells, endsOfCell))
+    if (splits())
       hi = mid;
     else
       lo = mid + 1;
   }
   ends.setBound(lo);
-  assert(splitsIntoCells(numLayers, numCells, endsOfCell) &&
-         "the bound search overshot");
+  assert(splits() && "the bound search overshot");
   return leastCutSplit(costs, numCells, endsOfCell);
 }
 

@@ -203,6 +203,13 @@ template <typename Better> WindowBest<Better> makeWindowBest(Better better) {
 /// one per step, so it takes every count in [p, q].
 bool splitsExactly(const std::vector<unsigned> &ends, unsigned numCells);
 
+/// For every start i, the fewest and the most cells (transitions as for
+/// splitsExactly) that split [i, L); kNone where none do. By the argument
+/// above, every count between the two splits it too.
+void suffixCellCounts(const std::vector<unsigned> &ends,
+                      std::vector<unsigned> &fewest,
+                      std::vector<unsigned> &most);
+
 /// Argmins of levels 2..K: the end of the first cell of the best split of
 /// suffix [i, L) into k cells, for i in [K - k, L - k].
 class ArgminTable {

@@ -64,11 +64,12 @@ std::vector<unsigned> CellCosts::reach(U128 cap) const {
   return last;
 }
 
-bool gpipe::partition_detail::splitsExactly(const std::vector<unsigned> &ends,
-                                            unsigned numCells) {
+void gpipe::partition_detail::suffixCellCounts(
+    const std::vector<unsigned> &ends, std::vector<unsigned> &fewest,
+    std::vector<unsigned> &most) {
   unsigned numLayers = static_cast<unsigned>(ends.size());
-  std::vector<unsigned> fewest(numLayers + 1, kNone),
-      most(numLayers + 1, kNone);
+  fewest.assign(numLayers + 1, kNone);
+  most.assign(numLayers + 1, kNone);
   fewest[numLayers] = most[numLayers] = 0;
   auto fewestBest = makeWindowBest(
       [&](unsigned a, unsigned b) { return fewest[a] < fewest[b]; });
@@ -87,6 +88,12 @@ bool gpipe::partition_detail::splitsExactly(const std::vector<unsigned> &ends,
     fewest[i] = fewest[a] + 1;
     most[i] = most[mostBest.query(ends[i])] + 1;
   }
+}
+
+bool gpipe::partition_detail::splitsExactly(const std::vector<unsigned> &ends,
+                                            unsigned numCells) {
+  std::vector<unsigned> fewest, most;
+  suffixCellCounts(ends, fewest, most);
   return fewest[0] != kNone && fewest[0] <= numCells && numCells <= most[0];
 }
 

@@ -403,13 +403,27 @@ void pickCap(std::mt19937_64 &rng, PartitionProblem &problem, U128 leastMax) {
   }
 }
 
-/// Weights of 1 to 4 per cell, at times all equal (which must change only the
-/// objective's scale), the compute scaled down so that the weighted total
-/// still fits 64 bits.
+/// Weights of 1 to 4 per cell: all equal (which must change only the
+/// objective's scale), two runs (the schedules' shape: every cell alike but
+/// the last ones, which the bottleneck search takes a faster way), or any.
+/// The compute is scaled down so that the weighted total still fits 64 bits.
 void addRandomWeights(std::mt19937_64 &rng, PartitionProblem &problem) {
-  uint64_t same = uniform(rng, 0, 3) == 0 ? uniform(rng, 1, 4) : 0;
-  for (unsigned c = 0; c < problem.numCells; ++c)
-    problem.cellWeights.push_back(same ? same : uniform(rng, 1, 4));
+  unsigned numCells = problem.numCells;
+  switch (uniform(rng, 0, 3)) {
+  case 0:
+    problem.cellWeights.assign(numCells, uniform(rng, 1, 4));
+    break;
+  case 1: {
+    problem.cellWeights.assign(numCells, uniform(rng, 1, 4));
+    unsigned lastRun = unsigned(uniform(rng, 1, numCells));
+    std::fill(problem.cellWeights.end() - lastRun, problem.cellWeights.end(),
+              uniform(rng, 1, 4));
+    break;
+  }
+  default:
+    for (unsigned c = 0; c < numCells; ++c)
+      problem.cellWeights.push_back(uniform(rng, 1, 4));
+  }
   for (LayerCost &layer : problem.layers)
     layer.compute /= 4;
 }

@@ -74,6 +74,10 @@ TEST(PartitionerTest, MatchesBruteForceWeightedVariance) {
 TEST(PartitionerTest, MatchesBruteForceWeightedBottleneck) {
   runBruteForceCases(PartitionObjective::Bottleneck, 0x3e1948,
                      {/*memoryFunction=*/true, /*weighted=*/true});
+  // Found by search: a cap under which the most cells that can end a run
+  // decide a bound (the two-run search's largest counts).
+  runBruteForceCases(PartitionObjective::Bottleneck, 1504610,
+                     {/*memoryFunction=*/true, /*weighted=*/true});
 }
 
 TEST(PartitionerTest, MatchesPlainDpWeightedVariance) {
