@@ -12,8 +12,8 @@
 // transitions depend on the cell, the counts no longer form an interval, and
 // "exactly K cells" is decided by one reachability pass per cell, O(K L) per
 // probe of B. The schedules' weights form two runs (every cell alike but the
-// last): then each run's cell counts still form an interval from one end,
-// and a probe costs O(L log L).
+// last): then each run's cell counts still form an interval, read from the
+// run's own end, and a probe costs O(L) without a cap, O(L log L) with one.
 //
 //===----------------------------------------------------------------------===//
 
