@@ -160,12 +160,7 @@ public:
     // buffers it fills.
     auto kept = runtime::keptForwardValues(
         program.instrs, unsigned(states.size()), unsigned(numMicrobatches),
-        program.keep == KeepPolicy::All
-            ? runtime::KeptBeyondAdjacent::Everything
-        : program.keep == KeepPolicy::Last
-            ? runtime::KeptBeyondAdjacent::LastForward
-            : runtime::KeptBeyondAdjacent::Nothing,
-        [](const PlannedInstr &in) {
+        keptBeyondAdjacentOf(program.keep), [](const PlannedInstr &in) {
           runtime::ComputeRole role;
           role.stage = in.stage;
           role.microbatch = in.microbatch;

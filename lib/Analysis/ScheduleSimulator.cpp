@@ -107,11 +107,7 @@ public:
                   std::max(program.numVirtualStages, 1u)),
         kept(numStages) {
     result.simulation.lanes.resize(program.devices.size());
-    runtime::KeptBeyondAdjacent beyond =
-        costs.keep == KeepPolicy::All ? runtime::KeptBeyondAdjacent::Everything
-        : costs.keep == KeepPolicy::Last
-            ? runtime::KeptBeyondAdjacent::LastForward
-            : runtime::KeptBeyondAdjacent::Nothing;
+    runtime::KeptBeyondAdjacent beyond = keptBeyondAdjacentOf(costs.keep);
     for (std::size_t d = 0; d < program.devices.size(); ++d) {
       auto ofDevice = runtime::keptForwardValues(
           program.devices[d].instrs, unsigned(numStages),

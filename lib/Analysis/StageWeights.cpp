@@ -16,11 +16,7 @@ std::vector<unsigned> gpipe::recomputesPerStage(const PipelineShape &shape) {
   unsigned numStages = shape.numStages(), numDevices = shape.numDevices;
   ComputeOrder order = computeOrderOf(shape.kind, numDevices,
                                       shape.numMicrobatches, virtualStages);
-  runtime::KeptBeyondAdjacent beyond =
-      shape.keep == KeepPolicy::All ? runtime::KeptBeyondAdjacent::Everything
-      : shape.keep == KeepPolicy::Last
-          ? runtime::KeptBeyondAdjacent::LastForward
-          : runtime::KeptBeyondAdjacent::Nothing;
+  runtime::KeptBeyondAdjacent beyond = keptBeyondAdjacentOf(shape.keep);
   std::vector<unsigned> recomputes(numStages, 0);
   for (unsigned d = 0; d < numDevices; ++d) {
     auto roleOf = [&](const ComputeStep &step) {

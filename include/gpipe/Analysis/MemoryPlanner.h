@@ -29,6 +29,8 @@
 #ifndef GPIPE_ANALYSIS_MEMORYPLANNER_H
 #define GPIPE_ANALYSIS_MEMORYPLANNER_H
 
+#include "gpipe/runtime/KeptForwardValues.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -102,6 +104,14 @@ struct PlannedInstr {
 };
 
 enum class KeepPolicy { All, None, Last };
+
+/// The policy in the terms of the rule the runtime, the plan and the
+/// simulator share (KeptForwardValues.h).
+inline runtime::KeptBeyondAdjacent keptBeyondAdjacentOf(KeepPolicy keep) {
+  return keep == KeepPolicy::All    ? runtime::KeptBeyondAdjacent::Everything
+         : keep == KeepPolicy::Last ? runtime::KeptBeyondAdjacent::LastForward
+                                    : runtime::KeptBeyondAdjacent::Nothing;
+}
 
 struct DeviceProgram {
   /// The stages the device runs: one, or V under interleaving (stage d + vK
