@@ -103,6 +103,36 @@ transpose16x16(const float *src, int64_t lds, float *dst, int64_t ldd) {
   for (int i = 0; i < 16; ++i)
     _mm512_storeu_ps(dst + i * ldd, r[i]);
 }
+
+/// The same for 8 x 8 with AVX2: the classic three rounds of unpacks,
+/// shuffles and 128-bit lane permutes.
+GPIPE_PACKED_GEMM_AVX2 static void transpose8x8(const float *src, int64_t lds,
+                                                float *dst, int64_t ldd) {
+  __m256 r[8], t[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)
+    r[i] = _mm256_loadu_ps(src + i * lds);
+#pragma GCC unroll 4
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+    t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)
+    _mm256_storeu_ps(dst + i * ldd, t[i]);
+}
 #endif
 
 void PackedMatrix::packPanels(const float *b, int64_t ldb, bool transposed,
@@ -120,20 +150,26 @@ void PackedMatrix::packPanels(const float *b, int64_t ldb, bool transposed,
       continue;
     }
     // Column j of the panel is row first + j of the stored matrix. Blocks
-    // of 16 x 16 through registers where AVX-512 packs (twice as fast as
-    // the scalar copy, docs/Benchmarks.md); the rest row by row of the
-    // panel, each of the 32 source lines in flight serving 16 consecutive
-    // rows (three times faster than column by column).
+    // of 16 x 16 through registers with AVX-512, 8 x 8 with AVX2 (2 and 8
+    // times as fast as the scalar copy, docs/Benchmarks.md); the rest row by
+    // row of the panel, each of the 32 source lines in flight serving 16
+    // consecutive rows (three times faster than column by column).
     int64_t done = 0;
 #if defined(__x86_64__)
-    if (hasAvx512()) {
-      done = rows / 16 * 16;
-      for (int64_t j = 0; j + 16 <= width; j += 16)
-        for (int64_t r = 0; r < done; r += 16)
-          transpose16x16(b + (first + j) * ldb + r, ldb, dst + r * kPanel + j,
-                         kPanel);
+    const int64_t side = hasAvx512() ? 16 : hasAvx2Fma() ? 8 : 0;
+    if (side) {
+      done = rows / side * side;
+      for (int64_t j = 0; j + side <= width; j += side)
+        for (int64_t r = 0; r < done; r += side) {
+          const float *from = b + (first + j) * ldb + r;
+          float *to = dst + r * kPanel + j;
+          if (side == 16)
+            transpose16x16(from, ldb, to, kPanel);
+          else
+            transpose8x8(from, ldb, to, kPanel);
+        }
       for (int64_t r = 0; r < done; ++r)
-        for (int64_t j = width / 16 * 16; j < width; ++j)
+        for (int64_t j = width / side * side; j < width; ++j)
           dst[r * kPanel + j] = b[(first + j) * ldb + r];
     }
 #endif
@@ -204,11 +240,15 @@ constexpr BlockKernel kBlockOfRows[kBlockRows + 1] = {
 /// [0..width) of one panel. Each element is the same chain of fused
 /// multiply-adds over k as in multiplyBlock, so both kernels give the same
 /// bits; R = 3 keeps the 12 accumulators in the 16 registers.
+/// `ahead` names `aheadRows` rows of the panel to multiply next, fetched
+/// into the cache while this one computes. alpha and beta come by address:
+/// as values they held one of the 16 registers through the loop, which then
+/// kept an accumulator in memory.
 template <int R>
-GPIPE_PACKED_GEMM_AVX2 void multiplyBlockAvx2(const float *a, int64_t lda,
-                                              const float *panel, int64_t k,
-                                              float alpha, float beta, float *c,
-                                              int64_t ldc, int64_t width) {
+GPIPE_PACKED_GEMM_AVX2 void
+multiplyBlockAvx2(const float *a, int64_t lda, const float *panel, int64_t k,
+                  const float &alpha, const float &beta, float *c, int64_t ldc,
+                  int64_t width, const float *ahead, int64_t aheadRows) {
   __m256 acc[R][4];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
@@ -216,17 +256,47 @@ GPIPE_PACKED_GEMM_AVX2 void multiplyBlockAvx2(const float *a, int64_t lda,
     for (int g = 0; g < 4; ++g)
       acc[r][g] = _mm256_setzero_ps();
   for (int64_t i = 0; i < k; ++i) {
+    if (i < aheadRows) {
+      _mm_prefetch(
+          reinterpret_cast<const char *>(ahead + i * PackedMatrix::kPanel),
+          _MM_HINT_T0);
+      _mm_prefetch(
+          reinterpret_cast<const char *>(ahead + i * PackedMatrix::kPanel + 16),
+          _MM_HINT_T0);
+    }
     __m256 x[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
       x[r] = _mm256_broadcast_ss(a + r * lda + i);
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
-      const __m256 w = _mm256_load_ps(panel + i * PackedMatrix::kPanel + 8 * g);
+      __m256 w = _mm256_load_ps(panel + i * PackedMatrix::kPanel + 8 * g);
+      // In a register, loaded once: at -O3 GCC folded the load into each
+      // of the R multiply-adds, 15 loads a step for 12 of them, more than
+      // the two load ports keep up with.
+      __asm__("" : "+x"(w));
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r)
         acc[r][g] = _mm256_fmadd_ps(x[r], w, acc[r][g]);
     }
+  }
+  const __m256 scale = _mm256_set1_ps(alpha);
+  const __m256 keep = _mm256_set1_ps(beta);
+  // A masked store is microcoded on AMD's cores: whole panels store
+  // plainly. (No control flow in these loops: a loop left rolled would
+  // keep the accumulators in memory.)
+  if (width >= PackedMatrix::kPanel) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        float *at = c + r * ldc + 8 * g;
+        __m256 v = _mm256_mul_ps(acc[r][g], scale);
+        if (beta != 0.0f)
+          v = _mm256_fmadd_ps(keep, _mm256_loadu_ps(at), v);
+        _mm256_storeu_ps(at, v);
+      }
+    return;
   }
   __m256i mask[4];
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -234,8 +304,6 @@ GPIPE_PACKED_GEMM_AVX2 void multiplyBlockAvx2(const float *a, int64_t lda,
   for (int g = 0; g < 4; ++g)
     mask[g] = _mm256_cmpgt_epi32(
         _mm256_set1_epi32(int(std::min<int64_t>(width, 32)) - 8 * g), lane);
-  const __m256 scale = _mm256_set1_ps(alpha);
-  const __m256 keep = _mm256_set1_ps(beta);
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     float *row = c + r * ldc;
@@ -252,21 +320,41 @@ GPIPE_PACKED_GEMM_AVX2 void multiplyBlockAvx2(const float *a, int64_t lda,
 }
 
 using Avx2Kernel = void (*)(const float *, int64_t, const float *, int64_t,
-                            float, float, float *, int64_t, int64_t);
+                            const float &, const float &, float *, int64_t,
+                            int64_t, const float *, int64_t);
 constexpr Avx2Kernel kAvx2BlockOfRows[4] = {
     nullptr, multiplyBlockAvx2<1>, multiplyBlockAvx2<2>, multiplyBlockAvx2<3>};
 
+/// Rows [rowBegin, rowEnd) in blocks of 3, the remainder as blocks of 2: a
+/// lone row keeps 4 of the 12 accumulators busy, and at 64-row
+/// micro-batches it cost 3% of the product.
 GPIPE_PACKED_GEMM_AVX2 void
 packedGemmAvx2(const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                float beta, float *c, int64_t ldc, int64_t rowBegin,
                int64_t rowEnd, int64_t panelBegin, int64_t panelEnd) {
+  const int64_t count = rowEnd - rowBegin, k = b.k();
+  const int64_t pairs = count == 1 ? 0 : (3 - count % 3) % 3;
+  const int64_t blocks = count == 1 ? 1 : (count - 2 * pairs) / 3 + pairs;
+  // Every block brings a share of the next panel into the cache: streamed
+  // from L3 by the first block alone, each 64-row micro-batch's product was
+  // 5% slower (docs/Benchmarks.md).
+  const int64_t aheadShare = (k + blocks - 1) / blocks;
   for (int64_t p = panelBegin; p < panelEnd; ++p) {
     const int64_t first = p * PackedMatrix::kPanel;
     const int64_t width = std::min(PackedMatrix::kPanel, b.n() - first);
-    for (int64_t r = rowBegin; r < rowEnd; r += 3) {
-      const int64_t rows = std::min<int64_t>(3, rowEnd - r);
-      kAvx2BlockOfRows[rows](a + r * lda, lda, b.panel(p), b.k(), alpha, beta,
-                             c + r * ldc + first, ldc, width);
+    const float *next = p + 1 < panelEnd ? b.panel(p + 1) : nullptr;
+    int64_t r = rowBegin;
+    for (int64_t block = 0; block < blocks; ++block) {
+      const int64_t rows = std::min<int64_t>(
+          rowEnd - r, block < blocks - pairs || count == 1 ? 3 : 2);
+      const int64_t aheadFirst = std::min(k, block * aheadShare);
+      const int64_t aheadRows =
+          next ? std::min(k, aheadFirst + aheadShare) - aheadFirst : 0;
+      kAvx2BlockOfRows[rows](
+          a + r * lda, lda, b.panel(p), k, alpha, beta, c + r * ldc + first,
+          ldc, width, next ? next + aheadFirst * PackedMatrix::kPanel : nullptr,
+          aheadRows);
+      r += rows;
     }
   }
 }
