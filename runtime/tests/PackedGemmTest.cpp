@@ -105,9 +105,9 @@ TEST(PackedGemm, MatchesADoubleProductOnEveryTail) {
           }
 }
 
-// The transposed packing copies 16 x 16 blocks through registers and the
-// tails element by element: every element where the layout puts it, the
-// padding zero.
+// The transposed packing copies 16 x 16 blocks (AVX-512) or 8 x 8 blocks
+// (AVX2) through registers and the tails element by element: every element
+// where the layout puts it, the padding zero.
 TEST(PackedGemm, PacksEveryElementOfATransposedB) {
   for (int64_t k : {1, 15, 16, 17, 48, 100})
     for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 70}) {
