@@ -326,8 +326,8 @@ constexpr Avx2Kernel kAvx2BlockOfRows[4] = {
     nullptr, multiplyBlockAvx2<1>, multiplyBlockAvx2<2>, multiplyBlockAvx2<3>};
 
 /// Rows [rowBegin, rowEnd) in blocks of 3, the remainder as blocks of 2: a
-/// lone row keeps 4 of the 12 accumulators busy, and at 64-row
-/// micro-batches it cost 3% of the product.
+/// lone row would keep 4 of the 12 accumulators busy (64 rows would end in
+/// one).
 GPIPE_PACKED_GEMM_AVX2 void
 packedGemmAvx2(const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                float beta, float *c, int64_t ldc, int64_t rowBegin,
@@ -335,9 +335,9 @@ packedGemmAvx2(const float *a, int64_t lda, const PackedMatrix &b, float alpha,
   const int64_t count = rowEnd - rowBegin, k = b.k();
   const int64_t pairs = count == 1 ? 0 : (3 - count % 3) % 3;
   const int64_t blocks = count == 1 ? 1 : (count - 2 * pairs) / 3 + pairs;
-  // Every block brings a share of the next panel into the cache: streamed
-  // from L3 by the first block alone, each 64-row micro-batch's product was
-  // 5% slower (docs/Benchmarks.md).
+  // Every block brings a share of the next panel into the cache, rather
+  // than the next panel's first block streaming it from L3 alone (with few
+  // rows per call that block is a large share of the product).
   const int64_t aheadShare = (k + blocks - 1) / blocks;
   for (int64_t p = panelBegin; p < panelEnd; ++p) {
     const int64_t first = p * PackedMatrix::kPanel;
