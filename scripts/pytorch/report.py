@@ -21,6 +21,7 @@ LABELS = {
     ("gpipe", "k2-m8-none"): "gpipe K=2 M=8",
     ("gpipe", "k2-m8-full"): "gpipe K=2 M=8 remat full",
     ("gpipe", "k2-m8-none-zb-h1"): "gpipe K=2 M=8 ZB-H1",
+    ("gpipe", "k2-m8-full-zb-h1"): "gpipe K=2 M=8 ZB-H1 remat full",
     ("torch", "eager-1t"): "torch eager, 1 thread",
     ("torch", "eager-2t"): "torch eager, 2 threads",
     ("torch", "pipeline-k2-m8"): "torch ScheduleGPipe K=2 M=8 (2 processes)",
@@ -60,7 +61,9 @@ def ratio_rows(runs):
         ("gpipe K=1 M=8 / K=1 M=1, 2 threads (micro-batching cost)", q(g("k1-m8-none"), g("k1-m1-none"))),
         ("gpipe K=1 M=8 1 thread / K=2 M=8 (pipeline speed-up)", q(g("k1-m8-none-1t"), g("k2-m8-none"))),
         ("gpipe K=1 M=8 2 threads / K=2 M=8 (pipeline against intra-op threads)", q(g("k1-m8-none"), g("k2-m8-none"))),
+        ("gpipe K=1 M=8 1 thread / K=2 M=8 ZB-H1 (pipeline speed-up, ZB-H1)", q(g("k1-m8-none-1t"), g("k2-m8-none-zb-h1"))),
         ("gpipe K=2 M=8 full / none (remat cost)", q(g("k2-m8-full"), g("k2-m8-none"))),
+        ("gpipe K=2 M=8 ZB-H1 full / none (remat cost, ZB-H1)", q(g("k2-m8-full-zb-h1"), g("k2-m8-none-zb-h1"))),
         (f"gpipe best ({g_best_label}) / torch best single-process ({t_best_label})", q(g_best, t_best)),
         (f"torch ScheduleGPipe / gpipe best ({g_best_label})", q(t("pipeline-k2-m8"), g_best)),
     ]
