@@ -325,16 +325,18 @@ using Avx2Kernel = void (*)(const float *, int64_t, const float *, int64_t,
 constexpr Avx2Kernel kAvx2BlockOfRows[4] = {
     nullptr, multiplyBlockAvx2<1>, multiplyBlockAvx2<2>, multiplyBlockAvx2<3>};
 
-/// Rows [rowBegin, rowEnd) in blocks of 3, the remainder as blocks of 2: a
-/// lone row would keep 4 of the 12 accumulators busy (64 rows would end in
-/// one).
+/// Rows [rowBegin, rowEnd) in blocks of 3, with a block of 2 wherever 3
+/// would leave a lone row behind: a lone row would keep 4 of the 12
+/// accumulators busy (64 rows would end in one). That makes (count + 2) / 3
+/// blocks.
 GPIPE_PACKED_GEMM_AVX2 void
 packedGemmAvx2(const float *a, int64_t lda, const PackedMatrix &b, float alpha,
                float beta, float *c, int64_t ldc, int64_t rowBegin,
                int64_t rowEnd, int64_t panelBegin, int64_t panelEnd) {
   const int64_t count = rowEnd - rowBegin, k = b.k();
-  const int64_t pairs = count == 1 ? 0 : (3 - count % 3) % 3;
-  const int64_t blocks = count == 1 ? 1 : (count - 2 * pairs) / 3 + pairs;
+  if (count <= 0)
+    return;
+  const int64_t blocks = (count + 2) / 3;
   // Every block brings a share of the next panel into the cache, rather
   // than the next panel's first block streaming it from L3 alone (with few
   // rows per call that block is a large share of the product).
@@ -345,8 +347,9 @@ packedGemmAvx2(const float *a, int64_t lda, const PackedMatrix &b, float alpha,
     const float *next = p + 1 < panelEnd ? b.panel(p + 1) : nullptr;
     int64_t r = rowBegin;
     for (int64_t block = 0; block < blocks; ++block) {
-      const int64_t rows = std::min<int64_t>(
-          rowEnd - r, block < blocks - pairs || count == 1 ? 3 : 2);
+      const int64_t left = rowEnd - r;
+      const int64_t rows =
+          left % 3 == 1 && left > 1 ? 2 : std::min<int64_t>(3, left);
       const int64_t aheadFirst = std::min(k, block * aheadShare);
       const int64_t aheadRows =
           next ? std::min(k, aheadFirst + aheadShare) - aheadFirst : 0;
