@@ -10,6 +10,9 @@
 // packing puts every element in place. Runs the AVX-512 kernel or, without
 // it, the AVX2 one; skipped on CPUs with neither, where the backend does
 // not pack (but for the packing test, which runs the scalar copy there).
+// A device waiting for its peer packs the parameters of its coming GEMMs
+// ahead, in pieces that give the copy of one packing, but none issued after
+// an optimizer step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +30,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace gpipe::runtime;
@@ -246,6 +250,139 @@ TEST(PackedGemm, ExecutorPacksOnlyWeightsThatSeveralMicrobatchesReuse) {
   ASSERT_EQ(packed.size(), 2u);
   for (int64_t bytes : packed)
     EXPECT_GT(bytes, 0);
+}
+
+/// Whether `a` and `b` hold the same panels, bit for bit.
+bool samePanels(const PackedMatrix &a, const PackedMatrix &b) {
+  if (a.k() != b.k() || a.n() != b.n())
+    return false;
+  for (int64_t p = 0; p < a.panels(); ++p)
+    if (std::memcmp(a.panel(p), b.panel(p),
+                    size_t(a.k() * PackedMatrix::kPanel) * 4) != 0)
+      return false;
+  return true;
+}
+
+const auto onOneThread = [](int64_t n, auto body) { body(int64_t(0), n); };
+
+TEST(PackedGemm, PackingAheadInPiecesGivesTheCopyOfOnePacking) {
+  for (bool transposed : {false, true}) {
+    Operands o(8, 200, 96, transposed, 5); // 7 panels, the last 8 wide
+    Operands p(8, 64, 40, !transposed, 6); // 2 panels
+    SCOPED_TRACE(describe(o));
+    PackedWeightCache cache;
+    // Issue order: o, p, o again (listed once).
+    cache.expect(o.b.data(), o.ldb, o.transposed, o.k, o.n);
+    cache.expect(p.b.data(), p.ldb, p.transposed, p.k, p.n);
+    cache.expect(o.b.data(), o.ldb, o.transposed, o.k, o.n);
+    std::vector<int64_t> pieces;
+    int64_t before = 0;
+    while (cache.packAhead(3, onOneThread)) {
+      pieces.push_back(cache.panelsPackedAhead() - before);
+      before = cache.panelsPackedAhead();
+    }
+    EXPECT_EQ(pieces, (std::vector<int64_t>{3, 3, 1, 2}));
+    EXPECT_TRUE(samePanels(
+        cache.get(o.b.data(), o.ldb, o.transposed, o.k, o.n, onOneThread),
+        o.packed()));
+    EXPECT_TRUE(samePanels(
+        cache.get(p.b.data(), p.ldb, p.transposed, p.k, p.n, onOneThread),
+        p.packed()));
+    EXPECT_EQ(cache.panelsPackedAhead(), 9) << "get packed nothing again";
+
+    // A new run with new values: packed part ahead, the rest on use.
+    cache.invalidate();
+    for (float &v : o.b)
+      v = 0.5f - v;
+    cache.expect(o.b.data(), o.ldb, o.transposed, o.k, o.n);
+    ASSERT_TRUE(cache.packAhead(4, onOneThread));
+    EXPECT_TRUE(samePanels(
+        cache.get(o.b.data(), o.ldb, o.transposed, o.k, o.n, onOneThread),
+        o.packed()));
+    EXPECT_FALSE(cache.packAhead(4, onOneThread)) << "all of o is packed";
+
+    // After an optimizer step is issued, nothing more is expected.
+    cache.invalidate();
+    cache.stopExpecting();
+    cache.expect(o.b.data(), o.ldb, o.transposed, o.k, o.n);
+    EXPECT_FALSE(cache.packAhead(4, onOneThread));
+    cache.invalidate();
+    cache.expect(o.b.data(), o.ldb, o.transposed, o.k, o.n);
+    EXPECT_TRUE(cache.packAhead(4, onOneThread)) << "a new run expects again";
+  }
+}
+
+/// Device 1 waits for device 0, which records its event only once device 1
+/// has packed `panels` panels ahead (or after `patience`); then device 1
+/// multiplies by o's B as a parameter, after an optimizer step on device 1
+/// where `stepFirst`. Returns device 1's C.
+std::vector<float> productAfterAWait(CpuBackend &backend, const Operands &o,
+                                     int64_t panels,
+                                     std::chrono::milliseconds patience,
+                                     bool stepFirst) {
+  const StreamId s0 = backend.computeStream(0), s1 = backend.computeStream(1);
+  std::vector<float> param(16, 1.0f), grad(16, 1.0f);
+  if (stepFirst)
+    backend.optimizerStep(s1, OptimizerConfig{}, param.data(), grad.data(),
+                          nullptr, 16, 1);
+  backend.runInStreamOrder(s0, [&backend, panels, patience] {
+    auto until = std::chrono::steady_clock::now() + patience;
+    while (backend.panelsPackedAhead(1) < panels &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::yield();
+  });
+  backend.waitEvent(s1, backend.recordEvent(s0));
+  GemmBatch g;
+  g.transB = o.transposed;
+  g.m = o.m, g.n = o.n, g.k = o.k;
+  g.a = o.a.data(), g.lda = o.lda;
+  g.b = o.b.data(), g.ldb = o.ldb;
+  g.bIsParameter = true;
+  std::vector<float> c = o.c0;
+  g.c = c.data(), g.ldc = o.ldc;
+  backend.gemm(s1, g);
+  EXPECT_EQ(backend.synchronize(std::chrono::seconds(60)), "");
+  return c;
+}
+
+TEST(PackedGemm, BackendPacksAheadWhileADeviceWaitsForItsPeer) {
+  SKIP_WITHOUT_PACKING();
+  for (unsigned threads : {1u, 2u})
+    for (bool transposed : {false, true}) {
+      Operands o(30, 200, 96, transposed, 17);
+      SCOPED_TRACE(describe(o) + ", " + std::to_string(threads) + " threads");
+      CpuThreading threading;
+      threading.threadsPerDevice = threads;
+      CpuBackend backend(2, threading);
+      std::vector<float> c = productAfterAWait(
+          backend, o, 7, std::chrono::seconds(10), /*stepFirst=*/false);
+      EXPECT_EQ(backend.panelsPackedAhead(1), 7) << "all of B, in the wait";
+      EXPECT_EQ(backend.panelsPackedAhead(0), 0) << "device 0 never waited";
+      expectProduct(c, o);
+      std::vector<float> direct = o.c0;
+      PackedMatrix b = o.packed();
+      packedGemm(o.a.data(), o.lda, b, 1.0f, 0.0f, direct.data(), o.ldc, 0, o.m,
+                 0, b.panels());
+      EXPECT_EQ(std::memcmp(c.data(), direct.data(), direct.size() * 4), 0);
+
+      // The next run's B is packed anew, as the parameter's new values.
+      for (float &v : o.b)
+        v = 2.0f * v;
+      c = productAfterAWait(backend, o, 14, std::chrono::seconds(10), false);
+      EXPECT_EQ(backend.panelsPackedAhead(1), 14);
+      expectProduct(c, o);
+    }
+}
+
+TEST(PackedGemm, BackendPacksNothingAheadOfAnOptimizerStep) {
+  SKIP_WITHOUT_PACKING();
+  Operands o(30, 200, 96, false, 19);
+  CpuBackend backend(2);
+  // Device 0 gives device 1 a moment to (wrongly) pack during its wait.
+  std::vector<float> c = productAfterAWait(
+      backend, o, 1, std::chrono::milliseconds(100), /*stepFirst=*/true);
+  EXPECT_EQ(backend.panelsPackedAhead(1), 0);
+  expectProduct(c, o);
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include "gpipe/runtime/device/CpuBackend.h"
 #include "gpipe/runtime/BlasLibrary.h"
 
+#include "CpuGemm.h"
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/device/HostWork.h"
 #include "gpipe/runtime/device/PackedGemm.h"
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -57,8 +59,9 @@ struct CpuBackend::Impl {
   std::string firstError;
   std::vector<std::thread> workers;
   std::vector<std::unique_ptr<IntraOpPool>> pools; ///< per device
-  /// Per device, its parameters' packed copies; empty without packing.
-  std::vector<PackedWeightCache> packed;
+  /// Per device, its parameters' packed copies; empty without packing. (A
+  /// deque: the caches do not move.)
+  std::deque<PackedWeightCache> packed;
   bool decideOnDevices = true;
   std::vector<int> workerCores; ///< per device; empty: not pinned
   bool flushDenormals = true;
@@ -93,18 +96,16 @@ struct CpuBackend::Impl {
         break;
       }
       case Task::Wait: {
-        // The peer is usually microseconds away: spin before sleeping.
-        if (spinUntil([&] {
-              return aborted ||
-                     eventDone[task.event].load(std::memory_order_acquire);
-            }))
-          break;
-        std::unique_lock<std::mutex> lock(mutex);
-        bool ready = events.wait_until(lock, deadline, [&] {
+        auto ready = [&] {
           return aborted ||
                  eventDone[task.event].load(std::memory_order_acquire);
-        });
-        if (!ready) {
+        };
+        packAheadUntil(device, ready);
+        // The peer is usually microseconds away: spin before sleeping.
+        if (spinUntil(ready))
+          break;
+        std::unique_lock<std::mutex> lock(mutex);
+        if (!events.wait_until(lock, deadline, ready)) {
           lock.unlock();
           fail("device " + std::to_string(device) + " waited longer than " +
                std::to_string(timeout.count()) + " ms for device " +
@@ -114,6 +115,25 @@ struct CpuBackend::Impl {
         break;
       }
       }
+    }
+  }
+
+  /// Packs the weights `device`'s GEMMs will multiply by, a few panels at a
+  /// time, until `ready()` or none is left (PackedWeightCache::packAhead).
+  template <class Ready> void packAheadUntil(unsigned device, Ready ready) {
+    if (packed.empty())
+      return;
+    IntraOpPool &pool = *pools[device];
+    // Two panels per thread: a peer's event waits about 10 us at k = 512.
+    const int64_t panels = 2 * int64_t(pool.threads());
+    try {
+      while (!ready() &&
+             packed[device].packAhead(panels, [&](int64_t n, auto body) {
+               pool.parallelFor(n, 1, body);
+             })) {
+      }
+    } catch (const std::bad_alloc &) {
+      fail("device " + std::to_string(device) + ": out of host memory");
     }
   }
 
@@ -152,7 +172,8 @@ CpuBackend::CpuBackend(unsigned numDevices, CpuThreading threading)
   impl->flushDenormals = threading.flushDenormals;
   impl->decideOnDevices = threading.decideOnDevices;
   if (threading.packWeights && packedGemmSupported())
-    impl->packed.resize(numDevices);
+    for (unsigned d = 0; d < numDevices; ++d)
+      impl->packed.emplace_back();
   for (unsigned d = 0; d < numDevices; ++d) {
     std::vector<int> mine;
     for (unsigned t = 0; t < threads && !cores.empty(); ++t)
@@ -203,100 +224,20 @@ void CpuBackend::splitRows(StreamId s, int64_t rows, int64_t cols, Body body) {
   enqueue(s, [=] { pool->parallelFor(rows, grain, body); });
 }
 
-namespace {
-/// Multiply-adds under which a GEMM runs on one thread.
-constexpr int64_t kGemmSplitWork = int64_t(1) << 18;
-
-/// `g` over `pool`'s threads: by batch entries when there are enough, else by
-/// the column blocks runGemmOnHost runs (blasSplitsColumns), else by C's rows
-/// in parts starting at multiples of kBlasRowGrain (blasRowPartStart), else
-/// on one thread. Every element of C gets the bits
-/// of the single call, whatever the thread count.
-void runGemmSplit(const GemmBatch &g, IntraOpPool &pool) {
-  if (pool.threads() == 1 || g.m * g.n * g.k * g.count < kGemmSplitWork ||
-      (g.count < int64_t(pool.threads()) && g.m < 2 * cpu::kBlasRowGrain &&
-       !cpu::blasSplitsColumns(g.m, g.n))) {
-    runGemmOnHost(g);
-    return;
-  }
-  if (g.count >= int64_t(pool.threads())) {
-    pool.parallelFor(g.count, 1, [&](int64_t b, int64_t e) {
-      GemmBatch part = g;
-      part.a += b * g.strideA;
-      part.b += b * g.strideB;
-      part.c += b * g.strideC;
-      part.count = e - b;
-      runGemmOnHost(part);
-    });
-  } else if (cpu::blasSplitsColumns(g.m, g.n)) {
-    // The blocks runGemmOnHost would run one after another.
-    const int64_t block = cpu::kBlasColumnBlock;
-    pool.parallelFor((g.n + block - 1) / block, 1, [&](int64_t b, int64_t e) {
-      for (int64_t count = 0; count < g.count; ++count)
-        for (int64_t blockIndex = b; blockIndex < e; ++blockIndex) {
-          const int64_t first = blockIndex * block;
-          GemmBatch part = g;
-          part.count = 1;
-          part.a += count * g.strideA;
-          part.b += count * g.strideB + (g.transB ? first * g.ldb : first);
-          part.c += count * g.strideC + first;
-          part.n = std::min(block, g.n - first);
-          runGemmOnHost(part);
-        }
-    });
-  } else {
-    const int64_t parts = pool.threads();
-    pool.parallelFor(parts, 1, [&](int64_t first, int64_t last) {
-      int64_t b = cpu::blasRowPartStart(g.m, parts, first);
-      int64_t e = cpu::blasRowPartStart(g.m, parts, last);
-      if (b == e)
-        return;
-      GemmBatch part = g;
-      part.a += g.transA ? b : b * g.lda;
-      part.c += b * g.ldc;
-      part.m = e - b;
-      runGemmOnHost(part);
-    });
-  }
-}
-
-/// `g` (one product, A not transposed) with B's packed copy from `cache`,
-/// over `pool`'s threads: by panels of B when there are two per thread,
-/// else by blocks of kPackedGemmRows rows of C.
-void runPackedGemm(const GemmBatch &g, IntraOpPool &pool,
-                   PackedWeightCache &cache) {
-  const bool alone = g.m * g.n * g.k < kGemmSplitWork;
-  auto split = [&](int64_t n, auto body) {
-    if (alone)
-      body(int64_t(0), n);
-    else
-      pool.parallelFor(n, 1, body);
-  };
-  const PackedMatrix &b = cache.get(g.b, g.ldb, g.transB, g.k, g.n, split);
-  if (b.panels() >= 2 * int64_t(pool.threads())) {
-    split(b.panels(), [&](int64_t begin, int64_t end) {
-      packedGemm(g.a, g.lda, b, g.alpha, g.beta, g.c, g.ldc, 0, g.m, begin,
-                 end);
-    });
-  } else {
-    const int64_t block = kPackedGemmRows;
-    split((g.m + block - 1) / block, [&](int64_t begin, int64_t end) {
-      packedGemm(g.a, g.lda, b, g.alpha, g.beta, g.c, g.ldc, block * begin,
-                 std::min(g.m, block * end), 0, b.panels());
-    });
-  }
-}
-} // namespace
-
 void CpuBackend::gemm(StreamId s, const GemmBatch &call) {
   IntraOpPool *pool = poolOf(s);
   if (call.bIsParameter && !impl->packed.empty() && !call.transA &&
       call.count == 1 && call.k > 0 && call.m > 0 && call.n > 0) {
     PackedWeightCache *cache = &impl->packed[s / 2];
+    cache->expect(call.b, call.ldb, call.transB, call.k, call.n);
     enqueue(s, [call, pool, cache] { runPackedGemm(call, *pool, *cache); });
     return;
   }
   enqueue(s, [call, pool] { runGemmSplit(call, *pool); });
+}
+
+int64_t CpuBackend::panelsPackedAhead(unsigned device) const {
+  return impl->packed.empty() ? 0 : impl->packed.at(device).panelsPackedAhead();
 }
 
 int64_t CpuBackend::workspaceBytes(unsigned device) const {
@@ -611,6 +552,8 @@ void CpuBackend::optimizerStep(StreamId s, const OptimizerConfig &config,
                                float *const *slots, int64_t n, int64_t step) {
   if (n <= 0)
     return;
+  if (!impl->packed.empty())
+    impl->packed[s / 2].stopExpecting();
   std::array<float *, 2> slotCopy = {
       slots && optimizerSlots(config.kind) > 0 ? slots[0] : nullptr,
       slots && optimizerSlots(config.kind) > 1 ? slots[1] : nullptr};

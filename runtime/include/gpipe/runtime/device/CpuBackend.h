@@ -88,6 +88,9 @@ public:
   void gemm(StreamId s, const GemmBatch &call) override;
   /// The packed copies of device `device`'s parameters (PackedGemm.h).
   int64_t workspaceBytes(unsigned device) const override;
+  /// Panels of device `device`'s parameters packed while it waited for a
+  /// peer, since construction (PackedWeightCache::packAhead); any thread.
+  int64_t panelsPackedAhead(unsigned device) const;
   /// None: the workers copy from the caller's memory as fast.
   std::string allocateStaging(int64_t, void **pointer) override {
     *pointer = nullptr;

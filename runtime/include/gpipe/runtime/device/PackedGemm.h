@@ -20,11 +20,14 @@
 #ifndef GPIPE_RUNTIME_DEVICE_PACKEDGEMM_H
 #define GPIPE_RUNTIME_DEVICE_PACKEDGEMM_H
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 namespace gpipe::runtime::device {
 
@@ -78,40 +81,107 @@ void packedGemm(const float *a, int64_t lda, const PackedMatrix &b, float alpha,
 /// pass, setParameter and checkpoints between passes), so a packed copy is
 /// valid until the next synchronize: `invalidate` marks every copy stale and
 /// keeps the storage, so that steady-state steps allocate nothing.
-/// Used from the device's own worker thread only.
+///
+/// A device waiting for a peer has nothing else to do, so the backend packs
+/// ahead there: at issue time `expect` lists the parameters the run's GEMMs
+/// will multiply by, in their order, and `packAhead` packs the next panels of
+/// the first not yet packed. A pipeline's later stages wait for their first
+/// input and its first stage for its first gradient; packed there, a step's
+/// packing leaves its critical path.
+/// Used from the device's own worker thread only (`expect`: by the issuing
+/// host, while the workers sleep).
 class PackedWeightCache {
 public:
-  /// The packed copy of B (see PackedMatrix::packPanels), packed now if it
-  /// is stale; split(n, body) runs body(begin, end) over [0, n), on as many
-  /// threads as it likes.
+  /// The packed copy of B (see PackedMatrix::packPanels), packed now as far
+  /// as it is stale; split(n, body) runs body(begin, end) over [0, n), on as
+  /// many threads as it likes.
   template <class Split>
   const PackedMatrix &get(const float *b, int64_t ldb, bool transposed,
                           int64_t k, int64_t n, Split split) {
     Entry &entry = entries[Key(b, ldb, transposed, k, n)];
-    if (!entry.fresh) {
-      PackedMatrix &matrix = entry.matrix;
-      matrix.resize(k, n);
-      split(matrix.panels(), [&](int64_t begin, int64_t end) {
-        matrix.packPanels(b, ldb, transposed, begin, end);
-      });
-      entry.fresh = true;
-    }
+    packPanels(entry, b, ldb, transposed, k, n, panelsOf(n), split);
     return entry.matrix;
   }
+  /// A GEMM issued for this run multiplies by B (the key of `get`).
+  void expect(const float *b, int64_t ldb, bool transposed, int64_t k,
+              int64_t n) {
+    if (!expecting)
+      return;
+    Key key(b, ldb, transposed, k, n);
+    Entry &entry = entries[key];
+    if (!entry.expected) {
+      entry.expected = true;
+      expected.push_back(key);
+    }
+  }
+  /// The GEMMs issued after this may multiply by parameters written before
+  /// them in this run (by an optimizer step): none is packed ahead.
+  void stopExpecting() { expecting = false; }
+  /// Packs up to `maxPanels` panels of the first expected B not yet packed;
+  /// false when every expected B is.
+  template <class Split> bool packAhead(int64_t maxPanels, Split split) {
+    for (; nextExpected < expected.size(); ++nextExpected) {
+      const auto &[b, ldb, transposed, k, n] = expected[nextExpected];
+      Entry &entry = entries[expected[nextExpected]];
+      const int64_t done = entry.panelsDone;
+      if (done == panelsOf(n))
+        continue;
+      const int64_t until = std::min(panelsOf(n), done + maxPanels);
+      packPanels(entry, b, ldb, transposed, k, n, until, split);
+      aheadPanels.fetch_add(until - done, std::memory_order_relaxed);
+      return true;
+    }
+    return false;
+  }
+  /// Marks every copy stale (keeping the storage) and forgets the run's
+  /// expected parameters.
   void invalidate() {
-    for (auto &[key, entry] : entries)
-      entry.fresh = false;
+    for (auto &[key, entry] : entries) {
+      entry.panelsDone = 0;
+      entry.expected = false;
+    }
+    expected.clear();
+    nextExpected = 0;
+    expecting = true;
   }
   /// Bytes held by all copies.
   int64_t bytes() const;
+  /// Panels packed ahead (by packAhead) since construction; read from any
+  /// thread.
+  int64_t panelsPackedAhead() const {
+    return aheadPanels.load(std::memory_order_relaxed);
+  }
 
 private:
   using Key = std::tuple<const float *, int64_t, bool, int64_t, int64_t>;
   struct Entry {
     PackedMatrix matrix;
-    bool fresh = false;
+    int64_t panelsDone = 0; ///< packed in this run; the rest are stale
+    bool expected = false;  ///< listed in `expected` for this run
   };
+  static int64_t panelsOf(int64_t n) {
+    return (n + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
+  }
+  /// Packs `entry`'s panels [panelsDone, until), sizing it first.
+  template <class Split>
+  void packPanels(Entry &entry, const float *b, int64_t ldb, bool transposed,
+                  int64_t k, int64_t n, int64_t until, Split split) {
+    const int64_t from = entry.panelsDone;
+    if (from >= until)
+      return;
+    PackedMatrix &matrix = entry.matrix;
+    if (from == 0)
+      matrix.resize(k, n);
+    split(until - from, [&](int64_t begin, int64_t end) {
+      matrix.packPanels(b, ldb, transposed, from + begin, from + end);
+    });
+    entry.panelsDone = until;
+  }
   std::map<Key, Entry> entries;
+  std::vector<Key> expected; ///< in issue order
+  size_t nextExpected = 0;
+  bool expecting = true;
+  std::atomic<int64_t> aheadPanels{0};
 };
 
 } // namespace gpipe::runtime::device
