@@ -229,6 +229,8 @@ const char *eventClass(const std::string &name) {
     return "c-send";
   if (name.rfind("recv", 0) == 0)
     return "c-recv";
+  if (name == "pack weights ahead")
+    return "c-pack";
   return "c-other";
 }
 
@@ -251,7 +253,11 @@ std::string timelineSection(const RunReport &r) {
       origin = std::min(origin, event.startUs);
   for (unsigned d = 0; d < timeline.numDevices(); ++d) {
     gantt.rows.push_back("device " + std::to_string(d));
-    for (const TimelineEvent &event : timeline.lane(d)) {
+    std::vector<TimelineEvent> events = timeline.lane(d);
+    // Drawn over the waits they filled.
+    events.insert(events.end(), timeline.workInWaits(d).begin(),
+                  timeline.workInWaits(d).end());
+    for (const TimelineEvent &event : events) {
       std::string tooltip = event.name;
       if (event.microbatch >= 0)
         tooltip += ", micro-batch " + std::to_string(event.microbatch);
@@ -286,6 +292,7 @@ std::string timelineSection(const RunReport &r) {
                             {"c-optimizer", "optimizer step"},
                             {"c-send", "send (waiting)"},
                             {"c-recv", "recv (waiting)"},
+                            {"c-pack", "packing weights ahead, in a wait"},
                             {"c-other", "load input"}}) +
          "<p class=\"caption\">" + svg::escape(caption) + "</p>";
 }
@@ -378,7 +385,7 @@ table.memory td { text-align: right; }
 .c-norm { --c: #edc948; }
 .c-forward { --c: #4e79a7; } .c-backward { --c: #f28e2b; } .c-weights { --c: #e15759; }
 .c-optimizer { --c: #59a14f; } .c-send { --c: #c9c2bd; } .c-recv { --c: #a59c94; }
-.c-other { --c: #76b7b2; } .c-recompute { --c: #b07aa1; }
+.c-other { --c: #76b7b2; } .c-recompute { --c: #b07aa1; } .c-pack { --c: #9c755f; }
 .c-resident { --c: #8cd17d; } .c-arena { --c: #4e79a7; } .c-measured { --c: #f28e2b; }
 )css";
 } // namespace

@@ -28,6 +28,9 @@ double Timeline::bubbleFraction() const {
     for (const TimelineEvent &event : lane)
       if (event.compute)
         busy += event.durationUs;
+  for (const auto &work : waitWork)
+    for (const TimelineEvent &event : work)
+      busy += event.durationUs;
   double span = spanUs();
   if (!(span > 0) || lanes.empty())
     return 0.0;
@@ -63,11 +66,10 @@ std::string Timeline::toChromeTrace() const {
        << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":" << device
        << ",\"args\":{\"name\":\"device " << device << "\"}}";
     firstEvent = false;
-    for (const TimelineEvent &event : lanes[device]) {
-      os << ",{\"name\":" << jsonString(event.name) << ",\"cat\":\""
-         << (event.compute ? "compute" : "wait") << "\",\"ph\":\"X\",\"ts\":"
-         << event.startUs << ",\"dur\":" << event.durationUs
-         << ",\"pid\":0,\"tid\":" << device;
+    auto write = [&](const TimelineEvent &event, const char *category) {
+      os << ",{\"name\":" << jsonString(event.name) << ",\"cat\":\"" << category
+         << "\",\"ph\":\"X\",\"ts\":" << event.startUs
+         << ",\"dur\":" << event.durationUs << ",\"pid\":0,\"tid\":" << device;
       // The stage tells interleaved stages apart (gpipe-report reads it).
       if (event.microbatch >= 0 || event.stage >= 0) {
         os << ",\"args\":{";
@@ -79,7 +81,11 @@ std::string Timeline::toChromeTrace() const {
         os << "}";
       }
       os << "}";
-    }
+    };
+    for (const TimelineEvent &event : lanes[device])
+      write(event, event.compute ? "compute" : "wait");
+    for (const TimelineEvent &event : waitWork[device])
+      write(event, kWorkInWaitCategory);
   }
   os << "],\"displayTimeUnit\":\"ms\"";
   // The step's wall time, host work included, for gpipe-report.

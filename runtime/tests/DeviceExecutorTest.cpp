@@ -26,6 +26,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -366,6 +367,18 @@ TEST(DeviceExecutorTimeline, OneEventPerInstructionAndRecompute) {
         EXPECT_GE(event.durationUs, 0.0);
       }
       EXPECT_EQ(seen, expected);
+      // The backend's work in waits (packing ahead) lies inside a wait.
+      for (const TimelineEvent &work : timeline.workInWaits(d)) {
+        EXPECT_TRUE(work.compute);
+        EXPECT_TRUE(std::any_of(lane.begin(), lane.end(),
+                                [&](auto &wait) {
+                                  return !wait.compute &&
+                                         wait.startUs <= work.startUs &&
+                                         work.startUs + work.durationUs <=
+                                             wait.startUs + wait.durationUs;
+                                }))
+            << work.name << " at " << work.startUs;
+      }
     }
     double bubble = timeline.bubbleFraction();
     EXPECT_GE(bubble, 0.0);

@@ -358,6 +358,12 @@ TEST(PackedGemm, BackendPacksAheadWhileADeviceWaitsForItsPeer) {
           backend, o, 7, std::chrono::seconds(10), /*stepFirst=*/false);
       EXPECT_EQ(backend.panelsPackedAhead(1), 7) << "all of B, in the wait";
       EXPECT_EQ(backend.panelsPackedAhead(0), 0) << "device 0 never waited";
+      // One stretch of packing, in the one wait; taken once.
+      std::vector<std::pair<double, double>> spans = backend.takeWorkInWaits(1);
+      ASSERT_EQ(spans.size(), 1u);
+      EXPECT_LT(spans[0].first, spans[0].second);
+      EXPECT_TRUE(backend.takeWorkInWaits(1).empty());
+      EXPECT_TRUE(backend.takeWorkInWaits(0).empty());
       expectProduct(c, o);
       std::vector<float> direct = o.c0;
       PackedMatrix b = o.packed();

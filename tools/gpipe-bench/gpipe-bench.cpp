@@ -153,6 +153,14 @@ std::string profile(rt::Engine &engine, const rt::Batch &batch, int64_t count,
           sum.us += event.durationUs;
         }
       }
+      // And so is the backend's work in waits (packing ahead).
+      for (const rt::TimelineEvent &event : timeline.workInWaits(d)) {
+        devices[d].computeUs += event.durationUs;
+        rt::OpTotal &sum = sums[d][event.name + " (in waits)"];
+        sum.name = event.name + " (in waits)";
+        ++sum.calls;
+        sum.us += event.durationUs;
+      }
       devices[d].stepUs += timeline.stepUs();
     }
   }

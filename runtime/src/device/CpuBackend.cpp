@@ -62,6 +62,10 @@ struct CpuBackend::Impl {
   /// Per device, its parameters' packed copies; empty without packing. (A
   /// deque: the caches do not move.)
   std::deque<PackedWeightCache> packed;
+  /// Per device, the stretches of packAheadUntil since takeWorkInWaits, at
+  /// most kMaxWorkInWaits (a caller that never takes them loses the rest).
+  std::vector<std::vector<std::pair<double, double>>> workInWaits;
+  static constexpr size_t kMaxWorkInWaits = 4096;
   bool decideOnDevices = true;
   std::vector<int> workerCores; ///< per device; empty: not pinned
   bool flushDenormals = true;
@@ -126,15 +130,20 @@ struct CpuBackend::Impl {
     IntraOpPool &pool = *pools[device];
     // Two panels per thread: a peer's event waits about 10 us at k = 512.
     const int64_t panels = 2 * int64_t(pool.threads());
+    const double start = hostMicroseconds();
+    bool packedAny = false;
     try {
       while (!ready() &&
              packed[device].packAhead(panels, [&](int64_t n, auto body) {
                pool.parallelFor(n, 1, body);
-             })) {
-      }
+             }))
+        packedAny = true;
     } catch (const std::bad_alloc &) {
       fail("device " + std::to_string(device) + ": out of host memory");
     }
+    std::vector<std::pair<double, double>> &spans = workInWaits[device];
+    if (packedAny && spans.size() < kMaxWorkInWaits)
+      spans.emplace_back(start, hostMicroseconds());
   }
 
   void workerLoop(unsigned device) {
@@ -169,6 +178,7 @@ CpuBackend::CpuBackend(unsigned numDevices, CpuThreading threading)
   std::vector<int> cores =
       threading.pinThreads ? allowedCores() : std::vector<int>();
   impl->queues.resize(numDevices);
+  impl->workInWaits.resize(numDevices);
   impl->flushDenormals = threading.flushDenormals;
   impl->decideOnDevices = threading.decideOnDevices;
   if (threading.packWeights && packedGemmSupported())
@@ -238,6 +248,14 @@ void CpuBackend::gemm(StreamId s, const GemmBatch &call) {
 
 int64_t CpuBackend::panelsPackedAhead(unsigned device) const {
   return impl->packed.empty() ? 0 : impl->packed.at(device).panelsPackedAhead();
+}
+
+std::vector<std::pair<double, double>>
+CpuBackend::takeWorkInWaits(unsigned device) {
+  std::vector<std::pair<double, double>> spans;
+  if (device < devices)
+    spans.swap(impl->workInWaits[device]);
+  return spans;
 }
 
 int64_t CpuBackend::workspaceBytes(unsigned device) const {

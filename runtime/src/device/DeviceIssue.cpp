@@ -280,6 +280,10 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   marks.clear();
   opMarks.clear();
   timeSlots.clear();
+  if (!dryRun) // the timeline's are of this step
+    for (unsigned d = 0; d < numDevices; ++d)
+      if (transfer->runsDevice(d))
+        backend->takeWorkInWaits(d);
   for (unsigned d = 0; d < numDevices; ++d) {
     DeviceRun &run = runs[d];
     run.base = dryRun ? nullptr : arenaBase[d];
@@ -412,15 +416,21 @@ std::string DeviceExecutor::Impl::issueRecompute(unsigned device,
 std::string DeviceExecutor::Impl::buildTimeline() {
   // Each event as five doubles: kind, micro-batch, stage, start, end (the
   // host's steady clock, shared by the processes of one machine). A
-  // recompute is its backward's kind as kRecomputeEvent.
+  // recompute is its backward's kind as kRecomputeEvent; the backend's work
+  // in waits (packing ahead) is kWorkInWaitEvent.
   constexpr size_t kWords = 5;
-  constexpr double kRecomputeEvent = -1;
+  constexpr double kRecomputeEvent = -1, kWorkInWaitEvent = -2;
   std::vector<std::vector<double>> events(bundle.numDevices());
   for (const TimelineMark &mark : marks)
     events[mark.device].insert(
         events[mark.device].end(),
         {mark.recompute ? kRecomputeEvent : double(mark.kind),
          double(mark.microbatch), double(mark.stage), *mark.start, *mark.end});
+  for (unsigned d = 0; d < events.size(); ++d)
+    if (transport->runsDevice(d))
+      for (const auto &[start, end] : backend->takeWorkInWaits(d))
+        events[d].insert(events[d].end(),
+                         {kWorkInWaitEvent, -1.0, -1.0, start, end});
   // Across processes, every process gets every device's lane.
   if (transport->spansProcesses())
     for (unsigned d = 0; d < events.size(); ++d) {
@@ -461,6 +471,12 @@ std::string DeviceExecutor::Impl::buildTimeline() {
       origin = std::min(origin, lane[i + 3]);
   for (unsigned d = 0; d < events.size(); ++d)
     for (size_t i = 0; i < events[d].size(); i += kWords) {
+      if (events[d][i] == kWorkInWaitEvent) {
+        timeline.recordWorkInWait(d, {"pack weights ahead", true, -1,
+                                      events[d][i + 3] - origin,
+                                      events[d][i + 4] - events[d][i + 3], -1});
+        continue;
+      }
       const bool recompute = events[d][i] == kRecomputeEvent;
       InstrKind kind =
           recompute ? InstrKind::Backward : InstrKind(int(events[d][i]));

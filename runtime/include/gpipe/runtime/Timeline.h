@@ -37,15 +37,28 @@ struct OpTotal {
   double us = 0;
 };
 
+/// The Chrome trace category of a device's work in waits.
+inline constexpr const char *kWorkInWaitCategory = "work in wait";
+
 class Timeline {
 public:
-  explicit Timeline(unsigned numDevices) : lanes(numDevices) {}
+  explicit Timeline(unsigned numDevices)
+      : lanes(numDevices), waitWork(numDevices) {}
 
   void record(unsigned device, TimelineEvent event) {
     lanes[device].push_back(std::move(event));
   }
   const std::vector<TimelineEvent> &lane(unsigned device) const {
     return lanes[device];
+  }
+  /// Work of the step a device did inside one of its lane's waits (the CPU
+  /// backend packs weights ahead there): compute, though no instruction.
+  void recordWorkInWait(unsigned device, TimelineEvent event) {
+    event.compute = true;
+    waitWork[device].push_back(std::move(event));
+  }
+  const std::vector<TimelineEvent> &workInWaits(unsigned device) const {
+    return waitWork[device];
   }
   unsigned numDevices() const { return lanes.size(); }
 
@@ -70,10 +83,12 @@ public:
 
   /// 1 - (compute time of all devices) / (devices x span), where the span
   /// runs from the first event's start to the last event's end: the share of
-  /// device time spent idle or waiting. 0 for an empty timeline.
+  /// device time spent idle or waiting. The work in waits is compute. 0 for
+  /// an empty timeline.
   double bubbleFraction() const;
 
-  /// The Chrome trace event JSON ("X" complete events, tid = device).
+  /// The Chrome trace event JSON ("X" complete events, tid = device; the
+  /// work in waits has category "work in wait").
   std::string toChromeTrace() const;
 
   /// Writes toChromeTrace() to `path`; returns an error message or "".
@@ -81,6 +96,7 @@ public:
 
 private:
   std::vector<std::vector<TimelineEvent>> lanes;
+  std::vector<std::vector<TimelineEvent>> waitWork; ///< per device
   std::vector<std::vector<OpTotal>> ops;
   double wallUs = 0;
 };

@@ -91,6 +91,9 @@ public:
   /// Panels of device `device`'s parameters packed while it waited for a
   /// peer, since construction (PackedWeightCache::packAhead); any thread.
   int64_t panelsPackedAhead(unsigned device) const;
+  /// The stretches of packing ahead, one per wait that packed.
+  std::vector<std::pair<double, double>>
+  takeWorkInWaits(unsigned device) override;
   /// None: the workers copy from the caller's memory as fast.
   std::string allocateStaging(int64_t, void **pointer) override {
     *pointer = nullptr;

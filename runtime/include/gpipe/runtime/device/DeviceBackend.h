@@ -26,6 +26,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gpipe::runtime::device {
 
@@ -108,6 +110,16 @@ public:
   virtual int64_t workspaceBytes(unsigned device) const {
     (void)device;
     return 0;
+  }
+
+  /// The intervals (hostMicroseconds, start and end) in which `device` did
+  /// work of the step while it waited for a peer (the CPU backend packs
+  /// weights ahead there), since the last call: the timeline counts them as
+  /// compute. A backend keeps a bounded number.
+  virtual std::vector<std::pair<double, double>>
+  takeWorkInWaits(unsigned device) {
+    (void)device;
+    return {};
   }
 };
 
