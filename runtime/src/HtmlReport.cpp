@@ -231,6 +231,8 @@ const char *eventClass(const std::string &name) {
     return "c-recv";
   if (name == "pack weights ahead")
     return "c-pack";
+  if (name == "zero gradients")
+    return "c-zero";
   return "c-other";
 }
 
@@ -255,8 +257,8 @@ std::string timelineSection(const RunReport &r) {
     gantt.rows.push_back("device " + std::to_string(d));
     std::vector<TimelineEvent> events = timeline.lane(d);
     // Drawn over the waits they filled.
-    events.insert(events.end(), timeline.workInWaits(d).begin(),
-                  timeline.workInWaits(d).end());
+    events.insert(events.end(), timeline.sideWork(d).begin(),
+                  timeline.sideWork(d).end());
     for (const TimelineEvent &event : events) {
       std::string tooltip = event.name;
       if (event.microbatch >= 0)
@@ -292,6 +294,7 @@ std::string timelineSection(const RunReport &r) {
                             {"c-optimizer", "optimizer step"},
                             {"c-send", "send (waiting)"},
                             {"c-recv", "recv (waiting)"},
+                            {"c-zero", "zeroing the gradients"},
                             {"c-pack", "packing weights ahead, in a wait"},
                             {"c-other", "load input"}}) +
          "<p class=\"caption\">" + svg::escape(caption) + "</p>";
@@ -386,6 +389,7 @@ table.memory td { text-align: right; }
 .c-forward { --c: #4e79a7; } .c-backward { --c: #f28e2b; } .c-weights { --c: #e15759; }
 .c-optimizer { --c: #59a14f; } .c-send { --c: #c9c2bd; } .c-recv { --c: #a59c94; }
 .c-other { --c: #76b7b2; } .c-recompute { --c: #b07aa1; } .c-pack { --c: #9c755f; }
+.c-zero { --c: #d4a6c8; }
 .c-resident { --c: #8cd17d; } .c-arena { --c: #4e79a7; } .c-measured { --c: #f28e2b; }
 )css";
 } // namespace

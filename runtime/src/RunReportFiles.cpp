@@ -206,9 +206,8 @@ StatusOr<Timeline> gpipe::runtime::readChromeTrace(const std::string &path) {
       if (args.contains("stage") && args["stage"].is_number_integer())
         recorded.stage = args["stage"].get<int64_t>();
     }
-    if (member(event, "cat") == kWorkInWaitCategory)
-      timeline.recordWorkInWait(unsigned(event["tid"].get<int64_t>()),
-                                recorded);
+    if (member(event, "cat") == kSideWorkCategory)
+      timeline.recordSideWork(unsigned(event["tid"].get<int64_t>()), recorded);
     else
       timeline.record(unsigned(event["tid"].get<int64_t>()), recorded);
   }

@@ -28,7 +28,7 @@ double Timeline::bubbleFraction() const {
     for (const TimelineEvent &event : lane)
       if (event.compute)
         busy += event.durationUs;
-  for (const auto &work : waitWork)
+  for (const auto &work : sideWorkLanes)
     for (const TimelineEvent &event : work)
       busy += event.durationUs;
   double span = spanUs();
@@ -84,8 +84,8 @@ std::string Timeline::toChromeTrace() const {
     };
     for (const TimelineEvent &event : lanes[device])
       write(event, event.compute ? "compute" : "wait");
-    for (const TimelineEvent &event : waitWork[device])
-      write(event, kWorkInWaitCategory);
+    for (const TimelineEvent &event : sideWorkLanes[device])
+      write(event, kSideWorkCategory);
   }
   os << "],\"displayTimeUnit\":\"ms\"";
   // The step's wall time, host work included, for gpipe-report.

@@ -136,6 +136,37 @@ TEST(HtmlReport, GanttBarsLieWhereTheirTimesPutThem) {
   EXPECT_NE(gantt.find("time (ms)"), std::string::npos);
 }
 
+// Side work is a bar of its own on its device's lane, over the wait or
+// before the instruction it preceded, and counts as compute in the bubble.
+TEST(HtmlReport, SideWorkIsDrawnOnItsLane) {
+  RunReport report = pipelineRun();
+  report.lastStep.recordSideWork(
+      1, event("pack weights ahead", true, -1, -1, 5020, 50));
+  report.lastStep.recordSideWork(
+      0, event("zero gradients", true, -1, -1, 5200, 30));
+  std::string gantt =
+      chart(renderHtmlReport(report), "The last step, per device");
+  std::vector<std::string> lanes = elements(gantt, "<rect class=\"lane\"");
+  ASSERT_EQ(lanes.size(), 2u);
+  const double left = attribute(lanes[0], "x");
+  const double perUs = attribute(lanes[0], "width") / 1000.0;
+  const double lane1Top = attribute(lanes[1], "y");
+  std::vector<std::string> pack = elements(gantt, "<rect class=\"bar c-pack");
+  std::vector<std::string> zero = elements(gantt, "<rect class=\"bar c-zero");
+  ASSERT_EQ(pack.size(), 1u);
+  ASSERT_EQ(zero.size(), 1u);
+  EXPECT_NEAR(attribute(pack[0], "x"), left + 20 * perUs, 0.11);
+  EXPECT_NEAR(attribute(pack[0], "width"), 50 * perUs, 0.11);
+  EXPECT_GT(attribute(pack[0], "y"), lane1Top);
+  EXPECT_NEAR(attribute(zero[0], "x"), left + 200 * perUs, 0.11);
+  EXPECT_LT(attribute(zero[0], "y"), lane1Top);
+  EXPECT_NE(gantt.find("<title>zero gradients: 0.030 ms from 0.200</title>"),
+            std::string::npos);
+  // 1 - (1300 of instructions + 80 of side work) / (2 x 1000).
+  EXPECT_NE(renderHtmlReport(report).find("Measured bubble 0.310"),
+            std::string::npos);
+}
+
 // The loss curve's highest loss is its highest point and its lowest the
 // lowest; steps run left to right; a nan loss leaves a gap, not a point.
 TEST(HtmlReport, LossCurveFollowsTheLosses) {

@@ -129,8 +129,8 @@ TEST(RunReportFiles, MetricsErrorsNameTheLine) {
                 "they of the same run?");
 }
 
-// A trace Timeline wrote reads back event for event, stages and the work
-// in waits included.
+// A trace Timeline wrote reads back event for event, stages and side work
+// included.
 TEST(RunReportFiles, ReadsBackTheTimelinesTrace) {
   TempDir dir;
   Timeline written(3);
@@ -139,7 +139,7 @@ TEST(RunReportFiles, ReadsBackTheTimelinesTrace) {
   written.record(1, forward);
   written.record(1, {"recv gradient", false, -1, 20, 1});
   written.record(0, {"optimizer step", true, -1, 30, 2});
-  written.recordWorkInWait(1, {"pack weights ahead", true, -1, 20.25, 0.5});
+  written.recordSideWork(1, {"pack weights ahead", true, -1, 20.25, 0.5});
   written.setStepUs(40.5);
   std::string path = dir.path + "/trace.json";
   ASSERT_EQ(written.writeChromeTrace(path), "");
@@ -156,10 +156,10 @@ TEST(RunReportFiles, ReadsBackTheTimelinesTrace) {
   EXPECT_DOUBLE_EQ(e.durationUs, 4.25);
   EXPECT_FALSE(read->lane(1)[1].compute);
   EXPECT_EQ(read->lane(0)[0].name, "optimizer step");
-  ASSERT_EQ(read->workInWaits(1).size(), 1u) << "apart from the lane";
-  EXPECT_EQ(read->workInWaits(1)[0].name, "pack weights ahead");
-  EXPECT_DOUBLE_EQ(read->workInWaits(1)[0].startUs, 20.25);
-  EXPECT_DOUBLE_EQ(read->workInWaits(1)[0].durationUs, 0.5);
+  ASSERT_EQ(read->sideWork(1).size(), 1u) << "apart from the lane";
+  EXPECT_EQ(read->sideWork(1)[0].name, "pack weights ahead");
+  EXPECT_DOUBLE_EQ(read->sideWork(1)[0].startUs, 20.25);
+  EXPECT_DOUBLE_EQ(read->sideWork(1)[0].durationUs, 0.5);
   EXPECT_DOUBLE_EQ(read->bubbleFraction(), written.bubbleFraction());
   EXPECT_DOUBLE_EQ(read->stepUs(), 40.5);
 }

@@ -35,23 +35,23 @@ TEST(Timeline, BalancedFillDrainMatchesTheory) {
   EXPECT_NEAR(timeline.bubbleFraction(), 1.0 / 3.0, 1e-12);
 }
 
-// Work a device did inside its wait counts as compute: device 1 waits 10
-// us, packing for 4 of them, so 1 - (10 + 10 + 4) / (2 x 20) = 0.4; the
-// instruction lanes keep their own events.
-TEST(Timeline, WorkInWaitsIsCompute) {
+// Side work counts as compute: device 1 waits 10 us, packing for 4 of
+// them, so 1 - (10 + 10 + 4) / (2 x 20) = 0.4; the instruction lanes keep
+// their own events.
+TEST(Timeline, SideWorkIsCompute) {
   Timeline timeline(2);
   timeline.record(0, event("forward", true, 0, 0, 10));
   timeline.record(1, event("recv activation", false, 0, 0, 10));
   timeline.record(1, event("forward", true, 0, 10, 10));
-  timeline.recordWorkInWait(1, event("pack weights ahead", false, -1, 1, 4));
+  timeline.recordSideWork(1, event("pack weights ahead", false, -1, 1, 4));
   EXPECT_DOUBLE_EQ(timeline.spanUs(), 20.0);
   EXPECT_DOUBLE_EQ(timeline.bubbleFraction(), 0.4);
-  ASSERT_EQ(timeline.workInWaits(1).size(), 1u);
-  EXPECT_TRUE(timeline.workInWaits(1)[0].compute);
+  ASSERT_EQ(timeline.sideWork(1).size(), 1u);
+  EXPECT_TRUE(timeline.sideWork(1)[0].compute);
   EXPECT_EQ(timeline.lane(1).size(), 2u);
-  EXPECT_TRUE(timeline.workInWaits(0).empty());
+  EXPECT_TRUE(timeline.sideWork(0).empty());
   EXPECT_NE(timeline.toChromeTrace().find(
-                "{\"name\":\"pack weights ahead\",\"cat\":\"work in wait\","
+                "{\"name\":\"pack weights ahead\",\"cat\":\"side work\","
                 "\"ph\":\"X\",\"ts\":1.000,\"dur\":4.000,\"pid\":0,"
                 "\"tid\":1}"),
             std::string::npos);

@@ -153,11 +153,11 @@ std::string profile(rt::Engine &engine, const rt::Batch &batch, int64_t count,
           sum.us += event.durationUs;
         }
       }
-      // And so is the backend's work in waits (packing ahead).
-      for (const rt::TimelineEvent &event : timeline.workInWaits(d)) {
+      // And so is the side work (packing ahead, zeroing the gradients).
+      for (const rt::TimelineEvent &event : timeline.sideWork(d)) {
         devices[d].computeUs += event.durationUs;
-        rt::OpTotal &sum = sums[d][event.name + " (in waits)"];
-        sum.name = event.name + " (in waits)";
+        rt::OpTotal &sum = sums[d][event.name];
+        sum.name = event.name;
         ++sum.calls;
         sum.us += event.durationUs;
       }

@@ -134,6 +134,7 @@ struct DeviceRun {
   };
   std::vector<DeferredRecv> deferredRecvs;
   bool defersRecv = false; ///< the receive being issued is one of them
+  bool gradientsZeroed = false; ///< zeroGradients issued this step
 };
 
 /// What one issue runs: a training step, or an evaluation: the forward
@@ -154,6 +155,8 @@ struct TimelineMark {
   unsigned device = 0;
   InstrKind kind = InstrKind::Forward;
   bool recompute = false; ///< a backward's recompute, apart from it
+  /// Not an instruction: the zeroing of the device's gradients (side work).
+  bool zeroing = false;
   int64_t microbatch = -1;
   int64_t stage = -1;
   double *start = nullptr, *end = nullptr;
@@ -241,6 +244,10 @@ struct DeviceExecutor::Impl {
   Timeline timeline{0};
 
   std::string issueStep(const Batch *batch, bool dryRun);
+  /// Zeroes `device`'s gradients (but running statistics', zeroed at the
+  /// step's start) on its compute stream, marked as side work
+  /// when `timed`.
+  void zeroGradients(unsigned device, bool timed);
   /// A backward's recompute, then the receives of its gradients that waited
   /// for it (recomputesWhileReceiving); each marked apart when `timed`.
   std::string issueRecompute(unsigned device, const Instr &backward,

@@ -292,9 +292,12 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
           numMicrobatches,
           std::vector<DeviceValue>(bundle.stages[st].values.size()));
     run.kept.assign(run.values.size(), std::vector<char>(numMicrobatches, 0));
+    // A batch norm's forwards sum its statistics there (zeroGradients: the
+    // rest).
     if (!pass->evaluating && transfer->runsDevice(d))
       for (DeviceParameter *param : paramsOf[d])
-        issue->fillZero(compute(d), param->grad, param->size * 4);
+        if (param->runningStatistic)
+          issue->fillZero(compute(d), param->grad, param->size * 4);
   }
   // verifySchedule proved this order: every receive follows its send, and
   // the optimizer steps come last, once every device has reached its own.
@@ -307,6 +310,18 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   const bool measure = !dryRun && !pass->evaluating && measuresGradients();
   for (const ScheduleStep &step : pass->order) {
     const Instr &instr = programs[step.device][step.index];
+    // The gradients are zeroed before a device first waits or accumulates
+    // into them: at the step's start they would hold up the first stage's
+    // first forward, and so the whole pipeline, while the first stage waits
+    // for its first gradient anyway.
+    const bool accumulates = instr.kind == InstrKind::RecvActivation ||
+                             instr.kind == InstrKind::RecvGradient ||
+                             instr.kind == InstrKind::Backward ||
+                             instr.kind == InstrKind::BackwardWeights ||
+                             instr.kind == InstrKind::OptimizerStep;
+    if (!pass->evaluating && accumulates && transfer->runsDevice(step.device) &&
+        !runs[step.device].gradientsZeroed)
+      zeroGradients(step.device, timed);
     // Every process reaches the first optimizer step at the same point.
     if (measure && instr.kind == InstrKind::OptimizerStep &&
         !gradientsAveraged) {
@@ -356,6 +371,27 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   if (measure && gradientsAveraged && config.optimizer.checkFinite)
     return issueParameterCheck();
   return {};
+}
+
+void DeviceExecutor::Impl::zeroGradients(unsigned device, bool timed) {
+  runs[device].gradientsZeroed = true;
+  if (std::all_of(paramsOf[device].begin(), paramsOf[device].end(),
+                  [](const DeviceParameter *p) { return p->runningStatistic; }))
+    return;
+  const StreamId stream = compute(device);
+  TimelineMark mark;
+  if (timed) {
+    mark.device = device;
+    mark.zeroing = true;
+    mark.start = &timeSlots.emplace_back(0.0);
+    mark.end = &timeSlots.emplace_back(0.0);
+    issue->recordTime(stream, mark.start);
+  }
+  for (DeviceParameter *param : paramsOf[device])
+    if (!param->runningStatistic)
+      issue->fillZero(stream, param->grad, param->size * 4);
+  if (timed)
+    endMark(mark, stream);
 }
 
 TimelineMark DeviceExecutor::Impl::startMark(unsigned device,
@@ -416,21 +452,24 @@ std::string DeviceExecutor::Impl::issueRecompute(unsigned device,
 std::string DeviceExecutor::Impl::buildTimeline() {
   // Each event as five doubles: kind, micro-batch, stage, start, end (the
   // host's steady clock, shared by the processes of one machine). A
-  // recompute is its backward's kind as kRecomputeEvent; the backend's work
-  // in waits (packing ahead) is kWorkInWaitEvent.
+  // recompute is its backward's kind as kRecomputeEvent; side work (the
+  // zeroing of the gradients, the backend's packing ahead in waits) is
+  // kZeroingEvent or kPackingEvent.
   constexpr size_t kWords = 5;
-  constexpr double kRecomputeEvent = -1, kWorkInWaitEvent = -2;
+  constexpr double kRecomputeEvent = -1, kZeroingEvent = -2, kPackingEvent = -3;
   std::vector<std::vector<double>> events(bundle.numDevices());
   for (const TimelineMark &mark : marks)
-    events[mark.device].insert(
-        events[mark.device].end(),
-        {mark.recompute ? kRecomputeEvent : double(mark.kind),
-         double(mark.microbatch), double(mark.stage), *mark.start, *mark.end});
+    events[mark.device].insert(events[mark.device].end(),
+                               {mark.zeroing     ? kZeroingEvent
+                                : mark.recompute ? kRecomputeEvent
+                                                 : double(mark.kind),
+                                double(mark.microbatch), double(mark.stage),
+                                *mark.start, *mark.end});
   for (unsigned d = 0; d < events.size(); ++d)
     if (transport->runsDevice(d))
       for (const auto &[start, end] : backend->takeWorkInWaits(d))
         events[d].insert(events[d].end(),
-                         {kWorkInWaitEvent, -1.0, -1.0, start, end});
+                         {kPackingEvent, -1.0, -1.0, start, end});
   // Across processes, every process gets every device's lane.
   if (transport->spansProcesses())
     for (unsigned d = 0; d < events.size(); ++d) {
@@ -471,10 +510,12 @@ std::string DeviceExecutor::Impl::buildTimeline() {
       origin = std::min(origin, lane[i + 3]);
   for (unsigned d = 0; d < events.size(); ++d)
     for (size_t i = 0; i < events[d].size(); i += kWords) {
-      if (events[d][i] == kWorkInWaitEvent) {
-        timeline.recordWorkInWait(d, {"pack weights ahead", true, -1,
-                                      events[d][i + 3] - origin,
-                                      events[d][i + 4] - events[d][i + 3], -1});
+      if (events[d][i] == kZeroingEvent || events[d][i] == kPackingEvent) {
+        timeline.recordSideWork(d, {events[d][i] == kZeroingEvent
+                                        ? "zero gradients"
+                                        : "pack weights ahead",
+                                    true, -1, events[d][i + 3] - origin,
+                                    events[d][i + 4] - events[d][i + 3], -1});
         continue;
       }
       const bool recompute = events[d][i] == kRecomputeEvent;

@@ -37,13 +37,13 @@ struct OpTotal {
   double us = 0;
 };
 
-/// The Chrome trace category of a device's work in waits.
-inline constexpr const char *kWorkInWaitCategory = "work in wait";
+/// The Chrome trace category of a device's side work (Timeline::sideWork).
+inline constexpr const char *kSideWorkCategory = "side work";
 
 class Timeline {
 public:
   explicit Timeline(unsigned numDevices)
-      : lanes(numDevices), waitWork(numDevices) {}
+      : lanes(numDevices), sideWorkLanes(numDevices) {}
 
   void record(unsigned device, TimelineEvent event) {
     lanes[device].push_back(std::move(event));
@@ -51,14 +51,16 @@ public:
   const std::vector<TimelineEvent> &lane(unsigned device) const {
     return lanes[device];
   }
-  /// Work of the step a device did inside one of its lane's waits (the CPU
-  /// backend packs weights ahead there): compute, though no instruction.
-  void recordWorkInWait(unsigned device, TimelineEvent event) {
+  /// Work of the step that is no instruction of the device's program: the
+  /// CPU backend's packing of weights ahead, inside a wait; the executor's
+  /// zeroing of the gradients, before the device's first wait. Compute, kept
+  /// apart from the lane of instructions.
+  void recordSideWork(unsigned device, TimelineEvent event) {
     event.compute = true;
-    waitWork[device].push_back(std::move(event));
+    sideWorkLanes[device].push_back(std::move(event));
   }
-  const std::vector<TimelineEvent> &workInWaits(unsigned device) const {
-    return waitWork[device];
+  const std::vector<TimelineEvent> &sideWork(unsigned device) const {
+    return sideWorkLanes[device];
   }
   unsigned numDevices() const { return lanes.size(); }
 
@@ -83,12 +85,12 @@ public:
 
   /// 1 - (compute time of all devices) / (devices x span), where the span
   /// runs from the first event's start to the last event's end: the share of
-  /// device time spent idle or waiting. The work in waits is compute. 0 for
-  /// an empty timeline.
+  /// device time spent idle or waiting. Side work is compute. 0 for an empty
+  /// timeline.
   double bubbleFraction() const;
 
   /// The Chrome trace event JSON ("X" complete events, tid = device; the
-  /// work in waits has category "work in wait").
+  /// side work has category "side work").
   std::string toChromeTrace() const;
 
   /// Writes toChromeTrace() to `path`; returns an error message or "".
@@ -96,7 +98,7 @@ public:
 
 private:
   std::vector<std::vector<TimelineEvent>> lanes;
-  std::vector<std::vector<TimelineEvent>> waitWork; ///< per device
+  std::vector<std::vector<TimelineEvent>> sideWorkLanes;
   std::vector<std::vector<OpTotal>> ops;
   double wallUs = 0;
 };
