@@ -157,18 +157,22 @@ TEST(PackedGemm, BitsDoNotDependOnSplitsOrRowsPerCall) {
   }
 }
 
-/// C = A B through `backend` with B flagged as a parameter, synchronized.
-std::vector<float> backendProduct(CpuBackend &backend, const Operands &o) {
+/// C = A B, into `c`, with B flagged as a parameter.
+GemmBatch parameterProduct(const Operands &o, std::vector<float> &c) {
   GemmBatch g;
   g.transB = o.transposed;
   g.m = o.m, g.n = o.n, g.k = o.k;
   g.a = o.a.data(), g.lda = o.lda;
   g.b = o.b.data(), g.ldb = o.ldb;
   g.bIsParameter = true;
-  std::vector<float> c = o.c0;
   g.c = c.data(), g.ldc = o.ldc;
-  StreamId s = backend.computeStream(0);
-  backend.gemm(s, g);
+  return g;
+}
+
+/// C = A B through `backend` with B flagged as a parameter, synchronized.
+std::vector<float> backendProduct(CpuBackend &backend, const Operands &o) {
+  std::vector<float> c = o.c0;
+  backend.gemm(backend.computeStream(0), parameterProduct(o, c));
   EXPECT_EQ(backend.synchronize(std::chrono::seconds(60)), "");
   return c;
 }
@@ -332,15 +336,8 @@ std::vector<float> productAfterAWait(CpuBackend &backend, const Operands &o,
       std::this_thread::yield();
   });
   backend.waitEvent(s1, backend.recordEvent(s0));
-  GemmBatch g;
-  g.transB = o.transposed;
-  g.m = o.m, g.n = o.n, g.k = o.k;
-  g.a = o.a.data(), g.lda = o.lda;
-  g.b = o.b.data(), g.ldb = o.ldb;
-  g.bIsParameter = true;
   std::vector<float> c = o.c0;
-  g.c = c.data(), g.ldc = o.ldc;
-  backend.gemm(s1, g);
+  backend.gemm(s1, parameterProduct(o, c));
   EXPECT_EQ(backend.synchronize(std::chrono::seconds(60)), "");
   return c;
 }
