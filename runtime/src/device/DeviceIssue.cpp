@@ -280,7 +280,7 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   marks.clear();
   opMarks.clear();
   timeSlots.clear();
-  if (!dryRun) // the timeline's are of this step
+  if (!dryRun) // the timeline gets this step's side work only
     for (unsigned d = 0; d < numDevices; ++d)
       if (transfer->runsDevice(d))
         backend->takeWorkInWaits(d);
