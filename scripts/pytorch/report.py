@@ -4,7 +4,8 @@ model and batch, a Markdown table of step times and the ratios that compare
 the configurations. A ratio whose runs are missing reads "n/a". With several
 rounds (--rounds: every configuration run once per round, in turn), a step
 time is the median of the rounds' medians, the minimum the smallest, and each
-ratio comes with its range over the rounds, taken round by round.
+ratio comes with its range over the rounds, taken round by round (for the best
+configurations, those of the medians in every round).
 
   report.py results.jsonl [more.jsonl ...]     (or the lines on stdin)
 """
@@ -29,9 +30,15 @@ LABELS = {
 
 
 def best(runs, keys):
-    """The fastest (median) of the given configurations: (ms, label)."""
-    found = [(runs[k]["step_ms_median"], LABELS[k]) for k in keys if k in runs]
-    return min(found) if found else (None, "none run")
+    """The fastest (median) of the given configurations' keys, or None."""
+    found = [(runs[k]["step_ms_median"], k) for k in keys if k in runs]
+    return min(found)[1] if found else None
+
+
+def best_keys(runs):
+    """The fastest gpipe configuration and the fastest single-process torch one."""
+    return (best(runs, [k for k in LABELS if k[0] == "gpipe"]),
+            best(runs, [("torch", "eager-1t"), ("torch", "eager-2t")]))
 
 
 def combine(rounds):
@@ -46,14 +53,16 @@ def combine(rounds):
     return run
 
 
-def ratio_rows(runs):
-    """(name, value or None) of each ratio, from one set of runs."""
+def ratio_rows(runs, chosen):
+    """(name, value or None) of each ratio, from one set of runs; `chosen`:
+    the keys of the best gpipe and torch configurations (best_keys), the same
+    for every round so that a range is that of one ratio."""
     ms = {key: r["step_ms_median"] for key, r in runs.items()}
     g = lambda config: ms.get(("gpipe", config))
     t = lambda config: ms.get(("torch", config))
     q = lambda a, b: a / b if a is not None and b else None
-    g_best, g_best_label = best(runs, [k for k in LABELS if k[0] == "gpipe"])
-    t_best, t_best_label = best(runs, [("torch", "eager-1t"), ("torch", "eager-2t")])
+    g_best, t_best = (ms.get(k) for k in chosen)
+    g_best_label, t_best_label = (LABELS[k] if k else "none run" for k in chosen)
     return [
         ("gpipe K=1 M=1 / torch eager, both 1 thread", q(g("k1-m1-none-1t"), t("eager-1t"))),
         ("gpipe K=1 M=1 / torch eager, both 2 threads", q(g("k1-m1-none"), t("eager-2t"))),
@@ -89,12 +98,14 @@ def table(model, batch, rounds):
         print(f"| {label} | {r['step_ms_median']:.2f} | {r['step_ms_min']:.2f} "
               f"| {batch * 1e3 / r['step_ms_median']:.0f} | {bubble} |")
 
-    # Each round's ratios too, by position: how far one run moves them.
-    per_round = [ratio_rows({key: rs[i] for key, rs in rounds.items() if i < len(rs)})
+    # Each round's ratios too, by position, the best configurations being
+    # those of the medians: how far one run moves them.
+    chosen = best_keys(runs)
+    per_round = [ratio_rows({key: rs[i] for key, rs in rounds.items() if i < len(rs)}, chosen)
                  for i in range(count)] if count > 1 else []
     print("\n| ratio (of median step times) | value |" + (" range over the rounds |" if per_round else ""))
     print("|---|---:|" + ("---:|" if per_round else ""))
-    for i, (name, value) in enumerate(ratio_rows(runs)):
+    for i, (name, value) in enumerate(ratio_rows(runs, chosen)):
         row = f"| {name} | {'n/a' if value is None else f'{value:.2f}'} |"
         if per_round:
             values = [r[i][1] for r in per_round if r[i][1] is not None]
