@@ -1,10 +1,10 @@
 //===- SideWorkTest.cpp - Work of a step that is no instruction -----------===//
 //
-// The executor zeroes a device's gradients once per step, just before the
-// device first waits or accumulates into them (so that the first stage's
-// first forward no longer waits for it), and the CPU backend packs weights
-// ahead only inside a device's waits; both are side work on the timeline,
-// counted as compute in the bubble.
+// A gradient's first write of a step overwrites the last step's, so the
+// executor zeroes only the gradients no backward writes (just before the
+// optimizer steps), and the CPU backend packs weights ahead only inside a
+// device's waits; both are side work on the timeline, counted as compute in
+// the bubble.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,61 +29,62 @@ namespace {
 
 constexpr int64_t kRows = 12;
 
-/// Two steps of the MLP, K = 2, M = 4, on CpuBackend's threads or (with a
-/// schedule seed) the host emulation; the last step's timeline.
-Timeline lastTimeline(std::unique_ptr<DeviceBackend> backend) {
+/// Two steps of `graph` (split as the MLP), K = 2, M = 4, on CpuBackend's
+/// threads or (with a schedule seed) the host emulation; the executor after
+/// them.
+std::unique_ptr<DeviceExecutor>
+twoSteps(const ModelGraph &graph, std::unique_ptr<DeviceBackend> backend) {
   DeviceExecutorConfig config;
   config.seed = 5;
   std::string error;
   auto executor = DeviceExecutor::create(
-      buildBundle(mlpGraph(kRows, 64), mlpSplit(2), 4, RematPolicy::None),
-      std::move(backend), config, error);
+      buildBundle(graph, mlpSplit(2), 4, RematPolicy::None), std::move(backend),
+      config, error);
   EXPECT_TRUE(executor) << error;
   if (!executor)
-    return Timeline(0);
+    return nullptr;
   for (uint64_t seed : {1u, 2u}) {
     StepResult step = executor->trainStep(mlpBatch(kRows, seed));
     EXPECT_TRUE(step.ok()) << step.error;
   }
-  return executor->timeline();
+  return executor;
 }
 
-TEST(SideWork, ZeroingPrecedesTheFirstWaitAndPackingLiesInWaits) {
+std::unique_ptr<DeviceBackend> backendOf(bool threads) {
+  if (threads)
+    return std::make_unique<CpuBackend>(2);
+  return std::make_unique<HostBackend>(2, 3);
+}
+
+/// The side work of `device` named `name`.
+std::vector<TimelineEvent> sideWorkNamed(const Timeline &timeline,
+                                         unsigned device,
+                                         const std::string &name) {
+  std::vector<TimelineEvent> named;
+  for (const TimelineEvent &work : timeline.sideWork(device))
+    if (work.name == name)
+      named.push_back(work);
+  return named;
+}
+
+TEST(SideWork, GradientsAreOverwrittenAndPackingLiesInWaits) {
   for (bool threads : {true, false}) {
     SCOPED_TRACE(threads ? "CpuBackend" : "HostBackend");
-    Timeline timeline = lastTimeline(
-        threads
-            ? std::unique_ptr<DeviceBackend>(std::make_unique<CpuBackend>(2))
-            : std::make_unique<HostBackend>(2, 3));
+    auto executor = twoSteps(mlpGraph(kRows, 64), backendOf(threads));
+    ASSERT_TRUE(executor);
+    const Timeline &timeline = executor->timeline();
     ASSERT_EQ(timeline.numDevices(), 2u);
     double sideUs = 0;
     for (unsigned d = 0; d < 2; ++d) {
       SCOPED_TRACE("device " + std::to_string(d));
       const std::vector<TimelineEvent> &lane = timeline.lane(d);
-      int zeroings = 0;
       for (const TimelineEvent &work : timeline.sideWork(d)) {
         EXPECT_TRUE(work.compute);
         sideUs += work.durationUs;
-        const double end = work.startUs + work.durationUs;
-        if (work.name == "zero gradients") {
-          ++zeroings;
-          auto first = std::find_if(lane.begin(), lane.end(), [](auto &e) {
-            return e.name.rfind("recv", 0) == 0 || e.name == "backward";
-          });
-          ASSERT_NE(first, lane.end());
-          EXPECT_LE(end, first->startUs) << "before " << first->name;
-          // The first stage's forwards do not wait for it.
-          auto forward = std::find_if(lane.begin(), lane.end(), [](auto &e) {
-            return e.name == "forward";
-          });
-          if (d == 0) {
-            ASSERT_NE(forward, lane.end());
-            EXPECT_GE(work.startUs, forward->startUs + forward->durationUs);
-          }
-          continue;
-        }
+        // Every gradient is written by its backward: nothing is zeroed.
         EXPECT_EQ(work.name, "pack weights ahead");
         EXPECT_TRUE(threads) << "only the CPU backend packs";
+        const double end = work.startUs + work.durationUs;
         EXPECT_TRUE(std::any_of(lane.begin(), lane.end(),
                                 [&](auto &wait) {
                                   return !wait.compute &&
@@ -92,7 +93,6 @@ TEST(SideWork, ZeroingPrecedesTheFirstWaitAndPackingLiesInWaits) {
                                 }))
             << "packing at " << work.startUs << " is in no wait";
       }
-      EXPECT_EQ(zeroings, 1);
     }
     // The bubble counts side work as compute.
     double instructionsUs = 0;
@@ -103,6 +103,38 @@ TEST(SideWork, ZeroingPrecedesTheFirstWaitAndPackingLiesInWaits) {
     EXPECT_NEAR(timeline.bubbleFraction(),
                 1.0 - (instructionsUs + sideUs) / (2 * timeline.spanUs()),
                 1e-9);
+  }
+}
+
+TEST(SideWork, AGradientNoBackwardWritesIsZeroedBeforeTheOptimizerSteps) {
+  // A parameter of the last stage that the forward never reads: no backward
+  // writes its gradient, which the optimizer reads all the same.
+  ModelGraph graph = mlpGraph(kRows, 64);
+  graph.param("spare.w", {3, 4}, InitKind::GlorotUniform);
+  for (bool threads : {true, false}) {
+    SCOPED_TRACE(threads ? "CpuBackend" : "HostBackend");
+    auto executor = twoSteps(graph, backendOf(threads));
+    ASSERT_TRUE(executor);
+    const Timeline &timeline = executor->timeline();
+    ASSERT_EQ(timeline.numDevices(), 2u);
+    EXPECT_TRUE(sideWorkNamed(timeline, 0, "zero gradients").empty());
+    std::vector<TimelineEvent> zeroings =
+        sideWorkNamed(timeline, 1, "zero gradients");
+    ASSERT_EQ(zeroings.size(), 1u);
+    const std::vector<TimelineEvent> &lane = timeline.lane(1);
+    auto step = std::find_if(lane.begin(), lane.end(), [](auto &e) {
+      return e.name == "optimizer step";
+    });
+    ASSERT_NE(step, lane.end());
+    EXPECT_LE(zeroings[0].startUs + zeroings[0].durationUs, step->startUs);
+    for (const TimelineEvent &event : lane)
+      if (event.name == "backward")
+        EXPECT_LE(event.startUs + event.durationUs, zeroings[0].startUs);
+    std::vector<float> gradient;
+    ASSERT_EQ(executor->gradient("spare.w", gradient), "");
+    ASSERT_EQ(gradient.size(), 12u);
+    for (float g : gradient)
+      EXPECT_EQ(g, 0.0f);
   }
 }
 

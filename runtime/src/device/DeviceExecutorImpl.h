@@ -91,6 +91,9 @@ struct DeviceParameter {
   /// A batch norm's running mean or variance: updated from its gradient
   /// buffer's sums, never by the optimizer.
   bool runningStatistic = false;
+  /// `grad` holds an earlier step's gradient: this step's first write
+  /// overwrites it instead of accumulating (issue time, host only).
+  bool gradientStale = false;
 };
 
 /// A batch norm's running statistics on their device.
@@ -134,7 +137,7 @@ struct DeviceRun {
   };
   std::vector<DeferredRecv> deferredRecvs;
   bool defersRecv = false; ///< the receive being issued is one of them
-  bool gradientsZeroed = false; ///< zeroGradients issued this step
+  bool gradientsMarked = false; ///< markGradientsStale ran this step
 };
 
 /// What one issue runs: a training step, or an evaluation: the forward
@@ -244,10 +247,14 @@ struct DeviceExecutor::Impl {
   Timeline timeline{0};
 
   std::string issueStep(const Batch *batch, bool dryRun);
-  /// Zeroes `device`'s gradients (but running statistics', zeroed at the
-  /// step's start) on its compute stream, marked as side work
-  /// when `timed`.
-  void zeroGradients(unsigned device, bool timed);
+  /// Starts `device`'s gradients (but running statistics', zeroed at the
+  /// step's start) afresh: each one's first write of the step overwrites it,
+  /// so that no pass over them zeroes what the backward writes anyway.
+  void markGradientsStale(unsigned device);
+  /// Zeroes the gradients of `device` that no op has written this step
+  /// (before they are read) on its compute stream, marked as side work when
+  /// `timed`.
+  void zeroStaleGradients(unsigned device, bool timed);
   /// A backward's recompute, then the receives of its gradients that waited
   /// for it (recomputesWhileReceiving); each marked apart when `timed`.
   std::string issueRecompute(unsigned device, const Instr &backward,
@@ -382,6 +389,8 @@ struct DeviceExecutor::Impl {
   float gradientScale = 1.0f;
   std::optional<double> gradientNorm;
   bool gradientsAveraged = false, nonFinite = false;
+  /// zeroStaleGradients ran for this step's devices.
+  bool staleGradientsZeroed = false;
   /// This step's decisions on the devices (null: the host decided), and
   /// each device's gate (device memory, allocated at the first use).
   DeviceGating *decidingGating = nullptr;

@@ -12,6 +12,7 @@
 #include <cassert>
 #include <limits>
 #include <map>
+#include <utility>
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
@@ -292,8 +293,8 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
           numMicrobatches,
           std::vector<DeviceValue>(bundle.stages[st].values.size()));
     run.kept.assign(run.values.size(), std::vector<char>(numMicrobatches, 0));
-    // A batch norm's forwards sum its statistics there (zeroGradients: the
-    // rest).
+    // A batch norm's forwards sum its statistics there (markGradientsStale:
+    // the rest).
     if (!pass->evaluating && transfer->runsDevice(d))
       for (DeviceParameter *param : paramsOf[d])
         if (param->runningStatistic)
@@ -305,23 +306,24 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
   timingOps = timed && profileOps;
   gradientScale = 1.0f;
   gradientNorm.reset();
-  gradientsAveraged = nonFinite = false;
+  gradientsAveraged = nonFinite = staleGradientsZeroed = false;
   decidingGating = nullptr;
   const bool measure = !dryRun && !pass->evaluating && measuresGradients();
   for (const ScheduleStep &step : pass->order) {
     const Instr &instr = programs[step.device][step.index];
-    // The gradients are zeroed before a device first waits or accumulates
-    // into them: at the step's start they would hold up the first stage's
-    // first forward, and so the whole pipeline, while the first stage waits
-    // for its first gradient anyway.
-    const bool accumulates = instr.kind == InstrKind::RecvActivation ||
-                             instr.kind == InstrKind::RecvGradient ||
-                             instr.kind == InstrKind::Backward ||
-                             instr.kind == InstrKind::BackwardWeights ||
-                             instr.kind == InstrKind::OptimizerStep;
-    if (!pass->evaluating && accumulates && transfer->runsDevice(step.device) &&
-        !runs[step.device].gradientsZeroed)
-      zeroGradients(step.device, timed);
+    // Each gradient's first write of the step overwrites the last step's;
+    // the few that no backward wrote are zeroed where the optimizer steps
+    // begin (every backward is issued by then), before anything reads them.
+    if (!pass->evaluating && instr.kind == InstrKind::Backward &&
+        transfer->runsDevice(step.device) && !runs[step.device].gradientsMarked)
+      markGradientsStale(step.device);
+    if (!pass->evaluating && instr.kind == InstrKind::OptimizerStep &&
+        !staleGradientsZeroed) {
+      staleGradientsZeroed = true;
+      for (unsigned d = 0; d < numDevices; ++d)
+        if (transfer->runsDevice(d))
+          zeroStaleGradients(d, timed);
+    }
     // Every process reaches the first optimizer step at the same point.
     if (measure && instr.kind == InstrKind::OptimizerStep &&
         !gradientsAveraged) {
@@ -367,16 +369,29 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
     if (marked)
       endMark(mark, stream);
   }
+  // A pass without optimizer steps leaves no stale gradient to be read.
+  if (!pass->evaluating && !staleGradientsZeroed)
+    for (unsigned d = 0; d < numDevices; ++d)
+      if (transfer->runsDevice(d) && runs[d].gradientsMarked)
+        zeroStaleGradients(d, timed);
   // gradientsAveraged: prepareOptimizerStep ran (a program has steps).
   if (measure && gradientsAveraged && config.optimizer.checkFinite)
     return issueParameterCheck();
   return {};
 }
 
-void DeviceExecutor::Impl::zeroGradients(unsigned device, bool timed) {
-  runs[device].gradientsZeroed = true;
-  if (std::all_of(paramsOf[device].begin(), paramsOf[device].end(),
-                  [](const DeviceParameter *p) { return p->runningStatistic; }))
+void DeviceExecutor::Impl::markGradientsStale(unsigned device) {
+  runs[device].gradientsMarked = true;
+  for (DeviceParameter *param : paramsOf[device])
+    param->gradientStale = !param->runningStatistic;
+}
+
+void DeviceExecutor::Impl::zeroStaleGradients(unsigned device, bool timed) {
+  // A device that ran no backward this step steps with zero gradients.
+  if (!runs[device].gradientsMarked)
+    markGradientsStale(device);
+  if (std::none_of(paramsOf[device].begin(), paramsOf[device].end(),
+                   [](const DeviceParameter *p) { return p->gradientStale; }))
     return;
   const StreamId stream = compute(device);
   TimelineMark mark;
@@ -388,7 +403,7 @@ void DeviceExecutor::Impl::zeroGradients(unsigned device, bool timed) {
     issue->recordTime(stream, mark.start);
   }
   for (DeviceParameter *param : paramsOf[device])
-    if (!param->runningStatistic)
+    if (std::exchange(param->gradientStale, false))
       issue->fillZero(stream, param->grad, param->size * 4);
   if (timed)
     endMark(mark, stream);

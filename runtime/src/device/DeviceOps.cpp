@@ -11,6 +11,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <utility>
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
@@ -60,7 +61,8 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     int id = op.results[r];
     if (DeviceParameter *param = fused(r)) {
       out[r] = param->grad;
-      accumulateInto[r] = true;
+      // The step's first write overwrites (as into a value of its own).
+      accumulateInto[r] = !std::exchange(param->gradientStale, false);
     } else if (op.kind == OpKind::Param) {
       auto it = paramByName.find(op.name);
       if (it == paramByName.end())
@@ -81,11 +83,15 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
       op.results.empty() || op.results[0] < 0 ? nullptr
                                               : &values[op.results[0]];
   auto f = [&](size_t k) { return in[k]->f(); };
-  // A parameter-gradient result that is a value of its own starts at zero:
-  // its kernels accumulate.
-  auto zeroUnlessFused = [&](size_t r) {
-    if (out[r] && !accumulateInto[r])
-      b.fillZero(s, out[r], values[op.results[r]].numElements() * 4);
+  // A parameter-gradient result starts at zero where its kernels would
+  // accumulate onto something else: a value of its own, or a gradient's
+  // first write of the step.
+  auto zeroUnlessAccumulating = [&](size_t r) {
+    if (!out[r] || accumulateInto[r])
+      return;
+    const DeviceParameter *param = fused(r);
+    b.fillZero(s, out[r],
+               (param ? param->size : values[op.results[r]].numElements()) * 4);
   };
 
   switch (op.kind) {
@@ -219,7 +225,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     break;
   }
   case OpKind::BiasGrad:
-    zeroUnlessFused(0);
+    zeroUnlessAccumulating(0);
     b.columnSums(s, f(0), out[0], x0.rowsOf(), x0.colsOf());
     break;
   case OpKind::ReluGrad:
@@ -246,8 +252,8 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     if (out[0])
       b.layerNormGradInput(s, f(0), f(2), f(3), mean, rstd, out[0], rows,
                            cols);
-    zeroUnlessFused(1);
-    zeroUnlessFused(2);
+    zeroUnlessAccumulating(1);
+    zeroUnlessAccumulating(2);
     b.layerNormGradParams(s, f(0), f(2), mean, rstd, out[1], out[2], rows,
                           cols);
     break;
@@ -256,8 +262,8 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     // (dy, forward y, x, gamma) -> (dx, dgamma, dbeta); the forward's state
     // holds the column sums' room after mean and rstd.
     const DeviceValue &forward = *in[1];
-    zeroUnlessFused(1);
-    zeroUnlessFused(2);
+    zeroUnlessAccumulating(1);
+    zeroUnlessAccumulating(2);
     b.batchNormGrad(s, f(0), f(2), f(3),
                     reinterpret_cast<const float *>(forward.saved[0]),
                     reinterpret_cast<const float *>(forward.saved[1]),
@@ -266,7 +272,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     break;
   }
   case OpKind::EmbeddingGrad:
-    zeroUnlessFused(0);
+    zeroUnlessAccumulating(0);
     b.embeddingGrad(s, in[1]->i(), f(0), out[0], in[1]->numElements(),
                     program.values[op.results[0]].shape[1]);
     break;
@@ -298,7 +304,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
       call.scratch = reinterpret_cast<float *>(workspace[device]);
     }
     for (size_t r = 1; r < out.size(); ++r)
-      zeroUnlessFused(r);
+      zeroUnlessAccumulating(r);
     b.attentionGrad(s, call);
     break;
   }
@@ -323,7 +329,11 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     auto it = paramByName.find(op.name);
     if (it == paramByName.end())
       return "unknown parameter '" + op.name + "'";
-    b.accumulate(s, f(0), it->second->grad, it->second->size);
+    DeviceParameter &param = *it->second;
+    if (std::exchange(param.gradientStale, false))
+      b.copyBetweenDevices(s, param.grad, device, f(0), device, param.size * 4);
+    else
+      b.accumulate(s, f(0), param.grad, param.size);
     break;
   }
   case OpKind::Zeros:
