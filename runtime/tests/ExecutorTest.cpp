@@ -363,6 +363,45 @@ TEST(Executor, SecondStepGradientsAndSgdUpdate) {
   }
 }
 
+// A weight used by two layers gets one gradient, the sum of its uses (an
+// accumulate_grad of their sum, not fused into either product); across steps
+// it is overwritten by the first micro-batch's, not summed onto the last's.
+TEST(Executor, ATiedWeightsGradientIsTheSumOfItsUsesAtEveryStep) {
+  ModelGraph graph(kBatch);
+  int x = graph.input("x", {kBatch, 6});
+  int target = graph.input("target", {kBatch, 6});
+  int w = graph.param("w", {6, 6}, InitKind::GlorotUniform);
+  int h = graph.dense(x, w);
+  graph.nextLayer();
+  graph.mse(graph.dense(h, w), target);
+  ExecutorConfig config;
+  config.optimizer.kind = OptimizerKind::Sgd;
+  config.optimizer.learningRate = 0.5f;
+  auto executor =
+      makeExecutor(buildBundle(graph, {0}, 2, RematPolicy::None), config);
+  ASSERT_TRUE(executor);
+  Batch batch = mseBatch(kBatch, 7);
+  std::vector<float> goal(batch.at("x").f32.rbegin(), batch.at("x").f32.rend());
+  batch["target"] = HostTensor::floats({kBatch, 6}, goal);
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    Params p = currentParams(*executor);
+    StepResult result = executor->trainStep(batch);
+    ASSERT_TRUE(result.ok()) << result.error;
+    const Vec zero(6, 0.0), in = toVec(batch.at("x").f32);
+    Vec z1 = ref::denseForward(in, p.at("w"), zero, kBatch, 6, 6);
+    Vec z2 = ref::denseForward(z1, p.at("w"), zero, kBatch, 6, 6);
+    Vec dz2 = ref::mseBackward(z2, toVec(goal), 1.0);
+    auto second = ref::denseBackward(dz2, z1, p.at("w"), kBatch, 6, 6);
+    auto first = ref::denseBackward(second.dx, in, p.at("w"), kBatch, 6, 6);
+    Vec expected(36);
+    for (size_t i = 0; i < expected.size(); ++i)
+      expected[i] = first.dw[i] + second.dw[i];
+    EXPECT_NEAR(result.loss, ref::mseForward(z2, toVec(goal)), 1e-5);
+    EXPECT_TRUE(allClose(*executor->gradient("w"), expected, kRtol, kAtol));
+  }
+}
+
 /// Losses of `steps` training steps over four rotating batches.
 std::vector<double> lossCurve(Bundle bundle, OptimizerConfig optimizer,
                               Batch (*makeBatch)(int64_t, uint64_t),
