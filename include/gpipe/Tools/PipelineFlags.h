@@ -89,6 +89,11 @@ static llvm::cl::opt<gpipe::PartitionBalance>
                 clEnumValN(gpipe::PartitionBalance::Compute, "compute",
                            "the layers' cost attributes alone")),
             llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<bool> splitLayers(
+    "split-layers", llvm::cl::init(true),
+    llvm::cl::desc("cut layers with two products (a feed-forward block) into "
+                   "finer layers before partitioning (=false: whole layers)"),
+    llvm::cl::cat(pipelineCategory));
 static gpipe::Whole<int64_t>
     batchSize("batch-size", llvm::cl::init(0),
               llvm::cl::desc("mini-batch size (0: the model's own)"),
@@ -161,6 +166,7 @@ inline void applyCompileFlags(CompilePipelineOptions &options) {
   options.numMicrobatches = numMicrobatches;
   options.objective = objective;
   options.balance = balance;
+  options.splitLayers = splitLayers;
   options.memoryCap = memoryCap;
   options.remat = remat;
   options.schedule = scheduleKind;

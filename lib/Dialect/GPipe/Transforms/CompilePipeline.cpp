@@ -18,6 +18,8 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
     pm.addPass(createSetBatchPass(rebatch));
   }
   pm.addPass(createEstimateCostPass());
+  if (options.splitLayers)
+    pm.addPass(createSplitLayersPass());
   PartitionPassOptions partition;
   // Interleaving cuts V stages per device; the devices run them round-robin.
   partition.numStages = options.numStages * options.numVirtualStages;

@@ -78,6 +78,12 @@ struct CompilePipelineOptions
                      "backwards and recomputes"),
           clEnumValN(PartitionBalance::Compute, "compute",
                      "the layers' cost attributes alone"))};
+  Option<bool> splitLayers{
+      *this, "split-layers",
+      llvm::cl::desc("cut layers with several heavy ops (two products, two "
+                     "convolutions) into finer layers before partitioning "
+                     "(gpipe-split-layers)"),
+      llvm::cl::init(true)};
   Option<std::string> memoryCap{
       *this, "memory-cap",
       llvm::cl::desc("per-device memory cap, e.g. 512MiB or 2GiB"),

@@ -46,6 +46,26 @@ def EstimateCostPass : Pass<"gpipe-estimate-cost", "::mlir::ModuleOp"> {
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }
 
+def SplitLayersPass : Pass<"gpipe-split-layers", "::mlir::ModuleOp"> {
+  let summary = "cuts layers with several heavy ops into finer layers";
+  let description = [{
+    Needs costs (see `gpipe-estimate-cost`). Cuts a layer before each op that
+    costs at least a quarter of the layer's FLOPs and follows another such op
+    in it, where the ops before the cut define one value that the ops after
+    it (or the layer's results) read, and no parameter is read on both sides.
+    The pieces are layers named `<layer>:1`, `<layer>:2`, ..., each with the
+    parameters it reads and its share of the cost. A layer whose cost was
+    written by hand (not its ops' sum) stays whole. The partitioner can then
+    cut a Transformer's feed-forward block between its two products, which
+    the balance under remat often wants.
+
+    Before: `%h = gpipe.layer "mlp" {ln, dense, gelu, dense, add}`
+    After:  `%0 = gpipe.layer "mlp:1" {ln, dense, gelu}` and
+            `%h = gpipe.layer "mlp:2" {dense, add}`
+  }];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
 def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
   let summary = "assigns the layers to `stages` balanced contiguous cells";
   let description = [{
