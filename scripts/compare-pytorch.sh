@@ -8,7 +8,8 @@
 # median and min of --steps steps after --warmup steps.
 #   gpipe (build/bin/gpipe-bench, built if missing): K=1 M=1 and K=1 M=8, each
 #     on one thread and on every core, K=2 M=8 (GPipe's schedule), the same
-#     with full rematerialisation, and K=2 M=8 under ZB-H1, without and with it;
+#     with full rematerialisation, and K=2 M=8 under 1F1B and under ZB-H1,
+#     each without and with it;
 #   PyTorch: eager with 1 and with 2 intra-op threads, and
 #     torch.distributed.pipelining's ScheduleGPipe with 2 stages (2 processes,
 #     gloo over loopback, 1 thread each) and 8 micro-batches.
@@ -204,9 +205,12 @@ for model in "${model_list[@]}"; do
         gpipe_run "$model" "$batch" 1 "$microbatches" none
         gpipe_run "$model" "$batch" 2 "$microbatches" none
         gpipe_run "$model" "$batch" 2 "$microbatches" full
-        # Zero-bubble ZB-H1: the weight gradients fill the drain's bubble;
-        # with remat full, the recomputes fill waits for gradients, which
-        # GPipe's order does not have.
+        # 1F1B: the last device's backwards follow their forwards, so only
+        # the first device recomputes. Zero-bubble ZB-H1 besides: the weight
+        # gradients fill the drain's bubble; with remat full, the recomputes
+        # fill waits for gradients, which GPipe's order does not have.
+        gpipe_run "$model" "$batch" 2 "$microbatches" none "" 1f1b
+        gpipe_run "$model" "$batch" 2 "$microbatches" full "" 1f1b
         gpipe_run "$model" "$batch" 2 "$microbatches" none "" zb-h1
         gpipe_run "$model" "$batch" 2 "$microbatches" full "" zb-h1
       fi
