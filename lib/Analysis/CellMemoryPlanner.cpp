@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <iterator>
 #include <limits>
 
 using namespace gpipe;
@@ -36,6 +37,13 @@ PlannedInstrKind plannedKind(const schedule::Instr &instr) {
 
 int remap(const std::vector<int> &ids, int id) {
   return id < 0 || size_t(id) >= ids.size() ? -1 : ids[id];
+}
+
+/// Whether any of `ids` is marked in `marks`.
+bool anyMarked(const std::vector<int> &ids, const std::vector<char> &marks) {
+  return std::any_of(ids.begin(), ids.end(), [&](int id) {
+    return id >= 0 && size_t(id) < marks.size() && marks[id];
+  });
 }
 
 PlannedOp remapOp(const PlannedOp &op, const std::vector<int> &ids) {
@@ -111,15 +119,42 @@ PlannedStage gpipe::joinStages(const std::vector<PlannedStage> &stages,
     }
   }
 
-  for (unsigned s = begin; s < end; ++s) {
+  for (unsigned s = begin; s < end; ++s)
     for (const PlannedOp &op : stages[s].forward)
       out.forward.push_back(remapOp(op, ids[s - begin]));
-    for (const PlannedOp &op : stages[s].recompute)
-      out.recompute.push_back(remapOp(op, ids[s - begin]));
-  }
   for (unsigned s = end; s-- > begin;)
     for (const PlannedOp &op : stages[s].backward)
       out.backward.push_back(remapOp(op, ids[s - begin]));
+  // A stage recomputes only what its own backward reads (a subsequence of
+  // its forward). Joined, a later stage's backward and recompute read values
+  // that were its inputs, which an earlier stage's forward defines: those
+  // ops are recomputed too.
+  std::vector<char> read(out.values.size(), 0);
+  for (const PlannedOp &op : out.backward)
+    for (int id : op.operands)
+      if (id >= 0)
+        read[id] = 1;
+  std::vector<std::vector<PlannedOp>> recomputes(end - begin);
+  for (unsigned s = end; s-- > begin;) {
+    const PlannedStage &stage = stages[s];
+    std::vector<PlannedOp> &ops = recomputes[s - begin];
+    auto own = stage.recompute.rbegin();
+    for (auto op = stage.forward.rbegin(); op != stage.forward.rend(); ++op) {
+      const bool isOwn =
+          own != stage.recompute.rend() && own->results == op->results;
+      PlannedOp joined = remapOp(isOwn ? *own++ : *op, ids[s - begin]);
+      const bool readLater = anyMarked(joined.results, read);
+      if (!isOwn && !readLater)
+        continue;
+      for (int id : joined.operands)
+        if (id >= 0)
+          read[id] = 1;
+      ops.push_back(std::move(joined));
+    }
+    std::reverse(ops.begin(), ops.end());
+  }
+  for (std::vector<PlannedOp> &ops : recomputes)
+    std::move(ops.begin(), ops.end(), std::back_inserter(out.recompute));
 
   const PlannedStage &first = stages[begin], &last = stages[end - 1];
   for (int id : last.outputs)

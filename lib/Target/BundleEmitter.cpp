@@ -1,8 +1,9 @@
 //===- BundleEmitter.cpp - Write a compiled model as a program bundle -----===//
 //
 // Flattens each stage's layers into one op list over numbered values, pairs
-// the stage backward's recompute prefix with the forward (same value ids),
-// numbers the gradient values after them, and copies the schedule. The JSON
+// the stage backward's recompute ops with the forward ops they copy (same
+// value ids; RecomputeCopies.h), numbers the gradient values after them, and
+// copies the schedule. The JSON
 // layout is docs/BundleFormat.md.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +12,7 @@
 #include "gpipe/Analysis/MemoryPlanner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
 #include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
 #include "gpipe/runtime/BundleChecksum.h"
 #include "gpipe/runtime/OpTable.h"
@@ -236,11 +238,10 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
   // (they are views: no work, no order), so that ops of adjacent layers meet
   // and fuse (a residual add and the next layer's layer norm).
   json::Array params, forward;
-  SmallVector<Operation *> forwardOps;
+  llvm::DenseMap<Operation *, size_t> forwardIndex; // an op's in `forward`
   for (LayerOp layer : body.getOps<LayerOp>()) {
     Block &layerBody = layer.getBody().front();
     for (Operation &op : layerBody.without_terminator()) {
-      forwardOps.push_back(&op);
       if (auto param = dyn_cast<ParamOp>(op)) {
         int id = values.define(param.getResult(), false);
         params.push_back(json::Object{{"op", "param"},
@@ -259,6 +260,7 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
                          {"stage", int64_t(stage.getIndex())}});
         continue;
       }
+      forwardIndex[&op] = forward.size();
       if (failed(emitOp(&op, values, forward, /*defineResults=*/true)))
         return failure();
     }
@@ -278,8 +280,9 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
       outputs.push_back(*values.lookup(yield, value));
   }
 
-  // Backward: inputs share the forward's ids; the recompute prefix is the
-  // forward again (same ids); gradient values are numbered after.
+  // Backward: inputs share the forward's ids; each recompute op is the
+  // forward op it copies again (same ids); gradient values are numbered
+  // after.
   Block &backBody = backward.getBody().front();
   for (auto [argument, forwardArg] :
        llvm::zip(backBody.getArguments(), body.getArguments()))
@@ -288,41 +291,25 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
   for (BlockArgument grad :
        backBody.getArguments().drop_front(body.getNumArguments()))
     outputGrads.push_back(values.define(grad, true));
+  FailureOr<llvm::DenseMap<Operation *, Operation *>> copies =
+      matchRecomputeCopies(stage, backward);
+  if (failed(copies))
+    return failure();
 
   json::Array grads;
+  std::vector<size_t> recomputed; // indices into `forward`, in order
   std::optional<int64_t> weightsFrom;
   const bool split = isSplitBackward(backward);
-  auto forwardIt = forwardOps.begin();
   for (Operation &op : backBody.without_terminator()) {
     // W ops follow B's (SplitBackward.h): the first one starts W.
     if (split && isWeightsOp(&op) && !weightsFrom)
       weightsFrom = int64_t(grads.size());
-    if (auto ref = dyn_cast<ParamRefOp>(op)) {
-      // The forward's `param` op of the same name defines it.
-      while (forwardIt != forwardOps.end() && !isa<ParamOp>(*forwardIt))
-        ++forwardIt;
-      auto param =
-          forwardIt == forwardOps.end() ? ParamOp() : cast<ParamOp>(*forwardIt);
-      if (!param || param.getName() != ref.getName())
-        return ref.emitOpError()
-               << "does not follow the forward of " << backward.getStageAttr()
-               << "; the recompute prefix must copy it in order";
-      values.alias(ref.getResult(), *values.lookup(param, param.getResult()));
-      ++forwardIt;
-      continue;
-    }
-    if (op.hasAttr("gpipe.recompute")) {
-      while (forwardIt != forwardOps.end() && isa<ParamOp>(*forwardIt))
-        ++forwardIt;
-      if (forwardIt == forwardOps.end() ||
-          (*forwardIt)->getName() != op.getName())
-        return op.emitOpError()
-               << "does not follow the forward of " << backward.getStageAttr()
-               << "; the recompute prefix must copy it in order";
-      for (auto [copy, original] :
-           llvm::zip(op.getResults(), (*forwardIt)->getResults()))
-        values.alias(copy, *values.lookup(*forwardIt, original));
-      ++forwardIt;
+    if (Operation *original = copies->lookup(&op)) {
+      for (auto [copy, forwardResult] :
+           llvm::zip(op.getResults(), original->getResults()))
+        values.alias(copy, *values.lookup(original, forwardResult));
+      if (!isa<ParamOp>(original))
+        recomputed.push_back(forwardIndex.lookup(original));
       continue;
     }
     if (auto accumulate = dyn_cast<AccumulateGradOp>(op)) {
@@ -342,7 +329,15 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
     inputGrads.push_back(*values.lookup(backBody.getTerminator(), grad));
 
   const size_t numGrads = grads.size();
-  json::Array recompute = forward; // the same ops, the same ids
+  // The forward's ops the backward reads again, on the same ids; fused as
+  // they meet, since a pair of the forward may have lost its second op.
+  json::Array recompute;
+  for (size_t index : recomputed) {
+    recompute.push_back(forward[params.size() + index]);
+    recompute.back().getAsObject()->erase("fuse");
+  }
+  markFusions(recompute);
+  recompute.insert(recompute.begin(), params.begin(), params.end());
   out.stage = json::Object{{"values", values.takeSpecs()},
                            {"inputs", std::move(inputs)},
                            {"outputs", std::move(outputs)},

@@ -1,4 +1,4 @@
-// gpipe-translate --gpipe-emit-kernels writes the fused element-wise kernels of a compiled model as C++/CUDA: add+gelu and tanh+relu chains fuse in the forward, relu_grad+tanh_grad in the backward, and every other element-wise op is a kernel of its own.
+// gpipe-translate --gpipe-emit-kernels writes the fused element-wise kernels of a compiled model as C++/CUDA: add+gelu and tanh+relu chains fuse in the forward, relu_grad+tanh_grad in the backward (and a recomputed add with the gelu_grad that reads it), and every other element-wise op is a kernel of its own.
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" | gpipe-translate --gpipe-emit-kernels | FileCheck %s
 
 gpipe.model @fused batch 4 {
@@ -61,16 +61,18 @@ gpipe.model @fused batch 4 {
 // CHECK-NEXT:   float t0 = tanhf(in0);
 // CHECK-NEXT:   float out = t0 > 0.0f ? t0 : 0.0f;
 
-// The backward: gelu_grad(dy, x) alone (its result feeds dense_grad).
-// CHECK-LABEL: // gpipe_stage0_bwd_k2: 1 op(s), 2 input(s), 32 elements
-// CHECK-NEXT: GPIPE_HD inline float gpipe_stage0_bwd_k2(float in0, float in1) {
-// CHECK-NEXT:   float out_x2 = in1 * in1;
-// CHECK-NEXT:   float out_u = 0.7978845608028654f * in1 * (1.0f + 0.044715f * out_x2);
+// The backward recomputes the residual add (the gelu's gradient reads it; the gelu itself, which no
+// gradient reads, is not recomputed): add then gelu_grad(dy, x), one kernel, the add never stored.
+// CHECK-LABEL: // gpipe_stage0_bwd_k0: 2 op(s), 3 input(s), 32 elements
+// CHECK-NEXT: GPIPE_HD inline float gpipe_stage0_bwd_k0(float in0, float in1, float in2) {
+// CHECK-NEXT:   float t0 = in0 + in1;
+// CHECK-NEXT:   float out_x2 = t0 * t0;
+// CHECK-NEXT:   float out_u = 0.7978845608028654f * t0 * (1.0f + 0.044715f * out_x2);
 // CHECK-NEXT:   float out_e = expf(fminf(-2.0f * out_u, 88.3762626647949f));
 // CHECK-NEXT:   float out_inv = 1.0f / (1.0f + out_e);
 // CHECK-NEXT:   float out_sech2 = 4.0f * (out_e * out_inv) * out_inv;
 // CHECK-NEXT:   float out_du = 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * out_x2);
-// CHECK-NEXT:   float out = in0 * (0.5f * (2.0f * out_inv) + 0.5f * in1 * out_sech2 * out_du);
+// CHECK-NEXT:   float out = in2 * (0.5f * (2.0f * out_inv) + 0.5f * t0 * out_sech2 * out_du);
 
 // relu_grad(dy, x) then tanh_grad(dx, y): x of the relu is y of the tanh, one input.
 // CHECK-LABEL: // gpipe_stage1_bwd_k4: 2 op(s), 2 input(s), 32 elements
@@ -83,13 +85,11 @@ gpipe.model @fused batch 4 {
 // CHECK-NEXT: {"gpipe_stage0_k0", "stage0", 0, 2, 2, "add(in0,in1)->t0; gelu(t0)->out", 32, gpipe_stage0_k0_host_table},
 // CHECK-NEXT: {"gpipe_stage1_k0", "stage1", 0, 1, 2, "tanh(in0)->t0; relu(t0)->out", 32, gpipe_stage1_k0_host_table},
 // CHECK-NEXT: {"gpipe_stage1_k1", "stage1", 0, 1, 1, "tanh(in0)->out", 32, gpipe_stage1_k1_host_table},
-// CHECK-NEXT: {"gpipe_stage0_bwd_k0", "stage0", 1, 2, 1, "add(in0,in1)->out", 32, gpipe_stage0_bwd_k0_host_table},
-// CHECK-NEXT: {"gpipe_stage0_bwd_k1", "stage0", 1, 1, 1, "gelu(in0)->out", 32, gpipe_stage0_bwd_k1_host_table},
-// CHECK-NEXT: {"gpipe_stage0_bwd_k2", "stage0", 1, 2, 1, "gelu_grad(in0,in1)->out", 32, gpipe_stage0_bwd_k2_host_table},
+// CHECK-NEXT: {"gpipe_stage0_bwd_k0", "stage0", 1, 3, 2, "add(in0,in1)->t0; gelu_grad(in2,t0)->out", 32, gpipe_stage0_bwd_k0_host_table},
 // CHECK-NEXT: {"gpipe_stage1_bwd_k0", "stage1", 1, 1, 1, "tanh(in0)->out", 32, gpipe_stage1_bwd_k0_host_table},
 // CHECK-NEXT: {"gpipe_stage1_bwd_k1", "stage1", 1, 1, 1, "relu(in0)->out", 32, gpipe_stage1_bwd_k1_host_table},
 // CHECK-NEXT: {"gpipe_stage1_bwd_k2", "stage1", 1, 1, 1, "tanh(in0)->out", 32, gpipe_stage1_bwd_k2_host_table},
 // CHECK-NEXT: {"gpipe_stage1_bwd_k3", "stage1", 1, 2, 1, "tanh_grad(in0,in1)->out", 32, gpipe_stage1_bwd_k3_host_table},
 // CHECK-NEXT: {"gpipe_stage1_bwd_k4", "stage1", 1, 2, 2, "relu_grad(in0,in1)->t0; tanh_grad(t0,in1)->out", 32, gpipe_stage1_bwd_k4_host_table},
 // CHECK-NEXT: };
-// CHECK-NEXT: static const int gpipeNumKernels = 11;
+// CHECK-NEXT: static const int gpipeNumKernels = 9;

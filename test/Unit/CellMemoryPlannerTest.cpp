@@ -98,6 +98,42 @@ TEST(JoinStages, TwoHalvesPlanLikeTheWholeChain) {
   EXPECT_EQ(planAlone(joined, KeepPolicy::None, 2).peakBytes, 1000 + 224);
 }
 
+// Each stage recomputes only what its own backward reads: the first half's
+// g reads x, so it recomputes nothing; the second's loss_grad reads b, not
+// the loss. Joined, the second half's g reads a, which the first half's
+// forward defines: the cell recomputes a and b, as the whole chain does.
+TEST(JoinStages, ACellRecomputesWhatItsLaterStagesRead) {
+  std::vector<PlannedStage> halves = {firstHalf(), secondHalf()};
+  halves[0].recompute.clear();
+  halves[1].recompute = {halves[1].forward[0]};
+  PlannedStage joined = joinStages(halves, 0, 2);
+  ASSERT_EQ(joined.recompute.size(), 2u);
+  EXPECT_EQ(joined.recompute[0].results, joined.forward[0].results);
+  EXPECT_EQ(joined.recompute[1].results, joined.forward[1].results);
+  EXPECT_EQ(joined.recompute[1].operands, joined.forward[0].results);
+
+  PlannedStage whole = wholeChain();
+  whole.recompute.pop_back(); // the loss
+  for (KeepPolicy keep : {KeepPolicy::None, KeepPolicy::Last})
+    for (unsigned m : {1u, 2u, 4u}) {
+      DeviceMemoryPlan expected = planAlone(whole, keep, m);
+      DeviceMemoryPlan fromHalves = planAlone(joined, keep, m);
+      EXPECT_EQ(fromHalves.peakBytes, expected.peakBytes) << "M=" << m;
+      EXPECT_EQ(fromHalves.arenaBytes, expected.arenaBytes) << "M=" << m;
+    }
+
+  // A second half whose gradients read only its input a (the gradient of
+  // an activation that reads the activation's input) recomputes nothing;
+  // joined, its backward still needs a.
+  halves[1].recompute.clear();
+  halves[1].backward[0].operands = {0, 1};
+  PlannedStage readsInput = joinStages(halves, 0, 2);
+  ASSERT_EQ(readsInput.recompute.size(), 1u);
+  EXPECT_EQ(readsInput.recompute[0].results, readsInput.forward[0].results);
+  for (unsigned m : {1u, 2u, 4u}) // planAlone expects no error
+    EXPECT_GT(planAlone(readsInput, KeepPolicy::None, m).peakBytes, 0);
+}
+
 TEST(JoinStages, ASingleStageIsItself) {
   std::vector<PlannedStage> halves = {firstHalf(), secondHalf()};
   PlannedStage second = joinStages(halves, 1, 2);

@@ -5,12 +5,15 @@
 // gpipe.param_ref), then reverse-mode gradient ops. Gradients of a value used
 // several times are summed with gpipe.add; parameter gradients are
 // accumulated with gpipe.accumulate_grad; the gradients of the inputs that
-// came from the previous stage are yielded.
+// came from the previous stage are yielded. Copies no gradient reads are
+// erased (RecomputeCopies.h): a recompute rebuilds only what the backward
+// reads.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
+#include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -371,6 +374,7 @@ struct DifferentiatePass
       yielded.push_back(grad);
     }
     YieldOp::create(inner, stage.getLoc(), yielded);
+    eraseUnreadRecomputes(backward);
     return success();
   }
 };

@@ -43,28 +43,10 @@ struct RematerializePass
       }
       StringAttr name =
           StringAttr::get(&getContext(), stringifyRematPolicy(policy));
-      for (StageBackwardOp backward : backwards) {
-        // Recompute needs the forward copy gpipe-differentiate writes first.
-        bool hasRecompute = llvm::any_of(
-            backward.getBody().front(), [](Operation &op) {
-              return op.hasAttr("gpipe.recompute");
-            });
-        StageOp stage = model.lookupStage(backward.getStage());
-        bool stageComputes = llvm::any_of(
-            stage.getBody().front().getOps<LayerOp>(), [](LayerOp layer) {
-              return llvm::any_of(layer.getBody().front(), [](Operation &op) {
-                return !isa<ParamOp, YieldOp>(op);
-              });
-            });
-        if (policy != RematPolicy::None && stageComputes && !hasRecompute) {
-          backward.emitOpError()
-              << "has no recompute ops (marked 'gpipe.recompute') to run "
-                 "under remat policy '"
-              << name.getValue() << "'";
-          return signalPassFailure();
-        }
+      // A backward recomputes the copies gpipe-differentiate left, which
+      // may be none: a stage whose gradients read only its inputs.
+      for (StageBackwardOp backward : backwards)
         backward.setRematAttr(name);
-      }
     }
   }
 };

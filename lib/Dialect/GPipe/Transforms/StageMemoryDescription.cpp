@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "StageMemoryDescription.h"
+#include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
 #include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
 #include "gpipe/runtime/OpTable.h"
 
@@ -155,6 +156,27 @@ static PlannedOp describeOp(Operation *op, StageValues &values,
   return planned;
 }
 
+/// A fused pair's kernel reads the first op's operands until the second is
+/// done: they live that long. The pairs are chooseFusions', on `ops` alone.
+static void keepFusedOperandsLive(std::vector<PlannedOp> &ops) {
+  std::vector<runtime::FusionKind> fusions = runtime::chooseFusions(
+      ops.size(), [&](size_t i) { return runtime::opKindNamed(ops[i].name); },
+      [&](size_t i) {
+        return ops[i].operands.empty() ? -1 : ops[i].operands[0];
+      },
+      [&](size_t i) {
+        return ops[i].results.empty() ? -1 : ops[i].results[0];
+      });
+  for (size_t i = 0; i < fusions.size(); ++i) {
+    if (fusions[i] == runtime::FusionKind::None)
+      continue;
+    size_t next = i + 1;
+    while (ops[next].name == "param")
+      ++next;
+    llvm::append_range(ops[next].operands, ops[i].operands);
+  }
+}
+
 FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
                                                    StageBackwardOp backward,
                                                    bool isLast, int64_t batch,
@@ -178,11 +200,11 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
     }
   }
 
-  SmallVector<Operation *> forwardOps;
+  llvm::DenseMap<Operation *, size_t> forwardIndex; // an op's in out.forward
   for (LayerOp layer : body.getOps<LayerOp>()) {
     Block &layerBody = layer.getBody().front();
     for (Operation &op : layerBody.without_terminator()) {
-      forwardOps.push_back(&op);
+      forwardIndex[&op] = out.forward.size();
       if (auto param = dyn_cast<ParamOp>(op)) {
         // A view of the resident parameter: no bytes of its own.
         int id = values.define(param.getResult(), false);
@@ -204,27 +226,21 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
   else
     for (Value value : yield.getValues())
       out.outputs.push_back(values.lookup(value));
-  // A fused pair's kernel reads the first op's operands until the second is
-  // done: they live that long.
-  std::vector<runtime::FusionKind> fusions = runtime::chooseFusions(
-      out.forward.size(),
-      [&](size_t i) { return runtime::opKindNamed(out.forward[i].name); },
-      [&](size_t i) {
-        return out.forward[i].operands.empty() ? -1
-                                               : out.forward[i].operands[0];
-      },
-      [&](size_t i) {
-        return out.forward[i].results.empty() ? -1 : out.forward[i].results[0];
-      });
-  for (size_t i = 0; i < fusions.size(); ++i) {
-    if (fusions[i] == runtime::FusionKind::None)
-      continue;
-    size_t next = i + 1;
-    while (out.forward[next].name == "param")
-      ++next;
-    llvm::append_range(out.forward[next].operands, out.forward[i].operands);
-  }
-  out.recompute = out.forward; // the same ops on the same ids
+
+  // The recompute: the parameters and the forward ops the backward copies,
+  // in the forward's order, on the same ids.
+  FailureOr<llvm::DenseMap<Operation *, Operation *>> copies =
+      matchRecomputeCopies(stage, backward);
+  if (failed(copies))
+    return failure();
+  std::vector<char> recomputed(out.forward.size(), 0);
+  for (auto [copy, original] : *copies)
+    recomputed[forwardIndex.lookup(original)] = 1;
+  for (size_t i = 0; i < out.forward.size(); ++i)
+    if (recomputed[i] || out.forward[i].name == "param")
+      out.recompute.push_back(out.forward[i]);
+  keepFusedOperandsLive(out.forward);
+  keepFusedOperandsLive(out.recompute);
 
   Block &backBody = backward.getBody().front();
   for (auto [argument, forwardArg] :
@@ -239,27 +255,11 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
     return accumulatesInPlace(result.getOwner(), result.getResultNumber()) &&
            result.hasOneUse() && isa<AccumulateGradOp>(*result.user_begin());
   };
-  auto forwardIt = forwardOps.begin();
   for (Operation &op : backBody.without_terminator()) {
-    if (auto ref = dyn_cast<ParamRefOp>(op)) {
-      while (forwardIt != forwardOps.end() && !isa<ParamOp>(*forwardIt))
-        ++forwardIt;
-      if (forwardIt == forwardOps.end())
-        return ref.emitOpError()
-               << "has no matching gpipe.param in the forward";
-      values.alias(ref.getResult(), values.lookup((*forwardIt)->getResult(0)));
-      ++forwardIt;
-      continue;
-    }
-    if (op.hasAttr("gpipe.recompute")) {
-      while (forwardIt != forwardOps.end() && isa<ParamOp>(*forwardIt))
-        ++forwardIt;
-      if (forwardIt == forwardOps.end())
-        return op.emitOpError() << "has no matching op in the forward";
-      for (auto [copy, original] :
-           llvm::zip(op.getResults(), (*forwardIt)->getResults()))
-        values.alias(copy, values.lookup(original));
-      ++forwardIt;
+    if (Operation *original = copies->lookup(&op)) {
+      for (auto [copy, forwardResult] :
+           llvm::zip(op.getResults(), original->getResults()))
+        values.alias(copy, values.lookup(forwardResult));
       continue;
     }
     // A split backward's W ops run in their own instruction.

@@ -1,15 +1,16 @@
 // gpipe-differentiate writes, for every stage, a backward that recomputes the stage's forward and then runs the gradient ops in reverse.
+// The recompute keeps only the copies the gradients read, directly or through other copies.
 // RUN: gpipe-opt %s -split-input-file -gpipe-differentiate --verify-roundtrip | FileCheck %s
 
 // Stage 0 (dense + bias + relu) gets the gradient of its output and has nothing to send back (its input is a model input);
 // stage 1 (tanh, then an MSE loss against a model input) seeds itself with the loss and sends back the gradient of its channel input.
+// The relu's gradient reads its input, and the MSE's gradient reads its operands, not the loss: neither is recomputed.
 // CHECK-LABEL: gpipe.model @two
 // CHECK: gpipe.stage_backward @stage0 : (tensor<4x3xf32>, tensor<4x2xf32>) -> () {
 // CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<4x3xf32>, %[[DOUT:.*]]: tensor<4x2xf32>):
 // CHECK-NEXT: %[[W:.*]] = gpipe.param_ref "w" : tensor<3x2xf32>
 // CHECK-NEXT: %[[B:.*]] = gpipe.param_ref "b" : tensor<2xf32>
 // CHECK-NEXT: %[[H:.*]] = gpipe.dense %[[X]], %[[W]], %[[B]] {gpipe.recompute}
-// CHECK-NEXT: %[[R:.*]] = gpipe.relu %[[H]] {gpipe.recompute}
 // CHECK-NEXT: %[[DH:.*]] = gpipe.relu_grad %[[DOUT]], %[[H]] : tensor<4x2xf32>
 // CHECK-NEXT: %[[DX:.*]], %[[DW:.*]] = gpipe.dense_grad %[[DH]], %[[X]], %[[W]] : (tensor<4x2xf32>, tensor<4x3xf32>, tensor<3x2xf32>) -> (tensor<4x3xf32>, tensor<3x2xf32>)
 // CHECK-NEXT: gpipe.accumulate_grad "w", %[[DW]] : tensor<3x2xf32>
@@ -19,7 +20,6 @@
 // CHECK: gpipe.stage_backward @stage1 : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32> {
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<4x2xf32>, %[[T:.*]]: tensor<4x2xf32>):
 // CHECK-NEXT: %[[Y:.*]] = gpipe.tanh %[[A]] {gpipe.recompute}
-// CHECK-NEXT: gpipe.mse_loss %[[Y]], %[[T]] {gpipe.recompute}
 // CHECK-NEXT: %[[DY:.*]] = gpipe.mse_loss_grad %[[Y]], %[[T]] : tensor<4x2xf32>
 // CHECK-NEXT: %[[DA:.*]] = gpipe.tanh_grad %[[DY]], %[[Y]] : tensor<4x2xf32>
 // CHECK-NEXT: gpipe.yield %[[DA]] : tensor<4x2xf32>
@@ -57,8 +57,7 @@ gpipe.model @two batch 4 {
 // CHECK-LABEL: gpipe.model @residual
 // CHECK: gpipe.stage_backward @stage1 : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x4xf32>, %[[SKIP:.*]]: tensor<2x4xf32>, %[[UNUSED:.*]]: tensor<2x4xf32>, %[[DOUT0:.*]]: tensor<2x4xf32>, %[[DOUT1:.*]]: tensor<2x4xf32>):
-// CHECK-NEXT: %[[G:.*]] = gpipe.gelu %[[A]] {gpipe.recompute}
-// CHECK-NEXT: gpipe.add %[[G]], %[[A]] {gpipe.recompute}
+// Nothing is recomputed: the GELU's gradient reads its input, and the add's output nothing.
 // CHECK-NEXT: %[[DG:.*]] = gpipe.gelu_grad %[[DOUT0]], %[[A]]
 // CHECK-NEXT: %[[DA:.*]] = gpipe.add %[[DOUT0]], %[[DG]] : tensor<2x4xf32>
 // CHECK-NEXT: %[[Z:.*]] = gpipe.zeros : tensor<2x4xf32>
@@ -150,7 +149,6 @@ gpipe.model @block batch 2 {
 // CHECK: gpipe.stage_backward @stage1 : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32> {
 // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<2x4xf32>, %[[T:.*]]: tensor<2x4xf32>):
 // CHECK-NEXT: %[[G:.*]] = gpipe.gelu_erf %[[A]] {gpipe.recompute} : tensor<2x4xf32>
-// CHECK-NEXT: gpipe.mse_loss %[[G]], %[[T]] {gpipe.recompute}
 // CHECK-NEXT: %[[DG:.*]] = gpipe.mse_loss_grad %[[G]], %[[T]] : tensor<2x4xf32>
 // CHECK-NEXT: %[[DA:.*]] = gpipe.gelu_erf_grad %[[DG]], %[[A]] : tensor<2x4xf32>
 // CHECK-NEXT: gpipe.yield %[[DA]] : tensor<2x4xf32>
@@ -189,7 +187,6 @@ gpipe.model @gelu_erf batch 2 {
 // CHECK-NEXT: %[[BQKV:.*]] = gpipe.param_ref "bqkv" : tensor<24xf32>
 // CHECK-NEXT: %[[BO:.*]] = gpipe.param_ref "bo" : tensor<8xf32>
 // CHECK-NEXT: %[[ATT:.*]] = gpipe.attention %[[X]], %[[WQKV]], %[[WO]] bias %[[BQKV]], %[[BO]] heads 2 causal {gpipe.recompute}
-// CHECK-NEXT: gpipe.mse_loss %[[ATT]], %[[T]] {gpipe.recompute}
 // CHECK-NEXT: %[[DATT:.*]] = gpipe.mse_loss_grad %[[ATT]], %[[T]] : tensor<2x4x8xf32>
 // CHECK-NEXT: %[[DX:.*]], %[[DWQKV:.*]], %[[DWO:.*]], %[[DB:.*]]:2 = gpipe.attention_grad %[[DATT]], %[[ATT]], %[[X]], %[[WQKV]], %[[WO]] bias %[[BQKV]], %[[BO]] heads 2 causal
 // CHECK-SAME: -> (tensor<2x4x8xf32>, tensor<8x24xf32>, tensor<8x8xf32>, tensor<24xf32>, tensor<8xf32>)

@@ -24,8 +24,9 @@
 // micro-batch 1's backward follows its own forward, so it keeps x, y, h, o
 // (no recompute: 3 buffers fewer) in the place the recompute would take. At
 // the first backward: mb 0's stash 96 + mb 1's 192 + d(o) 48 = 336 B, plus
-// 512 = 848, as when it recomputed.
-// FULL: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 848 : i64, num_buffers = 17 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 848 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}
+// 512 = 848, as when it recomputed. Micro-batch 0's recompute rebuilds h and o
+// but not the loss, which mse_loss_grad does not read: 2 buffers, 16 in all.
+// FULL: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 848 : i64, num_buffers = 16 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 848 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}
 //
 // SGD keeps no optimizer slots: resident 2 x 64 B x 2 = 256 B.
 // SGD: gpipe.memory = {arena_bytes = 592 : i64, {{.*}} peak_bytes = 592 : i64, {{.*}} resident_bytes = 256 : i64}

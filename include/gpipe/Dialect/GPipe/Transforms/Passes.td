@@ -182,6 +182,9 @@ def DifferentiatePass : Pass<"gpipe-differentiate", "::mlir::ModuleOp"> {
     `gpipe.accumulate_grad` (they add up over micro-batches); the gradients
     of the inputs received from the previous stage are yielded. The loss
     gradient is scaled at run time by the micro-batch's share of the batch.
+    Copies of forward ops that no gradient reads, directly or through other
+    copies, are dropped (a GELU whose gradient reads its input, a stage's
+    last ReLU): the recompute rebuilds only what the backward reads.
   }];
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }
