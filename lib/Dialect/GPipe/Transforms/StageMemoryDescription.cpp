@@ -200,7 +200,7 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
     }
   }
 
-  llvm::DenseMap<Operation *, size_t> forwardIndex; // an op's in out.forward
+  llvm::DenseMap<Operation *, size_t> forwardIndex; // its index in out.forward
   for (LayerOp layer : body.getOps<LayerOp>()) {
     Block &layerBody = layer.getBody().front();
     for (Operation &op : layerBody.without_terminator()) {
