@@ -238,7 +238,8 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
   // (they are views: no work, no order), so that ops of adjacent layers meet
   // and fuse (a residual add and the next layer's layer norm).
   json::Array params, forward;
-  llvm::DenseMap<Operation *, size_t> forwardIndex; // in `forward`, params aside
+  // Each op's index in `forward`, the params aside.
+  llvm::DenseMap<Operation *, size_t> forwardIndex;
   for (LayerOp layer : body.getOps<LayerOp>()) {
     Block &layerBody = layer.getBody().front();
     for (Operation &op : layerBody.without_terminator()) {
