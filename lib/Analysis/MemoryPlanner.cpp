@@ -39,7 +39,9 @@ lastUses(const std::vector<const std::vector<PlannedOp> *> &lists,
 /// The liveness rules of MemoryPlanner.h for one stage.
 struct StageLiveness {
   std::vector<char> keptForBackward; ///< read by the backward
-  std::vector<char> stashed;         ///< stage inputs read after the forward
+  /// Read after the forward and not recomputed: the stage inputs, and
+  /// under remat selective the results the recompute reads as they are.
+  std::vector<char> stashed;
   std::vector<char> isOutput;
   std::vector<std::vector<int>> forwardFree[2]; ///< [kept]
   std::vector<std::vector<int>> recomputeFree;
@@ -52,21 +54,31 @@ struct StageLiveness {
     keptForBackward.assign(n, 0);
     stashed.assign(n, 0);
     isOutput.assign(n, 0);
-    std::vector<char> isInput(n, 0);
+    // What the backward may read without its recompute: the inputs and the
+    // forward's results the recompute does not define again.
+    std::vector<char> fromForward(n, 0);
     for (int id : stage.inputs)
-      isInput[id] = 1;
+      fromForward[id] = 1;
+    for (const PlannedOp &op : stage.forward)
+      for (int id : op.results)
+        if (id >= 0)
+          fromForward[id] = 1;
+    for (const PlannedOp &op : stage.recompute)
+      for (int id : op.results)
+        if (id >= 0)
+          fromForward[id] = 0;
     readByWeights.assign(n, 0);
     for (const std::vector<PlannedOp> *ops :
          {&stage.backward, &stage.backwardWeights})
       for (const PlannedOp &op : *ops)
         for (int id : op.operands) {
           keptForBackward[id] = 1;
-          stashed[id] |= isInput[id];
+          stashed[id] |= fromForward[id];
           readByWeights[id] |= ops == &stage.backwardWeights;
         }
     for (const PlannedOp &op : stage.recompute)
       for (int id : op.operands)
-        stashed[id] |= isInput[id];
+        stashed[id] |= fromForward[id];
     for (int id : stage.outputs)
       isOutput[id] = 1;
     for (int kept = 0; kept < 2; ++kept) {

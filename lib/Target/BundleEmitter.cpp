@@ -85,7 +85,7 @@ static std::optional<runtime::OpKind> bundleOpKind(Operation *op) {
       isa<ParamOp, AccumulateGradOp>(op))
     return std::nullopt;
   if (isa<AddOp>(op) && op->getParentOfType<StageBackwardOp>() &&
-      !op->hasAttr("gpipe.recompute"))
+      !op->hasAttr(kRecomputeAttr))
     return runtime::OpKind::AddGrads;
   std::optional<runtime::OpKind> kind =
       runtime::opKindNamed(op->getName().stripDialect().str());
@@ -296,6 +296,7 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
       matchRecomputeCopies(stage, backward);
   if (failed(copies))
     return failure();
+  llvm::DenseSet<Operation *> rerun = rerunRecomputes(backward, *copies);
 
   json::Array grads;
   std::vector<size_t> recomputed; // indices into `forward`, in order
@@ -309,7 +310,7 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
       for (auto [copy, forwardResult] :
            llvm::zip(op.getResults(), original->getResults()))
         values.alias(copy, *values.lookup(original, forwardResult));
-      if (!isa<ParamOp>(original))
+      if (!isa<ParamOp>(original) && rerun.contains(&op))
         recomputed.push_back(forwardIndex.lookup(original));
       continue;
     }

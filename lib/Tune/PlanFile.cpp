@@ -82,8 +82,10 @@ std::string gpipe::readPlanFile(llvm::StringRef text, PlanFile &file) {
     plan.remat = RematPolicy::Full;
   else if (remat == "except-last")
     plan.remat = RematPolicy::ExceptLast;
+  else if (remat == "selective")
+    plan.remat = RematPolicy::Selective;
   else
-    return "expected 'remat' to be none, full or except-last";
+    return "expected 'remat' to be none, full, except-last or selective";
   std::optional<llvm::StringRef> objective = root->getString("objective");
   if (objective == "variance")
     plan.objective = PartitionObjective::Variance;

@@ -73,6 +73,7 @@ KeepPolicy keepOf(RematPolicy remat) {
   case RematPolicy::None:
     return KeepPolicy::All;
   case RematPolicy::Full:
+  case RematPolicy::Selective:
     return KeepPolicy::None;
   case RematPolicy::ExceptLast:
     return KeepPolicy::Last;
@@ -368,6 +369,8 @@ std::string measureStep(PlanCompiler &compiler, const std::string &source,
     plan.remat = RematPolicy::None;
   else if (*remat == "except-last")
     plan.remat = RematPolicy::ExceptLast;
+  else if (*remat == "selective")
+    plan.remat = RematPolicy::Selective;
   step.plan = describePlan(plan);
   std::string error;
   std::optional<CompiledPlan> compiled =

@@ -88,6 +88,7 @@ inline constexpr std::pair<RematPolicy, const char *> kRemats[] = {
     {RematPolicy::None, "none"},
     {RematPolicy::Full, "full"},
     {RematPolicy::ExceptLast, "except-last"},
+    {RematPolicy::Selective, "selective"},
 };
 
 inline constexpr std::pair<ElementType, const char *> kTypes[] = {

@@ -34,8 +34,11 @@ private:
     return "stage " + std::to_string(stage) + ": " + section + " op " +
            std::to_string(index) + " (" + opKindName(op.kind) + ")";
   }
+  /// `kept`: values the op may read besides `defined` (a selective
+  /// recompute reads the forward's kept values).
   std::string checkOp(const char *section, size_t index, const Op &op,
-                      std::set<int> &defined, bool recompute);
+                      std::set<int> &defined, bool recompute,
+                      const std::set<int> *kept = nullptr);
   std::string checkShapes(const Op &op);
   /// The fusion op `index` of `ops` names with the next op, if any.
   std::string checkFusion(const char *section, const std::vector<Op> &ops,
@@ -314,7 +317,7 @@ std::string StageValidator::checkFusion(const char *section,
 
 std::string StageValidator::checkOp(const char *section, size_t index,
                                     const Op &op, std::set<int> &defined,
-                                    bool recompute) {
+                                    bool recompute, const std::set<int> *kept) {
   const int numValues = static_cast<int>(program.values.size());
   const OpInfo &arity = opInfo(op.kind);
   auto fail = [&](const std::string &message) {
@@ -343,7 +346,7 @@ std::string StageValidator::checkOp(const char *section, size_t index,
       return fail("operand " + std::to_string(i) + " is value " +
                   std::to_string(id) + ", outside [0, " +
                   std::to_string(numValues) + ")");
-    if (!defined.count(id))
+    if (!defined.count(id) && !(kept && kept->count(id)))
       return fail("operand " + std::to_string(i) + " (value " +
                   std::to_string(id) + ") is not available there");
   }
@@ -530,11 +533,14 @@ std::string StageValidator::run() {
              std::to_string(program.outputGrads.size());
   }
 
-  // Recompute.
+  // Recompute. A selective one also reads the values the forward kept:
+  // any the forward defines and the recompute does not define again.
+  const bool selective = bundle.remat == RematPolicy::Selective;
   std::set<int> recomputed = inputs;
   for (size_t i = 0; i < program.recompute.size(); ++i) {
     std::string error =
-        checkOp("recompute", i, program.recompute[i], recomputed, true);
+        checkOp("recompute", i, program.recompute[i], recomputed, true,
+                selective ? &forwardDefined : nullptr);
     if (error.empty())
       error = checkFusion("recompute", program.recompute, i);
     if (!error.empty())
@@ -543,8 +549,9 @@ std::string StageValidator::run() {
 
   // Backward: under full and except-last remat it must also run on the
   // recomputed values alone.
-  std::set<int> available =
-      bundle.remat == RematPolicy::None ? forwardDefined : recomputed;
+  std::set<int> available = bundle.remat == RematPolicy::None || selective
+                                ? forwardDefined
+                                : recomputed;
   for (size_t c = 0; c < program.outputGrads.size(); ++c) {
     int id = program.outputGrads[c];
     if (!inRange(id) || forwardDefined.count(id) || available.count(id))

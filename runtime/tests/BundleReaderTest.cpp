@@ -855,7 +855,8 @@ const ErrorCase kErrorCases[] = {
      },
      "'microbatch_rows' sum to more than 2^63, expected the batch 4"},
     {"UnknownRemat", [](Json &j) { j["remat"] = "partial"; },
-     "unknown remat policy 'partial'; expected one of none, full, except-last"},
+     "unknown remat policy 'partial'; expected one of none, full, except-last, "
+     "selective"},
     {"ProgramCount", [](Json &j) { j["programs"].push_back(Json::array()); },
      "expected one program per device, the devices running the stages "
      "round-robin (a number of programs that divides the stages): 2 stages, "

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -363,6 +364,38 @@ TEST(Executor, InvalidBundlesAreRefused) {
 namespace {
 // A zero-bubble bundle (split backwards, BackwardWeights instructions) whose
 // W is missing, repeated, early, or defines what B sends, is refused at load.
+// A recompute that reads a forward value it does not define again is valid
+// under remat selective alone (the forward kept the value, and the
+// compiler's plan keeps its buffer); under full it reads a value that is
+// gone.
+TEST(Executor, OnlyASelectiveRecomputeReadsWhatTheForwardKept) {
+  Bundle bundle =
+      buildBundle(mlpGraph(kBatch), mlpSplit(2), 2, RematPolicy::Full);
+  std::vector<Op> &recompute = bundle.stages[1].recompute;
+  auto first =
+      std::find_if(recompute.begin(), recompute.end(),
+                   [](const Op &op) { return op.kind != OpKind::Param; });
+  ASSERT_NE(first, recompute.end());
+  const int kept = first->results[0];
+  recompute.erase(first);
+  auto reader =
+      std::find_if(recompute.begin(), recompute.end(), [&](const Op &op) {
+        return std::count(op.operands.begin(), op.operands.end(), kept) > 0;
+      });
+  ASSERT_NE(reader, recompute.end());
+  const size_t operand =
+      std::find(reader->operands.begin(), reader->operands.end(), kept) -
+      reader->operands.begin();
+  EXPECT_EQ(createError(bundle),
+            "stage 1: recompute op " +
+                std::to_string(reader - recompute.begin()) + " (" +
+                opKindName(reader->kind) + "): operand " +
+                std::to_string(operand) + " (value " + std::to_string(kept) +
+                ") is not available there");
+  bundle.remat = RematPolicy::Selective;
+  EXPECT_EQ(createError(bundle), "");
+}
+
 TEST(Executor, InvalidSplitBackwardsAreRefused) {
   using gpipe::schedule::ScheduleKind;
   auto zb = [] {

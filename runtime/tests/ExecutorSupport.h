@@ -27,7 +27,7 @@ makeExecutor(Bundle bundle, ExecutorConfig config = {}) {
   return executor;
 }
 
-/// "none", "full", "exceptlast": test-name parts.
+/// "none", "full", "exceptlast", "selective": test-name parts.
 inline const char *rematName(RematPolicy remat) {
   switch (remat) {
   case RematPolicy::None:
@@ -36,6 +36,8 @@ inline const char *rematName(RematPolicy remat) {
     return "full";
   case RematPolicy::ExceptLast:
     return "exceptlast";
+  case RematPolicy::Selective:
+    return "selective";
   }
   return "?";
 }

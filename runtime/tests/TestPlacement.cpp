@@ -135,6 +135,7 @@ gpipe::KeepPolicy keepPolicyOf(RematPolicy remat) {
   case RematPolicy::ExceptLast:
     return gpipe::KeepPolicy::Last;
   case RematPolicy::Full:
+  case RematPolicy::Selective:
     return gpipe::KeepPolicy::None;
   }
   return gpipe::KeepPolicy::None;

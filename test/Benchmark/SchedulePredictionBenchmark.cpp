@@ -95,6 +95,7 @@ gpipe::KeepPolicy keepOf(gpipe::RematPolicy remat) {
   case gpipe::RematPolicy::None:
     return gpipe::KeepPolicy::All;
   case gpipe::RematPolicy::Full:
+  case gpipe::RematPolicy::Selective:
     return gpipe::KeepPolicy::None;
   case gpipe::RematPolicy::ExceptLast:
     return gpipe::KeepPolicy::Last;

@@ -199,7 +199,8 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(1u, 2u, 3u),
                        ::testing::Values(gpipe::RematPolicy::None,
                                          gpipe::RematPolicy::Full,
-                                         gpipe::RematPolicy::ExceptLast)),
+                                         gpipe::RematPolicy::ExceptLast,
+                                         gpipe::RematPolicy::Selective)),
     sweepName);
 
 /// Losses and final parameters of `steps` Adam steps at K stages, M = 2.

@@ -516,9 +516,9 @@ std::string sweepName(const ::testing::TestParamInfo<SweepParam> &info) {
          rematName(remat);
 }
 
-const auto kRematPolicies =
-    ::testing::Values(gpipe::RematPolicy::None, gpipe::RematPolicy::Full,
-                      gpipe::RematPolicy::ExceptLast);
+const auto kRematPolicies = ::testing::Values(
+    gpipe::RematPolicy::None, gpipe::RematPolicy::Full,
+    gpipe::RematPolicy::ExceptLast, gpipe::RematPolicy::Selective);
 
 //===----------------------------------------------------------------------===//
 // Gradient equivalence sweeps

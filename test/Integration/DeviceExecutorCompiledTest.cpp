@@ -16,6 +16,7 @@
 
 #include "AllClose.h"
 
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
@@ -180,8 +181,9 @@ TEST(CompilerPlacement, OverlapsAndWrongSizesAreRefused) {
 std::string paramName(const ::testing::TestParamInfo<Param> &info) {
   auto [model, k, remat] = info.param;
   std::string name = std::string(model).substr(0, std::string(model).find('/'));
-  return name + "_K" + std::to_string(k) + "_" +
-         (remat == gpipe::RematPolicy::Full ? "full" : "exceptlast");
+  std::string policy = gpipe::stringifyRematPolicy(remat).str();
+  policy.erase(std::remove(policy.begin(), policy.end(), '-'), policy.end());
+  return name + "_K" + std::to_string(k) + "_" + policy;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -190,7 +192,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          "transformer/transformer.mlir"),
                        ::testing::Values(1u, 2u, 4u),
                        ::testing::Values(gpipe::RematPolicy::Full,
-                                         gpipe::RematPolicy::ExceptLast)),
+                                         gpipe::RematPolicy::ExceptLast,
+                                         gpipe::RematPolicy::Selective)),
     paramName);
 
 } // namespace

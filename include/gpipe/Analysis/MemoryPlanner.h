@@ -12,7 +12,8 @@
 //    later instruction needs it: a stage output waits for its send, a stage
 //    input gradient for its send, and what the backward reads (every forward
 //    value it reads when the micro-batch keeps its forward values, only the
-//    stage inputs when it recomputes them) waits for the backward. What is
+//    stage inputs, and the results a selective recompute reads without
+//    redefining them, when it recomputes) waits for the backward. What is
 //    left when a forward or backward ends and is not so needed is freed then.
 //  - A split backward (zero-bubble schedules) is one op sequence, B then W,
 //    paused between a Backward and its BackwardWeights: what W reads (the

@@ -40,7 +40,10 @@ static llvm::cl::opt<gpipe::RematPolicy> remat(
                      clEnumValN(gpipe::RematPolicy::Full, "full",
                                 "recompute each stage's forward (GPipe)"),
                      clEnumValN(gpipe::RematPolicy::ExceptLast, "except-last",
-                                "recompute but for the last micro-batch")),
+                                "recompute but for the last micro-batch"),
+                     clEnumValN(gpipe::RematPolicy::Selective, "selective",
+                                "keep the products' results (dense, "
+                                "attention), recompute the rest")),
     llvm::cl::cat(pipelineCategory));
 static llvm::cl::opt<gpipe::schedule::ScheduleKind> scheduleKind(
     "schedule",

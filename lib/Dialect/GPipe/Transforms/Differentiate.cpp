@@ -267,7 +267,7 @@ static void cloneForward(StageOp stage, Block *block, OpBuilder &builder,
       }
       Operation *copy = builder.clone(op, mapping);
       copy->removeAttr("cost"); // the forward op carries it
-      copy->setAttr("gpipe.recompute", marker);
+      copy->setAttr(kRecomputeAttr, marker);
       recomputed.push_back(copy);
     }
     for (auto [result, yielded] :

@@ -85,7 +85,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
     problem.memoryCap = cap;
     problem.memoryModel.paramCopies = 2 + optimizerSlots;
     problem.memoryModel.numMicrobatches = std::max(1u, unsigned(numMicrobatches));
-    problem.memoryModel.rematerialize = remat == RematPolicy::Full;
+    problem.memoryModel.rematerialize = plannedRemat() == RematPolicy::Full;
     std::optional<PipelineShape> shape;
     if (balance == PartitionBalance::Work) {
       FailureOr<PipelineShape> known = pipelineShape(model);
@@ -101,7 +101,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
         return failure();
       planner.emplace(std::move(*layerStages), model.getBatch(),
                       std::max(1u, unsigned(numMicrobatches)),
-                      keepPolicyOf(remat), cellSchedule());
+                      keepPolicyOf(plannedRemat()), cellSchedule());
     }
 
     auto solve = [&](const PartitionProblem &problem) {
@@ -165,6 +165,15 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
     return success();
   }
 
+  /// The policy the cells are weighed and sized under. Remat selective
+  /// recomputes only cheap ops, and holds at most what none holds with a
+  /// micro-batch or more in flight (its kept results for each, the rest for
+  /// the one recomputing): its cells are weighed and sized as under none.
+  RematPolicy plannedRemat() const {
+    return remat == RematPolicy::Selective ? RematPolicy::None
+                                           : RematPolicy(remat);
+  }
+
   /// The pipeline the cells will form, for their weights.
   FailureOr<PipelineShape> pipelineShape(ModelOp model) {
     PipelineShape shape;
@@ -180,7 +189,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
              << " and virtual-stages=" << unsigned(numVirtualStages);
     shape.numDevices = numStages / shape.numVirtualStages;
     shape.numMicrobatches = std::max(1u, unsigned(numMicrobatches));
-    shape.keep = keepPolicyOf(remat);
+    shape.keep = keepPolicyOf(plannedRemat());
     return shape;
   }
 
@@ -226,7 +235,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
       problem.memoryCap = outcome.smallestFittingCap;
       CellMemoryPlanner same(planner.stages(), planner.batchSize(),
                              std::max(1u, unsigned(numMicrobatches)),
-                             keepPolicyOf(remat), cellSchedule());
+                             keepPolicyOf(plannedRemat()), cellSchedule());
       PartitionOutcome best = partitionWithPlannedMemory(problem, same);
       if (best.succeeded()) {
         const Partition &split = *best.partition;
@@ -276,7 +285,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
     // monotone in the number of cells, so bisect it.
     CellMemoryPlanner same(planner.stages(), batch,
                            std::max(1u, unsigned(numMicrobatches)),
-                           keepPolicyOf(remat), cellSchedule());
+                           keepPolicyOf(plannedRemat()), cellSchedule());
     unsigned lo = problem.numCells + 1, hi = sequence.layers.size();
     problem.numCells = hi;
     if (lo > hi || !partitionWithPlannedMemory(problem, same).succeeded())
@@ -312,7 +321,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
     pm.addPass(createFormStagesPass());
     pm.addPass(createDifferentiatePass());
     RematerializePassOptions rematerialize;
-    rematerialize.policy = remat;
+    rematerialize.policy = plannedRemat();
     pm.addPass(createRematerializePass(rematerialize));
     pm.addPass(createInsertSendRecvPass());
     FailureOr<std::vector<PlannedStage>> stages = failure();

@@ -1,14 +1,16 @@
 //===- RecomputeCopies.cpp - A backward's copies of its stage's forward ---===//
 
 #include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
+#include "StageMemoryDescription.h"
+#include "gpipe/Analysis/CostModel.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace gpipe;
 
 namespace {
-constexpr llvm::StringLiteral kRecomputeAttr = "gpipe.recompute";
 constexpr llvm::StringLiteral kCostAttr = "cost";
 
 /// `value`, or the value its layer yields for it: the forward's ops read the
@@ -107,4 +109,57 @@ gpipe::matchRecomputeCopies(StageOp stage, StageBackwardOp backward) {
       copies.map(result, copy);
   }
   return matched;
+}
+
+bool gpipe::keptUnderSelectiveRemat(Operation *forwardOp) {
+  CostAttr cost = getCost(forwardOp);
+  if (!cost) {
+    // Costs not estimated yet: estimate this op's, quietly (an op the
+    // estimate does not know is recomputed).
+    ScopedDiagnosticHandler quiet(forwardOp->getContext(),
+                                  [](Diagnostic &) { return success(); });
+    FailureOr<CostAttr> estimated = estimateOpCost(forwardOp);
+    if (failed(estimated))
+      return false;
+    cost = *estimated;
+  }
+  uint64_t written = uint64_t(savedStateOf(forwardOp).total() / 4);
+  for (Type type : forwardOp->getResultTypes())
+    if (auto shaped = dyn_cast<ShapedType>(type);
+        shaped && shaped.hasStaticShape())
+      written += uint64_t(shaped.getNumElements());
+  return written > 0 && cost.getFlops() >= kKeptFlopsPerElement * written;
+}
+
+llvm::DenseSet<Operation *>
+gpipe::rerunRecomputes(StageBackwardOp backward,
+                       const llvm::DenseMap<Operation *, Operation *> &copies) {
+  Block &body = backward.getBody().front();
+  llvm::DenseSet<Operation *> rerun;
+  if (backward.getRemat().value_or("full") != "selective") {
+    for (Operation &op : body)
+      if (op.hasAttr(kRecomputeAttr))
+        rerun.insert(&op);
+    return rerun;
+  }
+  // From the gradients' reads back through the copies, stopping at kept
+  // results; copies come before their readers, so one reverse walk does.
+  llvm::DenseSet<Operation *> read;
+  auto markOperands = [&](Operation &op) {
+    for (Value operand : op.getOperands())
+      if (Operation *producer = operand.getDefiningOp())
+        read.insert(producer);
+  };
+  for (Operation &op : llvm::reverse(body)) {
+    if (!op.hasAttr(kRecomputeAttr)) {
+      markOperands(op);
+      continue;
+    }
+    Operation *original = copies.lookup(&op);
+    if (!read.contains(&op) || !original || keptUnderSelectiveRemat(original))
+      continue;
+    rerun.insert(&op);
+    markOperands(op);
+  }
+  return rerun;
 }

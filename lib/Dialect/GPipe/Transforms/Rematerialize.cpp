@@ -23,6 +23,8 @@ StringRef gpipe::stringifyRematPolicy(RematPolicy policy) {
     return "full";
   case RematPolicy::ExceptLast:
     return "except-last";
+  case RematPolicy::Selective:
+    return "selective";
   }
   return "full";
 }

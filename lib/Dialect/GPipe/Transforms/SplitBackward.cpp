@@ -1,6 +1,7 @@
 //===- SplitBackward.cpp - A stage backward as B, then W, in IR -----------===//
 
 #include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
+#include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
@@ -24,7 +25,7 @@ void gpipe::splitStageBackward(StageBackwardOp backward) {
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
   for (Operation *op : llvm::reverse(ops)) {
-    bool wanted = isa<ParamRefOp>(op) || op->hasAttr("gpipe.recompute");
+    bool wanted = isa<ParamRefOp>(op) || op->hasAttr(kRecomputeAttr);
     for (OpResult result : op->getResults())
       wanted |=
           (!separatesWeightGradients(op) || result.getResultNumber() == 0) &&

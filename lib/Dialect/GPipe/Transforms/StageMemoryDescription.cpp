@@ -79,9 +79,7 @@ private:
 };
 } // namespace
 
-/// The state the runtime saves with `op`'s result for the backward (the op
-/// table's rule, shared with every executor).
-static runtime::SavedState savedState(Operation *op) {
+runtime::SavedState gpipe::savedStateOf(Operation *op) {
   std::optional<runtime::OpKind> kind =
       runtime::opKindNamed(op->getName().stripDialect().str());
   if (!kind || op->getNumOperands() == 0)
@@ -148,7 +146,7 @@ static PlannedOp describeOp(Operation *op, StageValues &values,
   // Saved state and scratch scale with the first operand's rows.
   bool batched = !operandBatched.empty() && operandBatched.front();
   if (defineResults && op->getNumResults() > 0) {
-    runtime::SavedState saved = savedState(op);
+    runtime::SavedState saved = savedStateOf(op);
     values.addSaved(values.lookup(op->getResult(0)), saved.total(),
                     batched && saved.perRow);
   }
@@ -227,15 +225,17 @@ FailureOr<PlannedStage> gpipe::describeStageMemory(StageOp stage,
     for (Value value : yield.getValues())
       out.outputs.push_back(values.lookup(value));
 
-  // The recompute: the parameters and the forward ops the backward copies,
-  // in the forward's order, on the same ids.
+  // The recompute: the parameters and the forward ops the backward copies
+  // and reruns, in the forward's order, on the same ids.
   FailureOr<llvm::DenseMap<Operation *, Operation *>> copies =
       matchRecomputeCopies(stage, backward);
   if (failed(copies))
     return failure();
+  llvm::DenseSet<Operation *> rerun = rerunRecomputes(backward, *copies);
   std::vector<char> recomputed(out.forward.size(), 0);
   for (auto [copy, original] : *copies)
-    recomputed[forwardIndex.lookup(original)] = 1;
+    if (rerun.contains(copy))
+      recomputed[forwardIndex.lookup(original)] = 1;
   for (size_t i = 0; i < out.forward.size(); ++i)
     if (recomputed[i] || out.forward[i].name == "param")
       out.recompute.push_back(out.forward[i]);

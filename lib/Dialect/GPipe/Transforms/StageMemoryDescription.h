@@ -10,12 +10,17 @@
 
 #include "gpipe/Analysis/MemoryPlanner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/runtime/OpTable.h"
 
 #include "mlir/Support/LLVM.h"
 
 #include <vector>
 
 namespace gpipe {
+
+/// The state the runtime saves with `op`'s result for the backward (the op
+/// table's rule, shared with every executor).
+runtime::SavedState savedStateOf(mlir::Operation *op);
 
 /// One stage and its backward as the runtime runs them.
 mlir::FailureOr<PlannedStage> describeStageMemory(StageOp stage,

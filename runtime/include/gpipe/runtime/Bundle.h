@@ -175,7 +175,16 @@ struct Instr {
   std::string inputName;
 };
 
-enum class RematPolicy { None, Full, ExceptLast };
+/// What a stage's forward keeps for its backward beyond the values every
+/// policy keeps (KeptForwardValues.h).
+enum class RematPolicy {
+  None,       ///< everything: the backward reads the forward's values
+  Full,       ///< the stage's inputs: the recompute rebuilds the rest
+  ExceptLast, ///< as Full, but the micro-batch forwarded last keeps all
+  /// The values the stage's recompute reads without rebuilding them (the
+  /// products the compiler chose to keep): the recompute rebuilds the rest.
+  Selective,
+};
 
 /// What the compiler's memory plan (gpipe-plan-memory) predicts for one
 /// device, for an optimizer with `MemoryPlan::optimizerSlots` state tensors

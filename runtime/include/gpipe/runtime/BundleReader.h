@@ -31,7 +31,7 @@ namespace gpipe::runtime {
 
 /// Parses and checks the JSON text of a bundle. `sourceName` (a path, or any
 /// label) prefixes every error message, quoted. Never throws.
-/// "none", "full" or "except-last", as in the bundle.
+/// "none", "full", "except-last" or "selective", as in the bundle.
 const char *rematPolicyName(RematPolicy policy);
 
 /// Errors have the code InvalidBundle (OutOfMemory if an allocation failed).

@@ -19,9 +19,12 @@ enum class RematPolicy {
   None, ///< keep every activation of every micro-batch
   Full, ///< keep only the stage's boundary inputs; recompute the rest (GPipe)
   ExceptLast, ///< as Full, but the last micro-batch (first back) keeps all
+  /// as Full, but the products' results stay (RecomputeCopies.h): the
+  /// recompute reruns the cheap ops alone
+  Selective,
 };
 
-/// "none", "full" or "except-last".
+/// "none", "full", "except-last" or "selective".
 llvm::StringRef stringifyRematPolicy(RematPolicy policy);
 
 /// How gpipe-partition sizes a candidate cell against the memory cap.
@@ -96,7 +99,9 @@ struct CompilePipelineOptions
           clEnumValN(RematPolicy::Full, "full",
                      "recompute each stage's forward (GPipe)"),
           clEnumValN(RematPolicy::ExceptLast, "except-last",
-                     "recompute but for the last micro-batch"))};
+                     "recompute but for the last micro-batch"),
+          clEnumValN(RematPolicy::Selective, "selective",
+                     "keep the products' results, recompute the rest"))};
   Option<::gpipe::schedule::ScheduleKind> schedule{
       *this, "schedule",
       llvm::cl::desc("the order of forwards and backwards on each device"),

@@ -130,7 +130,9 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
              clEnumValN(::gpipe::RematPolicy::Full, "full",
                         "recompute each stage's forward in its backward"),
              clEnumValN(::gpipe::RematPolicy::ExceptLast, "except-last",
-                        "as full, but the last micro-batch keeps its values"))}]>,
+                        "as full, but the last micro-batch keeps its values"),
+             clEnumValN(::gpipe::RematPolicy::Selective, "selective",
+                        "as full, but the products' results stay"))}]>,
     Option<"optimizerSlots", "optimizer-slots", "unsigned", "2",
            "optimizer state tensors per parameter (Adam: 2, momentum: 1)">,
     Option<"schedule", "schedule", "::gpipe::schedule::ScheduleKind",
@@ -195,8 +197,13 @@ def RematerializePass : Pass<"gpipe-rematerialize", "::mlir::ModuleOp"> {
     Needs stage backwards. Writes the policy on each `gpipe.stage_backward`:
     `full` (GPipe: keep the stage's inputs of each in-flight micro-batch and
     run the recompute prefix in the backward), `none` (keep every forward
-    value; skip the recompute) or `except-last` (the last micro-batch, first
-    to come back, keeps its values; the others recompute). Dropout masks are
+    value; skip the recompute), `except-last` (the last micro-batch, first
+    to come back, keeps its values; the others recompute) or `selective`
+    (as `full`, but the results of the products, the ops of at least 16
+    FLOPs per element they write with their saved state — a dense, an
+    attention, a convolution — stay for the backward, and the recompute
+    reruns only the cheap ops the gradients read past them: norms,
+    activations, dropout, residual adds). Dropout masks are
     functions of the op's seed, the step and the row, so recomputation
     reproduces them exactly.
   }];
@@ -209,7 +216,9 @@ def RematerializePass : Pass<"gpipe-rematerialize", "::mlir::ModuleOp"> {
              clEnumValN(::gpipe::RematPolicy::Full, "full",
                         "recompute each stage's forward in its backward"),
              clEnumValN(::gpipe::RematPolicy::ExceptLast, "except-last",
-                        "as full, but the last micro-batch keeps its values"))}]>,
+                        "as full, but the last micro-batch keeps its values"),
+             clEnumValN(::gpipe::RematPolicy::Selective, "selective",
+                        "as full, but the products' results stay"))}]>,
   ];
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }

@@ -8,6 +8,11 @@
 // GELU). The memory description and the bundle emitter pair each copy with
 // the forward op it copies, so that both give it the forward's value ids.
 //
+// Under remat `selective` the forward keeps the products' results (a dense,
+// an attention, a convolution: costly per element they hold) for the
+// backward, and the recompute reruns only the cheap ops between them and
+// what the gradients read (norms, activations, dropout, residual adds).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_DIALECT_GPIPE_TRANSFORMS_RECOMPUTECOPIES_H
@@ -16,6 +21,7 @@
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace gpipe {
 
@@ -29,6 +35,26 @@ void eraseUnreadRecomputes(StageBackwardOp backward);
 /// copy's. An error on the first copy that has none.
 mlir::FailureOr<llvm::DenseMap<mlir::Operation *, mlir::Operation *>>
 matchRecomputeCopies(StageOp stage, StageBackwardOp backward);
+
+/// The mark gpipe-differentiate puts on the copies.
+inline constexpr llvm::StringLiteral kRecomputeAttr = "gpipe.recompute";
+
+/// Remat `selective` keeps a forward op's result when it costs at least this
+/// many FLOPs per element it writes, its saved state counted (as
+/// gpipe-split-layers' products): a dense of 8 inputs or more, an attention.
+inline constexpr uint64_t kKeptFlopsPerElement = 16;
+
+/// Whether remat `selective` keeps `forwardOp`'s result (and saved state)
+/// for the backward rather than recompute it.
+bool keptUnderSelectiveRemat(mlir::Operation *forwardOp);
+
+/// The recompute ops of `backward` that run again, given `copies`
+/// (matchRecomputeCopies'): all of them, but under remat `selective` only
+/// those the gradients read, directly or through other reruns, without
+/// passing a kept result.
+llvm::DenseSet<mlir::Operation *> rerunRecomputes(
+    StageBackwardOp backward,
+    const llvm::DenseMap<mlir::Operation *, mlir::Operation *> &copies);
 
 } // namespace gpipe
 
