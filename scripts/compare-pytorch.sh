@@ -9,7 +9,7 @@
 #   gpipe (build/bin/gpipe-bench, built if missing): K=1 M=1 and K=1 M=8, each
 #     on one thread and on every core, K=2 M=8 (GPipe's schedule), the same
 #     with full rematerialisation, and K=2 M=8 under 1F1B and under ZB-H1,
-#     each without and with it;
+#     each without and with it (1F1B also with selective rematerialisation);
 #   PyTorch: eager with 1 and with 2 intra-op threads, and
 #     torch.distributed.pipelining's ScheduleGPipe with 2 stages (2 processes,
 #     gloo over loopback, 1 thread each) and 8 micro-batches.
@@ -211,6 +211,8 @@ for model in "${model_list[@]}"; do
         # fill waits for gradients, which GPipe's order does not have.
         gpipe_run "$model" "$batch" 2 "$microbatches" none "" 1f1b
         gpipe_run "$model" "$batch" 2 "$microbatches" full "" 1f1b
+        # Selective: the products' results stay, the cheap ops rerun.
+        gpipe_run "$model" "$batch" 2 "$microbatches" selective "" 1f1b
         gpipe_run "$model" "$batch" 2 "$microbatches" none "" zb-h1
         gpipe_run "$model" "$batch" 2 "$microbatches" full "" zb-h1
       fi

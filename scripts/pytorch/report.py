@@ -23,6 +23,7 @@ LABELS = {
     ("gpipe", "k2-m8-full"): "gpipe K=2 M=8 remat full",
     ("gpipe", "k2-m8-none-1f1b"): "gpipe K=2 M=8 1F1B",
     ("gpipe", "k2-m8-full-1f1b"): "gpipe K=2 M=8 1F1B remat full",
+    ("gpipe", "k2-m8-selective-1f1b"): "gpipe K=2 M=8 1F1B remat selective",
     ("gpipe", "k2-m8-none-zb-h1"): "gpipe K=2 M=8 ZB-H1",
     ("gpipe", "k2-m8-full-zb-h1"): "gpipe K=2 M=8 ZB-H1 remat full",
     ("torch", "eager-1t"): "torch eager, 1 thread",
@@ -76,6 +77,8 @@ def ratio_rows(runs, chosen):
         ("gpipe K=2 M=8 full / none (remat cost)", q(g("k2-m8-full"), g("k2-m8-none"))),
         ("gpipe K=2 M=8 1F1B full / none (remat cost, 1F1B)", q(g("k2-m8-full-1f1b"), g("k2-m8-none-1f1b"))),
         ("gpipe K=2 M=8 ZB-H1 full / none (remat cost, ZB-H1)", q(g("k2-m8-full-zb-h1"), g("k2-m8-none-zb-h1"))),
+        ("gpipe K=2 M=8 1F1B selective / none (selective remat cost, 1F1B)",
+         q(g("k2-m8-selective-1f1b"), g("k2-m8-none-1f1b"))),
         (f"gpipe best ({g_best_label}) / torch best single-process ({t_best_label})", q(g_best, t_best)),
         (f"torch ScheduleGPipe / gpipe best ({g_best_label})", q(t("pipeline-k2-m8"), g_best)),
     ]
