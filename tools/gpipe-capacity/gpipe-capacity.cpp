@@ -93,8 +93,8 @@ static gpipe::WholeList<int64_t> tableStages(
 static cl::list<std::string>
     tableRemat("remat", cl::CommaSeparated, cl::sub(tableCommand),
                cl::cat(tableCategory),
-               cl::desc("remat policies, one column group each: none, full "
-                        "or except-last (default none,full)"));
+               cl::desc("remat policies, one column group each: none, full, "
+                        "except-last or selective (default none,full)"));
 static gpipe::Whole<int64_t>
     maxBlocks("max-blocks", cl::init(4096), cl::sub(tableCommand),
               cl::cat(tableCategory),
@@ -120,10 +120,10 @@ static gpipe::WholeList<int64_t>
                cl::cat(modelCategory),
                cl::desc("mini-batch sizes N (default 32; a list sweeps them "
                         "too)"));
-static cl::opt<std::string> sweepRemat("remat", cl::init("full"),
-                                       cl::sub(sweepCommand),
-                                       cl::cat(sweepCategory),
-                                       cl::desc("none, full or except-last"));
+static cl::opt<std::string>
+    sweepRemat("remat", cl::init("full"), cl::sub(sweepCommand),
+               cl::cat(sweepCategory),
+               cl::desc("none, full, except-last or selective"));
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "gpipe-capacity: error: " << message << "\n";
@@ -131,8 +131,8 @@ static int fail(const llvm::Twine &message) {
 }
 
 static std::optional<RematPolicy> parseRemat(llvm::StringRef text) {
-  for (RematPolicy policy :
-       {RematPolicy::None, RematPolicy::Full, RematPolicy::ExceptLast})
+  for (RematPolicy policy : {RematPolicy::None, RematPolicy::Full,
+                             RematPolicy::ExceptLast, RematPolicy::Selective})
     if (gpipe::stringifyRematPolicy(policy) == text.trim())
       return policy;
   return std::nullopt;
@@ -203,7 +203,7 @@ static int runTable() {
     std::optional<RematPolicy> policy = parseRemat(name);
     if (!policy)
       return fail("unknown --remat policy '" + name +
-                  "': expected none, full or except-last");
+                  "': expected none, full, except-last or selective");
     policies.push_back(*policy);
   }
 
@@ -244,7 +244,7 @@ static int runSweep() {
   std::optional<RematPolicy> remat = parseRemat(sweepRemat);
   if (!remat)
     return fail("unknown --remat policy '" + sweepRemat +
-                "': expected none, full or except-last");
+                "': expected none, full, except-last or selective");
   for (int64_t n : batches) {
     if (auto error = validateShared(n))
       return fail(*error);
