@@ -8,6 +8,7 @@
 #include "gpipe/Analysis/ScheduleSimulator.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -62,6 +63,8 @@ namespace {
 /// One plan compiled: what the simulation and the report need of it.
 struct CompiledPlan {
   std::vector<uint64_t> stageFlops; ///< forward, at the replica's batch
+  /// The share of each stage's forward FLOPs its recompute reruns.
+  std::vector<double> stageRerunShare;
   std::vector<uint64_t> stageParamBytes;
   std::vector<int64_t> arenaBytes; ///< per device
   sched::Program program;
@@ -156,6 +159,12 @@ private:
       }
       out.stageFlops.push_back(flops);
       out.stageParamBytes.push_back(params);
+      double share = 1.0;
+      for (StageBackwardOp backward :
+           model.getBody().front().getOps<StageBackwardOp>())
+        if (backward.getStage() == stage.getSymName())
+          share = rerunFlopShare(stage, backward);
+      out.stageRerunShare.push_back(share);
     }
     for (ProgramOp program :
          schedules.front().getBody().front().getOps<ProgramOp>()) {
@@ -190,7 +199,12 @@ sched::SimulationCosts simulationCosts(const CompiledPlan &compiled,
         double(compiled.stageParamBytes[s]) * costs.forwardUsPerParamByte;
     device.backwardFixed =
         double(compiled.stageParamBytes[s]) * costs.backwardUsPerParamByte;
-    device.recomputePerRow = device.forwardPerRow;
+    // Full remat's recompute is priced as the forward it mostly is; a
+    // selective one as the share of the forward's FLOPs it reruns.
+    device.recomputePerRow =
+        plan.remat == RematPolicy::Selective
+            ? device.forwardPerRow * compiled.stageRerunShare[s]
+            : device.forwardPerRow;
     double params = double(compiled.stageParamBytes[s]);
     device.optimizerStep = params * costs.optimizerUsPerParamByte;
     if (plan.replicas > 1 && costs.allReduceBytesPerUs > 0) {
@@ -275,8 +289,8 @@ TuneResult gpipe::searchPlans(const TuneRequest &request) {
       for (ScheduleKind kind :
            {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
             ScheduleKind::ZeroBubbleH1, ScheduleKind::Interleaved})
-        for (RematPolicy remat :
-             {RematPolicy::None, RematPolicy::ExceptLast, RematPolicy::Full})
+        for (RematPolicy remat : {RematPolicy::None, RematPolicy::ExceptLast,
+                                  RematPolicy::Full, RematPolicy::Selective})
           for (PartitionObjective objective :
                {PartitionObjective::Variance, PartitionObjective::Bottleneck}) {
             if (stages == 1 && objective != PartitionObjective::Variance)

@@ -7,6 +7,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace gpipe;
 
@@ -111,18 +113,21 @@ gpipe::matchRecomputeCopies(StageOp stage, StageBackwardOp backward) {
   return matched;
 }
 
+/// `op`'s cost, or its estimate where costs were not estimated yet (quietly:
+/// null for an op the estimate does not know).
+static CostAttr costOrEstimate(Operation *op) {
+  if (CostAttr cost = getCost(op))
+    return cost;
+  ScopedDiagnosticHandler quiet(op->getContext(),
+                                [](Diagnostic &) { return success(); });
+  FailureOr<CostAttr> estimated = estimateOpCost(op);
+  return succeeded(estimated) ? *estimated : CostAttr();
+}
+
 bool gpipe::keptUnderSelectiveRemat(Operation *forwardOp) {
-  CostAttr cost = getCost(forwardOp);
-  if (!cost) {
-    // Costs not estimated yet: estimate this op's, quietly (an op the
-    // estimate does not know is recomputed).
-    ScopedDiagnosticHandler quiet(forwardOp->getContext(),
-                                  [](Diagnostic &) { return success(); });
-    FailureOr<CostAttr> estimated = estimateOpCost(forwardOp);
-    if (failed(estimated))
-      return false;
-    cost = *estimated;
-  }
+  CostAttr cost = costOrEstimate(forwardOp);
+  if (!cost)
+    return false; // unknown: recomputed
   uint64_t written = uint64_t(savedStateOf(forwardOp).total() / 4);
   for (Type type : forwardOp->getResultTypes())
     if (auto shaped = dyn_cast<ShapedType>(type);
@@ -162,4 +167,21 @@ gpipe::rerunRecomputes(StageBackwardOp backward,
     markOperands(op);
   }
   return rerun;
+}
+
+double gpipe::rerunFlopShare(StageOp stage, StageBackwardOp backward) {
+  FailureOr<llvm::DenseMap<Operation *, Operation *>> copies =
+      matchRecomputeCopies(stage, backward);
+  if (failed(copies))
+    return 1.0;
+  uint64_t total = 0, rerun = 0;
+  for (LayerOp layer : stage.getBody().front().getOps<LayerOp>())
+    for (Operation &op : layer.getBody().front().without_terminator())
+      if (!isa<ParamOp>(op))
+        if (CostAttr cost = costOrEstimate(&op))
+          total += cost.getFlops();
+  for (Operation *copy : rerunRecomputes(backward, *copies))
+    if (CostAttr cost = costOrEstimate(copies->lookup(copy)))
+      rerun += cost.getFlops();
+  return total > 0 ? std::min(1.0, double(rerun) / double(total)) : 1.0;
 }

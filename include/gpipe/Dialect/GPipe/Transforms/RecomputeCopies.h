@@ -56,6 +56,10 @@ llvm::DenseSet<mlir::Operation *> rerunRecomputes(
     StageBackwardOp backward,
     const llvm::DenseMap<mlir::Operation *, mlir::Operation *> &copies);
 
+/// The share of the FLOPs of `stage`'s forward ops (their costs, or their
+/// estimates) that `backward`'s recompute reruns; 1 where they cost nothing.
+double rerunFlopShare(StageOp stage, StageBackwardOp backward);
+
 } // namespace gpipe
 
 #endif // GPIPE_DIALECT_GPIPE_TRANSFORMS_RECOMPUTECOPIES_H
