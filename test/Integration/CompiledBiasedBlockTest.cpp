@@ -35,6 +35,7 @@ using gpipe::testing::currentParams;
 using gpipe::testing::makeExecutor;
 using gpipe::testing::Params;
 using gpipe::testing::Reference;
+using gpipe::testing::rematName;
 using gpipe::testing::toVec;
 using ref::Vec;
 
@@ -188,9 +189,8 @@ TEST_P(CompiledBiasedBlock, MatchesWholeBatchReference) {
 
 std::string sweepName(const ::testing::TestParamInfo<SweepParam> &info) {
   auto [k, m, remat] = info.param;
-  std::string policy = gpipe::stringifyRematPolicy(remat).str();
-  policy.erase(std::remove(policy.begin(), policy.end(), '-'), policy.end());
-  return "K" + std::to_string(k) + "_M" + std::to_string(m) + "_" + policy;
+  return "K" + std::to_string(k) + "_M" + std::to_string(m) + "_" +
+         rematName(remat);
 }
 
 INSTANTIATE_TEST_SUITE_P(

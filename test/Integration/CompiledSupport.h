@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -107,6 +108,14 @@ struct Reference {
 
 inline std::vector<double> toVec(const std::vector<float> &v) {
   return std::vector<double>(v.begin(), v.end());
+}
+
+/// The policy's name without '-' (gtest parameter names allow only
+/// alphanumerics and '_').
+inline std::string rematName(RematPolicy remat) {
+  std::string name = stringifyRematPolicy(remat).str();
+  name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
+  return name;
 }
 
 /// The executor's current parameters (before a step: the initial values).

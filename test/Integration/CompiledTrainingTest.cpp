@@ -67,6 +67,7 @@ using gpipe::testing::currentParams;
 using gpipe::testing::makeExecutor;
 using gpipe::testing::Params;
 using gpipe::testing::Reference;
+using gpipe::testing::rematName;
 using gpipe::testing::toVec;
 
 //===----------------------------------------------------------------------===//
@@ -498,14 +499,6 @@ void checkOneStep(const std::string &model, unsigned k, unsigned m,
     ASSERT_TRUE(actual) << "no parameter " << name << " in the bundle";
     EXPECT_TRUE(allClose(*actual, grad, kRtol, kAtol)) << "gradient " << name;
   }
-}
-
-/// The policy's name without '-' (gtest parameter names allow only
-/// alphanumerics and '_').
-std::string rematName(gpipe::RematPolicy remat) {
-  std::string name = gpipe::stringifyRematPolicy(remat).str();
-  name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
-  return name;
 }
 
 using SweepParam = std::tuple<unsigned, unsigned, gpipe::RematPolicy>;

@@ -16,7 +16,6 @@
 
 #include "AllClose.h"
 
-#include <algorithm>
 #include <cmath>
 #include <tuple>
 
@@ -181,9 +180,8 @@ TEST(CompilerPlacement, OverlapsAndWrongSizesAreRefused) {
 std::string paramName(const ::testing::TestParamInfo<Param> &info) {
   auto [model, k, remat] = info.param;
   std::string name = std::string(model).substr(0, std::string(model).find('/'));
-  std::string policy = gpipe::stringifyRematPolicy(remat).str();
-  policy.erase(std::remove(policy.begin(), policy.end(), '-'), policy.end());
-  return name + "_K" + std::to_string(k) + "_" + policy;
+  return name + "_K" + std::to_string(k) + "_" +
+         gpipe::testing::rematName(remat);
 }
 
 INSTANTIATE_TEST_SUITE_P(

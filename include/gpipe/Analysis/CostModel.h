@@ -12,6 +12,11 @@ namespace gpipe {
 /// Bytes of a statically shaped tensor (elements x ceil(bits / 8)).
 uint64_t tensorBytes(mlir::Type type);
 
+/// A product (a dense of 8 inputs or more, an attention, a convolution; not a
+/// norm or an activation) costs at least this many FLOPs per element it
+/// writes: gpipe-split-layers cuts before them, remat selective keeps them.
+inline constexpr uint64_t kProductFlopsPerElement = 16;
+
 /// The `cost` attribute of an op, a layer or a stage, or null when absent.
 CostAttr getCost(mlir::Operation *op);
 

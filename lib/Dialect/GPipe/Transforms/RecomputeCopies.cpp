@@ -133,7 +133,7 @@ bool gpipe::keptUnderSelectiveRemat(Operation *forwardOp) {
     if (auto shaped = dyn_cast<ShapedType>(type);
         shaped && shaped.hasStaticShape())
       written += uint64_t(shaped.getNumElements());
-  return written > 0 && cost.getFlops() >= kKeptFlopsPerElement * written;
+  return written > 0 && cost.getFlops() >= kProductFlopsPerElement * written;
 }
 
 llvm::DenseSet<Operation *>

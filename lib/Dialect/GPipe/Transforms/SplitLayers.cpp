@@ -31,11 +31,9 @@ using namespace gpipe;
 
 namespace {
 
-/// A heavy op starts a piece (when one came before it): a product (at least
-/// this many FLOPs per element it writes, not a norm or an activation) of at
-/// least a quarter of its layer's FLOPs (smaller pieces would not move the
-/// balance much).
-constexpr uint64_t kProductFlopsPerElement = 16;
+/// A heavy op starts a piece (when one came before it): a product
+/// (kProductFlopsPerElement, CostModel.h) of at least a quarter of its
+/// layer's FLOPs (smaller pieces would not move the balance much).
 constexpr uint64_t kHeavyShareDivisor = 4;
 
 uint64_t resultElements(Operation *op) {

@@ -39,13 +39,10 @@ matchRecomputeCopies(StageOp stage, StageBackwardOp backward);
 /// The mark gpipe-differentiate puts on the copies.
 inline constexpr llvm::StringLiteral kRecomputeAttr = "gpipe.recompute";
 
-/// Remat `selective` keeps a forward op's result when it costs at least this
-/// many FLOPs per element it writes, its saved state counted (as
-/// gpipe-split-layers' products): a dense of 8 inputs or more, an attention.
-inline constexpr uint64_t kKeptFlopsPerElement = 16;
-
 /// Whether remat `selective` keeps `forwardOp`'s result (and saved state)
-/// for the backward rather than recompute it.
+/// for the backward rather than recompute it: a product
+/// (kProductFlopsPerElement, CostModel.h), its saved state counted among the
+/// elements it writes.
 bool keptUnderSelectiveRemat(mlir::Operation *forwardOp);
 
 /// The recompute ops of `backward` that run again, given `copies`
