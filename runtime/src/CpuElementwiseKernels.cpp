@@ -1,20 +1,34 @@
 //===- CpuElementwiseKernels.cpp - Element-wise CPU kernels ---------------===//
 //
-// relu, both GELUs, tanh and add on contiguous f32 buffers (CpuKernels.h).
-// Both GELUs and tanh run on vectors of eight floats (AVX2) or four, with the
-// same bits, with CpuVectorMath.h's exp, tanh and erfc; the exact GELU keeps
-// the device kernels' formula (DeviceKernels.h), with the erfc of Cephes's
-// fits instead of libm's.
+// relu, both GELUs, tanh, dropout and add on contiguous f32 buffers
+// (CpuKernels.h). Both GELUs, tanh and dropout run on vectors of eight floats
+// (AVX2) or four, with the same bits, with CpuVectorMath.h's exp, tanh and
+// erfc; the exact GELU keeps the device kernels' formula (DeviceKernels.h),
+// with the erfc of Cephes's fits instead of libm's.
+//
+// Dropout draws DropoutHash.h's mask, bit for bit, without its float: the
+// element is kept iff u * 2^-24 >= rate, u the hash's top 24 bits, that is
+// iff u >= ceil(rate * 2^24) (scaling by 2^24 is exact). So the kernel
+// compares integers and hashes two or four columns per vector (splitmix64's
+// 64-bit products; AVX2 composes each from three 32-bit ones).
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/device/DeviceKernels.h"
+#include "gpipe/runtime/device/DropoutHash.h"
 
 #include "CpuVectorMath.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::cpu::simd;
+using gpipe::runtime::device::dropoutRowKey;
+using gpipe::runtime::device::kGolden;
+using gpipe::runtime::device::mix64;
 
 namespace {
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
@@ -111,6 +125,83 @@ GPIPE_VECTOR_INLINE void tanhForwardOn(const float *x, float *y, int64_t n) {
   });
 }
 
+/// A mask's bytes, one per lane of F.
+template <class F> struct BytesOf;
+template <> struct BytesOf<Float4> {
+  using type = uint8_t __attribute__((vector_size(4)));
+};
+template <> struct BytesOf<Float8> {
+  using type = uint8_t __attribute__((vector_size(8)));
+};
+
+// Dropout: one row at a time, mask[j] = u(key, j) >= threshold and
+// y[j] = mask[j] ? x[j] * keepScale : 0. The scalar hash walks a counter (one
+// 64-bit add per column instead of a product).
+void dropoutRow(const float *x, float *y, uint8_t *mask, int64_t cols,
+                uint64_t key, int64_t threshold, float keepScale,
+                int64_t from = 0) {
+  uint64_t counter = key + uint64_t(from + 1) * kGolden;
+  for (int64_t j = from; j < cols; ++j, counter += kGolden)
+    mask[j] = int64_t(mix64(counter) >> 40) >= threshold;
+  for (int64_t j = from; j < cols; ++j) {
+    float v = x[j];
+    y[j] = mask[j] ? v * keepScale : 0.0f;
+  }
+}
+
+#if defined(GPIPE_AVX2)
+using U64x4 = uint64_t __attribute__((vector_size(32)));
+using I64x4 = int64_t __attribute__((vector_size(32)));
+
+/// splitmix64's finalizer (DropoutHash.h's mix64) on four lanes.
+GPIPE_VECTOR_INLINE U64x4 mix64x4(U64x4 z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// dropoutRow eight columns at a time: two vectors of four hashes.
+GPIPE_AVX2 void dropoutRowAvx2(const float *x, float *y, uint8_t *mask,
+                               int64_t cols, uint64_t key, int64_t threshold,
+                               float keepScale) {
+  U64x4 counter;
+  for (int l = 0; l < 4; ++l)
+    counter[l] = key + uint64_t(l + 1) * kGolden;
+  const uint64_t step4 = 4 * kGolden;
+  int64_t j = 0;
+  for (; j + 8 <= cols; j += 8) {
+    I64x4 low = reinterpret_cast<I64x4>(mix64x4(counter) >> 40) >= threshold;
+    I64x4 high =
+        reinterpret_cast<I64x4>(mix64x4(counter + step4) >> 40) >= threshold;
+    counter += 2 * step4;
+    // The low halves of the 64-bit flags (-1 kept, 0 dropped) in column order.
+    Int8 kept = __builtin_shufflevector(reinterpret_cast<Int8>(low),
+                                        reinterpret_cast<Int8>(high), 0, 2, 4,
+                                        6, 8, 10, 12, 14);
+    Float8 v = load<Float8>(x + j, 8);
+    store<Float8>(y + j, kept != 0 ? v * keepScale : Float8{}, 8);
+    auto bytes = __builtin_convertvector(-kept, BytesOf<Float8>::type);
+    std::memcpy(mask + j, &bytes, 8);
+  }
+  dropoutRow(x, y, mask, cols, key, threshold, keepScale, j);
+}
+#endif
+
+template <class F>
+GPIPE_VECTOR_INLINE void dropoutBackwardOn(const uint8_t *mask, const float *dy,
+                                           float *dx, int64_t n,
+                                           float keepScale) {
+  using I = typename IntOf<F>::type;
+  using Bytes = typename BytesOf<F>::type;
+  forEachBlock<F>(n, [&](int64_t i, int64_t count) GPIPE_LAMBDA_INLINE {
+    Bytes bytes = {};
+    std::memcpy(&bytes, mask + i, count);
+    I kept = __builtin_convertvector(bytes, I);
+    store<F>(dx + i, kept != 0 ? load<F>(dy + i, count) * keepScale : F{},
+             count);
+  });
+}
+
 #if defined(GPIPE_AVX2)
 GPIPE_AVX2 void geluForwardAvx2(const float *x, float *y, int64_t n) {
   geluForwardOn<Float8>(x, y, n);
@@ -128,6 +219,10 @@ GPIPE_AVX2 void geluErfBackwardAvx2(const float *x, const float *dy, float *dx,
 }
 GPIPE_AVX2 void tanhForwardAvx2(const float *x, float *y, int64_t n) {
   tanhForwardOn<Float8>(x, y, n);
+}
+GPIPE_AVX2 void dropoutBackwardAvx2(const uint8_t *mask, const float *dy,
+                                    float *dx, int64_t n, float keepScale) {
+  dropoutBackwardOn<Float8>(mask, dy, dx, n, keepScale);
 }
 #endif
 } // namespace
@@ -170,6 +265,49 @@ void cpu::tanhForward(const float *x, float *y, int64_t n) {
 void cpu::tanhBackward(const float *y, const float *dy, float *dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+
+void cpu::dropoutForward(const float *x, float *y, uint8_t *mask, int64_t rows,
+                         int64_t cols, float rate, uint64_t seed, uint64_t step,
+                         int64_t rowOffset) {
+  const int64_t n = rows * cols;
+  if (rate <= 0.0f) {
+    std::fill(mask, mask + n, uint8_t(1));
+    if (y != x)
+      std::memcpy(y, x, n * sizeof(float));
+    return;
+  }
+  if (rate >= 1.0f) {
+    // Everything dropped; avoids 0 * inf.
+    std::fill(mask, mask + n, uint8_t(0));
+    std::fill(y, y + n, 0.0f);
+    return;
+  }
+  const float keepScale = 1.0f / (1.0f - rate);
+  const auto threshold = int64_t(std::ceil(double(rate) * 16777216.0));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t key = dropoutRowKey(seed, step, uint64_t(rowOffset + r));
+    const int64_t at = r * cols;
+#if defined(GPIPE_AVX2)
+    if (hasAvx2()) {
+      dropoutRowAvx2(x + at, y + at, mask + at, cols, key, threshold,
+                     keepScale);
+      continue;
+    }
+#endif
+    dropoutRow(x + at, y + at, mask + at, cols, key, threshold, keepScale);
+  }
+}
+
+void cpu::dropoutBackward(const uint8_t *mask, const float *dy, float *dx,
+                          int64_t n, float rate) {
+  if (rate >= 1.0f) {
+    std::fill(dx, dx + n, 0.0f);
+    return;
+  }
+  const float keepScale = rate <= 0.0f ? 1.0f : 1.0f / (1.0f - rate);
+  GPIPE_ON_AVX2(dropoutBackwardAvx2(mask, dy, dx, n, keepScale));
+  dropoutBackwardOn<Float4>(mask, dy, dx, n, keepScale);
 }
 
 void cpu::addForward(const float *a, const float *b, float *y, int64_t n) {

@@ -15,7 +15,6 @@
 
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/BlasLibrary.h"
-#include "gpipe/runtime/device/DropoutHash.h"
 
 #include "CpuVectorMath.h"
 
@@ -27,9 +26,6 @@
 #include <limits>
 
 using namespace gpipe::runtime;
-// The dropout hash is shared with the device kernels: one mask, bit for bit.
-using gpipe::runtime::device::dropoutRowKey;
-using gpipe::runtime::device::dropoutUniform;
 using namespace gpipe::runtime::cpu::simd;
 
 //===----------------------------------------------------------------------===//
@@ -171,23 +167,115 @@ float maxOf(const float *x, int64_t n) {
   return m;
 }
 
+/// acc += e four lanes at a time, in e's lane order: softmax's sum has the
+/// same bits on eight lanes as on four.
+GPIPE_VECTOR_INLINE void addInFours(Float4 &acc, Float4 e) { acc += e; }
+// Float8 stays inside the inlined kernels (CpuVectorMath.h); GCC reports
+// the ABI note where it emits the lambdas, at the end of the file.
+#pragma GCC diagnostic ignored "-Wpsabi"
+GPIPE_VECTOR_INLINE void addInFours(Float4 &acc, Float8 e) {
+  acc += __builtin_shufflevector(e, e, 0, 1, 2, 3);
+  acc += __builtin_shufflevector(e, e, 4, 5, 6, 7);
+}
+
 /// y[0, n) = softmax(x[0, n)), max-shifted; x and y may be the same buffer.
 /// Returns log(sum(exp(x - max))) + max, the log-partition of the row.
-float softmaxRow(const float *x, float *y, int64_t n) {
+template <class F>
+GPIPE_VECTOR_INLINE float softmaxRowOn(const float *x, float *y, int64_t n) {
   float m = maxOf(x, n);
   Float4 acc = {};
-  forEachBlock4(n, [&](int64_t i, int64_t count) {
+  forEachBlock<F>(n, [&](int64_t i, int64_t count) GPIPE_LAMBDA_INLINE {
     // Missing lanes load -inf: their exp is 0 and does not enter the sum.
-    Float4 e = fastExp(
-        load4(x + i, count, -std::numeric_limits<float>::infinity()) - m);
-    acc += e;
-    store4(y + i, e, count);
+    F e = fastExp(
+        load<F>(x + i, count, -std::numeric_limits<float>::infinity()) - m);
+    addInFours(acc, e);
+    store<F>(y + i, e, count);
   });
   float s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   float inv = 1.0f / s;
   for (int64_t i = 0; i < n; ++i)
     y[i] *= inv;
   return std::log(s) + m;
+}
+
+#if defined(GPIPE_AVX2)
+GPIPE_AVX2 float softmaxRowAvx2(const float *x, float *y, int64_t n) {
+  return softmaxRowOn<Float8>(x, y, n);
+}
+#endif
+
+/// Attention's probabilities, in place: row i of p [rows, seq] becomes the
+/// softmax of its first n = seq entries (n = i + 1 when causal: the keys it
+/// sees) and zeros after them. As softmaxRowOn without the log-partition,
+/// and the lanes of a block past n count as -inf (an exact 0 after exp)
+/// instead of a partial load: the same bits without a memcpy per row.
+template <class F>
+GPIPE_VECTOR_INLINE void attentionSoftmaxOn(float *p, int64_t rows,
+                                            int64_t firstRow, int64_t seq,
+                                            bool causal) {
+  using I = typename IntOf<F>::type;
+  constexpr int64_t kL = kLanesOf<F>;
+  const float inf = std::numeric_limits<float>::infinity();
+  I lane;
+  for (int64_t l = 0; l < kL; ++l)
+    lane[l] = int32_t(l);
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = p + r * seq;
+    const int64_t n = causal ? std::min(firstRow + r + 1, seq) : seq;
+    auto block = [&](int64_t j) GPIPE_LAMBDA_INLINE {
+      F v = j + kL <= seq ? load<F>(row + j, kL)
+                          : load<F>(row + j, seq - j, -inf);
+      return lane + int32_t(j) < int32_t(n) ? v : F{} - inf;
+    };
+    auto put = [&](int64_t j, F v) GPIPE_LAMBDA_INLINE {
+      store<F>(row + j, v, j + kL <= seq ? kL : seq - j);
+    };
+    F top = F{} - inf;
+    for (int64_t j = 0; j < n; j += kL) {
+      F v = block(j);
+      top = v > top ? v : top;
+    }
+    float m = -inf;
+    for (int64_t l = 0; l < kL; ++l)
+      m = top[l] > m ? top[l] : m;
+    Float4 acc = {};
+    for (int64_t j = 0; j < n; j += kL) {
+      F e = fastExp(block(j) - m);
+      addInFours(acc, e);
+      put(j, e);
+    }
+    float inv = 1.0f / ((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    int64_t j = 0;
+    for (; j < n; j += kL)
+      put(j, load<F>(row + j, std::min(kL, seq - j)) * inv);
+    for (; j < seq; ++j)
+      row[j] = 0.0f;
+  }
+}
+
+#if defined(GPIPE_AVX2)
+GPIPE_AVX2 void attentionSoftmaxAvx2(float *p, int64_t rows, int64_t firstRow,
+                                     int64_t seq, bool causal) {
+  attentionSoftmaxOn<Float8>(p, rows, firstRow, seq, causal);
+}
+#endif
+
+void attentionSoftmax(float *p, int64_t rows, int64_t firstRow, int64_t seq,
+                      bool causal) {
+#if defined(GPIPE_AVX2)
+  if (hasAvx2())
+    return attentionSoftmaxAvx2(p, rows, firstRow, seq, causal);
+#endif
+  attentionSoftmaxOn<Float4>(p, rows, firstRow, seq, causal);
+}
+
+/// softmaxRowOn on eight lanes where the CPU has AVX2 (the same bits).
+float softmaxRow(const float *x, float *y, int64_t n) {
+#if defined(GPIPE_AVX2)
+  if (hasAvx2())
+    return softmaxRowAvx2(x, y, n);
+#endif
+  return softmaxRowOn<Float4>(x, y, n);
 }
 
 //===-- attention tiling ---------------------------------------------------===//
@@ -380,8 +468,7 @@ void cpu::attentionForward(const float *x, const float *wqkv, const float *wo,
       if (!causal) {
         gemm(false, true, seq, seq, dh, scale, q, ldQkv, k, ldQkv, 0.0f, p,
              seq);
-        for (int64_t i = 0; i < seq; ++i)
-          softmaxRow(p + i * seq, p + i * seq, seq);
+        attentionSoftmax(p, seq, 0, seq, false);
         gemm(false, false, seq, dh, seq, 1.0f, p, seq, v, ldQkv, 0.0f, c,
              width);
         continue;
@@ -393,11 +480,7 @@ void cpu::attentionForward(const float *x, const float *wqkv, const float *wo,
         float *pBlock = p + i0 * seq;
         gemm(false, true, i1 - i0, i1, dh, scale, q + i0 * ldQkv, ldQkv, k,
              ldQkv, 0.0f, pBlock, seq);
-        for (int64_t i = i0; i < i1; ++i) {
-          float *row = p + i * seq;
-          softmaxRow(row, row, i + 1);
-          std::fill(row + i + 1, row + seq, 0.0f);
-        }
+        attentionSoftmax(pBlock, i1 - i0, i0, seq, true);
         gemm(false, false, i1 - i0, dh, i1, 1.0f, pBlock, seq, v, ldQkv, 0.0f,
              c + i0 * width, width);
       }
@@ -503,49 +586,6 @@ void cpu::attentionBackward(const float *dy, const float *x, const float *wqkv,
               ldQkv, 1.0f, dwqkv, ldQkv);
   if (dqkvBias)
     addColumnSums(parallel, dqkv, dqkvBias, tokens, ldQkv);
-}
-
-//===-- dropout ------------------------------------------------------------===//
-
-void cpu::dropoutForward(const float *x, float *y, uint8_t *mask, int64_t rows,
-                         int64_t cols, float rate, uint64_t seed,
-                         uint64_t step, int64_t rowOffset) {
-  const int64_t n = rows * cols;
-  if (rate <= 0.0f) {
-    std::fill(mask, mask + n, uint8_t(1));
-    if (y != x)
-      std::memcpy(y, x, n * sizeof(float));
-    return;
-  }
-  if (rate >= 1.0f) {
-    // Everything dropped; avoids 0 * inf.
-    std::fill(mask, mask + n, uint8_t(0));
-    std::fill(y, y + n, 0.0f);
-    return;
-  }
-  const float keepScale = 1.0f / (1.0f - rate);
-  for (int64_t r = 0; r < rows; ++r) {
-    uint64_t key =
-        dropoutRowKey(seed, step, static_cast<uint64_t>(rowOffset + r));
-    uint8_t *m = mask + r * cols;
-    for (int64_t j = 0; j < cols; ++j)
-      m[j] = dropoutUniform(key, static_cast<uint64_t>(j)) >= rate;
-    const float *xr = x + r * cols;
-    float *yr = y + r * cols;
-    for (int64_t j = 0; j < cols; ++j)
-      yr[j] = m[j] ? xr[j] * keepScale : 0.0f;
-  }
-}
-
-void cpu::dropoutBackward(const uint8_t *mask, const float *dy, float *dx,
-                          int64_t n, float rate) {
-  if (rate >= 1.0f) {
-    std::fill(dx, dx + n, 0.0f);
-    return;
-  }
-  const float keepScale = rate <= 0.0f ? 1.0f : 1.0f / (1.0f - rate);
-  for (int64_t i = 0; i < n; ++i)
-    dx[i] = mask[i] ? dy[i] * keepScale : 0.0f;
 }
 
 //===-- losses -------------------------------------------------------------===//

@@ -19,6 +19,7 @@
 
 #include "gpipe/runtime/CpuKernels.h"
 #include "ReferenceOps.h"
+#include "gpipe/runtime/device/DropoutHash.h"
 
 #include "FiniteDifferences.h"
 #include "RandomData.h"
@@ -1000,6 +1001,52 @@ TEST(Dropout, MaskIsInvariantToMicroBatchSplit) {
   joinedY.insert(joinedY.end(), second.y.begin(), second.y.end());
   EXPECT_EQ(joined, whole.mask);
   EXPECT_EQ(joinedY, whole.y);
+}
+
+// The mask is DropoutHash.h's, element for element: kept iff
+// dropoutUniform(row key, col) >= rate, computed here in floats as the hash
+// defines it. Besides ordinary rates, each column's own boundary: at rate
+// u / 2^24 (u its hash's top 24 bits) it is kept, at (u + 0.5) / 2^24 dropped
+// and at (u - 0.5) / 2^24 kept, in every lane of the kernel's vectors.
+TEST(Dropout, MaskIsTheHashsDefinition) {
+  using gpipe::runtime::device::dropoutRowKey;
+  using gpipe::runtime::device::dropoutUniform;
+  const uint64_t seed = 17, step = 4;
+  const int64_t rowOffset = 5;
+  auto expected = [&](int64_t rows, int64_t cols, float rate) {
+    Mask mask(rows * cols);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        mask[r * cols + c] =
+            dropoutUniform(dropoutRowKey(seed, step, rowOffset + r), c) >= rate;
+    return mask;
+  };
+  std::vector<float> rates = {0.1f, 0.3f, 0.5f, 1e-7f, 0.99999994f};
+  const int64_t boundaryCols = 19;
+  const uint64_t key0 = dropoutRowKey(seed, step, rowOffset);
+  for (int64_t c = 0; c < boundaryCols; ++c) {
+    float u = dropoutUniform(key0, c) * 16777216.0f;
+    rates.push_back(u / 16777216.0f);
+    if (u < 8388608.0f && u >= 1.0f) { // u +- 0.5 is a float below 2^23
+      rates.push_back((u + 0.5f) / 16777216.0f);
+      rates.push_back((u - 0.5f) / 16777216.0f);
+    }
+  }
+  std::mt19937_64 rng(307);
+  for (float rate : rates)
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, boundaryCols},
+                              {3, 1},
+                              {2, 8},
+                              {4, 37},
+                              {2, 64}}) {
+      SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(cols) +
+                   " rate " + std::to_string(rate));
+      Floats x = randomFloats(rng, rows * cols);
+      DropoutRun run = runDropout(x, rows, cols, rate, seed, step, rowOffset);
+      ASSERT_EQ(run.mask, expected(rows, cols, rate));
+      for (size_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(run.y[i], run.mask[i] ? x[i] * (1.0f / (1.0f - rate)) : 0.0f);
+    }
 }
 
 // The decision of (row, col) does not depend on the number of columns: the

@@ -485,7 +485,8 @@ TEST(DeviceKernels, DropoutMatchesCpuMaskExactly) {
   std::mt19937_64 rng(9);
   ImmediateKernels k;
   for (Shape s : kShapes) {
-    for (float rate : {0.0f, 0.1f, 0.5f, 0.9f, 1.0f}) {
+    for (float rate :
+         {0.0f, 1e-7f, 0.1f, 0.3f, 0.5f, 0.9f, 0.99999994f, 1.0f}) {
       SCOPED_TRACE(shapeName("", s) + " rate " + std::to_string(rate));
       int64_t n = s.rows * s.cols;
       const uint64_t seed = 0xC0FFEE, step = 7;
