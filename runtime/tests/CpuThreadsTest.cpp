@@ -136,7 +136,13 @@ TEST(CpuBackendThreads, KernelsGiveTheBitsOfOneThread) {
                            dy = randomFloats(n, 3),
                            gamma = randomFloats(cols, 4),
                            beta = randomFloats(cols, 5);
+  const int64_t vocab = 37;
+  const std::vector<float> table = randomFloats(vocab * cols, 6);
+  std::vector<int32_t> ids(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    ids[r] = int32_t((r * 11 + 5) % vocab);
   auto kernels = [&](CpuBackend &b, StreamId s, Outputs &out) {
+    b.embedding(s, ids.data(), table.data(), out.add(n).data(), rows, cols);
     b.relu(s, x.data(), out.add(n).data(), n);
     b.reluGrad(s, x.data(), dy.data(), out.add(n).data(), n);
     b.gelu(s, x.data(), out.add(n).data(), n);
@@ -194,6 +200,14 @@ TEST(CpuBackendThreads, KernelsGiveTheBitsOfOneThread) {
   };
   Outputs one = runOn(1, kernels), three = runOn(3, kernels);
   ASSERT_EQ(one.buffers.size(), three.buffers.size());
+  // The embedding (the first output) is row ids[r] of the table.
+  for (const Outputs *run : {&one, &three})
+    for (int64_t r = 0; r < rows; ++r)
+      ASSERT_EQ(std::memcmp(run->buffers[0].data() + r * cols,
+                            table.data() + int64_t(ids[r]) * cols,
+                            cols * sizeof(float)),
+                0)
+          << "embedding row " << r;
   for (size_t i = 0; i < one.buffers.size(); ++i)
     for (size_t j = 0; j < one.buffers[i].size(); ++j)
       ASSERT_EQ(std::memcmp(&one.buffers[i][j], &three.buffers[i][j], 4), 0)

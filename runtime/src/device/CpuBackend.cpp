@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -557,6 +558,15 @@ void CpuBackend::layerNormGradInput(StreamId s, const float *dy, const float *x,
       cpu::layerNormBackward(dy + at, x + at, gamma, mean + b, rstd + b,
                              dx + at, nullptr, nullptr, e - b, cols);
     });
+}
+// Row copies (the element-per-item functor divided by the width for every
+// element); the ids were checked on the host before anything was issued.
+void CpuBackend::embedding(StreamId s, const int32_t *ids, const float *table,
+                           float *y, int64_t n, int64_t width) {
+  splitRows(s, n, width, [=](int64_t b, int64_t e) {
+    cpu::embeddingForward(ids + b, table, y + b * width, e - b,
+                          std::numeric_limits<int64_t>::max(), width);
+  });
 }
 // Row by row, as the device's column-per-item kernel adds: each table entry
 // gets its contributions in the same order, so the same bits.

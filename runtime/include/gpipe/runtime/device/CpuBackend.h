@@ -140,6 +140,8 @@ public:
                     const float *gamma, const float *beta, float *y,
                     float *mean, float *rstd, int64_t rows, int64_t cols,
                     float epsilon) override;
+  void embedding(StreamId s, const int32_t *ids, const float *table, float *y,
+                 int64_t n, int64_t width) override;
   void embeddingGrad(StreamId s, const int32_t *ids, const float *dy,
                      float *dtable, int64_t n, int64_t width) override;
   void dropout(StreamId s, const float *x, float *y, uint8_t *mask,
