@@ -2,15 +2,17 @@
 //
 // relu, both GELUs, tanh, dropout and add on contiguous f32 buffers
 // (CpuKernels.h). Both GELUs, tanh and dropout run on vectors of eight floats
-// (AVX2) or four, with the same bits, with CpuVectorMath.h's exp, tanh and
-// erfc; the exact GELU keeps the device kernels' formula (DeviceKernels.h),
-// with the erfc of Cephes's fits instead of libm's.
+// (AVX2) or four (dropout's forward: one column at a time), with the same
+// bits, with CpuVectorMath.h's exp, tanh and erfc; the exact GELU keeps the
+// device kernels' formula (DeviceKernels.h), with the erfc of Cephes's fits
+// instead of libm's.
 //
 // Dropout draws DropoutHash.h's mask, bit for bit, without its float: the
 // element is kept iff u * 2^-24 >= rate, u the hash's top 24 bits, that is
 // iff u >= ceil(rate * 2^24) (scaling by 2^24 is exact). So the kernel
-// compares integers and hashes two or four columns per vector (splitmix64's
-// 64-bit products; AVX2 composes each from three 32-bit ones).
+// compares integers, and the AVX2 clone hashes four columns per vector
+// (splitmix64's 64-bit products, each composed from three 32-bit ones; on
+// SSE2's two lanes, without a 64-bit compare, the scalar loop was faster).
 //
 //===----------------------------------------------------------------------===//
 

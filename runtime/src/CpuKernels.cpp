@@ -3,9 +3,10 @@
 // Matrix products go through cblas_sgemm (row-major); everything else is a
 // contiguous loop over rows that the compiler can vectorize; exp and tanh are
 // inlined polynomial approximations on four-float vectors instead of scalar
-// libm calls. Reductions use several partial sums (independent dependency
-// chains, and a smaller rounding error than one running sum) and, for the
-// losses and layer norm's mean, double precision.
+// libm calls (the softmaxes on eight where the CPU has AVX2, their sums still
+// in four partial sums: the same bits). Reductions use several partial sums
+// (independent dependency chains, and a smaller rounding error than one running
+// sum) and, for the losses and layer norm's mean, double precision.
 //
 // Attention's backward never materializes a [seq, seq] gradient: the softmax
 // row term sum_j P_ij dP_ij equals dContext_i . context_i, so dP and dScores
