@@ -126,9 +126,10 @@ void gpipe::printMicrobatchSweep(llvm::raw_ostream &os,
        << formatSize(p.memory.resident, 2) << " | " << formatSize(activation, 2)
        << " |";
     if (fit.solvable) {
+      const double perDevice = double(p.blocks) / double(k) * double(p.batch);
       double predicted = fit.a * double(p.batch) +
-                         fit.b * double(p.blocks) / double(k) *
-                             double(p.batch) / double(p.microbatches);
+                         fit.b * perDevice / double(p.microbatches) +
+                         fit.c * perDevice;
       double residual =
           activation > 0 ? (predicted - activation) / activation : 0;
       maxResidual = std::max(maxResidual, std::fabs(residual));
@@ -140,7 +141,15 @@ void gpipe::printMicrobatchSweep(llvm::raw_ostream &os,
   os << "\nN: batch, L: blocks, M: micro-batches; device: the device with the "
         "largest peak; activation = peak - resident (gpipe.memory peak_bytes "
         "- resident_bytes)\n";
-  if (fit.solvable)
+  if (fit.solvable && fit.hasC)
+    os << llvm::formatv(
+        "fit over {0} points: activation ~ a*N + b*(L/K)*(N/M) + c*(L/K)*N "
+        "with a = {1} per example, b = {2} per example per block, c = {3} per "
+        "example per block kept for every micro-batch; max relative residual "
+        "{4:f2}%\n",
+        sweep.points.size(), formatSize(fit.a, 2), formatSize(fit.b, 2),
+        formatSize(fit.c, 2), 100 * maxResidual);
+  else if (fit.solvable)
     os << llvm::formatv(
         "fit over {0} points: activation ~ a*N + b*(L/K)*(N/M) with a = {1} "
         "per example, b = {2} per example per block; max relative residual "

@@ -84,3 +84,40 @@ LinearFit gpipe::fitThroughOrigin(const std::vector<double> &x1,
   }
   return fit;
 }
+
+LinearFit gpipe::fitThroughOrigin(const std::vector<double> &x1,
+                                  const std::vector<double> &x2,
+                                  const std::vector<double> &x3,
+                                  const std::vector<double> &y) {
+  // The normal equations g (a, b, c) = r, by Cramer's rule.
+  const std::vector<double> *x[3] = {&x1, &x2, &x3};
+  double g[3][3] = {}, r[3] = {};
+  for (size_t i = 0; i < y.size(); ++i)
+    for (int j = 0; j < 3; ++j) {
+      r[j] += (*x[j])[i] * y[i];
+      for (int l = 0; l < 3; ++l)
+        g[j][l] += (*x[j])[i] * (*x[l])[i];
+    }
+  auto det = [](const double m[3][3]) {
+    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) -
+           m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+           m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+  };
+  LinearFit fit;
+  const double d = det(g);
+  // Below a billionth of Hadamard's bound, a column is a combination of the
+  // others (a single block count makes (L/K)*N proportional to N).
+  fit.solvable = d > 1e-9 * g[0][0] * g[1][1] * g[2][2];
+  if (!fit.solvable)
+    return fit;
+  fit.hasC = true;
+  double *coef[3] = {&fit.a, &fit.b, &fit.c};
+  for (int j = 0; j < 3; ++j) {
+    double m[3][3];
+    for (int row = 0; row < 3; ++row)
+      for (int col = 0; col < 3; ++col)
+        m[row][col] = col == j ? r[row] : g[row][col];
+    *coef[j] = det(m) / d;
+  }
+  return fit;
+}

@@ -126,6 +126,33 @@ TEST(Capacity, FitIsLeastSquares) {
   EXPECT_NEAR(tilted.b, 0.0, 1e-12);
 }
 
+// y = 2 x1 + 7 x2 - 3 x3 exactly: the three-term fit recovers all three; a
+// third column that is a multiple of the first cannot be separated (one
+// block count: (L/K)*N is proportional to N).
+TEST(Capacity, FitThroughOriginThreeTerms) {
+  std::vector<double> x1 = {1, 2, 3, 4, 5}, x2 = {2, 1, 5, 0.5, 3},
+                      x3 = {0, 4, 1, 2, 7}, y;
+  for (size_t i = 0; i < x1.size(); ++i)
+    y.push_back(2 * x1[i] + 7 * x2[i] - 3 * x3[i]);
+  LinearFit fit = fitThroughOrigin(x1, x2, x3, y);
+  ASSERT_TRUE(fit.solvable);
+  EXPECT_TRUE(fit.hasC);
+  EXPECT_NEAR(fit.a, 2.0, 1e-9);
+  EXPECT_NEAR(fit.b, 7.0, 1e-9);
+  EXPECT_NEAR(fit.c, -3.0, 1e-9);
+  std::vector<double> twiceX1 = {2, 4, 6, 8, 10};
+  EXPECT_FALSE(fitThroughOrigin(x1, x2, twiceX1, y).solvable);
+  // Least squares, not interpolation: x = the unit vectors and (1, 1, 1),
+  // y = (1, 1, 1, 6). The normal equations [2 1 1; 1 2 1; 1 1 2] (a, b, c)
+  // = (7, 7, 7) give a = b = c = 7/4.
+  LinearFit square =
+      fitThroughOrigin({1, 0, 0, 1}, {0, 1, 0, 1}, {0, 0, 1, 1}, {1, 1, 1, 6});
+  ASSERT_TRUE(square.solvable);
+  EXPECT_NEAR(square.a, 1.75, 1e-12);
+  EXPECT_NEAR(square.b, 1.75, 1e-12);
+  EXPECT_NEAR(square.c, 1.75, 1e-12);
+}
+
 TEST(Capacity, FormatSize) {
   EXPECT_EQ(formatSize(1536), "1.5 KiB");
   EXPECT_EQ(formatSize(-2048, 0), "-2 KiB");

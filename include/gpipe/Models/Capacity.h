@@ -77,14 +77,20 @@ findLargestFitting(llvm::function_ref<std::optional<int64_t>(int64_t)> arenaOf,
 /// Fewest blocks whose 2B + 3 layers can be split in `stages` cells.
 int64_t minBlocksFor(int64_t stages);
 
-/// y ~ a*x1 + b*x2 by least squares, without intercept; unsolvable when the
-/// two columns are (nearly) proportional.
+/// y ~ a*x1 + b*x2 (+ c*x3) by least squares, without intercept; unsolvable
+/// when a column is (nearly) a combination of the others.
 struct LinearFit {
   bool solvable = false;
-  double a = 0, b = 0;
+  bool hasC = false; ///< the fit has the third term
+  double a = 0, b = 0, c = 0;
 };
 LinearFit fitThroughOrigin(const std::vector<double> &x1,
                            const std::vector<double> &x2,
+                           const std::vector<double> &y);
+/// The three-term fit, or nothing solvable.
+LinearFit fitThroughOrigin(const std::vector<double> &x1,
+                           const std::vector<double> &x2,
+                           const std::vector<double> &x3,
                            const std::vector<double> &y);
 
 //===-- The two studies (Capacity.cpp) ------------------------------------===//
@@ -126,7 +132,9 @@ struct SweepPoint {
 };
 struct MicrobatchSweep {
   std::vector<SweepPoint> points;
-  LinearFit fit; ///< activation ~ a*N + b*(L/K)*(N/M)
+  /// activation ~ a*N + b*(L/K)*(N/M) + c*(L/K)*N; the last term only where
+  /// the sweep separates it (two block counts or more, and two M).
+  LinearFit fit;
   unsigned compiles = 0;
   double seconds = 0;
 };
