@@ -33,7 +33,7 @@ static cl::SubCommand tableCommand(
              "remat policy and number of devices (the paper's Table 1)");
 static cl::SubCommand sweepCommand(
     "sweep", "activation memory against the number of micro-batches, fitted "
-             "to a*N + b*(L/K)*(N/M)");
+             "to a*N + b*(L/K)*(N/M), + c*(L/K)*N with two block counts");
 static cl::SubCommandGroup bothCommands({&tableCommand, &sweepCommand});
 
 static cl::OptionCategory modelCategory("Transformer options");
