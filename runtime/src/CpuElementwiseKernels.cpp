@@ -162,10 +162,13 @@ GPIPE_VECTOR_INLINE U64x4 mix64x4(U64x4 z) {
   return z ^ (z >> 31);
 }
 
-/// dropoutRow eight columns at a time: two vectors of four hashes.
-GPIPE_AVX2 void dropoutRowAvx2(const float *x, float *y, uint8_t *mask,
-                               int64_t cols, uint64_t key, int64_t threshold,
-                               float keepScale) {
+/// dropoutRow eight columns at a time: two vectors of four hashes. Inlined
+/// into the AVX2 clone below, whose target compiles it; the clone passes no
+/// vector through a call (Clang refuses one across targets).
+GPIPE_VECTOR_INLINE void dropoutRowEight(const float *x, float *y,
+                                         uint8_t *mask, int64_t cols,
+                                         uint64_t key, int64_t threshold,
+                                         float keepScale) {
   U64x4 counter;
   for (int l = 0; l < 4; ++l)
     counter[l] = key + uint64_t(l + 1) * kGolden;
@@ -186,6 +189,12 @@ GPIPE_AVX2 void dropoutRowAvx2(const float *x, float *y, uint8_t *mask,
     std::memcpy(mask + j, &bytes, 8);
   }
   dropoutRow(x, y, mask, cols, key, threshold, keepScale, j);
+}
+
+GPIPE_AVX2 void dropoutRowAvx2(const float *x, float *y, uint8_t *mask,
+                               int64_t cols, uint64_t key, int64_t threshold,
+                               float keepScale) {
+  dropoutRowEight(x, y, mask, cols, key, threshold, keepScale);
 }
 #endif
 
