@@ -16,6 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+// Float8 and the dropout hash's four 64-bit lanes stay inside the inlined
+// kernels (CpuVectorMath.h, DropoutHash.h's mix64); GCC reports the ABI note
+// where it emits them, in the headers and at the end of the file.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 #include "gpipe/runtime/CpuKernels.h"
 #include "gpipe/runtime/device/DeviceKernels.h"
 #include "gpipe/runtime/device/DropoutHash.h"
@@ -62,9 +67,6 @@ void cpu::reluBackward(const float *x, const float *dy, float *dx, int64_t n) {
 // 1 + t or 1 - t^2 would lose every digit). exp saturates at a finite value,
 // so e / (1 + e) never becomes inf / inf.
 
-// Float8 stays inside the inlined kernels (CpuVectorMath.h); GCC reports
-// the ABI note where it emits the lambdas, at the end of the file.
-#pragma GCC diagnostic ignored "-Wpsabi"
 namespace {
 // Each kernel on vectors of F: Float4 everywhere, Float8 in the AVX2 clones.
 // The lambdas are inlined too, so that the clone's target compiles them.
@@ -155,13 +157,6 @@ void dropoutRow(const float *x, float *y, uint8_t *mask, int64_t cols,
 using U64x4 = uint64_t __attribute__((vector_size(32)));
 using I64x4 = int64_t __attribute__((vector_size(32)));
 
-/// splitmix64's finalizer (DropoutHash.h's mix64) on four lanes.
-GPIPE_VECTOR_INLINE U64x4 mix64x4(U64x4 z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 /// dropoutRow eight columns at a time: two vectors of four hashes. Inlined
 /// into the AVX2 clone below, whose target compiles it; the clone passes no
 /// vector through a call (Clang refuses one across targets).
@@ -175,9 +170,9 @@ GPIPE_VECTOR_INLINE void dropoutRowEight(const float *x, float *y,
   const uint64_t step4 = 4 * kGolden;
   int64_t j = 0;
   for (; j + 8 <= cols; j += 8) {
-    I64x4 low = reinterpret_cast<I64x4>(mix64x4(counter) >> 40) >= threshold;
+    I64x4 low = reinterpret_cast<I64x4>(mix64(counter) >> 40) >= threshold;
     I64x4 high =
-        reinterpret_cast<I64x4>(mix64x4(counter + step4) >> 40) >= threshold;
+        reinterpret_cast<I64x4>(mix64(counter + step4) >> 40) >= threshold;
     counter += 2 * step4;
     // The low halves of the 64-bit flags (-1 kept, 0 dropped) in column order.
     Int8 kept = __builtin_shufflevector(reinterpret_cast<Int8>(low),

@@ -23,10 +23,11 @@
 namespace gpipe::runtime::device {
 
 /// splitmix64's increment (2^64 / golden ratio) and finalizer: a bijective
-/// 64-bit mix whose outputs over a counter stream pass BigCrush.
+/// 64-bit mix whose outputs over a counter stream pass BigCrush. A template
+/// so that the CPU kernels run it on vectors of 64-bit lanes too.
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
-GPIPE_HD inline uint64_t mix64(uint64_t z) {
+template <class U> GPIPE_HD inline U mix64(U z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
