@@ -5,7 +5,9 @@
 # recover, ASan and LeakSanitizer exit non-zero), then each libFuzzer target
 # (runtime/fuzz) for GPIPE_FUZZ_SECONDS seconds (default 60) from its seed
 # corpus, printing how long each ran. A crash fails the script and leaves the
-# input in build-sanitize/fuzz-<target>/.
+# input in build-sanitize/fuzz-<target>/. Then the C API's contract tests
+# (the conformance table and the concurrent readers) under ThreadSanitizer,
+# built alone in build-tsan/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
@@ -26,12 +28,13 @@ ninja -C "$build" -j"${GPIPE_JOBS:-2}"
 export ASAN_OPTIONS="allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 (cd "$build" && ctest --output-on-failure -j2)
 
-for target in FuzzBundle FuzzIdx FuzzCorpus FuzzRunReport; do
+for target in FuzzBundle FuzzIdx FuzzCorpus FuzzRunReport FuzzCApi; do
   case $target in
     FuzzBundle) seeds=bundle ;;
     FuzzIdx) seeds=idx ;;
     FuzzCorpus) seeds=corpus ;;
     FuzzRunReport) seeds=report ;;
+    FuzzCApi) seeds=capi ;;
   esac
   work="$build/fuzz-$target"
   rm -rf "$work" && mkdir -p "$work/corpus"
@@ -47,3 +50,22 @@ for target in FuzzBundle FuzzIdx FuzzCorpus FuzzRunReport; do
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$' || echo '?')
   echo "sanitize: $target ran $(( $(date +%s) - start )) s, $runs inputs, no crash"
 done
+
+# ThreadSanitizer: the runtime and the C API's contract tests only (the rest
+# runs under ASan above). OpenBLAS is not instrumented: one thread, so that
+# it starts no pool of its own.
+tsan="${GPIPE_TSAN_BUILD_DIR:-$root/build-tsan}"
+if [ ! -f "$tsan/build.ninja" ]; then
+  CC=clang CXX=clang++ cmake -G Ninja -S "$root" -B "$tsan" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DGPIPE_BUILD_COMPILER=OFF -DGPIPE_BUILD_CUDA=OFF -DGPIPE_BUILD_MPI=OFF \
+    -DGPIPE_BUILD_BENCHMARKS=OFF \
+    -DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+    -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread"
+fi
+ninja -C "$tsan" -j"${GPIPE_JOBS:-2}" GPipeCApiContractTests
+start=$(date +%s)
+OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  "$tsan/runtime/tests/GPipeCApiContractTests"
+echo "sanitize: the C API's contract tests ran clean under TSan in $(( $(date +%s) - start )) s"

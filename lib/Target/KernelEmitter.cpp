@@ -76,7 +76,8 @@ static void emitScalarOp(Operation *op, StringRef r, ArrayRef<std::string> a,
                          llvm::raw_ostream &os) {
   llvm::TypeSwitch<Operation *>(op)
       .Case([&](ReluOp) {
-        os << llvm::formatv("  float {0} = {1} > 0.0f ? {1} : 0.0f;\n", r,
+        // As the runtime's relu: NaN stays NaN (PyTorch), -0 gives +0.
+        os << llvm::formatv("  float {0} = {1} <= 0.0f ? 0.0f : {1};\n", r,
                             a[0]);
       })
       .Case([&](GeluOp) {
@@ -98,9 +99,9 @@ static void emitScalarOp(Operation *op, StringRef r, ArrayRef<std::string> a,
         os << llvm::formatv("  float {0} = {1} + {2};\n", r, a[0], a[1]);
       })
       .Case([&](ReluGradOp) {
-        // relu_grad(dy, x) = x > 0 ? dy : 0.
-        os << llvm::formatv("  float {0} = {2} > 0.0f ? {1} : 0.0f;\n", r, a[0],
-                            a[1]);
+        // relu_grad(dy, x) = x <= 0 ? 0 : dy: dy passes where x is NaN.
+        os << llvm::formatv("  float {0} = {2} <= 0.0f ? 0.0f : {1};\n", r,
+                            a[0], a[1]);
       })
       .Case([&](GeluGradOp) {
         // gelu_grad(dy, x) = dy (0.5 (1 + tanh u) + 0.5 x sech^2(u) u').

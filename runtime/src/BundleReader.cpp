@@ -14,14 +14,12 @@
 #include "BundleJson.h"
 #include "gpipe/runtime/BackwardSplit.h"
 #include "gpipe/runtime/BundleChecksum.h"
+#include "gpipe/runtime/FileRead.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
 #include <climits>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <exception>
 #include <initializer_list>
 #include <new>
@@ -640,29 +638,11 @@ StatusOr<Bundle> gpipe::runtime::parseBundle(const std::string &text,
 }
 
 StatusOr<Bundle> gpipe::runtime::loadBundle(const std::string &path) {
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    return Status(StatusCode::Io,
-                  "cannot open '" + path + "': " + std::strerror(errno));
-  std::string text;
-  try {
-    char buffer[1 << 16];
-    size_t count;
-    while ((count = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-      text.append(buffer, count);
-  } catch (const std::bad_alloc &) {
-    std::fclose(file);
-    return Status(StatusCode::OutOfMemory,
-                  "cannot read '" + path + "': out of memory");
-  }
-  if (std::ferror(file)) {
-    int error = errno;
-    std::fclose(file);
-    return Status(StatusCode::Io,
-                  "cannot read '" + path + "': " + std::strerror(error));
-  }
-  std::fclose(file);
-  StatusOr<Bundle> bundle = parseBundle(text, path);
+  StatusOr<std::string> text =
+      readRegularFile(path, kMaxBundleBytes, "a bundle");
+  if (!text.ok())
+    return text.status();
+  StatusOr<Bundle> bundle = parseBundle(*text, path);
   // The compiler writes the weights beside the bundle: a relative path is
   // relative to the bundle's directory, not to the working directory.
   size_t slash = path.rfind('/');

@@ -75,6 +75,7 @@ const char *gpipe_status_string(gpipe_status_t status) {
     return "GPIPE_ERROR_CANCELLED";
   case GPIPE_ERROR_NON_FINITE:
     return "GPIPE_ERROR_NON_FINITE";
+  case GPIPE_STATUS_ENUM_MIN:
   case GPIPE_STATUS_ENUM_MAX:
     break;
   }

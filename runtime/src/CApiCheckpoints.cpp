@@ -18,6 +18,9 @@
 
 using namespace gpipe::runtime::capi;
 
+static_assert(GPIPE_MAX_STEPS_DONE == gpipe::runtime::kMaxStepsDone,
+              "the C API's step limit is the runtime's");
+
 //===----------------------------------------------------------------------===//
 // Learning rate and steps
 //===----------------------------------------------------------------------===//
@@ -61,9 +64,8 @@ gpipe_status_t gpipe_session_set_steps_done(gpipe_session_t *session,
     if (!session)
       return fail(nullptr, GPIPE_ERROR_INVALID_ARGUMENT, function,
                   "session is null");
-    if (steps < 0)
-      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
-                  "expected steps >= 0, got " + std::to_string(steps));
+    if (std::string error = rt::checkStepsDone(steps); !error.empty())
+      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function, error);
     session->executor->setStepsDone(steps);
     return succeed(session);
   });
@@ -74,16 +76,6 @@ gpipe_status_t gpipe_session_set_steps_done(gpipe_session_t *session,
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// The slot whose values the update rule takes the square root of (a mean
-/// of squared gradients: RMSProp's ms, Adam's and AdamW's v), or -1.
-int squaredMeanSlot(rt::OptimizerKind kind) {
-  if (kind == rt::OptimizerKind::RmsProp)
-    return 0;
-  if (kind == rt::OptimizerKind::Adam || kind == rt::OptimizerKind::AdamW)
-    return 1;
-  return -1;
-}
 
 /// Checks the session, the name and the slot of an optimizer state call;
 /// on success `param` is the parameter's info. Failures are recorded on
@@ -209,20 +201,12 @@ gpipe_status_t gpipe_session_set_optimizer_state(gpipe_session_t *session,
                       std::to_string(param->element_count) +
                       " elements (shape " + shapeString(*param) + "), got " +
                       std::to_string(element_count));
-    rt::OptimizerKind kind = session->executor->optimizerKind();
-    bool nonNegative = squaredMeanSlot(kind) == int(slot);
-    for (size_t i = 0; i < element_count; ++i) {
-      if (std::isfinite(values[i]) && (!nonNegative || values[i] >= 0))
-        continue;
+    if (std::string error =
+            rt::checkStateValues(session->executor->optimizerKind(), int(slot),
+                                 values, element_count);
+        !error.empty())
       return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
-                  stateName(slot, name) + ": expected finite values" +
-                      (nonNegative ? std::string(" >= 0 (") +
-                                         rt::optimizerKindName(kind) +
-                                         "'s mean of squared gradients)"
-                                   : std::string()) +
-                      ", got " + formatReal(values[i]) + " at element " +
-                      std::to_string(i));
-    }
+                  stateName(slot, name) + ": " + error);
     rt::Status status = session->executor->setOptimizerState(
         name, slot, std::vector<float>(values, values + element_count));
     if (!status.ok())

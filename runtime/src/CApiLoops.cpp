@@ -110,14 +110,18 @@ std::string readOptions(const gpipe_text_training_options_t *options,
                      "gpipe_text_training_options_init");
 }
 
-/// After a loop: on a failure its last step's norm is unknown.
+/// After a loop: a step that failed leaves its norm unknown; a loop refused
+/// before its first step (options, data) leaves the session as it was.
 gpipe_status_t finishLoop(gpipe_session_t *session, const rt::Status &status,
                           const char *function) {
   // The loop schedules its own rate; train_step goes on with the session's.
   session->executor->setLearningRate(session->learningRate);
   if (status.ok())
     return GPIPE_OK;
-  session->gradientNorm.reset();
+  if (status.code() == rt::StatusCode::DeviceFailure ||
+      status.code() == rt::StatusCode::NonFinite ||
+      status.code() == rt::StatusCode::DeadlineExceeded)
+    session->gradientNorm.reset();
   return fail(session, status, function);
 }
 

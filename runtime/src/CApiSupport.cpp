@@ -3,6 +3,7 @@
 #include "CApiSupport.h"
 
 #include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/Optimizers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -124,11 +125,13 @@ std::string validateOptions(const gpipe_session_options_t &o) {
     return std::string("options->") + field + ": expected " + expected +
            ", got " + found;
   };
-  if (int64_t(o.optimizer) < GPIPE_OPTIMIZER_SGD ||
-      int64_t(o.optimizer) > GPIPE_OPTIMIZER_ADAMW)
+  // Enums are compared as the int32 the caller stored: any value is
+  // defined (the _ENUM_MIN/_MAX sentinels), only 0 to N name something.
+  const int32_t optimizer = o.optimizer;
+  if (optimizer < GPIPE_OPTIMIZER_SGD || optimizer > GPIPE_OPTIMIZER_ADAMW)
     return "options->optimizer: expected GPIPE_OPTIMIZER_SGD, _MOMENTUM, "
            "_RMSPROP, _ADAM or _ADAMW (0 to 4), got " +
-           std::to_string(int(o.optimizer));
+           std::to_string(optimizer);
   struct NonNegative {
     const char *field;
     float value;
@@ -149,16 +152,22 @@ std::string validateOptions(const gpipe_session_options_t &o) {
       return bad(f.field, "a value in [0, 1)", f.value);
   if (o.recv_timeout_ms < 1)
     return "options->recv_timeout_ms: expected at least 1, got 0";
-  if (int64_t(o.device) < GPIPE_DEVICE_CPU ||
-      int64_t(o.device) > GPIPE_DEVICE_HOST_EMULATION)
+  const int32_t device = o.device;
+  if (device < GPIPE_DEVICE_CPU || device > GPIPE_DEVICE_HOST_EMULATION)
     return "options->device: expected GPIPE_DEVICE_CPU, _CUDA or "
            "_HOST_EMULATION (0 to 2), got " +
-           std::to_string(int(o.device));
+           std::to_string(device);
   if (o.threads_per_device > kMaxThreadsPerDevice)
     return "options->threads_per_device: expected 0 (the cores divided among "
            "the devices) to " +
            std::to_string(kMaxThreadsPerDevice) + ", got " +
            std::to_string(o.threads_per_device);
+  // What only the combination rules out (weight decay for Adam): the
+  // runtime's own check, as an option error.
+  if (std::string error =
+          rt::checkOptimizerConfig(toEngineOptions(o).optimizer);
+      !error.empty())
+    return "options->weight_decay: " + error;
   return {};
 }
 
@@ -166,9 +175,13 @@ std::string checkStructSize(size_t size, size_t first, size_t own,
                             const char *init) {
   if (size >= first && size <= own)
     return {};
+  // A newer header's struct grows by a few fields, not by kilobytes: a
+  // larger size is more likely memory the caller never initialized.
+  constexpr size_t kPlausibleGrowth = 1024;
   return "options->struct_size: expected " + std::to_string(first) + " to " +
          std::to_string(own) + ", got " + std::to_string(size) +
-         (size == 0 ? std::string(" (initialize the options with ") + init + ")"
+         (size == 0 || size > own + kPlausibleGrowth
+              ? std::string(" (initialize the options with ") + init + ")"
           : size > own
               ? std::string(" (options of a newer gpipe_runtime.h than "
                             "this library's, ") +
@@ -256,6 +269,7 @@ gpipe_status_t createSession(const char *function,
   session->executor = std::move(*engine);
   session->learningRate = o.learning_rate;
   session->measuresNorm = o.clip_grad_norm > 0 || o.check_finite != 0;
+  session->checksFinite = o.check_finite != 0;
   const rt::Bundle &bundle = session->executor->bundle();
   auto tooLarge = [&](const std::string &what, size_t rank) {
     return fail(nullptr, GPIPE_ERROR_INVALID_BUNDLE, function,
@@ -340,10 +354,10 @@ gpipe_status_t makeBatch(gpipe_session_t *session, const char *function,
     gpipe_tensor_info_t expected;
     atRows(session->inputs[index], rows, expected); // rows checked by caller
     std::string where = "input '" + std::string(input.name) + "'";
-    if (input.type != GPIPE_ELEMENT_F32 && input.type != GPIPE_ELEMENT_I32)
+    const int32_t type = input.type;
+    if (type != GPIPE_ELEMENT_F32 && type != GPIPE_ELEMENT_I32)
       return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
-                  where + ": unknown element type " +
-                      std::to_string(int(input.type)) +
+                  where + ": unknown element type " + std::to_string(type) +
                       " (expected GPIPE_ELEMENT_F32 or GPIPE_ELEMENT_I32)");
     if (input.type != expected.type)
       return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
@@ -363,6 +377,15 @@ gpipe_status_t makeBatch(gpipe_session_t *session, const char *function,
     size_t n = input.element_count;
     if (input.type == GPIPE_ELEMENT_F32) {
       const float *data = static_cast<const float *>(input.data);
+      // The guard refuses what would make the loss non-finite, naming it.
+      if (session->checksFinite)
+        for (size_t e = 0; e < n; ++e)
+          if (!std::isfinite(data[e]))
+            return fail(session, GPIPE_ERROR_NON_FINITE, function,
+                        where + ": expected finite values (the session "
+                                "guards: check_finite), got " +
+                            formatReal(data[e]) + " at element " +
+                            std::to_string(e));
       batch[input.name] =
           rt::HostTensor::floats(std::move(shape), {data, data + n});
     } else {

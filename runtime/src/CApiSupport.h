@@ -49,6 +49,8 @@ struct gpipe_session {
   /// session clips or guards): gpipe_session_gradient_norm's message.
   bool stepRan = false;
   bool measuresNorm = false;
+  /// options->check_finite: inputs with nan or inf are refused.
+  bool checksFinite = false;
 };
 
 namespace gpipe::runtime::capi {

@@ -2,6 +2,8 @@
 
 #include "CApiSupport.h"
 
+#include "gpipe/runtime/Optimizers.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -24,6 +26,11 @@ gpipe_status_t gpipe_session_train_step(gpipe_session_t *session,
     if (!out_loss)
       return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
                   "out_loss is null");
+    const int64_t steps = session->executor->stepsDone();
+    if (steps >= rt::kMaxStepsDone)
+      return fail(session, GPIPE_ERROR_FAILED_PRECONDITION, function,
+                  "the session has done " + std::to_string(steps) +
+                      " steps, the most it counts (GPIPE_MAX_STEPS_DONE)");
     rt::Batch batch;
     gpipe_status_t status =
         makeBatch(session, function, session->executor->bundle().batch, inputs,
@@ -113,7 +120,10 @@ gpipe_status_t gpipe_session_evaluate(gpipe_session_t *session, int64_t rows,
       return status;
     rt::EvalResult result = session->executor->evaluate(batch, rows);
     if (!result.ok())
-      return fail(session, GPIPE_ERROR_RUNTIME, function, result.error);
+      return fail(session,
+                  result.nonFinite ? GPIPE_ERROR_NON_FINITE
+                                   : GPIPE_ERROR_RUNTIME,
+                  function, result.error);
     if (out_prediction) {
       if (result.prediction.f32.size() != prediction.element_count)
         return fail(session, GPIPE_ERROR_RUNTIME, function,
@@ -209,15 +219,12 @@ gpipe_status_t gpipe_session_set_parameter(gpipe_session_t *session,
                       std::to_string(param->element_count) +
                       " elements (shape " + shapeString(*param) + "), got " +
                       std::to_string(element_count));
-    for (size_t i = 0; i < element_count; ++i)
-      if (!std::isfinite(values[i])) {
-        char found[32];
-        std::snprintf(found, sizeof(found), "%g", double(values[i]));
-        return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
-                    "parameter '" + std::string(name) +
-                        "': expected finite values, got " + found +
-                        " at element " + std::to_string(i));
-      }
+    if (std::string error = rt::checkStateValues(
+            session->executor->optimizerKind(), /*slot=*/-1, values,
+            element_count);
+        !error.empty())
+      return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
+                  "parameter '" + std::string(name) + "': " + error);
     rt::Status status = session->executor->setParameter(
         name, std::vector<float>(values, values + element_count));
     if (!status.ok())

@@ -2,6 +2,7 @@
 
 #include "gpipe/runtime/Checkpoint.h"
 
+#include "gpipe/runtime/FileRead.h"
 #include "gpipe/runtime/Optimizers.h"
 #include "gpipe/runtime/SafeTensors.h"
 
@@ -88,13 +89,10 @@ void removeTree(const std::string &path) {
   ::rmdir(path.c_str());
 }
 
-StatusOr<std::string> readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return ioError("cannot open", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+/// The bytes of a checkpoint's file, refused past `maxBytes` (Checkpoint.h).
+StatusOr<std::string> readFile(const std::string &path, uint64_t maxBytes,
+                               const char *what) {
+  return readRegularFile(path, maxBytes, what);
 }
 
 std::string stepName(int64_t step) {
@@ -160,6 +158,11 @@ Status gpipe::runtime::createSaveDirectory(const std::string &dir) {
       return ioError("cannot create the checkpoint directory", prefix);
     if (slash == std::string::npos)
       break;
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR; // mkdir's EEXIST hid it; access would say EACCES
+    return ioError("cannot create the checkpoint directory", dir);
   }
   // Writable: a save must not fail after hours of training.
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
@@ -275,7 +278,8 @@ Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
   std::string checkpoint = path;
   struct stat st;
   if (::stat((path + "/" + kState).c_str(), &st) != 0) {
-    StatusOr<std::string> latest = readFile(path + "/" + kLatest);
+    StatusOr<std::string> latest = readFile(
+        path + "/" + kLatest, kMaxCheckpointLatestBytes, "a 'latest' file");
     if (!latest.ok())
       return Status(StatusCode::Io,
                     "'" + path + "' is neither a checkpoint (no " + kState +
@@ -286,7 +290,9 @@ Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
     checkpoint = path + "/" + name;
   }
 
-  StatusOr<std::string> stateText = readFile(checkpoint + "/" + kState);
+  StatusOr<std::string> stateText =
+      readFile(checkpoint + "/" + kState, kMaxCheckpointStateBytes,
+               "a checkpoint state");
   if (!stateText.ok())
     return stateText.status();
   Json state = Json::parse(*stateText, nullptr, /*allow_exceptions=*/false);
@@ -296,6 +302,18 @@ Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
     return Status(StatusCode::InvalidArgument,
                   "'" + checkpoint + "/" + kState +
                       "' is not a gpipe checkpoint's state");
+  // nlohmann reads 2^64 - 1 as an unsigned: compared as such, not as -1.
+  const Json &stepValue = state["step"];
+  const bool stepInRange =
+      stepValue.is_number_unsigned()
+          ? stepValue.get<uint64_t>() <= uint64_t(kMaxStepsDone)
+          : checkStepsDone(stepValue.get<int64_t>()).empty();
+  if (!stepInRange)
+    return Status(StatusCode::InvalidArgument,
+                  "'" + checkpoint + "/" + kState + "': step " +
+                      stepValue.dump() + " is not a count of steps done " +
+                      "(expected 0 to " + std::to_string(kMaxStepsDone) + ")");
+  const int64_t step = stepValue.get<int64_t>();
   if (state.value("version", 0) != kVersion)
     return Status(StatusCode::InvalidArgument,
                   "'" + checkpoint + "': unsupported checkpoint version " +
@@ -319,12 +337,14 @@ Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
     const float had = float(saved[key].get<double>());
     if (had != value)
       return Status(StatusCode::InvalidArgument,
-                    "'" + checkpoint + "' was saved with " + optimizer + " " +
-                        key + " " + shortestText(had) + ", the run uses " +
-                        shortestText(value));
+                    "'" + checkpoint + "' was saved with " + key + " " +
+                        shortestText(had) + " (optimizer " + optimizer +
+                        "), the run uses " + shortestText(value));
   }
 
-  StatusOr<std::string> bytes = readFile(checkpoint + "/" + kTensors);
+  StatusOr<std::string> bytes =
+      readFile(checkpoint + "/" + kTensors, kMaxCheckpointTensorsBytes,
+               "a checkpoint's tensors file");
   if (!bytes.ok())
     return bytes.status();
   StatusOr<std::vector<NamedTensor>> tensors =
@@ -358,6 +378,15 @@ Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
                       "checkpoint has " + name + " " +
                           shapeText(it->second->shape) + ", model expects " +
                           shapeText(spec.shape));
+      // What set_parameter and set_optimizer_state refuse, a checkpoint
+      // cannot bring in either.
+      const std::vector<float> &data = it->second->data;
+      if (std::string error =
+              checkStateValues(engine.optimizerKind(), int(slot) - 1,
+                               data.data(), data.size());
+          !error.empty())
+        return Status(StatusCode::InvalidArgument,
+                      "'" + checkpoint + "': tensor '" + name + "': " + error);
       loads.push_back({it->second, &spec.name, slot});
       byName.erase(it);
     }
@@ -376,9 +405,9 @@ Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
     if (!status.ok())
       return status;
   }
-  engine.setStepsDone(state["step"].get<int64_t>());
+  engine.setStepsDone(step);
   if (info) {
-    info->step = state["step"].get<int64_t>();
+    info->step = step;
     info->model = state.value("model", "");
     info->optimizer = optimizer;
     info->loopState = state.contains("loop") ? state["loop"].dump() : "{}";

@@ -47,17 +47,23 @@ constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 // Both operands of each select are loaded first, so that the loops compile
 // to vector selects: a conditional load stays a branch, which half the
 // elements of a layer mispredict.
+//
+// PyTorch's NaN semantics: relu(NaN) = NaN, and the gradient passes where
+// the value is NaN (threshold_backward: x <= 0 ? 0 : dy), so a NaN cannot
+// become a finite loss. Hence `x <= 0 ? 0 : ...`, false for NaN: the same
+// two instructions (cmpleps, andnps) as `x > 0 ? ... : 0`, and relu(-0) stays
+// +0 (max(0, x) would give -0).
 void cpu::reluForward(const float *x, float *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i];
-    y[i] = v > 0.0f ? v : 0.0f;
+    y[i] = v <= 0.0f ? 0.0f : v;
   }
 }
 
 void cpu::reluBackward(const float *x, const float *dy, float *dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i], g = dy[i];
-    dx[i] = v > 0.0f ? g : 0.0f;
+    dx[i] = v <= 0.0f ? 0.0f : g;
   }
 }
 
@@ -139,8 +145,10 @@ template <> struct BytesOf<Float8> {
 };
 
 // Dropout: one row at a time, mask[j] = u(key, j) >= threshold and
-// y[j] = mask[j] ? x[j] * keepScale : 0. The scalar hash walks a counter (one
-// 64-bit add per column instead of a product).
+// y[j] = mask[j] ? x[j] * keepScale : x[j] - x[j]. A dropped element is
+// x - x: +0 for a finite x, NaN for a NaN or an infinity, as
+// PyTorch's x * 0, so dropout hides no NaN. The scalar hash walks a counter
+// (one 64-bit add per column instead of a product).
 void dropoutRow(const float *x, float *y, uint8_t *mask, int64_t cols,
                 uint64_t key, int64_t threshold, float keepScale,
                 int64_t from = 0) {
@@ -149,7 +157,7 @@ void dropoutRow(const float *x, float *y, uint8_t *mask, int64_t cols,
     mask[j] = int64_t(mix64(counter) >> 40) >= threshold;
   for (int64_t j = from; j < cols; ++j) {
     float v = x[j];
-    y[j] = mask[j] ? v * keepScale : 0.0f;
+    y[j] = mask[j] ? v * keepScale : v - v;
   }
 }
 
@@ -179,7 +187,7 @@ GPIPE_VECTOR_INLINE void dropoutRowEight(const float *x, float *y,
                                         reinterpret_cast<Int8>(high), 0, 2, 4,
                                         6, 8, 10, 12, 14);
     Float8 v = load<Float8>(x + j, 8);
-    store<Float8>(y + j, kept != 0 ? v * keepScale : Float8{}, 8);
+    store<Float8>(y + j, kept != 0 ? v * keepScale : v - v, 8);
     auto bytes = __builtin_convertvector(-kept, BytesOf<Float8>::type);
     std::memcpy(mask + j, &bytes, 8);
   }
@@ -203,8 +211,8 @@ GPIPE_VECTOR_INLINE void dropoutBackwardOn(const uint8_t *mask, const float *dy,
     Bytes bytes = {};
     std::memcpy(&bytes, mask + i, count);
     I kept = __builtin_convertvector(bytes, I);
-    store<F>(dx + i, kept != 0 ? load<F>(dy + i, count) * keepScale : F{},
-             count);
+    F g = load<F>(dy + i, count);
+    store<F>(dx + i, kept != 0 ? g * keepScale : g - g, count);
   });
 }
 
@@ -284,9 +292,10 @@ void cpu::dropoutForward(const float *x, float *y, uint8_t *mask, int64_t rows,
     return;
   }
   if (rate >= 1.0f) {
-    // Everything dropped; avoids 0 * inf.
+    // Everything dropped; avoids 0 * inf (keepScale).
     std::fill(mask, mask + n, uint8_t(0));
-    std::fill(y, y + n, 0.0f);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = x[i] - x[i];
     return;
   }
   const float keepScale = 1.0f / (1.0f - rate);
@@ -308,7 +317,8 @@ void cpu::dropoutForward(const float *x, float *y, uint8_t *mask, int64_t rows,
 void cpu::dropoutBackward(const uint8_t *mask, const float *dy, float *dx,
                           int64_t n, float rate) {
   if (rate >= 1.0f) {
-    std::fill(dx, dx + n, 0.0f);
+    for (int64_t i = 0; i < n; ++i)
+      dx[i] = dy[i] - dy[i];
     return;
   }
   const float keepScale = rate <= 0.0f ? 1.0f : 1.0f / (1.0f - rate);

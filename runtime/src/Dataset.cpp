@@ -1,20 +1,21 @@
 //===- Dataset.cpp - IDX image datasets (MNIST, Fashion-MNIST) ------------===//
 //
-// Each file is read whole into memory, gunzipped in memory when it starts with
-// the gzip magic, then validated: magic, dimensions and exact size. The
+// Each file is read whole into memory (a regular file, at most
+// kMaxIdxFileBytes), gunzipped in memory when it starts with the gzip magic
+// (again to at most kMaxIdxFileBytes, so that a gzip bomb is refused before it
+// fills memory), then validated: magic, dimensions and exact size. The
 // in-memory route (rather than gzread) lets corrupt and truncated gzip data be
 // told apart from a well-formed file with the wrong contents.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/Dataset.h"
+#include "gpipe/runtime/FileRead.h"
 
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <sstream>
 
@@ -32,34 +33,17 @@ constexpr uint64_t kMaxImageDim = 65536;
 
 std::string quoted(const std::string &path) { return "'" + path + "'"; }
 
-/// Reads the whole file at `path` into `bytes`; returns an error message.
-std::string readWholeFile(const std::string &path,
-                          std::vector<uint8_t> &bytes) {
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    return "cannot open " + quoted(path) + ": " + std::strerror(errno);
-  bytes.clear();
-  uint8_t buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-    bytes.insert(bytes.end(), buffer, buffer + got);
-  // fread reports failures (EISDIR for a directory) only through ferror.
-  int readErrno = errno;
-  bool failed = std::ferror(file);
-  std::fclose(file);
-  if (failed)
-    return "cannot read " + quoted(path) + ": " + std::strerror(readErrno);
-  return "";
+bool isGzip(const std::string &bytes) {
+  return bytes.size() >= 2 && uint8_t(bytes[0]) == 0x1f &&
+         uint8_t(bytes[1]) == 0x8b;
 }
 
-bool isGzip(const std::vector<uint8_t> &bytes) {
-  return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b;
-}
-
-/// Decompresses the gzip data `in` (one member or several concatenated, as
+/// Decompresses the gzip data `file` (one member or several concatenated, as
 /// gzip itself accepts) into `out`; returns an error message.
-std::string gunzip(const std::string &path, const std::vector<uint8_t> &in,
+std::string gunzip(const std::string &path, const std::string &file,
                    std::vector<uint8_t> &out) {
+  const auto *in = reinterpret_cast<const uint8_t *>(file.data());
+  const size_t inSize = file.size();
   z_stream stream{};
   if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK)
     return "cannot initialise zlib to decompress " + quoted(path);
@@ -67,37 +51,47 @@ std::string gunzip(const std::string &path, const std::vector<uint8_t> &in,
   // capped by deflate's best ratio so a corrupt trailer cannot force a huge
   // allocation.
   size_t hint = 1 << 16;
-  if (in.size() >= 18) {
-    size_t n = in.size();
+  if (inSize >= 18) {
+    size_t n = inSize;
     uint64_t isize = uint64_t(in[n - 4]) | uint64_t(in[n - 3]) << 8 |
                      uint64_t(in[n - 2]) << 16 | uint64_t(in[n - 1]) << 24;
-    hint = std::max<uint64_t>(hint, std::min<uint64_t>(isize, n * 1032));
+    hint = std::max<uint64_t>(
+        hint, std::min<uint64_t>({isize, n * 1032, kMaxIdxFileBytes}));
   }
   out.assign(hint, 0);
   size_t produced = 0;
-  stream.next_in = const_cast<Bytef *>(in.data());
+  stream.next_in = const_cast<Bytef *>(in);
   stream.avail_in = 0;
   size_t consumed = 0;
   std::string error;
   while (true) {
-    if (stream.avail_in == 0 && consumed < in.size()) {
+    if (stream.avail_in == 0 && consumed < inSize) {
       // avail_in is 32 bits: feed large inputs in pieces.
-      size_t piece = std::min<size_t>(in.size() - consumed, 1u << 30);
-      stream.next_in = const_cast<Bytef *>(in.data() + consumed);
+      size_t piece = std::min<size_t>(inSize - consumed, 1u << 30);
+      stream.next_in = const_cast<Bytef *>(in + consumed);
       stream.avail_in = static_cast<uInt>(piece);
       consumed += piece;
     }
+    // One byte past the limit tells a file of exactly the limit from a
+    // larger one (a gzip bomb), which is refused before it fills memory.
     if (produced == out.size())
-      out.resize(out.size() * 2);
+      out.resize(std::min<uint64_t>(out.size() * 2, kMaxIdxFileBytes + 1));
     size_t room = std::min<size_t>(out.size() - produced, 1u << 30);
     stream.next_out = out.data() + produced;
     stream.avail_out = static_cast<uInt>(room);
     int status = inflate(&stream, Z_NO_FLUSH);
     produced += room - stream.avail_out;
+    if (produced > kMaxIdxFileBytes) {
+      error = "cannot decompress " + quoted(path) +
+              ": expected an IDX file of at most " +
+              std::to_string(kMaxIdxFileBytes) +
+              " bytes after decompression, found more";
+      break;
+    }
     if (status == Z_STREAM_END) {
       // next_in always points into `in`, whichever piece it is in.
       const uint8_t *next = stream.next_in;
-      size_t left = in.size() - static_cast<size_t>(next - in.data());
+      size_t left = inSize - static_cast<size_t>(next - in);
       if (left == 0)
         break;
       if (left >= 2 && next[0] == 0x1f && next[1] == 0x8b) {
@@ -124,11 +118,11 @@ std::string gunzip(const std::string &path, const std::vector<uint8_t> &in,
       break;
     }
     // Z_BUF_ERROR with all input used: the stream stops before its end.
-    if (status == Z_BUF_ERROR && stream.avail_in == 0 &&
-        consumed == in.size() && stream.avail_out != 0) {
+    if (status == Z_BUF_ERROR && stream.avail_in == 0 && consumed == inSize &&
+        stream.avail_out != 0) {
       error = "corrupt gzip data in " + quoted(path) +
               ": expected more compressed data, found end of file after " +
-              std::to_string(in.size()) + " bytes";
+              std::to_string(inSize) + " bytes";
       break;
     }
   }
@@ -153,15 +147,16 @@ std::string hex32(uint32_t value) {
 std::string readIdx(const std::string &path, uint32_t magic, size_t headerBytes,
                     const char *what, std::vector<uint8_t> &bytes,
                     bool &compressed) {
-  std::vector<uint8_t> raw;
-  if (std::string error = readWholeFile(path, raw); !error.empty())
-    return error;
-  compressed = isGzip(raw);
+  StatusOr<std::string> file =
+      readRegularFile(path, kMaxIdxFileBytes, "an IDX file");
+  if (!file.ok())
+    return file.status().message();
+  compressed = isGzip(*file);
   if (compressed) {
-    if (std::string error = gunzip(path, raw, bytes); !error.empty())
+    if (std::string error = gunzip(path, *file, bytes); !error.empty())
       return error;
   } else {
-    bytes = std::move(raw);
+    bytes.assign(file->begin(), file->end());
   }
   std::string found = std::to_string(bytes.size()) +
                       (compressed ? " bytes after decompression" : " bytes");

@@ -14,14 +14,17 @@
 #include "gpipe/runtime/device/DeviceExecutor.h"
 
 #include <map>
+#include <mutex>
 
 using namespace gpipe::runtime;
 
 struct PipelineExecutor::Impl {
   std::unique_ptr<device::DeviceExecutor> executor;
   /// Host copies of parameters and gradients, refreshed when asked after
-  /// a step or a setParameter.
+  /// a step or a setParameter. The const readers fill them, and may run
+  /// concurrently (the C API's contract): hostCopies guards both maps.
   std::map<std::string, std::vector<float>> parameters, gradients;
+  std::mutex hostCopies;
   std::vector<int64_t> peak;
 };
 
@@ -96,18 +99,21 @@ hostCopy(std::map<std::string, std::vector<float>> &cache,
 
 const std::vector<float> *
 PipelineExecutor::parameter(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(impl->hostCopies);
   std::string error;
   return hostCopy(impl->parameters, name, *impl->executor, false, error);
 }
 
 const std::vector<float> *
 PipelineExecutor::gradient(const std::string &name) const {
+  std::lock_guard<std::mutex> lock(impl->hostCopies);
   std::string error;
   return hostCopy(impl->gradients, name, *impl->executor, true, error);
 }
 
 std::string PipelineExecutor::parameter(const std::string &name,
                                         std::vector<float> &values) const {
+  std::lock_guard<std::mutex> lock(impl->hostCopies);
   std::string error;
   if (const std::vector<float> *copy =
           hostCopy(impl->parameters, name, *impl->executor, false, error))
@@ -117,6 +123,7 @@ std::string PipelineExecutor::parameter(const std::string &name,
 
 std::string PipelineExecutor::gradient(const std::string &name,
                                        std::vector<float> &values) const {
+  std::lock_guard<std::mutex> lock(impl->hostCopies);
   std::string error;
   if (const std::vector<float> *copy =
           hostCopy(impl->gradients, name, *impl->executor, true, error))
@@ -127,6 +134,7 @@ std::string PipelineExecutor::gradient(const std::string &name,
 std::string PipelineExecutor::setParameter(const std::string &name,
                                            const std::vector<float> &values) {
   std::string error = impl->executor->setParameter(name, values);
+  std::lock_guard<std::mutex> lock(impl->hostCopies);
   impl->parameters.erase(name);
   return error;
 }

@@ -1,6 +1,7 @@
 //===- ImageTraining.cpp - Epochs of image classification -----------------===//
 
 #include "gpipe/runtime/Training.h"
+#include "gpipe/runtime/Optimizers.h"
 
 #include "TrainingCheckpoints.h"
 
@@ -154,7 +155,9 @@ StatusOr<double> gpipe::runtime::testAccuracy(Engine &engine,
     EvalResult result = engine.evaluate(
         imageBatch(test, order, first, rows, bundle, inputs), rows);
     if (!result.ok())
-      return Status(StatusCode::DeviceFailure, result.error);
+      return Status(result.nonFinite ? StatusCode::NonFinite
+                                     : StatusCode::DeviceFailure,
+                    result.error);
     int64_t classes = result.prediction.shape.back();
     for (int64_t r = 0; r < rows; ++r) {
       const float *logits = result.prediction.f32.data() + r * classes;
@@ -185,6 +188,22 @@ Status gpipe::runtime::trainImageClassifier(
   const Bundle &bundle = engine.bundle();
   const int64_t batch = engine.batchRows();
   const int64_t stepsPerEpoch = imageStepsPerEpoch(engine, train, options);
+  // Zero steps would "train" without a word and report a NaN accuracy.
+  if (stepsPerEpoch == 0)
+    return Status(StatusCode::InvalidArgument,
+                  "the training set has " + std::to_string(train.count) +
+                      " examples, fewer than one mini-batch of " +
+                      std::to_string(batch) + " rows");
+  if (test.count == 0)
+    return Status(StatusCode::InvalidArgument,
+                  "the test set has no examples: the accuracy after each "
+                  "epoch needs at least one");
+  if (stepsPerEpoch > kMaxStepsDone / int64_t(options.epochs))
+    return Status(StatusCode::InvalidArgument,
+                  std::to_string(options.epochs) + " epochs of " +
+                      std::to_string(stepsPerEpoch) +
+                      " steps are more steps than a run counts (" +
+                      std::to_string(kMaxStepsDone) + ")");
   const int64_t totalSteps = int64_t(options.epochs) * stepsPerEpoch;
   // What fixes the data order and the schedule: a checkpoint resumes only
   // a run with the same.

@@ -48,6 +48,37 @@ gpipe::runtime::checkOptimizerConfig(const OptimizerConfig &config) {
   return {};
 }
 
+int gpipe::runtime::squaredMeanSlot(OptimizerKind kind) {
+  if (kind == OptimizerKind::RmsProp)
+    return 0;
+  if (kind == OptimizerKind::Adam || kind == OptimizerKind::AdamW)
+    return 1;
+  return -1;
+}
+
+std::string gpipe::runtime::checkStateValues(OptimizerKind kind, int slot,
+                                             const float *values, size_t n) {
+  const bool nonNegative = slot >= 0 && squaredMeanSlot(kind) == slot;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isfinite(values[i]) && (!nonNegative || values[i] >= 0))
+      continue;
+    return std::string("expected finite values") +
+           (nonNegative ? std::string(" >= 0 (") + optimizerKindName(kind) +
+                              "'s mean of squared gradients)"
+                        : std::string()) +
+           ", got " + formatReal(values[i]) + " at element " +
+           std::to_string(i);
+  }
+  return {};
+}
+
+std::string gpipe::runtime::checkStepsDone(int64_t steps) {
+  if (steps >= 0 && steps <= kMaxStepsDone)
+    return {};
+  return "expected 0 to " + std::to_string(kMaxStepsDone) +
+         " steps done, got " + std::to_string(steps);
+}
+
 float gpipe::runtime::clipScale(double norm, float maxNorm) {
   if (maxNorm <= 0)
     return 1.0f;

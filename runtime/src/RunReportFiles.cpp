@@ -7,28 +7,27 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "gpipe/runtime/FileRead.h"
 #include "gpipe/runtime/HtmlReport.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 
 using namespace gpipe::runtime;
 using nlohmann::json;
 
 namespace {
+/// The text of `what` ("the metrics") at `path`, named so in an error.
 StatusOr<std::string> readWhole(const std::string &path, const char *what) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return Status(StatusCode::Io, std::string("cannot open ") + what + " '" +
-                                      path + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << file.rdbuf();
-  return text.str();
+  std::string reason;
+  StatusOr<std::string> text =
+      readRegularFile(path, kMaxRunReportFileBytes, what, &reason);
+  if (!text.ok())
+    return Status(text.status().code(), std::string("cannot read ") + what +
+                                            " '" + path + "': " + reason);
+  return text;
 }
 
 /// `object[key]` as a number: NAN for null (a value that was not finite),

@@ -8,11 +8,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/TextCorpus.h"
+#include "gpipe/runtime/FileRead.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -28,27 +28,10 @@ bool endsWith(const std::string &text, const std::string &suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// Reads the whole file at `path` into `bytes`; returns an error message.
-std::string readWholeFile(const std::string &path, std::string &bytes) {
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    return "cannot open " + quoted(path) + ": " + std::strerror(errno);
-  bytes.clear();
-  char buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
-    bytes.append(buffer, got);
-  // fread reports failures (EISDIR for a directory) only through ferror.
-  int readErrno = errno;
-  bool failed = std::ferror(file);
-  std::fclose(file);
-  if (failed)
-    return "cannot read " + quoted(path) + ": " + std::strerror(readErrno);
-  return "";
-}
-
-/// The corpus files of `path`: the path itself if it is not a directory,
-/// else its regular files but *.dat and *.u8, sorted by name.
+/// The corpus files of `path`: the path itself if it is not a directory
+/// (readRegularFile refuses it if it is not a regular file either), else its
+/// regular files but *.dat and *.u8, sorted by name. A FIFO or a device in a
+/// directory is skipped as a subdirectory is: it holds no corpus text.
 std::string listCorpusFiles(const std::string &path,
                             std::vector<std::string> &files) {
   std::error_code error;
@@ -132,11 +115,12 @@ gpipe::runtime::loadTextCorpus(const std::string &path,
     document.clear();
   };
 
-  std::string bytes;
   for (const std::string &file : corpus.files) {
-    error = readWholeFile(file, bytes);
-    if (!error.empty())
-      return Status(StatusCode::Io, error);
+    StatusOr<std::string> text =
+        readRegularFile(file, kMaxCorpusFileBytes, "a corpus file");
+    if (!text.ok())
+      return text.status();
+    const std::string &bytes = *text;
     size_t begin = 0;
     while (begin < bytes.size()) {
       size_t end = bytes.find('\n', begin);

@@ -75,7 +75,9 @@ static StatusOr<double> validationLoss(Engine &engine,
     EvalResult result = engine.evaluate(
         textBatch(sequentialWindows(validation, seq, part)), rows);
     if (!result.ok())
-      return Status(StatusCode::DeviceFailure, result.error);
+      return Status(result.nonFinite ? StatusCode::NonFinite
+                                     : StatusCode::DeviceFailure,
+                    result.error);
     sum += result.loss * double(rows);
   }
   return sum / double(windows.size());

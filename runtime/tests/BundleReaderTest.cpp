@@ -726,10 +726,11 @@ TEST(BundleReaderTest, MissingFile) {
             "No such file or directory");
 }
 
-// A directory opens but cannot be read.
+// A directory is not a regular file: refused before it is read.
 TEST(BundleReaderTest, DirectoryIsNotABundle) {
   StatusOr<Bundle> load = loadBundle("/");
-  EXPECT_EQ(load.status().message(), "cannot read '/': Is a directory");
+  EXPECT_EQ(load.status().message(),
+            "cannot read '/': expected a regular file, found a directory");
 }
 
 // loadBundle reads a written file and names it in errors.

@@ -101,9 +101,25 @@ TEST(CApiNonFiniteGuard, AFiniteStepReportsItsNorm) {
   EXPECT_EQ(step.normStatus, GPIPE_OK) << step.normMessage;
 }
 
-// An inf in the input makes the loss inf: the step stops before the update.
-TEST(CApiNonFiniteGuard, AnInfiniteLossStopsBeforeTheUpdate) {
+// An inf in the input is refused before the step runs: nothing changes,
+// and no step counts as run.
+TEST(CApiNonFiniteGuard, AnInfiniteInputIsRefusedBeforeTheStep) {
   LinearStep step = linearStep(std::numeric_limits<float>::infinity());
+  EXPECT_EQ(step.status, GPIPE_ERROR_NON_FINITE);
+  EXPECT_EQ(step.message,
+            "gpipe_session_train_step: input 'x': expected finite values (the "
+            "session guards: check_finite), got inf at element 0");
+  EXPECT_EQ(step.w, 0.1f);
+  EXPECT_EQ(step.steps, 0);
+  EXPECT_EQ(step.normStatus, GPIPE_ERROR_FAILED_PRECONDITION);
+  EXPECT_EQ(step.normMessage,
+            "gpipe_session_gradient_norm: no training step has run yet");
+}
+
+// x0 = 1e30: y = 1e29 and the loss y^2 / 4 overflow to inf from finite
+// inputs: the step stops before the update.
+TEST(CApiNonFiniteGuard, AnInfiniteLossStopsBeforeTheUpdate) {
+  LinearStep step = linearStep(1e30f);
   EXPECT_EQ(step.status, GPIPE_ERROR_NON_FINITE);
   EXPECT_EQ(step.message,
             "gpipe_session_train_step: step 1: the loss of micro-batch 0 is "

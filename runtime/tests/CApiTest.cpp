@@ -577,14 +577,14 @@ TEST(CApiCreateTest, MissingFile) {
                "'/nonexistent/m.bundle.json': No such file or directory");
 }
 
-// A directory opens but cannot be read: also an I/O error.
+// A directory is not a regular file: also an I/O error.
 TEST(CApiCreateTest, DirectoryIsAnIoError) {
   gpipe_session_t *session = nullptr;
   EXPECT_EQ(gpipe_session_create_from_file("/", nullptr, &session),
             GPIPE_ERROR_IO);
   EXPECT_STREQ(gpipe_last_error(),
-               "gpipe_session_create_from_file: cannot read '/': Is a "
-               "directory");
+               "gpipe_session_create_from_file: cannot read '/': expected a "
+               "regular file, found a directory");
 }
 
 // Text that is not JSON, JSON that is not a bundle, and a bundle that reads

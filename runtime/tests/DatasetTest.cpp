@@ -214,7 +214,8 @@ TEST_F(DatasetFiles, MissingLabels) {
 TEST_F(DatasetFiles, DirectoryInsteadOfFile) {
   std::string labels = write("labels", idxLabels(2, kLabels));
   EXPECT_EQ(loadIdxDataset(dir.string(), labels).status().message(),
-            "cannot read '" + dir.string() + "': Is a directory");
+            "cannot read '" + dir.string() +
+                "': expected a regular file, found a directory");
 }
 
 class DatasetErrors : public DatasetFiles,

@@ -69,11 +69,12 @@ void forEachWindow(const Pool2dShape &s, Visit visit) {
         }
 }
 
-/// The first input of `inputs` holding their maximum.
+/// The first input of `inputs` holding their maximum, or their last NaN:
+/// PyTorch's max_pool2d takes val when `val > maxval || isnan(val)`.
 int64_t firstMaximum(const Vec &x, const std::vector<int64_t> &inputs) {
   int64_t best = inputs.front();
   for (int64_t in : inputs)
-    if (x[in] > x[best])
+    if (x[in] > x[best] || std::isnan(x[in]))
       best = in;
   return best;
 }

@@ -74,7 +74,8 @@ struct Pool2dShape {
 
 /// y = the maximum of each window's in-image pixels; the backward sends dy
 /// to the first maximum (rows, then columns), where the function is
-/// differentiable when the maximum is unique.
+/// differentiable when the maximum is unique. A window holding a NaN has
+/// y = NaN and sends dy to its last NaN (PyTorch's max_pool2d).
 Vec maxPool2dForward(const Vec &x, const Pool2dShape &shape);
 Vec maxPool2dBackward(const Vec &dy, const Vec &x, const Pool2dShape &shape);
 /// y = the mean of each window's in-image pixels (padding not counted).

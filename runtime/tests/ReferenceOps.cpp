@@ -46,17 +46,19 @@ DenseGrads denseBackward(const Vec &dy, const Vec &x, const Vec &w,
 
 //===-- element-wise ------------------------------------------------------===//
 
+// PyTorch's: relu(NaN) = NaN, and threshold_backward passes the gradient
+// unless x <= 0 (so where x is NaN).
 Vec reluForward(const Vec &x) {
   Vec y(x.size());
   for (size_t i = 0; i < x.size(); ++i)
-    y[i] = x[i] > 0 ? x[i] : 0.0;
+    y[i] = x[i] > 0 || std::isnan(x[i]) ? x[i] : 0.0;
   return y;
 }
 
 Vec reluBackward(const Vec &x, const Vec &dy) {
   Vec dx(x.size());
   for (size_t i = 0; i < x.size(); ++i)
-    dx[i] = x[i] > 0 ? dy[i] : 0.0;
+    dx[i] = x[i] <= 0 ? 0.0 : dy[i];
   return dx;
 }
 
@@ -415,7 +417,7 @@ Vec dropoutForward(const Vec &x, const std::vector<uint8_t> &mask,
                    double rate) {
   Vec y(x.size());
   for (size_t i = 0; i < x.size(); ++i)
-    y[i] = mask[i] ? x[i] / (1.0 - rate) : 0.0;
+    y[i] = mask[i] ? x[i] / (1.0 - rate) : x[i] * 0.0; // PyTorch's x * 0
   return y;
 }
 
@@ -423,7 +425,7 @@ Vec dropoutBackward(const std::vector<uint8_t> &mask, const Vec &dy,
                     double rate) {
   Vec dx(dy.size());
   for (size_t i = 0; i < dy.size(); ++i)
-    dx[i] = mask[i] ? dy[i] / (1.0 - rate) : 0.0;
+    dx[i] = mask[i] ? dy[i] / (1.0 - rate) : dy[i] * 0.0;
   return dx;
 }
 

@@ -116,7 +116,7 @@ TEST(RunReportFiles, MetricsErrorsNameTheLine) {
   }
   RunReport report;
   EXPECT_EQ(readMetricsFile(dir.path + "/none.jsonl", report).message(),
-            "cannot open the metrics '" + dir.path +
+            "cannot read the metrics '" + dir.path +
                 "/none.jsonl': No such file or directory");
   // Peaks of 3 devices against a plan of 2: not the same run.
   std::string three =

@@ -43,7 +43,7 @@ gpipe.model @layers batch 2 {
 // The relu's input is also yielded by the stage and read by the loss: it is
 // its own kernel.
 // CHECK-LABEL: // gpipe_stage0_k1: 1 op(s), 1 input(s), 6 elements
-// CHECK:        float out = in0 > 0.0f ? in0 : 0.0f;
+// CHECK:        float out = in0 <= 0.0f ? 0.0f : in0;
 
 // CHECK-LABEL: static const GpipeKernelInfo gpipeKernels[] = {
 // CHECK-NEXT: {"gpipe_stage0_k0", "stage0", 0, 2, 4, "add(in0,in1)->t0; gelu(t0)->t1; tanh(t1)->t2; add(t2,in0)->out", 6, gpipe_stage0_k0_host_table},

@@ -59,7 +59,7 @@ gpipe.model @fused batch 4 {
 // CHECK-LABEL: // gpipe_stage1_k0: 2 op(s), 1 input(s), 32 elements
 // CHECK-NEXT: GPIPE_HD inline float gpipe_stage1_k0(float in0) {
 // CHECK-NEXT:   float t0 = tanhf(in0);
-// CHECK-NEXT:   float out = t0 > 0.0f ? t0 : 0.0f;
+// CHECK-NEXT:   float out = t0 <= 0.0f ? 0.0f : t0;
 
 // The backward recomputes the residual add (the gelu's gradient reads it; the gelu itself, which no
 // gradient reads, is not recomputed): add then gelu_grad(dy, x), one kernel, the add never stored.
@@ -77,7 +77,7 @@ gpipe.model @fused batch 4 {
 // relu_grad(dy, x) then tanh_grad(dx, y): x of the relu is y of the tanh, one input.
 // CHECK-LABEL: // gpipe_stage1_bwd_k4: 2 op(s), 2 input(s), 32 elements
 // CHECK-NEXT: GPIPE_HD inline float gpipe_stage1_bwd_k4(float in0, float in1) {
-// CHECK-NEXT:   float t0 = in1 > 0.0f ? in0 : 0.0f;
+// CHECK-NEXT:   float t0 = in1 <= 0.0f ? 0.0f : in0;
 // CHECK-NEXT:   float out = t0 * (1.0f - in1 * in1);
 // CHECK-NEXT:   return out;
 

@@ -15,6 +15,8 @@
 #include "gpipe/runtime/device/KernelsByFunctor.h"
 
 #include <algorithm>
+#include <cassert>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 
@@ -387,6 +389,10 @@ StepResult DeviceExecutor::trainStep(const Batch &batch) {
     result.error = s.checkModelInputs(batch);
   if (result.error.empty())
     result.error = s.backend->error();
+  if (result.error.empty() && s.steps >= kMaxStepsDone)
+    result.error = "the run has done " + std::to_string(s.steps) +
+                   " steps, the most it counts: step " +
+                   std::to_string(s.steps) + " + 1 would not be an int64";
   if (!result.error.empty())
     return result;
   s.transport->beginPass("step " + std::to_string(s.steps + 1));
@@ -629,9 +635,21 @@ EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
     return result;
   }
   double loss = 0;
-  for (size_t c = 0; c < s.evaluationLosses.size(); ++c)
-    loss += double(s.evaluation->rows[c]) / double(rows) *
-            double(s.evaluationLosses[c]);
+  for (size_t c = 0; c < s.evaluationLosses.size(); ++c) {
+    const float chunkLoss = s.evaluationLosses[c];
+    // The guard, as a training step's: a non-finite loss is an error, not a
+    // number to report.
+    if (s.config.optimizer.checkFinite && !std::isfinite(chunkLoss)) {
+      const int64_t first = s.evaluation->offsets[c];
+      result.nonFinite = true;
+      result.error = "evaluate: the loss of rows " + std::to_string(first) +
+                     " to " + std::to_string(first + s.evaluation->rows[c]) +
+                     " is " + nonFiniteName(chunkLoss) +
+                     " (the non-finite guard is on)";
+      return result;
+    }
+    loss += double(s.evaluation->rows[c]) / double(rows) * double(chunkLoss);
+  }
   result.loss = loss;
   result.prediction = std::move(s.evaluationOutputs[0]);
   result.target = std::move(s.evaluationOutputs[1]);
@@ -653,7 +671,10 @@ std::vector<int64_t> DeviceExecutor::peakMemoryBytes() const {
 
 int64_t DeviceExecutor::stepsDone() const { return impl->steps; }
 
-void DeviceExecutor::setStepsDone(int64_t steps) { impl->steps = steps; }
+void DeviceExecutor::setStepsDone(int64_t steps) {
+  assert(checkStepsDone(steps).empty() && "checkStepsDone");
+  impl->steps = steps;
+}
 
 void DeviceExecutor::setLearningRate(float learningRate) {
   impl->config.optimizer.learningRate = learningRate;

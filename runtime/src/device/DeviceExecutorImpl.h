@@ -30,9 +30,11 @@
 #include "gpipe/runtime/device/DeviceExecutor.h"
 #include "gpipe/runtime/device/Transport.h"
 
+#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
@@ -173,6 +175,11 @@ struct OpMark {
   double *start = nullptr, *end = nullptr;
 };
 
+/// "nan", "inf" or "-inf": the guard's messages.
+inline const char *nonFiniteName(double value) {
+  return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+}
+
 } // namespace gpipe::runtime::device::detail
 
 namespace gpipe::runtime::device {
@@ -216,6 +223,10 @@ struct DeviceExecutor::Impl {
   float *lossSlots = nullptr; ///< M floats on the last stage's device
   std::vector<float> hostLosses;
   int64_t steps = 0;
+  /// Serializes the reads of parameters, gradients and optimizer state:
+  /// they may run concurrently (the C API's const calls), and each enqueues
+  /// a copy and synchronizes the backend, which is not reentrant.
+  std::mutex copyBacks;
   /// The backend's staging memory (DeviceBackend::allocateStaging) and,
   /// during a pass, where each input of the batch is read from: its copy
   /// there, or the caller's memory when the backend stages nothing.

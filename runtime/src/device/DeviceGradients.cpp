@@ -36,11 +36,6 @@ namespace {
 /// gradient, few enough to copy back at once.
 constexpr int64_t kSquareParts = 256;
 
-/// "nan", "inf" or "-inf".
-const char *nonFiniteName(double value) {
-  return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
-}
-
 /// " (stage S on device D)".
 std::string placeOf(unsigned stage, unsigned device) {
   return " (stage " + std::to_string(stage) + " on device " +

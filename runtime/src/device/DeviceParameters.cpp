@@ -19,6 +19,7 @@ static std::string copyBack(DeviceExecutor::Impl &impl, unsigned device,
                             const float *src, int64_t n,
                             std::vector<float> &values,
                             const std::string &what) {
+  std::lock_guard<std::mutex> lock(impl.copyBacks);
   values.assign(n, 0.0f);
   if (impl.transport->runsDevice(device)) {
     DeviceBackend &backend = *impl.backend;

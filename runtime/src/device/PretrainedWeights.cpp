@@ -2,10 +2,7 @@
 
 #include "PretrainedWeights.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <new>
+#include "gpipe/runtime/FileRead.h"
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device::detail;
@@ -19,37 +16,16 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return text + "]";
 }
 
-/// The bytes of the file at `path`, or "" with `reason` set.
-std::string readAll(const std::string &path, std::string &reason) {
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file) {
-    reason = std::strerror(errno);
-    return {};
-  }
-  std::string bytes;
-  try {
-    char buffer[1 << 16];
-    size_t count;
-    while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0)
-      bytes.append(buffer, count);
-  } catch (const std::bad_alloc &) {
-    reason = "out of memory";
-  }
-  if (reason.empty() && std::ferror(file))
-    reason = std::strerror(errno); // e.g. a directory: EISDIR
-  std::fclose(file);
-  return reason.empty() ? bytes : std::string();
-}
-
 } // namespace
 
 std::string PretrainedWeights::load(const std::string &forParam) {
   std::string reason;
-  std::string bytes = readAll(path, reason);
-  if (!reason.empty())
+  StatusOr<std::string> bytes =
+      readRegularFile(path, kMaxWeightsFileBytes, "a weights file", &reason);
+  if (!bytes.ok())
     return "cannot read the weights file '" + path +
            "' of pretrained parameter '" + forParam + "': " + reason;
-  StatusOr<std::vector<NamedTensor>> decoded = decodeSafeTensors(bytes, path);
+  StatusOr<std::vector<NamedTensor>> decoded = decodeSafeTensors(*bytes, path);
   if (!decoded.ok())
     return decoded.status().message();
   for (NamedTensor &tensor : *decoded) {

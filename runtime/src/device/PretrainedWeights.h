@@ -3,7 +3,9 @@
 // Private to runtime/src/device: where the executor finds the values of
 // InitKind::Pretrained parameters, the bundle's weights file (safetensors),
 // read and decoded at most once per executor, and only when a parameter that
-// the process holds needs it.
+// the process holds needs it. Only a regular file of at most
+// kMaxWeightsFileBytes is read: a FIFO, a device or a directory in its place,
+// or a larger file, fails the executor's creation before it is read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,11 +15,16 @@
 #include "gpipe/runtime/Bundle.h"
 #include "gpipe/runtime/SafeTensors.h"
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace gpipe::runtime::device::detail {
+
+/// The largest weights file, 256 GiB, as kMaxCheckpointTensorsBytes
+/// (Checkpoint.h): a checkpoint's tensors file is a weights file too.
+constexpr uint64_t kMaxWeightsFileBytes = uint64_t(256) << 30;
 
 class PretrainedWeights {
 public:

@@ -25,6 +25,7 @@
 #include "gpipe/runtime/Bundle.h"
 #include "gpipe/runtime/Status.h"
 
+#include <cstdint>
 #include <string>
 
 namespace gpipe::runtime {
@@ -38,11 +39,18 @@ const char *rematPolicyName(RematPolicy policy);
 StatusOr<Bundle> parseBundle(const std::string &text,
                              const std::string &sourceName);
 
+/// The largest bundle file loadBundle reads, 1 GiB: the JSON of a model's
+/// programs, not its weights (a separate file); far above any bundle the
+/// compiler writes, and below what parsing it would take to exhaust a host.
+constexpr uint64_t kMaxBundleBytes = uint64_t(1) << 30;
+
 /// Reads the file at `path` and parses it as parseBundle does, with the path
-/// as the source name; "cannot open '<path>': <reason>" if the file cannot be
-/// read. A relative `weights` path is resolved against the file's directory.
-/// Never throws.
-/// A file that cannot be read is an Io error.
+/// as the source name. A relative `weights` path is resolved against the
+/// file's directory. Never throws.
+/// A file that cannot be read is an Io error (readRegularFile, FileRead.h):
+/// "cannot open '<path>': <reason>" if it cannot be opened, "cannot read
+/// '<path>': ..." if it is not a regular file (a FIFO, /dev/zero, a
+/// directory) or holds more than kMaxBundleBytes.
 StatusOr<Bundle> loadBundle(const std::string &path);
 
 /// The JSON text of `bundle` in format version 1 (the inverse of

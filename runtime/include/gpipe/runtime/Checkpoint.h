@@ -16,6 +16,10 @@
 // `latest` is replaced the same way. A process killed at any point leaves
 // the previous checkpoint and `latest` loadable.
 //
+// Loading reads only regular files, each up to a limit (the constants
+// below): a FIFO, a device or a directory in a file's place, or a file over
+// its limit, is an Io error naming it, refused before it is read.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_RUNTIME_CHECKPOINT_H
@@ -28,6 +32,15 @@
 #include <string>
 
 namespace gpipe::runtime {
+
+/// The largest `latest` loadCheckpoint reads: it names one step directory.
+constexpr uint64_t kMaxCheckpointLatestBytes = 4096;
+/// The largest state.json: a few fields and the training loop's small state.
+constexpr uint64_t kMaxCheckpointStateBytes = uint64_t(64) << 20;
+/// The largest tensors.safetensors, 256 GiB: the parameters and Adam's two
+/// moments (12 bytes a parameter) of a model of some twenty billion
+/// parameters, which the host holds whole as it loads them anyway.
+constexpr uint64_t kMaxCheckpointTensorsBytes = uint64_t(256) << 30;
 
 /// What state.json holds beside the tensors.
 struct CheckpointInfo {

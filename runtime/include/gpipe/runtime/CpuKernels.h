@@ -15,6 +15,9 @@
 //   - Kernels never allocate; saved buffers for the backward are passed in.
 //   - Thread safety: kernels touch only their arguments and may run
 //     concurrently on different buffers.
+//   - NaN propagates as in PyTorch: no kernel turns a NaN input into a
+//     finite output (relu, dropout's dropped elements, a softmax or loss row
+//     holding a NaN: all NaN), so a diverged run cannot report a normal loss.
 //
 // This library has no MLIR dependency.
 //
@@ -43,6 +46,8 @@ void denseBackward(const float *dy, const float *x, const float *w, float *dx,
                    int64_t out);
 
 //===-- element-wise -------------------------------------------------------===//
+/// relu(NaN) = NaN; the backward passes dy where x is NaN (PyTorch's
+/// threshold_backward: x <= 0 ? 0 : dy).
 void reluForward(const float *x, float *y, int64_t n);
 void reluBackward(const float *x, const float *dy, float *dx, int64_t n);
 /// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
@@ -118,7 +123,8 @@ void attentionBackward(const float *dy, const float *x, const float *wqkv,
 /// The keep/drop decision of element (row, col) is a pure function of
 /// (seed, step, rowOffset + row, col): recomputation and a different
 /// micro-batch split reproduce exactly the mask of the whole batch.
-/// mask[i] = 1 keeps, 0 drops; y = x * mask / (1 - rate).
+/// mask[i] = 1 keeps, 0 drops; y = x * mask / (1 - rate), a dropped element
+/// x - x (0, or NaN for a NaN or inf x, as PyTorch's x * 0).
 void dropoutForward(const float *x, float *y, uint8_t *mask, int64_t rows,
                     int64_t cols, float rate, uint64_t seed, uint64_t step,
                     int64_t rowOffset);

@@ -103,6 +103,9 @@ struct EvalResult {
   /// the labels, for MSE the prediction and the target.
   HostTensor prediction;
   HostTensor target;
+  /// The error is the guard's (OptimizerConfig::checkFinite): a loss that
+  /// is not finite.
+  bool nonFinite = false;
   bool ok() const { return error.empty(); }
 };
 

@@ -80,6 +80,11 @@ private:
   int64_t runStep = 0; ///< the last step's, for the epochs
 };
 
+/// The largest metrics file or trace readMetricsFile and readChromeTrace
+/// read, 1 GiB: some five million steps of metrics lines. A FIFO, a device or
+/// a directory in its place is refused as well, before it is read.
+constexpr uint64_t kMaxRunReportFileBytes = uint64_t(1) << 30;
+
 /// Adds a metrics file's lines (MetricsWriter's JSON lines) to `report`'s
 /// curves and takes the last step's peak memory as measured; InvalidArgument
 /// naming the file and line for a line that is not such an object.

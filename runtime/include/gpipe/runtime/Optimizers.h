@@ -30,6 +30,7 @@
 #ifndef GPIPE_RUNTIME_OPTIMIZERS_H
 #define GPIPE_RUNTIME_OPTIMIZERS_H
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -61,7 +62,8 @@ struct OptimizerConfig {
   /// The executor's guard: a step whose loss or gradients are not finite
   /// fails before the update, leaving the parameters as they were; one whose
   /// update makes a parameter non-finite fails after it. Either way the
-  /// message names the step, the stage and the tensor.
+  /// message names the step, the stage and the tensor. An evaluation whose
+  /// loss is not finite fails too, naming its rows.
   bool checkFinite = false;
   /// The factor every rule applies to the gradient (g = gradientScale *
   /// grad): the executor sets it per step when it clips; 1 otherwise.
@@ -88,6 +90,26 @@ unsigned optimizerSlots(OptimizerKind kind);
 void applyOptimizer(const OptimizerConfig &config, float *params,
                     const float *grads, float *const *slots, int64_t n,
                     int64_t step);
+
+/// The slot whose values the update rule takes the square root of (a mean
+/// of squared gradients: RMSProp's ms, Adam's and AdamW's v), or -1.
+int squaredMeanSlot(OptimizerKind kind);
+
+/// "" or why the `n` values at `values` cannot be a parameter (slot -1) or
+/// `kind`'s optimizer state `slot`: "expected finite values, got nan at
+/// element 3", with ">= 0 (adam's mean of squared gradients)" for the
+/// squared-mean slot. What set_parameter, set_optimizer_state and a
+/// checkpoint's load all refuse.
+std::string checkStateValues(OptimizerKind kind, int slot, const float *values,
+                             size_t n);
+
+/// The most steps a run counts (gpipe_runtime.h's GPIPE_MAX_STEPS_DONE):
+/// the next step's number, steps done + 1, is an int64_t.
+constexpr int64_t kMaxStepsDone = INT64_MAX - 1;
+
+/// "" or why `steps` is not a count of steps done: "expected 0 to
+/// 9223372036854775806 steps done, got -5".
+std::string checkStepsDone(int64_t steps);
 
 /// Parses the command-line name of an optimizer: "sgd", "momentum",
 /// "rmsprop", "adam" or "adamw". Returns false (leaving `kind` unchanged)

@@ -4,8 +4,11 @@
 // (/usr/share/games/fortunes): documents separated by lines that hold just
 // "%". A corpus is a directory or a single file. In a directory, the regular
 // files (symbolic links to regular files included) are read in byte order of
-// their names; subdirectories, the index files `*.dat` written by strfile and
-// the `*.u8` links to the same text are skipped.
+// their names; subdirectories, other entries that are not regular files
+// (FIFOs, devices, sockets: they hold no corpus text), the index files `*.dat`
+// written by strfile and the `*.u8` links to the same text are skipped. A
+// corpus path that is itself such a file (a FIFO, /dev/zero) is refused, as
+// is a file of more than kMaxCorpusFileBytes, before it is read.
 //
 // Characters: a vocabulary of kTextVocabSize = 96 ids, '\n' -> 0 and the
 // printable ASCII characters ' ' (32) .. '~' (126) -> 1 .. 95. A tab reads as
@@ -42,6 +45,10 @@
 #include <vector>
 
 namespace gpipe::runtime {
+
+/// The largest corpus file, 1 GiB: 400 times the fortunes corpus; its
+/// characters take 4 GiB as the ids TextCorpus holds.
+constexpr uint64_t kMaxCorpusFileBytes = uint64_t(1) << 30;
 
 /// '\n' and the 95 printable ASCII characters.
 constexpr int32_t kTextVocabSize = 96;

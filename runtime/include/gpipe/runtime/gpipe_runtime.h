@@ -27,9 +27,14 @@
  *    destroyed.
  *  - Thread safety: functions that take a `const gpipe_session_t *` only
  *    read the session and may run concurrently with each other on the same
- *    session. A function that takes a non-const session must not overlap any
- *    other call on that session (serialize them; any thread may make them).
- *    Distinct sessions are independent and may be used concurrently.
+ *    session (the reads that copy from the devices serialize inside it). A
+ *    function that takes a non-const session must not overlap any other call
+ *    on that session, const ones included (serialize them; any thread may
+ *    make them). Distinct sessions are independent and may be used
+ *    concurrently. docs/RuntimeAPI.md states the contract and its tests.
+ *  - Numbers are range-checked before use: an enum field may hold any int32
+ *    (the _ENUM_MIN/_ENUM_MAX sentinels make every int32 a value of the
+ *    type), and one that names no enumerator is refused.
  *  - Process-wide effect: creating a session on GPIPE_DEVICE_CPU calls
  *    openblas_set_num_threads(1), for the whole process, and never restores
  *    it (the devices' own threads use the cores; OpenBLAS's pool would
@@ -125,8 +130,12 @@ typedef enum gpipe_status_e {
    * found a loss, a gradient or a parameter that is nan or infinite; the
    * message names the step, the stage and the tensor. */
   GPIPE_ERROR_NON_FINITE = 12,
-  /* Not a status: keeps the enum 32-bit and any int32 value defined, so that
-   * gpipe_status_string may be asked about any value (found by UBSan). */
+  /* Not statuses: the two sentinels make the enum's range every int32
+   * value (C++ defines an enum's values as those of the smallest bit-field
+   * holding its enumerators), so that gpipe_status_string may be asked
+   * about any value, -1 included, without undefined behaviour (found by
+   * UBSan). The other enums have the same pair. */
+  GPIPE_STATUS_ENUM_MIN = -0x7fffffff - 1,
   GPIPE_STATUS_ENUM_MAX = 0x7fffffff
 } gpipe_status_t;
 
@@ -153,7 +162,8 @@ typedef enum gpipe_optimizer_e {
   /* Adam with decoupled weight decay (Loshchilov and Hutter):
    * p -= lr (m_hat / (sqrt(v_hat) + epsilon) + weight_decay p) */
   GPIPE_OPTIMIZER_ADAMW = 4,
-  /* Not an optimizer: keeps the enum 32-bit and any int32 value defined. */
+  /* Not optimizers: keep the enum 32-bit and any int32 value defined. */
+  GPIPE_OPTIMIZER_ENUM_MIN = -0x7fffffff - 1,
   GPIPE_OPTIMIZER_ENUM_MAX = 0x7fffffff
 } gpipe_optimizer_t;
 
@@ -169,6 +179,8 @@ typedef enum gpipe_device_e {
   /* The CUDA path's executor on a host emulation of streams: no GPU needed;
    * for tests. */
   GPIPE_DEVICE_HOST_EMULATION = 2,
+  /* Not devices: keep the enum 32-bit and any int32 value defined. */
+  GPIPE_DEVICE_ENUM_MIN = -0x7fffffff - 1,
   GPIPE_DEVICE_ENUM_MAX = 0x7fffffff
 } gpipe_device_t;
 
@@ -299,7 +311,8 @@ GPIPE_API const char *gpipe_session_last_error(const gpipe_session_t *session);
 typedef enum gpipe_element_type_e {
   GPIPE_ELEMENT_F32 = 0, /* float */
   GPIPE_ELEMENT_I32 = 1, /* int32_t */
-  /* Not a type: keeps the enum 32-bit and any int32 value defined. */
+  /* Not types: keep the enum 32-bit and any int32 value defined. */
+  GPIPE_ELEMENT_ENUM_MIN = -0x7fffffff - 1,
   GPIPE_ELEMENT_ENUM_MAX = 0x7fffffff
 } gpipe_element_type_t;
 
@@ -358,6 +371,14 @@ gpipe_session_parameter_info(const gpipe_session_t *session, size_t index,
 GPIPE_API gpipe_status_t
 gpipe_session_prediction_info(const gpipe_session_t *session, int64_t rows,
                               gpipe_tensor_info_t *out_info);
+
+/* The most steps a session counts: steps done are in [0,
+ * GPIPE_MAX_STEPS_DONE], so that the next step's number (steps done + 1,
+ * which seeds dropout and Adam's bias correction) is an int64_t.
+ * gpipe_session_set_steps_done and a checkpoint's step are refused above
+ * it; a training step once the count has reached it fails with
+ * GPIPE_ERROR_FAILED_PRECONDITION. */
+#define GPIPE_MAX_STEPS_DONE (INT64_MAX - 1)
 
 /* The number of successful training steps (the optimizer's step count).
  * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL pointer). */
@@ -656,7 +677,8 @@ GPIPE_API gpipe_status_t gpipe_session_set_optimizer_state(
 /* Sets the number of steps done (gpipe_session_steps_done): the next
  * training step is step `steps` + 1, which fixes Adam's bias correction and
  * the dropout masks.
- * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL session, steps < 0).
+ * Errors: GPIPE_ERROR_INVALID_ARGUMENT (NULL session, steps < 0 or
+ * > GPIPE_MAX_STEPS_DONE).
  * Non-const: must not overlap any other call on the session. */
 GPIPE_API gpipe_status_t gpipe_session_set_steps_done(gpipe_session_t *session,
                                                       int64_t steps);

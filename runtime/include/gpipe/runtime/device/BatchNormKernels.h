@@ -130,7 +130,8 @@ struct BatchNormRunningUpdate {
   GPIPE_HD void operator()(int64_t c) const {
     const float mean = sum[c] / count;
     float variance = squares[c] / count - mean * mean;
-    variance = variance > 0.0f ? variance : 0.0f;
+    // Rounding can make it slightly negative; a NaN stays NaN.
+    variance = variance <= 0.0f ? 0.0f : variance;
     const float unbiased =
         count > 1.0f ? variance * count / (count - 1.0f) : variance;
     runningMean[c] = (1.0f - momentum) * runningMean[c] + momentum * mean;

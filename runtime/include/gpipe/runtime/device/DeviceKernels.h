@@ -47,7 +47,9 @@ constexpr float kExpMax = 88.3762626647949f;
 /// Smallest normal float: below it a probability has lost relative precision.
 constexpr float kMinNormal = 1.17549435e-38f;
 
-/// max of x[0, n), -inf for n = 0 (as CpuKernels' maxOf; n >= 1 here).
+/// max of x[0, n), -inf for n = 0 (as CpuKernels' maxOf; n >= 1 here). It
+/// skips a NaN, which is harmless: the NaN's exp(x - max) is NaN, so its
+/// row's softmax and log-partition are NaN all the same (as in PyTorch).
 GPIPE_HD inline float rowMax(const float *x, int64_t n) {
   float m = -INFINITY;
   for (int64_t j = 0; j < n; ++j)
@@ -67,7 +69,8 @@ GPIPE_HD inline float logPartition(const float *x, int64_t n) {
 
 //===-- element-wise: item = element --------------------------------------===//
 
-GPIPE_HD inline float reluOf(float v) { return v > 0.0f ? v : 0.0f; }
+/// relu(NaN) = NaN, as PyTorch (no fmaxf: fmaxf(NaN, 0) = 0); -0 gives +0.
+GPIPE_HD inline float reluOf(float v) { return v <= 0.0f ? 0.0f : v; }
 
 /// 0.5 x (1 + tanh u) with 1 + tanh u = 2 / (1 + exp(-2u)): no cancellation
 /// where tanh u rounds to -1 (the formulation of CpuKernels and the fused
@@ -95,11 +98,12 @@ struct Relu {
   GPIPE_HD void operator()(int64_t i) const { y[i] = reluOf(x[i]); }
 };
 
+/// PyTorch's threshold_backward: the gradient passes where x is NaN.
 struct ReluGrad {
   const float *x, *dy;
   float *dx;
   GPIPE_HD void operator()(int64_t i) const {
-    dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+    dx[i] = x[i] <= 0.0f ? 0.0f : dy[i];
   }
 };
 
@@ -275,7 +279,7 @@ template <class F> inline void runRowOnHost(const F &f, int64_t row) {
 
 /// Softmax of each row, max-shifted. With causalSeq > 0, row r only sees
 /// columns [0, r % causalSeq] and the rest get probability 0. x and y may be
-/// the same buffer.
+/// the same buffer. A NaN the row sees makes the whole row NaN (see rowMax).
 struct Softmax {
   const float *x;
   float *y;
@@ -446,8 +450,9 @@ struct EmbeddingGrad {
 
 /// The mask of cpu::dropoutForward bit for bit: element (r, c) keeps iff
 /// dropoutUniform(dropoutRowKey(seed, step, rowOffset + r), c) >= rate.
-/// rate <= 0 keeps everything (y = x), rate >= 1 drops everything (y = 0,
-/// never 0 * inf); keepScale = 1 / (1 - rate) comes from the host.
+/// rate <= 0 keeps everything (y = x), rate >= 1 drops everything (never
+/// x * inf); keepScale = 1 / (1 - rate) comes from the host. A dropped
+/// element is x - x: 0 for a finite x, NaN for NaN or inf (PyTorch's x * 0).
 struct Dropout {
   const float *x;
   float *y;
@@ -463,7 +468,7 @@ struct Dropout {
     }
     if (rate >= 1.0f) {
       mask[i] = 0;
-      y[i] = 0.0f;
+      y[i] = x[i] - x[i];
       return;
     }
     int64_t r = i / cols;
@@ -472,7 +477,7 @@ struct Dropout {
     bool keep =
         dropoutUniform(key, static_cast<uint64_t>(i - r * cols)) >= rate;
     mask[i] = keep;
-    y[i] = keep ? x[i] * keepScale : 0.0f;
+    y[i] = keep ? x[i] * keepScale : x[i] - x[i];
   }
 };
 
@@ -483,7 +488,7 @@ struct DropoutGrad {
   float keepScale;
   bool dropAll;
   GPIPE_HD void operator()(int64_t i) const {
-    dx[i] = !dropAll && mask[i] ? dy[i] * keepScale : 0.0f;
+    dx[i] = !dropAll && mask[i] ? dy[i] * keepScale : dy[i] - dy[i];
   }
 };
 

@@ -142,7 +142,9 @@ struct PoolWindow {
 };
 
 /// The pixel index (h * width + w) of the first maximum of channel c in a
-/// window of image n, rows first.
+/// window of image n, rows first; of its last NaN if it holds one, as
+/// PyTorch's max_pool2d (`val > maxval || isnan(val)`): the pool's value is
+/// then NaN and its gradient goes to that NaN.
 GPIPE_HD inline int64_t windowArgMax(const float *x, const WindowGeometry &g,
                                      const PoolWindow &window, int64_t n,
                                      int64_t c) {
@@ -151,7 +153,7 @@ GPIPE_HD inline int64_t windowArgMax(const float *x, const WindowGeometry &g,
   for (int64_t h = window.h0; h < window.h1; ++h)
     for (int64_t w = window.w0; w < window.w1; ++w) {
       const float v = x[((n * g.height + h) * g.width + w) * g.channels + c];
-      if (v > bestValue) {
+      if (v > bestValue || v != v) {
         bestValue = v;
         best = h * g.width + w;
       }
