@@ -15,8 +15,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -280,6 +278,10 @@ Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
   if (::stat((path + "/" + kState).c_str(), &st) != 0) {
     StatusOr<std::string> latest = readFile(
         path + "/" + kLatest, kMaxCheckpointLatestBytes, "a 'latest' file");
+    // A `latest` that is there but unreadable (a FIFO, too large) says so.
+    if (!latest.ok() &&
+        ::lstat((path + "/" + kLatest).c_str(), &st) == 0)
+      return latest.status();
     if (!latest.ok())
       return Status(StatusCode::Io,
                     "'" + path + "' is neither a checkpoint (no " + kState +

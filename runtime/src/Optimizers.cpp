@@ -83,7 +83,9 @@ float gpipe::runtime::clipScale(double norm, float maxNorm) {
   if (maxNorm <= 0)
     return 1.0f;
   double scale = double(maxNorm) / (norm + 1e-6);
-  return scale < 1.0 ? float(scale) : 1.0f;
+  // A NaN norm gives a NaN scale, as PyTorch's clamp(coef, max=1) does: the
+  // update becomes NaN instead of silently going unclipped.
+  return scale >= 1.0 ? 1.0f : float(scale);
 }
 
 void gpipe::runtime::applyOptimizer(const OptimizerConfig &config,

@@ -898,6 +898,17 @@ std::vector<Case> cases() {
   tensor("gpipe_session_load_checkpoint", "an empty path",
          [](World &w) { return gpipe_session_load_checkpoint(w.trained, ""); },
          GPIPE_ERROR_INVALID_ARGUMENT, "path is null or empty", true);
+  tensor("gpipe_session_load_checkpoint", "a FIFO as `latest`",
+         [](World &w) {
+           std::string save = w.dir.path + "/fifo-save";
+           ::mkdir(save.c_str(), 0755);
+           ::mkfifo((save + "/latest").c_str(), 0644);
+           return gpipe_session_load_checkpoint(w.trained, save.c_str());
+         },
+         GPIPE_ERROR_IO,
+         "cannot read '{dir}/fifo-save/latest': expected a regular file, "
+         "found a FIFO",
+         true);
   for (const char *step :
        {"-5", "18446744073709551615", "9223372036854775807"})
     tensor("gpipe_session_load_checkpoint", "a step out of range",

@@ -159,6 +159,11 @@ TEST(WeightDecay, ClipScale) {
   EXPECT_EQ(clipScale(0.5, 1.0f), 1.0f); // already within the norm
   EXPECT_FLOAT_EQ(clipScale(4.0, 1.0f), float(1.0 / (4.0 + 1e-6)));
   EXPECT_FLOAT_EQ(clipScale(10.0, 2.5f), float(2.5 / (10.0 + 1e-6)));
+  // PyTorch's clip_grad_norm_: an infinite norm scales by 0, a NaN one by NaN
+  // (clamp(max_norm / (norm + eps), max=1) keeps the NaN).
+  EXPECT_EQ(clipScale(INFINITY, 1.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(clipScale(NAN, 1.0f)));
+  EXPECT_EQ(clipScale(NAN, 0.0f), 1.0f); // no clipping: the norm is unused
 }
 
 TEST(WeightDecay, CheckOptimizerConfigMessages) {
