@@ -68,9 +68,9 @@ gpipe_status_t checked(const char *function, gpipe_status_t status) {
   const char *message = gpipe_last_error();
   if (message == nullptr)
     finding(function, "a NULL message");
-  if (status == GPIPE_OK ? message[0] != '\0'
-                         : std::strncmp(message, function,
-                                        std::strlen(function)) != 0)
+  if (status == GPIPE_OK
+          ? message[0] != '\0'
+          : std::strncmp(message, function, std::strlen(function)) != 0)
     finding(function, "a message that does not fit the status");
   return status;
 }
@@ -204,10 +204,9 @@ struct Fuzz {
       std::vector<std::vector<int32_t>> data;
       std::vector<gpipe_input_t> b = batch(info.batch_size, data);
       checked("gpipe_session_train_step",
-              gpipe_session_train_step(session, b.data(), b.size(),
-                                       in.ConsumeIntegralInRange(0, 15) == 0
-                                           ? nullptr
-                                           : &value));
+              gpipe_session_train_step(
+                  session, b.data(), b.size(),
+                  in.ConsumeIntegralInRange(0, 15) == 0 ? nullptr : &value));
       break;
     }
     case 1: {
@@ -215,9 +214,9 @@ struct Fuzz {
       std::vector<std::vector<int32_t>> data;
       std::vector<gpipe_input_t> b = batch(rows < 1 ? 1 : rows, data);
       gpipe_tensor_info_t prediction{};
-      gpipe_status_t known = checked(
-          "gpipe_session_prediction_info",
-          gpipe_session_prediction_info(session, rows, &prediction));
+      gpipe_status_t known =
+          checked("gpipe_session_prediction_info",
+                  gpipe_session_prediction_info(session, rows, &prediction));
       float *out = buffer(known == GPIPE_OK ? prediction.element_count : 8,
                           capacity, storage);
       checked("gpipe_session_evaluate",
@@ -244,10 +243,11 @@ struct Fuzz {
       std::vector<float> values(count);
       for (float &v : values)
         v = in.ConsumeBool() ? anyFloat(in) : 0.1f;
-      checked("gpipe_session_set_parameter",
-              gpipe_session_set_parameter(
-                  session, n, in.ConsumeBool() ? values.data() : nullptr,
-                  in.ConsumeBool() ? count : nearSize(in, count) % (count + 1)));
+      checked(
+          "gpipe_session_set_parameter",
+          gpipe_session_set_parameter(
+              session, n, in.ConsumeBool() ? values.data() : nullptr,
+              in.ConsumeBool() ? count : nearSize(in, count) % (count + 1)));
       break;
     }
     case 5: {
@@ -255,9 +255,9 @@ struct Fuzz {
       uint32_t slot = in.ConsumeBool() ? in.ConsumeIntegralInRange(0u, 2u)
                                        : in.ConsumeIntegral<uint32_t>();
       float *out = buffer(count, capacity, storage);
-      checked("gpipe_session_get_optimizer_state",
-              gpipe_session_get_optimizer_state(session, n, slot, capacity,
-                                                out));
+      checked(
+          "gpipe_session_get_optimizer_state",
+          gpipe_session_get_optimizer_state(session, n, slot, capacity, out));
       checked("gpipe_session_optimizer_state_size",
               gpipe_session_optimizer_state_size(session, n, slot, &capacity));
       break;
@@ -383,19 +383,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // Short timeouts keep a failing step from stalling the fuzzer.
   options.recv_timeout_ms = in.ConsumeIntegralInRange(0u, 2000u);
   options.record_timeline = in.ConsumeBool();
-  options.device = rawEnum<gpipe_device_t>(
-      in.ConsumeBool() ? in.ConsumeIntegralInRange(0, 2)
-                       : in.ConsumeIntegral<int32_t>());
+  options.device =
+      rawEnum<gpipe_device_t>(in.ConsumeBool() ? in.ConsumeIntegralInRange(0, 2)
+                                               : in.ConsumeIntegral<int32_t>());
   options.threads_per_device =
       in.ConsumeBool() ? in.ConsumeIntegralInRange(0u, 2u) : 1025u;
   options.check_finite = in.ConsumeBool();
 
   Fuzz fuzz{in};
   const std::string &json = bundleText();
-  gpipe_status_t created = checked(
-      "gpipe_session_create_from_json",
-      gpipe_session_create_from_json(json.data(), json.size(), "fuzz",
-                                     &options, &fuzz.session));
+  gpipe_status_t created =
+      checked("gpipe_session_create_from_json",
+              gpipe_session_create_from_json(json.data(), json.size(), "fuzz",
+                                             &options, &fuzz.session));
   if (created != GPIPE_OK) {
     if (fuzz.session != nullptr)
       finding("gpipe_session_create_from_json", "a session after a failure");

@@ -382,8 +382,9 @@ gpipe_status_t makeBatch(gpipe_session_t *session, const char *function,
         for (size_t e = 0; e < n; ++e)
           if (!std::isfinite(data[e]))
             return fail(session, GPIPE_ERROR_NON_FINITE, function,
-                        where + ": expected finite values (the session "
-                                "guards: check_finite), got " +
+                        where +
+                            ": expected finite values (the session "
+                            "guards: check_finite), got " +
                             formatReal(data[e]) + " at element " +
                             std::to_string(e));
       batch[input.name] =

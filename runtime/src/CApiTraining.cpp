@@ -219,9 +219,9 @@ gpipe_status_t gpipe_session_set_parameter(gpipe_session_t *session,
                       std::to_string(param->element_count) +
                       " elements (shape " + shapeString(*param) + "), got " +
                       std::to_string(element_count));
-    if (std::string error = rt::checkStateValues(
-            session->executor->optimizerKind(), /*slot=*/-1, values,
-            element_count);
+    if (std::string error =
+            rt::checkStateValues(session->executor->optimizerKind(),
+                                 /*slot=*/-1, values, element_count);
         !error.empty())
       return fail(session, GPIPE_ERROR_INVALID_ARGUMENT, function,
                   "parameter '" + std::string(name) + "': " + error);

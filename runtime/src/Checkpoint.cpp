@@ -279,8 +279,7 @@ Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
     StatusOr<std::string> latest = readFile(
         path + "/" + kLatest, kMaxCheckpointLatestBytes, "a 'latest' file");
     // A `latest` that is there but unreadable (a FIFO, too large) says so.
-    if (!latest.ok() &&
-        ::lstat((path + "/" + kLatest).c_str(), &st) == 0)
+    if (!latest.ok() && ::lstat((path + "/" + kLatest).c_str(), &st) == 0)
       return latest.status();
     if (!latest.ok())
       return Status(StatusCode::Io,
@@ -383,9 +382,8 @@ Status gpipe::runtime::loadCheckpoint(Engine &engine, const std::string &path,
       // What set_parameter and set_optimizer_state refuse, a checkpoint
       // cannot bring in either.
       const std::vector<float> &data = it->second->data;
-      if (std::string error =
-              checkStateValues(engine.optimizerKind(), int(slot) - 1,
-                               data.data(), data.size());
+      if (std::string error = checkStateValues(
+              engine.optimizerKind(), int(slot) - 1, data.data(), data.size());
           !error.empty())
         return Status(StatusCode::InvalidArgument,
                       "'" + checkpoint + "': tensor '" + name + "': " + error);

@@ -1,7 +1,7 @@
 //===- ImageTraining.cpp - Epochs of image classification -----------------===//
 
-#include "gpipe/runtime/Training.h"
 #include "gpipe/runtime/Optimizers.h"
+#include "gpipe/runtime/Training.h"
 
 #include "TrainingCheckpoints.h"
 

@@ -40,8 +40,8 @@ struct Reading {
 void readEverything(const gpipe_session_t *session, Reading &out) {
   auto check = [&](gpipe_status_t status, const std::string &call) {
     if (status != GPIPE_OK && out.failure.empty())
-      out.failure = call + ": " + gpipe_status_string(status) + ": " +
-                    gpipe_last_error();
+      out.failure =
+          call + ": " + gpipe_status_string(status) + ": " + gpipe_last_error();
     return status == GPIPE_OK;
   };
   gpipe_session_info_t info;

@@ -198,8 +198,8 @@ gpipe_session_options_t defaultOptions() {
 
 /// Creates a session over the test model with `edit` applied to the default
 /// options; the out_session must come back NULL.
-gpipe_status_t createWith(const std::function<void(gpipe_session_options_t &)>
-                              &edit) {
+gpipe_status_t
+createWith(const std::function<void(gpipe_session_options_t &)> &edit) {
   gpipe_session_options_t options = defaultOptions();
   edit(options);
   const std::string &json = dropoutMlpJson();
@@ -269,9 +269,8 @@ std::vector<Case> cases() {
   using O = gpipe_session_options_t;
   const std::string json = "gpipe_session_create_from_json: ";
   std::vector<Case> c;
-  auto create = [&](const char *what,
-                    std::function<void(O &)> edit, gpipe_status_t status,
-                    const std::string &message) {
+  auto create = [&](const char *what, std::function<void(O &)> edit,
+                    gpipe_status_t status, const std::string &message) {
     c.push_back({"gpipe_session_create_from_json", what,
                  [edit](World &) { return createWith(edit); }, status,
                  json + message});
@@ -304,8 +303,8 @@ std::vector<Case> cases() {
   c.push_back({"gpipe_session_create_from_json", "NULL json",
                [](World &) {
                  gpipe_session_t *s = nullptr;
-                 return gpipe_session_create_from_json(nullptr, 3, "m",
-                                                       nullptr, &s);
+                 return gpipe_session_create_from_json(nullptr, 3, "m", nullptr,
+                                                       &s);
                },
                GPIPE_ERROR_INVALID_ARGUMENT, json + "json is null"});
   c.push_back({"gpipe_session_create_from_json", "NULL out_session",
@@ -314,35 +313,39 @@ std::vector<Case> cases() {
                                                        nullptr);
                },
                GPIPE_ERROR_INVALID_ARGUMENT, json + "out_session is null"});
-  create("struct_size 0", [](O &o) { o.struct_size = 0; },
-         GPIPE_ERROR_INVALID_ARGUMENT,
-         structSizeError(
-             0, " (initialize the options with gpipe_session_options_init)"));
-  create("struct_size one byte short of the first layout",
-         [](O &o) { o.struct_size = GPIPE_SESSION_OPTIONS_MIN_SIZE - 1; },
-         GPIPE_ERROR_INVALID_ARGUMENT,
-         structSizeError(GPIPE_SESSION_OPTIONS_MIN_SIZE - 1, ""));
-  create("struct_size of a newer header",
-         [](O &o) { o.struct_size = sizeof(O) + 8; },
-         GPIPE_ERROR_INVALID_ARGUMENT,
-         structSizeError(sizeof(O) + 8,
-                         " (options of a newer gpipe_runtime.h than this "
-                         "library's, " GPIPE_EXPECTED_VERSION ")"));
-  create("struct_size of uninitialized memory",
-         [](O &o) { o.struct_size = 0xbebebebebebebebeull; },
-         GPIPE_ERROR_INVALID_ARGUMENT,
-         structSizeError(
-             0xbebebebebebebebeull,
-             " (initialize the options with gpipe_session_options_init)"));
+  create(
+      "struct_size 0", [](O &o) { o.struct_size = 0; },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      structSizeError(
+          0, " (initialize the options with gpipe_session_options_init)"));
+  create(
+      "struct_size one byte short of the first layout",
+      [](O &o) { o.struct_size = GPIPE_SESSION_OPTIONS_MIN_SIZE - 1; },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      structSizeError(GPIPE_SESSION_OPTIONS_MIN_SIZE - 1, ""));
+  create(
+      "struct_size of a newer header",
+      [](O &o) { o.struct_size = sizeof(O) + 8; }, GPIPE_ERROR_INVALID_ARGUMENT,
+      structSizeError(sizeof(O) + 8,
+                      " (options of a newer gpipe_runtime.h than this "
+                      "library's, " GPIPE_EXPECTED_VERSION ")"));
+  create(
+      "struct_size of uninitialized memory",
+      [](O &o) { o.struct_size = 0xbebebebebebebebeull; },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      structSizeError(
+          0xbebebebebebebebeull,
+          " (initialize the options with gpipe_session_options_init)"));
   for (int32_t value : {-1, 5, std::numeric_limits<int32_t>::min(),
                         std::numeric_limits<int32_t>::max()}) {
-    create("optimizer out of range",
-           [value](O &o) { o.optimizer = rawEnum<gpipe_optimizer_t>(value); },
-           GPIPE_ERROR_INVALID_ARGUMENT,
-           kBadOptimizer + std::to_string(value));
-    create("device out of range",
-           [value](O &o) { o.device = rawEnum<gpipe_device_t>(value); },
-           GPIPE_ERROR_INVALID_ARGUMENT, kBadDevice + std::to_string(value));
+    create(
+        "optimizer out of range",
+        [value](O &o) { o.optimizer = rawEnum<gpipe_optimizer_t>(value); },
+        GPIPE_ERROR_INVALID_ARGUMENT, kBadOptimizer + std::to_string(value));
+    create(
+        "device out of range",
+        [value](O &o) { o.device = rawEnum<gpipe_device_t>(value); },
+        GPIPE_ERROR_INVALID_ARGUMENT, kBadDevice + std::to_string(value));
   }
   struct RealOption {
     const char *field;
@@ -363,37 +366,42 @@ std::vector<Case> cases() {
       {"beta2", &O::beta2, -0.1f, "a value in [0, 1)", "-0.1"},
   };
   for (const RealOption &r : reals)
-    create(r.field, [r](O &o) { o.*r.member = r.value; },
-           GPIPE_ERROR_INVALID_ARGUMENT,
-           std::string("options->") + r.field + ": expected " + r.expected +
-               ", got " + r.found);
-  create("recv_timeout_ms 0", [](O &o) { o.recv_timeout_ms = 0; },
-         GPIPE_ERROR_INVALID_ARGUMENT,
-         "options->recv_timeout_ms: expected at least 1, got 0");
+    create(
+        r.field, [r](O &o) { o.*r.member = r.value; },
+        GPIPE_ERROR_INVALID_ARGUMENT,
+        std::string("options->") + r.field + ": expected " + r.expected +
+            ", got " + r.found);
+  create(
+      "recv_timeout_ms 0", [](O &o) { o.recv_timeout_ms = 0; },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      "options->recv_timeout_ms: expected at least 1, got 0");
   for (uint32_t threads : {1025u, 0xffffffffu})
-    create("threads_per_device too many",
-           [threads](O &o) { o.threads_per_device = threads; },
-           GPIPE_ERROR_INVALID_ARGUMENT,
-           "options->threads_per_device: expected 0 (the cores divided "
-           "among the devices) to 1024, got " +
-               std::to_string(threads));
+    create(
+        "threads_per_device too many",
+        [threads](O &o) { o.threads_per_device = threads; },
+        GPIPE_ERROR_INVALID_ARGUMENT,
+        "options->threads_per_device: expected 0 (the cores divided "
+        "among the devices) to 1024, got " +
+            std::to_string(threads));
   for (gpipe_optimizer_t optimizer :
        {GPIPE_OPTIMIZER_ADAM, GPIPE_OPTIMIZER_RMSPROP})
-    create("weight decay without a rule for it",
-           [optimizer](O &o) {
-             o.optimizer = optimizer;
-             o.weight_decay = 0.01f;
-           },
-           GPIPE_ERROR_INVALID_ARGUMENT,
-           std::string("options->weight_decay: weight decay applies to sgd "
-                       "and momentum (L2 added to the gradient) and to adamw "
-                       "(decoupled), not to ") +
-               (optimizer == GPIPE_OPTIMIZER_ADAM ? "adam: use adamw"
-                                                  : "rmsprop"));
-  create("a CUDA device in a program without the CUDA backend",
-         [](O &o) { o.device = GPIPE_DEVICE_CUDA; }, GPIPE_ERROR_UNAVAILABLE,
-         "no CUDA device: this program has no CUDA backend (built without a "
-         "CUDA compiler, or it does not link runtime/cuda)");
+    create(
+        "weight decay without a rule for it",
+        [optimizer](O &o) {
+          o.optimizer = optimizer;
+          o.weight_decay = 0.01f;
+        },
+        GPIPE_ERROR_INVALID_ARGUMENT,
+        std::string("options->weight_decay: weight decay applies to sgd "
+                    "and momentum (L2 added to the gradient) and to adamw "
+                    "(decoupled), not to ") +
+            (optimizer == GPIPE_OPTIMIZER_ADAM ? "adam: use adamw"
+                                               : "rmsprop"));
+  create(
+      "a CUDA device in a program without the CUDA backend",
+      [](O &o) { o.device = GPIPE_DEVICE_CUDA; }, GPIPE_ERROR_UNAVAILABLE,
+      "no CUDA device: this program has no CUDA backend (built without a "
+      "CUDA compiler, or it does not link runtime/cuda)");
 
   // Queries.
   auto query = [&](const char *function, const char *what,
@@ -403,103 +411,120 @@ std::vector<Case> cases() {
     c.push_back({function, what, call, status,
                  std::string(function) + ": " + message, false, fresh});
   };
-  query("gpipe_session_query_info", "NULL session",
-        [](World &) {
-          gpipe_session_info_t info;
-          return gpipe_session_query_info(nullptr, &info);
-        },
-        GPIPE_ERROR_INVALID_ARGUMENT, "session is null");
-  query("gpipe_session_query_info", "NULL out_info",
-        [](World &w) { return gpipe_session_query_info(w.trained, nullptr); },
-        GPIPE_ERROR_INVALID_ARGUMENT, "out_info is null");
+  query(
+      "gpipe_session_query_info", "NULL session",
+      [](World &) {
+        gpipe_session_info_t info;
+        return gpipe_session_query_info(nullptr, &info);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "session is null");
+  query(
+      "gpipe_session_query_info", "NULL out_info",
+      [](World &w) { return gpipe_session_query_info(w.trained, nullptr); },
+      GPIPE_ERROR_INVALID_ARGUMENT, "out_info is null");
   for (size_t index : {size_t(2), std::numeric_limits<size_t>::max()})
-    query("gpipe_session_input_info", "index out of range",
-          [index](World &w) {
-            gpipe_tensor_info_t info;
-            return gpipe_session_input_info(w.trained, index, &info);
-          },
-          GPIPE_ERROR_INVALID_ARGUMENT,
-          "index " + std::to_string(index) +
-              " out of range: the model has 2 inputs");
-  query("gpipe_session_input_info", "NULL out_info",
-        [](World &w) { return gpipe_session_input_info(w.trained, 0, nullptr); },
-        GPIPE_ERROR_INVALID_ARGUMENT, "out_info is null");
-  query("gpipe_session_parameter_info", "index out of range",
-        [](World &w) {
+    query(
+        "gpipe_session_input_info", "index out of range",
+        [index](World &w) {
           gpipe_tensor_info_t info;
-          return gpipe_session_parameter_info(w.trained, 6, &info);
+          return gpipe_session_input_info(w.trained, index, &info);
         },
         GPIPE_ERROR_INVALID_ARGUMENT,
-        "index 6 out of range: the model has 6 parameters");
-  query("gpipe_session_parameter_info", "NULL session",
-        [](World &) {
+        "index " + std::to_string(index) +
+            " out of range: the model has 2 inputs");
+  query(
+      "gpipe_session_input_info", "NULL out_info",
+      [](World &w) { return gpipe_session_input_info(w.trained, 0, nullptr); },
+      GPIPE_ERROR_INVALID_ARGUMENT, "out_info is null");
+  query(
+      "gpipe_session_parameter_info", "index out of range",
+      [](World &w) {
+        gpipe_tensor_info_t info;
+        return gpipe_session_parameter_info(w.trained, 6, &info);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      "index 6 out of range: the model has 6 parameters");
+  query(
+      "gpipe_session_parameter_info", "NULL session",
+      [](World &) {
+        gpipe_tensor_info_t info;
+        return gpipe_session_parameter_info(nullptr, 0, &info);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "session is null");
+  for (int64_t rows :
+       {int64_t(0), int64_t(-1), std::numeric_limits<int64_t>::min()})
+    query(
+        "gpipe_session_prediction_info", "rows < 1",
+        [rows](World &w) {
           gpipe_tensor_info_t info;
-          return gpipe_session_parameter_info(nullptr, 0, &info);
-        },
-        GPIPE_ERROR_INVALID_ARGUMENT, "session is null");
-  for (int64_t rows : {int64_t(0), int64_t(-1),
-                       std::numeric_limits<int64_t>::min()})
-    query("gpipe_session_prediction_info", "rows < 1",
-          [rows](World &w) {
-            gpipe_tensor_info_t info;
-            return gpipe_session_prediction_info(w.trained, rows, &info);
-          },
-          GPIPE_ERROR_INVALID_ARGUMENT,
-          "expected at least 1 row, got " + std::to_string(rows));
-  query("gpipe_session_prediction_info", "rows that overflow",
-        [](World &w) {
-          gpipe_tensor_info_t info;
-          return gpipe_session_prediction_info(
-              w.trained, std::numeric_limits<int64_t>::max(), &info);
+          return gpipe_session_prediction_info(w.trained, rows, &info);
         },
         GPIPE_ERROR_INVALID_ARGUMENT,
-        "the prediction of 9223372036854775807 rows has more elements than "
-        "fit in size_t");
-  query("gpipe_session_steps_done", "NULL out_steps",
-        [](World &w) { return gpipe_session_steps_done(w.trained, nullptr); },
-        GPIPE_ERROR_INVALID_ARGUMENT, "out_steps is null");
-  query("gpipe_session_peak_memory_bytes", "device out of range",
-        [](World &w) {
-          int64_t bytes;
-          return gpipe_session_peak_memory_bytes(w.trained, 3, &bytes);
-        },
-        GPIPE_ERROR_INVALID_ARGUMENT,
-        "device 3 out of range: the pipeline has 3 devices");
-  query("gpipe_session_peak_memory_bytes", "NULL out_bytes",
-        [](World &w) {
-          return gpipe_session_peak_memory_bytes(w.trained, 0, nullptr);
-        },
-        GPIPE_ERROR_INVALID_ARGUMENT, "out_bytes is null");
-  query("gpipe_session_bubble_fraction", "before the first step",
-        [](World &w) {
-          double fraction;
-          return gpipe_session_bubble_fraction(w.fresh, &fraction);
-        },
-        GPIPE_ERROR_FAILED_PRECONDITION, kNoTimeline, /*fresh=*/true);
-  query("gpipe_session_bubble_fraction", "NULL out_fraction",
-        [](World &w) {
-          return gpipe_session_bubble_fraction(w.trained, nullptr);
-        },
-        GPIPE_ERROR_INVALID_ARGUMENT, "out_fraction is null");
-  query("gpipe_session_write_trace", "before the first step",
-        [](World &w) {
-          return gpipe_session_write_trace(w.fresh,
-                                           (w.dir.path + "/t.json").c_str());
-        },
-        GPIPE_ERROR_FAILED_PRECONDITION, kNoTimeline, /*fresh=*/true);
-  query("gpipe_session_write_trace", "NULL path",
-        [](World &w) { return gpipe_session_write_trace(w.trained, nullptr); },
-        GPIPE_ERROR_INVALID_ARGUMENT, "path is null");
-  query("gpipe_session_gradient_norm", "before the first step",
-        [](World &w) {
-          double norm;
-          return gpipe_session_gradient_norm(w.fresh, &norm);
-        },
-        GPIPE_ERROR_FAILED_PRECONDITION, "no training step has run yet",
-        /*fresh=*/true);
-  query("gpipe_session_gradient_norm", "NULL out_norm",
-        [](World &w) { return gpipe_session_gradient_norm(w.trained, nullptr); },
-        GPIPE_ERROR_INVALID_ARGUMENT, "out_norm is null");
+        "expected at least 1 row, got " + std::to_string(rows));
+  query(
+      "gpipe_session_prediction_info", "rows that overflow",
+      [](World &w) {
+        gpipe_tensor_info_t info;
+        return gpipe_session_prediction_info(
+            w.trained, std::numeric_limits<int64_t>::max(), &info);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      "the prediction of 9223372036854775807 rows has more elements than "
+      "fit in size_t");
+  query(
+      "gpipe_session_steps_done", "NULL out_steps",
+      [](World &w) { return gpipe_session_steps_done(w.trained, nullptr); },
+      GPIPE_ERROR_INVALID_ARGUMENT, "out_steps is null");
+  query(
+      "gpipe_session_peak_memory_bytes", "device out of range",
+      [](World &w) {
+        int64_t bytes;
+        return gpipe_session_peak_memory_bytes(w.trained, 3, &bytes);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      "device 3 out of range: the pipeline has 3 devices");
+  query(
+      "gpipe_session_peak_memory_bytes", "NULL out_bytes",
+      [](World &w) {
+        return gpipe_session_peak_memory_bytes(w.trained, 0, nullptr);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "out_bytes is null");
+  query(
+      "gpipe_session_bubble_fraction", "before the first step",
+      [](World &w) {
+        double fraction;
+        return gpipe_session_bubble_fraction(w.fresh, &fraction);
+      },
+      GPIPE_ERROR_FAILED_PRECONDITION, kNoTimeline, /*fresh=*/true);
+  query(
+      "gpipe_session_bubble_fraction", "NULL out_fraction",
+      [](World &w) {
+        return gpipe_session_bubble_fraction(w.trained, nullptr);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "out_fraction is null");
+  query(
+      "gpipe_session_write_trace", "before the first step",
+      [](World &w) {
+        return gpipe_session_write_trace(w.fresh,
+                                         (w.dir.path + "/t.json").c_str());
+      },
+      GPIPE_ERROR_FAILED_PRECONDITION, kNoTimeline, /*fresh=*/true);
+  query(
+      "gpipe_session_write_trace", "NULL path",
+      [](World &w) { return gpipe_session_write_trace(w.trained, nullptr); },
+      GPIPE_ERROR_INVALID_ARGUMENT, "path is null");
+  query(
+      "gpipe_session_gradient_norm", "before the first step",
+      [](World &w) {
+        double norm;
+        return gpipe_session_gradient_norm(w.fresh, &norm);
+      },
+      GPIPE_ERROR_FAILED_PRECONDITION, "no training step has run yet",
+      /*fresh=*/true);
+  query(
+      "gpipe_session_gradient_norm", "NULL out_norm",
+      [](World &w) { return gpipe_session_gradient_norm(w.trained, nullptr); },
+      GPIPE_ERROR_INVALID_ARGUMENT, "out_norm is null");
 
   // Training and evaluation: what the inputs can get wrong.
   auto step = [&](const char *what,
@@ -508,64 +533,76 @@ std::vector<Case> cases() {
     for (bool evaluate : {false, true}) {
       const char *function =
           evaluate ? "gpipe_session_evaluate" : "gpipe_session_train_step";
-      c.push_back({function, what,
-                   [edit, evaluate](World &w) {
-                     std::vector<gpipe_input_t> inputs = w.inputs();
-                     edit(inputs);
-                     double loss;
-                     return evaluate
-                                ? gpipe_session_evaluate(
-                                      w.trained, kBatch, inputs.data(),
-                                      inputs.size(), 0, nullptr, &loss)
-                                : gpipe_session_train_step(
-                                      w.trained, inputs.data(), inputs.size(),
-                                      &loss);
-                   },
-                   status, std::string(function) + ": " + message, true});
+      c.push_back(
+          {function, what,
+           [edit, evaluate](World &w) {
+             std::vector<gpipe_input_t> inputs = w.inputs();
+             edit(inputs);
+             double loss;
+             return evaluate
+                        ? gpipe_session_evaluate(w.trained, kBatch,
+                                                 inputs.data(), inputs.size(),
+                                                 0, nullptr, &loss)
+                        : gpipe_session_train_step(w.trained, inputs.data(),
+                                                   inputs.size(), &loss);
+           },
+           status, std::string(function) + ": " + message, true});
     }
   };
-  step("a missing input", [](auto &in) { in.pop_back(); },
-       GPIPE_ERROR_INVALID_ARGUMENT,
-       "missing model input 'labels' (expected i32 [10])");
-  step("an unknown input", [](auto &in) { in[0].name = "y"; },
-       GPIPE_ERROR_NOT_FOUND,
-       "inputs[0]: unknown model input 'y' (the model reads 'x', 'labels')");
-  step("an input twice", [](auto &in) { in[1] = in[0]; },
-       GPIPE_ERROR_INVALID_ARGUMENT,
-       "inputs[1]: model input 'x' is given twice (also inputs[0])");
-  step("a NULL name", [](auto &in) { in[0].name = nullptr; },
-       GPIPE_ERROR_INVALID_ARGUMENT, "inputs[0].name is null");
+  step(
+      "a missing input", [](auto &in) { in.pop_back(); },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      "missing model input 'labels' (expected i32 [10])");
+  step(
+      "an unknown input", [](auto &in) { in[0].name = "y"; },
+      GPIPE_ERROR_NOT_FOUND,
+      "inputs[0]: unknown model input 'y' (the model reads 'x', 'labels')");
+  step(
+      "an input twice", [](auto &in) { in[1] = in[0]; },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      "inputs[1]: model input 'x' is given twice (also inputs[0])");
+  step(
+      "a NULL name", [](auto &in) { in[0].name = nullptr; },
+      GPIPE_ERROR_INVALID_ARGUMENT, "inputs[0].name is null");
   for (int32_t type : {-1, 2, std::numeric_limits<int32_t>::min()})
-    step("an element type out of range",
-         [type](auto &in) { in[0].type = rawEnum<gpipe_element_type_t>(type); },
-         GPIPE_ERROR_INVALID_ARGUMENT,
-         "input 'x': unknown element type " + std::to_string(type) +
-             " (expected GPIPE_ELEMENT_F32 or GPIPE_ELEMENT_I32)");
-  step("the wrong element type",
-       [](auto &in) { in[0].type = GPIPE_ELEMENT_I32; },
-       GPIPE_ERROR_INVALID_ARGUMENT, "input 'x': expected f32 elements, got i32");
+    step(
+        "an element type out of range",
+        [type](auto &in) { in[0].type = rawEnum<gpipe_element_type_t>(type); },
+        GPIPE_ERROR_INVALID_ARGUMENT,
+        "input 'x': unknown element type " + std::to_string(type) +
+            " (expected GPIPE_ELEMENT_F32 or GPIPE_ELEMENT_I32)");
+  step(
+      "the wrong element type",
+      [](auto &in) { in[0].type = GPIPE_ELEMENT_I32; },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      "input 'x': expected f32 elements, got i32");
   for (size_t count : {size_t(119), std::numeric_limits<size_t>::max()})
-    step("the wrong element count",
-         [count](auto &in) { in[0].element_count = count; },
-         GPIPE_ERROR_INVALID_ARGUMENT,
-         "input 'x': expected 120 f32 elements (shape [10, 12]), got " +
-             std::to_string(count));
-  step("NULL data", [](auto &in) { in[1].data = nullptr; },
-       GPIPE_ERROR_INVALID_ARGUMENT, "input 'labels': data is null");
+    step(
+        "the wrong element count",
+        [count](auto &in) { in[0].element_count = count; },
+        GPIPE_ERROR_INVALID_ARGUMENT,
+        "input 'x': expected 120 f32 elements (shape [10, 12]), got " +
+            std::to_string(count));
+  step(
+      "NULL data", [](auto &in) { in[1].data = nullptr; },
+      GPIPE_ERROR_INVALID_ARGUMENT, "input 'labels': data is null");
   for (float bad : {kNaN, kInf, -kInf})
-    step("a non-finite input under the guard",
-         [bad](auto &in) {
-           static thread_local std::vector<float> x;
-           const float *given = static_cast<const float *>(in[0].data);
-           x.assign(given, given + in[0].element_count);
-           x[37] = bad;
-           in[0].data = x.data();
-         },
-         GPIPE_ERROR_NON_FINITE,
-         std::string("input 'x': expected finite values (the session guards: "
-                     "check_finite), got ") +
-             (std::isnan(bad) ? "nan" : bad > 0 ? "inf" : "-inf") +
-             " at element 37");
+    step(
+        "a non-finite input under the guard",
+        [bad](auto &in) {
+          static thread_local std::vector<float> x;
+          const float *given = static_cast<const float *>(in[0].data);
+          x.assign(given, given + in[0].element_count);
+          x[37] = bad;
+          in[0].data = x.data();
+        },
+        GPIPE_ERROR_NON_FINITE,
+        std::string("input 'x': expected finite values (the session guards: "
+                    "check_finite), got ") +
+            (std::isnan(bad) ? "nan"
+             : bad > 0       ? "inf"
+                             : "-inf") +
+            " at element 37");
   c.push_back({"gpipe_session_train_step", "NULL inputs with a count",
                [](World &w) {
                  double loss;
@@ -593,18 +630,17 @@ std::vector<Case> cases() {
                "gpipe_session_train_step: session is null"});
   const std::string evaluate = "gpipe_session_evaluate: ";
   for (int64_t rows : {int64_t(0), std::numeric_limits<int64_t>::min()})
-    c.push_back({"gpipe_session_evaluate", "rows < 1",
-                 [rows](World &w) {
-                   std::vector<gpipe_input_t> inputs = w.inputs();
-                   double loss;
-                   return gpipe_session_evaluate(w.trained, rows, inputs.data(),
-                                                 inputs.size(), 0, nullptr,
-                                                 &loss);
-                 },
-                 GPIPE_ERROR_INVALID_ARGUMENT,
-                 evaluate + "expected at least 1 row, got " +
-                     std::to_string(rows),
-                 true});
+    c.push_back(
+        {"gpipe_session_evaluate", "rows < 1",
+         [rows](World &w) {
+           std::vector<gpipe_input_t> inputs = w.inputs();
+           double loss;
+           return gpipe_session_evaluate(w.trained, rows, inputs.data(),
+                                         inputs.size(), 0, nullptr, &loss);
+         },
+         GPIPE_ERROR_INVALID_ARGUMENT,
+         evaluate + "expected at least 1 row, got " + std::to_string(rows),
+         true});
   c.push_back({"gpipe_session_evaluate", "rows that overflow",
                [](World &w) {
                  std::vector<gpipe_input_t> inputs = w.inputs();
@@ -629,18 +665,17 @@ std::vector<Case> cases() {
                evaluate + "the prediction of 10 rows (shape [10, 5]) needs 50 "
                           "floats, the buffer holds 49",
                true});
-  c.push_back({"gpipe_session_evaluate", "NULL prediction with a capacity",
-               [](World &w) {
-                 std::vector<gpipe_input_t> inputs = w.inputs();
-                 double loss;
-                 return gpipe_session_evaluate(w.trained, kBatch, inputs.data(),
-                                               inputs.size(), 50, nullptr,
-                                               &loss);
-               },
-               GPIPE_ERROR_INVALID_ARGUMENT,
-               evaluate +
-                   "out_prediction is null but prediction_capacity is 50",
-               true});
+  c.push_back(
+      {"gpipe_session_evaluate", "NULL prediction with a capacity",
+       [](World &w) {
+         std::vector<gpipe_input_t> inputs = w.inputs();
+         double loss;
+         return gpipe_session_evaluate(w.trained, kBatch, inputs.data(),
+                                       inputs.size(), 50, nullptr, &loss);
+       },
+       GPIPE_ERROR_INVALID_ARGUMENT,
+       evaluate + "out_prediction is null but prediction_capacity is 50",
+       true});
 
   // The library's loops: options and data.
   auto images = [&](const char *what,
@@ -658,26 +693,30 @@ std::vector<Case> cases() {
                  status, "gpipe_session_train_images: " + message, true});
   };
   auto enough = [](World &w) { return writeImages(w.dir.path + "/img", 20); };
-  images("epochs 0", [](auto &o) { o.epochs = 0; }, enough,
-         GPIPE_ERROR_INVALID_ARGUMENT, "expected at least 1 epoch, got 0");
-  images("max_steps_per_epoch < 0",
-         [](auto &o) { o.max_steps_per_epoch = -1; }, enough,
-         GPIPE_ERROR_INVALID_ARGUMENT,
-         "expected at least 0 steps per epoch (0: all), got -1");
-  images("warmup_steps < 0", [](auto &o) { o.warmup_steps = -3; }, enough,
-         GPIPE_ERROR_INVALID_ARGUMENT, "expected at least 0 warmup steps, got -3");
-  images("struct_size 0", [](auto &o) { o.struct_size = 0; }, enough,
-         GPIPE_ERROR_INVALID_ARGUMENT,
-         "options->struct_size: expected " +
-             std::to_string(GPIPE_IMAGE_TRAINING_OPTIONS_MIN_SIZE) + " to " +
-             std::to_string(sizeof(gpipe_image_training_options_t)) +
-             ", got 0 (initialize the options with "
-             "gpipe_image_training_options_init)");
-  images("a training set smaller than one batch", [](auto &) {},
-         [](World &w) { return writeImages(w.dir.path + "/few", 5); },
-         GPIPE_ERROR_INVALID_ARGUMENT,
-         "the training set has 5 examples, fewer than one mini-batch of 10 "
-         "rows");
+  images(
+      "epochs 0", [](auto &o) { o.epochs = 0; }, enough,
+      GPIPE_ERROR_INVALID_ARGUMENT, "expected at least 1 epoch, got 0");
+  images(
+      "max_steps_per_epoch < 0", [](auto &o) { o.max_steps_per_epoch = -1; },
+      enough, GPIPE_ERROR_INVALID_ARGUMENT,
+      "expected at least 0 steps per epoch (0: all), got -1");
+  images(
+      "warmup_steps < 0", [](auto &o) { o.warmup_steps = -3; }, enough,
+      GPIPE_ERROR_INVALID_ARGUMENT, "expected at least 0 warmup steps, got -3");
+  images(
+      "struct_size 0", [](auto &o) { o.struct_size = 0; }, enough,
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      "options->struct_size: expected " +
+          std::to_string(GPIPE_IMAGE_TRAINING_OPTIONS_MIN_SIZE) + " to " +
+          std::to_string(sizeof(gpipe_image_training_options_t)) +
+          ", got 0 (initialize the options with "
+          "gpipe_image_training_options_init)");
+  images(
+      "a training set smaller than one batch", [](auto &) {},
+      [](World &w) { return writeImages(w.dir.path + "/few", 5); },
+      GPIPE_ERROR_INVALID_ARGUMENT,
+      "the training set has 5 examples, fewer than one mini-batch of 10 "
+      "rows");
   c.push_back({"gpipe_session_train_images", "NULL dataset_dir",
                [](World &w) {
                  return gpipe_session_train_images(w.trained, nullptr, nullptr,
@@ -698,20 +737,24 @@ std::vector<Case> cases() {
                  },
                  status, "gpipe_session_train_text: " + message, true});
   };
-  text("NULL corpus_path", [](auto &) {}, nullptr,
-       GPIPE_ERROR_INVALID_ARGUMENT, "corpus_path is null");
-  text("steps 0", [](auto &o) { o.steps = 0; }, "/nonexistent",
-       GPIPE_ERROR_INVALID_ARGUMENT, "expected at least 1 step, got 0");
-  text("learning_rate nan", [](auto &o) { o.learning_rate = kNaN; },
-       "/nonexistent", GPIPE_ERROR_INVALID_ARGUMENT,
-       "the learning rate must be a finite positive number, got nan");
-  text("warmup as long as the run",
-       [](auto &o) {
-         o.steps = 10;
-         o.warmup_steps = 10;
-       },
-       "/nonexistent", GPIPE_ERROR_INVALID_ARGUMENT,
-       "expected fewer warmup steps than the run's 10 steps, got 10");
+  text(
+      "NULL corpus_path", [](auto &) {}, nullptr, GPIPE_ERROR_INVALID_ARGUMENT,
+      "corpus_path is null");
+  text(
+      "steps 0", [](auto &o) { o.steps = 0; }, "/nonexistent",
+      GPIPE_ERROR_INVALID_ARGUMENT, "expected at least 1 step, got 0");
+  text(
+      "learning_rate nan", [](auto &o) { o.learning_rate = kNaN; },
+      "/nonexistent", GPIPE_ERROR_INVALID_ARGUMENT,
+      "the learning rate must be a finite positive number, got nan");
+  text(
+      "warmup as long as the run",
+      [](auto &o) {
+        o.steps = 10;
+        o.warmup_steps = 10;
+      },
+      "/nonexistent", GPIPE_ERROR_INVALID_ARGUMENT,
+      "expected fewer warmup steps than the run's 10 steps, got 10");
 
   // Parameters and optimizer state.
   auto tensor = [&](const char *function, const char *what,
@@ -721,54 +764,61 @@ std::vector<Case> cases() {
     c.push_back({function, what, call, status,
                  std::string(function) + ": " + message, mutating});
   };
-  tensor("gpipe_session_parameter_size", "an unknown name",
-         [](World &w) {
-           size_t n;
-           return gpipe_session_parameter_size(w.trained, "nope", &n);
-         },
-         GPIPE_ERROR_NOT_FOUND,
-         "unknown parameter 'nope' (the model has " + kParams + ")", false);
-  tensor("gpipe_session_parameter_size", "NULL name",
-         [](World &w) {
-           size_t n;
-           return gpipe_session_parameter_size(w.trained, nullptr, &n);
-         },
-         GPIPE_ERROR_INVALID_ARGUMENT, "name is null", false);
-  tensor("gpipe_session_parameter_size", "NULL out_element_count",
-         [](World &w) {
-           return gpipe_session_parameter_size(w.trained, "l1.w", nullptr);
-         },
-         GPIPE_ERROR_INVALID_ARGUMENT, "out_element_count is null", false);
+  tensor(
+      "gpipe_session_parameter_size", "an unknown name",
+      [](World &w) {
+        size_t n;
+        return gpipe_session_parameter_size(w.trained, "nope", &n);
+      },
+      GPIPE_ERROR_NOT_FOUND,
+      "unknown parameter 'nope' (the model has " + kParams + ")", false);
+  tensor(
+      "gpipe_session_parameter_size", "NULL name",
+      [](World &w) {
+        size_t n;
+        return gpipe_session_parameter_size(w.trained, nullptr, &n);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "name is null", false);
+  tensor(
+      "gpipe_session_parameter_size", "NULL out_element_count",
+      [](World &w) {
+        return gpipe_session_parameter_size(w.trained, "l1.w", nullptr);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "out_element_count is null", false);
   for (const char *function :
        {"gpipe_session_get_parameter", "gpipe_session_get_gradient"}) {
-    const bool gradient = std::strcmp(function, "gpipe_session_get_gradient") == 0;
+    const bool gradient =
+        std::strcmp(function, "gpipe_session_get_gradient") == 0;
     auto get = [gradient](World &w, const char *name, size_t capacity,
                           float *out) {
       return gradient
                  ? gpipe_session_get_gradient(w.trained, name, capacity, out)
                  : gpipe_session_get_parameter(w.trained, name, capacity, out);
     };
-    tensor(function, "a buffer one short",
-           [get](World &w) { return get(w, "l1.w", 191, w.buffer.data()); },
-           GPIPE_ERROR_BUFFER_TOO_SMALL,
-           "parameter 'l1.w' has 192 elements, the buffer holds 191", false);
-    tensor(function, "an unknown name",
-           [get](World &w) { return get(w, "l9.w", 1024, w.buffer.data()); },
-           GPIPE_ERROR_NOT_FOUND,
-           "unknown parameter 'l9.w' (the model has " + kParams + ")", false);
-    tensor(function, "NULL out_values",
-           [get](World &w) { return get(w, "l1.w", 1024, nullptr); },
-           GPIPE_ERROR_INVALID_ARGUMENT, "out_values is null", false);
-    tensor(function, "NULL name",
-           [get](World &w) { return get(w, nullptr, 1024, w.buffer.data()); },
-           GPIPE_ERROR_INVALID_ARGUMENT, "name is null", false);
+    tensor(
+        function, "a buffer one short",
+        [get](World &w) { return get(w, "l1.w", 191, w.buffer.data()); },
+        GPIPE_ERROR_BUFFER_TOO_SMALL,
+        "parameter 'l1.w' has 192 elements, the buffer holds 191", false);
+    tensor(
+        function, "an unknown name",
+        [get](World &w) { return get(w, "l9.w", 1024, w.buffer.data()); },
+        GPIPE_ERROR_NOT_FOUND,
+        "unknown parameter 'l9.w' (the model has " + kParams + ")", false);
+    tensor(
+        function, "NULL out_values",
+        [get](World &w) { return get(w, "l1.w", 1024, nullptr); },
+        GPIPE_ERROR_INVALID_ARGUMENT, "out_values is null", false);
+    tensor(
+        function, "NULL name",
+        [get](World &w) { return get(w, nullptr, 1024, w.buffer.data()); },
+        GPIPE_ERROR_INVALID_ARGUMENT, "name is null", false);
   }
   auto setParameter = [](const char *name, size_t count, float first) {
     return [=](World &w) {
       std::vector<float> values(192, 0.5f);
       values[0] = first;
-      return gpipe_session_set_parameter(w.trained, name, values.data(),
-                                         count);
+      return gpipe_session_set_parameter(w.trained, name, values.data(), count);
     };
   };
   tensor("gpipe_session_set_parameter", "a NaN",
@@ -786,63 +836,73 @@ std::vector<Case> cases() {
   tensor("gpipe_session_set_parameter", "an unknown name",
          setParameter("w", 192, 0), GPIPE_ERROR_NOT_FOUND,
          "unknown parameter 'w' (the model has " + kParams + ")", true);
-  tensor("gpipe_session_set_parameter", "NULL values",
-         [](World &w) {
-           return gpipe_session_set_parameter(w.trained, "l1.w", nullptr, 192);
-         },
-         GPIPE_ERROR_INVALID_ARGUMENT, "values is null", true);
+  tensor(
+      "gpipe_session_set_parameter", "NULL values",
+      [](World &w) {
+        return gpipe_session_set_parameter(w.trained, "l1.w", nullptr, 192);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "values is null", true);
   for (float rate : {kNaN, -1.0f, kInf})
-    tensor("gpipe_session_set_learning_rate", "a rate out of range",
-           [rate](World &w) {
-             return gpipe_session_set_learning_rate(w.trained, rate);
-           },
-           GPIPE_ERROR_INVALID_ARGUMENT,
-           std::string("expected a finite learning rate >= 0, got ") +
-               (std::isnan(rate) ? "nan" : rate > 0 ? "inf" : "-1"),
-           true);
-  tensor("gpipe_session_get_learning_rate", "NULL out_learning_rate",
-         [](World &w) {
-           return gpipe_session_get_learning_rate(w.trained, nullptr);
-         },
-         GPIPE_ERROR_INVALID_ARGUMENT, "out_learning_rate is null", false);
-  tensor("gpipe_session_optimizer_slot_count", "NULL out_slot_count",
-         [](World &w) {
-           return gpipe_session_optimizer_slot_count(w.trained, nullptr);
-         },
-         GPIPE_ERROR_INVALID_ARGUMENT, "out_slot_count is null", false);
+    tensor(
+        "gpipe_session_set_learning_rate", "a rate out of range",
+        [rate](World &w) {
+          return gpipe_session_set_learning_rate(w.trained, rate);
+        },
+        GPIPE_ERROR_INVALID_ARGUMENT,
+        std::string("expected a finite learning rate >= 0, got ") +
+            (std::isnan(rate) ? "nan"
+             : rate > 0       ? "inf"
+                              : "-1"),
+        true);
+  tensor(
+      "gpipe_session_get_learning_rate", "NULL out_learning_rate",
+      [](World &w) {
+        return gpipe_session_get_learning_rate(w.trained, nullptr);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "out_learning_rate is null", false);
+  tensor(
+      "gpipe_session_optimizer_slot_count", "NULL out_slot_count",
+      [](World &w) {
+        return gpipe_session_optimizer_slot_count(w.trained, nullptr);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "out_slot_count is null", false);
   for (uint32_t slot : {2u, 0xffffffffu})
-    tensor("gpipe_session_optimizer_state_size", "a slot out of range",
-           [slot](World &w) {
-             size_t n;
-             return gpipe_session_optimizer_state_size(w.trained, "l1.w", slot,
-                                                       &n);
-           },
-           GPIPE_ERROR_INVALID_ARGUMENT,
-           "optimizer state slot " + std::to_string(slot) +
-               " out of range: adam keeps 2 per parameter (slots 0 to 1)",
-           false);
-  tensor("gpipe_session_optimizer_state_size", "an unknown name",
-         [](World &w) {
-           size_t n;
-           return gpipe_session_optimizer_state_size(w.trained, "x", 0, &n);
-         },
-         GPIPE_ERROR_NOT_FOUND,
-         "unknown parameter 'x' (the model has " + kParams + ")", false);
-  tensor("gpipe_session_get_optimizer_state", "a buffer one short",
-         [](World &w) {
-           return gpipe_session_get_optimizer_state(w.trained, "l1.w", 1, 191,
-                                                    w.buffer.data());
-         },
-         GPIPE_ERROR_BUFFER_TOO_SMALL,
-         "optimizer state 1 of parameter 'l1.w' has 192 elements, the buffer "
-         "holds 191",
-         false);
-  tensor("gpipe_session_get_optimizer_state", "NULL out_values",
-         [](World &w) {
-           return gpipe_session_get_optimizer_state(w.trained, "l1.w", 0, 192,
-                                                    nullptr);
-         },
-         GPIPE_ERROR_INVALID_ARGUMENT, "out_values is null", false);
+    tensor(
+        "gpipe_session_optimizer_state_size", "a slot out of range",
+        [slot](World &w) {
+          size_t n;
+          return gpipe_session_optimizer_state_size(w.trained, "l1.w", slot,
+                                                    &n);
+        },
+        GPIPE_ERROR_INVALID_ARGUMENT,
+        "optimizer state slot " + std::to_string(slot) +
+            " out of range: adam keeps 2 per parameter (slots 0 to 1)",
+        false);
+  tensor(
+      "gpipe_session_optimizer_state_size", "an unknown name",
+      [](World &w) {
+        size_t n;
+        return gpipe_session_optimizer_state_size(w.trained, "x", 0, &n);
+      },
+      GPIPE_ERROR_NOT_FOUND,
+      "unknown parameter 'x' (the model has " + kParams + ")", false);
+  tensor(
+      "gpipe_session_get_optimizer_state", "a buffer one short",
+      [](World &w) {
+        return gpipe_session_get_optimizer_state(w.trained, "l1.w", 1, 191,
+                                                 w.buffer.data());
+      },
+      GPIPE_ERROR_BUFFER_TOO_SMALL,
+      "optimizer state 1 of parameter 'l1.w' has 192 elements, the buffer "
+      "holds 191",
+      false);
+  tensor(
+      "gpipe_session_get_optimizer_state", "NULL out_values",
+      [](World &w) {
+        return gpipe_session_get_optimizer_state(w.trained, "l1.w", 0, 192,
+                                                 nullptr);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "out_values is null", false);
   auto setState = [](uint32_t slot, size_t count, float first) {
     return [=](World &w) {
       std::vector<float> values(192, 0.25f);
@@ -856,8 +916,8 @@ std::vector<Case> cases() {
          "optimizer state 1 of parameter 'l1.w': expected finite values >= 0 "
          "(adam's mean of squared gradients), got -1 at element 0",
          true);
-  tensor("gpipe_session_set_optimizer_state", "a NaN",
-         setState(0, 192, kNaN), GPIPE_ERROR_INVALID_ARGUMENT,
+  tensor("gpipe_session_set_optimizer_state", "a NaN", setState(0, 192, kNaN),
+         GPIPE_ERROR_INVALID_ARGUMENT,
          "optimizer state 0 of parameter 'l1.w': expected finite values, got "
          "nan at element 0",
          true);
@@ -873,61 +933,66 @@ std::vector<Case> cases() {
          true);
   for (int64_t steps : {int64_t(-1), std::numeric_limits<int64_t>::min(),
                         std::numeric_limits<int64_t>::max()})
-    tensor("gpipe_session_set_steps_done", "a count out of range",
-           [steps](World &w) {
-             return gpipe_session_set_steps_done(w.trained, steps);
-           },
-           GPIPE_ERROR_INVALID_ARGUMENT, kStepRange + std::to_string(steps),
-           true);
+    tensor(
+        "gpipe_session_set_steps_done", "a count out of range",
+        [steps](World &w) {
+          return gpipe_session_set_steps_done(w.trained, steps);
+        },
+        GPIPE_ERROR_INVALID_ARGUMENT, kStepRange + std::to_string(steps), true);
 
   // Checkpoints.
-  tensor("gpipe_session_save_checkpoint", "NULL dir",
-         [](World &w) {
-           return gpipe_session_save_checkpoint(w.trained, nullptr, 0);
-         },
-         GPIPE_ERROR_INVALID_ARGUMENT, "dir is null or empty", true);
-  tensor("gpipe_session_save_checkpoint", "a regular file as the directory",
-         [](World &w) {
-           return gpipe_session_save_checkpoint(w.trained,
-                                                w.regularFile.c_str(), 0);
-         },
-         GPIPE_ERROR_IO,
-         "cannot create the checkpoint directory '{dir}/file': Not a "
-         "directory",
-         true);
-  tensor("gpipe_session_load_checkpoint", "an empty path",
-         [](World &w) { return gpipe_session_load_checkpoint(w.trained, ""); },
-         GPIPE_ERROR_INVALID_ARGUMENT, "path is null or empty", true);
-  tensor("gpipe_session_load_checkpoint", "a FIFO as `latest`",
-         [](World &w) {
-           std::string save = w.dir.path + "/fifo-save";
-           ::mkdir(save.c_str(), 0755);
-           ::mkfifo((save + "/latest").c_str(), 0644);
-           return gpipe_session_load_checkpoint(w.trained, save.c_str());
-         },
-         GPIPE_ERROR_IO,
-         "cannot read '{dir}/fifo-save/latest': expected a regular file, "
-         "found a FIFO",
-         true);
-  for (const char *step :
-       {"-5", "18446744073709551615", "9223372036854775807"})
-    tensor("gpipe_session_load_checkpoint", "a step out of range",
-           [step](World &w) {
-             return gpipe_session_load_checkpoint(w.trained,
-                                                  w.withStep(step).c_str());
-           },
-           GPIPE_ERROR_INVALID_ARGUMENT,
-           "'{dir}/bad/state.json': step " + std::string(step) +
-               " is not a count of steps done (expected 0 to "
-               "9223372036854775806)",
-           true);
+  tensor(
+      "gpipe_session_save_checkpoint", "NULL dir",
+      [](World &w) {
+        return gpipe_session_save_checkpoint(w.trained, nullptr, 0);
+      },
+      GPIPE_ERROR_INVALID_ARGUMENT, "dir is null or empty", true);
+  tensor(
+      "gpipe_session_save_checkpoint", "a regular file as the directory",
+      [](World &w) {
+        return gpipe_session_save_checkpoint(w.trained, w.regularFile.c_str(),
+                                             0);
+      },
+      GPIPE_ERROR_IO,
+      "cannot create the checkpoint directory '{dir}/file': Not a "
+      "directory",
+      true);
+  tensor(
+      "gpipe_session_load_checkpoint", "an empty path",
+      [](World &w) { return gpipe_session_load_checkpoint(w.trained, ""); },
+      GPIPE_ERROR_INVALID_ARGUMENT, "path is null or empty", true);
+  tensor(
+      "gpipe_session_load_checkpoint", "a FIFO as `latest`",
+      [](World &w) {
+        std::string save = w.dir.path + "/fifo-save";
+        ::mkdir(save.c_str(), 0755);
+        ::mkfifo((save + "/latest").c_str(), 0644);
+        return gpipe_session_load_checkpoint(w.trained, save.c_str());
+      },
+      GPIPE_ERROR_IO,
+      "cannot read '{dir}/fifo-save/latest': expected a regular file, "
+      "found a FIFO",
+      true);
+  for (const char *step : {"-5", "18446744073709551615", "9223372036854775807"})
+    tensor(
+        "gpipe_session_load_checkpoint", "a step out of range",
+        [step](World &w) {
+          return gpipe_session_load_checkpoint(w.trained,
+                                               w.withStep(step).c_str());
+        },
+        GPIPE_ERROR_INVALID_ARGUMENT,
+        "'{dir}/bad/state.json': step " + std::string(step) +
+            " is not a count of steps done (expected 0 to "
+            "9223372036854775806)",
+        true);
   struct BadTensor {
     const char *name;
     float value;
     const char *message;
   } badTensors[] = {
-      {"l2.b", kNaN, "tensor 'l2.b': expected finite values, got nan at "
-                     "element 0"},
+      {"l2.b", kNaN,
+       "tensor 'l2.b': expected finite values, got nan at "
+       "element 0"},
       {"optimizer.0/l1.w", kInf,
        "tensor 'optimizer.0/l1.w': expected finite values, got inf at "
        "element 0"},
@@ -936,23 +1001,27 @@ std::vector<Case> cases() {
        "of squared gradients), got -2 at element 0"},
   };
   for (const BadTensor &bad : badTensors)
-    tensor("gpipe_session_load_checkpoint", "a tensor set_* refuses",
-           [bad](World &w) {
-             return gpipe_session_load_checkpoint(
-                 w.trained, w.withValue(bad.name, bad.value).c_str());
-           },
-           GPIPE_ERROR_INVALID_ARGUMENT,
-           "'{dir}/bad': " + std::string(bad.message), true);
+    tensor(
+        "gpipe_session_load_checkpoint", "a tensor set_* refuses",
+        [bad](World &w) {
+          return gpipe_session_load_checkpoint(
+              w.trained, w.withValue(bad.name, bad.value).c_str());
+        },
+        GPIPE_ERROR_INVALID_ARGUMENT,
+        "'{dir}/bad': " + std::string(bad.message), true);
   return c;
 }
 
 /// The functions without a status, each checked by a test of its own below.
-const char *const kUnstatused[] = {
-    "gpipe_runtime_version",      "gpipe_runtime_api_version",
-    "gpipe_status_string",        "gpipe_last_error",
-    "gpipe_session_options_init", "gpipe_image_training_options_init",
-    "gpipe_text_training_options_init", "gpipe_session_destroy",
-    "gpipe_session_last_error"};
+const char *const kUnstatused[] = {"gpipe_runtime_version",
+                                   "gpipe_runtime_api_version",
+                                   "gpipe_status_string",
+                                   "gpipe_last_error",
+                                   "gpipe_session_options_init",
+                                   "gpipe_image_training_options_init",
+                                   "gpipe_text_training_options_init",
+                                   "gpipe_session_destroy",
+                                   "gpipe_session_last_error"};
 
 std::string expand(std::string message, const World &w) {
   const std::string key = "{dir}";

@@ -280,9 +280,10 @@ TEST(CApiOptimizerState, Errors) {
 
   EXPECT_EQ(gpipe_session_set_steps_done(session, -1),
             GPIPE_ERROR_INVALID_ARGUMENT);
-  EXPECT_STREQ(gpipe_session_last_error(session),
-               "gpipe_session_set_steps_done: expected 0 to 9223372036854775806 "
-            "steps done, got -1");
+  EXPECT_STREQ(
+      gpipe_session_last_error(session),
+      "gpipe_session_set_steps_done: expected 0 to 9223372036854775806 "
+      "steps done, got -1");
   EXPECT_EQ(gpipe_session_set_steps_done(nullptr, 1),
             GPIPE_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(gpipe_last_error(),

@@ -118,10 +118,12 @@ TEST_F(CheckpointOptimizerConfig, AnotherWeightDecayIsRefused) {
       saveAfterOneStep(optionsOf(GPIPE_OPTIMIZER_SGD, 0.01f));
   EXPECT_EQ(loadInto(optionsOf(GPIPE_OPTIMIZER_SGD, 0.1f), checkpoint),
             "gpipe_session_load_checkpoint: '" + checkpoint +
-                "' was saved with weight_decay 0.01 (optimizer sgd), the run uses 0.1");
-  EXPECT_EQ(loadInto(optionsOf(GPIPE_OPTIMIZER_SGD, 0), checkpoint),
-            "gpipe_session_load_checkpoint: '" + checkpoint +
-                "' was saved with weight_decay 0.01 (optimizer sgd), the run uses 0");
+                "' was saved with weight_decay 0.01 (optimizer sgd), the run "
+                "uses 0.1");
+  EXPECT_EQ(
+      loadInto(optionsOf(GPIPE_OPTIMIZER_SGD, 0), checkpoint),
+      "gpipe_session_load_checkpoint: '" + checkpoint +
+          "' was saved with weight_decay 0.01 (optimizer sgd), the run uses 0");
   EXPECT_EQ(loadInto(optionsOf(GPIPE_OPTIMIZER_SGD, 0.01f), checkpoint), "");
 }
 
@@ -130,14 +132,16 @@ TEST_F(CheckpointOptimizerConfig, AnotherRuleIsRefused) {
   gpipe_session_options_t adamw = optionsOf(GPIPE_OPTIMIZER_ADAMW, 0.01f);
   adamw.beta2 = 0.99f;
   std::string checkpoint = saveAfterOneStep(adamw);
-  EXPECT_EQ(loadInto(optionsOf(GPIPE_OPTIMIZER_ADAMW, 0.01f), checkpoint),
-            "gpipe_session_load_checkpoint: '" + checkpoint +
-                "' was saved with beta2 0.99 (optimizer adamw), the run uses 0.999");
+  EXPECT_EQ(
+      loadInto(optionsOf(GPIPE_OPTIMIZER_ADAMW, 0.01f), checkpoint),
+      "gpipe_session_load_checkpoint: '" + checkpoint +
+          "' was saved with beta2 0.99 (optimizer adamw), the run uses 0.999");
   gpipe_session_options_t clipped = adamw;
   clipped.clip_grad_norm = 2.0f;
   EXPECT_EQ(loadInto(clipped, checkpoint),
             "gpipe_session_load_checkpoint: '" + checkpoint +
-                "' was saved with clip_grad_norm 0 (optimizer adamw), the run uses 2");
+                "' was saved with clip_grad_norm 0 (optimizer adamw), the run "
+                "uses 2");
   EXPECT_EQ(loadInto(adamw, checkpoint), "");
   // A hyper-parameter the rule does not read is not compared: sgd has no
   // betas.

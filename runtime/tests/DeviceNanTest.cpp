@@ -157,8 +157,8 @@ TEST(DeviceKernelsNaN, Dropout) {
     k.dropout(kStream, x.data(), y.data(), mask.data(), rows, cols, rate, 9, 3,
               0);
     k.dropoutGrad(kStream, mask.data(), dy.data(), dx.data(), n, rate);
-    cpu::dropoutForward(x.data(), yCpu.data(), maskCpu.data(), rows, cols,
-                        rate, 9, 3, 0);
+    cpu::dropoutForward(x.data(), yCpu.data(), maskCpu.data(), rows, cols, rate,
+                        9, 3, 0);
     cpu::dropoutBackward(maskCpu.data(), dy.data(), dxCpu.data(), n, rate);
     EXPECT_EQ(mask, maskCpu);
     const float keepScale = rate < 1 ? 1.0f / (1.0f - rate) : 0.0f;
@@ -238,7 +238,8 @@ TEST(DeviceKernelsNaN, LayerNorm) {
   EXPECT_TRUE(nanWhere(y, [&](size_t i) { return int64_t(i) / cols == 1; }));
 }
 
-//===-- max pooling ---------------------------------------------------------===//
+//===-- max pooling
+//---------------------------------------------------------===//
 
 namespace {
 WindowGeometry poolGeometry(const ref::Pool2dShape &s) {
@@ -258,9 +259,9 @@ TEST(DeviceKernelsNaN, MaxPoolTakesTheLastNaN) {
   s.windowHeight = s.windowWidth = 2;
   s.strideRows = s.strideCols = 2;
   const float n = kNaN, i = kInf;
-  const Floats x = {1, n, 3,  4,   //
-                    n, 2, 5,  6,   //
-                    7, 8, -i, -i,  //
+  const Floats x = {1, n, 3,  4,  //
+                    n, 2, 5,  6,  //
+                    7, 8, -i, -i, //
                     9, 0, -i, n};
   const Floats dy = {10, 20, 30, 40};
   ImmediateKernels k;
@@ -269,7 +270,7 @@ TEST(DeviceKernelsNaN, MaxPoolTakesTheLastNaN) {
   k.maxPool2d(kStream, x.data(), y.data(), g);
   k.maxPool2dGrad(kStream, x.data(), dy.data(), dx.data(), g);
   EXPECT_TRUE(sameValues(y, Floats{n, 6, 9, n}));
-  EXPECT_TRUE(sameValues(dx, Floats{0, 0, 0, 0,  //
+  EXPECT_TRUE(sameValues(dx, Floats{0, 0, 0, 0,   //
                                     10, 0, 0, 20, //
                                     0, 0, 0, 0,   //
                                     30, 0, 0, 40}));
@@ -301,7 +302,8 @@ TEST(DeviceKernelsNaN, MaxPoolMatchesTheReference) {
   }
 }
 
-//===-- batch norm ----------------------------------------------------------===//
+//===-- batch norm
+//----------------------------------------------------------===//
 
 // Column 1 holds a NaN: its output, statistics and running statistics are
 // NaN (the running variance no longer clamps a NaN variance to 0).

@@ -83,7 +83,8 @@ template <class Nan>
 
 } // namespace
 
-//===-- element-wise -------------------------------------------------------===//
+//===-- element-wise
+//-------------------------------------------------------===//
 
 TEST(KernelNaN, Relu) {
   std::mt19937_64 rng(4201);
@@ -137,8 +138,8 @@ TEST(KernelNaN, Dropout) {
       Floats x = withNonFinite(rng, n, true), dy = withNonFinite(rng, n, true);
       Floats y(n), dx(n), yTorch(n), dxTorch(n);
       std::vector<uint8_t> mask(n);
-      cpu::dropoutForward(x.data(), y.data(), mask.data(), rows, cols, rate,
-                          42, 7, 0);
+      cpu::dropoutForward(x.data(), y.data(), mask.data(), rows, cols, rate, 42,
+                          7, 0);
       cpu::dropoutBackward(mask.data(), dy.data(), dx.data(), n, rate);
       const float keepScale = rate < 1 ? 1.0f / (1.0f - rate) : 0.0f;
       for (int64_t i = 0; i < n; ++i) {
@@ -150,7 +151,8 @@ TEST(KernelNaN, Dropout) {
     }
 }
 
-//===-- rows ---------------------------------------------------------------===//
+//===-- rows
+//---------------------------------------------------------------===//
 
 // Row 1 holds a NaN, row 2 a +inf, row 3 is all NaN: each is NaN throughout;
 // rows 0 and 4 stay finite.
@@ -219,10 +221,12 @@ TEST(KernelNaN, LayerNormAndMse) {
                         mean.data(), rstd.data(), rows, cols, 1e-5f);
   EXPECT_TRUE(nanWhere(y, [&](size_t i) { return int64_t(i) / cols == 1; }));
   Floats target = randomFloats(rng, rows * cols);
-  EXPECT_TRUE(std::isnan(cpu::mseForward(x.data(), target.data(), rows * cols)));
+  EXPECT_TRUE(
+      std::isnan(cpu::mseForward(x.data(), target.data(), rows * cols)));
 }
 
-//===-- end to end: the C API ----------------------------------------------===//
+//===-- end to end: the C API
+//----------------------------------------------===//
 
 namespace {
 
@@ -271,9 +275,8 @@ TEST(CApiNaN, EvaluateOfNaNInputsIsNaN) {
     session = nanSession(device, 1);
     ASSERT_NE(session, nullptr) << gpipe_last_error();
     loss = 0;
-    gpipe_status_t status =
-        gpipe_session_evaluate(session, capi::kBatch, inputs.data(),
-                               inputs.size(), 0, nullptr, &loss);
+    gpipe_status_t status = gpipe_session_evaluate(
+        session, capi::kBatch, inputs.data(), inputs.size(), 0, nullptr, &loss);
     if (status != GPIPE_ERROR_NON_FINITE) {
       EXPECT_EQ(status, GPIPE_OK) << gpipe_last_error();
       EXPECT_TRUE(std::isnan(loss)) << loss;
@@ -294,18 +297,18 @@ TEST(CApiNaN, TrainStepOfNaNInputsIsNaN) {
     gpipe_session_t *session = nanSession(device, 0);
     ASSERT_NE(session, nullptr) << gpipe_last_error();
     double loss = 0;
-    EXPECT_EQ(gpipe_session_train_step(session, inputs.data(), inputs.size(),
-                                       &loss),
-              GPIPE_OK)
+    EXPECT_EQ(
+        gpipe_session_train_step(session, inputs.data(), inputs.size(), &loss),
+        GPIPE_OK)
         << gpipe_last_error();
     EXPECT_TRUE(std::isnan(loss)) << loss;
     gpipe_session_destroy(session);
 
     session = nanSession(device, 1);
     ASSERT_NE(session, nullptr) << gpipe_last_error();
-    EXPECT_EQ(gpipe_session_train_step(session, inputs.data(), inputs.size(),
-                                       &loss),
-              GPIPE_ERROR_NON_FINITE);
+    EXPECT_EQ(
+        gpipe_session_train_step(session, inputs.data(), inputs.size(), &loss),
+        GPIPE_ERROR_NON_FINITE);
     gpipe_session_destroy(session);
   }
 }

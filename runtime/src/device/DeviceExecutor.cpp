@@ -16,8 +16,8 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 using namespace gpipe::runtime;
