@@ -1,24 +1,24 @@
 # What `cmake --install build --prefix P` puts under P:
-#   lib/libgpipe_runtime.so.<api> (and .so), lib/libgpipe_runtime.a
+#   lib/libgpipe_runtime.so.<api> (and .so), lib/libgpipe_runtime.a,
+#   lib/libgpipe_runtime_core.a          the core alone (runtime/src)
 #   include/gpipe/runtime/...            the runtime's headers
 #   bin/gpipe-*                          the tools
 #   lib/cmake/gpipe/gpipeConfig.cmake    find_package(gpipe): gpipe::runtime,
-#                                        gpipe::runtime_static
+#                                        gpipe::runtime_static,
+#                                        gpipe::runtime_core
 #   lib/pkgconfig/gpipe-runtime.pc       pkg-config --cflags --libs gpipe-runtime
 # test/Install/app is an application built against such a prefix
 # (scripts/test-install.sh, the ctest `install-out-of-tree`).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-# The shared runtime is the static library's objects (position independent,
-# compiled with hidden visibility): it exports the C API only, the functions
-# gpipe_runtime.h marks GPIPE_API. Runtime.hpp, the documented C++ layer, is
-# header-only over it.
+# The shared runtime is the static library's objects, those of every layer
+# (position independent, compiled with hidden visibility: runtime/src): it
+# exports the C API only, the functions gpipe_runtime.h marks GPIPE_API.
+# Runtime.hpp, the documented C++ layer, is header-only over it.
 set_target_properties(GPipeRuntime PROPERTIES
   OUTPUT_NAME gpipe_runtime
-  EXPORT_NAME runtime_static
-  CXX_VISIBILITY_PRESET hidden
-  VISIBILITY_INLINES_HIDDEN ON)
+  EXPORT_NAME runtime_static)
 file(STRINGS ${PROJECT_SOURCE_DIR}/runtime/include/gpipe/runtime/gpipe_runtime.h
   GPIPE_API_VERSION_LINE REGEX "^#define GPIPE_RUNTIME_API_VERSION [0-9]+")
 string(REGEX MATCH "[0-9]+$" GPIPE_RUNTIME_API_VERSION "${GPIPE_API_VERSION_LINE}")
@@ -29,7 +29,11 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
 # only in the directory that found them (runtime/).
 find_package(ZLIB REQUIRED)
 find_package(Threads REQUIRED)
-add_library(GPipeRuntimeShared SHARED $<TARGET_OBJECTS:GPipeRuntime>)
+set(GPIPE_RUNTIME_OBJECTS)
+foreach(layer IN LISTS GPIPE_RUNTIME_LAYERS)
+  list(APPEND GPIPE_RUNTIME_OBJECTS $<TARGET_OBJECTS:GPipeRuntime${layer}>)
+endforeach()
+add_library(GPipeRuntimeShared SHARED ${GPIPE_RUNTIME_OBJECTS})
 target_include_directories(GPipeRuntimeShared PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/runtime/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
@@ -46,7 +50,8 @@ set_target_properties(GPipeRuntimeShared PROPERTIES
 target_link_options(GPipeRuntimeShared PRIVATE
   -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/gpipe_runtime.map)
 
-install(TARGETS GPipeRuntime GPipeRuntimeShared EXPORT gpipeRuntimeTargets
+install(TARGETS GPipeRuntime GPipeRuntimeCore GPipeRuntimeShared
+  EXPORT gpipeRuntimeTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

@@ -12,7 +12,7 @@ import struct
 import sys
 import zlib
 
-# The report's CSS colours (runtime/src/HtmlReport.cpp) and what draws them.
+# The report's CSS colours (runtime/src/report/HtmlReport.cpp) and what draws them.
 COLOURS = {
     (0x4E, 0x79, 0xA7): "forward bars",
     (0xF2, 0x8E, 0x2B): "backward bars and measured memory",

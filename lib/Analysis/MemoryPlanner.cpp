@@ -1,7 +1,7 @@
 //===- MemoryPlanner.cpp - Static per-device memory plans -----------------===//
 
 #include "gpipe/Analysis/MemoryPlanner.h"
-#include "gpipe/runtime/KeptForwardValues.h"
+#include "gpipe/runtime/verify/KeptForwardValues.h"
 
 #include <algorithm>
 #include <cstdint>

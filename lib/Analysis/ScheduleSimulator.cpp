@@ -1,7 +1,7 @@
 //===- ScheduleSimulator.cpp - Predicted timeline of a step ---------------===//
 
 #include "gpipe/Analysis/ScheduleSimulator.h"
-#include "gpipe/runtime/KeptForwardValues.h"
+#include "gpipe/runtime/verify/KeptForwardValues.h"
 
 #include <algorithm>
 #include <deque>

@@ -1,7 +1,7 @@
 //===- StageWeights.cpp - What each stage's device does per unit ----------===//
 
 #include "gpipe/Analysis/StageWeights.h"
-#include "gpipe/runtime/KeptForwardValues.h"
+#include "gpipe/runtime/verify/KeptForwardValues.h"
 
 using namespace gpipe;
 using namespace gpipe::schedule;

@@ -14,8 +14,8 @@
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
 #include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
-#include "gpipe/runtime/BundleChecksum.h"
-#include "gpipe/runtime/OpTable.h"
+#include "gpipe/runtime/bundle/BundleChecksum.h"
+#include "gpipe/runtime/bundle/OpTable.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Parser/Parser.h"

@@ -3,7 +3,7 @@
 // Each fused kernel becomes straight-line scalar code over floats: inputs are
 // in0, in1, ..., intermediate results t0, t1, ..., the last result out. GELU
 // and its derivative are written out as in the runtime's CPU kernels
-// (runtime/src/CpuKernels.cpp): 1 + tanh(u) = 2 / (1 + exp(-2u)) and
+// (runtime/src/kernels/CpuKernels.cpp): 1 + tanh(u) = 2 / (1 + exp(-2u)) and
 // sech^2(u) = 4 e / (1 + e)^2 with e = exp(-2u), the exponent clamped so that
 // e stays finite and e / (1 + e) never becomes inf / inf. The exact GELU
 // (gelu_erf) and its derivative Phi(x) + x phi(x) are written as the

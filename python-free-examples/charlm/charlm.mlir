@@ -4,7 +4,7 @@
 // and a GELU MLP, each with a residual connection), a final layer norm and
 // softmax cross-entropy against the next character. Batch 32 windows of 64
 // characters, width 128, 4 heads, MLP width 512, vocabulary 96 ('\n' and
-// printable ASCII; runtime/include/gpipe/runtime/TextCorpus.h).
+// printable ASCII; runtime/include/gpipe/runtime/data/TextCorpus.h).
 //
 // Each attention and each MLP is one layer that yields two values: the
 // residual stream it was given and its branch. The add that closes the

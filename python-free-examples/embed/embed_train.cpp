@@ -25,7 +25,7 @@
 
 // The runtime's IDX reader (gzip or raw) for the data set; any loader that
 // yields float pixels and int32 labels would do.
-#include "gpipe/runtime/Dataset.h"
+#include "gpipe/runtime/data/Dataset.h"
 
 #include <algorithm>
 #include <cerrno>

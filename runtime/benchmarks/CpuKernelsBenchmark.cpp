@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/CpuKernels.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
 
 #include <chrono>
 #include <cstdio>

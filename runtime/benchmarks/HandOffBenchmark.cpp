@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/IntraOpPool.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/backends/cpu/IntraOpPool.h"
 
 #include <benchmark/benchmark.h>
 

@@ -11,9 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/Optimizers.h"
-#include "gpipe/runtime/device/DeviceKernels.h"
-#include "gpipe/runtime/device/IntraOpPool.h"
+#include "gpipe/runtime/kernels/Optimizers.h"
+#include "gpipe/runtime/kernels/DeviceKernels.h"
+#include "gpipe/runtime/backends/cpu/IntraOpPool.h"
 
 #include <benchmark/benchmark.h>
 

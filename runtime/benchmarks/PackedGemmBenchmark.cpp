@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/device/PackedGemm.h"
+#include "gpipe/runtime/kernels/PackedGemm.h"
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>

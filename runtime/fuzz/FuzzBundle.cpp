@@ -10,11 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/BundleChecksum.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/Executor.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
-#include "gpipe/runtime/device/HostBackend.h"
+#include "gpipe/runtime/bundle/BundleChecksum.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
+#include "gpipe/runtime/backends/host/HostBackend.h"
 
 #include <cstddef>
 #include <cstdint>

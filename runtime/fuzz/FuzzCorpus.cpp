@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FuzzSupport.h"
-#include "gpipe/runtime/TextCorpus.h"
+#include "gpipe/runtime/data/TextCorpus.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FuzzSupport.h"
-#include "gpipe/runtime/Dataset.h"
+#include "gpipe/runtime/data/Dataset.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FuzzSupport.h"
-#include "gpipe/runtime/HtmlReport.h"
+#include "gpipe/runtime/report/HtmlReport.h"
 
 #include <cstdint>
 #include <cstdio>

@@ -20,10 +20,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/CpuKernels.h"
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
-#include "gpipe/runtime/device/HostBackend.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
+#include "gpipe/runtime/verify/BundleValidation.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
+#include "gpipe/runtime/backends/host/HostBackend.h"
 
 #include "ExecutorSupport.h"
 #include "FiniteDifferences.h"

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AllClose.h"
+#include "gpipe/runtime/verify/BundleValidation.h"
 #include "ExecutorSupport.h"
 #include "ReferenceConvOps.h"
 #include "TestBundles.h"

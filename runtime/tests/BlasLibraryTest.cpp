@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/BlasLibrary.h"
+#include "gpipe/runtime/kernels/BlasLibrary.h"
 
 #include <gtest/gtest.h>
 

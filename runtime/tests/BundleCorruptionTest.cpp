@@ -12,9 +12,9 @@
 #include "TestBundles.h"
 #include "TestModels.h"
 
-#include "gpipe/runtime/BundleChecksum.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/bundle/BundleChecksum.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/exec/Executor.h"
 
 #include <gtest/gtest.h>
 

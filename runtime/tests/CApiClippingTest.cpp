@@ -12,7 +12,7 @@
 #include "CApiClippingTest.h"
 
 #include "CApiSessionSupport.h"
-#include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
 #include "gpipe/runtime/Runtime.hpp"
 
 #include <gtest/gtest.h>

@@ -12,8 +12,8 @@
 #include "TestBundles.h"
 #include "TestModels.h"
 
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/TextCorpus.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/data/TextCorpus.h"
 
 #include <gtest/gtest.h>
 

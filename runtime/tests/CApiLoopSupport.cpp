@@ -2,7 +2,7 @@
 
 #include "CApiLoopSupport.h"
 
-#include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
 
 #include <gtest/gtest.h>
 

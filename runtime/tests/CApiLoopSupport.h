@@ -10,7 +10,7 @@
 #ifndef GPIPE_RUNTIME_TESTS_CAPILOOPSUPPORT_H
 #define GPIPE_RUNTIME_TESTS_CAPILOOPSUPPORT_H
 
-#include "gpipe/runtime/Bundle.h"
+#include "gpipe/runtime/bundle/Bundle.h"
 #include "gpipe/runtime/gpipe_runtime.h"
 
 #include <cstdint>

@@ -13,8 +13,8 @@
 #include "TestBundles.h"
 #include "TestModels.h"
 
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/TextCorpus.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/data/TextCorpus.h"
 #include "gpipe/runtime/gpipe_runtime.h"
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 
 #include "CApiSessionSupport.h"
 
-#include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
 
 #include "TestBundles.h"
 

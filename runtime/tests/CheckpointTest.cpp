@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/Checkpoint.h"
-#include "gpipe/runtime/SafeTensors.h"
+#include "gpipe/runtime/train/Checkpoint.h"
+#include "gpipe/runtime/bundle/SafeTensors.h"
 
 #include "TestBundles.h"
 #include "TestModels.h"

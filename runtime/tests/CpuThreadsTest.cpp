@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/IntraOpPool.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/backends/cpu/IntraOpPool.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/Dataset.h"
+#include "gpipe/runtime/data/Dataset.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

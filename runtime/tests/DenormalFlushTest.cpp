@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/Optimizers.h"
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/IntraOpPool.h"
+#include "gpipe/runtime/kernels/Optimizers.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/backends/cpu/IntraOpPool.h"
 
 #include <gtest/gtest.h>
 

@@ -13,11 +13,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/device/DeviceExecutor.h"
-#include "gpipe/runtime/Executor.h"
-#include "gpipe/runtime/ProgramAnalysis.h"
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/HostBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
+#include "gpipe/runtime/verify/BundleValidation.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/verify/ProgramAnalysis.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/backends/host/HostBackend.h"
 
 #include "AllClose.h"
 #include "TestBundles.h"

@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/device/DeviceGating.h"
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/kernels/DeviceGating.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
 
 #include "TestBundles.h"
 

@@ -24,9 +24,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/CpuKernels.h"
-#include "gpipe/runtime/Optimizers.h"
-#include "gpipe/runtime/device/KernelsByFunctor.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
+#include "gpipe/runtime/kernels/Optimizers.h"
+#include "gpipe/runtime/kernels/KernelsByFunctor.h"
 
 #include "ImmediateKernels.h"
 #include "RandomData.h"

@@ -1,6 +1,6 @@
 //===- DeviceNanTest.cpp - The device kernels keep a NaN a NaN ------------===//
 //
-// Issue 42: the functors of DeviceKernels.h, ImageKernels.h and
+// The functors of DeviceKernels.h, ImageKernels.h and
 // BatchNormKernels.h (the code the CUDA backend launches), run on the host
 // (ImmediateKernels), given NaN and infinities, against PyTorch's
 // definitions:
@@ -17,7 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/CpuKernels.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
 
 #include "ImmediateKernels.h"
 #include "RandomData.h"
@@ -306,7 +306,7 @@ TEST(DeviceKernelsNaN, MaxPoolMatchesTheReference) {
 //----------------------------------------------------------===//
 
 // Column 1 holds a NaN: its output, statistics and running statistics are
-// NaN (the running variance no longer clamps a NaN variance to 0).
+// NaN (the running variance does not clamp a NaN variance to 0).
 TEST(DeviceKernelsNaN, BatchNorm) {
   std::mt19937_64 rng(4218);
   const int64_t rows = 6, cols = 3;

@@ -10,7 +10,8 @@
 #include "TestBundles.h"
 #include "TestModels.h"
 
-#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/verify/BundleValidation.h"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 #define GPIPE_RUNTIME_TESTS_EXECUTORSUPPORT_H
 
 #include "gpipe/Analysis/ScheduleKinds.h"
-#include "gpipe/runtime/Executor.h"
-#include "gpipe/runtime/Initializers.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/bundle/Initializers.h"
 
 #include "AllClose.h"
 

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/Executor.h"
-#include "gpipe/runtime/CpuKernels.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
 
 #include "AllClose.h"
 #include "ExecutorSupport.h"

@@ -9,14 +9,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/FileRead.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/Checkpoint.h"
-#include "gpipe/runtime/Dataset.h"
-#include "gpipe/runtime/Engine.h"
-#include "gpipe/runtime/HtmlReport.h"
-#include "gpipe/runtime/SafeTensors.h"
-#include "gpipe/runtime/TextCorpus.h"
+#include "gpipe/runtime/base/FileRead.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/train/Checkpoint.h"
+#include "gpipe/runtime/data/Dataset.h"
+#include "gpipe/runtime/exec/Engine.h"
+#include "gpipe/runtime/report/HtmlReport.h"
+#include "gpipe/runtime/bundle/SafeTensors.h"
+#include "gpipe/runtime/data/TextCorpus.h"
 
 #include "TempDir.h"
 #include "TestBundles.h"

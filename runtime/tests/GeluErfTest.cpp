@@ -17,8 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/CpuKernels.h"
-#include "gpipe/runtime/device/CpuBackend.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
 
 #include "FiniteDifferences.h"
 #include "ImmediateKernels.h"

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/device/HostBackend.h"
-#include "gpipe/runtime/device/CpuBackend.h"
+#include "gpipe/runtime/backends/host/HostBackend.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/HtmlReport.h"
+#include "gpipe/runtime/report/HtmlReport.h"
 
 #include <gtest/gtest.h>
 

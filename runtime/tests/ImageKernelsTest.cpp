@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/CpuKernels.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
 
 #include "AllClose.h"
 #include "ImmediateKernels.h"

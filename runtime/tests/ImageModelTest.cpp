@@ -16,8 +16,9 @@
 #include "TestModels.h"
 
 #include "gpipe/Analysis/ScheduleKinds.h"
-#include "gpipe/runtime/BundleChecksum.h"
-#include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/bundle/BundleChecksum.h"
+#include "gpipe/runtime/verify/BundleValidation.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -8,7 +8,7 @@
 #ifndef GPIPE_RUNTIME_TESTS_IMMEDIATEKERNELS_H
 #define GPIPE_RUNTIME_TESTS_IMMEDIATEKERNELS_H
 
-#include "gpipe/runtime/device/KernelsByFunctor.h"
+#include "gpipe/runtime/kernels/KernelsByFunctor.h"
 
 #include <gtest/gtest.h>
 

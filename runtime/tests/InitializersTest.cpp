@@ -1,6 +1,6 @@
 //===- InitializersTest.cpp - Tests of the parameter initializers ---------===//
 
-#include "gpipe/runtime/Initializers.h"
+#include "gpipe/runtime/bundle/Initializers.h"
 
 #include <gtest/gtest.h>
 

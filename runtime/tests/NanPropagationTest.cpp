@@ -1,6 +1,6 @@
 //===- NanPropagationTest.cpp - A NaN never becomes a finite result -------===//
 //
-// Issue 42: a diverged run must not report a normal-looking loss. The CPU
+// A diverged run must not report a normal-looking loss. The CPU
 // kernels get NaN (and infinities where PyTorch defines what they give) and
 // must return what PyTorch's definitions give:
 //   - relu(NaN) = NaN; relu's backward, threshold_backward(dy, x, 0) =
@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/CpuKernels.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
 #include "gpipe/runtime/gpipe_runtime.h"
 
 #include "CApiSessionSupport.h"
@@ -249,8 +249,8 @@ capi::Data allNaN() {
 
 } // namespace
 
-// Before issue 42, relu turned the NaNs into zeros and evaluation reported a
-// finite loss.
+// A relu that turned NaNs into zeros would let evaluation report a finite
+// loss.
 TEST(CApiNaN, EvaluateOfNaNInputsIsNaN) {
   for (gpipe_device_t device :
        {GPIPE_DEVICE_CPU, GPIPE_DEVICE_HOST_EMULATION}) {

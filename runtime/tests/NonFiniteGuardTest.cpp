@@ -12,9 +12,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
-#include "gpipe/runtime/device/HostBackend.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
+#include "gpipe/runtime/backends/host/HostBackend.h"
 
 #include "TestBundles.h"
 

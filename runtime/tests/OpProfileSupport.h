@@ -8,8 +8,8 @@
 #ifndef GPIPE_RUNTIME_TESTS_OPPROFILESUPPORT_H
 #define GPIPE_RUNTIME_TESTS_OPPROFILESUPPORT_H
 
-#include "gpipe/runtime/Bundle.h"
-#include "gpipe/runtime/Timeline.h"
+#include "gpipe/runtime/bundle/Bundle.h"
+#include "gpipe/runtime/exec/Timeline.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/Executor.h"
-#include "gpipe/runtime/SyntheticBatch.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/data/SyntheticBatch.h"
 
 #include "OpProfileSupport.h"
 #include "TestBundles.h"

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/Optimizers.h"
+#include "gpipe/runtime/kernels/Optimizers.h"
 
 #include <gtest/gtest.h>
 

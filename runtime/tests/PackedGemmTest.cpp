@@ -20,9 +20,9 @@
 #include "TestBundles.h"
 #include "TestModels.h"
 
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
-#include "gpipe/runtime/device/PackedGemm.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
+#include "gpipe/runtime/kernels/PackedGemm.h"
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // GPipe's promise, checked exactly: for the same bundle source, micro-batch
 // count, seed and data, splitting the model over K = 1, 2 or 4 devices gives
 // bit-identical losses and parameters after several Adam steps, for every
-// remat policy and schedule, on both executors (the CPU interpreter, and the
-// device executor on CpuBackend's threads). Each micro-batch runs the same
+// remat policy and schedule, on the device executor over CpuBackend's
+// threads. Each micro-batch runs the same
 // kernels on the same values whichever device holds its layers, and a
 // schedule accumulates gradients over micro-batches in the same order at
 // every K (GPipe from the last micro-batch, 1F1B from the first; across
@@ -18,9 +18,9 @@
 #include "TestBundles.h"
 #include "TestModels.h"
 
-#include "gpipe/runtime/Executor.h"
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
 
 #include <gtest/gtest.h>
 

@@ -11,12 +11,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/Executor.h"
-#include "gpipe/runtime/SafeTensors.h"
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
-#include "gpipe/runtime/device/Transport.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/verify/BundleValidation.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/bundle/SafeTensors.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
+#include "gpipe/runtime/transport/Transport.h"
 #include "gpipe/runtime/gpipe_runtime.h"
 
 #include "TempDir.h"

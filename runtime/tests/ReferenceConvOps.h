@@ -1,6 +1,6 @@
 //===- ReferenceConvOps.h - Double-precision reference of the conv ops ----===//
 //
-// The ground truth for the convolutional ops of the gpipe dialect (issue 17),
+// The ground truth for the convolutional ops of the gpipe dialect,
 // in the style of ReferenceOps.h: forward and analytic backward written from
 // the definition with plain loops in double precision, no BLAS and no code
 // shared with the runtime. The backward functions are checked against

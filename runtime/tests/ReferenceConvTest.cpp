@@ -1,7 +1,7 @@
 //===- ReferenceConvTest.cpp - The conv ops' reference, checked -----------===//
 //
 // The double-precision reference of the convolutional ops (ReferenceConvOps.h)
-// is what issue 17's kernels will be tested against, so it is checked first:
+// is what the conv kernels are tested against, so it is checked first:
 // its forward against values worked out by hand, its analytic backward
 // against central finite differences of its forward, over strides, padding,
 // groups and kernels that reach past the border.

@@ -6,7 +6,7 @@
 // The backward functions are themselves checked against central finite
 // differences of the forward functions (CpuKernelsTest.cpp).
 //
-// Layouts match runtime/include/gpipe/runtime/CpuKernels.h (row-major; `rows`
+// Layouts match runtime/include/gpipe/runtime/kernels/CpuKernels.h (row-major; `rows`
 // is the product of all dimensions but the last). Unlike the kernels, the
 // reference backward functions RETURN fresh gradients (no accumulation) and
 // recompute what they need from the forward inputs instead of taking saved

@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "TempDir.h"
-#include "gpipe/runtime/HtmlReport.h"
-#include "gpipe/runtime/TrainingReport.h"
+#include "gpipe/runtime/report/HtmlReport.h"
+#include "gpipe/runtime/report/TrainingReport.h"
 
 #include <gtest/gtest.h>
 

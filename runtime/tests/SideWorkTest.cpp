@@ -11,10 +11,10 @@
 #include "TestBundles.h"
 #include "TestModels.h"
 
-#include "gpipe/runtime/ProgramAnalysis.h"
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
-#include "gpipe/runtime/device/HostBackend.h"
+#include "gpipe/runtime/verify/ProgramAnalysis.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
+#include "gpipe/runtime/backends/host/HostBackend.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 #include "TestPlacement.h"
 
 #include "gpipe/Analysis/ScheduleKinds.h"
-#include "gpipe/runtime/BackwardSplit.h"
+#include "gpipe/runtime/bundle/BackwardSplit.h"
 
 #include <algorithm>
 #include <cstdio>

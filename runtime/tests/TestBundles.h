@@ -15,7 +15,7 @@
 #define GPIPE_RUNTIME_TESTS_TESTBUNDLES_H
 
 #include "gpipe/Analysis/ScheduleKinds.h"
-#include "gpipe/runtime/Bundle.h"
+#include "gpipe/runtime/bundle/Bundle.h"
 
 #include <string>
 #include <vector>

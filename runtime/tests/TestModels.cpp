@@ -1,7 +1,7 @@
 //===- TestModels.cpp - The models and batches of the executor tests -----===//
 
 #include "TestModels.h"
-#include "gpipe/runtime/TextCorpus.h"
+#include "gpipe/runtime/data/TextCorpus.h"
 
 #include <algorithm>
 

@@ -8,8 +8,8 @@
 #ifndef GPIPE_RUNTIME_TESTS_TESTMODELS_H
 #define GPIPE_RUNTIME_TESTS_TESTMODELS_H
 
-#include "gpipe/runtime/Dataset.h"
-#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/data/Dataset.h"
+#include "gpipe/runtime/exec/Executor.h"
 
 #include "TestBundles.h"
 

@@ -3,8 +3,8 @@
 #include "TestPlacement.h"
 
 #include "gpipe/Analysis/MemoryPlanner.h"
-#include "gpipe/runtime/OpTable.h"
-#include "gpipe/runtime/ProgramAnalysis.h"
+#include "gpipe/runtime/bundle/OpTable.h"
+#include "gpipe/runtime/verify/ProgramAnalysis.h"
 
 #include <cstdio>
 #include <cstdlib>

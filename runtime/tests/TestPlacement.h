@@ -12,7 +12,7 @@
 #ifndef GPIPE_RUNTIME_TESTS_TESTPLACEMENT_H
 #define GPIPE_RUNTIME_TESTS_TESTPLACEMENT_H
 
-#include "gpipe/runtime/Bundle.h"
+#include "gpipe/runtime/bundle/Bundle.h"
 
 namespace gpipe::runtime::testing {
 

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/TextCorpus.h"
+#include "gpipe/runtime/data/TextCorpus.h"
 
 #include <gtest/gtest.h>
 

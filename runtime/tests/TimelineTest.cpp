@@ -1,6 +1,6 @@
 //===- TimelineTest.cpp - Timeline, bubble fraction, Chrome trace ---------===//
 
-#include "gpipe/runtime/Timeline.h"
+#include "gpipe/runtime/exec/Timeline.h"
 
 #include <gtest/gtest.h>
 

@@ -12,8 +12,8 @@
 #include "TestBundles.h"
 #include "TestModels.h"
 
-#include "gpipe/runtime/TrainingReport.h"
-#include "gpipe/runtime/TrainingRun.h"
+#include "gpipe/runtime/report/TrainingReport.h"
+#include "gpipe/runtime/report/TrainingRun.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

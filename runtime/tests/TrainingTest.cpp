@@ -11,7 +11,7 @@
 #include "TestBundles.h"
 #include "TestModels.h"
 
-#include "gpipe/runtime/Training.h"
+#include "gpipe/runtime/train/Training.h"
 
 #include <gtest/gtest.h>
 

@@ -2,10 +2,10 @@
 
 #include "ExampleBundles.h"
 
-#include "gpipe/runtime/SyntheticBatch.h"
+#include "gpipe/runtime/data/SyntheticBatch.h"
 
 #include "gpipe/Target/CompileToBundle.h"
-#include "gpipe/runtime/BundleReader.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"

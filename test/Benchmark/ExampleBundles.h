@@ -11,8 +11,8 @@
 
 #include "gpipe/Analysis/ScheduleKinds.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
-#include "gpipe/runtime/Bundle.h"
-#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/bundle/Bundle.h"
+#include "gpipe/runtime/exec/Executor.h"
 
 #include <cstdint>
 #include <string>

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/device/CpuBackend.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
 
 #include <benchmark/benchmark.h>
 

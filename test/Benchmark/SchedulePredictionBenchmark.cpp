@@ -17,7 +17,7 @@
 
 #include "gpipe/Analysis/ScheduleSimulator.h"
 #include "gpipe/Analysis/SimulationCosts.h"
-#include "gpipe/runtime/Profile.h"
+#include "gpipe/runtime/report/Profile.h"
 
 #include <benchmark/benchmark.h>
 

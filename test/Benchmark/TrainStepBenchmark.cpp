@@ -17,7 +17,7 @@
 
 #include "ExampleBundles.h"
 
-#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/exec/Executor.h"
 
 #include <benchmark/benchmark.h>
 
@@ -101,9 +101,8 @@ void BM_TrainStep(benchmark::State &state) {
 /// Args: example (0: mlp, 1: transformer), batch (0: the example's), K, M,
 /// fused (1: the compiler's fused pairs; 0: their marks removed, each op its
 /// own kernel, on the same placement). Remat full, Adam, on the one executor
-/// (the device executor on CPU threads, through PipelineExecutor). Before the
-/// CPU interpreter was removed, this benchmark timed both side by side
-/// (docs/Benchmarks.md).
+/// (the device executor on CPU threads, through PipelineExecutor); its figures
+/// are in docs/Benchmarks.md.
 void BM_Executor(benchmark::State &state) {
   const char *example = state.range(0) == 0 ? "mlp" : "transformer";
   int64_t batchRows = state.range(1);
@@ -185,7 +184,7 @@ BENCHMARK(BM_TrainStep)
     ->Args({2, 8, kFull, 0, 0})
     ->Args({2, 8, kNone, 0, 0})
     ->Args({4, 8, kFull, 0, 0})
-    // Batch 512: issue 18's acceptance cases.
+    // Batch 512: the cases of the CPU step's comparison with PyTorch.
     ->Args({1, 1, kNone, 0, 512})
     ->Args({1, 8, kNone, 0, 512})
     ->Args({2, 8, kNone, 0, 512})

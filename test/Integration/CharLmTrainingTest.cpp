@@ -26,7 +26,7 @@
 #include "CompiledSupport.h"
 #include "ReferenceOps.h"
 
-#include "gpipe/runtime/TextCorpus.h"
+#include "gpipe/runtime/data/TextCorpus.h"
 
 #include <gtest/gtest.h>
 

@@ -13,8 +13,8 @@
 
 #include "CompiledSupport.h"
 
-#include "gpipe/runtime/device/DeviceExecutor.h"
-#include "gpipe/runtime/device/HostBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
+#include "gpipe/runtime/backends/host/HostBackend.h"
 
 #include <cmath>
 

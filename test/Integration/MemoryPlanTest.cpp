@@ -13,8 +13,8 @@
 
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Target/CompileToBundle.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/exec/Executor.h"
 
 #include "gtest/gtest.h"
 

@@ -21,7 +21,7 @@
 #include "CompiledSupport.h"
 
 #include "gpipe/Import/OnnxImporter.h"
-#include "gpipe/runtime/SafeTensors.h"
+#include "gpipe/runtime/bundle/SafeTensors.h"
 
 #include <onnx/onnx_pb.h>
 

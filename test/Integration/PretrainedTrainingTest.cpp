@@ -13,9 +13,9 @@
 
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Target/CompileToBundle.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/Executor.h"
-#include "gpipe/runtime/SafeTensors.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/bundle/SafeTensors.h"
 
 #include "CompiledSupport.h"
 #include "ReferenceOps.h"

@@ -14,7 +14,7 @@
 #include "mlp_kernels.h"
 #include "transformer_kernels.h"
 
-#include "gpipe/runtime/CpuKernels.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
 
 #include <gtest/gtest.h>
 

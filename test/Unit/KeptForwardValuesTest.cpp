@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/runtime/KeptForwardValues.h"
+#include "gpipe/runtime/verify/KeptForwardValues.h"
 
 #include "OneRowSpec.h"
 #include "gpipe/Analysis/ScheduleKinds.h"

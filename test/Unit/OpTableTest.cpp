@@ -1,6 +1,6 @@
 //===- OpTableTest.cpp - The bundle op table against the gpipe dialect ----===//
 //
-// The op table (runtime/include/gpipe/runtime/Ops.def) and the dialect must
+// The op table (runtime/include/gpipe/runtime/bundle/Ops.def) and the dialect must
 // name the same ops: every table row but add_grads is a registered gpipe op,
 // and every registered gpipe op that is not structural (model, stages,
 // schedules, transfers) has a row, so an op added to the dialect without a
@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
-#include "gpipe/runtime/OpTable.h"
+#include "gpipe/runtime/bundle/OpTable.h"
 
 #include "mlir/IR/MLIRContext.h"
 

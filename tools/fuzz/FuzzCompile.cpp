@@ -13,8 +13,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Target/CompileToBundle.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/Executor.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/verify/BundleValidation.h"
+#include "gpipe/runtime/exec/Executor.h"
 
 #include <cstddef>
 #include <cstdint>

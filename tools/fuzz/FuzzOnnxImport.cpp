@@ -1,9 +1,9 @@
 //===- FuzzOnnxImport.cpp - libFuzzer target: any bytes as an ONNX model --===//
 //
 // gpipe-translate --import-onnx's core on arbitrary bytes: an error or a
-// model, never a crash. Found before it ran in CI: zero strides and
-// out-of-range axes crashing libonnx's shape inference (now refused or
-// checked first), an overflowing element count, empty weights.
+// model, never a crash. Inputs it has produced that the importer refuses or
+// checks first: zero strides and out-of-range axes (which crash libonnx's
+// shape inference), an overflowing element count, empty weights.
 // scripts/fuzz-compiler.sh runs it from the ONNX fixtures.
 //
 //===----------------------------------------------------------------------===//

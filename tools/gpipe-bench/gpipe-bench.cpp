@@ -17,10 +17,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Tools/PipelineFlags.h"
-#include "gpipe/runtime/BlasLibrary.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/Engine.h"
-#include "gpipe/runtime/SyntheticBatch.h"
+#include "gpipe/runtime/kernels/BlasLibrary.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/exec/Engine.h"
+#include "gpipe/runtime/data/SyntheticBatch.h"
 #ifdef GPIPE_HAVE_CUDA
 #include "gpipe/cuda/CudaBackend.h"
 #endif

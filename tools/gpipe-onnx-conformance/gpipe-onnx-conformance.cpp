@@ -22,9 +22,9 @@
 
 #include "gpipe/Import/OnnxImporter.h"
 #include "gpipe/Target/CompileToBundle.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/Executor.h"
-#include "gpipe/runtime/SafeTensors.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/bundle/SafeTensors.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"

@@ -14,9 +14,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Support/Version.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/HtmlReport.h"
-#include "gpipe/runtime/TrainingReport.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/report/HtmlReport.h"
+#include "gpipe/runtime/report/TrainingReport.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"

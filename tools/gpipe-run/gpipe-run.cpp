@@ -3,7 +3,7 @@
 //   gpipe-run MODEL.mlir --stages K --microbatches M [--device cpu|cuda] ...
 //
 // Compiles the model (gpipe-compile), loads the bundle on the chosen devices
-// and trains it with the runtime's loops (gpipe/runtime/Training.h): images
+// and trains it with the runtime's loops (gpipe/runtime/train/Training.h): images
 // (Fashion-MNIST) or, for i32 inputs ids, positions and targets, a character
 // language model. Under `mpirun -np K`, rank r runs device r and rank 0
 // prints. Exit status (docs/Training.md): 0; 2 for a bad option or a device
@@ -24,8 +24,8 @@
 #include "gpipe/Tools/PipelineFlags.h"
 #include "gpipe/Tools/TrainingFlags.h"
 #include "gpipe/Tune/PlanFile.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/TrainingRun.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/report/TrainingRun.h"
 #ifdef GPIPE_HAVE_CUDA
 #include "gpipe/cuda/CudaBackend.h"
 #endif

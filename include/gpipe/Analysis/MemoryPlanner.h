@@ -30,7 +30,7 @@
 #ifndef GPIPE_ANALYSIS_MEMORYPLANNER_H
 #define GPIPE_ANALYSIS_MEMORYPLANNER_H
 
-#include "gpipe/runtime/KeptForwardValues.h"
+#include "gpipe/runtime/verify/KeptForwardValues.h"
 
 #include <cstdint>
 #include <string>

@@ -19,7 +19,7 @@
 #ifndef GPIPE_IMPORT_ONNXIMPORTER_H
 #define GPIPE_IMPORT_ONNXIMPORTER_H
 
-#include "gpipe/runtime/SafeTensors.h"
+#include "gpipe/runtime/bundle/SafeTensors.h"
 
 #include <string_view>
 

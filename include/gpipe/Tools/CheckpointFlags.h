@@ -10,7 +10,7 @@
 #define GPIPE_TOOLS_CHECKPOINTFLAGS_H
 
 #include "gpipe/Support/OptionParsers.h"
-#include "gpipe/runtime/Training.h"
+#include "gpipe/runtime/train/Training.h"
 
 #include "llvm/Support/CommandLine.h"
 

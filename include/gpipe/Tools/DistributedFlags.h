@@ -14,7 +14,7 @@
 #define GPIPE_TOOLS_DISTRIBUTEDFLAGS_H
 
 #include "gpipe/Support/OptionParsers.h"
-#include "gpipe/runtime/Engine.h"
+#include "gpipe/runtime/exec/Engine.h"
 #ifdef GPIPE_HAVE_MPI
 #include "gpipe/mpi/MpiTransport.h"
 #endif

@@ -15,7 +15,7 @@
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Support/OptionParsers.h"
 #include "gpipe/Target/CompileToBundle.h"
-#include "gpipe/runtime/Engine.h"
+#include "gpipe/runtime/exec/Engine.h"
 
 #include "llvm/Support/CommandLine.h"
 

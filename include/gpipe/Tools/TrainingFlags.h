@@ -15,8 +15,8 @@
 #define GPIPE_TOOLS_TRAININGFLAGS_H
 
 #include "gpipe/Support/OptionParsers.h"
-#include "gpipe/runtime/Optimizers.h"
-#include "gpipe/runtime/Status.h"
+#include "gpipe/runtime/kernels/Optimizers.h"
+#include "gpipe/runtime/base/Status.h"
 
 #include "llvm/Support/CommandLine.h"
 

@@ -3,7 +3,7 @@
 #include "gpipe/cuda/CudaBackend.h"
 
 #include "gpipe/cuda/CudaDevices.h"
-#include "gpipe/runtime/device/KernelsByFunctor.h"
+#include "gpipe/runtime/kernels/KernelsByFunctor.h"
 
 #include <cuda_runtime.h>
 

@@ -2,7 +2,7 @@
 
 #include "gpipe/cuda/CudaBackend.h"
 #include "gpipe/cuda/gpipe_cuda.h"
-#include "gpipe/runtime/Engine.h"
+#include "gpipe/runtime/exec/Engine.h"
 
 void gpipe::cuda::registerCudaBackend() {
   runtime::registerBackend(runtime::DeviceKind::Cuda,

@@ -22,8 +22,8 @@
 
 #include "gpipe/cuda/CudaBackend.h"
 #include "gpipe/cuda/CudaDevices.h"
-#include "gpipe/runtime/Executor.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/exec/Executor.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
 
 #include "AllClose.h"
 #include "OpProfileSupport.h"

@@ -15,10 +15,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/mpi/MpiTransport.h"
-#include "gpipe/runtime/BundleReader.h"
-#include "gpipe/runtime/SyntheticBatch.h"
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/data/SyntheticBatch.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
 
 #include <mpi.h>
 

@@ -8,7 +8,7 @@
 #include "gpipe/mpi/MpiTransport.h"
 
 #include "MpiProcessGroup.h"
-#include "gpipe/runtime/device/HostWork.h"
+#include "gpipe/runtime/backends/HostWork.h"
 
 #include <climits>
 #include <stdexcept>

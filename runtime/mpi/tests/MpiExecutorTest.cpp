@@ -19,8 +19,8 @@
 #include "MpiTestMain.h"
 
 #include "gpipe/mpi/MpiTransport.h"
-#include "gpipe/runtime/device/CpuBackend.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
 
 #include <gtest/gtest.h>
 #include <mpi.h>

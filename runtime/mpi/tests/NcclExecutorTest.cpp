@@ -15,7 +15,7 @@
 
 #include "gpipe/cuda/CudaBackend.h"
 #include "gpipe/mpi/NcclTransport.h"
-#include "gpipe/runtime/device/DeviceExecutor.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>

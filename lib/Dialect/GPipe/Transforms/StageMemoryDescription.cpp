@@ -10,7 +10,7 @@
 #include "StageMemoryDescription.h"
 #include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
 #include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
-#include "gpipe/runtime/OpTable.h"
+#include "gpipe/runtime/bundle/OpTable.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"

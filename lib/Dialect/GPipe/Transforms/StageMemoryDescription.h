@@ -10,7 +10,7 @@
 
 #include "gpipe/Analysis/MemoryPlanner.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
-#include "gpipe/runtime/OpTable.h"
+#include "gpipe/runtime/bundle/OpTable.h"
 
 #include "mlir/Support/LLVM.h"
 

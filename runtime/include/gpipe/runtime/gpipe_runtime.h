@@ -185,7 +185,7 @@ typedef enum gpipe_device_e {
 } gpipe_device_t;
 
 /* How a session trains. Initialize with gpipe_session_options_init, then
- * change fields; runtime/include/gpipe/runtime/Optimizers.h gives each
+ * change fields; runtime/include/gpipe/runtime/kernels/Optimizers.h gives each
  * optimizer's update rule.
  *
  * The struct grows at its end only, and struct_size says how much of it the

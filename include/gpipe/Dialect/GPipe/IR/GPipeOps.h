@@ -4,7 +4,7 @@
 #define GPIPE_DIALECT_GPIPE_IR_GPIPEOPS_H
 
 #include "gpipe/Dialect/GPipe/IR/GPipeDialect.h"
-#include "gpipe/runtime/OpTable.h"
+#include "gpipe/runtime/bundle/OpTable.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"

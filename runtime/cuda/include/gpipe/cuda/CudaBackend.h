@@ -1,6 +1,6 @@
 //===- CudaBackend.h - The device executor's backend on NVIDIA GPUs -*- C++ -*-===//
 //
-// DeviceBackend (gpipe/runtime/device/DeviceBackend.h) on CUDA: pipeline
+// DeviceBackend (gpipe/runtime/backends/DeviceBackend.h) on CUDA: pipeline
 // device d runs on GPU d % G (mapPipelineDevices), with its own non-blocking
 // compute and copy streams; events are CUDA events; transfers are peer copies
 // (cudaMemcpyPeerAsync; a device-to-device copy when two pipeline devices
@@ -18,7 +18,7 @@
 #define GPIPE_CUDA_CUDABACKEND_H
 
 #include "gpipe/cuda/CublasGemm.h"
-#include "gpipe/runtime/device/DeviceBackend.h"
+#include "gpipe/runtime/backends/DeviceBackend.h"
 
 #include <memory>
 #include <string>

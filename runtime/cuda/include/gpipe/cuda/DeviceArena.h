@@ -13,7 +13,7 @@
 #define GPIPE_CUDA_DEVICEARENA_H
 
 #include "gpipe/cuda/CudaDevices.h"
-#include "gpipe/runtime/Bundle.h"
+#include "gpipe/runtime/bundle/Bundle.h"
 
 #include <cuda_runtime_api.h>
 

@@ -12,7 +12,7 @@
 #ifndef GPIPE_MPI_MPISESSION_H
 #define GPIPE_MPI_MPISESSION_H
 
-#include "gpipe/runtime/Status.h"
+#include "gpipe/runtime/base/Status.h"
 
 #include <memory>
 

@@ -1,6 +1,6 @@
 //===- MpiTransport.h - Pipeline transfers between MPI ranks ----*- C++ -*-===//
 //
-// The device executor's Transport (device/Transport.h) for one process per
+// The device executor's Transport (transport/Transport.h) for one process per
 // pipeline device: rank r of MPI_COMM_WORLD runs device r % K of replica
 // r / K (data parallelism: R replicas, R * K ranks), on a backend
 // whose streams are host queues (CpuBackend). A send or a receive is host
@@ -22,7 +22,7 @@
 #define GPIPE_MPI_MPITRANSPORT_H
 
 #include "gpipe/mpi/MpiSession.h"
-#include "gpipe/runtime/device/Transport.h"
+#include "gpipe/runtime/transport/Transport.h"
 
 #include <atomic>
 #include <chrono>

@@ -1,0 +1,255 @@
+//===- Bundle.h - The compiled program the runtime executes -----*- C++ -*-===//
+//
+// A bundle is what the compiler hands the runtime: the parameters, one
+// straight-line program per stage for the forward and one for the backward
+// (already differentiated: the runtime does no autodiff), and one instruction
+// stream per device (the unrolled GPipe schedule). This header is the
+// in-memory form; gpipe-translate will write it as a documented text file and
+// a loader will read it back.
+//
+// Values. Each stage numbers its values 0..N-1 (`StageProgram::values`).
+// Shapes are at the full batch; a value whose `batched` flag is set has the
+// batch as dimension 0 and runs at the micro-batch's row count. Parameter
+// values are not batched. Losses are scalars.
+//
+// Rematerialisation. The backward program starts with `recompute` ops, copies
+// of forward ops that define the SAME value ids again. Under remat `full` the
+// device keeps only the stage inputs of each in-flight micro-batch and runs
+// the recompute ops before the gradient ops; under `none` it keeps every
+// forward value and skips them; under `except-last` it keeps the values of the
+// last micro-batch only (the first to come back) and recomputes the others.
+// Ops that save state for their backward (layer norm, attention, dropout,
+// cross-entropy) keep it with the value they define, so a gradient op finds
+// it through its `forward` operand.
+//
+// What the executor (Executor.h) checks in `validateBundle` and relies on:
+//  - Every dimension is >= 1; a batched value has the batch as dimension 0.
+//  - Forward ops use stage inputs and earlier forward results; recompute ops
+//    use stage inputs and earlier recompute results and redefine forward ids
+//    (same op kind). Under `full` and `except-last` the backward may use only
+//    stage inputs, `outputGrads`, recompute results and its own earlier
+//    results (so it runs on recomputed values); under `none` also forward
+//    results. Backward results are fresh ids.
+//  - The `forward` operand of TanhGrad, SoftmaxGrad, LayerNormGrad,
+//    AttentionGrad, DropoutGrad and SoftmaxCrossEntropyGrad is the result of
+//    the matching forward op kind (whose rate / heads / causal it repeats).
+//  - Param and AccumulateGrad name a parameter of the same stage.
+//  - Channels carry batched f32 values; stage s+1's channel c has the shape
+//    of stage s's outputs[c], whichever devices run them. An output may be a
+//    stage input (a skip value carried through this stage). Each channel has an
+//    input gradient; use Zeros where none reaches it.
+//  - The last stage has a loss (a forward loss op's result) and no outputs.
+// Loss scaling: the loss-gradient ops of micro-batch m get scale rows_m / N.
+// Dropout: element (row, col) of the mask is a function of (op seed, step,
+// global row, col), where the global row counts all dimensions but the last
+// over the whole batch (micro-batch row offset x rows per example + local
+// row) and step is the training step from 1; evaluation has no dropout.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_RUNTIME_BUNDLE_H
+#define GPIPE_RUNTIME_BUNDLE_H
+
+#include "gpipe/runtime/bundle/Initializers.h"
+#include "gpipe/runtime/bundle/OpTable.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpipe::runtime {
+
+enum class ElementType { F32, I32 };
+
+struct ValueSpec {
+  std::vector<int64_t> shape; ///< full-batch shape
+  ElementType type = ElementType::F32;
+  bool batched = true; ///< dimension 0 is the batch
+};
+
+// OpKind and the facts of each op: OpTable.h (from Ops.def).
+
+struct Op {
+  OpKind kind = OpKind::Relu;
+  std::vector<int> operands; ///< value ids
+  /// Value ids. Result 0 (dx) of DenseGrad, LayerNormGrad and AttentionGrad
+  /// may be -1 when no gradient of the input is needed.
+  std::vector<int> results;
+  std::string name;          ///< Param / AccumulateGrad: the parameter
+  float epsilon = 1e-5f;     ///< LayerNorm(Grad), BatchNorm
+  /// BatchNorm: running = (1 - momentum) running + momentum statistic.
+  float momentum = 0.1f;
+  float rate = 0.0f;         ///< Dropout(Grad)
+  uint64_t seed = 0;         ///< Dropout(Grad)
+  int64_t heads = 1;         ///< Attention(Grad)
+  bool causal = false;       ///< Attention(Grad)
+  /// Conv2d(Grad): stride, padding, groups; the pools: window, stride,
+  /// padding.
+  WindowAttrs window;
+  /// Forward and recompute ops: runs as one kernel with the next op (the
+  /// compiler's choice, OpTable.h's fusionOf).
+  FusionKind fusion = FusionKind::None;
+};
+
+/// Where a stage input comes from.
+struct StageInput {
+  int value = -1;
+  bool fromChannel = true; ///< else a model input, by `inputName`
+  unsigned channel = 0;
+  std::string inputName;
+};
+
+struct StageProgram {
+  std::vector<ValueSpec> values;
+  std::vector<StageInput> inputs;
+  /// Non-last stages: value of channel c to the next stage is outputs[c].
+  std::vector<int> outputs;
+  int loss = -1; ///< last stage: the loss value
+  std::vector<Op> forward;
+  /// Copies of forward ops (same value ids), run before `backward` when the
+  /// micro-batch's forward values were not kept.
+  std::vector<Op> recompute;
+  std::vector<Op> backward;
+  /// Zero-bubble schedules split the backward: ops [0, weightsFrom) are B
+  /// (what the input gradients need), run by Backward, and the rest are W
+  /// (the parameter gradients), run by BackwardWeights; a program without
+  /// BackwardWeights runs both in its Backward. BackwardSplit.h splits.
+  static constexpr size_t kNotSplit = ~size_t(0);
+  size_t weightsFrom = kNotSplit;
+  /// Where B ends: weightsFrom, or the whole backward when not split.
+  size_t inputGradientEnd() const {
+    return weightsFrom < backward.size() ? weightsFrom : backward.size();
+  }
+  /// Non-last stages: value ids bound to the received gradients of outputs.
+  std::vector<int> outputGrads;
+  /// Stages > 0: gradient of channel c sent back is inputGrads[c].
+  std::vector<int> inputGrads;
+};
+
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  InitKind init = InitKind::Zeros;
+  double scale = 1.0;
+  unsigned stage = 0;
+};
+
+struct ModelInputSpec {
+  std::string name;
+  std::vector<int64_t> shape; ///< full batch
+  ElementType type = ElementType::F32;
+};
+
+enum class InstrKind {
+  LoadInput,
+  Forward,
+  Backward,
+  SendActivation,
+  RecvActivation,
+  SendGradient,
+  RecvGradient,
+  OptimizerStep,
+  BackwardWeights ///< W of a split backward (StageProgram::weightsFrom)
+};
+
+/// K devices (one program each) run the stages round-robin: stage s on
+/// device s mod K, so device d runs stage d and, under interleaved schedules
+/// (K programs for K * V stages), stages d + K, d + 2K, ... Its program holds,
+/// for each of its stages, exactly one Forward and one Backward per
+/// micro-batch (the Forward first), and either no BackwardWeights or one per
+/// micro-batch after its Backward, and ends with its only OptimizerStep, which
+/// is a barrier: all devices update together, or none does when the step
+/// fails. Activations of stage s go to the device of stage s + 1, gradients
+/// to that of s - 1, and receives come from there. Under `except-last` the
+/// micro-batch whose Forward of a stage comes last in the program keeps that
+/// stage's values.
+struct Instr {
+  InstrKind kind = InstrKind::Forward;
+  /// All but OptimizerStep: the stage the instruction serves, one of the
+  /// device's: the one a load or receive feeds, whose output a send carries,
+  /// or that a Forward/Backward runs.
+  unsigned stage = 0;
+  unsigned microbatch = 0;
+  unsigned peer = 0;
+  unsigned channel = 0;
+  std::string inputName;
+};
+
+/// What a stage's forward keeps for its backward beyond the values every
+/// policy keeps (KeptForwardValues.h).
+enum class RematPolicy {
+  None,       ///< everything: the backward reads the forward's values
+  Full,       ///< the stage's inputs: the recompute rebuilds the rest
+  ExceptLast, ///< as Full, but the micro-batch forwarded last keeps all
+  /// The values the stage's recompute reads without rebuilding them (the
+  /// products the compiler chose to keep): the recompute rebuilds the rest.
+  Selective,
+};
+
+/// What the compiler's memory plan (gpipe-plan-memory) predicts for one
+/// device, for an optimizer with `MemoryPlan::optimizerSlots` state tensors
+/// per parameter.
+/// A buffer of the compiler's placement: `bytes` at `offset` in the arena
+/// (after the resident block), live from event `start` up to `end`, defined
+/// by instruction `instr` of its device's program. It holds value `value` of
+/// micro-batch `microbatch`; microbatch -1 marks the copy a send holds
+/// (`value` >= 0) or an op's scratch (`value` -1). A device's buffers are
+/// listed in the order its program defines them.
+/// Every placed buffer's size and offset is a multiple of this many bytes (the
+/// compiler's gpipe::kBufferGranule): a GPU's tensor-core GEMMs and vector
+/// loads need 16-byte aligned operands.
+constexpr int64_t kPlacedBufferGranule = 16;
+
+struct PlacedBuffer {
+  int64_t bytes = 0, offset = 0, start = 0, end = 0;
+  int64_t instr = 0, microbatch = -1, value = -1;
+
+  bool isScratch() const { return microbatch < 0 && value < 0; }
+  bool holdsValue() const { return microbatch >= 0 && value >= 0; }
+};
+
+struct PlannedDeviceMemory {
+  int64_t residentBytes = 0; ///< parameters, gradients, optimizer slots
+  int64_t peakBytes = 0;     ///< the high-water mark of live bytes
+  int64_t arenaBytes = 0;    ///< the static arena (>= peakBytes)
+  /// Every buffer, when the compiler wrote its placement (empty: none).
+  std::vector<PlacedBuffer> buffers;
+};
+
+struct MemoryPlan {
+  unsigned optimizerSlots = 0;
+  std::vector<PlannedDeviceMemory> devices; ///< empty: no plan
+};
+
+struct Bundle {
+  std::string model;
+  int64_t batch = 0;
+  std::vector<int64_t> microbatchRows; ///< size M
+  RematPolicy remat = RematPolicy::Full;
+  std::vector<ModelInputSpec> inputs;
+  std::vector<ParamSpec> params;
+  /// The safetensors file holding the values of the Pretrained parameters,
+  /// by name ("" when none is pretrained). loadBundle resolves a relative path
+  /// against the bundle file's directory; otherwise it is used as written.
+  std::string weights;
+  std::vector<StageProgram> stages;         ///< stage s runs on device s mod K
+  std::vector<std::vector<Instr>> programs; ///< per device: K of them
+  MemoryPlan memoryPlan; ///< every buffer's place: the runtime plans nothing
+
+  unsigned numDevices() const { return unsigned(programs.size()); }
+  /// Stages per device: 1, or V under interleaving.
+  unsigned stagesPerDevice() const {
+    return programs.empty() ? 0 : unsigned(stages.size() / programs.size());
+  }
+  unsigned deviceOfStage(unsigned stage) const {
+    return programs.empty() ? 0 : stage % unsigned(programs.size());
+  }
+  /// Which of its device's stages `stage` is (0 for stage d).
+  unsigned localStage(unsigned stage) const {
+    return programs.empty() ? 0 : stage / unsigned(programs.size());
+  }
+};
+
+} // namespace gpipe::runtime
+
+#endif // GPIPE_RUNTIME_BUNDLE_H

@@ -1,0 +1,702 @@
+//===- DeviceExecutor.cpp - Runs a bundle on a DeviceBackend --------------===//
+//
+// Creation (checks, the compiler's placement indexed and verified by a dry
+// run, device memory, parameters), the training step, evaluation and the
+// rest of the public API (parameters and optimizer state:
+// DeviceParameters.cpp). DeviceExecutorImpl.h explains how a step is issued and
+// its hazards.
+//
+//===----------------------------------------------------------------------===//
+
+#include "exec/DeviceExecutorImpl.h"
+#include "exec/PretrainedWeights.h"
+
+#include "gpipe/runtime/bundle/Initializers.h"
+#include "gpipe/runtime/verify/BundleValidation.h"
+#include "gpipe/runtime/kernels/KernelsByFunctor.h"
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::device;
+
+namespace {
+
+/// Issues nothing: `create` runs a step against it to check the placement.
+class NullBackend final : public KernelsByFunctor<NullBackend, DeviceBackend> {
+public:
+  explicit NullBackend(unsigned devices) : devices(devices) {}
+  template <class F> void forEach(StreamId, int64_t, const F &) {}
+  template <class F> void forEachRow(StreamId, int64_t, const F &) {}
+  template <class F> void forEachColumn(StreamId, int64_t, const F &) {}
+  std::string describe() const override { return "placement check"; }
+  unsigned numDevices() const override { return devices; }
+  std::string allocate(unsigned, int64_t, void **pointer) override {
+    *pointer = nullptr;
+    return {};
+  }
+  StreamId computeStream(unsigned d) override { return 2 * d; }
+  StreamId copyStream(unsigned d) override { return 2 * d + 1; }
+  EventId recordEvent(StreamId) override { return 0; }
+  void waitEvent(StreamId, EventId) override {}
+  std::string allocateStaging(int64_t, void **pointer) override {
+    *pointer = nullptr;
+    return {};
+  }
+  void copyToDevice(StreamId, void *, const void *, int64_t) override {}
+  void copyToHost(StreamId, void *, const void *, int64_t) override {}
+  void copyBetweenDevices(StreamId, void *, unsigned, const void *, unsigned,
+                          int64_t) override {}
+  void fillZero(StreamId, void *, int64_t) override {}
+  void recordTime(StreamId, double *) override {}
+  void gemm(StreamId, const GemmBatch &) override {}
+  std::string synchronize(std::chrono::milliseconds) override { return {}; }
+  std::string error() const override { return {}; }
+
+private:
+  unsigned devices;
+};
+
+/// The resident block's tensors start at multiples of this (cudaMalloc's
+/// alignment).
+constexpr int64_t kResidentAlignment = 256;
+
+int64_t residentSize(int64_t bytes) {
+  int64_t n = bytes > 0 ? bytes : 1;
+  return (n + kResidentAlignment - 1) / kResidentAlignment * kResidentAlignment;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The executor
+//===----------------------------------------------------------------------===//
+
+DeviceExecutor::DeviceExecutor(std::unique_ptr<Impl> impl)
+    : impl(std::move(impl)) {}
+
+DeviceExecutor::~DeviceExecutor() = default;
+
+std::unique_ptr<DeviceExecutor>
+DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
+                       const DeviceExecutorConfig &config, std::string &error) {
+  error = validateBundle(bundle);
+  if (!error.empty())
+    return nullptr;
+  const unsigned numDevices = bundle.numDevices();
+  if (!backend || backend->numDevices() != numDevices) {
+    error = "the bundle has " + std::to_string(numDevices) +
+            " pipeline devices, the backend " +
+            (backend ? std::to_string(backend->numDevices()) : "is missing");
+    return nullptr;
+  }
+  if (config.stepTimeout.count() <= 0) {
+    error = "expects a positive step timeout, got " +
+            std::to_string(config.stepTimeout.count()) + " ms";
+    return nullptr;
+  }
+  error = checkOptimizerConfig(config.optimizer);
+  if (!error.empty())
+    return nullptr;
+  auto impl = std::make_unique<Impl>();
+  Impl &s = *impl;
+  s.config = config;
+  s.backend = std::move(backend);
+  s.bundle = std::move(bundle);
+  const Bundle &b = s.bundle;
+  s.training.programs = &b.programs;
+  error = verifySchedule(b, &s.training.order);
+  if (!error.empty())
+    return nullptr;
+  s.paramsOf.resize(numDevices);
+  s.layout.resize(numDevices);
+  const unsigned numSlots = optimizerSlots(config.optimizer.kind);
+  for (const ParamSpec &spec : b.params) {
+    auto param = std::make_unique<DeviceParameter>();
+    param->spec = spec;
+    param->device = b.deviceOfStage(spec.stage);
+    param->size = product(spec.shape);
+    s.layout[param->device].residentBytes +=
+        residentSize(param->size * 4) * (2 + numSlots);
+    s.paramsOf[param->device].push_back(param.get());
+    s.paramByName[spec.name] = param.get();
+    s.params.push_back(std::move(param));
+  }
+  s.runningStatistics.resize(numDevices);
+  for (const RunningStatistics &stats : runningStatisticsOf(b)) {
+    DeviceRunningStatistics running;
+    running.mean = s.paramByName.at(stats.mean);
+    running.variance = s.paramByName.at(stats.variance);
+    running.mean->runningStatistic = running.variance->runningStatistic = true;
+    running.count = stats.count;
+    running.momentum = stats.momentum;
+    s.runningStatistics[b.deviceOfStage(stats.stage)].push_back(running);
+  }
+  const unsigned numMicrobatches = b.microbatchRows.size();
+  const unsigned lossDevice = b.deviceOfStage(b.stages.size() - 1);
+  s.layout[lossDevice].residentBytes += residentSize(numMicrobatches * 4);
+  for (const StageProgram &stage : b.stages)
+    s.fusion.push_back(fuseGradientAccumulation(stage));
+  s.keptForward = keptForwardValuesOf(b);
+  s.recomputesWhileReceiving = recomputesWhileReceivingOf(b, s.keptForward);
+  for (unsigned d = 0; d < numDevices; ++d) {
+    bool splits = false;
+    for (const Instr &instr : b.programs[d])
+      splits |= instr.kind == InstrKind::BackwardWeights;
+    s.splitsBackward.push_back(splits);
+  }
+  s.training.rows = b.microbatchRows;
+  int64_t offset = 0;
+  for (int64_t rows : b.microbatchRows) {
+    s.training.offsets.push_back(offset);
+    offset += rows;
+  }
+  // The compiler's placement (validateBundle checked it: inside the arena,
+  // no two live buffers sharing a byte); a dry run of a training step and of
+  // an evaluation checks that every buffer the programs define is there.
+  error = s.indexPlacement();
+  if (error.empty())
+    error = s.verifyPass(s.training);
+  if (error.empty())
+    error = s.prepareEvaluation(b.microbatchRows.front());
+  if (!error.empty())
+    return nullptr;
+  s.residentExact.assign(numDevices, 0);
+  for (const ParamSpec &spec : b.params)
+    s.residentExact[b.deviceOfStage(spec.stage)] +=
+        product(spec.shape) * 4 * (2 + numSlots);
+  for (unsigned d = 0; d < numDevices; ++d) {
+    const PlannedDeviceMemory &plan = b.memoryPlan.devices[d];
+    s.layout[d].arenaBytes = plan.arenaBytes - plan.residentBytes;
+    s.layout[d].plannedArenaBytes = plan.arenaBytes;
+  }
+
+  // Device memory, then the parameters, initialized as the CPU executor does:
+  // only for the devices this process runs.
+  s.issue = s.backend.get();
+  if (config.transport) {
+    error = config.transport(*s.backend, s.transport);
+    if (error.empty() && !s.transport)
+      error = "the transport factory made no transport";
+    if (!error.empty())
+      return nullptr;
+  } else {
+    s.transport = createInProcessTransport(*s.backend);
+  }
+  const Transport &transport = *s.transport;
+  // Pretrained values first, so that an error returns before any copy is in
+  // flight; the file is read only if a parameter held here needs it, and
+  // the tensors no parameter here takes are freed before the allocations.
+  std::vector<std::vector<float>> initial(s.params.size());
+  {
+    PretrainedWeights pretrained(b.weights);
+    for (size_t i = 0; i < s.params.size(); ++i) {
+      const DeviceParameter &param = *s.params[i];
+      if (param.spec.init == InitKind::Pretrained &&
+          transport.runsDevice(param.device)) {
+        error = pretrained.take(param.spec, initial[i]);
+        if (!error.empty())
+          return nullptr;
+      }
+    }
+  }
+  std::vector<char *> resident(numDevices, nullptr);
+  for (unsigned d = 0; d < numDevices; ++d) {
+    void *arena = nullptr, *res = nullptr;
+    if (!transport.runsDevice(d)) {
+      s.arenaBase.push_back(nullptr);
+      continue;
+    }
+    error = s.backend->allocate(d, s.layout[d].arenaBytes, &arena);
+    if (error.empty())
+      error = s.backend->allocate(d, s.layout[d].residentBytes, &res);
+    if (!error.empty())
+      return nullptr;
+    s.arenaBase.push_back(static_cast<char *>(arena));
+    resident[d] = static_cast<char *>(res);
+  }
+  std::vector<int64_t> used(numDevices, 0);
+  auto take = [&](unsigned d, int64_t elements) {
+    float *p = reinterpret_cast<float *>(resident[d] + used[d]);
+    used[d] += residentSize(elements * 4);
+    return p;
+  };
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    DeviceParameter *param = s.params[i].get();
+    unsigned d = param->device;
+    if (!transport.runsDevice(d))
+      continue;
+    param->value = take(d, param->size);
+    param->grad = take(d, param->size);
+    for (unsigned k = 0; k < numSlots; ++k) {
+      param->slots[k] = take(d, param->size);
+      s.backend->fillZero(s.backend->computeStream(d), param->slots[k],
+                          param->size * 4);
+    }
+    if (param->spec.init != InitKind::Pretrained) {
+      initial[i].resize(param->size);
+      initializeParameter(param->spec.init, param->spec.scale,
+                          param->spec.shape, config.seed, param->spec.name,
+                          initial[i].data());
+    }
+    s.backend->copyToDevice(s.backend->computeStream(d), param->value,
+                            initial[i].data(), param->size * 4);
+  }
+  if (transport.runsDevice(lossDevice))
+    s.lossSlots = take(lossDevice, numMicrobatches);
+  error = s.backend->synchronize(config.stepTimeout);
+  if (!error.empty())
+    return nullptr;
+  return std::unique_ptr<DeviceExecutor>(new DeviceExecutor(std::move(impl)));
+}
+
+std::string DeviceExecutor::Impl::indexPlacement() {
+  const unsigned numDevices = bundle.numDevices();
+  placement.assign(numDevices, {});
+  for (unsigned d = 0; d < numDevices; ++d) {
+    std::vector<InstrBuffers> &byInstr = placement[d];
+    byInstr.resize(bundle.programs[d].size());
+    const std::vector<PlacedBuffer> &buffers =
+        bundle.memoryPlan.devices[d].buffers;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const PlacedBuffer &buffer = buffers[i];
+      if (buffer.instr < 0 || size_t(buffer.instr) >= byInstr.size())
+        return "device " + std::to_string(d) + ": buffer #" +
+               std::to_string(i) + " is defined by instruction " +
+               std::to_string(buffer.instr) + ", outside the program";
+      InstrBuffers &at = byInstr[buffer.instr];
+      if (buffer.isScratch()) {
+        at.scratch.push_back(&buffer);
+      } else if (buffer.holdsValue()) {
+        at.values.emplace_back(int(buffer.value), &buffer);
+      }
+      // A send's copy (micro-batch -1, a value): the transport stages from
+      // the value itself, so the executor leaves that room unused.
+    }
+    // Sorted by value for the lookups of every step; a value twice is an
+    // error.
+    for (size_t instr = 0; instr < byInstr.size(); ++instr) {
+      auto &values = byInstr[instr].values;
+      std::stable_sort(
+          values.begin(), values.end(),
+          [](const auto &a, const auto &b) { return a.first < b.first; });
+      for (size_t k = 1; k < values.size(); ++k)
+        if (values[k].first == values[k - 1].first)
+          return "device " + std::to_string(d) + ": buffers #" +
+                 std::to_string(values[k - 1].second - buffers.data()) +
+                 " and #" + std::to_string(values[k].second - buffers.data()) +
+                 " both hold value " + std::to_string(values[k].first) +
+                 " of instruction " + std::to_string(instr);
+    }
+  }
+  return {};
+}
+
+std::string DeviceExecutor::Impl::verifyPass(const IssuePass &toCheck) {
+  NullBackend dry(bundle.numDevices());
+  std::unique_ptr<Transport> dryTransport = createInProcessTransport(dry);
+  issue = &dry;
+  transfer = dryTransport.get();
+  pass = &toCheck;
+  placementError.clear();
+  std::string error = issueStep(nullptr, true);
+  return error.empty() ? placementError : error;
+}
+
+std::string DeviceExecutor::Impl::stageInputs(const Batch &batch) {
+  // The previous pass has been synchronized, so its copies have read their
+  // staging bytes: one buffer for the whole batch suffices (a second one
+  // would pay only once steps overlap, and issue waits for none).
+  constexpr int64_t kAlign = 64;
+  int64_t needed = 0;
+  for (const auto &entry : batch)
+    needed += (entry.second.numElements() * 4 + kAlign - 1) / kAlign * kAlign;
+  inputSource.clear();
+  if (!stagesNothing && needed > stagingBytes) {
+    void *fresh = nullptr;
+    std::string error = backend->allocateStaging(needed, &fresh);
+    if (!error.empty())
+      return error;
+    staging = static_cast<char *>(fresh);
+    stagingBytes = fresh ? needed : 0;
+    stagesNothing = !fresh;
+  }
+  int64_t at = 0;
+  for (const auto &[name, tensor] : batch) {
+    const char *src = tensor.type == ElementType::F32
+                          ? reinterpret_cast<const char *>(tensor.f32.data())
+                          : reinterpret_cast<const char *>(tensor.i32.data());
+    const int64_t bytes = tensor.numElements() * 4;
+    if (!staging) {
+      inputSource[name] = src;
+      continue;
+    }
+    std::memcpy(staging + at, src, size_t(bytes));
+    inputSource[name] = staging + at;
+    at += (bytes + kAlign - 1) / kAlign * kAlign;
+  }
+  return {};
+}
+
+std::string DeviceExecutor::Impl::synchronizePass() {
+  std::string error = backend->synchronize(config.stepTimeout);
+  if (!error.empty()) {
+    std::string stopped = transport->abandon();
+    if (!stopped.empty())
+      error += "; " + stopped;
+  }
+  return error;
+}
+
+std::string DeviceExecutor::Impl::runPass(const IssuePass &toRun,
+                                          const Batch &batch) {
+  issue = backend.get();
+  transfer = transport.get();
+  pass = &toRun;
+  recordTimeline = config.recordTimeline;
+  profileOps = config.profileOps;
+  std::string error = stageInputs(batch);
+  if (!error.empty())
+    return error;
+  error = issueStep(&batch, false);
+  if (toRun.evaluating)
+    return error; // copyEvaluationOutputs took the losses
+  const unsigned numMicrobatches = toRun.rows.size();
+  hostLosses.assign(numMicrobatches, 0.0f);
+  const unsigned last = bundle.deviceOfStage(bundle.stages.size() - 1);
+  if (error.empty() && lossSlots)
+    backend->copyToHost(backend->computeStream(last), hostLosses.data(),
+                        lossSlots, numMicrobatches * 4);
+  return error;
+}
+
+StepResult DeviceExecutor::trainStep(const Batch &batch) {
+  Impl &s = *impl;
+  StepResult result;
+  const auto started = std::chrono::steady_clock::now();
+  s.pass = &s.training;
+  // Data parallelism: the whole mini-batch, of which this replica takes its
+  // slice.
+  const Transport &transport = *s.transport;
+  auto used = [this](const std::string &name) { return usesInput(name); };
+  result.error =
+      checkBatch(s.bundle, batch, s.bundle.batch * transport.replicas(), used);
+  s.rowBase = int64_t(transport.replica()) * s.bundle.batch;
+  if (result.error.empty())
+    result.error = s.checkModelInputs(batch);
+  if (result.error.empty())
+    result.error = s.backend->error();
+  if (result.error.empty() && s.steps >= kMaxStepsDone)
+    result.error = "the run has done " + std::to_string(s.steps) +
+                   " steps, the most it counts: step " +
+                   std::to_string(s.steps) + " + 1 would not be an int64";
+  if (!result.error.empty())
+    return result;
+  s.transport->beginPass("step " + std::to_string(s.steps + 1));
+  result.error = s.runPass(s.training, batch);
+  std::string syncError = s.synchronizePass();
+  if (result.error.empty())
+    result.error = syncError;
+  if (result.error.empty())
+    result.error = s.transport->shareFrom(
+        s.bundle.deviceOfStage(s.bundle.stages.size() - 1), s.hostLosses.data(),
+        int64_t(s.hostLosses.size()) * 4, "the losses");
+  if (result.error.empty())
+    result.error = s.transport->averageOverReplicasNow(
+        s.hostLosses.data(), int64_t(s.hostLosses.size()), "the losses");
+  if (result.error.empty())
+    result.error = s.checkDecisions();
+  if (result.error.empty() && s.gradientsAveraged &&
+      s.config.optimizer.checkFinite)
+    result.error = s.checkParameters();
+  result.nonFinite = s.nonFinite;
+  result.gradientNorm = s.gradientNorm;
+  if (!result.error.empty())
+    return result;
+  ++s.steps;
+  for (unsigned d = 0; d < s.layout.size(); ++d) {
+    s.layout[d].stagingBytes = s.transport->stagingBytes(d);
+    s.layout[d].workspaceBytes = s.backend->workspaceBytes(d);
+  }
+  if (s.recordTimeline) {
+    result.error = s.buildTimeline();
+    s.timeline.setStepUs(std::chrono::duration<double, std::micro>(
+                             std::chrono::steady_clock::now() - started)
+                             .count());
+  }
+  if (!result.error.empty())
+    return result;
+  for (size_t m = 0; m < s.hostLosses.size(); ++m) {
+    double loss = s.hostLosses[m];
+    result.microbatchLosses.push_back(loss);
+    result.loss +=
+        double(s.bundle.microbatchRows[m]) / double(s.bundle.batch) * loss;
+  }
+  return result;
+}
+
+/// The evaluation pass of `rows` rows, in chunks of at most the first
+/// micro-batch's rows: for each chunk, each stage in order loads its model
+/// inputs, receives its channels, runs its forward and sends its outputs, in
+/// the buffers its device's training program gives those instructions for
+/// the first micro-batch. Chunks follow one another on each stream, so they
+/// reuse the same buffers safely. Kept while the next evaluation has the same
+/// rows.
+std::string DeviceExecutor::Impl::prepareEvaluation(int64_t rows) {
+  if (evaluation &&
+      evaluation->offsets.back() + evaluation->rows.back() == rows)
+    return {};
+  const unsigned numDevices = bundle.numDevices();
+  const unsigned numStages = bundle.stages.size();
+  auto chunked = std::make_unique<IssuePass>();
+  IssuePass &eval = *chunked;
+  eval.evaluating = true;
+  const int64_t chunk = bundle.microbatchRows.front();
+  for (int64_t offset = 0; offset < rows; offset += chunk) {
+    eval.offsets.push_back(offset);
+    eval.rows.push_back(std::min(chunk, rows - offset));
+  }
+  evaluationPrograms.assign(numDevices, {});
+  eval.programs = &evaluationPrograms;
+  eval.planInstr.assign(numDevices, {});
+  for (unsigned c = 0; c < eval.rows.size(); ++c) {
+    for (unsigned st = 0; st < numStages; ++st) {
+      const unsigned d = bundle.deviceOfStage(st);
+      const StageProgram &stage = bundle.stages[st];
+      const std::vector<Instr> &trained = bundle.programs[d];
+      std::vector<Instr> &program = evaluationPrograms[d];
+      // The instruction of micro-batch 0 of this stage in the training
+      // program that matches `kind` (and channel or input), whose buffers it
+      // takes.
+      auto add = [&](InstrKind kind, unsigned peer, unsigned channel,
+                     const std::string &name) -> std::string {
+        size_t at = 0;
+        while (at < trained.size() &&
+               !(trained[at].kind == kind && trained[at].microbatch == 0 &&
+                 trained[at].stage == st &&
+                 (kind == InstrKind::Forward ||
+                  (kind == InstrKind::LoadInput
+                       ? trained[at].inputName == name
+                       : trained[at].channel == channel))))
+          ++at;
+        if (at == trained.size())
+          return "device " + std::to_string(d) + " has no " +
+                 instructionName(kind) + " of stage " + std::to_string(st) +
+                 ", micro-batch 0 to evaluate with";
+        Instr instr = trained[at];
+        instr.microbatch = c;
+        instr.peer = peer;
+        eval.order.push_back({d, program.size()});
+        eval.planInstr[d].push_back(at);
+        program.push_back(std::move(instr));
+        return {};
+      };
+      std::vector<std::string> loaded;
+      std::string error;
+      for (const StageInput &input : stage.inputs) {
+        if (!error.empty())
+          break;
+        if (input.fromChannel)
+          error = add(InstrKind::RecvActivation, bundle.deviceOfStage(st - 1),
+                      input.channel, "");
+        else if (std::find(loaded.begin(), loaded.end(), input.inputName) ==
+                 loaded.end()) {
+          loaded.push_back(input.inputName);
+          error = add(InstrKind::LoadInput, 0, 0, input.inputName);
+        }
+      }
+      if (error.empty())
+        error = add(InstrKind::Forward, 0, 0, "");
+      for (unsigned ch = 0; ch < stage.outputs.size() && error.empty(); ++ch)
+        error = add(InstrKind::SendActivation, bundle.deviceOfStage(st + 1), ch,
+                    "");
+      if (!error.empty())
+        return error;
+    }
+  }
+  if (!evaluation) {
+    // Once, at creation: one chunk checks every buffer an evaluation uses.
+    std::string error = verifyPass(eval);
+    if (!error.empty())
+      return "evaluation: " + error;
+  }
+  evaluation = std::move(chunked);
+  return {};
+}
+
+void DeviceExecutor::Impl::copyEvaluationOutputs(unsigned m) {
+  if (issue != backend.get())
+    return; // the placement check copies nothing
+  const unsigned lastStage = bundle.stages.size() - 1;
+  const unsigned last = bundle.deviceOfStage(lastStage);
+  const StageProgram &stage = bundle.stages.back();
+  const StreamId s = compute(last);
+  const std::vector<DeviceValue> &values =
+      runs[last].values[bundle.localStage(lastStage)][m];
+  issue->copyToHost(s, &evaluationLosses[m], values[stage.loss].data, 4);
+  for (const Op &op : stage.forward) {
+    if (op.results.empty() || op.results[0] != stage.loss)
+      continue;
+    for (size_t k = 0; k < 2 && k < op.operands.size(); ++k) {
+      const DeviceValue &value = values[op.operands[k]];
+      HostTensor &host = evaluationOutputs[k];
+      // Batched values fill their rows of the whole evaluation; others are
+      // the same in every chunk.
+      int64_t perRow = value.numElements() / rowsOf(m);
+      int64_t at = stage.values[op.operands[k]].batched
+                       ? pass->offsets[m] * perRow * 4
+                       : 0;
+      char *dst = host.type == ElementType::F32
+                      ? reinterpret_cast<char *>(host.f32.data())
+                      : reinterpret_cast<char *>(host.i32.data());
+      issue->copyToHost(s, dst + at, value.data, value.numElements() * 4);
+    }
+  }
+}
+
+std::string DeviceExecutor::Impl::shareEvaluationOutputs() {
+  const unsigned last = bundle.deviceOfStage(bundle.stages.size() - 1);
+  std::string error =
+      transport->shareFrom(last, evaluationLosses.data(),
+                           int64_t(evaluationLosses.size()) * 4, "the losses");
+  for (HostTensor &host : evaluationOutputs) {
+    if (!error.empty())
+      break;
+    if (host.type == ElementType::F32)
+      error = transport->shareFrom(last, host.f32.data(),
+                                   int64_t(host.f32.size()) * 4, "outputs");
+    else
+      error = transport->shareFrom(last, host.i32.data(),
+                                   int64_t(host.i32.size()) * 4, "outputs");
+  }
+  return error;
+}
+
+EvalResult DeviceExecutor::evaluate(const Batch &batch, int64_t rows) {
+  Impl &s = *impl;
+  EvalResult result;
+  if (rows < 1) {
+    result.error =
+        "evaluate: expects at least 1 row, got " + std::to_string(rows);
+    return result;
+  }
+  result.error =
+      checkBatch(s.bundle, batch, rows,
+                 [this](const std::string &name) { return usesInput(name); });
+  s.rowBase = 0; // every replica evaluates every row
+  if (result.error.empty())
+    result.error = s.prepareEvaluation(rows);
+  if (result.error.empty()) {
+    s.pass = s.evaluation.get();
+    result.error = s.checkModelInputs(batch);
+  }
+  if (result.error.empty())
+    result.error = s.backend->error();
+  if (!result.error.empty()) {
+    result.error = "evaluate: " + result.error;
+    return result;
+  }
+  // Host room for every chunk's outputs before any copy is queued.
+  const StageProgram &stage = s.bundle.stages.back();
+  s.evaluationLosses.assign(s.evaluation->rows.size(), 0.0f);
+  for (const Op &op : stage.forward) {
+    if (op.results.empty() || op.results[0] != stage.loss)
+      continue;
+    for (size_t k = 0; k < 2 && k < op.operands.size(); ++k) {
+      const ValueSpec &spec = stage.values[op.operands[k]];
+      HostTensor &host = s.evaluationOutputs[k];
+      host = HostTensor();
+      host.type = spec.type;
+      host.shape = spec.shape;
+      if (spec.batched)
+        host.shape[0] = rows;
+      if (host.type == ElementType::F32)
+        host.f32.assign(product(host.shape), 0.0f);
+      else
+        host.i32.assign(product(host.shape), 0);
+    }
+  }
+  s.transport->beginPass("the evaluation after step " +
+                         std::to_string(s.steps));
+  bool timeline = s.config.recordTimeline;
+  s.config.recordTimeline = false; // the timeline is the training step's
+  result.error = s.runPass(*s.evaluation, batch);
+  s.config.recordTimeline = timeline;
+  std::string syncError = s.synchronizePass();
+  if (result.error.empty())
+    result.error = syncError;
+  if (result.error.empty())
+    result.error = s.shareEvaluationOutputs();
+  if (!result.error.empty()) {
+    result.error = "evaluate: " + result.error;
+    return result;
+  }
+  double loss = 0;
+  for (size_t c = 0; c < s.evaluationLosses.size(); ++c) {
+    const float chunkLoss = s.evaluationLosses[c];
+    // The guard, as a training step's: a non-finite loss is an error, not a
+    // number to report.
+    if (s.config.optimizer.checkFinite && !std::isfinite(chunkLoss)) {
+      const int64_t first = s.evaluation->offsets[c];
+      result.nonFinite = true;
+      result.error = "evaluate: the loss of rows " + std::to_string(first) +
+                     " to " + std::to_string(first + s.evaluation->rows[c]) +
+                     " is " + nonFiniteName(chunkLoss) +
+                     " (the non-finite guard is on)";
+      return result;
+    }
+    loss += double(s.evaluation->rows[c]) / double(rows) * double(chunkLoss);
+  }
+  result.loss = loss;
+  result.prediction = std::move(s.evaluationOutputs[0]);
+  result.target = std::move(s.evaluationOutputs[1]);
+  return result;
+}
+
+const Timeline &DeviceExecutor::timeline() const { return impl->timeline; }
+
+std::vector<int64_t> DeviceExecutor::residentBytes() const {
+  return impl->residentExact;
+}
+
+std::vector<int64_t> DeviceExecutor::peakMemoryBytes() const {
+  std::vector<int64_t> bytes;
+  for (const DeviceMemoryLayout &device : impl->layout)
+    bytes.push_back(device.residentBytes + device.arenaBytes);
+  return bytes;
+}
+
+int64_t DeviceExecutor::stepsDone() const { return impl->steps; }
+
+void DeviceExecutor::setStepsDone(int64_t steps) {
+  assert(checkStepsDone(steps).empty() && "checkStepsDone");
+  impl->steps = steps;
+}
+
+void DeviceExecutor::setLearningRate(float learningRate) {
+  impl->config.optimizer.learningRate = learningRate;
+}
+
+const Bundle &DeviceExecutor::bundle() const { return impl->bundle; }
+
+DeviceBackend &DeviceExecutor::backend() { return *impl->backend; }
+
+const Transport &DeviceExecutor::transport() const { return *impl->transport; }
+
+bool DeviceExecutor::usesInput(const std::string &name) const {
+  const Bundle &bundle = impl->bundle;
+  for (unsigned s = 0; s < bundle.stages.size(); ++s)
+    if (impl->transport->runsDevice(bundle.deviceOfStage(s)))
+      for (const StageInput &input : bundle.stages[s].inputs)
+        if (!input.fromChannel && input.inputName == name)
+          return true;
+  return false;
+}
+
+const std::vector<DeviceMemoryLayout> &DeviceExecutor::memory() const {
+  return impl->layout;
+}
