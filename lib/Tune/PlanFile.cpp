@@ -97,3 +97,9 @@ std::string gpipe::readPlanFile(llvm::StringRef text, PlanFile &file) {
   file.predictedStepUs = root->getNumber("predicted_step_us").value_or(0);
   return "";
 }
+
+void gpipe::applyPlanFile(const PlanFile &file,
+                          CompilePipelineOptions &options) {
+  applyPlan(file.plan, options);
+  options.memoryCap = file.memoryCap;
+}

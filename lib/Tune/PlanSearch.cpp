@@ -41,6 +41,17 @@ TuneCosts gpipe::tuneCostsFromMachine(const MachineModel &machine) {
   return costs;
 }
 
+void gpipe::applyPlan(const Plan &plan, CompilePipelineOptions &options) {
+  options.batchSize = plan.batchSize;
+  options.dataParallel = plan.replicas;
+  options.numStages = plan.stages;
+  options.numMicrobatches = plan.microbatches;
+  options.objective = plan.objective;
+  options.remat = plan.remat;
+  options.schedule = plan.schedule;
+  options.numVirtualStages = plan.virtualStages;
+}
+
 std::string gpipe::describePlan(const Plan &plan) {
   return "K=" + std::to_string(plan.stages) +
          " R=" + std::to_string(plan.replicas) +
@@ -113,14 +124,7 @@ public:
       return std::nullopt;
     }
     CompilePipelineOptions options;
-    options.batchSize = plan.batchSize;
-    options.dataParallel = plan.replicas;
-    options.numStages = plan.stages;
-    options.numMicrobatches = plan.microbatches;
-    options.objective = plan.objective;
-    options.remat = plan.remat;
-    options.schedule = plan.schedule;
-    options.numVirtualStages = plan.virtualStages;
+    applyPlan(plan, options);
     options.optimizerSlots = optimizerSlots;
     if (memoryCap > 0)
       options.memoryCap = std::to_string(memoryCap);

@@ -21,6 +21,7 @@
 #include "gpipe/runtime/bundle/BundleReader.h"
 #include "gpipe/runtime/exec/Engine.h"
 #include "gpipe/runtime/data/SyntheticBatch.h"
+#include "gpipe/runtime/report/StepTiming.h"
 #ifdef GPIPE_HAVE_CUDA
 #include "gpipe/cuda/CudaBackend.h"
 #endif
@@ -33,7 +34,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 
 namespace cl = llvm::cl;
 namespace rt = gpipe::runtime;
@@ -83,98 +83,6 @@ static int fail(const std::string &message) {
   return fail(rt::Status(rt::StatusCode::InvalidArgument, message));
 }
 
-namespace {
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-/// What the timed steps measured.
-struct Timing {
-  std::vector<double> stepMs;
-  std::vector<double> bubble;
-  /// The step's wall time outside the devices' span: issuing, staging the
-  /// inputs, synchronising, the losses.
-  std::vector<double> hostMs;
-};
-
-/// Runs `count` steps; "" or the first error.
-std::string runSteps(rt::Engine &engine, const rt::Batch &batch, int64_t count,
-                     Timing *timing) {
-  for (int64_t i = 0; i < count; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    rt::StepResult step = engine.trainStep(batch);
-    auto end = std::chrono::steady_clock::now();
-    if (!step.ok())
-      return step.error;
-    if (timing) {
-      timing->stepMs.push_back(
-          std::chrono::duration<double, std::milli>(end - start).count());
-      const rt::Timeline &timeline = engine.timeline();
-      timing->bubble.push_back(timeline.bubbleFraction());
-      timing->hostMs.push_back(
-          std::max(0.0, timeline.stepUs() - timeline.spanUs()) / 1000.0);
-    }
-  }
-  return {};
-}
-
-/// Per device: each op kind's time (and the optimizer step's) over the
-/// profiled steps, and the device's compute time.
-struct DeviceProfile {
-  std::vector<rt::OpTotal> ops; ///< us summed over the steps
-  double computeUs = 0, stepUs = 0;
-};
-
-std::string profile(rt::Engine &engine, const rt::Batch &batch, int64_t count,
-                    std::vector<DeviceProfile> &devices) {
-  devices.assign(engine.numDevices(), {});
-  std::vector<std::map<std::string, rt::OpTotal>> sums(devices.size());
-  for (int64_t i = 0; i < count; ++i) {
-    if (std::string error = runSteps(engine, batch, 1, nullptr); !error.empty())
-      return error;
-    const rt::Timeline &timeline = engine.timeline();
-    for (unsigned d = 0; d < devices.size(); ++d) {
-      for (const rt::OpTotal &op : timeline.opTotals(d)) {
-        rt::OpTotal &sum = sums[d][op.name];
-        sum.name = op.name;
-        sum.calls += op.calls;
-        sum.us += op.us;
-      }
-      for (const rt::TimelineEvent &event : timeline.lane(d)) {
-        if (event.compute)
-          devices[d].computeUs += event.durationUs;
-        // The update is an instruction, not an op: listed with them.
-        if (event.name == std::string("optimizer step")) {
-          rt::OpTotal &sum = sums[d][event.name];
-          sum.name = event.name;
-          ++sum.calls;
-          sum.us += event.durationUs;
-        }
-      }
-      // And so is the side work (packing ahead, zeroing the gradients).
-      for (const rt::TimelineEvent &event : timeline.sideWork(d)) {
-        devices[d].computeUs += event.durationUs;
-        rt::OpTotal &sum = sums[d][event.name];
-        sum.name = event.name;
-        ++sum.calls;
-        sum.us += event.durationUs;
-      }
-      devices[d].stepUs += timeline.stepUs();
-    }
-  }
-  for (unsigned d = 0; d < devices.size(); ++d) {
-    for (auto &entry : sums[d])
-      devices[d].ops.push_back(entry.second);
-    std::stable_sort(
-        devices[d].ops.begin(), devices[d].ops.end(),
-        [](const rt::OpTotal &a, const rt::OpTotal &b) { return a.us > b.us; });
-  }
-  return {};
-}
-} // namespace
-
 static int run() {
   if (steps == 0)
     return fail("--steps expects at least one timed step, got 0");
@@ -218,25 +126,26 @@ static int run() {
   if (!engine.ok())
     return fail(engine.status());
   rt::Engine &timed = **engine;
-  Timing timing;
-  if (std::string error = runSteps(timed, batch, warmup, nullptr);
+  rt::StepTiming timing;
+  if (std::string error = rt::timeSteps(timed, batch, warmup, nullptr);
       !error.empty())
     return fail(error);
-  if (std::string error = runSteps(timed, batch, steps, &timing);
+  if (std::string error = rt::timeSteps(timed, batch, steps, &timing);
       !error.empty())
     return fail(error);
 
-  std::vector<DeviceProfile> devices;
+  std::vector<rt::DeviceOpProfile> devices;
   if (profileSteps > 0) {
     engineOptions.profileOps = true;
     rt::StatusOr<std::unique_ptr<rt::Engine>> profiled =
         rt::createEngine(profiledBundle, engineOptions);
     if (!profiled.ok())
       return fail(profiled.status());
-    if (std::string error = runSteps(**profiled, batch, 1, nullptr);
+    if (std::string error = rt::timeSteps(**profiled, batch, 1, nullptr);
         !error.empty())
       return fail(error);
-    if (std::string error = profile(**profiled, batch, profileSteps, devices);
+    if (std::string error =
+            rt::profileOps(**profiled, batch, profileSteps, devices);
         !error.empty())
       return fail(error);
   }
@@ -247,9 +156,9 @@ static int run() {
   const bool fillDrain =
       options.schedule != gpipe::schedule::ScheduleKind::ZeroBubbleH1;
   const double ideal = double(k - 1) / double(v * m + k - 1);
-  const double stepMs = median(timing.stepMs);
+  const double stepMs = rt::median(timing.stepMs);
   const double samples = double(b.batch) / (stepMs / 1000.0);
-  const double bubble = median(timing.bubble);
+  const double bubble = rt::median(timing.bubble);
 
   llvm::raw_ostream &text = json ? llvm::errs() : llvm::outs();
   text << "gpipe-bench: " << modelPath << ", K=" << k << " M=" << m
@@ -264,7 +173,7 @@ static int run() {
       "{2:f2} ms; {3:f0} samples/s\n",
       stepMs, *std::min_element(timing.stepMs.begin(), timing.stepMs.end()),
       *std::max_element(timing.stepMs.begin(), timing.stepMs.end()), samples);
-  const double hostMs = median(timing.hostMs);
+  const double hostMs = rt::median(timing.hostMs);
   text << llvm::formatv("host: {0:f2} ms of the step outside the devices' "
                         "span (issue, inputs, synchronisation)\n",
                         hostMs);
@@ -278,7 +187,7 @@ static int run() {
   }
   llvm::json::Array opRows;
   for (unsigned d = 0; d < devices.size(); ++d) {
-    const DeviceProfile &p = devices[d];
+    const rt::DeviceOpProfile &p = devices[d];
     double perStep = 1.0 / double(profileSteps);
     double stepUs = p.stepUs * perStep, opsUs = 0;
     for (const rt::OpTotal &op : p.ops)
@@ -346,6 +255,7 @@ int main(int argc, char **argv) {
       argc, argv,
       "gpipe-bench: compile a model into a GPipe pipeline and time its "
       "training step on synthetic data: step time, samples/s, bubble, and "
-      "each device's time per op kind\n");
+      "each device's time per op kind (--help-hidden also lists the CPU "
+      "tuning, partition and timeout options)\n");
   return run();
 }

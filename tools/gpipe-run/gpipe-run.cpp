@@ -22,8 +22,8 @@
 #include "gpipe/Tools/DataFlags.h"
 #include "gpipe/Tools/DistributedFlags.h"
 #include "gpipe/Tools/PipelineFlags.h"
+#include "gpipe/Tools/PlanFlags.h"
 #include "gpipe/Tools/TrainingFlags.h"
-#include "gpipe/Tune/PlanFile.h"
 #include "gpipe/runtime/bundle/BundleReader.h"
 #include "gpipe/runtime/report/TrainingRun.h"
 #ifdef GPIPE_HAVE_CUDA
@@ -32,9 +32,7 @@
 
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <chrono>
@@ -50,40 +48,6 @@ static cl::OptionCategory outputOptions("Output");
 static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
                                       cl::desc("<model.mlir>"),
                                       cl::cat(tools::pipelineCategory));
-static cl::opt<std::string> planPath(
-    "plan", cl::init(""),
-    cl::desc("compile with the plan gpipe-tune chose (stages, data-parallel "
-             "replicas, micro-batches, schedule, remat, objective, batch "
-             "size, memory cap); those options may not be given too"),
-    cl::cat(tools::pipelineCategory));
-static gpipe::Count epochs("epochs", cl::init(10),
-                           cl::desc("passes over the training set"),
-                           cl::cat(tools::trainingCategory));
-static gpipe::Count maxSteps(
-    "max-steps", cl::init(0),
-    cl::desc("images: stop each epoch after this many steps (0: the whole "
-             "set); text: the number of training steps (0: 1000)"),
-    cl::cat(tools::trainingCategory));
-static cl::opt<std::string>
-    optimizerName("optimizer", cl::init("adam"),
-                  cl::desc("sgd, momentum, rmsprop, adam or adamw"),
-                  cl::cat(tools::trainingCategory));
-static gpipe::Real<float> learningRate("lr", cl::init(1e-3f),
-                                       cl::desc("(peak) learning rate"),
-                                       cl::cat(tools::trainingCategory));
-static cl::opt<rt::LearningRateSchedule>
-    lrSchedule("lr-schedule",
-               cl::desc("learning-rate schedule over the whole run"),
-               cl::init(rt::LearningRateSchedule::Cosine),
-               cl::values(clEnumValN(rt::LearningRateSchedule::Constant,
-                                     "constant", "--lr throughout"),
-                          clEnumValN(rt::LearningRateSchedule::Cosine, "cosine",
-                                     "cosine decay from --lr to 0")),
-               cl::cat(tools::trainingCategory));
-static gpipe::Whole<uint64_t> seed("seed", cl::init(1),
-                                   cl::desc("parameter and shuffling seed"),
-                                   cl::cat(tools::trainingCategory));
-
 static cl::opt<std::string> tracePath(
     "trace", cl::init(""),
     cl::desc("write the last step's timeline (Chrome trace JSON) here"),
@@ -117,53 +81,11 @@ static int fail(const std::string &message, int exit = rt::kExitUsage) {
 /// data-parallel replicas the processes are grouped into).
 static std::optional<gpipe::PlanFile> plan;
 
-/// Reads --plan; an option the plan sets may not be given as well. "" or
-/// the error, with its exit status in `exit`.
-static std::string loadPlan(int &exit) {
-  std::string openError;
-  std::unique_ptr<llvm::MemoryBuffer> file =
-      openInputFile(planPath, &openError);
-  exit = rt::kExitBadInput;
-  if (!file)
-    return openError;
-  gpipe::PlanFile read;
-  std::string error = gpipe::readPlanFile(file->getBuffer(), read);
-  if (!error.empty())
-    return "cannot use the plan '" + planPath + "': " + error;
-  exit = rt::kExitUsage;
-  const cl::Option *given[] = {&tools::numStages,    &tools::numMicrobatches,
-                               &tools::remat,        &tools::objective,
-                               &tools::batchSize,    &tools::memoryCap,
-                               &tools::scheduleKind, &tools::scheduleFile,
-                               &tools::dataParallel, &tools::virtualStages};
-  for (const cl::Option *option : given)
-    if (option->getNumOccurrences() > 0)
-      return "--" + option->ArgStr.str() +
-             " conflicts with --plan, which "
-             "sets it: give one or the other";
-  tools::dataParallel.setValue(read.plan.replicas);
-  plan = std::move(read);
-  return "";
-}
-
-/// The compile options of the plan.
-static void applyPlan(gpipe::CompilePipelineOptions &options) {
-  options.numStages = plan->plan.stages;
-  options.dataParallel = plan->plan.replicas;
-  options.numMicrobatches = plan->plan.microbatches;
-  options.schedule = plan->plan.schedule;
-  options.numVirtualStages = plan->plan.virtualStages;
-  options.remat = plan->plan.remat;
-  options.objective = plan->plan.objective;
-  options.batchSize = plan->plan.batchSize;
-  options.memoryCap = plan->memoryCap;
-}
-
 /// Compiles and trains; the exit status.
 static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
                const std::atomic<int> &stop) {
   rt::StatusOr<rt::OptimizerKind> optimizer =
-      tools::optimizerFromName(optimizerName);
+      tools::optimizerFromName(tools::optimizerName);
   if (!optimizer.ok())
     return fail(optimizer.status());
   engineOptions.optimizer.kind = *optimizer;
@@ -181,7 +103,7 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   tools::applyCompileFlags(options);
   options.dataParallel = tools::dataParallel;
   if (plan)
-    applyPlan(options);
+    gpipe::applyPlanFile(*plan, options);
   options.optimizerSlots = rt::optimizerSlots(engineOptions.optimizer.kind);
   std::string bundleText, openError;
   if (failed(gpipe::compileFileToBundle(modelPath, options, bundleText,
@@ -212,8 +134,8 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   if (text && !seq.ok())
     return fail(seq.status(), rt::kExitBadInput);
   engineOptions.device = *device;
-  engineOptions.optimizer.learningRate = learningRate;
-  engineOptions.seed = seed;
+  engineOptions.optimizer.learningRate = tools::learningRate;
+  engineOptions.seed = tools::seed;
   engineOptions.timeout = std::chrono::milliseconds(tools::timeoutMs);
   engineOptions.cpuThreading = tools::cpuThreadingFromFlags();
 #ifdef GPIPE_HAVE_CUDA
@@ -231,13 +153,13 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   if (text) {
     rt::TextRun run{title,     tools::corpusPath, {},
                     tracePath, profilePath,       &stop};
-    run.options.steps = maxSteps > 0 ? int64_t(maxSteps) : 1000;
+    run.options.steps = tools::maxSteps > 0 ? int64_t(tools::maxSteps) : 1000;
     run.options.evalEvery = tools::evalEvery;
     run.options.evalBatches = tools::evalBatches;
-    run.options.learningRate = learningRate;
-    run.options.schedule = lrSchedule;
+    run.options.learningRate = tools::learningRate;
+    run.options.schedule = tools::lrSchedule;
     run.options.warmupSteps = tools::warmupSteps;
-    run.options.seed = seed;
+    run.options.seed = tools::seed;
     run.options.checkpoints = tools::checkpointOptionsFromFlags();
     run.metricsPath = tools::metricsPath;
     run.logEvery = tools::logEvery;
@@ -248,21 +170,22 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
                                  processes.out(stderr));
   } else {
     rt::ImageRun run{title, tools::dataDir, {}, tracePath, profilePath, &stop};
-    run.options.epochs = epochs;
-    run.options.maxStepsPerEpoch = maxSteps;
-    run.options.learningRate = learningRate;
-    run.options.schedule = lrSchedule;
+    run.options.epochs = tools::epochs;
+    run.options.maxStepsPerEpoch = tools::maxSteps;
+    run.options.learningRate = tools::learningRate;
+    run.options.schedule = tools::lrSchedule;
     run.options.warmupSteps = tools::warmupSteps;
-    run.options.shuffleSeed = seed;
+    run.options.shuffleSeed = tools::seed;
     run.options.checkpoints = tools::checkpointOptionsFromFlags();
     run.metricsPath = tools::metricsPath;
     run.logEvery = tools::logEvery;
     run.reportPath = reportPath;
     rt::Status valid = rt::checkOptions(run.options);
     // The epochs' steps bound the run's (the data set may hold fewer).
-    if (valid.ok() && maxSteps > 0)
-      if (std::string error = rt::checkWarmup(
-              run.options.warmupSteps, int64_t(epochs) * int64_t(maxSteps));
+    if (valid.ok() && tools::maxSteps > 0)
+      if (std::string error = rt::checkWarmup(run.options.warmupSteps,
+                                              int64_t(tools::epochs) *
+                                                  int64_t(tools::maxSteps));
           !error.empty())
         valid = rt::Status(rt::StatusCode::InvalidArgument, error);
     if (!valid.ok())
@@ -291,13 +214,13 @@ int main(int argc, char **argv) {
           argc, argv,
           "gpipe-run: compile a model into a GPipe pipeline and train it on "
           "Fashion-MNIST or, as a character language model, on a text "
-          "corpus\n",
+          "corpus (--help-hidden also lists the CPU tuning, partition and "
+          "timeout options)\n",
           &llvm::errs()))
     return rt::kExitUsage;
   int exit = rt::kExitUsage;
-  if (!planPath.empty())
-    if (std::string error = loadPlan(exit); !error.empty())
-      return fail(error, exit);
+  if (std::string error = tools::readPlanFlag(plan, exit); !error.empty())
+    return fail(error, exit);
   rt::EngineOptions engineOptions;
   tools::Processes processes;
   if (rt::Status started = processes.start(engineOptions, &stop); !started.ok())

@@ -2,11 +2,12 @@
 //
 // A training tool started by an MPI launcher (`mpirun -np K gpipe-run ...`)
 // runs pipeline device r in rank r (runtime/mpi); started alone, every device
-// is a thread of the one process. This header has the --peer-timeout option,
-// in its own help category, and `Processes`, which starts MPI when a launcher
+// is a thread of the one process. This header has the --data-parallel and
+// --peer-timeout options in their own help category (the second cl::Hidden:
+// --help-hidden lists it), and `Processes`, which starts MPI when a launcher
 // started the tool, gives the engine its transport, silences the ranks that
 // do not lead, and ends MPI with the tool's exit status. Header-only: it
-// defines the option, so exactly one source file of a tool includes it.
+// defines the options, so exactly one source file of a tool includes it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +38,7 @@ static Real<double> peerTimeout(
     "peer-timeout", llvm::cl::init(60.0),
     llvm::cl::desc("seconds a process waits for a peer's transfer or "
                    "broadcast before it fails, naming the peer"),
-    llvm::cl::cat(distributedCategory));
+    llvm::cl::Hidden, llvm::cl::cat(distributedCategory));
 static Count dataParallel(
     "data-parallel", llvm::cl::init(1),
     llvm::cl::desc("data-parallel replicas R of the pipeline, each training "

@@ -3,8 +3,10 @@
 // How gpipe-run and gpipe-bench compile a model and where they run it:
 // --stages, --microbatches, --remat, --schedule, --batch-size, --device and
 // the rest, spelt the same in both, in their own help category, plus the CPU
-// devices' threads. Header-only: it defines the options, so exactly one
-// source file of a tool includes it.
+// devices' threads. The CPU tuning, the partition's finer choices and the
+// rarely changed options are cl::Hidden, so that --help stays short and
+// --help-hidden lists them. Header-only: it defines the options, so exactly
+// one source file of a tool includes it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,7 +75,7 @@ static llvm::cl::opt<std::string> scheduleFile(
     llvm::cl::desc(
         "each device's order of forwards and backwards, one line per "
         "device ('device 0: F0 F1 B0 ...')"),
-    llvm::cl::cat(pipelineCategory));
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 static llvm::cl::opt<gpipe::PartitionObjective> objective(
     "objective", llvm::cl::desc("partition objective"),
     llvm::cl::init(gpipe::PartitionObjective::Variance),
@@ -81,7 +83,7 @@ static llvm::cl::opt<gpipe::PartitionObjective> objective(
                                 "even cell costs (GPipe)"),
                      clEnumValN(gpipe::PartitionObjective::Bottleneck,
                                 "bottleneck", "smallest largest cell")),
-    llvm::cl::cat(pipelineCategory));
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 static llvm::cl::opt<gpipe::PartitionBalance>
     balance("balance", llvm::cl::desc("what the partition balances"),
             llvm::cl::init(gpipe::PartitionBalance::Work),
@@ -91,12 +93,12 @@ static llvm::cl::opt<gpipe::PartitionBalance>
                            "backwards and recomputes"),
                 clEnumValN(gpipe::PartitionBalance::Compute, "compute",
                            "the layers' cost attributes alone")),
-            llvm::cl::cat(pipelineCategory));
+            llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 static llvm::cl::opt<bool> splitLayers(
     "split-layers", llvm::cl::init(true),
     llvm::cl::desc("cut layers with two products (a feed-forward block) into "
                    "finer layers before partitioning (=false: whole layers)"),
-    llvm::cl::cat(pipelineCategory));
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 static gpipe::Whole<int64_t>
     batchSize("batch-size", llvm::cl::init(0),
               llvm::cl::desc("mini-batch size (0: the model's own)"),
@@ -113,23 +115,23 @@ static llvm::cl::opt<std::string> deviceName(
 static gpipe::Count timeoutMs(
     "timeout-ms", llvm::cl::init(60000),
     llvm::cl::desc("how long a step may wait for this process's devices"),
-    llvm::cl::cat(pipelineCategory));
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 
 static Count cpuThreads(
     "threads-per-device", llvm::cl::init(0),
     llvm::cl::desc("cpu: threads per pipeline device (0: the cores divided "
                    "among the devices)"),
-    llvm::cl::cat(pipelineCategory));
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 static llvm::cl::opt<bool> pinThreads(
     "pin-threads", llvm::cl::init(false),
     llvm::cl::desc("cpu: pin each device's threads to their own cores"),
-    llvm::cl::cat(pipelineCategory));
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 static llvm::cl::opt<bool> packWeights(
     "pack-weights", llvm::cl::init(true),
     llvm::cl::desc("cpu: multiply by weights packed once per step where the "
                    "CPU has AVX-512 or AVX2 (=false: the BLAS for every "
                    "product)"),
-    llvm::cl::cat(pipelineCategory));
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 
 /// Prints "TOOL: error: MESSAGE"; the exit status: 2 when the device is not
 /// available here, else 1.
@@ -182,14 +184,14 @@ static llvm::cl::opt<bool> flushDenormals(
     "flush-denormals", llvm::cl::init(true),
     llvm::cl::desc("cpu: the devices' threads flush denormal floats to zero "
                    "(=false: IEEE gradual underflow, much slower on them)"),
-    llvm::cl::cat(pipelineCategory));
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 
 static llvm::cl::opt<bool> decideOnDevices(
     "decide-on-devices", llvm::cl::init(true),
     llvm::cl::desc("cpu: clipping and the non-finite guard decide each step "
                    "on the devices (=false: on the host, after a mid-step "
                    "synchronize)"),
-    llvm::cl::cat(pipelineCategory));
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 
 inline runtime::device::CpuThreading cpuThreadingFromFlags() {
   runtime::device::CpuThreading threading;

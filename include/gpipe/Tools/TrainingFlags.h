@@ -1,13 +1,13 @@
-//===- TrainingFlags.h - gpipe-run's optimizer and logging options -*- C++
-//-*-===//
+//===- TrainingFlags.h - A training tool's training options ----*- C++ -*-===//
 //
-// The training options users expect beside the optimizer and the learning
-// rate: weight decay (L2 for sgd and momentum, decoupled for adamw),
-// clipping by the global gradient norm, the guard against non-finite values,
-// a linear warmup before the schedule, and (in their own category) a plain
-// log line every N steps and a metrics file of one JSON line per step and
-// per evaluation. Header-only: it
-// defines the options, so exactly one source file of a tool includes it.
+// How long gpipe-run trains and how: epochs or steps, the optimizer, the
+// (peak) learning rate and its schedule, the seed, and the options users
+// expect beside them: weight decay (L2 for sgd and momentum, decoupled for
+// adamw), clipping by the global gradient norm, the guard against non-finite
+// values, a linear warmup before the schedule, and (in their own category) a
+// plain log line every N steps and a metrics file of one JSON line per step
+// and per evaluation. Header-only: it defines the options, so exactly one
+// source file of a tool includes it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 #include "gpipe/Support/OptionParsers.h"
 #include "gpipe/runtime/kernels/Optimizers.h"
 #include "gpipe/runtime/base/Status.h"
+#include "gpipe/runtime/train/Training.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -25,6 +26,33 @@
 namespace gpipe::tools {
 
 static llvm::cl::OptionCategory trainingCategory("Training");
+static Count epochs("epochs", llvm::cl::init(10),
+                    llvm::cl::desc("passes over the training set"),
+                    llvm::cl::cat(trainingCategory));
+static Count
+    maxSteps("max-steps", llvm::cl::init(0),
+             llvm::cl::desc("images: stop each epoch after this many steps "
+                            "(0: the whole set); text: the number of training "
+                            "steps (0: 1000)"),
+             llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<std::string>
+    optimizerName("optimizer", llvm::cl::init("adam"),
+                  llvm::cl::desc("sgd, momentum, rmsprop, adam or adamw"),
+                  llvm::cl::cat(trainingCategory));
+static Real<float> learningRate("lr", llvm::cl::init(1e-3f),
+                                llvm::cl::desc("(peak) learning rate"),
+                                llvm::cl::cat(trainingCategory));
+static llvm::cl::opt<runtime::LearningRateSchedule> lrSchedule(
+    "lr-schedule", llvm::cl::desc("learning-rate schedule over the whole run"),
+    llvm::cl::init(runtime::LearningRateSchedule::Cosine),
+    llvm::cl::values(clEnumValN(runtime::LearningRateSchedule::Constant,
+                                "constant", "--lr throughout"),
+                     clEnumValN(runtime::LearningRateSchedule::Cosine, "cosine",
+                                "cosine decay from --lr to 0")),
+    llvm::cl::cat(trainingCategory));
+static Whole<uint64_t> seed("seed", llvm::cl::init(1),
+                            llvm::cl::desc("parameter and shuffling seed"),
+                            llvm::cl::cat(trainingCategory));
 
 static gpipe::Real<float> weightDecay(
     "weight-decay", llvm::cl::init(0.0f),

@@ -32,6 +32,9 @@ std::string writePlanFile(const PlanFile &file);
 /// Parses `text` into `file`; returns "" or what is wrong, naming the field.
 std::string readPlanFile(llvm::StringRef text, PlanFile &file);
 
+/// Sets the compile options `file` chooses: its plan's and its memory cap.
+void applyPlanFile(const PlanFile &file, CompilePipelineOptions &options);
+
 } // namespace gpipe
 
 #endif // GPIPE_TUNE_PLANFILE_H

@@ -76,6 +76,10 @@ struct Plan {
 /// interleaving).
 std::string describePlan(const Plan &plan);
 
+/// Sets the compile options `plan` chooses (the memory cap and the optimizer
+/// slots are the caller's).
+void applyPlan(const Plan &plan, CompilePipelineOptions &options);
+
 struct PlanOutcome {
   Plan plan;
   std::string rejection;          ///< why it cannot run; empty if it can
