@@ -20,6 +20,7 @@
 #include "gpipe/runtime/kernels/CpuKernels.h"
 
 #include "ImmediateKernels.h"
+#include "NanAssertions.h"
 #include "RandomData.h"
 #include "ReferenceConvOps.h"
 
@@ -38,7 +39,9 @@ using namespace gpipe::runtime::device;
 using Floats = std::vector<float>;
 using gpipe::runtime::testing::ImmediateKernels;
 using gpipe::runtime::testing::kStream;
+using gpipe::testing::nanWhere;
 using gpipe::testing::randomFloats;
+using gpipe::testing::sameValues;
 
 namespace {
 
@@ -58,31 +61,6 @@ Floats withNonFinite(std::mt19937_64 &rng, int64_t n, bool infinities) {
       x[i] = -kInf;
   }
   return x;
-}
-
-/// actual is NaN exactly where expected is, and equal to it elsewhere.
-template <class T>
-::testing::AssertionResult sameValues(const Floats &actual,
-                                      const std::vector<T> &expected) {
-  for (size_t i = 0; i < expected.size(); ++i)
-    if (std::isnan(actual[i]) != std::isnan(expected[i]) ||
-        (!std::isnan(expected[i]) && actual[i] != expected[i]))
-      return ::testing::AssertionFailure()
-             << "element " << i << ": got " << actual[i] << ", expected "
-             << expected[i];
-  return ::testing::AssertionSuccess();
-}
-
-/// actual is NaN exactly where `nan` holds, finite elsewhere.
-template <class Nan>
-::testing::AssertionResult nanWhere(const Floats &actual, Nan nan) {
-  for (size_t i = 0; i < actual.size(); ++i)
-    if (bool(std::isnan(actual[i])) != nan(i) ||
-        (!nan(i) && !std::isfinite(actual[i])))
-      return ::testing::AssertionFailure()
-             << "element " << i << ": got " << actual[i] << ", expected "
-             << (nan(i) ? "NaN" : "a finite value");
-  return ::testing::AssertionSuccess();
 }
 
 } // namespace
@@ -238,8 +216,7 @@ TEST(DeviceKernelsNaN, LayerNorm) {
   EXPECT_TRUE(nanWhere(y, [&](size_t i) { return int64_t(i) / cols == 1; }));
 }
 
-//===-- max pooling
-//---------------------------------------------------------===//
+//===-- max pooling -------------------------------------------------------===//
 
 namespace {
 WindowGeometry poolGeometry(const ref::Pool2dShape &s) {
@@ -302,8 +279,7 @@ TEST(DeviceKernelsNaN, MaxPoolMatchesTheReference) {
   }
 }
 
-//===-- batch norm
-//----------------------------------------------------------===//
+//===-- batch norm --------------------------------------------------------===//
 
 // Column 1 holds a NaN: its output, statistics and running statistics are
 // NaN (the running variance does not clamp a NaN variance to 0).

@@ -19,6 +19,7 @@
 #include "gpipe/runtime/gpipe_runtime.h"
 
 #include "CApiSessionSupport.h"
+#include "NanAssertions.h"
 #include "RandomData.h"
 
 #include <gtest/gtest.h>
@@ -32,7 +33,9 @@
 namespace cpu = gpipe::runtime::cpu;
 namespace capi = gpipe::runtime::testing::capi;
 using Floats = std::vector<float>;
+using gpipe::testing::nanWhere;
 using gpipe::testing::randomFloats;
+using gpipe::testing::sameValues;
 
 namespace {
 
@@ -57,34 +60,9 @@ Floats withNonFinite(std::mt19937_64 &rng, int64_t n, bool infinities) {
   return x;
 }
 
-/// actual is NaN exactly where expected is, and equal to it elsewhere.
-::testing::AssertionResult sameValues(const Floats &actual,
-                                      const Floats &expected) {
-  for (size_t i = 0; i < expected.size(); ++i)
-    if (std::isnan(actual[i]) != std::isnan(expected[i]) ||
-        (!std::isnan(expected[i]) && actual[i] != expected[i]))
-      return ::testing::AssertionFailure()
-             << "element " << i << ": got " << actual[i] << ", expected "
-             << expected[i];
-  return ::testing::AssertionSuccess();
-}
-
-/// actual is NaN exactly where `nan` holds, finite elsewhere.
-template <class Nan>
-::testing::AssertionResult nanWhere(const Floats &actual, Nan nan) {
-  for (size_t i = 0; i < actual.size(); ++i)
-    if (bool(std::isnan(actual[i])) != nan(i) ||
-        (!nan(i) && !std::isfinite(actual[i])))
-      return ::testing::AssertionFailure()
-             << "element " << i << ": got " << actual[i] << ", expected "
-             << (nan(i) ? "NaN" : "a finite value");
-  return ::testing::AssertionSuccess();
-}
-
 } // namespace
 
-//===-- element-wise
-//-------------------------------------------------------===//
+//===-- element-wise ------------------------------------------------------===//
 
 TEST(KernelNaN, Relu) {
   std::mt19937_64 rng(4201);
@@ -151,8 +129,7 @@ TEST(KernelNaN, Dropout) {
     }
 }
 
-//===-- rows
-//---------------------------------------------------------------===//
+//===-- rows --------------------------------------------------------------===//
 
 // Row 1 holds a NaN, row 2 a +inf, row 3 is all NaN: each is NaN throughout;
 // rows 0 and 4 stay finite.
@@ -225,8 +202,7 @@ TEST(KernelNaN, LayerNormAndMse) {
       std::isnan(cpu::mseForward(x.data(), target.data(), rows * cols)));
 }
 
-//===-- end to end: the C API
-//----------------------------------------------===//
+//===-- end to end: the C API ---------------------------------------------===//
 
 namespace {
 
