@@ -14,6 +14,7 @@
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
 #include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
+#include "gpipe/Target/KernelRegions.h"
 #include "gpipe/runtime/bundle/BundleChecksum.h"
 #include "gpipe/runtime/bundle/OpTable.h"
 
@@ -21,7 +22,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Base64.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -213,8 +216,50 @@ struct StageEmission {
 };
 } // namespace
 
-static FailureOr<StageEmission>
-emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
+/// Fuses the stage's element-wise runs into kernels of `table`
+/// (KernelRegions.h): the forward's, the backward's (its B and W parts
+/// apart), and renumbers what points into them. A forward run is fused only
+/// if the backward recomputes all of it or none of it.
+static void fuseStageKernels(json::Array &forward, json::Array &grads,
+                             std::vector<size_t> &recomputed,
+                             std::optional<int64_t> &weightsFrom,
+                             ArrayRef<const json::Array *> readLists,
+                             KernelTable &table) {
+  ValueUses uses;
+  countOperandUses(forward, uses);
+  countOperandUses(grads, uses);
+  for (const json::Array *ids : readLists)
+    for (const json::Value &id : *ids)
+      ++uses[id.getAsInteger().value_or(-1)];
+
+  llvm::DenseSet<size_t> rerun(recomputed.begin(), recomputed.end());
+  std::vector<size_t> forwardMap = fuseKernelRegions(
+      forward, 0, forward.size(), uses, table, [&](size_t first, size_t last) {
+        size_t count = 0;
+        for (size_t k = first; k <= last; ++k)
+          count += rerun.count(k);
+        return count == 0 || count == last - first + 1;
+      });
+  std::vector<size_t> remapped;
+  for (size_t index : recomputed)
+    if (remapped.empty() || remapped.back() != forwardMap[index])
+      remapped.push_back(forwardMap[index]);
+  recomputed = std::move(remapped);
+
+  auto any = [](size_t, size_t) { return true; };
+  size_t bEnd = size_t(weightsFrom.value_or(int64_t(grads.size())));
+  size_t oldSize = grads.size();
+  std::vector<size_t> backMap =
+      fuseKernelRegions(grads, 0, bEnd, uses, table, any);
+  size_t wBegin = bEnd < oldSize ? backMap[bEnd] : grads.size();
+  fuseKernelRegions(grads, wBegin, grads.size(), uses, table, any);
+  if (weightsFrom)
+    weightsFrom = int64_t(wBegin);
+}
+
+static FailureOr<StageEmission> emitStage(StageOp stage,
+                                          StageBackwardOp backward, bool isLast,
+                                          int64_t batch, KernelTable *kernels) {
   ValueTable values(batch);
   StageEmission out;
   Block &body = stage.getBody().front();
@@ -269,8 +314,6 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
              layer.getResults(), layerBody.getTerminator()->getOperands()))
       values.alias(result, *values.lookup(layer, yielded));
   }
-  markFusions(forward);
-  forward.insert(forward.begin(), params.begin(), params.end());
   auto yield = cast<YieldOp>(body.getTerminator());
   json::Array outputs;
   int loss = -1;
@@ -330,14 +373,20 @@ emitStage(StageOp stage, StageBackwardOp backward, bool isLast, int64_t batch) {
   for (Value grad : backBody.getTerminator()->getOperands())
     inputGrads.push_back(*values.lookup(backBody.getTerminator(), grad));
 
+  json::Array lossIds;
+  if (loss >= 0)
+    lossIds.push_back(loss);
+  if (kernels)
+    fuseStageKernels(forward, grads, recomputed, weightsFrom,
+                     {&outputs, &inputGrads, &lossIds}, *kernels);
   const size_t numGrads = grads.size();
   // The forward's ops the backward reads again, on the same ids; fused as
   // they meet, since a pair of the forward may have lost its second op.
   json::Array recompute;
-  for (size_t index : recomputed) {
-    recompute.push_back(forward[params.size() + index]);
-    recompute.back().getAsObject()->erase("fuse");
-  }
+  for (size_t index : recomputed)
+    recompute.push_back(forward[index]);
+  markFusions(forward);
+  forward.insert(forward.begin(), params.begin(), params.end());
   markFusions(recompute);
   recompute.insert(recompute.begin(), params.begin(), params.end());
   out.stage = json::Object{{"values", values.takeSpecs()},
@@ -495,8 +544,10 @@ static std::string weightsPath(ModelOp model, StringRef sourcePath) {
   return std::string(path);
 }
 
-FailureOr<llvm::json::Value>
-gpipe::emitBundle(ModelOp model, ScheduleOp schedule, StringRef sourcePath) {
+FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
+                                               ScheduleOp schedule,
+                                               StringRef sourcePath,
+                                               KernelCodegen codegen) {
   Block &body = model.getBody().front();
   SmallVector<StageOp> stages = llvm::to_vector(body.getOps<StageOp>());
   if (stages.empty())
@@ -527,6 +578,7 @@ gpipe::emitBundle(ModelOp model, ScheduleOp schedule, StringRef sourcePath) {
 
   json::Array stageObjects, params;
   std::optional<StringRef> remat;
+  KernelTable kernels;
   for (StageOp stage : stages) {
     StageBackwardOp backward;
     for (StageBackwardOp candidate : body.getOps<StageBackwardOp>())
@@ -542,7 +594,8 @@ gpipe::emitBundle(ModelOp model, ScheduleOp schedule, StringRef sourcePath) {
              << *remat << "'; a bundle has one policy";
     remat = policy;
     FailureOr<StageEmission> emitted = emitStage(
-        stage, backward, loss.getDefiningOp() == stage, model.getBatch());
+        stage, backward, loss.getDefiningOp() == stage, model.getBatch(),
+        codegen == KernelCodegen::Native ? &kernels : nullptr);
     if (failed(emitted))
       return failure();
     stageObjects.push_back(std::move(emitted->stage));
@@ -573,12 +626,26 @@ gpipe::emitBundle(ModelOp model, ScheduleOp schedule, StringRef sourcePath) {
   std::string weights = weightsPath(model, sourcePath);
   if (!weights.empty())
     bundle["weights"] = std::move(weights);
+  if (!kernels.kernels().empty()) {
+    FailureOr<std::vector<NativeCodeVariant>> code =
+        compileNativeKernels(kernels.kernels(), model.getLoc());
+    if (failed(code))
+      return failure();
+    json::Array cpu;
+    for (NativeCodeVariant &variant : *code)
+      cpu.push_back(
+          json::Object{{"isa", variant.isa},
+                       {"elf", llvm::encodeBase64(variant.sharedObject)}});
+    bundle["code"] =
+        json::Object{{"kernels", kernels.describe()}, {"cpu", std::move(cpu)}};
+  }
   return json::Value(std::move(bundle));
 }
 
 LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
                                              llvm::raw_ostream &os,
-                                             StringRef sourcePath) {
+                                             StringRef sourcePath,
+                                             KernelCodegen codegen) {
   auto schedules = llvm::to_vector(module.getOps<ScheduleOp>());
   if (schedules.size() != 1)
     return module.emitError()
@@ -594,7 +661,8 @@ LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
   // proven again, so that no bundle that could hang is written.
   if (failed(verifyUnrolledSchedule(schedule)))
     return failure();
-  FailureOr<json::Value> bundle = emitBundle(model, schedule, sourcePath);
+  FailureOr<json::Value> bundle =
+      emitBundle(model, schedule, sourcePath, codegen);
   if (failed(bundle))
     return failure();
   std::string text = llvm::formatv("{0:2}", *bundle).str();
@@ -603,6 +671,17 @@ LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
 }
 
 void gpipe::registerToBundleTranslation() {
+  // gpipe-compile's codegen option, for a model compiled by gpipe-opt; only
+  // the tools that register the translation have the flag.
+  static llvm::cl::opt<KernelCodegen> translateCodegen(
+      "gpipe-codegen",
+      llvm::cl::desc("with --gpipe-to-bundle: what runs the element-wise ops"),
+      llvm::cl::init(KernelCodegen::None),
+      llvm::cl::values(
+          clEnumValN(KernelCodegen::None, "none",
+                     "the runtime's library kernels"),
+          clEnumValN(KernelCodegen::Native, "native",
+                     "kernels generated for each run of element-wise ops")));
   // Parses the input itself (rather than through TranslateFromMLIR) to know
   // the input file, against which a relative weights path is resolved.
   TranslateRegistration registration(
@@ -623,6 +702,7 @@ void gpipe::registerToBundleTranslation() {
         // offset ".
         if (source.consume_front("within split at "))
           source = source.take_front(source.rfind(':'));
-        return translateModuleToBundle(*module, os, source);
+        return translateModuleToBundle(*module, os, source,
+                                       translateCodegen.getValue());
       });
 }

@@ -21,7 +21,7 @@ gpipe::compileModuleToBundle(ModuleOp module,
   buildCompilePipeline(pm, options);
   if (failed(pm.run(module)))
     return failure();
-  return translateModuleToBundle(module, os, sourcePath);
+  return translateModuleToBundle(module, os, sourcePath, options.codegen);
 }
 
 LogicalResult gpipe::compileSourceToBundle(

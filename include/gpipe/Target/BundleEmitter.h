@@ -1,4 +1,5 @@
-//===- BundleEmitter.h - Write a compiled model as a program bundle -*- C++ -*-===//
+//===- BundleEmitter.h - Write a compiled model as a program bundle -*- C++
+//-*-===//
 //
 // The contract with the runtime: docs/BundleFormat.md.
 //
@@ -8,6 +9,7 @@
 #define GPIPE_TARGET_BUNDLEEMITTER_H
 
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
@@ -20,13 +22,15 @@ namespace gpipe {
 /// absolute; with no file ("", "<stdin>", a name whose directory does not
 /// exist) it is written as it is.
 mlir::FailureOr<llvm::json::Value>
-emitBundle(ModelOp model, ScheduleOp schedule, llvm::StringRef sourcePath = "");
+emitBundle(ModelOp model, ScheduleOp schedule, llvm::StringRef sourcePath = "",
+           KernelCodegen codegen = KernelCodegen::None);
 
 /// Writes the bundle of the module's only schedule and its model as JSON
 /// (`sourcePath` as in emitBundle).
-mlir::LogicalResult translateModuleToBundle(mlir::ModuleOp module,
-                                            llvm::raw_ostream &os,
-                                            llvm::StringRef sourcePath = "");
+mlir::LogicalResult
+translateModuleToBundle(mlir::ModuleOp module, llvm::raw_ostream &os,
+                        llvm::StringRef sourcePath = "",
+                        KernelCodegen codegen = KernelCodegen::None);
 
 /// Number of stages of a model.
 unsigned getStagesCount(ModelOp model);

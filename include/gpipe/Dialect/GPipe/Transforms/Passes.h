@@ -46,6 +46,11 @@ enum class PartitionBalance {
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h.inc"
 
 /// Options of the `gpipe-compile` pipeline.
+/// What the element-wise ops of a bundle run: the runtime's library kernels,
+/// one op at a time, or kernels the compiler generates for their fused runs
+/// (native x86-64 code carried in the bundle; docs/Architecture.md).
+enum class KernelCodegen { None, Native };
+
 struct CompilePipelineOptions
     : public mlir::PassPipelineOptions<CompilePipelineOptions> {
   Option<int64_t, WholeParser<int64_t>> batchSize{
@@ -81,6 +86,17 @@ struct CompilePipelineOptions
                      "backwards and recomputes"),
           clEnumValN(PartitionBalance::Compute, "compute",
                      "the layers' cost attributes alone"))};
+  Option<KernelCodegen> codegen{
+      *this, "codegen",
+      llvm::cl::desc("what runs the element-wise ops when the bundle is "
+                     "written"),
+      llvm::cl::init(KernelCodegen::None),
+      llvm::cl::values(
+          clEnumValN(KernelCodegen::None, "none",
+                     "the runtime's library kernels, one op at a time"),
+          clEnumValN(KernelCodegen::Native, "native",
+                     "kernels generated through MLIR for each run of "
+                     "element-wise ops, as x86-64 code in the bundle"))};
   Option<bool> splitLayers{
       *this, "split-layers",
       llvm::cl::desc("cut layers with several heavy ops (two products, two "

@@ -1,0 +1,57 @@
+//===- KernelToLinalg.h - A fused element-wise kernel as linalg -*- C++ -*-===//
+//
+// A generated kernel is a chain of element-wise steps over f32 elements (the
+// bundle's element-wise ops, fused by the bundle emission: KernelRegions.h).
+// This builds it as one `linalg.generic` on tensors, the start of its
+// lowering to native code (NativeKernels.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_CONVERSION_KERNELTOLINALG_H
+#define GPIPE_CONVERSION_KERNELTOLINALG_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <vector>
+
+namespace gpipe {
+
+/// One step of a kernel: an element-wise op of the bundle (relu, gelu,
+/// gelu_erf, tanh, add, add_grads and the gradients relu_grad, gelu_grad,
+/// gelu_erf_grad, tanh_grad, operands in the bundle's order) on earlier
+/// values: operand k < numInputs is input k, otherwise step k - numInputs.
+struct KernelStep {
+  std::string op;
+  llvm::SmallVector<unsigned> operands;
+};
+
+/// A kernel: `numInputs` inputs of n elements each, steps in order, the last
+/// one's value written to the output.
+struct KernelSpec {
+  unsigned numInputs = 0;
+  std::vector<KernelStep> steps;
+
+  /// "add(in0,in1)->t0; relu(t0)->out": the steps with the inputs and the
+  /// intermediate values named; identical kernels describe alike.
+  std::string describe() const;
+};
+
+/// Whether `op` (a bundle op name) can be a kernel step.
+bool isKernelStepOp(llvm::StringRef op);
+
+/// Adds to `module` a public `func.func @name(in0, ..., out)` over
+/// tensor<?xf32> whose body is one linalg.generic computing `kernel`, the
+/// output argument marked writable so that bufferization writes it in place.
+/// Fails (with a diagnostic at `loc`) on an unknown step or a bad operand.
+mlir::LogicalResult buildKernelFunction(mlir::ModuleOp module,
+                                        mlir::Location loc,
+                                        llvm::StringRef name,
+                                        const KernelSpec &kernel);
+
+} // namespace gpipe
+
+#endif // GPIPE_CONVERSION_KERNELTOLINALG_H

@@ -1,0 +1,61 @@
+//===- KernelRegions.h - Element-wise runs of a stage program as kernels -*- C++
+//-*-===//
+//
+// The bundle emission's choice of what its generated kernels compute. In a
+// stage's op list (forward or backward, as the bundle writes it), a run of
+// consecutive element-wise ops that forms an in-tree becomes one `kernel` op:
+// each value inside the run is read once, by a later op of the run, and only
+// the run's last value is written. Runs are consecutive so that no other op
+// runs between the reads of an input and the kernel: the memory plan, made
+// for the unfused ops, keeps every input live until then. A single op stays
+// the library kernel it was (a dense op's activation stays its epilogue).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_TARGET_KERNELREGIONS_H
+#define GPIPE_TARGET_KERNELREGIONS_H
+
+#include "gpipe/Target/NativeKernels.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/FunctionExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+
+#include <vector>
+
+namespace gpipe {
+
+/// The distinct kernels of one bundle: identical runs share one kernel.
+class KernelTable {
+public:
+  /// The index of the kernel computing `spec`, added if new.
+  unsigned intern(const KernelSpec &spec);
+  llvm::ArrayRef<NamedKernel> kernels() const { return table; }
+  /// The bundle's `code.kernels` list.
+  llvm::json::Array describe() const;
+
+private:
+  std::vector<NamedKernel> table;
+  llvm::StringMap<unsigned> indexOf;
+};
+
+/// Reads of each value id by a whole stage (every op list, its outputs, its
+/// loss and its input gradients).
+using ValueUses = llvm::DenseMap<int64_t, unsigned>;
+
+/// Counts the reads of the ops of `ops` into `uses`.
+void countOperandUses(const llvm::json::Array &ops, ValueUses &uses);
+
+/// Replaces the runs of ops[begin, end) by kernel ops (of `table`), leaving
+/// the other ops as they are. A run is fused only if `allowed` accepts its
+/// positions [first, last]. Returns each old position's new one (an op
+/// fused into a run maps to the run's kernel op).
+std::vector<size_t>
+fuseKernelRegions(llvm::json::Array &ops, size_t begin, size_t end,
+                  const ValueUses &uses, KernelTable &table,
+                  llvm::function_ref<bool(size_t first, size_t last)> allowed);
+
+} // namespace gpipe
+
+#endif // GPIPE_TARGET_KERNELREGIONS_H

@@ -1,0 +1,473 @@
+//===- NativeKernels.cpp - Generated kernels as x86-64 shared objects -----===//
+//
+// The lowering, per variant of vector width W:
+//   linalg.generic on tensor<?xf32>
+//   -> one-shot bufferization (the output argument written in place)
+//   -> tiles of W elements, the loop peeled so that its main part has only
+//      full tiles, each vectorized to vector<Wxf32>; the remainder (< W
+//      elements) stays scalar
+//   -> the math functions (exp, tanh, erfc) as MLIR's polynomial
+//      approximations, so that vectors need no libm; the scalar remainder
+//      uses the same arithmetic, so an element's bits do not depend on where
+//      a thread's chunk starts
+//   -> the LLVM dialect with C-interface wrappers, LLVM IR, an optimized
+//      object for the variant's CPU level, a shared object.
+// Kernels run in their own MLIRContext: the compiler's context is not
+// touched (nor its registered dialects) and diagnostics are forwarded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Target/NativeKernels.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/TransformOps/DialectExtension.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/TransformOps/SCFTransformOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <mutex>
+
+using namespace mlir;
+using namespace gpipe;
+
+namespace {
+constexpr llvm::StringLiteral kTriple = "x86_64-unknown-linux-gnu";
+
+struct IsaVariant {
+  llvm::StringLiteral isa;
+  /// Elements per vector tile: two registers' worth, for instruction-level
+  /// parallelism.
+  int64_t width;
+  /// Whether the CPU level has FMA; without it math.fma is split into a
+  /// multiply and an add rather than becoming a call to libm's fmaf.
+  bool hasFma;
+};
+
+constexpr IsaVariant kVariants[] = {
+    {"x86-64", 8, false}, {"x86-64-v3", 16, true}, {"x86-64-v4", 32, true}};
+
+/// The per-variant schedule: tile, peel the last partial tile off, vectorize
+/// the full tiles.
+constexpr llvm::StringLiteral kSchedule = R"mlir(
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(
+      %root: !transform.any_op {transform.readonly}) {
+    %generics = transform.structured.match ops{["linalg.generic"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %generics : !transform.any_op {
+    ^bb0(%generic: !transform.any_op):
+      %tiled, %loop = transform.structured.tile_using_for %generic
+          tile_sizes [WIDTH]
+          : (!transform.any_op) -> (!transform.any_op, !transform.op<"scf.for">)
+      %main, %rest = transform.loop.peel %loop
+          : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+      %func = transform.get_parent_op %main {op_name = "func.func"}
+          : (!transform.any_op) -> !transform.any_op
+      transform.apply_patterns to %func {
+        transform.apply_patterns.canonicalization
+      } : !transform.any_op
+      %full = transform.structured.match ops{["linalg.generic"]} in %main
+          : (!transform.any_op) -> !transform.any_op
+      transform.structured.vectorize %full : !transform.any_op
+    }
+    transform.yield
+  }
+}
+)mlir";
+
+DialectRegistry kernelDialects() {
+  DialectRegistry registry;
+  registry.insert<affine::AffineDialect, arith::ArithDialect,
+                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
+                  func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
+                  math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+                  tensor::TensorDialect, transform::TransformDialect,
+                  ub::UBDialect, vector::VectorDialect>();
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  linalg::registerTilingInterfaceExternalModels(registry);
+  linalg::registerTransformDialectExtension(registry);
+  scf::registerTransformDialectExtension(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  return registry;
+}
+
+/// Diagnostics of the kernels' own context, kept as text for the caller.
+class KernelCompilation {
+public:
+  KernelCompilation()
+      : context(kernelDialects(), MLIRContext::Threading::DISABLED),
+        handler(&context, [this](Diagnostic &diag) {
+          if (!messages.empty())
+            messages += "; ";
+          messages += diag.str();
+          return success();
+        }) {
+    context.loadAllAvailableDialects();
+  }
+
+  /// Reports `what` and the messages collected at `loc`.
+  void report(Location loc, const Twine &what) {
+    InFlightDiagnostic diag = emitError(loc) << "generated kernels: " << what;
+    if (!messages.empty())
+      diag << ": " << messages;
+  }
+
+  FailureOr<OwningOpRef<ModuleOp>> buildLinalg(ArrayRef<NamedKernel> kernels);
+  LogicalResult lowerToLLVMDialect(ModuleOp module, const IsaVariant &variant);
+
+  MLIRContext context;
+
+private:
+  ScopedDiagnosticHandler handler;
+  std::string messages;
+};
+} // namespace
+
+/// The body function of a kernel: its entry's name is `symbol` itself.
+static std::string bodyName(StringRef symbol) {
+  return (symbol + "_body").str();
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+KernelCompilation::buildLinalg(ArrayRef<NamedKernel> kernels) {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
+  for (const NamedKernel &kernel : kernels)
+    if (failed(buildKernelFunction(*module, module->getLoc(),
+                                   bodyName(kernel.symbol), kernel.spec)))
+      return failure();
+  return module;
+}
+
+/// After bufferization each function returns its output argument: the
+/// result goes, so that the C interface has no result descriptor.
+static LogicalResult dropReturnedArguments(ModuleOp module) {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    for (Value value : ret.getOperands())
+      if (!isa<BlockArgument>(value))
+        return func.emitError(
+            "bufferization did not write the output in place");
+    ret->setOperands({});
+    func.setType(
+        FunctionType::get(func.getContext(), func.getArgumentTypes(), {}));
+  }
+  return success();
+}
+
+LogicalResult KernelCompilation::lowerToLLVMDialect(ModuleOp module,
+                                                    const IsaVariant &variant) {
+  PassManager bufferize(&context);
+  bufferization::OneShotBufferizePassOptions oneShot;
+  oneShot.bufferizeFunctionBoundaries = true;
+  oneShot.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.addPass(bufferization::createOneShotBufferizePass(oneShot));
+  if (failed(bufferize.run(module)) || failed(dropReturnedArguments(module)))
+    return failure();
+
+  std::string schedule = kSchedule.str();
+  size_t at = schedule.find("WIDTH");
+  schedule.replace(at, 5, std::to_string(variant.width));
+  OwningOpRef<ModuleOp> transforms =
+      parseSourceString<ModuleOp>(schedule, &context);
+  if (!transforms)
+    return failure();
+  Operation *entry = transform::detail::findTransformEntryPoint(
+      module, *transforms, "__transform_main");
+  if (!entry || failed(transform::applyTransformNamedSequence(
+                    module, entry, *transforms, transform::TransformOptions())))
+    return failure();
+
+  PassManager lower(&context);
+  lower.addPass(createConvertLinalgToLoopsPass());
+  if (failed(lower.run(module)))
+    return failure();
+  RewritePatternSet approximations(&context);
+  populateMathPolynomialApproximationPatterns(approximations,
+                                              [](StringRef) { return true; });
+  if (!variant.hasFma)
+    math::populateExpansionPatterns(approximations, {"fma"});
+  if (failed(applyPatternsGreedily(module, std::move(approximations))))
+    return failure();
+  for (auto func : module.getOps<func::FuncOp>())
+    func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                  UnitAttr::get(&context));
+
+  PassManager toLLVM(&context);
+  toLLVM.addPass(createLowerAffinePass());
+  toLLVM.addPass(createConvertVectorToSCFPass());
+  toLLVM.addPass(createSCFToControlFlowPass());
+  toLLVM.addPass(memref::createExpandStridedMetadataPass());
+  toLLVM.addPass(createLowerAffinePass());
+  toLLVM.addPass(createConvertVectorToLLVMPass());
+  toLLVM.addPass(createFinalizeMemRefToLLVMConversionPass());
+  toLLVM.addPass(createConvertMathToLLVMPass());
+  toLLVM.addPass(createArithToLLVMConversionPass());
+  toLLVM.addPass(createUBToLLVMConversionPass());
+  toLLVM.addPass(createConvertFuncToLLVMPass());
+  toLLVM.addPass(createConvertControlFlowToLLVMPass());
+  toLLVM.addPass(createReconcileUnrealizedCastsPass());
+  return toLLVM.run(module);
+}
+
+ArrayRef<StringRef> gpipe::nativeIsaVariants() {
+  static const StringRef names[] = {kVariants[0].isa, kVariants[1].isa,
+                                    kVariants[2].isa};
+  return names;
+}
+
+static const IsaVariant *findVariant(StringRef isa) {
+  for (const IsaVariant &variant : kVariants)
+    if (variant.isa == isa)
+      return &variant;
+  return nullptr;
+}
+
+FailureOr<std::string> gpipe::printKernelIR(ArrayRef<NamedKernel> kernels,
+                                            StringRef stage, StringRef isa,
+                                            Location loc) {
+  const IsaVariant *variant = findVariant(isa);
+  if (!variant)
+    return (emitError(loc) << "unknown instruction-set variant '" << isa
+                           << "'; expected x86-64, x86-64-v3 or x86-64-v4"),
+           failure();
+  KernelCompilation compilation;
+  FailureOr<OwningOpRef<ModuleOp>> module = compilation.buildLinalg(kernels);
+  if (failed(module)) {
+    compilation.report(loc, "cannot build the kernels' linalg");
+    return failure();
+  }
+  if (stage == "llvm" &&
+      failed(compilation.lowerToLLVMDialect(**module, *variant))) {
+    compilation.report(loc, "lowering to the LLVM dialect failed");
+    return failure();
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  (*module)->print(os);
+  return text;
+}
+
+/// Adds `void symbol(void **args)` calling `_mlir_ciface_<body>` with
+/// args[0], ..., args[n].
+static void addPackedEntry(llvm::Module &module, const NamedKernel &kernel) {
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
+  llvm::Function *body =
+      module.getFunction(("_mlir_ciface_" + bodyName(kernel.symbol)));
+  auto *type =
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false);
+  auto *entry = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                                       kernel.symbol, module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
+  llvm::SmallVector<llvm::Value *> args;
+  for (unsigned i = 0; i <= kernel.spec.numInputs; ++i)
+    args.push_back(
+        b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, entry->getArg(0), i)));
+  b.CreateCall(body, args);
+  b.CreateRetVoid();
+}
+
+/// An object file for `variant`'s CPU level, optimized at -O3.
+static FailureOr<std::string> emitObject(llvm::Module &module,
+                                         const IsaVariant &variant,
+                                         std::string &error) {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+  });
+  llvm::Triple triple(kTriple);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return failure();
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, variant.isa, "", llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  module.setTargetTriple(triple);
+  module.setDataLayout(machine->createDataLayout());
+  if (llvm::Error err =
+          makeOptimizingTransformer(3, 0, machine.get())(&module)) {
+    error = llvm::toString(std::move(err));
+    return failure();
+  }
+  SmallString<0> object;
+  llvm::raw_svector_ostream os(object);
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile)) {
+    error = "the x86 target cannot emit object files";
+    return failure();
+  }
+  codegen.run(module);
+  return std::string(object.str());
+}
+
+/// Links `object` into a shared object with the system's C compiler driver
+/// (cc, gcc or clang on PATH; GPIPE_CC names another).
+static FailureOr<std::string> linkSharedObject(StringRef object,
+                                               std::string &error) {
+  std::string driver;
+  if (const char *named = std::getenv("GPIPE_CC"); named && *named)
+    driver = named;
+  for (StringRef name : {"cc", "gcc", "clang"}) {
+    if (!driver.empty())
+      break;
+    if (llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(name))
+      driver = *path;
+  }
+  if (driver.empty()) {
+    error = "no C compiler driver to link them (cc, gcc or clang on PATH, or "
+            "GPIPE_CC) ";
+    return failure();
+  }
+  SmallString<128> dir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("gpipe-kernels", dir)) {
+    error = "cannot create a temporary directory: " + ec.message();
+    return failure();
+  }
+  SmallString<128> objectPath(dir), libraryPath(dir), logPath(dir);
+  llvm::sys::path::append(objectPath, "kernels.o");
+  llvm::sys::path::append(libraryPath, "kernels.so");
+  llvm::sys::path::append(logPath, "link.log");
+  llvm::scope_exit cleanUp([&] {
+    for (StringRef path : {objectPath.str(), libraryPath.str(), logPath.str()})
+      llvm::sys::fs::remove(path);
+    llvm::sys::fs::remove(dir);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(objectPath, ec);
+    if (ec) {
+      error = "cannot write " + objectPath.str().str() + ": " + ec.message();
+      return failure();
+    }
+    out << object;
+  }
+  SmallVector<StringRef> args{driver,       "-shared", "-Wl,-z,noexecstack",
+                              "-Wl,-z,now", "-o",      libraryPath,
+                              objectPath};
+  std::optional<StringRef> redirects[] = {std::nullopt, logPath.str(),
+                                          logPath.str()};
+  int status = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, redirects,
+                                         /*SecondsToWait=*/60, 0, &error);
+  if (status != 0) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> log =
+        llvm::MemoryBuffer::getFile(logPath);
+    error = (driver + " -shared failed (status " + Twine(status) + ")" +
+             (error.empty() ? "" : ": " + error) +
+             (log ? ": " + (*log)->getBuffer().trim() : ""))
+                .str();
+    return failure();
+  }
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> library =
+      llvm::MemoryBuffer::getFile(libraryPath);
+  if (!library) {
+    error = "cannot read the linked kernels: " + library.getError().message();
+    return failure();
+  }
+  return (*library)->getBuffer().str();
+}
+
+FailureOr<std::vector<NativeCodeVariant>>
+gpipe::compileNativeKernels(ArrayRef<NamedKernel> kernels, Location loc) {
+  std::vector<NativeCodeVariant> variants;
+  for (const IsaVariant &variant : kVariants) {
+    KernelCompilation compilation;
+    FailureOr<OwningOpRef<ModuleOp>> module = compilation.buildLinalg(kernels);
+    if (failed(module)) {
+      compilation.report(loc, "cannot build the kernels' linalg");
+      return failure();
+    }
+    if (failed(compilation.lowerToLLVMDialect(**module, variant))) {
+      compilation.report(loc, "lowering to the LLVM dialect failed for " +
+                                  variant.isa);
+      return failure();
+    }
+    llvm::LLVMContext llvmContext;
+    std::unique_ptr<llvm::Module> llvmModule =
+        translateModuleToLLVMIR(**module, llvmContext, "gpipe-kernels");
+    if (!llvmModule) {
+      compilation.report(loc, "translation to LLVM IR failed");
+      return failure();
+    }
+    for (const NamedKernel &kernel : kernels)
+      addPackedEntry(*llvmModule, kernel);
+    std::string error;
+    FailureOr<std::string> object = emitObject(*llvmModule, variant, error);
+    if (failed(object))
+      return (emitError(loc) << "generated kernels: code generation for "
+                             << variant.isa << " failed: " << error),
+             failure();
+    FailureOr<std::string> library = linkSharedObject(*object, error);
+    if (failed(library))
+      return (emitError(loc) << "generated kernels: " << error), failure();
+    variants.push_back({variant.isa.str(), std::move(*library)});
+  }
+  return variants;
+}

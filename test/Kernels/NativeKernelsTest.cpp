@@ -1,0 +1,310 @@
+//===- NativeKernelsTest.cpp - Generated kernels against a reference -----===//
+//
+// Compiles kernels with gpipe::compileNativeKernels, loads every variant this
+// CPU can run (with dlopen, as a program would: not through the runtime) and
+// compares each element with a double-precision evaluation of the runtime's
+// definitions (DeviceKernels.h), written here independently. Inputs are
+// random over [-8, 8] plus the edges: +-0, +-inf, NaN, large magnitudes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Target/NativeKernels.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <dlfcn.h>
+#include <functional>
+#include <limits>
+#include <map>
+#include <random>
+
+using namespace gpipe;
+
+namespace {
+
+/// MLIR's 1-D memref descriptor, the generated entries' argument.
+struct MemRef1D {
+  float *allocated, *aligned;
+  int64_t offset, size, stride;
+};
+using Entry = void (*)(void **);
+
+bool cpuRuns(const std::string &isa) {
+  __builtin_cpu_init();
+  if (isa == "x86-64")
+    return true;
+  bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("bmi2");
+  if (isa == "x86-64-v3")
+    return v3;
+  return v3 && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
+/// A loaded variant: dlopen of a temporary copy of the shared object.
+class Library {
+public:
+  explicit Library(const std::string &bytes) {
+    llvm::SmallString<128> path;
+    int fd;
+    if (llvm::sys::fs::createTemporaryFile("gpipe-test-kernels", "so", fd,
+                                           path))
+      return;
+    {
+      llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+      out << bytes;
+    }
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      error = dlerror();
+    llvm::sys::fs::remove(path);
+  }
+  ~Library() {
+    if (handle)
+      dlclose(handle);
+  }
+  Entry entry(const std::string &symbol) const {
+    return reinterpret_cast<Entry>(dlsym(handle, symbol.c_str()));
+  }
+  void *handle = nullptr;
+  std::string error;
+};
+
+/// Runs `entry` on inputs of n elements each.
+std::vector<float> run(Entry entry, std::vector<std::vector<float>> &inputs,
+                       size_t n) {
+  std::vector<float> out(n, -12345.0f);
+  std::vector<MemRef1D> descs;
+  for (std::vector<float> &in : inputs)
+    descs.push_back({in.data(), in.data(), 0, int64_t(n), 1});
+  descs.push_back({out.data(), out.data(), 0, int64_t(n), 1});
+  std::vector<void *> args;
+  for (MemRef1D &d : descs)
+    args.push_back(&d);
+  entry(args.data());
+  return out;
+}
+
+// The reference, in double: the runtime's definitions (DeviceKernels.h),
+// with 1 + tanh u written 2 / (1 + e), e = exp(min(-2u, 88.376...)), which
+// also fixes the infinities (gelu(-inf) = -inf).
+constexpr double kC = 0.7978845608028654, kA = 0.044715,
+                 kExpMax = 88.3762626647949;
+double geluE(double x) {
+  return std::exp(std::fmin(-2 * kC * (x + kA * x * x * x), kExpMax));
+}
+double gelu(double x) { return 0.5 * x * (2 / (1 + geluE(x))); }
+double geluSlope(double x) {
+  double e = geluE(x), inv = 1 / (1 + e);
+  double sech2 = 4 * (e * inv) * inv;
+  return 0.5 * (2 * inv) + 0.5 * x * sech2 * kC * (1 + 3 * kA * x * x);
+}
+double phi(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+double geluErf(double x) { return x * phi(x); }
+double geluErfSlope(double x) {
+  return phi(x) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+}
+
+using Reference = std::function<double(const std::vector<double> &)>;
+const std::map<std::string, Reference> &references() {
+  static const std::map<std::string, Reference> table = {
+      {"relu", [](auto &a) { return a[0] <= 0 ? 0.0 : a[0]; }},
+      {"relu_grad", [](auto &a) { return a[1] <= 0 ? 0.0 : a[0]; }},
+      {"add", [](auto &a) { return a[0] + a[1]; }},
+      {"add_grads", [](auto &a) { return a[0] + a[1]; }},
+      {"tanh", [](auto &a) { return std::tanh(a[0]); }},
+      {"tanh_grad", [](auto &a) { return a[0] * (1 - a[1] * a[1]); }},
+      {"gelu", [](auto &a) { return gelu(a[0]); }},
+      {"gelu_grad", [](auto &a) { return a[0] * geluSlope(a[1]); }},
+      {"gelu_erf", [](auto &a) { return geluErf(a[0]); }},
+      {"gelu_erf_grad", [](auto &a) { return a[0] * geluErfSlope(a[1]); }},
+  };
+  return table;
+}
+
+/// The kernel's value at element i, in double, each step rounded to float
+/// as the kernel stores nothing wider between steps.
+double evaluate(const KernelSpec &spec,
+                const std::vector<std::vector<float>> &inputs, size_t i) {
+  std::vector<double> values;
+  for (const std::vector<float> &in : inputs)
+    values.push_back(in[i]);
+  for (const KernelStep &step : spec.steps) {
+    std::vector<double> args;
+    for (unsigned operand : step.operands)
+      args.push_back(values[operand]);
+    values.push_back(float(references().at(step.op)(args)));
+  }
+  return values.back();
+}
+
+std::vector<float> sample(size_t n, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> uniform(-8.0f, 8.0f);
+  const float edges[] = {0.0f,
+                         -0.0f,
+                         std::numeric_limits<float>::infinity(),
+                         -std::numeric_limits<float>::infinity(),
+                         std::nanf(""),
+                         100.0f,
+                         -100.0f,
+                         30.0f,
+                         -30.0f,
+                         1e-30f};
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i)
+    x[i] = i % 7 == 3 ? edges[(i / 7) % std::size(edges)] : uniform(rng);
+  return x;
+}
+
+/// Whether `got` is `want` up to `tolerance`, relative above 1 and absolute
+/// below; NaN only for NaN, infinities exactly.
+::testing::AssertionResult close(float got, double want, double tolerance) {
+  if (std::isnan(want) || std::isnan(got))
+    return std::isnan(want) == std::isnan(got) ? ::testing::AssertionSuccess()
+                                               : ::testing::AssertionFailure()
+                                                     << "got " << got
+                                                     << ", want " << want;
+  if (std::isinf(want) || std::isinf(got))
+    return double(got) == want ? ::testing::AssertionSuccess()
+                               : ::testing::AssertionFailure()
+                                     << "got " << got << ", want " << want;
+  double error = std::abs(double(got) - want) / std::max(1.0, std::abs(want));
+  if (error <= tolerance)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "got " << got << ", want " << want << " (error " << error << ")";
+}
+
+struct Compiled {
+  std::vector<NativeCodeVariant> variants;
+  std::string diagnostics;
+};
+
+Compiled compile(const std::vector<NamedKernel> &kernels) {
+  mlir::MLIRContext context;
+  Compiled out;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    out.diagnostics += diag.str() + "\n";
+  });
+  mlir::FailureOr<std::vector<NativeCodeVariant>> variants =
+      compileNativeKernels(kernels, mlir::UnknownLoc::get(&context));
+  if (succeeded(variants))
+    out.variants = std::move(*variants);
+  return out;
+}
+
+KernelSpec single(const std::string &op, unsigned arity) {
+  KernelSpec spec;
+  spec.numInputs = arity;
+  KernelStep step{op, {}};
+  for (unsigned i = 0; i < arity; ++i)
+    step.operands.push_back(i);
+  spec.steps.push_back(step);
+  return spec;
+}
+
+/// add(in0, in1) -> gelu -> tanh_grad(in2, .) -> relu -> add(., in0): five
+/// steps over three inputs, one read twice.
+KernelSpec chain() {
+  KernelSpec spec;
+  spec.numInputs = 3;
+  spec.steps = {{"add", {0, 1}},
+                {"gelu", {3}},
+                {"tanh_grad", {2, 4}},
+                {"relu", {5}},
+                {"add", {6, 0}}};
+  return spec;
+}
+
+} // namespace
+
+TEST(NativeKernels, MatchTheReferenceOnEveryVariantThisCpuRuns) {
+  std::vector<NamedKernel> kernels;
+  for (auto &[op, reference] : references()) {
+    unsigned arity =
+        op == "relu" || op == "tanh" || op == "gelu" || op == "gelu_erf" ? 1
+                                                                         : 2;
+    kernels.push_back({"gpipe_test_" + op, single(op, arity)});
+  }
+  kernels.push_back({"gpipe_test_chain", chain()});
+  Compiled compiled = compile(kernels);
+  ASSERT_EQ(compiled.variants.size(), nativeIsaVariants().size())
+      << compiled.diagnostics;
+
+  std::mt19937 rng(7);
+  unsigned variantsRun = 0;
+  for (const NativeCodeVariant &variant : compiled.variants) {
+    if (!cpuRuns(variant.isa))
+      continue;
+    ++variantsRun;
+    Library library(variant.sharedObject);
+    ASSERT_TRUE(library.handle) << variant.isa << ": " << library.error;
+    for (const NamedKernel &kernel : kernels) {
+      Entry entry = library.entry(kernel.symbol);
+      ASSERT_TRUE(entry) << kernel.symbol;
+      for (size_t n :
+           {size_t(0), size_t(1), size_t(7), size_t(37), size_t(1000)}) {
+        std::vector<std::vector<float>> inputs;
+        for (unsigned i = 0; i < kernel.spec.numInputs; ++i)
+          inputs.push_back(sample(n, rng));
+        std::vector<float> out = run(entry, inputs, n);
+        for (size_t i = 0; i < n; ++i) {
+          double want = evaluate(kernel.spec, inputs, i);
+          // Polynomial exp/tanh/erfc: a few float ulps; the chain compounds.
+          ASSERT_TRUE(
+              close(out[i], want, kernel.spec.steps.size() > 1 ? 3e-5 : 4e-6))
+              << variant.isa << " " << kernel.spec.describe() << " at " << i
+              << " of " << n << ", inputs " << inputs[0][i]
+              << (inputs.size() > 1 ? ", " + std::to_string(inputs[1][i]) : "");
+        }
+      }
+    }
+  }
+  EXPECT_GE(variantsRun, 1u);
+}
+
+// A thread's chunk may start anywhere: the vector body and the scalar
+// remainder must give each element the same bits.
+TEST(NativeKernels, AnElementsBitsDoNotDependOnWhereTheCallStarts) {
+  std::vector<NamedKernel> kernels = {{"gpipe_test_chain", chain()}};
+  Compiled compiled = compile(kernels);
+  ASSERT_FALSE(compiled.variants.empty()) << compiled.diagnostics;
+  std::mt19937 rng(11);
+  for (const NativeCodeVariant &variant : compiled.variants) {
+    if (!cpuRuns(variant.isa))
+      continue;
+    Library library(variant.sharedObject);
+    ASSERT_TRUE(library.handle) << library.error;
+    Entry entry = library.entry("gpipe_test_chain");
+    const size_t n = 200;
+    std::vector<std::vector<float>> inputs = {sample(n, rng), sample(n, rng),
+                                              sample(n, rng)};
+    std::vector<float> whole = run(entry, inputs, n);
+    for (size_t start = 1; start < 40; ++start) {
+      std::vector<std::vector<float>> shifted;
+      for (auto &in : inputs)
+        shifted.emplace_back(in.begin() + start, in.end());
+      std::vector<float> part = run(entry, shifted, n - start);
+      for (size_t i = 0; i < part.size(); ++i)
+        ASSERT_EQ(std::memcmp(&part[i], &whole[start + i], 4), 0)
+            << variant.isa << ": element " << start + i << " from " << start;
+    }
+  }
+}
+
+TEST(NativeKernels, AnUnknownStepIsRefusedWithItsName) {
+  Compiled compiled = compile({{"gpipe_test_bad", single("softmax", 1)}});
+  EXPECT_TRUE(compiled.variants.empty());
+  EXPECT_NE(compiled.diagnostics.find(
+                "'softmax' is not an element-wise op a kernel computes"),
+            std::string::npos)
+      << compiled.diagnostics;
+}
