@@ -372,8 +372,15 @@ static FailureOr<std::string> emitObject(llvm::Module &module,
 static FailureOr<std::string> linkSharedObject(StringRef object,
                                                std::string &error) {
   std::string driver;
-  if (const char *named = std::getenv("GPIPE_CC"); named && *named)
-    driver = named;
+  if (const char *named = std::getenv("GPIPE_CC"); named && *named) {
+    llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(named);
+    if (!path) {
+      error = std::string("GPIPE_CC names '") + named +
+              "', which is not a program on PATH";
+      return failure();
+    }
+    driver = *path;
+  }
   for (StringRef name : {"cc", "gcc", "clang"}) {
     if (!driver.empty())
       break;
@@ -382,7 +389,7 @@ static FailureOr<std::string> linkSharedObject(StringRef object,
   }
   if (driver.empty()) {
     error = "no C compiler driver to link them (cc, gcc or clang on PATH, or "
-            "GPIPE_CC) ";
+            "GPIPE_CC)";
     return failure();
   }
   SmallString<128> dir;
@@ -410,8 +417,8 @@ static FailureOr<std::string> linkSharedObject(StringRef object,
     out << object;
   }
   SmallVector<StringRef> args{driver,       "-shared", "-Wl,-z,noexecstack",
-                              "-Wl,-z,now", "-o",      libraryPath,
-                              objectPath};
+                              "-Wl,-z,now", "-s",      "-o",
+                              libraryPath,  objectPath};
   std::optional<StringRef> redirects[] = {std::nullopt, logPath.str(),
                                           logPath.str()};
   int status = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, redirects,
@@ -421,7 +428,9 @@ static FailureOr<std::string> linkSharedObject(StringRef object,
         llvm::MemoryBuffer::getFile(logPath);
     error = (driver + " -shared failed (status " + Twine(status) + ")" +
              (error.empty() ? "" : ": " + error) +
-             (log ? ": " + (*log)->getBuffer().trim() : ""))
+             (log && !(*log)->getBuffer().trim().empty()
+                  ? ": " + (*log)->getBuffer().trim()
+                  : ""))
                 .str();
     return failure();
   }

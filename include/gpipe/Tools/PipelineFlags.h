@@ -99,6 +99,16 @@ static llvm::cl::opt<bool> splitLayers(
     llvm::cl::desc("cut layers with two products (a feed-forward block) into "
                    "finer layers before partitioning (=false: whole layers)"),
     llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<gpipe::KernelCodegen> codegen(
+    "codegen", llvm::cl::init(gpipe::KernelCodegen::None),
+    llvm::cl::desc("what runs the element-wise ops"),
+    llvm::cl::values(
+        clEnumValN(gpipe::KernelCodegen::None, "none",
+                   "the runtime's library kernels, one op at a time"),
+        clEnumValN(gpipe::KernelCodegen::Native, "native",
+                   "kernels the compiler generates for each run of "
+                   "element-wise ops (CPU and host emulation)")),
+    llvm::cl::cat(pipelineCategory));
 static gpipe::Whole<int64_t>
     batchSize("batch-size", llvm::cl::init(0),
               llvm::cl::desc("mini-batch size (0: the model's own)"),
@@ -177,6 +187,7 @@ inline void applyCompileFlags(CompilePipelineOptions &options) {
   options.schedule = scheduleKind;
   options.scheduleFile = scheduleFile;
   options.numVirtualStages = virtualStages;
+  options.codegen = codegen;
 }
 
 /// The CPU devices' threads the flags ask for.
