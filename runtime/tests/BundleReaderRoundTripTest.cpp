@@ -336,7 +336,15 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
       makeOp(OpKind::MseLoss, {3, 1}, {12}),
       makeOp(OpKind::GeluErf, {3}, {4}),
       makeOp(OpKind::Attention, {3, 1, 2, 1, 2}, {6}),
+      makeOp(OpKind::Kernel, {3, 4}, {5}),
   };
+  s.forward.back().kernel = 1;
+  b.code.kernels = {{"gpipe_kernel_0_a", 1, "relu(in0)->out"},
+                    {"gpipe_kernel_1_b", 2, "add(in0,in1)->out"}};
+  b.code.cpu = {{"x86-64-v3", std::string("\x7f"
+                                          "ELF\0\1\2\xff",
+                                          8)},
+                {"x86-64", "any bytes"}};
   s.forward[7].epsilon = 1e-6f;
   s.forward[10].heads = 4;
   s.forward[10].causal = true;
@@ -362,7 +370,7 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
       makeOp(OpKind::GeluErfGrad, {8, 3}, {9}),
       makeOp(OpKind::AttentionGrad, {8, 6, 3, 1, 2, 1, 2}, {-1, 10, 11, 9, 10}),
   };
-  s.forward.back().heads = 2;
+  s.forward[15].heads = 2;
   s.backward.back().heads = 2;
   s.backward[6].epsilon = 0.001f;
   s.backward[8].heads = 2;

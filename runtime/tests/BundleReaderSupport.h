@@ -177,6 +177,7 @@ inline void expectEqual(const Op &a, const Op &b, const std::string &at) {
     EXPECT_EQ(a.window.padding[axis], b.window.padding[axis]) << at;
   }
   EXPECT_EQ(a.window.groups, b.window.groups) << at;
+  EXPECT_EQ(a.kernel, b.kernel) << at;
 }
 
 inline void expectEqual(const std::vector<Op> &a, const std::vector<Op> &b,
@@ -238,6 +239,17 @@ inline void expectEqual(const Bundle &a, const Bundle &b) {
     EXPECT_EQ(a.params[i].init, b.params[i].init) << "param " << i;
     EXPECT_EQ(a.params[i].scale, b.params[i].scale) << "param " << i;
     EXPECT_EQ(a.params[i].stage, b.params[i].stage) << "param " << i;
+  }
+  ASSERT_EQ(a.code.kernels.size(), b.code.kernels.size());
+  for (size_t k = 0; k < a.code.kernels.size(); ++k) {
+    EXPECT_EQ(a.code.kernels[k].symbol, b.code.kernels[k].symbol) << k;
+    EXPECT_EQ(a.code.kernels[k].inputs, b.code.kernels[k].inputs) << k;
+    EXPECT_EQ(a.code.kernels[k].ops, b.code.kernels[k].ops) << k;
+  }
+  ASSERT_EQ(a.code.cpu.size(), b.code.cpu.size());
+  for (size_t v = 0; v < a.code.cpu.size(); ++v) {
+    EXPECT_EQ(a.code.cpu[v].isa, b.code.cpu[v].isa) << v;
+    EXPECT_TRUE(a.code.cpu[v].bytes == b.code.cpu[v].bytes) << v;
   }
   ASSERT_EQ(a.stages.size(), b.stages.size());
   for (size_t s = 0; s < a.stages.size(); ++s)

@@ -163,7 +163,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownTopLevelKey", [](Json &j) { j["schedule"] = "gpipe"; },
      "unknown key 'schedule'; expected one of format, version, model, batch, "
      "microbatch_rows, remat, inputs, params, weights, stages, programs, "
-     "memory_plan, checksum"},
+     "memory_plan, code, checksum"},
     // Top-level fields and counts.
     {"MissingBatch", [](Json &j) { j.erase("batch"); }, "missing key 'batch'"},
     {"ModelNotString", [](Json &j) { j["model"] = nullptr; },
@@ -299,7 +299,7 @@ const ErrorCase kErrorCases[] = {
      "attention_grad, conv2d_grad, max_pool2d_grad, avg_pool2d_grad, "
      "global_avg_pool_grad, flatten_grad, dropout_grad, "
      "softmax_cross_entropy_grad, mse_loss_grad, add_grads, accumulate_grad, "
-     "zeros"},
+     "zeros, kernel"},
     {"OperandOutOfRange",
      [](Json &j) {
        j["stages"][1]["forward"][1]["operands"] = {0, 8};

@@ -53,6 +53,9 @@ public:
   void gemm(device::StreamId, const device::GemmBatch &) override {
     ADD_FAILURE() << "gemm is not KernelsByFunctor's";
   }
+  void generated(device::StreamId, const device::GeneratedCall &) override {
+    ADD_FAILURE() << "generated is not KernelsByFunctor's";
+  }
   int64_t launches = 0;
 };
 

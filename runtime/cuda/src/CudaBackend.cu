@@ -16,6 +16,7 @@ using namespace gpipe::cuda;
 using gpipe::runtime::device::DeviceBackend;
 using gpipe::runtime::device::EventId;
 using gpipe::runtime::device::GemmBatch;
+using gpipe::runtime::device::GeneratedCall;
 using gpipe::runtime::device::KernelsByFunctor;
 using gpipe::runtime::device::StreamId;
 
@@ -154,6 +155,13 @@ public:
   void fillZero(StreamId s, void *dst, int64_t bytes) override;
   void recordTime(StreamId s, double *slot) override;
   void gemm(StreamId stream, const GemmBatch &call) override;
+  /// The bundle's generated kernels are x86-64 code (the executor refuses
+  /// such a bundle first: runsHostCode is false): an error, never a call.
+  void generated(StreamId s, const GeneratedCall &) override {
+    if (firstError.empty())
+      firstError = "generated CPU kernels cannot run on CUDA (issued on " +
+                   streamName(s) + ")";
+  }
   std::string synchronize(std::chrono::milliseconds timeout) override;
   void *nativeStream(StreamId s) override {
     return s < streams.size() ? static_cast<void *>(streams[s]) : nullptr;

@@ -80,3 +80,8 @@ void HostStreamBackend::recordTime(StreamId s, double *slot) {
 void HostStreamBackend::gemm(StreamId stream, const GemmBatch &call) {
   enqueue(stream, [call] { runGemmOnHost(call); });
 }
+
+void HostStreamBackend::generated(StreamId s, const GeneratedCall &call) {
+  if (call.n > 0)
+    enqueue(s, [call] { runGeneratedOnHost(call); });
+}

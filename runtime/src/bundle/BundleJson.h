@@ -207,6 +207,10 @@ private:
   bool readOp(const Json &json, const std::string &path,
               const StageContext &context, Op &op);
   bool readMemoryPlan(const Json &root, Bundle &bundle);
+  /// The optional `code` section (BundleCodeReader.cpp); read before the
+  /// stages, whose kernel ops it checks.
+  bool readCode(const Json &root, GeneratedCode &code);
+  bool readKernelOp(const Json &json, const std::string &path, Op &op);
   bool readProgram(const Json &json, const std::string &path, unsigned device,
                    const Bundle &bundle, std::vector<Instr> &out);
   bool readInstr(const Json &json, const std::string &path, unsigned device,
@@ -215,6 +219,7 @@ private:
   std::string source;
   std::set<std::string> modelInputs;
   std::set<std::string> paramNames;
+  const GeneratedCode *code = nullptr; ///< once read, for the kernel ops
 };
 
 } // namespace gpipe::runtime::bundlejson

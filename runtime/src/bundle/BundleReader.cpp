@@ -6,7 +6,8 @@
 // depths of the document are visited, so no recursion depends on the input
 // (nlohmann's parser itself is iterative). The typed field getters and the
 // checksum's check are in BundleJson.cpp, the memory plan's in
-// BundlePlanReader.cpp, the writer in BundleWriter.cpp.
+// BundlePlanReader.cpp, the generated code's in BundleCodeReader.cpp, the
+// writer in BundleWriter.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,7 +64,7 @@ bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
   if (!checkKeys(root, "",
                  {"format", "version", "model", "batch", "microbatch_rows",
                   "remat", "inputs", "params", "weights", "stages", "programs",
-                  "memory_plan", "checksum"}) ||
+                  "memory_plan", "code", "checksum"}) ||
       !verifyChecksum(root, text))
     return false;
 
@@ -123,7 +124,7 @@ bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
                         plural(stages->size(), "stage") + ", found " +
                         plural(programs->size(), "program"));
 
-  if (!readParams(root, stages->size(), bundle))
+  if (!readParams(root, stages->size(), bundle) || !readCode(root, bundle.code))
     return false;
 
   bundle.stages.assign(stages->size(), StageProgram());
@@ -422,6 +423,8 @@ bool Reader::readOp(const Json &json, const std::string &path,
     keys.insert(keys.end(), {"stride", "padding"});
   if (info.attrs & ConvAttrs)
     keys.push_back("groups");
+  if (info.attrs & KernelAttr)
+    keys.push_back("kernel");
   if (!checkKeys(json, path, keys, "op '" + name + "'"))
     return false;
 
@@ -498,6 +501,8 @@ bool Reader::readOp(const Json &json, const std::string &path,
       return fail(path, "expected groups >= 1, found " +
                             std::to_string(op.window.groups));
   }
+  if ((info.attrs & KernelAttr) && !readKernelOp(json, path, op))
+    return false;
   std::string fusion;
   if (!getString(json, path, "fuse", fusion, /*required=*/false))
     return false;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bundle/BundleJson.h"
+#include "gpipe/runtime/bundle/Base64.h"
 #include "gpipe/runtime/bundle/BundleChecksum.h"
 #include "gpipe/runtime/bundle/BundleReader.h"
 
@@ -63,6 +64,8 @@ Json opJson(const Op &op) {
   const OpInfo &info = opInfo(op.kind);
   Json out = Json::object();
   out["op"] = info.name;
+  if (info.attrs & KernelAttr)
+    out["kernel"] = op.kernel;
   if (info.maxOperands > 0 || !op.operands.empty())
     out["operands"] = intArray(op.operands);
   if (info.results > 0 || !op.results.empty())
@@ -131,6 +134,21 @@ Json stageJson(const StageProgram &stage) {
     out["weights_from"] = stage.weightsFrom;
   out["output_grads"] = intArray(stage.outputGrads);
   out["input_grads"] = intArray(stage.inputGrads);
+  return out;
+}
+
+Json codeJson(const GeneratedCode &code) {
+  Json kernels = Json::array();
+  for (const GeneratedKernelSpec &kernel : code.kernels)
+    kernels.push_back({{"symbol", kernel.symbol},
+                       {"inputs", kernel.inputs},
+                       {"ops", kernel.ops}});
+  Json cpu = Json::array();
+  for (const CodeVariant &variant : code.cpu)
+    cpu.push_back({{"isa", variant.isa}, {"elf", encodeBase64(variant.bytes)}});
+  Json out = Json::object();
+  out["kernels"] = std::move(kernels);
+  out["cpu"] = std::move(cpu);
   return out;
 }
 
@@ -275,6 +293,9 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
   plan["optimizer_slots"] = bundle.memoryPlan.optimizerSlots;
   plan["devices"] = std::move(devices);
   root["memory_plan"] = std::move(plan);
+  // Optional, and last: the native code's base64 after what a reader reads.
+  if (!bundle.code.empty())
+    root["code"] = codeJson(bundle.code);
 
   std::string text;
   appendPretty(root, 0, 0, text);

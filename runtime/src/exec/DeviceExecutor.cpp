@@ -54,12 +54,29 @@ public:
   void fillZero(StreamId, void *, int64_t) override {}
   void recordTime(StreamId, double *) override {}
   void gemm(StreamId, const GemmBatch &) override {}
+  void generated(StreamId, const GeneratedCall &) override {}
   std::string synchronize(std::chrono::milliseconds) override { return {}; }
   std::string error() const override { return {}; }
 
 private:
   unsigned devices;
 };
+
+/// The bundle's generated kernels, loaded for `backend` once, before any
+/// step issues them; "" or why they cannot run there.
+std::string loadGeneratedCode(const Bundle &bundle,
+                              const DeviceBackend &backend,
+                              std::unique_ptr<LoadedCode> &code) {
+  if (bundle.code.kernels.empty())
+    return {};
+  if (!backend.runsHostCode())
+    return "this bundle carries generated kernels for the CPU only; the CUDA "
+           "backend needs their PTX, which the compiler does not generate "
+           "yet: compile with codegen=none";
+  std::string error;
+  code = LoadedCode::load(bundle.code, hostCpuFeatures(), error);
+  return error;
+}
 
 /// The resident block's tensors start at multiples of this (cudaMalloc's
 /// alignment).
@@ -104,6 +121,9 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     return nullptr;
   auto impl = std::make_unique<Impl>();
   Impl &s = *impl;
+  error = loadGeneratedCode(bundle, *backend, s.code);
+  if (!error.empty())
+    return nullptr;
   s.config = config;
   s.backend = std::move(backend);
   s.bundle = std::move(bundle);

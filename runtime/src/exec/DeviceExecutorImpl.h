@@ -24,11 +24,12 @@
 #ifndef GPIPE_RUNTIME_SRC_DEVICE_DEVICEEXECUTORIMPL_H
 #define GPIPE_RUNTIME_SRC_DEVICE_DEVICEEXECUTORIMPL_H
 
+#include "gpipe/runtime/backends/GeneratedCode.h"
+#include "gpipe/runtime/exec/DeviceExecutor.h"
+#include "gpipe/runtime/exec/Timeline.h"
+#include "gpipe/runtime/transport/Transport.h"
 #include "gpipe/runtime/verify/ProgramAnalysis.h"
 #include "gpipe/runtime/verify/ScheduleVerifier.h"
-#include "gpipe/runtime/exec/Timeline.h"
-#include "gpipe/runtime/exec/DeviceExecutor.h"
-#include "gpipe/runtime/transport/Transport.h"
 
 #include <cmath>
 #include <deque>
@@ -188,6 +189,10 @@ using namespace detail;
 struct DeviceExecutor::Impl {
   Bundle bundle;
   DeviceExecutorConfig config;
+  /// The bundle's generated kernels, loaded once at creation (null: none).
+  /// Declared before the backend, so unloaded after it is gone: no stream
+  /// of it still runs their code.
+  std::unique_ptr<LoadedCode> code;
   std::unique_ptr<DeviceBackend> backend;
   std::vector<std::unique_ptr<DeviceParameter>> params;
   std::unordered_map<std::string, DeviceParameter *> paramByName;

@@ -339,6 +339,24 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   case OpKind::Zeros:
     b.fillZero(s, out[0], result->numElements() * 4);
     break;
+  case OpKind::Kernel: {
+    if (!code)
+      return "no generated code is loaded";
+    GeneratedCall call;
+    call.entry = code->entry(size_t(op.kernel));
+    call.output = out[0];
+    call.n = result->numElements();
+    for (size_t k = 0; k < in.size(); ++k) {
+      // validateBundle matched the counts; the micro-batch keeps them.
+      if (in[k]->numElements() != call.n)
+        return "operand " + std::to_string(k) + " has " +
+               std::to_string(in[k]->numElements()) + " elements, the result " +
+               std::to_string(call.n);
+      call.inputs.push_back(f(k));
+    }
+    b.generated(s, call);
+    break;
+  }
   case OpKind::Conv2d:
   case OpKind::Conv2dGrad:
   case OpKind::MaxPool2d:

@@ -157,6 +157,24 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
   return {};
 }
 
+/// The generated kernels the kernel ops run (the reader checks the same of
+/// a bundle file; this, of one built in memory).
+static std::string validateCode(const GeneratedCode &code) {
+  for (size_t k = 0; k < code.kernels.size(); ++k) {
+    const GeneratedKernelSpec &kernel = code.kernels[k];
+    if (kernel.symbol.empty())
+      return "generated kernel " + std::to_string(k) + " has no symbol";
+    if (kernel.inputs < 1 || kernel.inputs > kMaxKernelInputs)
+      return "generated kernel " + std::to_string(k) + " ('" + kernel.symbol +
+             "') takes " + std::to_string(kernel.inputs) +
+             " inputs; expected 1 to " + std::to_string(kMaxKernelInputs);
+  }
+  if (!code.kernels.empty() && code.cpu.empty())
+    return "the bundle has " + std::to_string(code.kernels.size()) +
+           " generated kernels but no CPU code variant to run them";
+  return {};
+}
+
 std::string gpipe::runtime::validateBundle(const Bundle &bundle) {
   if (bundle.batch < 1)
     return "expects a batch of at least 1 row, got " +
@@ -220,6 +238,8 @@ std::string gpipe::runtime::validateBundle(const Bundle &bundle) {
              "' is pretrained, but the bundle names no weights file "
              "('weights')";
   }
+  if (std::string error = validateCode(bundle.code); !error.empty())
+    return error;
   for (unsigned s = 0; s < bundle.stages.size(); ++s) {
     std::string error = validateStage(bundle, s);
     if (!error.empty())

@@ -318,6 +318,20 @@ void CpuBackend::relu(StreamId s, const float *x, float *y, int64_t n) {
   split(s, n,
         [=](int64_t b, int64_t e) { cpu::reluForward(x + b, y + b, e - b); });
 }
+void CpuBackend::generated(StreamId s, const GeneratedCall &call) {
+  if (call.n <= 0)
+    return;
+  IntraOpPool *pool = poolOf(s);
+  enqueue(s, [call, pool] {
+    // The copies of partly overlapping inputs come first, whole: a thread's
+    // range of the output may be another's range of the input.
+    std::vector<std::vector<float>> copies;
+    std::vector<const float *> inputs = separateOverlaps(call, copies);
+    pool->parallelFor(call.n, kElementGrain, [&](int64_t b, int64_t e) {
+      runGeneratedRange(call, inputs.data(), b, e);
+    });
+  });
+}
 void CpuBackend::im2col(StreamId s, const float *x, float *patches,
                         const WindowGeometry &g) {
   if (g.patchElements() > 0)

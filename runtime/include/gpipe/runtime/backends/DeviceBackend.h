@@ -105,6 +105,11 @@ public:
   /// Null: the host decides, after a synchronize.
   virtual DeviceGating *gating() { return nullptr; }
 
+  /// Whether its kernels run on this host's CPU, so that it can run a
+  /// bundle's generated CPU code (KernelApi::generated): the CPU threads and
+  /// the host emulation; not a GPU. The executor asks before it loads any.
+  virtual bool runsHostCode() const { return false; }
+
   /// Bytes the backend holds on `device` beside the allocations (the CPU
   /// backend's packed parameter copies), as of the last synchronize.
   virtual int64_t workspaceBytes(unsigned device) const {

@@ -80,6 +80,10 @@ public:
   void fillZero(StreamId s, void *dst, int64_t bytes) override;
   void recordTime(StreamId s, double *slot) override;
   void gemm(StreamId stream, const GemmBatch &call) override;
+  /// Host memory, host threads: the bundle's CPU code runs here, as one
+  /// closure over all its elements.
+  bool runsHostCode() const override { return true; }
+  void generated(StreamId s, const GeneratedCall &call) override;
 
   /// Runs `work` on the host when `stream` reaches this point: how a
   /// transport across processes (MpiTransport) puts its transfers in stream

@@ -89,6 +89,7 @@ struct Op {
   /// Forward and recompute ops: runs as one kernel with the next op (the
   /// compiler's choice, OpTable.h's fusionOf).
   FusionKind fusion = FusionKind::None;
+  int kernel = -1; ///< Kernel: its index in Bundle::code.kernels
 };
 
 /// Where a stage input comes from.
@@ -221,6 +222,39 @@ struct MemoryPlan {
   std::vector<PlannedDeviceMemory> devices; ///< empty: no plan
 };
 
+/// Generated code (docs/BundleFormat.md, "Generated kernels"): element-wise
+/// kernels the compiler fused and compiled to native code, which `kernel`
+/// ops run. The runtime interprets none of it: it loads the variant this CPU
+/// runs (backends/GeneratedCode.h) and calls each kernel's entry,
+///   extern "C" void <symbol>(void **args),
+/// with `inputs` + 1 pointers to 1-D f32 memref descriptors {allocated,
+/// aligned, offset, size, stride}: the inputs, then the output.
+struct GeneratedKernelSpec {
+  std::string symbol;  ///< the entry's name in every variant
+  unsigned inputs = 1; ///< 1 to kMaxKernelInputs (OpTable.h)
+  /// What it computes ("add(in0,in1)->t0; relu(t0)->out"): for messages
+  /// only, never interpreted.
+  std::string ops;
+};
+
+/// The x86-64 levels a CPU variant is built for, narrowest first: the
+/// psABI's baseline (SSE2), v3 (AVX2, FMA, BMI2, F16C, MOVBE, LZCNT) and v4
+/// (v3 and AVX-512 F/BW/CD/DQ/VL).
+inline constexpr const char *kCpuCodeIsas[] = {"x86-64", "x86-64-v3",
+                                               "x86-64-v4"};
+
+/// Every kernel, built for one x86-64 level: an ELF shared object.
+struct CodeVariant {
+  std::string isa;   ///< one of kCpuCodeIsas
+  std::string bytes; ///< the shared object (decoded from the bundle's base64)
+};
+
+struct GeneratedCode {
+  std::vector<GeneratedKernelSpec> kernels;
+  std::vector<CodeVariant> cpu; ///< at least one when there are kernels
+  bool empty() const { return kernels.empty() && cpu.empty(); }
+};
+
 struct Bundle {
   std::string model;
   int64_t batch = 0;
@@ -235,6 +269,9 @@ struct Bundle {
   std::vector<StageProgram> stages;         ///< stage s runs on device s mod K
   std::vector<std::vector<Instr>> programs; ///< per device: K of them
   MemoryPlan memoryPlan; ///< every buffer's place: the runtime plans nothing
+  /// The generated kernels and their native code (empty: none). Loading it
+  /// runs the bundle's code: a bundle is as trusted as an executable.
+  GeneratedCode code;
 
   unsigned numDevices() const { return unsigned(programs.size()); }
   /// Stages per device: 1, or V under interleaving.

@@ -32,8 +32,13 @@ enum OpAttrs : unsigned {
   AttentionAttrs = 8, ///< heads, causal
   ConvAttrs = 16,     ///< stride, padding, groups
   PoolAttrs = 32,     ///< window, stride, padding
-  MomentumAttr = 64   ///< momentum (batch norm's running statistics)
+  MomentumAttr = 64,  ///< momentum (batch norm's running statistics)
+  KernelAttr = 128    ///< kernel: the generated kernel's index (Bundle::code)
 };
+
+/// The most inputs a generated kernel (the `kernel` op) takes: Ops.def's
+/// maxOperands of `kernel`.
+inline constexpr unsigned kMaxKernelInputs = 16;
 
 enum OpFlag : unsigned {
   GradientOp = 1,           ///< belongs in a backward program
@@ -341,6 +346,8 @@ constexpr bool opTableIsIndexedByKind() {
 }
 } // namespace detail
 static_assert(detail::opTableIsIndexedByKind(), "Ops.def rows out of order");
+static_assert(kOpTable[size_t(OpKind::Kernel)].maxOperands == kMaxKernelInputs,
+              "a kernel op takes up to kMaxKernelInputs operands");
 
 } // namespace gpipe::runtime
 

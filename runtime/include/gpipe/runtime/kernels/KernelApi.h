@@ -19,6 +19,7 @@
 #define GPIPE_RUNTIME_DEVICE_KERNELAPI_H
 
 #include "gpipe/runtime/bundle/OpTable.h"
+#include "gpipe/runtime/kernels/GeneratedCall.h"
 #include "gpipe/runtime/kernels/Optimizers.h"
 
 #include <cstdint>
@@ -247,6 +248,12 @@ public:
   virtual void optimizerStep(StreamId s, const OptimizerConfig &config,
                              float *params, const float *grads,
                              float *const *slots, int64_t n, int64_t step) = 0;
+
+  //===-- generated code: the bundle's own kernels (GeneratedCall.h) ------===//
+  /// Runs `call` (its entry is native code of the host CPU): a backend whose
+  /// kernels run elsewhere records an error instead (DeviceBackend's
+  /// runsHostCode says which, before any is issued).
+  virtual void generated(StreamId s, const GeneratedCall &call) = 0;
 
   //===-- gradient statistics: clipping and the non-finite guard ----------===//
   /// partials[r] (r < parts, device memory) = the sum in double of x[i]^2

@@ -176,6 +176,9 @@ public:
   void attentionGrad(StreamId s, const AttentionGradCall &call) override;
   int64_t attentionGradScratch(int64_t batch, int64_t seq, int64_t width,
                                int64_t heads) const override;
+  /// Split over the device's threads as relu is: element-wise code runs
+  /// each range apart.
+  void generated(StreamId s, const GeneratedCall &call) override;
 
   std::string synchronize(std::chrono::milliseconds timeout) override;
   std::string error() const override;

@@ -1,0 +1,261 @@
+//===- GeneratedCodeTest.cpp - Loading and calling generated kernels ------===//
+//
+// The loader of a bundle's native code (backends/GeneratedCode.h) on the
+// stand-in kernels (testdata/GeneratedKernels.c): base64, the choice of a
+// variant for a CPU (with made-up CPUs), the ELF checks, the symbols, and
+// the backends' calls: split over threads, in place, and with an output
+// that overlaps an input in part.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GeneratedKernelsSupport.h"
+
+#include "gpipe/runtime/backends/GeneratedCode.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
+#include "gpipe/runtime/backends/host/HostBackend.h"
+#include "gpipe/runtime/bundle/Base64.h"
+
+#include <gtest/gtest.h>
+
+#include <elf.h>
+
+#include <cstring>
+#include <memory>
+#include <numeric>
+
+using namespace gpipe::runtime;
+using namespace gpipe::runtime::device;
+using namespace gpipe::runtime::testing;
+
+namespace {
+
+TEST(Base64, RoundTripsEveryLength) {
+  std::string bytes;
+  for (int i = 0; i < 300; ++i) {
+    std::string decoded, error;
+    std::string text = encodeBase64(bytes);
+    EXPECT_EQ(text.size() % 4, 0u);
+    ASSERT_TRUE(decodeBase64(text, decoded, error)) << error;
+    EXPECT_EQ(decoded, bytes);
+    bytes += char(i * 37 + 11);
+  }
+  EXPECT_EQ(encodeBase64("gpipe"), "Z3BpcGU=");
+}
+
+TEST(Base64, RefusesDamage) {
+  std::string bytes, error;
+  EXPECT_FALSE(decodeBase64("Z3BpcGU", bytes, error));
+  EXPECT_NE(error.find("multiple of 4"), std::string::npos) << error;
+  EXPECT_FALSE(decodeBase64("Z3B!cGU=", bytes, error));
+  EXPECT_NE(error.find("'!' at offset 3"), std::string::npos) << error;
+  EXPECT_FALSE(decodeBase64("Z3=pcGU=", bytes, error)); // '=' inside
+  EXPECT_FALSE(decodeBase64("Z3Bp\ncGU", bytes, error));
+  EXPECT_FALSE(decodeBase64("Z===", bytes, error));
+}
+
+TEST(ChooseVariant, TakesTheWidestTheCpuRuns) {
+  const std::vector<std::string> all = {"x86-64", "x86-64-v3", "x86-64-v4"};
+  std::string error;
+  CpuFeatures baseline{true, false, false}, v3{true, true, false},
+      v4{true, true, true};
+  EXPECT_EQ(chooseVariant(all, baseline, error), 0u);
+  EXPECT_EQ(chooseVariant(all, v3, error), 1u);
+  EXPECT_EQ(chooseVariant(all, v4, error), 2u);
+  // In any order.
+  EXPECT_EQ(chooseVariant({"x86-64-v4", "x86-64", "x86-64-v3"}, v3, error), 2u);
+  EXPECT_EQ(chooseVariant({"x86-64-v3"}, v4, error), 0u);
+}
+
+TEST(ChooseVariant, NamesTheVariantsWhenTheCpuRunsNone) {
+  std::string error;
+  EXPECT_FALSE(chooseVariant({"x86-64-v4", "x86-64-v3"},
+                             CpuFeatures{true, false, false}, error));
+  EXPECT_EQ(error, "the bundle's generated kernels are built for x86-64-v4, "
+                   "x86-64-v3; this CPU supports none of them (it runs "
+                   "x86-64)");
+  EXPECT_FALSE(chooseVariant({"x86-64"}, CpuFeatures{}, error));
+  EXPECT_NE(error.find("it is not an x86-64 CPU"), std::string::npos) << error;
+}
+
+TEST(ChooseVariant, RefusesAnUnknownIsa) {
+  std::string error;
+  EXPECT_FALSE(chooseVariant({"x86-64", "x86-64-v5"},
+                             CpuFeatures{true, true, true}, error));
+  EXPECT_NE(error.find("unknown isa 'x86-64-v5'"), std::string::npos) << error;
+}
+
+TEST(CpuFeatures, AgreeWithTheCompiler) {
+  const CpuFeatures cpu = hostCpuFeatures();
+  EXPECT_TRUE(cpu.x86_64);
+  EXPECT_TRUE(!cpu.v4 || cpu.v3);
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+  EXPECT_EQ(cpu.v3, bool(__builtin_cpu_supports("x86-64-v3")));
+  EXPECT_EQ(cpu.v4, bool(__builtin_cpu_supports("x86-64-v4")));
+#endif
+}
+
+/// The library's header with `field` at `offset` set to `value`.
+std::string patched(std::string bytes, size_t offset, uint16_t value) {
+  std::memcpy(&bytes[offset], &value, sizeof value);
+  return bytes;
+}
+
+TEST(ElfCheck, AcceptsTheStandIns) {
+  EXPECT_EQ(checkElfSharedObject(kernelLibraryBytes(), "x86-64"), "");
+}
+
+TEST(ElfCheck, RefusesWhatIsNotAnX8664SharedObject) {
+  const std::string good = kernelLibraryBytes();
+  const std::string prefix =
+      "the code artifact for x86-64-v3 is not an x86-64 ELF shared object (";
+  auto check = [&](const std::string &bytes) {
+    return checkElfSharedObject(bytes, "x86-64-v3");
+  };
+  EXPECT_EQ(check("#!/bin/sh\nrm -rf ~\n"), prefix + "no ELF magic)");
+  EXPECT_EQ(check(good.substr(0, 20)),
+            prefix + "its ELF header is cut short at 20 bytes)");
+  EXPECT_EQ(check(patched(good, offsetof(Elf64_Ehdr, e_machine), EM_AARCH64)),
+            prefix + "built for AArch64)");
+  EXPECT_EQ(check(patched(good, offsetof(Elf64_Ehdr, e_type), ET_EXEC)),
+            prefix + "an executable)");
+  std::string narrow = good;
+  narrow[EI_CLASS] = ELFCLASS32;
+  EXPECT_EQ(check(narrow), prefix + "a 32-bit ELF)");
+}
+
+TEST(LoadedCode, FindsEveryKernel) {
+  std::string error;
+  auto code = LoadedCode::load(kernelCode(), hostCpuFeatures(), error);
+  ASSERT_TRUE(code) << error;
+  EXPECT_EQ(code->isa(), "x86-64");
+  std::vector<float> a = {1, -2, 3}, b = {0.5f, 1, -4}, c = {1, 1, 1}, y(3);
+  GeneratedCall call{
+      code->entry(1), {a.data(), b.data(), c.data()}, y.data(), 3};
+  runGeneratedOnHost(call);
+  EXPECT_EQ(y, (std::vector<float>{-0.5f, -3, -13}));
+}
+
+TEST(LoadedCode, RefusesAMissingSymbol) {
+  GeneratedCode code = kernelCode();
+  code.kernels[1].symbol = "gpipe_kernel_1_elsewhere";
+  std::string error;
+  EXPECT_FALSE(LoadedCode::load(code, hostCpuFeatures(), error));
+  EXPECT_EQ(error, "the code artifact has no kernel 'gpipe_kernel_1_elsewhere' "
+                   "(ops mul(in0,in1)->t0; sub(t0,in2)->out): built for "
+                   "another bundle?");
+}
+
+TEST(LoadedCode, ChecksEveryVariantNotOnlyThisCpus) {
+  GeneratedCode code = kernelCode();
+  code.cpu.push_back(
+      {"x86-64-v4",
+       patched(code.cpu[0].bytes, offsetof(Elf64_Ehdr, e_machine), EM_RISCV)});
+  std::string error;
+  EXPECT_FALSE(LoadedCode::load(code, CpuFeatures{true, false, false}, error));
+  EXPECT_EQ(error, "the code artifact for x86-64-v4 is not an x86-64 ELF "
+                   "shared object (built for RISC-V)");
+}
+
+TEST(LoadedCode, RefusesACpuThatRunsNoVariant) {
+  std::string error;
+  EXPECT_FALSE(LoadedCode::load(kernelCode("x86-64-v4"),
+                                CpuFeatures{true, true, false}, error));
+  EXPECT_NE(error.find("built for x86-64-v4; this CPU supports none"),
+            std::string::npos)
+      << error;
+}
+
+// Two bundles' code loaded at once (and again after one is gone) keep their
+// own libraries: glibc knows a loaded object by its path, /proc/self/fd/N.
+TEST(LoadedCode, TwoLoadsKeepTheirOwnCode) {
+  GeneratedCode other = kernelCode();
+  other.cpu[0].bytes = kernelLibraryBytes(/*other=*/true);
+  for (GeneratedKernelSpec &kernel : other.kernels)
+    kernel.symbol.replace(kernel.symbol.size() - 4, 4, "other");
+  std::string error;
+  for (int round = 0; round < 3; ++round) {
+    auto first = LoadedCode::load(kernelCode(), hostCpuFeatures(), error);
+    ASSERT_TRUE(first) << error;
+    auto second = LoadedCode::load(other, hostCpuFeatures(), error);
+    ASSERT_TRUE(second) << error;
+    EXPECT_NE(first->entry(0), second->entry(0));
+  }
+}
+
+/// Runs kernel 0 (relu(a + b)) over n elements on `backend`'s device 0,
+/// with a and the output at `inputAt` and `outputAt` elements into one
+/// buffer of 2n + 4 (so that they may overlap); returns how many output
+/// elements differ from relu(a + b) on the values a had before.
+int64_t wrongAddRelu(DeviceBackend &backend, int64_t n, int64_t inputAt,
+                     int64_t outputAt) {
+  std::string error;
+  auto code = LoadedCode::load(kernelCode(), hostCpuFeatures(), error);
+  EXPECT_TRUE(code) << error;
+  if (!code)
+    return n;
+  const int64_t room = 2 * n + 4;
+  void *memory = nullptr, *other = nullptr;
+  EXPECT_EQ(backend.allocate(0, room * 4, &memory), "");
+  EXPECT_EQ(backend.allocate(0, n * 4, &other), "");
+  float *buffer = static_cast<float *>(memory),
+        *b = static_cast<float *>(other);
+  for (int64_t i = 0; i < room; ++i)
+    buffer[i] = float(i % 7) - 3.0f;
+  for (int64_t i = 0; i < n; ++i)
+    b[i] = float(i % 5) * 0.5f - 1.0f;
+  const std::vector<float> before(buffer, buffer + room);
+  GeneratedCall call{
+      code->entry(0), {buffer + inputAt, b}, buffer + outputAt, n};
+  backend.generated(backend.computeStream(0), call);
+  EXPECT_EQ(backend.synchronize(std::chrono::seconds(60)), "");
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i)
+    wrong += buffer[outputAt + i] != std::max(before[inputAt + i] + b[i], 0.0f);
+  return wrong;
+}
+
+class GeneratedCalls : public ::testing::TestWithParam<bool> {
+protected:
+  std::unique_ptr<DeviceBackend> backend() const {
+    if (GetParam())
+      return std::make_unique<HostBackend>(1);
+    CpuThreading threading;
+    threading.threadsPerDevice = 3; // a long call runs as several ranges
+    return std::make_unique<CpuBackend>(1, threading);
+  }
+};
+
+constexpr int64_t kLong = 100003; // several of the CPU backend's chunks
+
+TEST_P(GeneratedCalls, SplitOverThreads) {
+  EXPECT_EQ(wrongAddRelu(*backend(), kLong, 1, kLong + 2), 0);
+  EXPECT_EQ(wrongAddRelu(*backend(), 5, 1, 7), 0);
+}
+
+TEST_P(GeneratedCalls, InPlace) {
+  EXPECT_EQ(wrongAddRelu(*backend(), kLong, 1, 1), 0);
+  EXPECT_EQ(wrongAddRelu(*backend(), 5, 1, 1), 0);
+}
+
+// The output one element after the input: a plain loop would read what it
+// has just written; one before it, a later thread's range would read what
+// an earlier one wrote.
+TEST_P(GeneratedCalls, OutputOverlapsAnInputInPart) {
+  for (int64_t n : {int64_t(5), kLong}) {
+    EXPECT_EQ(wrongAddRelu(*backend(), n, 1, 2), 0) << n;
+    EXPECT_EQ(wrongAddRelu(*backend(), n, 2, 1), 0) << n;
+    EXPECT_EQ(wrongAddRelu(*backend(), n, 1, n / 2), 0) << n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GeneratedCalls, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return info.param ? "HostEmulation" : "Cpu";
+                         });
+
+TEST(GeneratedCalls, OnlyHostBackendsRunHostCode) {
+  EXPECT_TRUE(CpuBackend(1).runsHostCode());
+  EXPECT_TRUE(HostBackend(1).runsHostCode());
+}
+
+} // namespace
