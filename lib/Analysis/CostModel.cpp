@@ -11,6 +11,7 @@
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -58,7 +59,22 @@ struct OpWork {
 };
 } // namespace
 
+/// FLOPs per element of a general element-wise op (GPipeElementwiseOps.td):
+/// one for arithmetic, a polynomial's worth for a transcendental function.
+static Wide elementwiseFlops(Operation *op) {
+  return llvm::StringSwitch<Wide>(op->getName().stripDialect())
+      .Cases({"neg", "abs", "sub", "mul", "div", "max", "min", "abs_grad",
+              "log_grad", "div_rhs_grad", "max_lhs_grad", "min_lhs_grad"},
+             1)
+      .Cases({"reciprocal", "reciprocal_grad", "exp_grad", "sqrt_grad",
+              "rsqrt_grad", "sigmoid_grad"},
+             3)
+      .Default(12);
+}
+
 static FailureOr<OpWork> estimateWork(Operation *op) {
+  if (op->hasTrait<gpipe::traits::GeneratedKernel>())
+    return OpWork{elementwiseFlops(op) * numElements(op->getResult(0)), 0};
   return llvm::TypeSwitch<Operation *, FailureOr<OpWork>>(op)
       .Case([](DenseOp dense) -> OpWork {
         auto weight = cast<RankedTensorType>(dense.getWeight().getType());

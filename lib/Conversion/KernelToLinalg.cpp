@@ -41,9 +41,20 @@ constexpr float kExpMax = 88.3762626647949f;
 unsigned arityOf(StringRef op) {
   return llvm::StringSwitch<unsigned>(op)
       .Cases({"relu", "gelu", "gelu_erf", "tanh"}, 1)
+      .Cases({"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal",
+              "sigmoid", "silu", "erf", "sin", "cos"},
+             1)
       .Cases({"add", "add_grads", "relu_grad", "gelu_grad", "gelu_erf_grad",
               "tanh_grad"},
              2)
+      .Cases({"sub", "mul", "div", "pow", "max", "min"}, 2)
+      .Cases({"abs_grad", "exp_grad", "log_grad", "sqrt_grad", "rsqrt_grad",
+              "reciprocal_grad", "sigmoid_grad", "silu_grad", "erf_grad",
+              "sin_grad", "cos_grad"},
+             2)
+      .Cases({"div_rhs_grad", "pow_lhs_grad", "pow_rhs_grad", "max_lhs_grad",
+              "min_lhs_grad"},
+             3)
       .Default(0);
 }
 
@@ -69,6 +80,114 @@ struct ScalarBuilder {
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, x, k(0));
     return arith::SelectOp::create(b, loc, le, k(0), then);
   }
+  Value neg(Value x) { return arith::NegFOp::create(b, loc, x); }
+  Value cmp(arith::CmpFPredicate p, Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, p, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value pow(Value x, Value y) { return math::PowFOp::create(b, loc, x, y); }
+  Value log(Value x) { return math::LogOp::create(b, loc, x); }
+  /// 1 / (1 + e^-x).
+  Value sigmoid(Value x) { return div(k(1.0f), add(k(1.0f), exp(neg(x)))); }
+  /// The gradient of max (`greater` OGT) or min (OLT) for lhs, as
+  /// PyTorch's: 0 where the other side wins, half of dy on a tie.
+  Value pickGrad(arith::CmpFPredicate losesWhen, Value dy, Value a, Value c) {
+    Value tie =
+        select(cmp(arith::CmpFPredicate::OEQ, a, c), mul(dy, k(0.5f)), dy);
+    return select(cmp(losesWhen, a, c), k(0.0f), tie);
+  }
+
+  /// The general element-wise ops (GPipeElementwiseOps.td) and their
+  /// gradients.
+  Value generalStep(StringRef op, ArrayRef<Value> a) {
+    using P = arith::CmpFPredicate;
+    if (op == "neg")
+      return neg(a[0]);
+    if (op == "abs")
+      return math::AbsFOp::create(b, loc, a[0]);
+    if (op == "exp")
+      return exp(a[0]);
+    if (op == "log")
+      return log(a[0]);
+    if (op == "sqrt")
+      return math::SqrtOp::create(b, loc, a[0]);
+    if (op == "rsqrt")
+      return div(k(1.0f), math::SqrtOp::create(b, loc, a[0]));
+    if (op == "reciprocal")
+      return div(k(1.0f), a[0]);
+    if (op == "sigmoid")
+      return sigmoid(a[0]);
+    if (op == "silu")
+      return div(a[0], add(k(1.0f), exp(neg(a[0]))));
+    if (op == "erf")
+      return math::ErfOp::create(b, loc, a[0]);
+    if (op == "sin")
+      return math::SinOp::create(b, loc, a[0]);
+    if (op == "cos")
+      return math::CosOp::create(b, loc, a[0]);
+    if (op == "sub")
+      return sub(a[0], a[1]);
+    if (op == "mul")
+      return mul(a[0], a[1]);
+    if (op == "div")
+      return div(a[0], a[1]);
+    if (op == "pow")
+      return pow(a[0], a[1]);
+    if (op == "max")
+      return arith::MaximumFOp::create(b, loc, a[0], a[1]);
+    if (op == "min")
+      return arith::MinimumFOp::create(b, loc, a[0], a[1]);
+    // Gradients: a[0] is dy.
+    Value dy = a[0];
+    if (op == "abs_grad") { // (dy, x): dy sign(x), NaN for a NaN x
+      Value x = a[1];
+      Value sign = select(cmp(P::OGT, x, k(0)), k(1.0f),
+                          select(cmp(P::OLT, x, k(0)), k(-1.0f), k(0.0f)));
+      return mul(dy, select(cmp(P::UNO, x, x), x, sign));
+    }
+    if (op == "exp_grad") // (dy, y)
+      return mul(dy, a[1]);
+    if (op == "log_grad") // (dy, x)
+      return div(dy, a[1]);
+    if (op == "sqrt_grad") // (dy, y): 2y exactly as y + y
+      return div(dy, add(a[1], a[1]));
+    if (op == "rsqrt_grad") // (dy, y)
+      return mul(mul(dy, mul(mul(a[1], a[1]), a[1])), k(-0.5f));
+    if (op == "reciprocal_grad") // (dy, y)
+      return neg(mul(dy, mul(a[1], a[1])));
+    if (op == "sigmoid_grad") // (dy, y)
+      return mul(mul(dy, a[1]), sub(k(1.0f), a[1]));
+    if (op == "silu_grad") { // (dy, x)
+      Value s = sigmoid(a[1]);
+      return mul(mul(dy, s), add(k(1.0f), mul(a[1], sub(k(1.0f), s))));
+    }
+    if (op == "erf_grad") // (dy, x): 2 / sqrt(pi) e^(-x^2)
+      return mul(mul(dy, k(1.1283791670955126f)), exp(neg(mul(a[1], a[1]))));
+    if (op == "sin_grad")
+      return mul(dy, math::CosOp::create(b, loc, a[1]));
+    if (op == "cos_grad")
+      return neg(mul(dy, math::SinOp::create(b, loc, a[1])));
+    if (op == "div_rhs_grad") // (dy, y, rhs)
+      return neg(div(mul(dy, a[1]), a[2]));
+    if (op == "pow_lhs_grad") { // (dy, a, b)
+      Value slope = mul(a[2], pow(a[1], sub(a[2], k(1.0f))));
+      return select(cmp(P::OEQ, a[2], k(0)), k(0.0f), mul(dy, slope));
+    }
+    if (op == "pow_rhs_grad") { // (dy, a, b)
+      Value zero = arith::AndIOp::create(b, loc, cmp(P::OEQ, a[1], k(0)),
+                                         cmp(P::OGE, a[2], k(0)));
+      Value slope = mul(pow(a[1], a[2]), log(a[1]));
+      return select(zero, k(0.0f), mul(dy, slope));
+    }
+    if (op == "max_lhs_grad") // (dy, lhs, rhs)
+      return pickGrad(P::OLT, dy, a[1], a[2]);
+    if (op == "min_lhs_grad")
+      return pickGrad(P::OGT, dy, a[1], a[2]);
+    return {};
+  }
+
   /// Phi(x) = erfc(-x / sqrt 2) / 2.
   Value normalCdf(Value x) {
     Value arg = mul(arith::NegFOp::create(b, loc, x), k(kInvSqrt2));
@@ -114,12 +233,21 @@ struct ScalarBuilder {
       Value density = mul(k(kInvSqrt2Pi), exp(mul(mul(k(-0.5f), x), x)));
       return mul(a[0], add(normalCdf(x), mul(x, density)));
     }
+    if (Value v = generalStep(op, a))
+      return v;
     return {};
   }
 };
 } // namespace
 
 bool gpipe::isKernelStepOp(StringRef op) { return arityOf(op) != 0; }
+
+bool gpipe::hasLibraryKernel(StringRef op) {
+  return llvm::is_contained({"relu", "gelu", "gelu_erf", "tanh", "add",
+                             "add_grads", "relu_grad", "gelu_grad",
+                             "gelu_erf_grad", "tanh_grad"},
+                            op);
+}
 
 std::string KernelSpec::describe() const {
   std::string text;

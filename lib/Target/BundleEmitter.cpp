@@ -168,10 +168,15 @@ static void markFusions(json::Array &ops) {
 static LogicalResult emitOp(Operation *op, ValueTable &values,
                             json::Array &list, bool defineResults,
                             bool dropUnused = false) {
-  std::optional<runtime::OpKind> kind = bundleOpKind(op);
-  if (!kind)
+  // A general element-wise op is written by its mnemonic, for
+  // fuseStageKernels to turn into a kernel.
+  std::string name;
+  if (op->hasTrait<gpipe::traits::GeneratedKernel>())
+    name = op->getName().stripDialect().str();
+  else if (std::optional<runtime::OpKind> kind = bundleOpKind(op))
+    name = runtime::opKindName(*kind);
+  else
     return op->emitOpError() << "cannot be written to a bundle";
-  const char *name = runtime::opKindName(*kind);
   json::Array operands, results;
   SmallVector<bool> operandBatched;
   for (Value operand : op->getOperands()) {
@@ -259,7 +264,7 @@ static void fuseStageKernels(json::Array &forward, json::Array &grads,
 
 static FailureOr<StageEmission> emitStage(StageOp stage,
                                           StageBackwardOp backward, bool isLast,
-                                          int64_t batch, KernelTable *kernels) {
+                                          int64_t batch, KernelTable &kernels) {
   ValueTable values(batch);
   StageEmission out;
   Block &body = stage.getBody().front();
@@ -376,9 +381,8 @@ static FailureOr<StageEmission> emitStage(StageOp stage,
   json::Array lossIds;
   if (loss >= 0)
     lossIds.push_back(loss);
-  if (kernels)
-    fuseStageKernels(forward, grads, recomputed, weightsFrom,
-                     {&outputs, &inputGrads, &lossIds}, *kernels);
+  fuseStageKernels(forward, grads, recomputed, weightsFrom,
+                   {&outputs, &inputGrads, &lossIds}, kernels);
   const size_t numGrads = grads.size();
   // The forward's ops the backward reads again, on the same ids; fused as
   // they meet, since a pair of the forward may have lost its second op.
@@ -578,7 +582,7 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
 
   json::Array stageObjects, params;
   std::optional<StringRef> remat;
-  KernelTable kernels;
+  KernelTable kernels(codegen == KernelCodegen::Native);
   for (StageOp stage : stages) {
     StageBackwardOp backward;
     for (StageBackwardOp candidate : body.getOps<StageBackwardOp>())
@@ -595,7 +599,7 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
     remat = policy;
     FailureOr<StageEmission> emitted = emitStage(
         stage, backward, loss.getDefiningOp() == stage, model.getBatch(),
-        codegen == KernelCodegen::Native ? &kernels : nullptr);
+        kernels);
     if (failed(emitted))
       return failure();
     stageObjects.push_back(std::move(emitted->stage));

@@ -2,6 +2,8 @@
 
 #include "gpipe/Target/KernelRegions.h"
 
+#include "gpipe/runtime/bundle/OpTable.h"
+
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/xxhash.h"
@@ -10,8 +12,6 @@ using namespace gpipe;
 using llvm::json::Array;
 using llvm::json::Object;
 
-/// Past this many inputs a run is left unfused (the runtime's limit).
-static constexpr unsigned kMaxKernelInputs = 16;
 
 unsigned KernelTable::intern(const KernelSpec &spec) {
   std::string description = spec.describe();
@@ -51,12 +51,19 @@ void gpipe::countOperandUses(const Array &ops, ValueUses &uses) {
 }
 
 /// Whether `op` can be a step of a kernel: an element-wise op with one
-/// result that is computed.
-static bool isStep(const Object &op) {
+/// result that is computed (and, for a named op, if the table fuses those).
+static bool isStep(const Object &op, const KernelTable &table) {
   std::optional<llvm::StringRef> name = op.getString("op");
   std::vector<int64_t> results = idsOf(op, "results");
-  return name && isKernelStepOp(*name) && results.size() == 1 &&
-         results[0] >= 0;
+  return name && isKernelStepOp(*name) &&
+         (table.fuseNamedOps || !hasLibraryKernel(*name)) &&
+         results.size() == 1 && results[0] >= 0;
+}
+
+/// Whether `op` has no kernel but a generated one.
+static bool needsKernel(const Object &op) {
+  std::optional<llvm::StringRef> name = op.getString("op");
+  return name && isKernelStepOp(*name) && !hasLibraryKernel(*name);
 }
 
 /// The kernel op computing ops[first, last].
@@ -71,7 +78,7 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
         inputs.insert(id);
     stepOf[idsOf(op, "results")[0]] = k - first;
   }
-  tooManyInputs = inputs.size() > kMaxKernelInputs;
+  tooManyInputs = inputs.size() > runtime::kMaxKernelInputs;
   KernelSpec spec;
   spec.numInputs = inputs.size();
   for (size_t k = first; k <= last; ++k) {
@@ -104,7 +111,7 @@ gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
   llvm::DenseMap<int64_t, size_t> soleReader;
   for (size_t k = begin; k < end; ++k) {
     const Object &op = *ops[k].getAsObject();
-    if (isStep(op))
+    if (isStep(op, table))
       for (int64_t id : idsOf(op, "operands"))
         if (uses.lookup(id) == 1)
           soleReader[id] = k;
@@ -115,7 +122,7 @@ gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
   std::vector<bool> inRun(ops.size(), false);
   for (size_t k = end; k-- > begin;) {
     const Object &op = *ops[k].getAsObject();
-    if (!isStep(op))
+    if (!isStep(op, table))
       continue;
     inRun[k] = true;
     auto reader = soleReader.find(idsOf(op, "results")[0]);
@@ -131,24 +138,40 @@ gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
 
   Array rewritten;
   std::vector<size_t> newIndex(ops.size());
+  auto fuse = [&](size_t from, size_t to) {
+    bool tooManyInputs = false;
+    Object kernel = buildKernelOp(ops, from, to, table, tooManyInputs);
+    if (tooManyInputs)
+      return false;
+    for (size_t j = from; j <= to; ++j)
+      newIndex[j] = rewritten.size();
+    rewritten.push_back(std::move(kernel));
+    return true;
+  };
   for (size_t k = 0; k < ops.size(); ++k) {
-    bool runEnd = k >= begin && k < end && inRun[k] && runOf[k] == k;
-    if (runEnd && first[k] < k && allowed(first[k], k)) {
-      bool tooManyInputs = false;
-      Object kernel = buildKernelOp(ops, first[k], k, table, tooManyInputs);
-      if (!tooManyInputs) {
-        // The run's ops were copied one by one: take them back.
-        size_t start = rewritten.size() - (k - first[k]);
-        while (rewritten.size() > start)
-          rewritten.erase(rewritten.end() - 1);
-        for (size_t j = first[k]; j <= k; ++j)
-          newIndex[j] = start;
-        rewritten.push_back(std::move(kernel));
-        continue;
-      }
+    bool inRange = k >= begin && k < end;
+    if (!inRange || !inRun[k] || runOf[k] != k) {
+      // Not a run's last op: copied now, taken back if its run fuses.
+      newIndex[k] = rewritten.size();
+      rewritten.push_back(ops[k]);
+      continue;
     }
-    newIndex[k] = rewritten.size();
-    rewritten.push_back(ops[k]);
+    size_t from = first[k];
+    // Take the run's other ops back, then fuse it whole, or else alone
+    // each op that has no library kernel.
+    if (from < k)
+      while (rewritten.size() > newIndex[from])
+        rewritten.erase(rewritten.end() - 1);
+    bool fused = from == k ? needsKernel(*ops[k].getAsObject()) && fuse(k, k)
+                           : allowed(from, k) && fuse(from, k);
+    if (fused)
+      continue;
+    for (size_t j = from; j <= k; ++j) {
+      if (needsKernel(*ops[j].getAsObject()) && fuse(j, j))
+        continue;
+      newIndex[j] = rewritten.size();
+      rewritten.push_back(ops[j]);
+    }
   }
   ops = std::move(rewritten);
   return newIndex;

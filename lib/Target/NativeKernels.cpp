@@ -6,10 +6,12 @@
 //   -> tiles of W elements, the loop peeled so that its main part has only
 //      full tiles, each vectorized to vector<Wxf32>; the remainder (< W
 //      elements) stays scalar
-//   -> the math functions (exp, tanh, erfc) as MLIR's polynomial
+//   -> the math functions (exp, log, tanh, erf, erfc) as MLIR's polynomial
 //      approximations, so that vectors need no libm; the scalar remainder
 //      uses the same arithmetic, so an element's bits do not depend on where
-//      a thread's chunk starts
+//      a thread's chunk starts. sin, cos and pow call libm per element: its
+//      range reduction, and pow's IEEE cases (0^0, a negative base with an
+//      integer exponent), which the expansion as exp(b log a) gets wrong.
 //   -> the LLVM dialect with C-interface wrappers, LLVM IR, an optimized
 //      object for the variant's CPU level, a shared object.
 // Kernels run in their own MLIRContext: the compiler's context is not
@@ -244,8 +246,12 @@ LogicalResult KernelCompilation::lowerToLLVMDialect(ModuleOp module,
   if (failed(lower.run(module)))
     return failure();
   RewritePatternSet approximations(&context);
-  populateMathPolynomialApproximationPatterns(approximations,
-                                              [](StringRef) { return true; });
+  // sin and cos stay libm's: the approximations' range reduction loses
+  // digits at large arguments (1e-5 at 100), which rotary positions reach;
+  // math.powf is left alone and becomes libm's powf.
+  populateMathPolynomialApproximationPatterns(approximations, [](StringRef op) {
+    return op != "math.sin" && op != "math.cos";
+  });
   if (!variant.hasFma)
     math::populateExpansionPatterns(approximations, {"fma"});
   if (failed(applyPatternsGreedily(module, std::move(approximations))))
@@ -416,9 +422,9 @@ static FailureOr<std::string> linkSharedObject(StringRef object,
     }
     out << object;
   }
-  SmallVector<StringRef> args{driver,       "-shared", "-Wl,-z,noexecstack",
-                              "-Wl,-z,now", "-s",      "-o",
-                              libraryPath,  objectPath};
+  SmallVector<StringRef> args{driver,       "-shared",   "-Wl,-z,noexecstack",
+                              "-Wl,-z,now", "-s",        "-lm",
+                              "-o",         libraryPath, objectPath};
   std::optional<StringRef> redirects[] = {std::nullopt, logPath.str(),
                                           logPath.str()};
   int status = llvm::sys::ExecuteAndWait(driver, args, std::nullopt, redirects,

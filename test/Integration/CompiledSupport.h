@@ -37,12 +37,14 @@ struct Compiled {
 /// Parses `text`, runs gpipe-compile with (K, M, remat), translates the
 /// result to a bundle and reads it back with the runtime's reader.
 inline Compiled compile(const std::string &text, unsigned k, unsigned m,
-                        RematPolicy remat) {
+                        RematPolicy remat,
+                        KernelCodegen codegen = KernelCodegen::None) {
   Compiled out;
   CompilePipelineOptions options;
   options.numStages = k;
   options.numMicrobatches = m;
   options.remat = remat;
+  options.codegen = codegen;
   std::string json, diagnostics;
   if (mlir::failed(compileSourceToBundle(text, options, json, diagnostics))) {
     out.error = "compilation failed: " + diagnostics;

@@ -126,6 +126,74 @@ const std::map<std::string, Reference> &references() {
       {"gelu_grad", [](auto &a) { return a[0] * geluSlope(a[1]); }},
       {"gelu_erf", [](auto &a) { return geluErf(a[0]); }},
       {"gelu_erf_grad", [](auto &a) { return a[0] * geluErfSlope(a[1]); }},
+      // The general ops (GPipeElementwiseOps.td) and their gradients.
+      {"neg", [](auto &a) { return -a[0]; }},
+      {"abs", [](auto &a) { return std::fabs(a[0]); }},
+      {"exp", [](auto &a) { return std::exp(a[0]); }},
+      {"log", [](auto &a) { return std::log(a[0]); }},
+      {"sqrt", [](auto &a) { return std::sqrt(a[0]); }},
+      {"rsqrt", [](auto &a) { return 1 / std::sqrt(a[0]); }},
+      {"reciprocal", [](auto &a) { return 1 / a[0]; }},
+      {"sigmoid", [](auto &a) { return 1 / (1 + std::exp(-a[0])); }},
+      {"silu", [](auto &a) { return a[0] / (1 + std::exp(-a[0])); }},
+      {"erf", [](auto &a) { return std::erf(a[0]); }},
+      {"sin", [](auto &a) { return std::sin(a[0]); }},
+      {"cos", [](auto &a) { return std::cos(a[0]); }},
+      {"sub", [](auto &a) { return a[0] - a[1]; }},
+      {"mul", [](auto &a) { return a[0] * a[1]; }},
+      {"div", [](auto &a) { return a[0] / a[1]; }},
+      {"pow", [](auto &a) { return std::pow(a[0], a[1]); }},
+      {"max",
+       [](auto &a) {
+         return std::isnan(a[0]) || std::isnan(a[1]) ? NAN
+                                                     : std::fmax(a[0], a[1]);
+       }},
+      {"min",
+       [](auto &a) {
+         return std::isnan(a[0]) || std::isnan(a[1]) ? NAN
+                                                     : std::fmin(a[0], a[1]);
+       }},
+      {"abs_grad",
+       [](auto &a) {
+         double x = a[1];
+         return a[0] * (std::isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0);
+       }},
+      {"exp_grad", [](auto &a) { return a[0] * a[1]; }},
+      {"log_grad", [](auto &a) { return a[0] / a[1]; }},
+      {"sqrt_grad", [](auto &a) { return a[0] / (2 * a[1]); }},
+      {"rsqrt_grad", [](auto &a) { return -0.5 * a[0] * a[1] * a[1] * a[1]; }},
+      {"reciprocal_grad", [](auto &a) { return -a[0] * a[1] * a[1]; }},
+      {"sigmoid_grad", [](auto &a) { return a[0] * a[1] * (1 - a[1]); }},
+      {"silu_grad",
+       [](auto &a) {
+         double s = 1 / (1 + std::exp(-a[1]));
+         return a[0] * s * (1 + a[1] * (1 - s));
+       }},
+      {"erf_grad",
+       [](auto &a) {
+         return a[0] * 2 / std::sqrt(M_PI) * std::exp(-a[1] * a[1]);
+       }},
+      {"sin_grad", [](auto &a) { return a[0] * std::cos(a[1]); }},
+      {"cos_grad", [](auto &a) { return -a[0] * std::sin(a[1]); }},
+      {"div_rhs_grad", [](auto &a) { return -a[0] * a[1] / a[2]; }},
+      {"pow_lhs_grad",
+       [](auto &a) {
+         return a[2] == 0 ? 0.0 : a[0] * a[2] * std::pow(a[1], a[2] - 1);
+       }},
+      {"pow_rhs_grad",
+       [](auto &a) {
+         return a[1] == 0 && a[2] >= 0
+                    ? 0.0
+                    : a[0] * std::pow(a[1], a[2]) * std::log(a[1]);
+       }},
+      {"max_lhs_grad",
+       [](auto &a) {
+         return a[1] < a[2] ? 0.0 : a[1] == a[2] ? a[0] / 2 : a[0];
+       }},
+      {"min_lhs_grad",
+       [](auto &a) {
+         return a[1] > a[2] ? 0.0 : a[1] == a[2] ? a[0] / 2 : a[0];
+       }},
   };
   return table;
 }
@@ -229,9 +297,13 @@ KernelSpec chain() {
 TEST(NativeKernels, MatchTheReferenceOnEveryVariantThisCpuRuns) {
   std::vector<NamedKernel> kernels;
   for (auto &[op, reference] : references()) {
-    unsigned arity =
-        op == "relu" || op == "tanh" || op == "gelu" || op == "gelu_erf" ? 1
-                                                                         : 2;
+    unsigned arity = op.find("_grad") != std::string::npos ? 2 : 1;
+    if (op == "add" || op == "add_grads" || op == "sub" || op == "mul" ||
+        op == "div" || op == "pow" || op == "max" || op == "min")
+      arity = 2;
+    if (op == "div_rhs_grad" || op.rfind("pow_", 0) == 0 ||
+        op == "max_lhs_grad" || op == "min_lhs_grad")
+      arity = 3;
     kernels.push_back({"gpipe_test_" + op, single(op, arity)});
   }
   kernels.push_back({"gpipe_test_chain", chain()});

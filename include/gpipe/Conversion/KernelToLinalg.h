@@ -20,9 +20,10 @@
 
 namespace gpipe {
 
-/// One step of a kernel: an element-wise op of the bundle (relu, gelu,
-/// gelu_erf, tanh, add, add_grads and the gradients relu_grad, gelu_grad,
-/// gelu_erf_grad, tanh_grad, operands in the bundle's order) on earlier
+/// One step of a kernel: an element-wise op (the bundle's relu, gelu,
+/// gelu_erf, tanh, add, add_grads and their gradients relu_grad, gelu_grad,
+/// gelu_erf_grad, tanh_grad; the general ops of GPipeElementwiseOps.td and
+/// their gradients), by mnemonic, operands in the op's order, on earlier
 /// values: operand k < numInputs is input k, otherwise step k - numInputs.
 struct KernelStep {
   std::string op;
@@ -40,8 +41,12 @@ struct KernelSpec {
   std::string describe() const;
 };
 
-/// Whether `op` (a bundle op name) can be a kernel step.
+/// Whether `op` (an op's mnemonic) can be a kernel step.
 bool isKernelStepOp(llvm::StringRef op);
+
+/// Whether the runtime also has a kernel of its own for step `op` (the
+/// bundle's named element-wise ops); the general ops have none.
+bool hasLibraryKernel(llvm::StringRef op);
 
 /// Adds to `module` a public `func.func @name(in0, ..., out)` over
 /// tensor<?xf32> whose body is one linalg.generic computing `kernel`, the

@@ -7,8 +7,13 @@
 // each value inside the run is read once, by a later op of the run, and only
 // the run's last value is written. Runs are consecutive so that no other op
 // runs between the reads of an input and the kernel: the memory plan, made
-// for the unfused ops, keeps every input live until then. A single op stays
-// the library kernel it was (a dense op's activation stays its epilogue).
+// for the unfused ops, keeps every input live until then.
+//
+// The general element-wise ops (GPipeElementwiseOps.td) always become
+// kernels, alone if need be. The named ones that the runtime also has kernels
+// for (relu, gelu, add, ...) join runs only under codegen=native, and a
+// single one stays the library kernel it was (a dense op's activation stays
+// its epilogue).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +34,10 @@ namespace gpipe {
 /// The distinct kernels of one bundle: identical runs share one kernel.
 class KernelTable {
 public:
+  /// `fuseNamedOps`: whether the named element-wise ops join kernels too.
+  explicit KernelTable(bool fuseNamedOps) : fuseNamedOps(fuseNamedOps) {}
+  const bool fuseNamedOps;
+
   /// The index of the kernel computing `spec`, added if new.
   unsigned intern(const KernelSpec &spec);
   llvm::ArrayRef<NamedKernel> kernels() const { return table; }

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ElementwiseGradients.h"
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
@@ -63,6 +64,13 @@ public:
   /// Emits the gradient ops of `op` given the gradient of its result.
   LogicalResult differentiate(Operation *op, Value dy) {
     Location loc = op->getLoc();
+    if (emitElementwiseGradient(
+            op, dy, builder,
+            [&](Value value, Value grad) { contribute(value, grad, loc); },
+            [&](Value value) {
+              return isFloatTensor(value) && !modelInputs.contains(value);
+            }))
+      return success();
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](DenseOp dense) {
           auto grad = DenseGradOp::create(

@@ -7,5 +7,6 @@ include "gpipe/Dialect/GPipe/IR/GPipeDialect.td"
 include "gpipe/Dialect/GPipe/IR/GPipeAttrs.td"
 include "gpipe/Dialect/GPipe/IR/GPipeOps.td"
 include "gpipe/Dialect/GPipe/IR/GPipeBackwardOps.td"
+include "gpipe/Dialect/GPipe/IR/GPipeElementwiseOps.td"
 
 #endif // GPIPE_TD

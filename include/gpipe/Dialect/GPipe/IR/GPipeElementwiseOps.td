@@ -1,0 +1,118 @@
+//===- GPipeElementwiseOps.td - general element-wise ops -*- tablegen -*-===//
+//
+// The general element-wise ops and their gradients. No runtime kernel is
+// written for any of them by hand: the bundle emission fuses each run of them
+// (KernelRegions.h) into a kernel the compiler generates through MLIR
+// (KernelToLinalg.h, NativeKernels.h). Operands and results have one shape
+// (broadcasting is not yet supported: a operand of another shape is refused
+// by the verifier).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GPIPE_ELEMENTWISE_OPS_TD
+#define GPIPE_ELEMENTWISE_OPS_TD
+
+include "gpipe/Dialect/GPipe/IR/GPipeOps.td"
+include "gpipe/Dialect/GPipe/IR/GPipeBackwardOps.td"
+
+// Marks the ops that only generated kernels compute.
+def GPipe_GeneratedKernel : NativeOpTrait<"GeneratedKernel"> {
+  let cppNamespace = "::gpipe::traits";
+}
+
+class GPipe_ElementwiseUnaryOp<string mnemonic, string text>
+    : GPipe_ComputeOp<mnemonic, [AllTypesMatch<["input", "result"]>,
+                                 GPipe_GeneratedKernel]> {
+  let summary = text;
+  let arguments = !con((ins GPipe_FloatTensor:$input), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+class GPipe_ElementwiseBinaryOp<string mnemonic, string text>
+    : GPipe_ComputeOp<mnemonic, [AllTypesMatch<["lhs", "rhs", "result"]>,
+                                 GPipe_GeneratedKernel]> {
+  let summary = text;
+  let arguments = !con((ins GPipe_FloatTensor:$lhs, GPipe_FloatTensor:$rhs),
+                       CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def GPipe_NegOp : GPipe_ElementwiseUnaryOp<"neg", "element-wise -x">;
+def GPipe_AbsOp : GPipe_ElementwiseUnaryOp<"abs", "element-wise |x|">;
+def GPipe_ExpOp : GPipe_ElementwiseUnaryOp<"exp", "element-wise e^x">;
+def GPipe_LogOp : GPipe_ElementwiseUnaryOp<"log", "element-wise natural logarithm">;
+def GPipe_SqrtOp : GPipe_ElementwiseUnaryOp<"sqrt", "element-wise square root">;
+def GPipe_RsqrtOp : GPipe_ElementwiseUnaryOp<"rsqrt", "element-wise 1 / sqrt(x)">;
+def GPipe_ReciprocalOp : GPipe_ElementwiseUnaryOp<"reciprocal", "element-wise 1 / x">;
+def GPipe_SigmoidOp : GPipe_ElementwiseUnaryOp<"sigmoid", "element-wise 1 / (1 + e^-x)">;
+def GPipe_SiluOp : GPipe_ElementwiseUnaryOp<"silu", "element-wise x sigmoid(x) (swish)">;
+def GPipe_ErfOp : GPipe_ElementwiseUnaryOp<"erf", "element-wise error function">;
+def GPipe_SinOp : GPipe_ElementwiseUnaryOp<"sin", "element-wise sine">;
+def GPipe_CosOp : GPipe_ElementwiseUnaryOp<"cos", "element-wise cosine">;
+
+def GPipe_SubOp : GPipe_ElementwiseBinaryOp<"sub", "element-wise lhs - rhs">;
+def GPipe_MulOp : GPipe_ElementwiseBinaryOp<"mul", "element-wise product">;
+def GPipe_DivOp : GPipe_ElementwiseBinaryOp<"div", "element-wise lhs / rhs">;
+def GPipe_PowOp : GPipe_ElementwiseBinaryOp<"pow", "element-wise lhs ^ rhs">;
+def GPipe_MaxOp : GPipe_ElementwiseBinaryOp<"max",
+    "element-wise maximum; NaN if either is NaN (torch.maximum)">;
+def GPipe_MinOp : GPipe_ElementwiseBinaryOp<"min",
+    "element-wise minimum; NaN if either is NaN (torch.minimum)">;
+
+// Gradients: dx from dy and one forward value (its input x or result y, as
+// the summary says), or from dy and both operands of a binary op.
+class GPipe_ElementwiseGradOp<string mnemonic, string text>
+    : GPipe_GradOp<mnemonic, [AllTypesMatch<["dy", "primal", "dx"]>,
+                              GPipe_GeneratedKernel]> {
+  let summary = text;
+  let arguments = (ins GPipe_FloatTensor:$dy, GPipe_FloatTensor:$primal);
+  let results = (outs GPipe_FloatTensor:$dx);
+  let assemblyFormat = "$dy `,` $primal attr-dict `:` type($dx)";
+}
+
+class GPipe_ElementwiseBinaryGradOp<string mnemonic, string text>
+    : GPipe_GradOp<mnemonic, [AllTypesMatch<["dy", "lhs", "rhs", "dx"]>,
+                              GPipe_GeneratedKernel]> {
+  let summary = text;
+  let arguments = (ins GPipe_FloatTensor:$dy, GPipe_FloatTensor:$lhs,
+                       GPipe_FloatTensor:$rhs);
+  let results = (outs GPipe_FloatTensor:$dx);
+  let assemblyFormat = "$dy `,` $lhs `,` $rhs attr-dict `:` type($dx)";
+}
+
+def GPipe_AbsGradOp : GPipe_ElementwiseGradOp<"abs_grad",
+    "gradient of abs from x: dy sign(x) (0 at 0, NaN at NaN)">;
+def GPipe_ExpGradOp : GPipe_ElementwiseGradOp<"exp_grad",
+    "gradient of exp from y: dy y">;
+def GPipe_LogGradOp : GPipe_ElementwiseGradOp<"log_grad",
+    "gradient of log from x: dy / x">;
+def GPipe_SqrtGradOp : GPipe_ElementwiseGradOp<"sqrt_grad",
+    "gradient of sqrt from y: dy / (2 y)">;
+def GPipe_RsqrtGradOp : GPipe_ElementwiseGradOp<"rsqrt_grad",
+    "gradient of rsqrt from y: -dy y^3 / 2">;
+def GPipe_ReciprocalGradOp : GPipe_ElementwiseGradOp<"reciprocal_grad",
+    "gradient of reciprocal from y: -dy y^2">;
+def GPipe_SigmoidGradOp : GPipe_ElementwiseGradOp<"sigmoid_grad",
+    "gradient of sigmoid from y: dy y (1 - y)">;
+def GPipe_SiluGradOp : GPipe_ElementwiseGradOp<"silu_grad",
+    "gradient of silu from x: dy s (1 + x (1 - s)), s = sigmoid(x)">;
+def GPipe_ErfGradOp : GPipe_ElementwiseGradOp<"erf_grad",
+    "gradient of erf from x: dy 2 / sqrt(pi) e^(-x^2)">;
+def GPipe_SinGradOp : GPipe_ElementwiseGradOp<"sin_grad",
+    "gradient of sin from x: dy cos(x)">;
+def GPipe_CosGradOp : GPipe_ElementwiseGradOp<"cos_grad",
+    "gradient of cos from x: -dy sin(x)">;
+def GPipe_DivRhsGradOp : GPipe_ElementwiseBinaryGradOp<"div_rhs_grad",
+    "gradient of div for its divisor, from y = lhs / rhs and rhs: -dy y / rhs">;
+def GPipe_PowLhsGradOp : GPipe_ElementwiseBinaryGradOp<"pow_lhs_grad",
+    "gradient of pow for its base: dy b a^(b - 1), 0 where b = 0">;
+def GPipe_PowRhsGradOp : GPipe_ElementwiseBinaryGradOp<"pow_rhs_grad",
+    "gradient of pow for its exponent: dy a^b log(a), 0 where a = 0 and b >= 0">;
+def GPipe_MaxLhsGradOp : GPipe_ElementwiseBinaryGradOp<"max_lhs_grad",
+    "gradient of max for lhs: dy where lhs > rhs, dy / 2 where they tie">;
+def GPipe_MinLhsGradOp : GPipe_ElementwiseBinaryGradOp<"min_lhs_grad",
+    "gradient of min for lhs: dy where lhs < rhs, dy / 2 where they tie">;
+
+#endif // GPIPE_ELEMENTWISE_OPS_TD

@@ -1,0 +1,124 @@
+//===- ElementwiseGradients.cpp - Gradients of the general element-wise ops
+//===//
+//
+// Each rule is a gradient op of GPipeElementwiseOps.td, or a general op where
+// the derivative is one (sub, mul, div): whatever it emits is again computed
+// by generated kernels, and fuses with its neighbours in the backward.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ElementwiseGradients.h"
+
+#include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace gpipe;
+
+namespace {
+struct Rules {
+  OpBuilder &b;
+  Location loc;
+  Value dy;
+  ContributeFn contribute;
+  WantsGradientFn wants;
+
+  /// `input` gets GradOp(dy, primal).
+  template <class GradOp> void unary(Value input, Value primal) {
+    if (wants(input))
+      contribute(input, GradOp::create(b, loc, dy.getType(), dy, primal));
+  }
+  /// `target` gets GradOp(dy, lhs, rhs).
+  template <class GradOp> void binary(Value target, Value lhs, Value rhs) {
+    if (wants(target))
+      contribute(target, GradOp::create(b, loc, dy.getType(), dy, lhs, rhs));
+  }
+  /// `target` gets Op(lhs, rhs), a general binary op.
+  template <class Op> void general(Value target, Value lhs, Value rhs) {
+    if (wants(target))
+      contribute(target,
+                 Op::create(b, loc, dy.getType(), lhs, rhs, CostAttr()));
+  }
+};
+} // namespace
+
+bool gpipe::emitElementwiseGradient(Operation *op, Value dy, OpBuilder &builder,
+                                    ContributeFn contribute,
+                                    WantsGradientFn wants) {
+  Rules r{builder, op->getLoc(), dy, contribute, wants};
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case([&](NegOp o) {
+        if (wants(o.getInput()))
+          contribute(o.getInput(), NegOp::create(builder, o.getLoc(),
+                                                 dy.getType(), dy, CostAttr()));
+        return true;
+      })
+      .Case([&](AbsOp o) {
+        return r.unary<AbsGradOp>(o.getInput(), o.getInput()), true;
+      })
+      .Case([&](ExpOp o) {
+        return r.unary<ExpGradOp>(o.getInput(), o.getResult()), true;
+      })
+      .Case([&](LogOp o) {
+        return r.unary<LogGradOp>(o.getInput(), o.getInput()), true;
+      })
+      .Case([&](SqrtOp o) {
+        return r.unary<SqrtGradOp>(o.getInput(), o.getResult()), true;
+      })
+      .Case([&](RsqrtOp o) {
+        return r.unary<RsqrtGradOp>(o.getInput(), o.getResult()), true;
+      })
+      .Case([&](ReciprocalOp o) {
+        return r.unary<ReciprocalGradOp>(o.getInput(), o.getResult()), true;
+      })
+      .Case([&](SigmoidOp o) {
+        return r.unary<SigmoidGradOp>(o.getInput(), o.getResult()), true;
+      })
+      .Case([&](SiluOp o) {
+        return r.unary<SiluGradOp>(o.getInput(), o.getInput()), true;
+      })
+      .Case([&](ErfOp o) {
+        return r.unary<ErfGradOp>(o.getInput(), o.getInput()), true;
+      })
+      .Case([&](SinOp o) {
+        return r.unary<SinGradOp>(o.getInput(), o.getInput()), true;
+      })
+      .Case([&](CosOp o) {
+        return r.unary<CosGradOp>(o.getInput(), o.getInput()), true;
+      })
+      .Case([&](SubOp o) {
+        if (wants(o.getLhs()))
+          contribute(o.getLhs(), dy);
+        if (wants(o.getRhs()))
+          contribute(o.getRhs(), NegOp::create(builder, o.getLoc(),
+                                               dy.getType(), dy, CostAttr()));
+        return true;
+      })
+      .Case([&](MulOp o) {
+        r.general<MulOp>(o.getLhs(), dy, o.getRhs());
+        r.general<MulOp>(o.getRhs(), dy, o.getLhs());
+        return true;
+      })
+      .Case([&](DivOp o) {
+        r.general<DivOp>(o.getLhs(), dy, o.getRhs());
+        r.binary<DivRhsGradOp>(o.getRhs(), o.getResult(), o.getRhs());
+        return true;
+      })
+      .Case([&](PowOp o) {
+        r.binary<PowLhsGradOp>(o.getLhs(), o.getLhs(), o.getRhs());
+        r.binary<PowRhsGradOp>(o.getRhs(), o.getLhs(), o.getRhs());
+        return true;
+      })
+      .Case([&](MaxOp o) {
+        r.binary<MaxLhsGradOp>(o.getLhs(), o.getLhs(), o.getRhs());
+        r.binary<MaxLhsGradOp>(o.getRhs(), o.getRhs(), o.getLhs());
+        return true;
+      })
+      .Case([&](MinOp o) {
+        r.binary<MinLhsGradOp>(o.getLhs(), o.getLhs(), o.getRhs());
+        r.binary<MinLhsGradOp>(o.getRhs(), o.getRhs(), o.getLhs());
+        return true;
+      })
+      .Default([](Operation *) { return false; });
+}
