@@ -84,6 +84,7 @@
 #include "llvm/TargetParser/Triple.h"
 
 #include <mutex>
+#include <thread>
 
 using namespace mlir;
 using namespace gpipe;
@@ -170,9 +171,11 @@ public:
 
   /// Reports `what` and the messages collected at `loc`.
   void report(Location loc, const Twine &what) {
-    InFlightDiagnostic diag = emitError(loc) << "generated kernels: " << what;
-    if (!messages.empty())
-      diag << ": " << messages;
+    emitError(loc) << "generated kernels: " << describe(what);
+  }
+  /// `what` and the messages collected.
+  std::string describe(const Twine &what) const {
+    return messages.empty() ? what.str() : (what + ": " + messages).str();
   }
 
   FailureOr<OwningOpRef<ModuleOp>> buildLinalg(ArrayRef<NamedKernel> kernels);
@@ -449,40 +452,82 @@ static FailureOr<std::string> linkSharedObject(StringRef object,
   return (*library)->getBuffer().str();
 }
 
+namespace {
+/// One variant's shared object, or why there is none.
+struct VariantResult {
+  std::string library;
+  std::string error;
+};
+} // namespace
+
+/// Compiles `kernels` for `variant`. Touches no caller's context: the
+/// variants compile on threads of their own.
+static VariantResult compileVariant(ArrayRef<NamedKernel> kernels,
+                                    const IsaVariant &variant) {
+  KernelCompilation compilation;
+  auto fail = [&](const Twine &what) {
+    return VariantResult{"", compilation.describe(what)};
+  };
+  FailureOr<OwningOpRef<ModuleOp>> module = compilation.buildLinalg(kernels);
+  if (failed(module))
+    return fail("cannot build the kernels' linalg");
+  if (failed(compilation.lowerToLLVMDialect(**module, variant)))
+    return fail("lowering to the LLVM dialect failed for " + variant.isa);
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(**module, llvmContext, "gpipe-kernels");
+  if (!llvmModule)
+    return fail("translation to LLVM IR failed");
+  for (const NamedKernel &kernel : kernels)
+    addPackedEntry(*llvmModule, kernel);
+  std::string error;
+  FailureOr<std::string> object = emitObject(*llvmModule, variant, error);
+  if (failed(object))
+    return {"",
+            ("code generation for " + variant.isa + " failed: " + error).str()};
+  FailureOr<std::string> library = linkSharedObject(*object, error);
+  if (failed(library))
+    return {"", error};
+  return {std::move(*library), ""};
+}
+
+/// The shared objects of every kernel set this process compiled, by the set
+/// (symbols and steps): a tool that compiles one model under many plans
+/// (gpipe-tune, the tests) generates its kernels once.
+static std::mutex cacheMutex;
+static llvm::StringMap<std::vector<NativeCodeVariant>> &compiledSets() {
+  static llvm::StringMap<std::vector<NativeCodeVariant>> cache;
+  return cache;
+}
+
 FailureOr<std::vector<NativeCodeVariant>>
 gpipe::compileNativeKernels(ArrayRef<NamedKernel> kernels, Location loc) {
-  std::vector<NativeCodeVariant> variants;
-  for (const IsaVariant &variant : kVariants) {
-    KernelCompilation compilation;
-    FailureOr<OwningOpRef<ModuleOp>> module = compilation.buildLinalg(kernels);
-    if (failed(module)) {
-      compilation.report(loc, "cannot build the kernels' linalg");
-      return failure();
-    }
-    if (failed(compilation.lowerToLLVMDialect(**module, variant))) {
-      compilation.report(loc, "lowering to the LLVM dialect failed for " +
-                                  variant.isa);
-      return failure();
-    }
-    llvm::LLVMContext llvmContext;
-    std::unique_ptr<llvm::Module> llvmModule =
-        translateModuleToLLVMIR(**module, llvmContext, "gpipe-kernels");
-    if (!llvmModule) {
-      compilation.report(loc, "translation to LLVM IR failed");
-      return failure();
-    }
-    for (const NamedKernel &kernel : kernels)
-      addPackedEntry(*llvmModule, kernel);
-    std::string error;
-    FailureOr<std::string> object = emitObject(*llvmModule, variant, error);
-    if (failed(object))
-      return (emitError(loc) << "generated kernels: code generation for "
-                             << variant.isa << " failed: " << error),
-             failure();
-    FailureOr<std::string> library = linkSharedObject(*object, error);
-    if (failed(library))
-      return (emitError(loc) << "generated kernels: " << error), failure();
-    variants.push_back({variant.isa.str(), std::move(*library)});
+  std::string key;
+  for (const NamedKernel &kernel : kernels)
+    key += kernel.symbol + "=" + kernel.spec.describe() + "\n";
+  {
+    std::lock_guard<std::mutex> lock(cacheMutex);
+    auto it = compiledSets().find(key);
+    if (it != compiledSets().end())
+      return it->second;
   }
+  // The variants are independent: one thread each.
+  std::vector<VariantResult> results(std::size(kVariants));
+  std::vector<std::thread> threads;
+  for (size_t v = 1; v < results.size(); ++v)
+    threads.emplace_back(
+        [&, v] { results[v] = compileVariant(kernels, kVariants[v]); });
+  results[0] = compileVariant(kernels, kVariants[0]);
+  for (std::thread &thread : threads)
+    thread.join();
+  std::vector<NativeCodeVariant> variants;
+  for (size_t v = 0; v < results.size(); ++v) {
+    if (!results[v].error.empty())
+      return (emitError(loc) << "generated kernels: " << results[v].error),
+             failure();
+    variants.push_back({kVariants[v].isa.str(), std::move(results[v].library)});
+  }
+  std::lock_guard<std::mutex> lock(cacheMutex);
+  compiledSets()[key] = variants;
   return variants;
 }

@@ -108,7 +108,7 @@ static llvm::cl::opt<gpipe::KernelCodegen> codegen(
         clEnumValN(gpipe::KernelCodegen::Native, "native",
                    "kernels the compiler generates for each run of "
                    "element-wise ops (CPU and host emulation)")),
-    llvm::cl::cat(pipelineCategory));
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 static gpipe::Whole<int64_t>
     batchSize("batch-size", llvm::cl::init(0),
               llvm::cl::desc("mini-batch size (0: the model's own)"),

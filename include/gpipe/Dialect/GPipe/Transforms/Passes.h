@@ -96,7 +96,7 @@ struct CompilePipelineOptions
                      "the runtime's library kernels, one op at a time"),
           clEnumValN(KernelCodegen::Native, "native",
                      "kernels generated through MLIR for each run of "
-                     "element-wise ops, as x86-64 code in the bundle"))};
+                     "element-wise ops, as native CPU code in the bundle"))};
   Option<bool> splitLayers{
       *this, "split-layers",
       llvm::cl::desc("cut layers with several heavy ops (two products, two "

@@ -1,0 +1,163 @@
+//===- GeneratedKernelBenchmark.cpp - Fused generated kernels vs per op ---===//
+//
+// A run of element-wise ops as one generated kernel against the same ops as
+// one generated kernel each (every intermediate written and read back), on
+// one thread, through the runtime's loader (LoadedCode) and call path
+// (runGeneratedRange). The runs:
+//  - rope: q cos + neg(q') sin, the element-wise part of a rotary embedding
+//    (mul, neg, mul, add: 4 ops, 4 inputs);
+//  - swiglu: silu(a) b, the gate of a SwiGLU feed-forward (2 ops);
+//  - gelu_chain: add, gelu, tanh, relu, mul (5 ops, 3 inputs).
+// At 64 Ki elements (the arrays fit in L2) and 4 Mi (they do not). Counter:
+// elements/s. The ratio of the two rows of a run, measured in one process,
+// is the fusion's gain (docs/Benchmarks.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/Target/NativeKernels.h"
+#include "gpipe/runtime/backends/GeneratedCode.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+
+namespace dev = gpipe::runtime::device;
+using gpipe::KernelSpec;
+using gpipe::NamedKernel;
+
+namespace {
+
+/// The runs, as kernels of their own.
+std::map<std::string, KernelSpec> runs() {
+  std::map<std::string, KernelSpec> out;
+  out["rope"] = {
+      4, {{"mul", {0, 1}}, {"neg", {2}}, {"mul", {5, 3}}, {"add", {4, 6}}}};
+  out["swiglu"] = {2, {{"silu", {0}}, {"mul", {2, 1}}}};
+  out["gelu_chain"] = {3,
+                       {{"add", {0, 1}},
+                        {"gelu", {3}},
+                        {"tanh", {4}},
+                        {"relu", {5}},
+                        {"mul", {6, 2}}}};
+  return out;
+}
+
+/// The kernels of a run taken one op each: step k reads the inputs and the
+/// earlier steps' outputs, which the caller keeps in buffers.
+KernelSpec single(const KernelSpec &run, size_t k) {
+  KernelSpec spec;
+  spec.numInputs = run.steps[k].operands.size();
+  gpipe::KernelStep step = run.steps[k];
+  for (unsigned i = 0; i < spec.numInputs; ++i)
+    step.operands[i] = i;
+  spec.steps.push_back(step);
+  return spec;
+}
+
+/// Every run fused and op by op, compiled once and loaded.
+struct Compiled {
+  std::unique_ptr<dev::LoadedCode> code;
+  std::map<std::string, size_t> fused;              ///< run -> kernel
+  std::map<std::string, std::vector<size_t>> perOp; ///< run -> kernels
+};
+
+const Compiled &compiled() {
+  static Compiled out = [] {
+    Compiled c;
+    std::vector<NamedKernel> kernels;
+    for (auto &[name, run] : runs()) {
+      c.fused[name] = kernels.size();
+      kernels.push_back({"bench_" + name, run});
+      for (size_t k = 0; k < run.steps.size(); ++k) {
+        c.perOp[name].push_back(kernels.size());
+        kernels.push_back(
+            {"bench_" + name + "_" + std::to_string(k), single(run, k)});
+      }
+    }
+    mlir::MLIRContext context;
+    mlir::FailureOr<std::vector<gpipe::NativeCodeVariant>> variants =
+        gpipe::compileNativeKernels(kernels, mlir::UnknownLoc::get(&context));
+    if (mlir::failed(variants))
+      std::abort();
+    gpipe::runtime::GeneratedCode code;
+    for (const NamedKernel &kernel : kernels)
+      code.kernels.push_back(
+          {kernel.symbol, kernel.spec.numInputs, kernel.spec.describe()});
+    for (gpipe::NativeCodeVariant &variant : *variants)
+      code.cpu.push_back({variant.isa, variant.sharedObject});
+    std::string error;
+    c.code = dev::LoadedCode::load(code, dev::hostCpuFeatures(), error);
+    if (!c.code)
+      std::abort();
+    return c;
+  }();
+  return out;
+}
+
+/// Inputs in [-2, 2] and one buffer per step.
+struct Buffers {
+  std::vector<std::vector<float>> values;
+  Buffers(const KernelSpec &run, int64_t n) {
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+    values.resize(run.numInputs + run.steps.size(), std::vector<float>(n));
+    for (unsigned i = 0; i < run.numInputs; ++i)
+      for (float &v : values[i])
+        v = u(rng);
+  }
+};
+
+void run(benchmark::State &state, const std::string &name, bool fused) {
+  const Compiled &c = compiled();
+  const KernelSpec run = runs().at(name);
+  const int64_t n = state.range(0);
+  Buffers buffers(run, n);
+  auto call = [&](size_t kernel, std::vector<const float *> inputs,
+                  float *output) {
+    dev::GeneratedCall call{c.code->entry(kernel), std::move(inputs), output,
+                            n};
+    dev::runGeneratedRange(call, call.inputs.data(), 0, n);
+  };
+  for (auto _ : state) {
+    if (fused) {
+      std::vector<const float *> inputs;
+      for (unsigned i = 0; i < run.numInputs; ++i)
+        inputs.push_back(buffers.values[i].data());
+      call(c.fused.at(name), inputs, buffers.values.back().data());
+    } else {
+      for (size_t k = 0; k < run.steps.size(); ++k) {
+        std::vector<const float *> inputs;
+        for (unsigned operand : run.steps[k].operands)
+          inputs.push_back(buffers.values[operand].data());
+        call(c.perOp.at(name)[k], inputs,
+             buffers.values[run.numInputs + k].data());
+      }
+    }
+    benchmark::DoNotOptimize(buffers.values.back().data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["elements/s"] = benchmark::Counter(
+      double(n) * state.iterations(), benchmark::Counter::kIsRate);
+}
+
+#define GPIPE_GENERATED_BENCHMARK(run_name)                                    \
+  void BM_Generated_##run_name##_Fused(benchmark::State &state) {              \
+    run(state, #run_name, true);                                               \
+  }                                                                            \
+  void BM_Generated_##run_name##_PerOp(benchmark::State &state) {              \
+    run(state, #run_name, false);                                              \
+  }                                                                            \
+  BENCHMARK(BM_Generated_##run_name##_Fused)->Arg(1 << 16)->Arg(1 << 22);      \
+  BENCHMARK(BM_Generated_##run_name##_PerOp)->Arg(1 << 16)->Arg(1 << 22);
+
+GPIPE_GENERATED_BENCHMARK(rope)
+GPIPE_GENERATED_BENCHMARK(swiglu)
+GPIPE_GENERATED_BENCHMARK(gelu_chain)
+
+} // namespace
