@@ -139,9 +139,10 @@ static void addAttributes(Operation *op, json::Object &out) {
       });
 }
 
-/// Marks the pairs of ops (consecutive: `ops` has no params) that the
-/// runtime runs as one kernel, as OpTable.h's chooseFusions picks them.
-static void markFusions(json::Array &ops) {
+/// The pairs of ops (consecutive: `ops` has no params) that the runtime runs
+/// as one kernel, as OpTable.h's chooseFusions picks them: each pair's kind
+/// at its first op.
+static std::vector<runtime::FusionKind> chooseFusions(const json::Array &ops) {
   auto object = [&](size_t i) { return ops[i].getAsObject(); };
   auto firstId = [&](size_t i, llvm::StringRef key) -> int64_t {
     const json::Array *ids = object(i)->getArray(key);
@@ -149,7 +150,7 @@ static void markFusions(json::Array &ops) {
         ids && !ids->empty() ? (*ids)[0].getAsInteger() : std::nullopt;
     return id.value_or(-1);
   };
-  std::vector<runtime::FusionKind> fusions = runtime::chooseFusions(
+  return runtime::chooseFusions(
       ops.size(),
       [&](size_t i) -> std::optional<runtime::OpKind> {
         std::optional<llvm::StringRef> name = object(i)->getString("op");
@@ -159,9 +160,14 @@ static void markFusions(json::Array &ops) {
       },
       [&](size_t i) { return firstId(i, "operands"); },
       [&](size_t i) { return firstId(i, "results"); });
+}
+
+/// Marks the pairs of chooseFusions with `fuse`.
+static void markFusions(json::Array &ops) {
+  std::vector<runtime::FusionKind> fusions = chooseFusions(ops);
   for (size_t i = 0; i < ops.size(); ++i)
     if (fusions[i] != runtime::FusionKind::None)
-      (*object(i))["fuse"] = runtime::fusionName(fusions[i]);
+      (*ops[i].getAsObject())["fuse"] = runtime::fusionName(fusions[i]);
 }
 
 /// forward's ids).
@@ -237,14 +243,22 @@ static void fuseStageKernels(json::Array &forward, json::Array &grads,
     for (const json::Value &id : *ids)
       ++uses[id.getAsInteger().value_or(-1)];
 
+  // The forward's library pairs stay: both ops of each.
+  std::vector<runtime::FusionKind> pairs = chooseFusions(forward);
+  llvm::DenseSet<size_t> pinned;
+  for (size_t i = 0; i < pairs.size(); ++i)
+    if (pairs[i] != runtime::FusionKind::None)
+      pinned.insert_range(std::initializer_list<size_t>{i, i + 1});
   llvm::DenseSet<size_t> rerun(recomputed.begin(), recomputed.end());
   std::vector<size_t> forwardMap = fuseKernelRegions(
-      forward, 0, forward.size(), uses, table, [&](size_t first, size_t last) {
+      forward, 0, forward.size(), uses, table,
+      [&](size_t first, size_t last) {
         size_t count = 0;
         for (size_t k = first; k <= last; ++k)
           count += rerun.count(k);
         return count == 0 || count == last - first + 1;
-      });
+      },
+      [&](size_t index) { return pinned.contains(index); });
   std::vector<size_t> remapped;
   for (size_t index : recomputed)
     if (remapped.empty() || remapped.back() != forwardMap[index])
@@ -252,12 +266,13 @@ static void fuseStageKernels(json::Array &forward, json::Array &grads,
   recomputed = std::move(remapped);
 
   auto any = [](size_t, size_t) { return true; };
+  auto none = [](size_t) { return false; };
   size_t bEnd = size_t(weightsFrom.value_or(int64_t(grads.size())));
   size_t oldSize = grads.size();
   std::vector<size_t> backMap =
-      fuseKernelRegions(grads, 0, bEnd, uses, table, any);
+      fuseKernelRegions(grads, 0, bEnd, uses, table, any, none);
   size_t wBegin = bEnd < oldSize ? backMap[bEnd] : grads.size();
-  fuseKernelRegions(grads, wBegin, grads.size(), uses, table, any);
+  fuseKernelRegions(grads, wBegin, grads.size(), uses, table, any, none);
   if (weightsFrom)
     weightsFrom = int64_t(wBegin);
 }
@@ -597,9 +612,9 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
              << "uses remat policy '" << policy << "' but another stage uses '"
              << *remat << "'; a bundle has one policy";
     remat = policy;
-    FailureOr<StageEmission> emitted = emitStage(
-        stage, backward, loss.getDefiningOp() == stage, model.getBatch(),
-        kernels);
+    FailureOr<StageEmission> emitted =
+        emitStage(stage, backward, loss.getDefiningOp() == stage,
+                  model.getBatch(), kernels);
     if (failed(emitted))
       return failure();
     stageObjects.push_back(std::move(emitted->stage));

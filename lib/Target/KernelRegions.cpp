@@ -12,7 +12,6 @@ using namespace gpipe;
 using llvm::json::Array;
 using llvm::json::Object;
 
-
 unsigned KernelTable::intern(const KernelSpec &spec) {
   std::string description = spec.describe();
   auto [it, inserted] = indexOf.try_emplace(description, table.size());
@@ -60,10 +59,10 @@ static bool isStep(const Object &op, const KernelTable &table) {
          results.size() == 1 && results[0] >= 0;
 }
 
-/// Whether `op` has no kernel but a generated one.
-static bool needsKernel(const Object &op) {
-  std::optional<llvm::StringRef> name = op.getString("op");
-  return name && isKernelStepOp(*name) && !hasLibraryKernel(*name);
+/// Whether `op`, a step, becomes a kernel even alone: a general op always,
+/// a named one when the table fuses those.
+static bool kernelAlone(const Object &op, const KernelTable &table) {
+  return table.fuseNamedOps || !hasLibraryKernel(*op.getString("op"));
 }
 
 /// The kernel op computing ops[first, last].
@@ -106,12 +105,16 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
 std::vector<size_t>
 gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
                          const ValueUses &uses, KernelTable &table,
-                         llvm::function_ref<bool(size_t, size_t)> allowed) {
+                         llvm::function_ref<bool(size_t, size_t)> allowed,
+                         llvm::function_ref<bool(size_t)> pinned) {
+  auto isStepAt = [&](size_t k) {
+    return !pinned(k) && isStep(*ops[k].getAsObject(), table);
+  };
   // The op that reads each value, where that is its only read and a step.
   llvm::DenseMap<int64_t, size_t> soleReader;
   for (size_t k = begin; k < end; ++k) {
     const Object &op = *ops[k].getAsObject();
-    if (isStep(op, table))
+    if (isStepAt(k))
       for (int64_t id : idsOf(op, "operands"))
         if (uses.lookup(id) == 1)
           soleReader[id] = k;
@@ -122,7 +125,7 @@ gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
   std::vector<bool> inRun(ops.size(), false);
   for (size_t k = end; k-- > begin;) {
     const Object &op = *ops[k].getAsObject();
-    if (!isStep(op, table))
+    if (!isStepAt(k))
       continue;
     inRun[k] = true;
     auto reader = soleReader.find(idsOf(op, "results")[0]);
@@ -162,12 +165,13 @@ gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
     if (from < k)
       while (rewritten.size() > newIndex[from])
         rewritten.erase(rewritten.end() - 1);
-    bool fused = from == k ? needsKernel(*ops[k].getAsObject()) && fuse(k, k)
-                           : allowed(from, k) && fuse(from, k);
+    bool fused = from == k
+                     ? kernelAlone(*ops[k].getAsObject(), table) && fuse(k, k)
+                     : allowed(from, k) && fuse(from, k);
     if (fused)
       continue;
     for (size_t j = from; j <= k; ++j) {
-      if (needsKernel(*ops[j].getAsObject()) && fuse(j, j))
+      if (kernelAlone(*ops[j].getAsObject(), table) && fuse(j, j))
         continue;
       newIndex[j] = rewritten.size();
       rewritten.push_back(ops[j]);

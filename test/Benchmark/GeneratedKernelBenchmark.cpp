@@ -8,6 +8,7 @@
 //    (mul, neg, mul, add: 4 ops, 4 inputs);
 //  - swiglu: silu(a) b, the gate of a SwiGLU feed-forward (2 ops);
 //  - gelu_chain: add, gelu, tanh, relu, mul (5 ops, 3 inputs).
+// And single named ops, generated against the library's kernels.
 // At 64 Ki elements (the arrays fit in L2) and 4 Mi (they do not). Counter:
 // elements/s. The ratio of the two rows of a run, measured in one process,
 // is the fusion's gain (docs/Benchmarks.md).
@@ -16,6 +17,7 @@
 
 #include "gpipe/Target/NativeKernels.h"
 #include "gpipe/runtime/backends/GeneratedCode.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -39,6 +41,9 @@ std::map<std::string, KernelSpec> runs() {
   out["rope"] = {
       4, {{"mul", {0, 1}}, {"neg", {2}}, {"mul", {5, 3}}, {"add", {4, 6}}}};
   out["swiglu"] = {2, {{"silu", {0}}, {"mul", {2, 1}}}};
+  // Single named ops, against the runtime's library kernels (below).
+  out["gelu"] = {1, {{"gelu", {0}}}};
+  out["tanh"] = {1, {{"tanh", {0}}}};
   out["gelu_chain"] = {3,
                        {{"add", {0, 1}},
                         {"gelu", {3}},
@@ -155,6 +160,33 @@ void run(benchmark::State &state, const std::string &name, bool fused) {
   }                                                                            \
   BENCHMARK(BM_Generated_##run_name##_Fused)->Arg(1 << 16)->Arg(1 << 22);      \
   BENCHMARK(BM_Generated_##run_name##_PerOp)->Arg(1 << 16)->Arg(1 << 22);
+
+/// A single named op: its generated kernel against the library's
+/// vectorized CPU kernel (CpuKernels.h), the decision of which runs a lone
+/// op (docs/Architecture.md).
+template <void (*Library)(const float *, float *, int64_t)>
+void library(benchmark::State &state) {
+  const int64_t n = state.range(0);
+  Buffers buffers(runs().at("gelu"), n);
+  for (auto _ : state) {
+    Library(buffers.values[0].data(), buffers.values[1].data(), n);
+    benchmark::ClobberMemory();
+  }
+  state.counters["elements/s"] = benchmark::Counter(
+      double(n) * state.iterations(), benchmark::Counter::kIsRate);
+}
+void BM_Library_gelu(benchmark::State &state) {
+  library<gpipe::runtime::cpu::geluForward>(state);
+}
+void BM_Library_tanh(benchmark::State &state) {
+  library<gpipe::runtime::cpu::tanhForward>(state);
+}
+void BM_Generated_gelu(benchmark::State &state) { run(state, "gelu", true); }
+void BM_Generated_tanh(benchmark::State &state) { run(state, "tanh", true); }
+BENCHMARK(BM_Library_gelu)->Arg(1 << 16)->Arg(1 << 22);
+BENCHMARK(BM_Generated_gelu)->Arg(1 << 16)->Arg(1 << 22);
+BENCHMARK(BM_Library_tanh)->Arg(1 << 16)->Arg(1 << 22);
+BENCHMARK(BM_Generated_tanh)->Arg(1 << 16)->Arg(1 << 22);
 
 GPIPE_GENERATED_BENCHMARK(rope)
 GPIPE_GENERATED_BENCHMARK(swiglu)

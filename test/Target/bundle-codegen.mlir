@@ -1,9 +1,10 @@
 // With codegen=native (gpipe-translate --gpipe-codegen=native) each run of
 // element-wise ops whose inner values nothing else reads becomes one `kernel`
-// op, and the bundle carries the kernels' x86-64 code. Here the last stage's
-// backward fuses relu_grad into tanh_grad; the forward's add+gelu and
-// tanh+relu stay apart because the backward reads the add's and the tanh's
-// results.
+// op, a lone element-wise op a kernel of its own, and the bundle carries the
+// kernels' x86-64 code. Here the last stage's backward fuses relu_grad into
+// tanh_grad; the forward's add+gelu and tanh+relu stay apart because the
+// backward reads the add's and the tanh's results; the second dense's tanh
+// stays the library's (the GEMM's epilogue: "fuse": "dense_activation").
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" | gpipe-translate --gpipe-to-bundle --gpipe-codegen=native | FileCheck %s
 // The default writes no code.
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" | gpipe-translate --gpipe-to-bundle | FileCheck %s --check-prefix=NONE
@@ -50,32 +51,45 @@ gpipe.model @fused batch 4 {
 // CHECK: "elf": "f0VMRgIBAQ
 // CHECK-NEXT: "isa": "x86-64-v4"
 // CHECK: "kernels": [
-// CHECK-NEXT: {
-// CHECK-NEXT: "inputs": 2,
+// CHECK: "ops": "add(in0,in1)->out",
+// CHECK: "ops": "gelu(in0)->out",
+// CHECK: "ops": "gelu_grad(in0,in1)->out",
+// CHECK: "ops": "tanh(in0)->out",
+// CHECK: "ops": "relu(in0)->out",
+// CHECK: "ops": "tanh_grad(in0,in1)->out",
+// CHECK: "inputs": 2,
 // CHECK-NEXT: "ops": "relu_grad(in0,in1)->t0; tanh_grad(t0,in1)->out",
-// CHECK-NEXT: "symbol": "gpipe_kernel_0_{{[0-9a-f]+}}"
+// CHECK-NEXT: "symbol": "gpipe_kernel_6_{{[0-9a-f]+}}"
 // CHECK-NEXT: }
 // CHECK-NEXT: ]
 
-// The second stage's backward: the loss's gradient, tanh_grad, the dense
-// gradient, then the kernel (relu_grad of the dense's input gradient, then
-// the first tanh's tanh_grad, both reading the first tanh's result).
+// The second stage's backward: the loss's gradient, tanh_grad (kernel 5),
+// the dense gradient, then kernel 6 (relu_grad of the dense's input
+// gradient, then the first tanh's tanh_grad, both reading its result).
 // CHECK: "op": "mse_loss_grad"
-// CHECK: "op": "tanh_grad"
+// CHECK: "kernel": 5,
+// CHECK-NEXT: "op": "kernel",
 // CHECK: "op": "dense_grad"
 // CHECK: "op": "accumulate_grad"
-// CHECK: "kernel": 0,
+// CHECK: "kernel": 6,
 // CHECK-NEXT: "op": "kernel",
 // CHECK-NEXT: "operands": [
 // CHECK-NEXT: [[DX:[0-9]+]],
 // CHECK-NEXT: [[TANH:[0-9]+]]
+// Its forward: tanh and relu as kernels 3 and 4; the dense and its tanh the
+// library's pair.
 // CHECK: "forward": [
-// CHECK: "op": "tanh",
+// CHECK: "kernel": 3,
+// CHECK-NEXT: "op": "kernel",
 // CHECK-NEXT: "operands": [
 // CHECK-NEXT: 0
 // CHECK-NEXT: ],
 // CHECK-NEXT: "results": [
 // CHECK-NEXT: [[TANH]]
+// CHECK: "kernel": 4,
+// CHECK: "fuse": "dense_activation",
+// CHECK-NEXT: "op": "dense",
+// CHECK: "op": "tanh",
 
 // NONE-NOT: "code"
 // NONE-NOT: "kernel"

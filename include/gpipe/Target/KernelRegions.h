@@ -11,10 +11,10 @@
 //
 // The general element-wise ops (GPipeElementwiseOps.td) always become
 // kernels, alone if need be. The named ones that the runtime also has kernels
-// for (relu, gelu, add, ...) join runs only under codegen=native, and a
-// single one stays the library kernel it was (a dense op's activation stays
-// its epilogue).
-//
+// for (relu, gelu, add, ...) become kernels only under codegen=native, and
+// never when they are half of a pair the runtime runs as one library kernel
+// (a dense op's activation, its GEMM's epilogue; an add and the layer norm
+// after it): `pinned` says which.
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_TARGET_KERNELREGIONS_H
@@ -57,13 +57,16 @@ using ValueUses = llvm::DenseMap<int64_t, unsigned>;
 void countOperandUses(const llvm::json::Array &ops, ValueUses &uses);
 
 /// Replaces the runs of ops[begin, end) by kernel ops (of `table`), leaving
-/// the other ops as they are. A run is fused only if `allowed` accepts its
-/// positions [first, last]. Returns each old position's new one (an op
-/// fused into a run maps to the run's kernel op).
+/// the other ops as they are. A run of several ops is fused only if
+/// `allowed` accepts its positions [first, last]; else its ops become
+/// kernels one by one. An op at a `pinned` position stays as it is. Returns
+/// each old position's new one (an op fused into a run maps to the run's
+/// kernel op).
 std::vector<size_t>
 fuseKernelRegions(llvm::json::Array &ops, size_t begin, size_t end,
                   const ValueUses &uses, KernelTable &table,
-                  llvm::function_ref<bool(size_t first, size_t last)> allowed);
+                  llvm::function_ref<bool(size_t first, size_t last)> allowed,
+                  llvm::function_ref<bool(size_t index)> pinned);
 
 } // namespace gpipe
 

@@ -100,8 +100,9 @@ static llvm::cl::opt<bool> splitLayers(
                    "finer layers before partitioning (=false: whole layers)"),
     llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 static llvm::cl::opt<gpipe::KernelCodegen> codegen(
-    "codegen", llvm::cl::init(gpipe::KernelCodegen::None),
-    llvm::cl::desc("what runs the element-wise ops"),
+    "codegen", llvm::cl::init(gpipe::KernelCodegen::Native),
+    llvm::cl::desc("what runs the element-wise ops (default: native, but "
+                   "none on --device cuda, which runs no generated code yet)"),
     llvm::cl::values(
         clEnumValN(gpipe::KernelCodegen::None, "none",
                    "the runtime's library kernels, one op at a time"),
@@ -187,7 +188,11 @@ inline void applyCompileFlags(CompilePipelineOptions &options) {
   options.schedule = scheduleKind;
   options.scheduleFile = scheduleFile;
   options.numVirtualStages = virtualStages;
-  options.codegen = codegen;
+  // CUDA has no generated code yet (PTX): its default keeps the library's
+  // kernels; asking for native there is refused when the bundle loads.
+  options.codegen = deviceName == "cuda" && codegen.getNumOccurrences() == 0
+                        ? KernelCodegen::None
+                        : codegen.getValue();
 }
 
 /// The CPU devices' threads the flags ask for.
