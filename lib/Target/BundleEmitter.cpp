@@ -192,6 +192,14 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
     operands.push_back(*id);
     operandBatched.push_back(values.isBatched(*id));
   }
+  if (op->hasTrait<gpipe::traits::GeneratedKernel>() &&
+      llvm::is_contained(operandBatched, true) &&
+      llvm::is_contained(operandBatched, false))
+    return op->emitOpError()
+           << "mixes per-example operands with one that is not (a parameter, "
+              "or a value computed from parameters alone, shaped like the "
+              "batch): each micro-batch has its own rows of the one but all "
+              "rows of the other, and broadcasting is not supported yet";
   for (OpResult result : op->getResults()) {
     // Half of a split dense or layer-norm gradient: the other half's result
     // is not computed (its id is kept, as the memory description numbers
@@ -235,6 +243,7 @@ static void fuseStageKernels(json::Array &forward, json::Array &grads,
                              std::vector<size_t> &recomputed,
                              std::optional<int64_t> &weightsFrom,
                              ArrayRef<const json::Array *> readLists,
+                             llvm::function_ref<bool(int64_t)> isBatched,
                              KernelTable &table) {
   ValueUses uses;
   countOperandUses(forward, uses);
@@ -243,12 +252,27 @@ static void fuseStageKernels(json::Array &forward, json::Array &grads,
     for (const json::Value &id : *ids)
       ++uses[id.getAsInteger().value_or(-1)];
 
+  // A kernel's operands share its batching (the runtime checks it): a named
+  // op that mixes them stays the library's.
+  auto mixesBatching = [&](const json::Value &op) {
+    const json::Array *operands = op.getAsObject()->getArray("operands");
+    bool some = false, all = true;
+    for (const json::Value &id : *operands) {
+      bool batched = isBatched(id.getAsInteger().value_or(-1));
+      some |= batched;
+      all &= batched;
+    }
+    return some && !all;
+  };
   // The forward's library pairs stay: both ops of each.
   std::vector<runtime::FusionKind> pairs = chooseFusions(forward);
   llvm::DenseSet<size_t> pinned;
   for (size_t i = 0; i < pairs.size(); ++i)
     if (pairs[i] != runtime::FusionKind::None)
       pinned.insert_range(std::initializer_list<size_t>{i, i + 1});
+  for (size_t i = 0; i < forward.size(); ++i)
+    if (mixesBatching(forward[i]))
+      pinned.insert(i);
   llvm::DenseSet<size_t> rerun(recomputed.begin(), recomputed.end());
   std::vector<size_t> forwardMap = fuseKernelRegions(
       forward, 0, forward.size(), uses, table,
@@ -266,13 +290,13 @@ static void fuseStageKernels(json::Array &forward, json::Array &grads,
   recomputed = std::move(remapped);
 
   auto any = [](size_t, size_t) { return true; };
-  auto none = [](size_t) { return false; };
+  auto mixed = [&](size_t i) { return mixesBatching(grads[i]); };
   size_t bEnd = size_t(weightsFrom.value_or(int64_t(grads.size())));
   size_t oldSize = grads.size();
   std::vector<size_t> backMap =
-      fuseKernelRegions(grads, 0, bEnd, uses, table, any, none);
+      fuseKernelRegions(grads, 0, bEnd, uses, table, any, mixed);
   size_t wBegin = bEnd < oldSize ? backMap[bEnd] : grads.size();
-  fuseKernelRegions(grads, wBegin, grads.size(), uses, table, any, none);
+  fuseKernelRegions(grads, wBegin, grads.size(), uses, table, any, mixed);
   if (weightsFrom)
     weightsFrom = int64_t(wBegin);
 }
@@ -396,8 +420,11 @@ static FailureOr<StageEmission> emitStage(StageOp stage,
   json::Array lossIds;
   if (loss >= 0)
     lossIds.push_back(loss);
-  fuseStageKernels(forward, grads, recomputed, weightsFrom,
-                   {&outputs, &inputGrads, &lossIds}, kernels);
+  fuseStageKernels(
+      forward, grads, recomputed, weightsFrom,
+      {&outputs, &inputGrads, &lossIds},
+      [&](int64_t id) { return id >= 0 && values.isBatched(int(id)); },
+      kernels);
   const size_t numGrads = grads.size();
   // The forward's ops the backward reads again, on the same ids; fused as
   // they meet, since a pair of the forward may have lost its second op.

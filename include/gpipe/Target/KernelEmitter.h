@@ -6,6 +6,10 @@
 // `GPIPE_HD` body, a grid-stride `__global__` wrapper (under __CUDACC__) and a
 // host loop, plus a table of GpipeKernelInfo describing every kernel.
 //
+// A readable dump of the named ops' fusions (gpipe-translate
+// --gpipe-emit-kernels), not what the product runs: bundles carry kernels
+// generated through MLIR (KernelRegions.h, NativeKernels.h).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_TARGET_KERNELEMITTER_H

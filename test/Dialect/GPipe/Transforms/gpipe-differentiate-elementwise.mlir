@@ -12,8 +12,8 @@
 // COST: gpipe.div {{.*}}flops = 6,
 
 // CHECK-LABEL: gpipe.stage_backward @stage0
-// CHECK: %[[A:.*]] = gpipe.param_ref "a"
-// CHECK: %[[B:.*]] = gpipe.param_ref "b"
+// CHECK: %[[A:.*]] = gpipe.dense {{.*}}{gpipe.recompute}
+// CHECK: %[[B:.*]] = gpipe.dense {{.*}}{gpipe.recompute}
 // CHECK: %[[S:.*]] = gpipe.silu %[[A]] {gpipe.recompute}
 // CHECK: %[[M:.*]] = gpipe.mul %[[S]], %[[B]] {gpipe.recompute}
 // CHECK: %[[E:.*]] = gpipe.exp %[[B]] {gpipe.recompute}
@@ -25,30 +25,33 @@
 // CHECK: %[[Z:.*]] = gpipe.sub %[[LG]], %[[A]] {gpipe.recompute}
 // CHECK: %[[DZ:.*]] = gpipe.mse_loss_grad %[[Z]]
 // CHECK-NEXT: %[[DA1:.*]] = gpipe.neg %[[DZ]]
-// CHECK-NEXT: gpipe.accumulate_grad "a", %[[DA1]]
 // CHECK-NEXT: %[[DLG:.*]] = gpipe.log_grad %[[DZ]], %[[SG]]
 // CHECK-NEXT: %[[DSG:.*]] = gpipe.sigmoid_grad %[[DLG]], %[[SG]]
 // CHECK-NEXT: %[[DP:.*]] = gpipe.max_lhs_grad %[[DSG]], %[[P]], %[[B]]
 // CHECK-NEXT: %[[DB1:.*]] = gpipe.max_lhs_grad %[[DSG]], %[[B]], %[[P]]
-// CHECK-NEXT: gpipe.accumulate_grad "b", %[[DB1]]
 // CHECK-NEXT: %[[DD:.*]] = gpipe.pow_lhs_grad %[[DP]], %[[D]], %[[A]]
 // CHECK-NEXT: %[[DA2:.*]] = gpipe.pow_rhs_grad %[[DP]], %[[D]], %[[A]]
-// CHECK-NEXT: gpipe.accumulate_grad "a", %[[DA2]]
+// CHECK-NEXT: %[[SA1:.*]] = gpipe.add %[[DA1]], %[[DA2]]
 // CHECK-NEXT: %[[DM:.*]] = gpipe.div %[[DD]], %[[E]]
 // CHECK-NEXT: %[[DE:.*]] = gpipe.div_rhs_grad %[[DD]], %[[D]], %[[E]]
 // CHECK-NEXT: %[[DB2:.*]] = gpipe.exp_grad %[[DE]], %[[E]]
-// CHECK-NEXT: gpipe.accumulate_grad "b", %[[DB2]]
+// CHECK-NEXT: %[[SB1:.*]] = gpipe.add %[[DB1]], %[[DB2]]
 // CHECK-NEXT: %[[DS:.*]] = gpipe.mul %[[DM]], %[[B]]
 // CHECK-NEXT: %[[DB3:.*]] = gpipe.mul %[[DM]], %[[S]]
-// CHECK-NEXT: gpipe.accumulate_grad "b", %[[DB3]]
+// CHECK-NEXT: %[[SB2:.*]] = gpipe.add %[[SB1]], %[[DB3]]
 // CHECK-NEXT: %[[DA3:.*]] = gpipe.silu_grad %[[DS]], %[[A]]
-// CHECK-NEXT: gpipe.accumulate_grad "a", %[[DA3]]
+// CHECK-NEXT: %[[SA2:.*]] = gpipe.add %[[SA1]], %[[DA3]]
+// CHECK-NEXT: gpipe.dense_grad %[[SB2]]
+// CHECK: gpipe.dense_grad %[[SA2]]
 
 gpipe.model @chain batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
   %y = gpipe.input "y" : tensor<2x3xf32>
   %z = gpipe.layer "ops" -> tensor<2x3xf32> {
-    %a = gpipe.param "a" normal : tensor<2x3xf32>
-    %b = gpipe.param "b" normal : tensor<2x3xf32>
+    %wa = gpipe.param "wa" normal : tensor<3x3xf32>
+    %wb = gpipe.param "wb" normal : tensor<3x3xf32>
+    %a = gpipe.dense %x, %wa : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
+    %b = gpipe.dense %x, %wb : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x3xf32>
     %s = gpipe.silu %a : tensor<2x3xf32>
     %m = gpipe.mul %s, %b : tensor<2x3xf32>
     %e = gpipe.exp %b : tensor<2x3xf32>
