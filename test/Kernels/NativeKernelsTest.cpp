@@ -5,6 +5,9 @@
 // compares each element with a double-precision evaluation of the runtime's
 // definitions (DeviceKernels.h), written here independently. Inputs are
 // random over [-8, 8] plus the edges: +-0, +-inf, NaN, large magnitudes.
+// Then every general op's forward and its input gradients, as
+// gpipe-differentiate writes them, against PyTorch autograd on committed
+// fixtures.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
@@ -379,4 +384,138 @@ TEST(NativeKernels, AnUnknownStepIsRefusedWithItsName) {
                 "'softmax' is not an element-wise op a kernel computes"),
             std::string::npos)
       << compiled.diagnostics;
+}
+
+//===----------------------------------------------------------------------===//
+// Against PyTorch autograd (test/Kernels/Inputs/elementwise-autograd.json,
+// scripts/pytorch/make-elementwise-fixtures.sh)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Each general op's input gradients as gpipe-differentiate writes them
+/// (Transforms/ElementwiseGradients.cpp): per input, a kernel step over the
+/// named values dy, a (the first input), b (the second) and y (the forward's
+/// result), or "dy" itself.
+const std::map<std::string, std::vector<std::string>> &gradientRules() {
+  static const std::map<std::string, std::vector<std::string>> rules = {
+      {"neg", {"neg dy"}},
+      {"abs", {"abs_grad dy a"}},
+      {"exp", {"exp_grad dy y"}},
+      {"log", {"log_grad dy a"}},
+      {"sqrt", {"sqrt_grad dy y"}},
+      {"rsqrt", {"rsqrt_grad dy y"}},
+      {"reciprocal", {"reciprocal_grad dy y"}},
+      {"sigmoid", {"sigmoid_grad dy y"}},
+      {"silu", {"silu_grad dy a"}},
+      {"erf", {"erf_grad dy a"}},
+      {"sin", {"sin_grad dy a"}},
+      {"cos", {"cos_grad dy a"}},
+      {"sub", {"dy", "neg dy"}},
+      {"mul", {"mul dy b", "mul dy a"}},
+      {"div", {"div dy b", "div_rhs_grad dy y b"}},
+      {"pow", {"pow_lhs_grad dy a b", "pow_rhs_grad dy a b"}},
+      {"max", {"max_lhs_grad dy a b", "max_lhs_grad dy b a"}},
+      {"min", {"min_lhs_grad dy a b", "min_lhs_grad dy b a"}},
+  };
+  return rules;
+}
+
+std::vector<float> floatsOf(const llvm::json::Value *value) {
+  std::vector<float> out;
+  for (const llvm::json::Value &v : *value->getAsArray())
+    out.push_back(float(*v.getAsNumber()));
+  return out;
+}
+
+std::vector<double> doublesOf(const llvm::json::Value *value) {
+  std::vector<double> out;
+  for (const llvm::json::Value &v : *value->getAsArray())
+    out.push_back(*v.getAsNumber());
+  return out;
+}
+
+} // namespace
+
+TEST(NativeKernels, MatchPyTorchAutogradOnCommittedFixtures) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(GPIPE_KERNEL_FIXTURES_DIR
+                                  "/elementwise-autograd.json");
+  ASSERT_TRUE(file) << "no fixture file";
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*file)->getBuffer());
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  const llvm::json::Object *ops = parsed->getAsObject()->getObject("ops");
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->size(), gradientRules().size());
+
+  // Each rule's kernel (a forward or one gradient), compiled together.
+  std::vector<NamedKernel> kernels;
+  std::map<std::string, size_t> kernelOf;
+  auto add = [&](const std::string &key, const std::string &op,
+                 unsigned arity) {
+    kernelOf[key] = kernels.size();
+    kernels.push_back({"gpipe_fixture_" + std::to_string(kernels.size()),
+                       single(op, arity)});
+  };
+  for (auto &[name, rules] : gradientRules()) {
+    add(name, name, rules.size());
+    for (const std::string &rule : rules) {
+      llvm::SmallVector<llvm::StringRef> words;
+      llvm::StringRef(rule).split(words, ' ');
+      if (words.size() > 1)
+        add(rule, words[0].str(), words.size() - 1);
+    }
+  }
+  Compiled compiled = compile(kernels);
+  ASSERT_FALSE(compiled.variants.empty()) << compiled.diagnostics;
+
+  for (const NativeCodeVariant &variant : compiled.variants) {
+    if (!cpuRuns(variant.isa))
+      continue;
+    Library library(variant.sharedObject);
+    ASSERT_TRUE(library.handle) << library.error;
+    auto runKernel = [&](const std::string &key,
+                         std::vector<std::vector<float>> inputs) {
+      return run(library.entry(kernels[kernelOf.at(key)].symbol), inputs,
+                 inputs[0].size());
+    };
+    for (auto &[name, rules] : gradientRules()) {
+      const llvm::json::Object *fixture = ops->getObject(name);
+      ASSERT_TRUE(fixture) << name;
+      std::map<std::string, std::vector<float>> values;
+      const llvm::json::Array *inputs = fixture->getArray("inputs");
+      values["a"] = floatsOf(&(*inputs)[0]);
+      if (inputs->size() > 1)
+        values["b"] = floatsOf(&(*inputs)[1]);
+      values["dy"] = floatsOf(fixture->get("dy"));
+      std::vector<std::vector<float>> forwardInputs = {values["a"]};
+      if (inputs->size() > 1)
+        forwardInputs.push_back(values["b"]);
+      values["y"] = runKernel(name, forwardInputs);
+      std::vector<double> y = doublesOf(fixture->get("y"));
+      for (size_t i = 0; i < y.size(); ++i)
+        ASSERT_TRUE(close(values["y"][i], y[i], 4e-6))
+            << variant.isa << " " << name << " forward at " << i;
+
+      const llvm::json::Array *grads = fixture->getArray("grads");
+      ASSERT_EQ(grads->size(), rules.size()) << name;
+      for (size_t g = 0; g < rules.size(); ++g) {
+        llvm::SmallVector<llvm::StringRef> words;
+        llvm::StringRef(rules[g]).split(words, ' ');
+        std::vector<float> got = values["dy"];
+        if (words.size() > 1) {
+          std::vector<std::vector<float>> args;
+          for (llvm::StringRef word : llvm::drop_begin(words))
+            args.push_back(values.at(word.str()));
+          got = runKernel(rules[g], args);
+        }
+        std::vector<double> want = doublesOf(&(*grads)[g]);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_TRUE(close(got[i], want[i], 2e-5))
+              << variant.isa << " " << name << ": gradient of input " << g
+              << " at " << i;
+      }
+    }
+  }
 }
