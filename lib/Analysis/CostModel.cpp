@@ -63,7 +63,8 @@ struct OpWork {
 /// one for arithmetic, a polynomial's worth for a transcendental function.
 static Wide elementwiseFlops(Operation *op) {
   return llvm::StringSwitch<Wide>(op->getName().stripDialect())
-      .Cases({"neg", "abs", "sub", "mul", "div", "max", "min", "abs_grad",
+      .Cases({"neg", "abs", "clip", "clip_grad", "sub", "mul", "div", "max",
+              "min", "abs_grad",
               "log_grad", "div_rhs_grad", "max_lhs_grad", "min_lhs_grad"},
              1)
       .Cases({"reciprocal", "reciprocal_grad", "exp_grad", "sqrt_grad",

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -42,7 +43,7 @@ unsigned arityOf(StringRef op) {
   return llvm::StringSwitch<unsigned>(op)
       .Cases({"relu", "gelu", "gelu_erf", "tanh"}, 1)
       .Cases({"neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal",
-              "sigmoid", "silu", "erf", "sin", "cos"},
+              "sigmoid", "silu", "erf", "sin", "cos", "clip"},
              1)
       .Cases({"add", "add_grads", "relu_grad", "gelu_grad", "gelu_erf_grad",
               "tanh_grad"},
@@ -50,7 +51,7 @@ unsigned arityOf(StringRef op) {
       .Cases({"sub", "mul", "div", "pow", "max", "min"}, 2)
       .Cases({"abs_grad", "exp_grad", "log_grad", "sqrt_grad", "rsqrt_grad",
               "reciprocal_grad", "sigmoid_grad", "silu_grad", "erf_grad",
-              "sin_grad", "cos_grad"},
+              "sin_grad", "cos_grad", "clip_grad"},
              2)
       .Cases({"div_rhs_grad", "pow_lhs_grad", "pow_rhs_grad", "max_lhs_grad",
               "min_lhs_grad"},
@@ -200,7 +201,8 @@ struct ScalarBuilder {
     return exp(minNum(mul(k(-2.0f), u), k(kExpMax)));
   }
 
-  Value step(StringRef op, ArrayRef<Value> a) {
+  Value step(const KernelStep &s, ArrayRef<Value> a) {
+    StringRef op = s.op;
     if (op == "relu")
       return zeroUnlessPositive(a[0], a[0]);
     if (op == "relu_grad") // (dy, x)
@@ -233,6 +235,20 @@ struct ScalarBuilder {
       Value density = mul(k(kInvSqrt2Pi), exp(mul(mul(k(-0.5f), x), x)));
       return mul(a[0], add(normalCdf(x), mul(x, density)));
     }
+    if (op == "clip") { // NaN stays NaN: both compares are false
+      Value low = k(float(s.constant("min"))),
+            high = k(float(s.constant("max")));
+      return select(
+          cmp(arith::CmpFPredicate::OLT, a[0], low), low,
+          select(cmp(arith::CmpFPredicate::OGT, a[0], high), high, a[0]));
+    }
+    if (op == "clip_grad") { // (dy, x): dy where min < x < max (PyTorch: 0 at the bounds)
+      Value inside = arith::AndIOp::create(
+          b, loc,
+          cmp(arith::CmpFPredicate::OGT, a[1], k(float(s.constant("min")))),
+          cmp(arith::CmpFPredicate::OLT, a[1], k(float(s.constant("max")))));
+      return select(inside, a[0], k(0.0f));
+    }
     if (Value v = generalStep(op, a))
       return v;
     return {};
@@ -241,6 +257,13 @@ struct ScalarBuilder {
 } // namespace
 
 bool gpipe::isKernelStepOp(StringRef op) { return arityOf(op) != 0; }
+
+double KernelStep::constant(StringRef name) const {
+  for (const auto &[key, value] : constants)
+    if (key == name)
+      return value;
+  return 0.0;
+}
 
 bool gpipe::hasLibraryKernel(StringRef op) {
   return llvm::is_contained({"relu", "gelu", "gelu_erf", "tanh", "add",
@@ -261,7 +284,18 @@ std::string KernelSpec::describe() const {
   for (auto [i, step] : llvm::enumerate(steps)) {
     if (i)
       os << "; ";
-    os << step.op << "(";
+    os << step.op;
+    if (!step.constants.empty()) {
+      os << "[";
+      llvm::interleave(
+          step.constants, os,
+          [&](const auto &c) {
+            os << c.first << "=" << llvm::format("%.9g", c.second);
+          },
+          ",");
+      os << "]";
+    }
+    os << "(";
     llvm::interleave(step.operands, os, name, ",");
     os << ")->";
     if (i + 1 == steps.size())
@@ -320,7 +354,7 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
           SmallVector<Value> operands;
           for (unsigned operand : step.operands)
             operands.push_back(values[operand]);
-          values.push_back(scalar.step(step.op, operands));
+          values.push_back(scalar.step(step, operands));
         }
         linalg::YieldOp::create(nested, nestedLoc, values.back());
       });

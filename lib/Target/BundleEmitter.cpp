@@ -224,6 +224,11 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
                    {"operands", std::move(operands)},
                    {"results", std::move(results)}};
   addAttributes(op, out);
+  // A general op's constants (clip's bounds) go into its kernel's steps.
+  if (op->hasTrait<gpipe::traits::GeneratedKernel>())
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto value = dyn_cast<FloatAttr>(attr.getValue()))
+        out[attr.getName().strref()] = value.getValueAsDouble();
   list.push_back(std::move(out));
   return success();
 }

@@ -84,6 +84,12 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
     const Object &op = *ops[k].getAsObject();
     KernelStep step;
     step.op = op.getString("op")->str();
+    // Every other number is a constant of the op (clip's min and max).
+    for (const auto &[key, value] : op)
+      if (key != "op" && key != "operands" && key != "results")
+        if (std::optional<double> number = value.getAsNumber())
+          step.constants.emplace_back(key.str(), *number);
+    llvm::sort(step.constants);
     for (int64_t id : idsOf(op, "operands")) {
       auto it = stepOf.find(id);
       bool internal = it != stepOf.end() && it->second < k - first;

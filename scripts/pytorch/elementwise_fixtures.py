@@ -1,6 +1,7 @@
 """PyTorch autograd fixtures for the general element-wise ops.
 
-For each op of GPipeElementwiseOps.td: seeded float32 inputs of shape [3, 7]
+For each op of GPipeElementwiseOps.td (clip: min -1, max 1.5, the bounds
+NativeKernelsTest uses): seeded float32 inputs of shape [3, 7]
 in the op's domain (plus the edges PyTorch defines: ties for max and min, a
 zero for abs and pow), a random upstream gradient dy, PyTorch's forward y and
 its input gradients from torch.autograd.grad, all in float64 from the float32
@@ -33,8 +34,12 @@ def cases(gen):
     exponent = u(-2, 2)
     exponent.view(-1)[1] = 2.0  # 0^2: the exponent's gradient is 0
     exponent.view(-1)[2] = 0.0  # b = 0: the base's gradient is 0
+    clipped = any_()
+    clipped.view(-1)[0] = -1.0  # at the bounds the gradient is 0
+    clipped.view(-1)[1] = 1.5
     return {
         "neg": (torch.neg, [any_()]),
+        "clip": (lambda x: torch.clamp(x, -1.0, 1.5), [clipped]),
         "abs": (torch.abs, [z]),
         "exp": (torch.exp, [any_()]),
         "log": (torch.log, [positive()]),

@@ -20,6 +20,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -97,6 +98,8 @@ std::vector<Case> cases() {
   };
   return {
       unary("neg", [](double a, double) { return -a; }),
+      {"clip", line("z", "clip", "%a min -1.0 max 1.0"),
+       [](double a, double) { return std::min(std::max(a, -1.0), 1.0); }},
       unary("abs", [](double a, double) { return std::fabs(a); }),
       unary("exp", [](double a, double) { return std::exp(a); }),
       unary("sigmoid", [](double a, double) { return sigmoid(a); }),

@@ -274,12 +274,18 @@ Compiled compile(const std::vector<NamedKernel> &kernels) {
   return out;
 }
 
-KernelSpec single(const std::string &op, unsigned arity) {
+/// One step of `op` over `arity` inputs; clip and its gradient with the
+/// bounds [-1, 1.5] unless `constants` says others.
+KernelSpec single(const std::string &op, unsigned arity,
+                  std::vector<std::pair<std::string, double>> constants = {}) {
   KernelSpec spec;
   spec.numInputs = arity;
   KernelStep step{op, {}};
   for (unsigned i = 0; i < arity; ++i)
     step.operands.push_back(i);
+  if (constants.empty() && op.rfind("clip", 0) == 0)
+    constants = {{"max", 1.5}, {"min", -1.0}};
+  step.constants = std::move(constants);
   spec.steps.push_back(step);
   return spec;
 }
@@ -401,6 +407,7 @@ const std::map<std::string, std::vector<std::string>> &gradientRules() {
   static const std::map<std::string, std::vector<std::string>> rules = {
       {"neg", {"neg dy"}},
       {"abs", {"abs_grad dy a"}},
+      {"clip", {"clip_grad dy a"}},
       {"exp", {"exp_grad dy y"}},
       {"log", {"log_grad dy a"}},
       {"sqrt", {"sqrt_grad dy y"}},
@@ -455,8 +462,8 @@ TEST(NativeKernels, MatchPyTorchAutogradOnCommittedFixtures) {
   auto add = [&](const std::string &key, const std::string &op,
                  unsigned arity) {
     kernelOf[key] = kernels.size();
-    kernels.push_back({"gpipe_fixture_" + std::to_string(kernels.size()),
-                       single(op, arity)});
+    kernels.push_back(
+        {"gpipe_fixture_" + std::to_string(kernels.size()), single(op, arity)});
   };
   for (auto &[name, rules] : gradientRules()) {
     add(name, name, rules.size());

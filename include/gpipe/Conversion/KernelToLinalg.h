@@ -28,6 +28,11 @@ namespace gpipe {
 struct KernelStep {
   std::string op;
   llvm::SmallVector<unsigned> operands;
+  /// The op's constants by name, sorted (clip: max, min).
+  std::vector<std::pair<std::string, double>> constants = {};
+
+  /// The constant `name` (0 if the step has none of that name).
+  double constant(llvm::StringRef name) const;
 };
 
 /// A kernel: `numInputs` inputs of n elements each, steps in order, the last
@@ -36,8 +41,9 @@ struct KernelSpec {
   unsigned numInputs = 0;
   std::vector<KernelStep> steps;
 
-  /// "add(in0,in1)->t0; relu(t0)->out": the steps with the inputs and the
-  /// intermediate values named; identical kernels describe alike.
+  /// "add(in0,in1)->t0; clip[max=6,min=0](t0)->out": the steps with their
+  /// constants, the inputs and the intermediate values named; identical
+  /// kernels describe alike.
   std::string describe() const;
 };
 

@@ -16,6 +16,7 @@
 // CHECK: gpipe.erf %[[X]] : tensor<2x3xf32>
 // CHECK: gpipe.sin %[[X]] : tensor<2x3xf32>
 // CHECK: gpipe.cos %[[X]] : tensor<2x3xf32>
+// CHECK: gpipe.clip %[[X]] min 0.000000e+00 max 6.000000e+00 : tensor<2x3xf32>
 // CHECK: gpipe.sub %[[X]], %[[X]] : tensor<2x3xf32>
 // CHECK: gpipe.mul %[[X]], %[[X]] : tensor<2x3xf32>
 // CHECK: gpipe.div %[[X]], %[[X]] : tensor<2x3xf32>
@@ -37,6 +38,7 @@ gpipe.model @general batch 2 {
     %9 = gpipe.erf %x : tensor<2x3xf32>
     %10 = gpipe.sin %x : tensor<2x3xf32>
     %11 = gpipe.cos %x : tensor<2x3xf32>
+    %c = gpipe.clip %x min 0.0 max 6.0 : tensor<2x3xf32>
     %12 = gpipe.sub %x, %x : tensor<2x3xf32>
     %13 = gpipe.mul %x, %x : tensor<2x3xf32>
     %14 = gpipe.div %x, %x : tensor<2x3xf32>

@@ -65,3 +65,35 @@ gpipe.model @m batch 2 {
   }
   gpipe.return %l : tensor<f32>
 }
+
+// -----
+
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %y = gpipe.layer "l" -> tensor<2x3xf32> {
+    // expected-error @+1 {{'gpipe.clip' op expects min <= max, got min 6 and max 0}}
+    %0 = gpipe.clip %x min 6.0 max 0.0 : tensor<2x3xf32>
+    gpipe.yield %0 : tensor<2x3xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %y, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %y = gpipe.layer "l" -> tensor<2x3xf32> {
+    // expected-error @+1 {{'gpipe.clip' op expects finite bounds, got min -inf and max 0}}
+    %0 = gpipe.clip %x min 0xFF800000 max 0.0 : tensor<2x3xf32>
+    gpipe.yield %0 : tensor<2x3xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %y, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

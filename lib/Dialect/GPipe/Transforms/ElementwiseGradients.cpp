@@ -87,6 +87,14 @@ bool gpipe::emitElementwiseGradient(Operation *op, Value dy, OpBuilder &builder,
       .Case([&](CosOp o) {
         return r.unary<CosGradOp>(o.getInput(), o.getInput()), true;
       })
+      .Case([&](ClipOp o) {
+        if (wants(o.getInput()))
+          contribute(o.getInput(),
+                     ClipGradOp::create(builder, o.getLoc(), dy.getType(), dy,
+                                        o.getInput(), o.getMinAttr(),
+                                        o.getMaxAttr()));
+        return true;
+      })
       .Case([&](SubOp o) {
         if (wants(o.getLhs()))
           contribute(o.getLhs(), dy);

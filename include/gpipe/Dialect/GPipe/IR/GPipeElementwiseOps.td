@@ -52,6 +52,24 @@ def GPipe_ErfOp : GPipe_ElementwiseUnaryOp<"erf", "element-wise error function">
 def GPipe_SinOp : GPipe_ElementwiseUnaryOp<"sin", "element-wise sine">;
 def GPipe_CosOp : GPipe_ElementwiseUnaryOp<"cos", "element-wise cosine">;
 
+def GPipe_ClipOp : GPipe_ComputeOp<"clip", [AllTypesMatch<["input", "result"]>,
+                                            GPipe_GeneratedKernel]> {
+  let summary = "element-wise min(max(x, min), max); NaN stays NaN (torch.clamp)";
+  let description = [{
+    `min` <= `max`, both finite. ReLU6 is `clip min 0.0 max 6.0`.
+
+    ```mlir
+    %y = gpipe.clip %x min 0.0 max 6.0 : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input, F32Attr:$min,
+                            F32Attr:$max), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `min` $min `max` $max attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def GPipe_SubOp : GPipe_ElementwiseBinaryOp<"sub", "element-wise lhs - rhs">;
 def GPipe_MulOp : GPipe_ElementwiseBinaryOp<"mul", "element-wise product">;
 def GPipe_DivOp : GPipe_ElementwiseBinaryOp<"div", "element-wise lhs / rhs">;
@@ -104,6 +122,15 @@ def GPipe_SinGradOp : GPipe_ElementwiseGradOp<"sin_grad",
     "gradient of sin from x: dy cos(x)">;
 def GPipe_CosGradOp : GPipe_ElementwiseGradOp<"cos_grad",
     "gradient of cos from x: -dy sin(x)">;
+def GPipe_ClipGradOp : GPipe_GradOp<"clip_grad",
+    [AllTypesMatch<["dy", "input", "dx"]>, GPipe_GeneratedKernel]> {
+  let summary = "gradient of clip from x: dy where min < x < max, else 0 (PyTorch: 0 at the bounds)";
+  let arguments = (ins GPipe_FloatTensor:$dy, GPipe_FloatTensor:$input,
+                       F32Attr:$min, F32Attr:$max);
+  let results = (outs GPipe_FloatTensor:$dx);
+  let assemblyFormat =
+      "$dy `,` $input `min` $min `max` $max attr-dict `:` type($dx)";
+}
 def GPipe_DivRhsGradOp : GPipe_ElementwiseBinaryGradOp<"div_rhs_grad",
     "gradient of div for its divisor, from y = lhs / rhs and rhs: -dy y / rhs">;
 def GPipe_PowLhsGradOp : GPipe_ElementwiseBinaryGradOp<"pow_lhs_grad",
