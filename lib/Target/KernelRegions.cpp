@@ -4,6 +4,7 @@
 
 #include "gpipe/runtime/bundle/OpTable.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/xxhash.h"
@@ -185,4 +186,85 @@ gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
   }
   ops = std::move(rewritten);
   return newIndex;
+}
+
+std::vector<runtime::FusionKind> gpipe::chooseLibraryFusions(const Array &ops) {
+  auto object = [&](size_t i) { return ops[i].getAsObject(); };
+  auto firstId = [&](size_t i, llvm::StringRef key) -> int64_t {
+    const Array *ids = object(i)->getArray(key);
+    std::optional<int64_t> id =
+        ids && !ids->empty() ? (*ids)[0].getAsInteger() : std::nullopt;
+    return id.value_or(-1);
+  };
+  return runtime::chooseFusions(
+      ops.size(),
+      [&](size_t i) -> std::optional<runtime::OpKind> {
+        std::optional<llvm::StringRef> name = object(i)->getString("op");
+        return name ? runtime::opKindNamed(
+                          std::string_view(name->data(), name->size()))
+                    : std::nullopt;
+      },
+      [&](size_t i) { return firstId(i, "operands"); },
+      [&](size_t i) { return firstId(i, "results"); });
+}
+
+void gpipe::fuseStageKernels(
+    llvm::json::Array &forward, llvm::json::Array &grads,
+    std::vector<size_t> &recomputed, std::optional<int64_t> &weightsFrom,
+    llvm::ArrayRef<const llvm::json::Array *> readLists,
+    llvm::function_ref<bool(int64_t)> isBatched, KernelTable &table) {
+  ValueUses uses;
+  countOperandUses(forward, uses);
+  countOperandUses(grads, uses);
+  for (const llvm::json::Array *ids : readLists)
+    for (const llvm::json::Value &id : *ids)
+      ++uses[id.getAsInteger().value_or(-1)];
+
+  // A kernel's operands share its batching (the runtime checks it): a named
+  // op that mixes them stays the library's.
+  auto mixesBatching = [&](const llvm::json::Value &op) {
+    const llvm::json::Array *operands = op.getAsObject()->getArray("operands");
+    bool some = false, all = true;
+    for (const llvm::json::Value &id : *operands) {
+      bool batched = isBatched(id.getAsInteger().value_or(-1));
+      some |= batched;
+      all &= batched;
+    }
+    return some && !all;
+  };
+  // The forward's library pairs stay: both ops of each.
+  std::vector<runtime::FusionKind> pairs = chooseLibraryFusions(forward);
+  llvm::DenseSet<size_t> pinned;
+  for (size_t i = 0; i < pairs.size(); ++i)
+    if (pairs[i] != runtime::FusionKind::None)
+      pinned.insert_range(std::initializer_list<size_t>{i, i + 1});
+  for (size_t i = 0; i < forward.size(); ++i)
+    if (mixesBatching(forward[i]))
+      pinned.insert(i);
+  llvm::DenseSet<size_t> rerun(recomputed.begin(), recomputed.end());
+  std::vector<size_t> forwardMap = fuseKernelRegions(
+      forward, 0, forward.size(), uses, table,
+      [&](size_t first, size_t last) {
+        size_t count = 0;
+        for (size_t k = first; k <= last; ++k)
+          count += rerun.count(k);
+        return count == 0 || count == last - first + 1;
+      },
+      [&](size_t index) { return pinned.contains(index); });
+  std::vector<size_t> remapped;
+  for (size_t index : recomputed)
+    if (remapped.empty() || remapped.back() != forwardMap[index])
+      remapped.push_back(forwardMap[index]);
+  recomputed = std::move(remapped);
+
+  auto any = [](size_t, size_t) { return true; };
+  auto mixed = [&](size_t i) { return mixesBatching(grads[i]); };
+  size_t bEnd = size_t(weightsFrom.value_or(int64_t(grads.size())));
+  size_t oldSize = grads.size();
+  std::vector<size_t> backMap =
+      fuseKernelRegions(grads, 0, bEnd, uses, table, any, mixed);
+  size_t wBegin = bEnd < oldSize ? backMap[bEnd] : grads.size();
+  fuseKernelRegions(grads, wBegin, grads.size(), uses, table, any, mixed);
+  if (weightsFrom)
+    weightsFrom = int64_t(wBegin);
 }

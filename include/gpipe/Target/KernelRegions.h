@@ -21,12 +21,14 @@
 #define GPIPE_TARGET_KERNELREGIONS_H
 
 #include "gpipe/Target/NativeKernels.h"
+#include "gpipe/runtime/bundle/OpTable.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/FunctionExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 
+#include <optional>
 #include <vector>
 
 namespace gpipe {
@@ -67,6 +69,27 @@ fuseKernelRegions(llvm::json::Array &ops, size_t begin, size_t end,
                   const ValueUses &uses, KernelTable &table,
                   llvm::function_ref<bool(size_t first, size_t last)> allowed,
                   llvm::function_ref<bool(size_t index)> pinned);
+
+/// The pairs of ops (consecutive: `ops`, a bundle op list, has no params)
+/// that the runtime runs as one library kernel, as OpTable.h's
+/// chooseFusions picks them: each pair's kind at its first op.
+std::vector<runtime::FusionKind>
+chooseLibraryFusions(const llvm::json::Array &ops);
+
+/// Fuses a stage's element-wise runs into kernels of `table`: the
+/// forward's, the backward's (`grads`; its B and W parts apart at
+/// `weightsFrom`), and renumbers what points into them (`recomputed`, the
+/// forward indices the recompute copies; `weightsFrom`). A forward run is
+/// fused only if the backward recomputes all of it or none of it; both ops
+/// of a library pair stay, and so does a named op whose operands are not all
+/// batched alike (`isBatched`). `readLists` are the stage's other reads
+/// (outputs, input gradients, the loss).
+void fuseStageKernels(llvm::json::Array &forward, llvm::json::Array &grads,
+                      std::vector<size_t> &recomputed,
+                      std::optional<int64_t> &weightsFrom,
+                      llvm::ArrayRef<const llvm::json::Array *> readLists,
+                      llvm::function_ref<bool(int64_t)> isBatched,
+                      KernelTable &table);
 
 } // namespace gpipe
 

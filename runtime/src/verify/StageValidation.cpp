@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "verify/ValidationText.h"
 #include "gpipe/runtime/bundle/BackwardSplit.h"
 #include "gpipe/runtime/verify/ProgramAnalysis.h"
+#include "verify/ValidationText.h"
 
 #include <algorithm>
 #include <map>
@@ -40,10 +40,6 @@ private:
                       std::set<int> &defined, bool recompute,
                       const std::set<int> *kept = nullptr);
   std::string checkShapes(const Op &op);
-  /// A kernel op: a generated kernel of the bundle with as many inputs as
-  /// operands, all f32 and element-wise: as many elements as the result,
-  /// batched as it is (so they also match at a micro-batch's rows).
-  std::string checkKernel(const Op &op) const;
   /// The fusion op `index` of `ops` names with the next op, if any.
   std::string checkFusion(const char *section, const std::vector<Op> &ops,
                           size_t index) const;
@@ -278,7 +274,7 @@ std::string StageValidator::checkShapes(const Op &op) {
   case OpKind::Zeros:
     return f32Except({});
   case OpKind::Kernel:
-    return checkKernel(op);
+    return checkKernelShapes(op, program, bundle.code);
   case OpKind::Conv2d:
   case OpKind::Conv2dGrad:
   case OpKind::MaxPool2d:
@@ -295,44 +291,6 @@ std::string StageValidator::checkShapes(const Op &op) {
   }
 #undef CHECK
   return "unknown op kind";
-}
-
-std::string StageValidator::checkKernel(const Op &op) const {
-  const std::vector<GeneratedKernelSpec> &kernels = bundle.code.kernels;
-  if (op.kernel < 0 || size_t(op.kernel) >= kernels.size())
-    return "runs kernel " + std::to_string(op.kernel) +
-           ", but the bundle has " + std::to_string(kernels.size()) +
-           " generated kernel" + (kernels.size() == 1 ? "" : "s");
-  const GeneratedKernelSpec &kernel = kernels[op.kernel];
-  const std::string name =
-      "kernel " + std::to_string(op.kernel) + " (" + kernel.ops + ")";
-  if (op.operands.size() != kernel.inputs)
-    return "runs " + name + ", which takes " + std::to_string(kernel.inputs) +
-           " input" + (kernel.inputs == 1 ? "" : "s") + ", with " +
-           std::to_string(op.operands.size()) + " operand" +
-           (op.operands.size() == 1 ? "" : "s");
-  const ValueSpec &result = spec(op.results[0]);
-  if (result.type != ElementType::F32)
-    return std::string("expects result 0 of type f32, got ") +
-           typeName(result.type);
-  const int64_t n = product(result.shape);
-  for (size_t i = 0; i < op.operands.size(); ++i) {
-    const ValueSpec &operand = spec(op.operands[i]);
-    const std::string what = "operand " + std::to_string(i);
-    if (operand.type != ElementType::F32)
-      return "expects " + what + " of type f32, got " + typeName(operand.type);
-    if (product(operand.shape) != n)
-      return "runs " + name + " element-wise: expects " + what + " with " +
-             std::to_string(n) + " elements (the result's " +
-             shapeString(result.shape) + "), got " +
-             std::to_string(product(operand.shape)) + " (" +
-             shapeString(operand.shape) + ")";
-    if (operand.batched != result.batched)
-      return "runs " + name + " element-wise: expects " + what + " to be " +
-             (result.batched ? "batched" : "not batched") +
-             ", as the result is";
-  }
-  return {};
 }
 
 std::string StageValidator::checkFusion(const char *section,

@@ -51,6 +51,11 @@ std::string checkImageOpShapes(const Op &op, const StageProgram &stage);
 /// (AttentionValidation.cpp), in `stage`'s program.
 std::string checkAttentionShapes(const Op &op, const StageProgram &stage);
 
+/// The operands of a kernel op against its generated kernel in `code`
+/// (KernelOpValidation.cpp), in `stage`'s program.
+std::string checkKernelShapes(const Op &op, const StageProgram &stage,
+                              const GeneratedCode &code);
+
 } // namespace gpipe::runtime::detail
 
 #endif // GPIPE_RUNTIME_SRC_VALIDATIONTEXT_H
