@@ -383,6 +383,26 @@ TEST(NativeKernels, AnElementsBitsDoNotDependOnWhereTheCallStarts) {
   }
 }
 
+TEST(NativeKernels, AStepWithTheWrongOperandsIsRefused) {
+  KernelSpec wrongCount = single("mul", 1);
+  Compiled compiled = compile({{"gpipe_test_bad", wrongCount}});
+  EXPECT_TRUE(compiled.variants.empty());
+  EXPECT_NE(compiled.diagnostics.find(
+                "kernel 'gpipe_test_bad_body': 'mul' takes 2 operands, got 1"),
+            std::string::npos)
+      << compiled.diagnostics;
+
+  KernelSpec later = single("neg", 1);
+  later.steps[0].operands = {1}; // step 0's own value
+  compiled = compile({{"gpipe_test_later", later}});
+  EXPECT_TRUE(compiled.variants.empty());
+  EXPECT_NE(compiled.diagnostics.find("kernel 'gpipe_test_later_body': step 0 "
+                                      "reads value 1, which is not computed "
+                                      "before it"),
+            std::string::npos)
+      << compiled.diagnostics;
+}
+
 TEST(NativeKernels, AnUnknownStepIsRefusedWithItsName) {
   Compiled compiled = compile({{"gpipe_test_bad", single("softmax", 1)}});
   EXPECT_TRUE(compiled.variants.empty());

@@ -11,6 +11,8 @@
 // Without a C compiler driver to link the objects the error says so.
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" -o %t.mlir
 // RUN: env GPIPE_CC=false not gpipe-translate --gpipe-to-bundle --gpipe-codegen=native %t.mlir 2>&1 | FileCheck %s --check-prefix=LINK
+// RUN: env GPIPE_CC=no-such-cc not gpipe-translate --gpipe-to-bundle --gpipe-codegen=native %t.mlir 2>&1 | FileCheck %s --check-prefix=NOCC
+// RUN: not env -u GPIPE_CC PATH=/nonexistent gpipe-translate --gpipe-to-bundle --gpipe-codegen=native %t.mlir 2>&1 | FileCheck %s --check-prefix=NODRIVER
 // RUN: not gpipe-translate --gpipe-to-bundle --gpipe-codegen=jit %t.mlir 2>&1 | FileCheck %s --check-prefix=OPTION
 
 gpipe.model @fused batch 4 {
@@ -95,5 +97,8 @@ gpipe.model @fused batch 4 {
 // NONE-NOT: "kernel"
 
 // LINK: error: generated kernels: {{.*}}false -shared failed (status 1)
+
+// NOCC: error: generated kernels: GPIPE_CC names 'no-such-cc', which is not a program on PATH
+// NODRIVER: error: generated kernels: no C compiler driver to link them (cc, gcc or clang on PATH, or GPIPE_CC)
 
 // OPTION: Cannot find option named 'jit'!
