@@ -40,6 +40,11 @@ enum OpAttrs : unsigned {
 /// maxOperands of `kernel`.
 inline constexpr unsigned kMaxKernelInputs = 16;
 
+/// The most iteration dimensions a generated kernel has (Bundle.h's
+/// GeneratedKernelSpec::rank): the compiler merges the dimensions that every
+/// operand has or lacks alike, so that a broadcast or reduction needs few.
+inline constexpr unsigned kMaxKernelRank = 6;
+
 enum OpFlag : unsigned {
   GradientOp = 1,           ///< belongs in a backward program
   DropsFirstResult = 2,     ///< result 0 (an input gradient) may be -1
