@@ -65,7 +65,10 @@ static Wide elementwiseFlops(Operation *op) {
   return llvm::StringSwitch<Wide>(op->getName().stripDialect())
       .Cases({"neg", "abs", "clip", "clip_grad", "sub", "mul", "div", "max",
               "min", "abs_grad",
-              "log_grad", "div_rhs_grad", "max_lhs_grad", "min_lhs_grad"},
+              "log_grad", "div_rhs_grad", "max_lhs_grad", "min_lhs_grad",
+              "broadcast_to", "sum_to", "reduce_sum", "reduce_mean",
+              "reduce_max", "reduce_sum_grad", "reduce_mean_grad",
+              "reduce_max_count", "reduce_max_grad"},
              1)
       .Cases({"reciprocal", "reciprocal_grad", "exp_grad", "sqrt_grad",
               "rsqrt_grad", "sigmoid_grad"},
@@ -74,8 +77,14 @@ static Wide elementwiseFlops(Operation *op) {
 }
 
 static FailureOr<OpWork> estimateWork(Operation *op) {
-  if (op->hasTrait<gpipe::traits::GeneratedKernel>())
-    return OpWork{elementwiseFlops(op) * numElements(op->getResult(0)), 0};
+  if (op->hasTrait<gpipe::traits::GeneratedKernel>()) {
+    // Per element of the widest operand or result: a reduction reads more
+    // than it writes, a broadcast writes more than it reads.
+    Wide elements = numElements(op->getResult(0));
+    for (Value operand : op->getOperands())
+      elements = std::max(elements, numElements(operand));
+    return OpWork{elementwiseFlops(op) * elements, 0};
+  }
   return llvm::TypeSwitch<Operation *, FailureOr<OpWork>>(op)
       .Case([](DenseOp dense) -> OpWork {
         auto weight = cast<RankedTensorType>(dense.getWeight().getType());
@@ -90,7 +99,7 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
         return {numElements(o.getInput()), 0};
       })
       .Case([](AddOp o) -> OpWork {
-        return {numElements(o.getLhs()), 0};
+        return {numElements(o.getResult()), 0};
       })
       .Case([](TanhOp o) -> OpWork {
         return {4 * numElements(o.getInput()), 0};

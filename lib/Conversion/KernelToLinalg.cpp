@@ -27,6 +27,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace gpipe;
 
@@ -56,6 +58,10 @@ unsigned arityOf(StringRef op) {
       .Cases({"div_rhs_grad", "pow_lhs_grad", "pow_rhs_grad", "max_lhs_grad",
               "min_lhs_grad"},
              3)
+      .Cases({"broadcast_to", "reduce_sum_grad", "reduce_mean_grad"}, 1)
+      .Case("max_tie", 2)
+      .Case("reduce_max_grad", 4)
+      .Cases({"reduce_sum", "reduce_mean", "reduce_max"}, 1)
       .Default(0);
 }
 
@@ -186,6 +192,13 @@ struct ScalarBuilder {
       return pickGrad(P::OLT, dy, a[1], a[2]);
     if (op == "min_lhs_grad")
       return pickGrad(P::OGT, dy, a[1], a[2]);
+    // Broadcasting: the value itself at every point it stretches to.
+    if (op == "broadcast_to" || op == "reduce_sum_grad")
+      return a[0];
+    if (op == "max_tie") // (x, y): 1 where x is the maximum y
+      return select(cmp(P::OEQ, a[0], a[1]), k(1.0f), k(0.0f));
+    if (op == "reduce_max_grad") // (dy, x, y, count)
+      return select(cmp(P::OEQ, a[1], a[2]), div(dy, a[3]), k(0.0f));
     return {};
   }
 
@@ -249,6 +262,8 @@ struct ScalarBuilder {
           cmp(arith::CmpFPredicate::OLT, a[1], k(float(s.constant("max")))));
       return select(inside, a[0], k(0.0f));
     }
+    if (op == "reduce_mean_grad") // (dy): dy / count
+      return div(a[0], k(float(s.constant("count"))));
     if (Value v = generalStep(op, a))
       return v;
     return {};
@@ -257,6 +272,10 @@ struct ScalarBuilder {
 } // namespace
 
 bool gpipe::isKernelStepOp(StringRef op) { return arityOf(op) != 0; }
+
+bool gpipe::isReductionStep(StringRef op) {
+  return op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max";
+}
 
 double KernelStep::constant(StringRef name) const {
   for (const auto &[key, value] : constants)
@@ -272,9 +291,34 @@ bool gpipe::hasLibraryKernel(StringRef op) {
                             op);
 }
 
+KernelSpec KernelSpec::elementwise(unsigned numInputs) {
+  KernelSpec spec;
+  spec.numInputs = numInputs;
+  spec.rank = 1;
+  spec.inputDims.assign(numInputs, {0});
+  spec.outputDims = {0};
+  return spec;
+}
+
+bool KernelSpec::reduces() const {
+  return !steps.empty() && isReductionStep(steps.back().op);
+}
+
 std::string KernelSpec::describe() const {
   std::string text;
   llvm::raw_string_ostream os(text);
+  auto dims = [&](ArrayRef<unsigned> list) {
+    os << "(";
+    llvm::interleave(list, os, ",");
+    os << ")";
+  };
+  os << "rank " << rank << ":";
+  for (auto [k, list] : llvm::enumerate(inputDims)) {
+    os << " in" << k;
+    dims(list);
+  }
+  os << " -> out";
+  dims(outputDims);
   auto name = [&](unsigned operand) {
     if (operand < numInputs)
       os << "in" << operand;
@@ -282,9 +326,7 @@ std::string KernelSpec::describe() const {
       os << "t" << operand - numInputs;
   };
   for (auto [i, step] : llvm::enumerate(steps)) {
-    if (i)
-      os << "; ";
-    os << step.op;
+    os << "; " << step.op;
     if (!step.constants.empty()) {
       os << "[";
       llvm::interleave(
@@ -306,58 +348,158 @@ std::string KernelSpec::describe() const {
   return text;
 }
 
+/// Whether `dims` is strictly ascending in [0, rank).
+static bool isDimList(ArrayRef<unsigned> dims, unsigned rank) {
+  for (auto [i, dim] : llvm::enumerate(dims))
+    if (dim >= rank || (i > 0 && dim <= dims[i - 1]))
+      return false;
+  return true;
+}
+
+/// The kernel's problems, or "" if it can be built.
+static std::string checkKernel(const KernelSpec &kernel) {
+  std::string problem;
+  llvm::raw_string_ostream os(problem);
+  if (kernel.steps.empty()) {
+    os << "has no steps";
+    return problem;
+  }
+  if (kernel.rank < 1 || kernel.inputDims.size() != kernel.numInputs ||
+      !isDimList(kernel.outputDims, kernel.rank) ||
+      !llvm::all_of(kernel.inputDims, [&](ArrayRef<unsigned> dims) {
+        return isDimList(dims, kernel.rank);
+      })) {
+    os << "has bad dimensions: " << kernel.describe();
+    return problem;
+  }
+  for (auto [i, step] : llvm::enumerate(kernel.steps))
+    if (isReductionStep(step.op) && i + 1 != kernel.steps.size()) {
+      os << "reduces at step " << i << ", before its last";
+      return problem;
+    }
+  if (!kernel.reduces() && kernel.outputDims.size() != kernel.rank) {
+    os << "lacks output dimensions but does not reduce";
+    return problem;
+  }
+  for (auto [i, step] : llvm::enumerate(kernel.steps)) {
+    unsigned arity = arityOf(step.op);
+    if (arity == 0) {
+      os << "'" << step.op << "' is not an element-wise op a kernel computes";
+      return problem;
+    }
+    if (step.operands.size() != arity) {
+      os << "'" << step.op << "' takes " << arity << " operands, got "
+         << step.operands.size();
+      return problem;
+    }
+    for (unsigned operand : step.operands)
+      if (operand >= kernel.numInputs + i) {
+        os << "step " << i << " reads value " << operand
+           << ", which is not computed before it";
+        return problem;
+      }
+  }
+  return problem;
+}
+
 LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
                                          StringRef name,
                                          const KernelSpec &kernel) {
-  if (kernel.steps.empty())
-    return emitError(loc) << "kernel '" << name << "' has no steps";
-  for (auto [i, step] : llvm::enumerate(kernel.steps)) {
-    unsigned arity = arityOf(step.op);
-    if (arity == 0)
-      return emitError(loc) << "kernel '" << name << "': '" << step.op
-                            << "' is not an element-wise op a kernel computes";
-    if (step.operands.size() != arity)
-      return emitError(loc)
-             << "kernel '" << name << "': '" << step.op << "' takes " << arity
-             << " operands, got " << step.operands.size();
-    for (unsigned operand : step.operands)
-      if (operand >= kernel.numInputs + i)
-        return emitError(loc)
-               << "kernel '" << name << "': step " << i << " reads value "
-               << operand << ", which is not computed before it";
-  }
+  if (std::string problem = checkKernel(kernel); !problem.empty())
+    return emitError(loc) << "kernel '" << name << "': " << problem;
 
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
-  auto tensorType =
-      RankedTensorType::get({ShapedType::kDynamic}, b.getF32Type());
-  SmallVector<Type> argTypes(kernel.numInputs + 1, tensorType);
+  Type f32 = b.getF32Type();
+  auto tensorOfRank = [&](size_t rank) {
+    return RankedTensorType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
+                                 f32);
+  };
+  SmallVector<Type> argTypes;
+  for (ArrayRef<unsigned> dims : kernel.inputDims)
+    argTypes.push_back(tensorOfRank(dims.size()));
+  Type outputType = tensorOfRank(kernel.outputDims.size());
+  argTypes.push_back(outputType);
   auto func = func::FuncOp::create(b, loc, name,
-                                   b.getFunctionType(argTypes, {tensorType}));
+                                   b.getFunctionType(argTypes, {outputType}));
   func.setArgAttr(kernel.numInputs,
                   bufferization::BufferizationDialect::kWritableAttrName,
                   b.getBoolAttr(true));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToStart(entry);
 
-  AffineMap identity = b.getDimIdentityMap();
-  SmallVector<AffineMap> maps(kernel.numInputs + 1, identity);
-  SmallVector<utils::IteratorType> iterators{utils::IteratorType::parallel};
+  auto projection = [&](ArrayRef<unsigned> dims) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned dim : dims)
+      exprs.push_back(b.getAffineDimExpr(dim));
+    return AffineMap::get(kernel.rank, 0, exprs, ctx);
+  };
+  SmallVector<AffineMap> maps;
+  for (ArrayRef<unsigned> dims : kernel.inputDims)
+    maps.push_back(projection(dims));
+  maps.push_back(projection(kernel.outputDims));
+  SmallVector<utils::IteratorType> iterators(kernel.rank,
+                                             utils::IteratorType::reduction);
+  for (unsigned dim : kernel.outputDims)
+    iterators[dim] = utils::IteratorType::parallel;
+
   ValueRange args = entry->getArguments();
+  Value output = args.back();
+  const KernelStep *reduction =
+      kernel.reduces() ? &kernel.steps.back() : nullptr;
+  ArrayRef<KernelStep> pointwise = kernel.steps;
+  if (reduction) {
+    // The output starts at the reduction's identity.
+    float identity = reduction->op == "reduce_max"
+                         ? -std::numeric_limits<float>::infinity()
+                         : 0.0f;
+    Value init = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(identity));
+    output = linalg::FillOp::create(b, loc, init, output).getResult(0);
+    pointwise = pointwise.drop_back();
+  }
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{tensorType}, args.drop_back(), args.take_back(), maps,
-      iterators, [&](OpBuilder &nested, Location nestedLoc, ValueRange elems) {
+      b, loc, TypeRange{outputType}, args.drop_back(), output, maps, iterators,
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange elems) {
         ScalarBuilder scalar{nested, nestedLoc};
         SmallVector<Value> values(elems.drop_back());
-        for (const KernelStep &step : kernel.steps) {
+        for (const KernelStep &step : pointwise) {
           SmallVector<Value> operands;
           for (unsigned operand : step.operands)
             operands.push_back(values[operand]);
           values.push_back(scalar.step(step, operands));
         }
-        linalg::YieldOp::create(nested, nestedLoc, values.back());
+        Value result = values.back();
+        if (reduction) {
+          Value acc = elems.back(), v = values[reduction->operands[0]];
+          result = reduction->op == "reduce_max"
+                       ? arith::MaximumFOp::create(nested, nestedLoc, acc, v)
+                             .getResult()
+                       : scalar.add(acc, v);
+        }
+        linalg::YieldOp::create(nested, nestedLoc, result);
       });
-  func::ReturnOp::create(b, loc, generic.getResult(0));
+  generic->setAttr("gpipe.tile", b.getUnitAttr());
+  Value result = generic.getResult(0);
+  if (reduction && reduction->op == "reduce_mean") {
+    // The sum over the count, a constant: means never reduce the batch.
+    unsigned rank = kernel.outputDims.size();
+    AffineMap identity = b.getMultiDimIdentityMap(rank);
+    Value count = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(float(reduction->constant("count"))));
+    result =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{outputType}, ValueRange{}, result,
+            ArrayRef<AffineMap>{identity},
+            SmallVector<utils::IteratorType>(rank,
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &nested, Location nestedLoc, ValueRange elems) {
+              ScalarBuilder scalar{nested, nestedLoc};
+              linalg::YieldOp::create(nested, nestedLoc,
+                                      scalar.div(elems[0], count));
+            })
+            .getResult(0);
+  }
+  func::ReturnOp::create(b, loc, result);
   return success();
 }

@@ -55,6 +55,7 @@ public:
       shape.push_back(dim);
     batched = batched && type.getRank() > 0 && type.getDimSize(0) == batch;
     batchedIds.push_back(batched);
+    shapes.emplace_back(type.getShape().begin(), type.getShape().end());
     specs.push_back(json::Object{
         {"shape", std::move(shape)},
         {"type", type.getElementType().isInteger() ? "i32" : "f32"},
@@ -62,6 +63,13 @@ public:
     return id;
   }
   bool isBatched(int id) const { return batchedIds[id]; }
+  int64_t batchSize() const { return batch; }
+  /// What the kernel fusion needs of value `id`.
+  ValueInfo info(int64_t id) const {
+    if (id < 0 || size_t(id) >= shapes.size())
+      return {};
+    return {shapes[id], batchedIds[id]};
+  }
   void alias(Value value, int id) { ids[value] = id; }
   FailureOr<int> lookup(Operation *user, Value value) const {
     auto it = ids.find(value);
@@ -76,6 +84,7 @@ private:
   llvm::DenseMap<Value, int> ids;
   json::Array specs;
   std::vector<bool> batchedIds;
+  std::vector<std::vector<int64_t>> shapes;
 };
 } // namespace
 
@@ -139,6 +148,47 @@ static void addAttributes(Operation *op, json::Object &out) {
       });
 }
 
+/// A generated op runs on a micro-batch's rows: refuses an operand that is
+/// not per example (a parameter, or a value of parameters alone) but sits in
+/// the batch dimension of a result that is, since a micro-batch would read
+/// all of its rows; and a forward reduction over the batch, which would mix
+/// a micro-batch's examples where the model mixes the whole batch's.
+static LogicalResult checkBatchPlacement(Operation *op, int64_t batch,
+                                         ArrayRef<bool> operandBatched) {
+  auto result = cast<RankedTensorType>(op->getResult(0).getType());
+  bool resultBatched =
+      isPerExampleResult(op->getResult(0), operandBatched) &&
+      result.getRank() > 0 && result.getDimSize(0) == batch;
+  bool isGradient = op->getParentOfType<StageBackwardOp>() &&
+                    !op->hasAttr(kRecomputeAttr);
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
+  if (!isGradient && isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op) &&
+      operandBatched[0] && llvm::is_contained(axes.asArrayRef(), 0))
+    return op->emitOpError()
+           << "reduces over the batch (axis 0), which would mix each "
+              "micro-batch's examples apart from the others'; reduce over "
+              "the other axes";
+  if (!isGradient && isa<SumToOp>(op) && operandBatched[0] && !resultBatched)
+    return op->emitOpError()
+           << "sums over the batch (axis 0), which would mix each "
+              "micro-batch's examples apart from the others'";
+  if (!resultBatched || axes)
+    return success();
+  for (auto [operand, batched] : llvm::zip(op->getOperands(), operandBatched)) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    if (!batched && type.getRank() == result.getRank() &&
+        type.getDimSize(0) != 1)
+      return op->emitOpError()
+             << "reads " << type
+             << ", which is not per example (a parameter, or a value "
+                "computed from parameters alone) but spans the batch "
+                "dimension of its per-example result: each micro-batch has "
+                "its own rows of the one and all rows of the other; give it "
+                "size 1 (or drop) in dimension 0 to broadcast it";
+  }
+  return success();
+}
+
 /// Marks the pairs of chooseLibraryFusions with `fuse`.
 static void markFusions(json::Array &ops) {
   std::vector<runtime::FusionKind> fusions = chooseLibraryFusions(ops);
@@ -154,7 +204,12 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
   // A general element-wise op is written by its mnemonic, for
   // fuseStageKernels to turn into a kernel.
   std::string name;
-  if (op->hasTrait<gpipe::traits::GeneratedKernel>())
+  const bool generated = op->hasTrait<gpipe::traits::GeneratedKernel>();
+  // An add whose operands are not of its result's shape: generated.
+  const bool broadcasts =
+      isa<AddOp>(op) && (op->getOperand(0).getType() != op->getResultTypes()[0] ||
+                         op->getOperand(1).getType() != op->getResultTypes()[0]);
+  if (generated)
     name = op->getName().stripDialect().str();
   else if (std::optional<runtime::OpKind> kind = bundleOpKind(op))
     name = runtime::opKindName(*kind);
@@ -169,14 +224,9 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
     operands.push_back(*id);
     operandBatched.push_back(values.isBatched(*id));
   }
-  if (op->hasTrait<gpipe::traits::GeneratedKernel>() &&
-      llvm::is_contained(operandBatched, true) &&
-      llvm::is_contained(operandBatched, false))
-    return op->emitOpError()
-           << "mixes per-example operands with one that is not (a parameter, "
-              "or a value computed from parameters alone, shaped like the "
-              "batch): each micro-batch has its own rows of the one but all "
-              "rows of the other, and broadcasting is not supported yet";
+  if (generated || broadcasts)
+    if (failed(checkBatchPlacement(op, values.batchSize(), operandBatched)))
+      return failure();
   for (OpResult result : op->getResults()) {
     // Half of a split dense or layer-norm gradient: the other half's result
     // is not computed (its id is kept, as the memory description numbers
@@ -201,11 +251,29 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
                    {"operands", std::move(operands)},
                    {"results", std::move(results)}};
   addAttributes(op, out);
-  // A general op's constants (clip's bounds) go into its kernel's steps.
-  if (op->hasTrait<gpipe::traits::GeneratedKernel>())
-    for (NamedAttribute attr : op->getAttrs())
+  if (broadcasts)
+    out["broadcast"] = true;
+  // A general op's constants (clip's bounds) go into its kernel's steps, and
+  // so do the axes of a reduction (and a mean's count).
+  if (generated)
+    for (NamedAttribute attr : op->getAttrs()) {
       if (auto value = dyn_cast<FloatAttr>(attr.getValue()))
         out[attr.getName().strref()] = value.getValueAsDouble();
+      if (auto axes = dyn_cast<DenseI64ArrayAttr>(attr.getValue())) {
+        json::Array list;
+        int64_t count = 1;
+        auto full = cast<RankedTensorType>(
+            isa<ReduceMeanGradOp>(op) ? op->getResult(0).getType()
+                                      : op->getOperand(0).getType());
+        for (int64_t axis : axes.asArrayRef()) {
+          list.push_back(axis);
+          count *= full.getDimSize(axis);
+        }
+        out[attr.getName().strref()] = std::move(list);
+        if (isa<ReduceMeanOp, ReduceMeanGradOp>(op))
+          out["count"] = count;
+      }
+    }
   list.push_back(std::move(out));
   return success();
 }
@@ -336,11 +404,12 @@ static FailureOr<StageEmission> emitStage(StageOp stage,
   json::Array lossIds;
   if (loss >= 0)
     lossIds.push_back(loss);
-  fuseStageKernels(
-      forward, grads, recomputed, weightsFrom,
-      {&outputs, &inputGrads, &lossIds},
-      [&](int64_t id) { return id >= 0 && values.isBatched(int(id)); },
-      kernels);
+  size_t refusedBefore = kernels.refused().size();
+  fuseStageKernels(forward, grads, recomputed, weightsFrom,
+                   {&outputs, &inputGrads, &lossIds},
+                   [&](int64_t id) { return values.info(id); }, kernels);
+  if (kernels.refused().size() > refusedBefore)
+    return stage.emitOpError() << kernels.refused()[refusedBefore];
   const size_t numGrads = grads.size();
   // The forward's ops the backward reads again, on the same ids; fused as
   // they meet, since a pair of the forward may have lost its second op.

@@ -28,11 +28,24 @@ unsigned KernelTable::intern(const KernelSpec &spec) {
 }
 
 Array KernelTable::describe() const {
+  auto dimList = [](llvm::ArrayRef<unsigned> dims) {
+    Array list;
+    for (unsigned dim : dims)
+      list.push_back(int64_t(dim));
+    return list;
+  };
   Array list;
-  for (const NamedKernel &kernel : table)
+  for (const NamedKernel &kernel : table) {
+    Array inputDims;
+    for (llvm::ArrayRef<unsigned> dims : kernel.spec.inputDims)
+      inputDims.push_back(dimList(dims));
     list.push_back(Object{{"symbol", kernel.symbol},
                           {"inputs", int64_t(kernel.spec.numInputs)},
-                          {"ops", kernel.spec.describe()}});
+                          {"ops", kernel.spec.describe()},
+                          {"rank", int64_t(kernel.spec.rank)},
+                          {"inputDims", std::move(inputDims)},
+                          {"outputDims", dimList(kernel.spec.outputDims)}});
+  }
   return list;
 }
 
@@ -50,68 +63,273 @@ void gpipe::countOperandUses(const Array &ops, ValueUses &uses) {
       ++uses[id];
 }
 
-/// Whether `op` can be a step of a kernel: an element-wise op with one
-/// result that is computed (and, for a named op, if the table fuses those).
+static bool isBroadcastingNamedOp(const Object &op) {
+  return op.getBoolean("broadcast").value_or(false);
+}
+
+/// Whether `op` ends a run: a reduction, whose result no step of its run
+/// reads (a kernel computes its steps at every point, a reduction's result
+/// only once the points are all summed).
+static bool isReduction(const Object &op) {
+  llvm::StringRef name = op.getString("op").value_or("");
+  return isReductionStep(name) || name == "sum_to" ||
+         name == "reduce_max_count";
+}
+
+/// Whether `op` can be a step of a kernel: an element-wise op or reduction
+/// with one result that is computed (and, for a named op, if the table
+/// fuses those or it broadcasts).
 static bool isStep(const Object &op, const KernelTable &table) {
   std::optional<llvm::StringRef> name = op.getString("op");
   std::vector<int64_t> results = idsOf(op, "results");
-  return name && isKernelStepOp(*name) &&
-         (table.fuseNamedOps || !hasLibraryKernel(*name)) &&
+  return name &&
+         (isKernelStepOp(*name) || *name == "sum_to" ||
+          *name == "reduce_max_count") &&
+         (table.fuseNamedOps || !hasLibraryKernel(*name) ||
+          isBroadcastingNamedOp(op)) &&
          results.size() == 1 && results[0] >= 0;
 }
 
 /// Whether `op`, a step, becomes a kernel even alone: a general op always,
-/// a named one when the table fuses those.
+/// a named one when the table fuses those or it broadcasts.
 static bool kernelAlone(const Object &op, const KernelTable &table) {
-  return table.fuseNamedOps || !hasLibraryKernel(*op.getString("op"));
+  return table.fuseNamedOps || !hasLibraryKernel(*op.getString("op")) ||
+         isBroadcastingNamedOp(op);
 }
 
-/// The kernel op computing ops[first, last].
-static Object buildKernelOp(const Array &ops, size_t first, size_t last,
-                            KernelTable &table, bool &tooManyInputs) {
-  llvm::DenseMap<int64_t, unsigned> stepOf; // result id -> step
-  llvm::SetVector<int64_t> inputs;
-  for (size_t k = first; k <= last; ++k) {
-    const Object &op = *ops[k].getAsObject();
-    for (int64_t id : idsOf(op, "operands"))
-      if (!stepOf.count(id))
-        inputs.insert(id);
-    stepOf[idsOf(op, "results")[0]] = k - first;
+namespace {
+/// Where each dimension of a value sits in a kernel's iteration space: an
+/// index into the space's shape, or -1 for a dimension of size 1 that
+/// stretches (or stays 1).
+using DimMap = llvm::SmallVector<int>;
+
+/// Operand j of `op` (NumPy broadcasting, or stretched along the op's `axes`)
+/// placed in the iteration space, given where the op's result is.
+DimMap placeOperand(const Object &op, size_t j,
+                    llvm::ArrayRef<int64_t> operandShape,
+                    llvm::ArrayRef<int64_t> resultShape,
+                    const DimMap &resultMap) {
+  llvm::StringRef name = op.getString("op").value_or("");
+  std::vector<int64_t> axes = idsOf(op, "axes");
+  // reduce_*_grad's dy, reduce_max_grad's dy, max and count, and
+  // reduce_max_count's max have the reduced shape: stretched along axes.
+  bool alongAxes = name == "reduce_sum_grad" || name == "reduce_mean_grad" ||
+                   (name == "reduce_max_grad" && j != 1) ||
+                   (name == "reduce_max_count" && j == 1);
+  DimMap map(operandShape.size(), -1);
+  if (alongAxes) {
+    bool keepsDims = operandShape.size() == resultShape.size();
+    size_t next = 0; // the operand's next dimension
+    for (size_t d = 0; d < resultShape.size(); ++d) {
+      bool reduced = llvm::is_contained(axes, int64_t(d));
+      if (reduced && !keepsDims)
+        continue;
+      if (!reduced && next < map.size())
+        map[next] = resultMap[d];
+      ++next;
+    }
+    return map;
   }
-  tooManyInputs = inputs.size() > runtime::kMaxKernelInputs;
-  KernelSpec spec;
-  spec.numInputs = inputs.size();
-  for (size_t k = first; k <= last; ++k) {
+  size_t offset = resultShape.size() - operandShape.size();
+  for (size_t d = 0; d < operandShape.size(); ++d)
+    if (operandShape[d] != 1 && operandShape[d] == resultShape[offset + d])
+      map[d] = resultMap[offset + d];
+  return map;
+}
+} // namespace
+
+/// The kernel op computing ops[first, last], or "" in `problem` why none
+/// can.
+static Object buildKernelOp(const Array &ops, size_t first, size_t last,
+                            const ValueInfoFn &info, KernelTable &table,
+                            std::string &problem) {
+  const Object &lastOp = *ops[last].getAsObject();
+  const bool reduces = isReduction(lastOp);
+  // The iteration space: the shape of what the kernel writes, or of what
+  // its reduction reads.
+  int64_t spaceValue = reduces ? idsOf(lastOp, "operands")[0]
+                               : idsOf(lastOp, "results")[0];
+  ValueInfo space = info(spaceValue);
+  const size_t rank = space.shape.size();
+  DimMap identity(rank);
+  for (size_t d = 0; d < rank; ++d)
+    identity[d] = int(d);
+
+  // Each value's place in the space, from the last op back: an inner value
+  // is read once, so it has one place; an input read at two places counts
+  // as two inputs (the same buffer, read twice).
+  llvm::DenseMap<int64_t, DimMap> placeOf;
+  llvm::DenseMap<int64_t, size_t> stepOf; // result id -> op position
+  for (size_t k = first; k <= last; ++k)
+    stepOf[idsOf(*ops[k].getAsObject(), "results")[0]] = k;
+  std::vector<std::vector<DimMap>> operandPlaces(last + 1);
+  for (size_t k = last + 1; k-- > first;) {
     const Object &op = *ops[k].getAsObject();
-    KernelStep step;
-    step.op = op.getString("op")->str();
-    // Every other number is a constant of the op (clip's min and max).
+    int64_t result = idsOf(op, "results")[0];
+    std::vector<int64_t> operands = idsOf(op, "operands");
+    for (size_t j = 0; j < operands.size(); ++j) {
+      std::vector<int64_t> shape = info(operands[j]).shape;
+      DimMap place;
+      if (k == last && reduces)
+        place = j == 0 ? identity
+                       : placeOperand(op, j, shape, space.shape, identity);
+      else
+        place = placeOperand(op, j, shape, info(result).shape,
+                             k == last ? identity : placeOf[result]);
+      auto inner = stepOf.find(operands[j]);
+      if (inner != stepOf.end() && inner->second < k)
+        placeOf[operands[j]] = place;
+      operandPlaces[k].push_back(place);
+    }
+  }
+
+  // The space's dimensions of size 1 go; runs of dimensions that every
+  // input (and the output) has or lacks alike merge into one.
+  llvm::SmallVector<bool> outputHas(rank, true);
+  if (reduces) {
+    llvm::StringRef name = *lastOp.getString("op");
+    std::vector<int64_t> resultShape =
+        info(idsOf(lastOp, "results")[0]).shape;
+    std::vector<int64_t> axes = idsOf(lastOp, "axes");
+    size_t offset = rank - resultShape.size();
+    for (size_t d = 0; d < rank; ++d)
+      outputHas[d] = name == "sum_to"
+                         ? d >= offset && resultShape[d - offset] != 1
+                         : !llvm::is_contained(axes, int64_t(d));
+  }
+  // The inputs, each (value, place) once.
+  llvm::SmallVector<std::pair<int64_t, DimMap>> inputPlaces;
+  std::vector<llvm::SmallVector<unsigned>> operandInput(last + 1);
+  for (size_t k = first; k <= last; ++k) {
+    std::vector<int64_t> operands = idsOf(*ops[k].getAsObject(), "operands");
+    for (size_t j = 0; j < operands.size(); ++j) {
+      auto inner = stepOf.find(operands[j]);
+      if (inner != stepOf.end() && inner->second < k) {
+        operandInput[k].push_back(~0u);
+        continue;
+      }
+      std::pair<int64_t, DimMap> key{operands[j], operandPlaces[k][j]};
+      auto *it = llvm::find(inputPlaces, key);
+      operandInput[k].push_back(unsigned(it - inputPlaces.begin()));
+      if (it == inputPlaces.end())
+        inputPlaces.push_back(std::move(key));
+    }
+  }
+  if (inputPlaces.size() > runtime::kMaxKernelInputs) {
+    problem = "more than " + std::to_string(runtime::kMaxKernelInputs) +
+              " inputs";
+    return {};
+  }
+  auto has = [&](const DimMap &place, size_t d) {
+    return llvm::is_contained(place, int(d));
+  };
+  std::vector<int> group(rank, -1); // space dimension -> iteration dimension
+  llvm::SmallVector<int64_t> sizes;
+  llvm::SmallVector<bool> previous;
+  for (size_t d = 0; d < rank; ++d) {
+    if (space.shape[d] == 1)
+      continue;
+    llvm::SmallVector<bool> pattern{outputHas[d]};
+    for (const auto &input : inputPlaces)
+      pattern.push_back(has(input.second, d));
+    if (!sizes.empty() && pattern == previous) {
+      group[d] = int(sizes.size()) - 1;
+      sizes.back() *= space.shape[d];
+      continue;
+    }
+    group[d] = int(sizes.size());
+    sizes.push_back(space.shape[d]);
+    previous = std::move(pattern);
+  }
+  const bool batched = space.batched && rank > 0 && space.shape[0] != 1;
+  KernelSpec spec;
+  spec.numInputs = inputPlaces.size();
+  spec.rank = std::max<unsigned>(1, sizes.size());
+  if (sizes.empty())
+    sizes.push_back(1); // one point: every operand has the one dimension
+  if (spec.rank > runtime::kMaxKernelRank) {
+    problem = std::to_string(spec.rank) +
+              " iteration dimensions after merging (at most " +
+              std::to_string(runtime::kMaxKernelRank) + ")";
+    return {};
+  }
+  auto dimsOf = [&](auto &&present) {
+    llvm::SmallVector<unsigned> dims;
+    for (size_t d = 0; d < rank; ++d)
+      if (group[d] >= 0 && present(d) &&
+          !llvm::is_contained(dims, unsigned(group[d])))
+        dims.push_back(unsigned(group[d]));
+    if (rank == 0 || llvm::all_of(group, [](int g) { return g < 0; }))
+      return llvm::SmallVector<unsigned>{0};
+    return dims;
+  };
+  for (const auto &input : inputPlaces)
+    spec.inputDims.push_back(
+        dimsOf([&](size_t d) { return has(input.second, d); }));
+  spec.outputDims = dimsOf([&](size_t d) { return outputHas[d]; });
+  // A reduced dimension that no input has would have no size.
+  for (unsigned dim = 0; dim < spec.rank; ++dim)
+    if (!llvm::is_contained(spec.outputDims, dim) &&
+        llvm::none_of(spec.inputDims, [&](llvm::ArrayRef<unsigned> dims) {
+          return llvm::is_contained(dims, dim);
+        })) {
+      problem = "it reduces a dimension that only its steps stretch to";
+      return {};
+    }
+
+  auto constantsOf = [](const Object &op) {
+    std::vector<std::pair<std::string, double>> constants;
+    // Every other number is a constant of the op (clip's min and max, a
+    // mean's count).
     for (const auto &[key, value] : op)
       if (key != "op" && key != "operands" && key != "results")
         if (std::optional<double> number = value.getAsNumber())
-          step.constants.emplace_back(key.str(), *number);
-    llvm::sort(step.constants);
-    for (int64_t id : idsOf(op, "operands")) {
-      auto it = stepOf.find(id);
-      bool internal = it != stepOf.end() && it->second < k - first;
-      unsigned input = unsigned(llvm::find(inputs, id) - inputs.begin());
-      step.operands.push_back(internal ? spec.numInputs + it->second : input);
+          constants.emplace_back(key.str(), *number);
+    llvm::sort(constants);
+    return constants;
+  };
+  llvm::DenseMap<size_t, unsigned> valueOfStep; // op position -> value index
+  for (size_t k = first; k <= last; ++k) {
+    const Object &op = *ops[k].getAsObject();
+    std::vector<int64_t> operands = idsOf(op, "operands");
+    KernelStep step;
+    step.op = op.getString("op")->str();
+    step.constants = constantsOf(op);
+    for (size_t j = 0; j < operands.size(); ++j)
+      step.operands.push_back(operandInput[k][j] != ~0u
+                                  ? operandInput[k][j]
+                                  : valueOfStep.lookup(stepOf[operands[j]]));
+    if (step.op == "sum_to") {
+      step.op = "reduce_sum";
+    } else if (step.op == "reduce_max_count") {
+      // 1 where x is the maximum, summed.
+      spec.steps.push_back({"max_tie", step.operands});
+      step = KernelStep{"reduce_sum",
+                        {spec.numInputs + unsigned(spec.steps.size()) - 1}};
     }
+    valueOfStep[k] = spec.numInputs + unsigned(spec.steps.size());
     spec.steps.push_back(std::move(step));
   }
+
   Array operands;
-  for (int64_t id : inputs)
-    operands.push_back(id);
-  int64_t output = idsOf(*ops[last].getAsObject(), "results")[0];
+  for (const auto &input : inputPlaces)
+    operands.push_back(input.first);
+  Array spaceSizes;
+  for (int64_t size : sizes)
+    spaceSizes.push_back(size);
+  int64_t output = idsOf(lastOp, "results")[0];
   return Object{{"op", "kernel"},
                 {"kernel", int64_t(table.intern(spec))},
                 {"operands", std::move(operands)},
-                {"results", Array{output}}};
+                {"results", Array{output}},
+                {"space", std::move(spaceSizes)},
+                {"batched", batched}};
 }
 
 std::vector<size_t>
 gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
-                         const ValueUses &uses, KernelTable &table,
+                         const ValueUses &uses, const ValueInfoFn &info,
+                         KernelTable &table,
                          llvm::function_ref<bool(size_t, size_t)> allowed,
                          llvm::function_ref<bool(size_t)> pinned) {
   auto isStepAt = [&](size_t k) {
@@ -136,7 +354,8 @@ gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
       continue;
     inRun[k] = true;
     auto reader = soleReader.find(idsOf(op, "results")[0]);
-    if (reader != soleReader.end() && inRun[reader->second] &&
+    if (!isReduction(op) && reader != soleReader.end() &&
+        inRun[reader->second] &&
         first[runOf[reader->second]] == k + 1) {
       runOf[k] = runOf[reader->second];
       first[runOf[k]] = k;
@@ -149,10 +368,15 @@ gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
   Array rewritten;
   std::vector<size_t> newIndex(ops.size());
   auto fuse = [&](size_t from, size_t to) {
-    bool tooManyInputs = false;
-    Object kernel = buildKernelOp(ops, from, to, table, tooManyInputs);
-    if (tooManyInputs)
+    std::string problem;
+    Object kernel = buildKernelOp(ops, from, to, info, table, problem);
+    if (!problem.empty()) {
+      if (from == to)
+        table.refuse("'" +
+                     ops[from].getAsObject()->getString("op")->str() +
+                     "' cannot be a generated kernel: " + problem);
       return false;
+    }
     for (size_t j = from; j <= to; ++j)
       newIndex[j] = rewritten.size();
     rewritten.push_back(std::move(kernel));
@@ -212,7 +436,7 @@ void gpipe::fuseStageKernels(
     llvm::json::Array &forward, llvm::json::Array &grads,
     std::vector<size_t> &recomputed, std::optional<int64_t> &weightsFrom,
     llvm::ArrayRef<const llvm::json::Array *> readLists,
-    llvm::function_ref<bool(int64_t)> isBatched, KernelTable &table) {
+    const ValueInfoFn &info, KernelTable &table) {
   ValueUses uses;
   countOperandUses(forward, uses);
   countOperandUses(grads, uses);
@@ -220,13 +444,17 @@ void gpipe::fuseStageKernels(
     for (const llvm::json::Value &id : *ids)
       ++uses[id.getAsInteger().value_or(-1)];
 
-  // A kernel's operands share its batching (the runtime checks it): a named
-  // op that mixes them stays the library's.
-  auto mixesBatching = [&](const llvm::json::Value &op) {
-    const llvm::json::Array *operands = op.getAsObject()->getArray("operands");
+  // A named op of one shape whose operands are not all batched alike stays
+  // the library's (a kernel would read a batch-shaped parameter as rows of
+  // the micro-batch). Broadcasting ops place each operand by shape.
+  auto mixesBatching = [&](const llvm::json::Value &value) {
+    const Object &op = *value.getAsObject();
+    if (!hasLibraryKernel(op.getString("op").value_or("")) ||
+        isBroadcastingNamedOp(op))
+      return false;
     bool some = false, all = true;
-    for (const llvm::json::Value &id : *operands) {
-      bool batched = isBatched(id.getAsInteger().value_or(-1));
+    for (int64_t id : idsOf(op, "operands")) {
+      bool batched = info(id).batched;
       some |= batched;
       all &= batched;
     }
@@ -243,7 +471,7 @@ void gpipe::fuseStageKernels(
       pinned.insert(i);
   llvm::DenseSet<size_t> rerun(recomputed.begin(), recomputed.end());
   std::vector<size_t> forwardMap = fuseKernelRegions(
-      forward, 0, forward.size(), uses, table,
+      forward, 0, forward.size(), uses, info, table,
       [&](size_t first, size_t last) {
         size_t count = 0;
         for (size_t k = first; k <= last; ++k)
@@ -262,9 +490,10 @@ void gpipe::fuseStageKernels(
   size_t bEnd = size_t(weightsFrom.value_or(int64_t(grads.size())));
   size_t oldSize = grads.size();
   std::vector<size_t> backMap =
-      fuseKernelRegions(grads, 0, bEnd, uses, table, any, mixed);
+      fuseKernelRegions(grads, 0, bEnd, uses, info, table, any, mixed);
   size_t wBegin = bEnd < oldSize ? backMap[bEnd] : grads.size();
-  fuseKernelRegions(grads, wBegin, grads.size(), uses, table, any, mixed);
+  fuseKernelRegions(grads, wBegin, grads.size(), uses, info, table, any,
+                    mixed);
   if (weightsFrom)
     weightsFrom = int64_t(wBegin);
 }

@@ -1,11 +1,13 @@
 //===- NativeKernels.cpp - Generated kernels as x86-64 shared objects -----===//
 //
 // The lowering, per variant of vector width W:
-//   linalg.generic on tensor<?xf32>
+//   linalg.generic on dynamically shaped tensors (one dimension per
+//   iteration dimension the operand has)
 //   -> one-shot bufferization (the output argument written in place)
-//   -> tiles of W elements, the loop peeled so that its main part has only
-//      full tiles, each vectorized to vector<Wxf32>; the remainder (< W
-//      elements) stays scalar
+//   -> tiles of one point in each outer dimension and W in the innermost,
+//      the innermost loop peeled so that its main part has only full tiles,
+//      each vectorized to vector<Wxf32> (a reduction's lanes combined per
+//      tile); the remainder (< W points) stays scalar
 //   -> the math functions (exp, log, tanh, erf, erfc) as MLIR's polynomial
 //      approximations, so that vectors need no libm; the scalar remainder
 //      uses the same arithmetic, so an element's bits do not depend on where
@@ -58,6 +60,7 @@
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/TransformOps/VectorTransformOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
@@ -105,34 +108,55 @@ struct IsaVariant {
 constexpr IsaVariant kVariants[] = {
     {"x86-64", 8, false}, {"x86-64-v3", 16, true}, {"x86-64-v4", 32, true}};
 
-/// The per-variant schedule: tile, peel the last partial tile off, vectorize
-/// the full tiles.
-constexpr llvm::StringLiteral kSchedule = R"mlir(
+/// The per-variant schedule of a kernel of `rank` dimensions: tiles of one
+/// point in each outer dimension and W in the innermost, the innermost loop
+/// peeled so that its main part has only full tiles, those vectorized, and
+/// the vectors' reductions and unit dimensions lowered away.
+static std::string scheduleFor(unsigned rank, int64_t width) {
+  std::string loops, loopTypes, sizes;
+  for (unsigned d = 0; d < rank; ++d) {
+    loops += ", %l" + std::to_string(d);
+    loopTypes += ", !transform.op<\"scf.for\">";
+    sizes += (d ? ", " : "") + std::to_string(d + 1 == rank ? width : 1);
+  }
+  std::string text = R"mlir(
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(
       %root: !transform.any_op {transform.readonly}) {
-    %generics = transform.structured.match ops{["linalg.generic"]} in %root
+    %generic = transform.structured.match ops{["linalg.generic"]}
+        attributes {gpipe.tile} in %root
         : (!transform.any_op) -> !transform.any_op
-    transform.foreach %generics : !transform.any_op {
-    ^bb0(%generic: !transform.any_op):
-      %tiled, %loop = transform.structured.tile_using_for %generic
-          tile_sizes [WIDTH]
-          : (!transform.any_op) -> (!transform.any_op, !transform.op<"scf.for">)
-      %main, %rest = transform.loop.peel %loop
-          : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
-      %func = transform.get_parent_op %main {op_name = "func.func"}
-          : (!transform.any_op) -> !transform.any_op
-      transform.apply_patterns to %func {
-        transform.apply_patterns.canonicalization
-      } : !transform.any_op
-      %full = transform.structured.match ops{["linalg.generic"]} in %main
-          : (!transform.any_op) -> !transform.any_op
-      transform.structured.vectorize %full : !transform.any_op
-    }
+    %tiled@LOOPS@ = transform.structured.tile_using_for %generic
+        tile_sizes [@SIZES@]
+        : (!transform.any_op) -> (!transform.any_op@LOOP_TYPES@)
+    %main, %rest = transform.loop.peel %l@INNERMOST@
+        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+    transform.apply_patterns to %root {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    %full = transform.structured.match ops{["linalg.generic"]} in %main
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %full : !transform.any_op
+    transform.apply_patterns to %root {
+      transform.apply_patterns.vector.lower_multi_reduction
+          lowering_strategy = "innerreduction"
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
     transform.yield
   }
 }
 )mlir";
+  for (auto [key, value] :
+       {std::pair<llvm::StringRef, std::string>{"@LOOPS@", loops},
+        {"@SIZES@", sizes},
+        {"@LOOP_TYPES@", loopTypes},
+        {"@INNERMOST@", std::to_string(rank - 1)}}) {
+    size_t at = text.find(key);
+    text.replace(at, key.size(), value);
+  }
+  return text;
+}
 
 DialectRegistry kernelDialects() {
   DialectRegistry registry;
@@ -149,6 +173,7 @@ DialectRegistry kernelDialects() {
   linalg::registerTilingInterfaceExternalModels(registry);
   linalg::registerTransformDialectExtension(registry);
   scf::registerTransformDialectExtension(registry);
+  vector::registerTransformDialectExtension(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
@@ -231,18 +256,26 @@ LogicalResult KernelCompilation::lowerToLLVMDialect(ModuleOp module,
   if (failed(bufferize.run(module)) || failed(dropReturnedArguments(module)))
     return failure();
 
-  std::string schedule = kSchedule.str();
-  size_t at = schedule.find("WIDTH");
-  schedule.replace(at, 5, std::to_string(variant.width));
-  OwningOpRef<ModuleOp> transforms =
-      parseSourceString<ModuleOp>(schedule, &context);
-  if (!transforms)
-    return failure();
-  Operation *entry = transform::detail::findTransformEntryPoint(
-      module, *transforms, "__transform_main");
-  if (!entry || failed(transform::applyTransformNamedSequence(
-                    module, entry, *transforms, transform::TransformOptions())))
-    return failure();
+  // Each kernel by the schedule of its rank (the tiling's loop count).
+  for (auto func : module.getOps<func::FuncOp>()) {
+    linalg::GenericOp tiled;
+    func.walk([&](linalg::GenericOp generic) {
+      if (generic->hasAttr("gpipe.tile"))
+        tiled = generic;
+    });
+    if (!tiled)
+      return func.emitError("has no linalg.generic to schedule");
+    OwningOpRef<ModuleOp> transforms = parseSourceString<ModuleOp>(
+        scheduleFor(tiled.getNumLoops(), variant.width), &context);
+    if (!transforms)
+      return failure();
+    Operation *entry = transform::detail::findTransformEntryPoint(
+        func, *transforms, "__transform_main");
+    if (!entry ||
+        failed(transform::applyTransformNamedSequence(
+            func, entry, *transforms, transform::TransformOptions())))
+      return failure();
+  }
 
   PassManager lower(&context);
   lower.addPass(createConvertLinalgToLoopsPass());

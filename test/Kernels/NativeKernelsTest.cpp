@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "gpipe/Target/NativeKernels.h"
+#include "NativeKernelsSupport.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -30,6 +30,7 @@
 #include <random>
 
 using namespace gpipe;
+using namespace gpipe::testing;
 
 namespace {
 
@@ -37,50 +38,6 @@ namespace {
 struct MemRef1D {
   float *allocated, *aligned;
   int64_t offset, size, stride;
-};
-using Entry = void (*)(void **);
-
-bool cpuRuns(const std::string &isa) {
-  __builtin_cpu_init();
-  if (isa == "x86-64")
-    return true;
-  bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-            __builtin_cpu_supports("bmi2");
-  if (isa == "x86-64-v3")
-    return v3;
-  return v3 && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
-}
-
-/// A loaded variant: dlopen of a temporary copy of the shared object.
-class Library {
-public:
-  explicit Library(const std::string &bytes) {
-    llvm::SmallString<128> path;
-    int fd;
-    if (llvm::sys::fs::createTemporaryFile("gpipe-test-kernels", "so", fd,
-                                           path))
-      return;
-    {
-      llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
-      out << bytes;
-    }
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle)
-      error = dlerror();
-    llvm::sys::fs::remove(path);
-  }
-  ~Library() {
-    if (handle)
-      dlclose(handle);
-  }
-  Entry entry(const std::string &symbol) const {
-    return reinterpret_cast<Entry>(dlsym(handle, symbol.c_str()));
-  }
-  void *handle = nullptr;
-  std::string error;
 };
 
 /// Runs `entry` on inputs of n elements each.
@@ -199,6 +156,13 @@ const std::map<std::string, Reference> &references() {
        [](auto &a) {
          return a[1] > a[2] ? 0.0 : a[1] == a[2] ? a[0] / 2 : a[0];
        }},
+      // Broadcasting and the reductions' gradients (a mean's over 3).
+      {"broadcast_to", [](auto &a) { return a[0]; }},
+      {"reduce_sum_grad", [](auto &a) { return a[0]; }},
+      {"reduce_mean_grad", [](auto &a) { return a[0] / 3; }},
+      {"max_tie", [](auto &a) { return a[0] == a[1] ? 1.0 : 0.0; }},
+      {"reduce_max_grad",
+       [](auto &a) { return a[1] == a[2] ? a[0] / a[3] : 0.0; }},
   };
   return table;
 }
@@ -256,35 +220,18 @@ std::vector<float> sample(size_t n, std::mt19937 &rng) {
          << "got " << got << ", want " << want << " (error " << error << ")";
 }
 
-struct Compiled {
-  std::vector<NativeCodeVariant> variants;
-  std::string diagnostics;
-};
-
-Compiled compile(const std::vector<NamedKernel> &kernels) {
-  mlir::MLIRContext context;
-  Compiled out;
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
-    out.diagnostics += diag.str() + "\n";
-  });
-  mlir::FailureOr<std::vector<NativeCodeVariant>> variants =
-      compileNativeKernels(kernels, mlir::UnknownLoc::get(&context));
-  if (succeeded(variants))
-    out.variants = std::move(*variants);
-  return out;
-}
-
 /// One step of `op` over `arity` inputs; clip and its gradient with the
 /// bounds [-1, 1.5] unless `constants` says others.
 KernelSpec single(const std::string &op, unsigned arity,
                   std::vector<std::pair<std::string, double>> constants = {}) {
-  KernelSpec spec;
-  spec.numInputs = arity;
+  KernelSpec spec = KernelSpec::elementwise(arity);
   KernelStep step{op, {}};
   for (unsigned i = 0; i < arity; ++i)
     step.operands.push_back(i);
   if (constants.empty() && op.rfind("clip", 0) == 0)
     constants = {{"max", 1.5}, {"min", -1.0}};
+  if (constants.empty() && op == "reduce_mean_grad")
+    constants = {{"count", 3}};
   step.constants = std::move(constants);
   spec.steps.push_back(step);
   return spec;
@@ -293,8 +240,7 @@ KernelSpec single(const std::string &op, unsigned arity,
 /// add(in0, in1) -> gelu -> tanh_grad(in2, .) -> relu -> add(., in0): five
 /// steps over three inputs, one read twice.
 KernelSpec chain() {
-  KernelSpec spec;
-  spec.numInputs = 3;
+  KernelSpec spec = KernelSpec::elementwise(3);
   spec.steps = {{"add", {0, 1}},
                 {"gelu", {3}},
                 {"tanh_grad", {2, 4}},
@@ -315,6 +261,12 @@ TEST(NativeKernels, MatchTheReferenceOnEveryVariantThisCpuRuns) {
     if (op == "div_rhs_grad" || op.rfind("pow_", 0) == 0 ||
         op == "max_lhs_grad" || op == "min_lhs_grad")
       arity = 3;
+    if (op == "max_tie")
+      arity = 2;
+    if (op == "reduce_max_grad")
+      arity = 4;
+    if (op == "reduce_sum_grad" || op == "reduce_mean_grad")
+      arity = 1;
     kernels.push_back({"gpipe_test_" + op, single(op, arity)});
   }
   kernels.push_back({"gpipe_test_chain", chain()});

@@ -23,29 +23,48 @@ namespace gpipe {
 /// One step of a kernel: an element-wise op (the bundle's relu, gelu,
 /// gelu_erf, tanh, add, add_grads and their gradients relu_grad, gelu_grad,
 /// gelu_erf_grad, tanh_grad; the general ops of GPipeElementwiseOps.td and
-/// their gradients), by mnemonic, operands in the op's order, on earlier
-/// values: operand k < numInputs is input k, otherwise step k - numInputs.
+/// their gradients; max_tie, 1 where x equals y), by mnemonic, operands in
+/// the op's order, on earlier values: operand k < numInputs is input k,
+/// otherwise step k - numInputs. The last step may be a reduction instead:
+/// reduce_sum, reduce_mean or reduce_max of one value over the dimensions
+/// the output lacks.
 struct KernelStep {
   std::string op;
   llvm::SmallVector<unsigned> operands;
-  /// The op's constants by name, sorted (clip: max, min).
+  /// The op's constants by name, sorted (clip: max, min; reduce_mean and
+  /// reduce_mean_grad: count, the elements averaged).
   std::vector<std::pair<std::string, double>> constants = {};
 
   /// The constant `name` (0 if the step has none of that name).
   double constant(llvm::StringRef name) const;
 };
 
-/// A kernel: `numInputs` inputs of n elements each, steps in order, the last
-/// one's value written to the output.
+/// A kernel over an iteration space of `rank` dimensions (sizes given when
+/// it runs). Input k has the dimensions inputDims[k] of the space (a
+/// broadcast input lacks the others: its element at a point is the one at
+/// the point's coordinates in its dimensions); every step is computed at
+/// every point. The output has the dimensions `outputDims`: all of them, or
+/// for a reduction those it keeps.
 struct KernelSpec {
   unsigned numInputs = 0;
+  unsigned rank = 1;
+  std::vector<llvm::SmallVector<unsigned>> inputDims;
+  llvm::SmallVector<unsigned> outputDims;
   std::vector<KernelStep> steps;
 
-  /// "add(in0,in1)->t0; clip[max=6,min=0](t0)->out": the steps with their
+  /// A 1-D element-wise kernel of `numInputs` inputs (no steps yet).
+  static KernelSpec elementwise(unsigned numInputs);
+  /// Whether the last step is a reduction.
+  bool reduces() const;
+  /// "rank 2: in0(0,1) in1(1) -> out(0,1); add(in0,in1)->t0;
+  /// clip[max=6,min=0](t0)->out": the iteration space, the steps with their
   /// constants, the inputs and the intermediate values named; identical
   /// kernels describe alike.
   std::string describe() const;
 };
+
+/// Whether `op` is a reduction step (reduce_sum, reduce_mean, reduce_max).
+bool isReductionStep(llvm::StringRef op);
 
 /// Whether `op` (an op's mnemonic) can be a kernel step.
 bool isKernelStepOp(llvm::StringRef op);
@@ -55,9 +74,12 @@ bool isKernelStepOp(llvm::StringRef op);
 bool hasLibraryKernel(llvm::StringRef op);
 
 /// Adds to `module` a public `func.func @name(in0, ..., out)` over
-/// tensor<?xf32> whose body is one linalg.generic computing `kernel`, the
-/// output argument marked writable so that bufferization writes it in place.
-/// Fails (with a diagnostic at `loc`) on an unknown step or a bad operand.
+/// dynamically shaped f32 tensors (of each input's and the output's rank)
+/// whose body is one linalg.generic computing `kernel` (marked `gpipe.tile`
+/// for the schedule; a reduction's output is filled first, and a mean's
+/// divided after), the output argument marked writable so that
+/// bufferization writes it in place. Fails (with a diagnostic at `loc`) on
+/// an unknown step, a bad operand or bad dimensions.
 mlir::LogicalResult buildKernelFunction(mlir::ModuleOp module,
                                         mlir::Location loc,
                                         llvm::StringRef name,

@@ -14,7 +14,17 @@
 // for (relu, gelu, add, ...) become kernels only under codegen=native, and
 // never when they are half of a pair the runtime runs as one library kernel
 // (a dense op's activation, its GEMM's epilogue; an add and the layer norm
-// after it): `pinned` says which.
+// after it): `pinned` says which. A named op that broadcasts is generated.
+//
+// A kernel's iteration space is the shape of what it writes, or, when its
+// last op is a reduction (reduce_sum/mean/max, sum_to, reduce_max_count), of
+// what that reduction reads: a reduction ends its run, since a kernel
+// computes its steps at every point. Each operand is placed in the space by
+// its op's broadcasting (NumPy's, or along a reduction gradient's axes); the
+// space's size-1 dimensions go, and the runs of dimensions that every operand
+// has or lacks alike merge, so that a bias add over [B, S, D] is a rank-2
+// kernel. The kernel op carries the merged sizes at the full batch (`space`)
+// and whether the first holds the batch (`batched`).
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_TARGET_KERNELREGIONS_H
@@ -43,13 +53,26 @@ public:
   /// The index of the kernel computing `spec`, added if new.
   unsigned intern(const KernelSpec &spec);
   llvm::ArrayRef<NamedKernel> kernels() const { return table; }
+  /// Records why an op could not become a kernel (the bundle emission
+  /// reports these as errors).
+  void refuse(std::string why) { refusals.push_back(std::move(why)); }
+  llvm::ArrayRef<std::string> refused() const { return refusals; }
   /// The bundle's `code.kernels` list.
   llvm::json::Array describe() const;
 
 private:
   std::vector<NamedKernel> table;
   llvm::StringMap<unsigned> indexOf;
+  std::vector<std::string> refusals;
 };
+
+/// What the kernels need of a stage's value: its full-batch shape and
+/// whether dimension 0 is the batch.
+struct ValueInfo {
+  std::vector<int64_t> shape;
+  bool batched = false;
+};
+using ValueInfoFn = llvm::function_ref<ValueInfo(int64_t id)>;
 
 /// Reads of each value id by a whole stage (every op list, its outputs, its
 /// loss and its input gradients).
@@ -66,7 +89,8 @@ void countOperandUses(const llvm::json::Array &ops, ValueUses &uses);
 /// kernel op).
 std::vector<size_t>
 fuseKernelRegions(llvm::json::Array &ops, size_t begin, size_t end,
-                  const ValueUses &uses, KernelTable &table,
+                  const ValueUses &uses, const ValueInfoFn &info,
+                  KernelTable &table,
                   llvm::function_ref<bool(size_t first, size_t last)> allowed,
                   llvm::function_ref<bool(size_t index)> pinned);
 
@@ -81,15 +105,15 @@ chooseLibraryFusions(const llvm::json::Array &ops);
 /// `weightsFrom`), and renumbers what points into them (`recomputed`, the
 /// forward indices the recompute copies; `weightsFrom`). A forward run is
 /// fused only if the backward recomputes all of it or none of it; both ops
-/// of a library pair stay, and so does a named op whose operands are not all
-/// batched alike (`isBatched`). `readLists` are the stage's other reads
-/// (outputs, input gradients, the loss).
+/// of a library pair stay, and so does a named op of one shape whose
+/// operands are not all batched alike (`info`). `readLists` are the stage's
+/// other reads (outputs, input gradients, the loss). An op that cannot be a
+/// kernel even alone is recorded in `table.refused()`.
 void fuseStageKernels(llvm::json::Array &forward, llvm::json::Array &grads,
                       std::vector<size_t> &recomputed,
                       std::optional<int64_t> &weightsFrom,
                       llvm::ArrayRef<const llvm::json::Array *> readLists,
-                      llvm::function_ref<bool(int64_t)> isBatched,
-                      KernelTable &table);
+                      const ValueInfoFn &info, KernelTable &table);
 
 } // namespace gpipe
 

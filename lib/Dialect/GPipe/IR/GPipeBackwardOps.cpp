@@ -189,6 +189,25 @@ bool gpipe::isPerExampleResult(OpResult result, ArrayRef<bool> operandBatched) {
           .Default([](Operation *) { return std::nullopt; });
   if (primal)
     return *primal < operandBatched.size() && operandBatched[*primal];
+  // A reduction over the batch, or a sum down to a shape without it (a
+  // parameter's gradient), is not per example.
+  auto reducesBatch = [&](ArrayRef<int64_t> axes) {
+    return llvm::is_contained(axes, int64_t(0));
+  };
+  if (auto sum = dyn_cast<SumToOp>(op)) {
+    auto from = cast<RankedTensorType>(sum.getInput().getType());
+    auto to = cast<RankedTensorType>(sum.getResult().getType());
+    return operandBatched[0] && to.getRank() == from.getRank() &&
+           to.getDimSize(0) == from.getDimSize(0);
+  }
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
+    return operandBatched[0] &&
+           !reducesBatch(op->getAttrOfType<DenseI64ArrayAttr>("axes")
+                             .asArrayRef());
+  if (isa<ReduceMaxCountOp>(op))
+    return operandBatched[1];
+  if (isa<ReduceMaxGradOp>(op))
+    return operandBatched[1];
   // A bias or an embedding table is never per example; a zero gradient is
   // that of a stage input, which always is.
   if (isa<BiasGradOp, EmbeddingGradOp>(op))

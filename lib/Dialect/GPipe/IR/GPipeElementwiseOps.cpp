@@ -1,6 +1,16 @@
 //===- GPipeElementwiseOps.cpp - The general element-wise ops' checks -----===//
+//
+// Broadcasting follows NumPy (mlir/Dialect/Traits.h's getBroadcastedShape):
+// shapes align at their last dimension and a size-1 or missing dimension
+// stretches. A reduction's result is its input's shape with the reduced axes
+// kept as 1 or dropped.
+//
+//===----------------------------------------------------------------------===//
 
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
+#include "OpVerification.h"
+
+#include "mlir/Dialect/Traits.h"
 
 #include <cmath>
 #include <cstdio>
@@ -25,4 +35,213 @@ LogicalResult ClipOp::verify() {
     return emitOpError() << "expects min <= max, got min " << shortText(low)
                          << " and max " << shortText(high);
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting
+//===----------------------------------------------------------------------===//
+
+static RankedTensorType tensorOf(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Whether `from` stretches to exactly `to`.
+static bool broadcastsTo(RankedTensorType from, RankedTensorType to) {
+  SmallVector<int64_t> shape;
+  return OpTrait::util::getBroadcastedShape(from.getShape(), to.getShape(),
+                                            shape) &&
+         ArrayRef<int64_t>(shape) == to.getShape();
+}
+
+/// The operands broadcast to one another, to the result's shape, all of the
+/// result's element type.
+static LogicalResult verifyBroadcastingOp(Operation *op, Value lhs, Value rhs,
+                                          Value result) {
+  RankedTensorType a = tensorOf(lhs), b = tensorOf(rhs), r = tensorOf(result);
+  if (a.getElementType() != r.getElementType() ||
+      b.getElementType() != r.getElementType())
+    return op->emitOpError() << "expects operands of the result's element type "
+                             << r.getElementType() << ", got " << a << " and "
+                             << b;
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(a.getShape(), b.getShape(), shape))
+    return op->emitOpError()
+           << "expects operands that broadcast (aligned at their last "
+              "dimension, each pair of sizes equal or one of them 1), got "
+           << a << " and " << b;
+  if (ArrayRef<int64_t>(shape) != r.getShape())
+    return op->emitOpError() << "expects result type "
+                             << RankedTensorType::get(shape,
+                                                      r.getElementType())
+                             << " (the operands broadcast), got " << r;
+  return success();
+}
+
+#define GPIPE_BROADCASTING_OP(Op)                                              \
+  LogicalResult Op::verify() {                                                 \
+    return verifyBroadcastingOp(*this, getLhs(), getRhs(), getResult());       \
+  }
+GPIPE_BROADCASTING_OP(AddOp)
+GPIPE_BROADCASTING_OP(SubOp)
+GPIPE_BROADCASTING_OP(MulOp)
+GPIPE_BROADCASTING_OP(DivOp)
+GPIPE_BROADCASTING_OP(PowOp)
+GPIPE_BROADCASTING_OP(MaxOp)
+GPIPE_BROADCASTING_OP(MinOp)
+#undef GPIPE_BROADCASTING_OP
+
+/// lhs and rhs each stretch to dy's shape, in its element type.
+static LogicalResult verifyBinaryGradOp(Operation *op, Value dy, Value lhs,
+                                        Value rhs) {
+  RankedTensorType d = tensorOf(dy);
+  for (Value operand : {lhs, rhs}) {
+    RankedTensorType t = tensorOf(operand);
+    if (t.getElementType() != d.getElementType() || !broadcastsTo(t, d))
+      return op->emitOpError()
+             << "expects operands that broadcast to dy's type " << d
+             << ", got " << t;
+  }
+  return success();
+}
+
+#define GPIPE_BINARY_GRAD_OP(Op)                                               \
+  LogicalResult Op::verify() {                                                 \
+    return verifyBinaryGradOp(*this, getDy(), getLhs(), getRhs());             \
+  }
+GPIPE_BINARY_GRAD_OP(DivRhsGradOp)
+GPIPE_BINARY_GRAD_OP(PowLhsGradOp)
+GPIPE_BINARY_GRAD_OP(PowRhsGradOp)
+GPIPE_BINARY_GRAD_OP(MaxLhsGradOp)
+GPIPE_BINARY_GRAD_OP(MinLhsGradOp)
+#undef GPIPE_BINARY_GRAD_OP
+
+LogicalResult BroadcastToOp::verify() {
+  RankedTensorType input = tensorOf(getInput()), result = tensorOf(getResult());
+  if (input.getElementType() != result.getElementType() ||
+      !broadcastsTo(input, result))
+    return emitOpError() << "expects an input that broadcasts to the result "
+                         << result << ", got " << input;
+  return success();
+}
+
+LogicalResult SumToOp::verify() {
+  RankedTensorType input = tensorOf(getInput()), result = tensorOf(getResult());
+  if (input.getElementType() != result.getElementType() ||
+      !broadcastsTo(result, input))
+    return emitOpError() << "expects a result that broadcasts to the input "
+                         << input << ", got " << result;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// `reduced` is `full` reduced over `axes` (strictly ascending, in range,
+/// none of size 0), each reduced axis kept as 1 or dropped. `what` names the
+/// two in messages ("the result" from "the input").
+static LogicalResult verifyReduction(Operation *op, RankedTensorType full,
+                                     RankedTensorType reduced,
+                                     ArrayRef<int64_t> axes, StringRef what) {
+  if (axes.empty())
+    return op->emitOpError() << "expects at least one axis to reduce";
+  int64_t rank = full.getRank();
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis < 0 || axis >= rank)
+      return op->emitOpError() << "expects axes in [0, " << rank
+                               << ") for " << full << ", got " << axis;
+    if (i > 0 && axis <= axes[i - 1])
+      return op->emitOpError()
+             << "expects strictly ascending axes, got " << axes[i - 1]
+             << " then " << axis;
+    if (full.getDimSize(axis) == 0)
+      return op->emitOpError() << "reduces over axis " << axis << " of "
+                               << full << ", which is empty";
+  }
+  SmallVector<int64_t> kept(full.getShape()), dropped;
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    if (llvm::is_contained(axes, axis))
+      kept[axis] = 1;
+    else
+      dropped.push_back(full.getDimSize(axis));
+  }
+  Type element = full.getElementType();
+  if (reduced.getElementType() == element &&
+      (reduced.getShape() == ArrayRef<int64_t>(kept) ||
+       reduced.getShape() == ArrayRef<int64_t>(dropped)))
+    return success();
+  return op->emitOpError() << "expects " << what << " "
+                           << RankedTensorType::get(kept, element)
+                           << " (reduced axes kept) or "
+                           << RankedTensorType::get(dropped, element)
+                           << " (dropped), got " << reduced;
+}
+
+#define GPIPE_REDUCE_OP(Op)                                                    \
+  LogicalResult Op::verify() {                                                 \
+    return verifyReduction(*this, tensorOf(getInput()),                        \
+                           tensorOf(getResult()), getAxes(), "result type");   \
+  }
+GPIPE_REDUCE_OP(ReduceSumOp)
+GPIPE_REDUCE_OP(ReduceMeanOp)
+GPIPE_REDUCE_OP(ReduceMaxOp)
+#undef GPIPE_REDUCE_OP
+
+LogicalResult ReduceSumGradOp::verify() {
+  return verifyReduction(*this, tensorOf(getDx()), tensorOf(getDy()),
+                         getAxes(), "dy of type");
+}
+LogicalResult ReduceMeanGradOp::verify() {
+  return verifyReduction(*this, tensorOf(getDx()), tensorOf(getDy()),
+                         getAxes(), "dy of type");
+}
+LogicalResult ReduceMaxCountOp::verify() {
+  return verifyReduction(*this, tensorOf(getInput()), tensorOf(getMax()),
+                         getAxes(), "a maximum of type");
+}
+LogicalResult ReduceMaxGradOp::verify() {
+  return verifyReduction(*this, tensorOf(getInput()), tensorOf(getDy()),
+                         getAxes(), "dy of type");
+}
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+ParseResult gpipe::parseBroadcastTypes(OpAsmParser &parser, Type &lhs,
+                                       Type &rhs, Type &result) {
+  if (parser.parseType(lhs))
+    return failure();
+  if (failed(parser.parseOptionalComma())) {
+    rhs = result = lhs;
+    return success();
+  }
+  return failure(parser.parseType(rhs) || parser.parseArrow() ||
+                 parser.parseType(result));
+}
+
+void gpipe::printBroadcastTypes(OpAsmPrinter &printer, Operation *, Type lhs,
+                                Type rhs, Type result) {
+  printer << lhs;
+  if (lhs != rhs || lhs != result)
+    printer << ", " << rhs << " -> " << result;
+}
+
+ParseResult gpipe::parseSameOrListedTypes(OpAsmParser &parser, Type &a,
+                                          Type &b, Type &c) {
+  if (parser.parseType(a))
+    return failure();
+  if (failed(parser.parseOptionalComma())) {
+    b = c = a;
+    return success();
+  }
+  return failure(parser.parseType(b) || parser.parseComma() ||
+                 parser.parseType(c));
+}
+
+void gpipe::printSameOrListedTypes(OpAsmPrinter &printer, Operation *, Type a,
+                                   Type b, Type c) {
+  printer << a;
+  if (a != b || a != c)
+    printer << ", " << b << ", " << c;
 }

@@ -8,6 +8,7 @@
 #ifndef GPIPE_LIB_DIALECT_GPIPE_IR_OPVERIFICATION_H
 #define GPIPE_LIB_DIALECT_GPIPE_IR_OPVERIFICATION_H
 
+#include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/Operation.h"
 
 namespace gpipe::detail {
@@ -31,5 +32,22 @@ mlir::LogicalResult verifyAttentionBiases(mlir::Operation *op,
                                           mlir::Type elementType);
 
 } // namespace gpipe::detail
+
+namespace gpipe {
+// Custom directives of the broadcasting ops' assembly (GPipeElementwiseOps.cpp).
+
+/// `T` when lhs, rhs and result have type T, else `T_lhs, T_rhs -> T_result`.
+mlir::ParseResult parseBroadcastTypes(mlir::OpAsmParser &parser,
+                                      mlir::Type &lhs, mlir::Type &rhs,
+                                      mlir::Type &result);
+void printBroadcastTypes(mlir::OpAsmPrinter &printer, mlir::Operation *op,
+                         mlir::Type lhs, mlir::Type rhs, mlir::Type result);
+/// `T` when the three have type T, else `T_a, T_b, T_c`.
+mlir::ParseResult parseSameOrListedTypes(mlir::OpAsmParser &parser,
+                                         mlir::Type &a, mlir::Type &b,
+                                         mlir::Type &c);
+void printSameOrListedTypes(mlir::OpAsmPrinter &printer, mlir::Operation *op,
+                            mlir::Type a, mlir::Type b, mlir::Type c);
+} // namespace gpipe
 
 #endif // GPIPE_LIB_DIALECT_GPIPE_IR_OPVERIFICATION_H

@@ -49,6 +49,9 @@ public:
   void contribute(Value value, Value grad, Location loc) {
     if (!isFloatTensor(value) || modelInputs.contains(value))
       return;
+    // The gradient of an operand that a broadcasting op stretched.
+    if (grad.getType() != value.getType())
+      grad = SumToOp::create(builder, loc, value.getType(), grad, CostAttr());
     if (auto ref = value.getDefiningOp<ParamRefOp>()) {
       AccumulateGradOp::create(builder, loc, ref.getName(), grad);
       return;

@@ -3,7 +3,9 @@
 //
 // Each rule is a gradient op of GPipeElementwiseOps.td, or a general op where
 // the derivative is one (sub, mul, div): whatever it emits is again computed
-// by generated kernels, and fuses with its neighbours in the backward.
+// by generated kernels, and fuses with its neighbours in the backward. A
+// broadcasting op's rules give gradients of the result's shape; the caller's
+// `contribute` sums each down to its operand's shape (gpipe.sum_to).
 //
 //===----------------------------------------------------------------------===//
 
@@ -126,6 +128,49 @@ bool gpipe::emitElementwiseGradient(Operation *op, Value dy, OpBuilder &builder,
       .Case([&](MinOp o) {
         r.binary<MinLhsGradOp>(o.getLhs(), o.getLhs(), o.getRhs());
         r.binary<MinLhsGradOp>(o.getRhs(), o.getRhs(), o.getLhs());
+        return true;
+      })
+      .Case([&](BroadcastToOp o) {
+        if (wants(o.getInput()))
+          contribute(o.getInput(), dy); // summed to the input's shape
+        return true;
+      })
+      .Case([&](SumToOp o) {
+        if (wants(o.getInput()))
+          contribute(o.getInput(),
+                     BroadcastToOp::create(builder, o.getLoc(),
+                                           o.getInput().getType(), dy,
+                                           CostAttr()));
+        return true;
+      })
+      .Case([&](ReduceSumOp o) {
+        if (wants(o.getInput()))
+          contribute(o.getInput(),
+                     ReduceSumGradOp::create(builder, o.getLoc(),
+                                             o.getInput().getType(), dy,
+                                             o.getAxesAttr()));
+        return true;
+      })
+      .Case([&](ReduceMeanOp o) {
+        if (wants(o.getInput()))
+          contribute(o.getInput(),
+                     ReduceMeanGradOp::create(builder, o.getLoc(),
+                                              o.getInput().getType(), dy,
+                                              o.getAxesAttr()));
+        return true;
+      })
+      .Case([&](ReduceMaxOp o) {
+        // Ties share dy evenly, as torch.amax's gradient.
+        if (!wants(o.getInput()))
+          return true;
+        Value count = ReduceMaxCountOp::create(
+            builder, o.getLoc(), o.getResult().getType(), o.getInput(),
+            o.getResult(), o.getAxesAttr());
+        contribute(o.getInput(),
+                   ReduceMaxGradOp::create(builder, o.getLoc(),
+                                           o.getInput().getType(), dy,
+                                           o.getInput(), o.getResult(), count,
+                                           o.getAxesAttr()));
         return true;
       })
       .Default([](Operation *) { return false; });

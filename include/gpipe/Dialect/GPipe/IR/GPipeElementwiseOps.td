@@ -3,9 +3,11 @@
 // The general element-wise ops and their gradients. No runtime kernel is
 // written for any of them by hand: the bundle emission fuses each run of them
 // (KernelRegions.h) into a kernel the compiler generates through MLIR
-// (KernelToLinalg.h, NativeKernels.h). Operands and results have one shape
-// (broadcasting is not yet supported: a operand of another shape is refused
-// by the verifier).
+// (KernelToLinalg.h, NativeKernels.h). Binary ops broadcast as NumPy does:
+// shapes align at their last dimension, and a dimension of size 1 (or a
+// missing leading one) stretches to the other operand's. The reductions sum,
+// average or take the maximum over `axes`; their result keeps each reduced
+// axis as size 1 or drops it (keepdims), as its type says.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,14 +31,19 @@ class GPipe_ElementwiseUnaryOp<string mnemonic, string text>
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+// `: T` when both operands and the result have type T, else
+// `: T_lhs, T_rhs -> T_result`.
 class GPipe_ElementwiseBinaryOp<string mnemonic, string text>
-    : GPipe_ComputeOp<mnemonic, [AllTypesMatch<["lhs", "rhs", "result"]>,
-                                 GPipe_GeneratedKernel]> {
+    : GPipe_ComputeOp<mnemonic, [GPipe_GeneratedKernel]> {
   let summary = text;
   let arguments = !con((ins GPipe_FloatTensor:$lhs, GPipe_FloatTensor:$rhs),
                        CostArg);
   let results = (outs GPipe_FloatTensor:$result);
-  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:`
+    custom<BroadcastTypes>(type($lhs), type($rhs), type($result))
+  }];
+  let hasVerifier = 1;
 }
 
 def GPipe_NegOp : GPipe_ElementwiseUnaryOp<"neg", "element-wise -x">;
@@ -90,14 +97,21 @@ class GPipe_ElementwiseGradOp<string mnemonic, string text>
   let assemblyFormat = "$dy `,` $primal attr-dict `:` type($dx)";
 }
 
+// dx is shaped as dy, the broadcast result; lhs and rhs broadcast to it
+// (gpipe-differentiate sums dx down to the operand's shape: gpipe.sum_to).
+// `: T` when dy, lhs and rhs have type T, else `: T_dy, T_lhs, T_rhs`.
 class GPipe_ElementwiseBinaryGradOp<string mnemonic, string text>
-    : GPipe_GradOp<mnemonic, [AllTypesMatch<["dy", "lhs", "rhs", "dx"]>,
+    : GPipe_GradOp<mnemonic, [AllTypesMatch<["dy", "dx"]>,
                               GPipe_GeneratedKernel]> {
   let summary = text;
   let arguments = (ins GPipe_FloatTensor:$dy, GPipe_FloatTensor:$lhs,
                        GPipe_FloatTensor:$rhs);
   let results = (outs GPipe_FloatTensor:$dx);
-  let assemblyFormat = "$dy `,` $lhs `,` $rhs attr-dict `:` type($dx)";
+  let assemblyFormat = [{
+    $dy `,` $lhs `,` $rhs attr-dict `:`
+    custom<SameOrListedTypes>(type($dy), type($lhs), type($rhs))
+  }];
+  let hasVerifier = 1;
 }
 
 def GPipe_AbsGradOp : GPipe_ElementwiseGradOp<"abs_grad",
@@ -141,5 +155,107 @@ def GPipe_MaxLhsGradOp : GPipe_ElementwiseBinaryGradOp<"max_lhs_grad",
     "gradient of max for lhs: dy where lhs > rhs, dy / 2 where they tie">;
 def GPipe_MinLhsGradOp : GPipe_ElementwiseBinaryGradOp<"min_lhs_grad",
     "gradient of min for lhs: dy where lhs < rhs, dy / 2 where they tie">;
+
+//===----------------------------------------------------------------------===//
+// Broadcasting and reductions
+//===----------------------------------------------------------------------===//
+
+def GPipe_BroadcastToOp : GPipe_ComputeOp<"broadcast_to",
+    [GPipe_GeneratedKernel]> {
+  let summary = "the input stretched to the result's shape (NumPy broadcasting)";
+  let description = [{
+    ```mlir
+    %y = gpipe.broadcast_to %x : tensor<1x16xf32> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def GPipe_SumToOp : GPipe_ComputeOp<"sum_to", [GPipe_GeneratedKernel]> {
+  let summary = "sums the input down to a shape that broadcasts to it";
+  let description = [{
+    The gradient of broadcasting: every element of the result is the sum of
+    the input's elements it was stretched to (PyTorch's sum_to_size).
+
+    ```mlir
+    %db = gpipe.sum_to %dy : tensor<8x4x16xf32> -> tensor<1x16xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+// `axes`: strictly ascending, in [0, rank). The result is the input's shape
+// with each axis of `axes` set to 1 (keepdims) or removed.
+class GPipe_ReduceOp<string mnemonic, string text>
+    : GPipe_ComputeOp<mnemonic, [GPipe_GeneratedKernel]> {
+  let summary = text;
+  let arguments = !con((ins GPipe_FloatTensor:$input,
+                            DenseI64ArrayAttr:$axes), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `axes` $axes attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def GPipe_ReduceSumOp : GPipe_ReduceOp<"reduce_sum", "sum over `axes`">;
+def GPipe_ReduceMeanOp : GPipe_ReduceOp<"reduce_mean", "mean over `axes`">;
+def GPipe_ReduceMaxOp : GPipe_ReduceOp<"reduce_max",
+    "maximum over `axes`; NaN if any element is NaN (torch.amax)"> {
+  let description = [{
+    ```mlir
+    %m = gpipe.reduce_max %x axes [1] : tensor<8x16xf32> -> tensor<8x1xf32>
+    ```
+  }];
+}
+
+// The reductions' gradients. `dy` has the reduction's result shape; each op
+// stretches it along `axes` to dx, shaped as the reduction's input.
+class GPipe_ReduceGradOp<string mnemonic, string text,
+                         list<Trait> traits = []>
+    : GPipe_GradOp<mnemonic, !listconcat([GPipe_GeneratedKernel], traits)> {
+  let summary = text;
+  let results = (outs GPipe_FloatTensor:$dx);
+  let hasVerifier = 1;
+}
+
+def GPipe_ReduceSumGradOp : GPipe_ReduceGradOp<"reduce_sum_grad",
+    "gradient of reduce_sum: dy stretched along `axes`"> {
+  let arguments = (ins GPipe_FloatTensor:$dy, DenseI64ArrayAttr:$axes);
+  let assemblyFormat =
+      "$dy `axes` $axes attr-dict `:` type($dy) `->` type($dx)";
+}
+def GPipe_ReduceMeanGradOp : GPipe_ReduceGradOp<"reduce_mean_grad",
+    "gradient of reduce_mean: dy stretched along `axes`, over their element count"> {
+  let arguments = (ins GPipe_FloatTensor:$dy, DenseI64ArrayAttr:$axes);
+  let assemblyFormat =
+      "$dy `axes` $axes attr-dict `:` type($dy) `->` type($dx)";
+}
+def GPipe_ReduceMaxCountOp : GPipe_ReduceGradOp<"reduce_max_count",
+    "how many elements along `axes` equal the maximum y (at least 1 unless y is NaN)",
+    [AllTypesMatch<["max", "dx"]>]> {
+  let arguments = (ins GPipe_FloatTensor:$input, GPipe_FloatTensor:$max,
+                       DenseI64ArrayAttr:$axes);
+  let assemblyFormat = [{
+    $input `,` $max `axes` $axes attr-dict `:` type($input) `,` type($max)
+    `->` type($dx)
+  }];
+}
+def GPipe_ReduceMaxGradOp : GPipe_ReduceGradOp<"reduce_max_grad",
+    "gradient of reduce_max: dy / count where x equals the maximum, else 0 (torch.amax: ties share)",
+    [AllTypesMatch<["dy", "max", "count"]>, AllTypesMatch<["input", "dx"]>]> {
+  let arguments = (ins GPipe_FloatTensor:$dy, GPipe_FloatTensor:$input,
+                       GPipe_FloatTensor:$max, GPipe_FloatTensor:$count,
+                       DenseI64ArrayAttr:$axes);
+  let assemblyFormat = [{
+    $dy `,` $input `,` $max `,` $count `axes` $axes attr-dict `:`
+    type($dy) `,` type($input) `->` type($dx)
+  }];
+}
 
 #endif // GPIPE_ELEMENTWISE_OPS_TD

@@ -242,12 +242,26 @@ def GPipe_GeluErfOp : GPipe_UnaryOp<"gelu_erf",
 def GPipe_TanhOp : GPipe_UnaryOp<"tanh", "element-wise tanh">;
 def GPipe_SoftmaxOp : GPipe_UnaryOp<"softmax", "softmax over the last dimension">;
 
-def GPipe_AddOp : GPipe_ComputeOp<"add", [AllTypesMatch<["lhs", "rhs", "result"]>]> {
-  let summary = "element-wise sum (residual connections)";
+def GPipe_AddOp : GPipe_ComputeOp<"add"> {
+  let summary = "element-wise sum (residual connections), NumPy broadcasting";
+  let description = [{
+    An add of operands of one shape runs the runtime's kernel (or a
+    generated one); an add that broadcasts (a position table added to every
+    example) always runs a generated kernel.
+
+    ```mlir
+    %y = gpipe.add %x, %h : tensor<8x16xf32>
+    %z = gpipe.add %x, %pos : tensor<8x4x16xf32>, tensor<4x16xf32> -> tensor<8x4x16xf32>
+    ```
+  }];
   let arguments = !con((ins GPipe_FloatTensor:$lhs, GPipe_FloatTensor:$rhs),
                        CostArg);
   let results = (outs GPipe_FloatTensor:$result);
-  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:`
+    custom<BroadcastTypes>(type($lhs), type($rhs), type($result))
+  }];
+  let hasVerifier = 1;
 }
 
 def GPipe_DenseOp : GPipe_ComputeOp<"dense"> {
