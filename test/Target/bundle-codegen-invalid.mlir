@@ -1,14 +1,54 @@
-// A general element-wise op may not mix a per-example operand with one that
-// is not: a parameter shaped like the batch has all of the batch's rows,
-// while each micro-batch's activations have only its own.
-// RUN: gpipe-opt %s -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s
+// What a generated kernel cannot compute on a micro-batch is refused at the
+// bundle emission, with what to do instead.
+// RUN: split-file %s %t
+// RUN: gpipe-opt %t/param.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=PARAM
+// RUN: gpipe-opt %t/batch-mean.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=MEAN
+// RUN: gpipe-opt %t/batch-sum-to.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=SUMTO
 
-// CHECK: error: 'gpipe.mul' op mixes per-example operands with one that is not (a parameter, or a value computed from parameters alone, shaped like the batch): each micro-batch has its own rows of the one but all rows of the other, and broadcasting is not supported yet
+// A parameter shaped like the batch has all of the batch's rows, while each
+// micro-batch's activations have only its own.
+// PARAM: error: 'gpipe.mul' op reads 'tensor<2x3xf32>', which is not per example (a parameter, or a value computed from parameters alone) but spans the batch dimension of its per-example result: each micro-batch has its own rows of the one and all rows of the other; give it size 1 (or drop) in dimension 0 to broadcast it
+
+// A statistic over the batch would be each micro-batch's own.
+// MEAN: error: 'gpipe.reduce_mean' op reduces over the batch (axis 0), which would mix each micro-batch's examples apart from the others'; reduce over the other axes
+// SUMTO: error: 'gpipe.sum_to' op sums over the batch (axis 0), which would mix each micro-batch's examples apart from the others'
+
+//--- param.mlir
 gpipe.model @mixed batch 2 {
   %x = gpipe.input "x" : tensor<2x3xf32>
   %y = gpipe.layer "l" -> tensor<2x3xf32> {
     %p = gpipe.param "p" normal : tensor<2x3xf32>
     %0 = gpipe.mul %x, %p : tensor<2x3xf32>
+    gpipe.yield %0 : tensor<2x3xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %y, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+//--- batch-mean.mlir
+gpipe.model @mean batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %y = gpipe.layer "l" -> tensor<2x3xf32> {
+    %m = gpipe.reduce_mean %x axes [0] : tensor<2x3xf32> -> tensor<1x3xf32>
+    %0 = gpipe.sub %x, %m : tensor<2x3xf32>, tensor<1x3xf32> -> tensor<2x3xf32>
+    gpipe.yield %0 : tensor<2x3xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %y, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+//--- batch-sum-to.mlir
+gpipe.model @sum batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %y = gpipe.layer "l" -> tensor<2x3xf32> {
+    %s = gpipe.sum_to %x : tensor<2x3xf32> -> tensor<3xf32>
+    %0 = gpipe.sub %x, %s : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
     gpipe.yield %0 : tensor<2x3xf32>
   }
   %l = gpipe.layer "loss" -> tensor<f32> {

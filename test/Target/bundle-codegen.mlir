@@ -53,14 +53,26 @@ gpipe.model @fused batch 4 {
 // CHECK: "elf": "f0VMRgIBAQ
 // CHECK-NEXT: "isa": "x86-64-v4"
 // CHECK: "kernels": [
-// CHECK: "ops": "add(in0,in1)->out",
-// CHECK: "ops": "gelu(in0)->out",
-// CHECK: "ops": "gelu_grad(in0,in1)->out",
-// CHECK: "ops": "tanh(in0)->out",
-// CHECK: "ops": "relu(in0)->out",
-// CHECK: "ops": "tanh_grad(in0,in1)->out",
-// CHECK: "inputs": 2,
-// CHECK-NEXT: "ops": "relu_grad(in0,in1)->t0; tanh_grad(t0,in1)->out",
+// CHECK: "ops": "rank 1: in0(0) in1(0) -> out(0); add(in0,in1)->out",
+// CHECK: "ops": "rank 1: in0(0) -> out(0); gelu(in0)->out",
+// CHECK: "ops": "rank 1: in0(0) in1(0) -> out(0); gelu_grad(in0,in1)->out",
+// CHECK: "ops": "rank 1: in0(0) -> out(0); tanh(in0)->out",
+// CHECK: "ops": "rank 1: in0(0) -> out(0); relu(in0)->out",
+// CHECK: "ops": "rank 1: in0(0) in1(0) -> out(0); tanh_grad(in0,in1)->out",
+// CHECK: "inputDims": [
+// CHECK-NEXT: [
+// CHECK-NEXT: 0
+// CHECK-NEXT: ],
+// CHECK-NEXT: [
+// CHECK-NEXT: 0
+// CHECK-NEXT: ]
+// CHECK-NEXT: ],
+// CHECK-NEXT: "inputs": 2,
+// CHECK-NEXT: "ops": "rank 1: in0(0) in1(0) -> out(0); relu_grad(in0,in1)->t0; tanh_grad(t0,in1)->out",
+// CHECK-NEXT: "outputDims": [
+// CHECK-NEXT: 0
+// CHECK-NEXT: ],
+// CHECK-NEXT: "rank": 1,
 // CHECK-NEXT: "symbol": "gpipe_kernel_6_{{[0-9a-f]+}}"
 // CHECK-NEXT: }
 // CHECK-NEXT: ]

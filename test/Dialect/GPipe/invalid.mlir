@@ -555,7 +555,7 @@ gpipe.model @m batch 4 {
   %x = gpipe.input "x" : tensor<4x8xf32>
   %l = gpipe.layer "l" -> tensor<f32> {
     %y = gpipe.param "y" zeros : tensor<4x8xbf16>
-    // expected-error @+1 {{'gpipe.add' op failed to verify that all of {lhs, rhs, result} have same type}}
+    // expected-error @+1 {{'gpipe.add' op expects operands of the result's element type 'f32', got 'tensor<4x8xf32>' and 'tensor<4x8xbf16>'}}
     %0 = "gpipe.add"(%x, %y) : (tensor<4x8xf32>, tensor<4x8xbf16>) -> tensor<4x8xf32>
     %loss = gpipe.mse_loss %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
     gpipe.yield %loss : tensor<f32>
