@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates test/Kernels/Inputs/elementwise-autograd.json, PyTorch
+# Regenerates test/Kernels/Inputs/elementwise-autograd.json and
+# test/Integration/Inputs/broadcast-autograd.json, PyTorch
 # autograd's values for the general element-wise ops, with
 # scripts/pytorch/elementwise_fixtures.py, from PyTorch 2.15.0 in
 # .venv-compare/ (installed once by scripts/compare-pytorch.sh --torch-only;
@@ -10,3 +11,6 @@ py="${GPIPE_TORCH_PYTHON:-$root/.venv-compare/bin/python}"
 "$py" "$root/scripts/pytorch/elementwise_fixtures.py" \
   "$root/test/Kernels/Inputs/elementwise-autograd.json"
 echo "make-elementwise-fixtures: wrote test/Kernels/Inputs/elementwise-autograd.json"
+"$py" "$root/scripts/pytorch/broadcast_fixtures.py" \
+  "$root/test/Integration/Inputs/broadcast-autograd.json"
+echo "make-elementwise-fixtures: wrote test/Integration/Inputs/broadcast-autograd.json"

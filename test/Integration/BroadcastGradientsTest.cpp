@@ -1,0 +1,455 @@
+//===- BroadcastGradientsTest.cpp - Broadcasting and reductions, end to end ===//
+//
+// Small models over x [4, 3, 5] and parameters p and q that broadcast
+// (NumPy's rules), reduce (sum, mean, max; axes kept or dropped) and sum back
+// (sum_to): z = f(x, p, q), loss = mse(z, y). Each is compiled (the
+// gradients gpipe-differentiate writes, the N-D kernels the bundle
+// generates), trained one step by the runtime on two micro-batches of two
+// rows (so that a batched kernel runs on fewer rows than the full batch), and
+// its loss and parameter gradients are compared with
+//  - f64 central differences of the same function, evaluated here in double
+//    with plain loops (a broadcasting evaluator of its own), on one stage and
+//    across two;
+//  - PyTorch autograd on committed fixtures
+//    (test/Integration/Inputs/broadcast-autograd.json,
+//    scripts/pytorch/broadcast_fixtures.py), with PyTorch's parameter values:
+//    among them a maximum reached several times (torch.amax shares the
+//    gradient among its ties).
+//
+//===----------------------------------------------------------------------===//
+
+#include "gpipe/runtime/exec/Executor.h"
+
+#include "AllClose.h"
+#include "CompiledSupport.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace rt = gpipe::runtime;
+using gpipe::testing::compile;
+
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+/// A double tensor, row-major.
+struct T {
+  Shape shape;
+  std::vector<double> v;
+};
+
+int64_t count(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// The coordinates of flat index `i` in `shape`.
+Shape coordinates(int64_t i, const Shape &shape) {
+  Shape at(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    at[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return at;
+}
+
+/// `t`'s element at `at` (coordinates in a shape `t` broadcasts to, aligned
+/// at the last dimension).
+double read(const T &t, const Shape &at) {
+  int64_t index = 0;
+  size_t offset = at.size() - t.shape.size();
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    index = index * t.shape[d] + (t.shape[d] == 1 ? 0 : at[offset + d]);
+  return t.v[index];
+}
+
+T binary(const T &a, const T &b, const std::function<double(double, double)> &f) {
+  T out;
+  size_t rank = std::max(a.shape.size(), b.shape.size());
+  for (size_t d = 0; d < rank; ++d) {
+    auto dim = [&](const T &t) {
+      size_t offset = rank - t.shape.size();
+      return d < offset ? int64_t(1) : t.shape[d - offset];
+    };
+    out.shape.push_back(std::max(dim(a), dim(b)));
+  }
+  for (int64_t i = 0; i < count(out.shape); ++i) {
+    Shape at = coordinates(i, out.shape);
+    out.v.push_back(f(read(a, at), read(b, at)));
+  }
+  return out;
+}
+
+T unary(const T &a, const std::function<double(double)> &f) {
+  T out = a;
+  for (double &v : out.v)
+    v = f(v);
+  return out;
+}
+
+enum class Reduce { Sum, Mean, Max };
+
+/// `a` reduced over `axes`, kept as 1 or dropped.
+T reduce(const T &a, const std::vector<size_t> &axes, bool keep, Reduce kind) {
+  Shape kept = a.shape;
+  for (size_t axis : axes)
+    kept[axis] = 1;
+  T out{kept, std::vector<double>(count(kept),
+                                  kind == Reduce::Max
+                                      ? -std::numeric_limits<double>::infinity()
+                                      : 0.0)};
+  for (int64_t i = 0; i < count(a.shape); ++i) {
+    Shape at = coordinates(i, a.shape);
+    for (size_t axis : axes)
+      at[axis] = 0;
+    int64_t index = 0;
+    for (size_t d = 0; d < kept.size(); ++d)
+      index = index * kept[d] + at[d];
+    out.v[index] = kind == Reduce::Max ? std::max(out.v[index], a.v[i])
+                                       : out.v[index] + a.v[i];
+  }
+  if (kind == Reduce::Mean)
+    for (double &v : out.v)
+      v /= double(count(a.shape) / count(kept));
+  if (!keep) {
+    Shape dropped;
+    for (size_t d = 0; d < kept.size(); ++d)
+      if (std::find(axes.begin(), axes.end(), d) == axes.end())
+        dropped.push_back(kept[d]);
+    out.shape = dropped;
+  }
+  return out;
+}
+
+double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
+T add(const T &a, const T &b) {
+  return binary(a, b, [](double u, double v) { return u + v; });
+}
+T mul(const T &a, const T &b) {
+  return binary(a, b, [](double u, double v) { return u * v; });
+}
+
+const Shape kX = {4, 3, 5};
+
+struct Case {
+  std::string name;
+  Shape p, q, z;
+  /// Which parameters the body reads.
+  bool usesP, usesQ;
+  /// MLIR lines over %x, %p, %q; the last defines %z.
+  std::string body;
+  std::function<T(const T &x, const T &p, const T &q)> f;
+  /// Whether central differences apply (no tie at the parameters).
+  bool smooth = true;
+};
+
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
+std::vector<Case> cases() {
+  const std::string x = "tensor<4x3x5xf32>";
+  return {
+      {"bias_add", {5}, {1}, kX, true, false,
+       "%z = gpipe.add %x, %p : " + x + ", tensor<5xf32> -> " + x,
+       [](const T &x, const T &p, const T &) { return add(x, p); }},
+      {"scale_rows", {1}, {3, 1}, kX, false, true,
+       "%z = gpipe.mul %x, %q : " + x + ", tensor<3x1xf32> -> " + x,
+       [](const T &x, const T &, const T &q) { return mul(x, q); }},
+      {"outer_sub", {5}, {3, 1}, kX, true, true,
+       "%d = gpipe.sub %q, %p : tensor<3x1xf32>, tensor<5xf32> -> "
+       "tensor<3x5xf32>\n"
+       "%z = gpipe.add %x, %d : " + x + ", tensor<3x5xf32> -> " + x,
+       [](const T &x, const T &p, const T &q) {
+         return add(x, binary(q, p, [](double a, double b) { return a - b; }));
+       }},
+      {"div_broadcast", {1}, {3, 1}, kX, false, true,
+       "%e = gpipe.exp %q : tensor<3x1xf32>\n"
+       "%z = gpipe.div %x, %e : " + x + ", tensor<3x1xf32> -> " + x,
+       [](const T &x, const T &, const T &q) {
+         return binary(x, unary(q, [](double v) { return std::exp(v); }),
+                       [](double a, double b) { return a / b; });
+       }},
+      {"pow_broadcast", {1}, {3, 1}, kX, false, true,
+       "%s = gpipe.sigmoid %x : " + x + "\n"
+       "%z = gpipe.pow %s, %q : " + x + ", tensor<3x1xf32> -> " + x,
+       [](const T &x, const T &, const T &q) {
+         return binary(unary(x, sigmoid), q,
+                       [](double a, double b) { return std::pow(a, b); });
+       }},
+      {"max_min", {5}, {3, 1}, kX, true, true,
+       "%a = gpipe.max %x, %p : " + x + ", tensor<5xf32> -> " + x + "\n"
+       "%b = gpipe.min %x, %q : " + x + ", tensor<3x1xf32> -> " + x + "\n"
+       "%z = gpipe.add %a, %b : " + x,
+       [](const T &x, const T &p, const T &q) {
+         return add(
+             binary(x, p, [](double a, double b) { return std::max(a, b); }),
+             binary(x, q, [](double a, double b) { return std::min(a, b); }));
+       }},
+      {"rmsnorm", {5}, {1}, kX, true, false,
+       "%sq = gpipe.mul %x, %x : " + x + "\n"
+       "%ms = gpipe.reduce_mean %sq axes [2] : " + x + " -> tensor<4x3x1xf32>\n"
+       "%r = gpipe.rsqrt %ms : tensor<4x3x1xf32>\n"
+       "%n = gpipe.mul %x, %r : " + x + ", tensor<4x3x1xf32> -> " + x + "\n"
+       "%z = gpipe.mul %n, %p : " + x + ", tensor<5xf32> -> " + x,
+       [](const T &x, const T &p, const T &) {
+         T ms = reduce(mul(x, x), {2}, true, Reduce::Mean);
+         T r = unary(ms, [](double v) { return 1 / std::sqrt(v); });
+         return mul(mul(x, r), p);
+       }},
+      {"softmax", {5}, {1}, kX, true, false,
+       "%a = gpipe.mul %x, %p : " + x + ", tensor<5xf32> -> " + x + "\n"
+       "%m = gpipe.reduce_max %a axes [2] : " + x + " -> tensor<4x3x1xf32>\n"
+       "%c = gpipe.sub %a, %m : " + x + ", tensor<4x3x1xf32> -> " + x + "\n"
+       "%e = gpipe.exp %c : " + x + "\n"
+       "%s = gpipe.reduce_sum %e axes [2] : " + x + " -> tensor<4x3x1xf32>\n"
+       "%z = gpipe.div %e, %s : " + x + ", tensor<4x3x1xf32> -> " + x,
+       [](const T &x, const T &p, const T &) {
+         T a = mul(x, p);
+         T m = reduce(a, {2}, true, Reduce::Max);
+         T e = unary(binary(a, m, [](double u, double v) { return u - v; }),
+                     [](double v) { return std::exp(v); });
+         T s = reduce(e, {2}, true, Reduce::Sum);
+         return binary(e, s, [](double u, double v) { return u / v; });
+       }},
+      {"sum_middle", {5}, {1}, {4, 5}, true, false,
+       "%a = gpipe.mul %x, %p : " + x + ", tensor<5xf32> -> " + x + "\n"
+       "%z = gpipe.reduce_sum %a axes [1] : " + x + " -> tensor<4x5xf32>",
+       [](const T &x, const T &p, const T &) {
+         return reduce(mul(x, p), {1}, false, Reduce::Sum);
+       }},
+      {"sum_to", {1}, {3, 1}, {4, 1, 5}, false, true,
+       "%a = gpipe.mul %x, %q : " + x + ", tensor<3x1xf32> -> " + x + "\n"
+       "%z = gpipe.sum_to %a : " + x + " -> tensor<4x1x5xf32>",
+       [](const T &x, const T &, const T &q) {
+         return reduce(mul(x, q), {1}, true, Reduce::Sum);
+       }},
+      {"mean_rows", {5}, {1}, {4}, true, false,
+       "%a = gpipe.add %x, %p : " + x + ", tensor<5xf32> -> " + x + "\n"
+       "%z = gpipe.reduce_mean %a axes [1, 2] : " + x + " -> tensor<4xf32>",
+       [](const T &x, const T &p, const T &) {
+         return reduce(add(x, p), {1, 2}, false, Reduce::Mean);
+       }},
+      {"broadcast_to", {1}, {3, 1}, kX, false, true,
+       "%b = gpipe.broadcast_to %q : tensor<3x1xf32> -> tensor<3x5xf32>\n"
+       "%z = gpipe.mul %x, %b : " + x + ", tensor<3x5xf32> -> " + x,
+       [](const T &x, const T &, const T &q) { return mul(x, q); }},
+      {"max_drop", {5}, {1}, {4, 5}, true, false,
+       "%a = gpipe.mul %x, %p : " + x + ", tensor<5xf32> -> " + x + "\n"
+       "%z = gpipe.reduce_max %a axes [1] : " + x + " -> tensor<4x5xf32>",
+       [](const T &x, const T &p, const T &) {
+         return reduce(mul(x, p), {1}, false, Reduce::Max);
+       }},
+      {"ties", {1}, {3, 1}, {4, 1, 1}, false, true,
+       "%t = gpipe.min %x, %q : " + x + ", tensor<3x1xf32> -> " + x + "\n"
+       "%z = gpipe.reduce_max %t axes [1, 2] : " + x + " -> tensor<4x1x1xf32>",
+       [](const T &x, const T &, const T &q) {
+         return reduce(binary(x, q,
+                              [](double a, double b) { return std::min(a, b); }),
+                       {1, 2}, true, Reduce::Max);
+       },
+       /*smooth=*/false},
+  };
+}
+
+std::string tensorType(const Shape &shape) {
+  std::string text = "tensor<";
+  for (int64_t d : shape)
+    text += std::to_string(d) + "x";
+  return text + "f32>";
+}
+
+std::string model(const Case &c) {
+  std::string z = tensorType(c.z), text;
+  text += "gpipe.model @m batch 4 {\n";
+  text += "  %x = gpipe.input \"x\" : tensor<4x3x5xf32>\n";
+  text += "  %y = gpipe.input \"y\" : " + z + "\n";
+  text += "  %out = gpipe.layer \"op\" -> " + z + " {\n";
+  if (c.usesP)
+    text += "    %p = gpipe.param \"p\" normal scale 0.5 : " +
+            tensorType(c.p) + "\n";
+  if (c.usesQ)
+    text += "    %q = gpipe.param \"q\" normal scale 0.5 : " +
+            tensorType(c.q) + "\n";
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(c.body).split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    text += "    " + line.str() + "\n";
+  text += "    gpipe.yield %z : " + z + "\n  }\n";
+  text += "  %l = gpipe.layer \"loss\" -> tensor<f32> {\n";
+  text += "    %0 = gpipe.mse_loss %out, %y : (" + z + ", " + z +
+          ") -> tensor<f32>\n";
+  text += "    gpipe.yield %0 : tensor<f32>\n  }\n";
+  text += "  gpipe.return %l : tensor<f32>\n}\n";
+  return text;
+}
+
+double loss(const Case &c, const T &x, const T &p, const T &q, const T &y) {
+  T z = c.f(x, p, q);
+  double sum = 0;
+  for (size_t i = 0; i < z.v.size(); ++i)
+    sum += (z.v[i] - y.v[i]) * (z.v[i] - y.v[i]);
+  return sum / double(z.v.size());
+}
+
+T fromFloats(const Shape &shape, const std::vector<float> &values) {
+  return {shape, std::vector<double>(values.begin(), values.end())};
+}
+
+struct Trained {
+  double loss = 0;
+  std::map<std::string, std::vector<float>> grads;
+  std::map<std::string, std::vector<float>> params;
+};
+
+/// One training step of `c` on K stages and two micro-batches, with the
+/// given parameter values (or the initializers').
+void trainOneStep(const Case &c, unsigned k, const std::vector<float> &x,
+                  const std::vector<float> &y,
+                  const std::map<std::string, std::vector<float>> &params,
+                  Trained &out) {
+  gpipe::testing::Compiled compiled =
+      compile(model(c), k, /*m=*/2, gpipe::RematPolicy::Full);
+  ASSERT_TRUE(compiled.error.empty()) << compiled.error;
+  ASSERT_FALSE(compiled.bundle.code.kernels.empty());
+  rt::ExecutorConfig config;
+  config.seed = 3;
+  auto executor =
+      gpipe::testing::makeExecutor(std::move(compiled.bundle), config);
+  ASSERT_TRUE(executor);
+  for (const auto &[name, values] : params)
+    ASSERT_EQ(executor->setParameter(name, values), "") << name;
+  std::vector<std::string> names;
+  if (c.usesP)
+    names.push_back("p");
+  if (c.usesQ)
+    names.push_back("q");
+  for (const std::string &name : names) {
+    const std::vector<float> *value = executor->parameter(name);
+    ASSERT_TRUE(value) << name;
+    out.params[name] = *value;
+  }
+  rt::Batch batch;
+  batch["x"] = rt::HostTensor::floats(kX, x);
+  batch["y"] = rt::HostTensor::floats(c.z, y);
+  rt::StepResult step = executor->trainStep(batch);
+  ASSERT_TRUE(step.ok()) << step.error;
+  out.loss = step.loss;
+  for (const std::string &name : names) {
+    const std::vector<float> *grad = executor->gradient(name);
+    ASSERT_TRUE(grad) << name;
+    out.grads[name] = *grad;
+  }
+}
+
+void checkCentralDifferences(const Case &c, unsigned k) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(count(kX)), y(count(c.z));
+  for (float &v : x)
+    v = u(rng);
+  for (float &v : y)
+    v = u(rng);
+  Trained trained;
+  trainOneStep(c, k, x, y, {}, trained);
+  if (::testing::Test::HasFatalFailure())
+    return;
+  // Unused parameters are ones of their shape (the reference ignores them).
+  std::map<std::string, T> w = {
+      {"p", {c.p, std::vector<double>(count(c.p), 1.0)}},
+      {"q", {c.q, std::vector<double>(count(c.q), 1.0)}}};
+  for (const auto &[name, values] : trained.params)
+    w[name] = fromFloats(name == "p" ? c.p : c.q, values);
+  T tx = fromFloats(kX, x), ty = fromFloats(c.z, y);
+  double expected = loss(c, tx, w["p"], w["q"], ty);
+  EXPECT_NEAR(trained.loss, expected, 1e-5 * std::max(1.0, std::fabs(expected)))
+      << c.name;
+  for (const auto &[name, grad] : trained.grads) {
+    std::vector<double> numeric(grad.size());
+    for (size_t i = 0; i < numeric.size(); ++i) {
+      const double h = 1e-6;
+      std::map<std::string, T> up = w, down = w;
+      up[name].v[i] += h;
+      down[name].v[i] -= h;
+      numeric[i] = (loss(c, tx, up["p"], up["q"], ty) -
+                    loss(c, tx, down["p"], down["q"], ty)) /
+                   (2 * h);
+    }
+    EXPECT_TRUE(gpipe::testing::allClose(grad, numeric, 2e-4, 2e-5))
+        << c.name << ": gradient of " << name;
+  }
+}
+
+class BroadcastGradients : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BroadcastGradients, MatchCentralDifferencesOnOneStage) {
+  if (GetParam().smooth)
+    checkCentralDifferences(GetParam(), 1);
+}
+
+TEST_P(BroadcastGradients, MatchCentralDifferencesAcrossTwoStages) {
+  if (GetParam().smooth)
+    checkCentralDifferences(GetParam(), 2);
+}
+
+std::vector<float> floatsOf(const llvm::json::Value *value) {
+  std::vector<float> out;
+  for (const llvm::json::Value &v : *value->getAsArray())
+    out.push_back(float(*v.getAsNumber()));
+  return out;
+}
+
+std::vector<double> doublesOf(const llvm::json::Value *value) {
+  std::vector<double> out;
+  for (const llvm::json::Value &v : *value->getAsArray())
+    out.push_back(*v.getAsNumber());
+  return out;
+}
+
+TEST_P(BroadcastGradients, MatchPyTorchAutogradOnCommittedFixtures) {
+  const Case &c = GetParam();
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(GPIPE_INTEGRATION_FIXTURES_DIR
+                                  "/broadcast-autograd.json");
+  ASSERT_TRUE(file) << "no fixture file";
+  llvm::Expected<llvm::json::Value> parsed =
+      llvm::json::parse((*file)->getBuffer());
+  ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
+  const llvm::json::Object *fixture =
+      parsed->getAsObject()->getObject("cases")->getObject(c.name);
+  ASSERT_TRUE(fixture) << "no fixture for " << c.name;
+
+  std::map<std::string, std::vector<float>> params;
+  if (c.usesP)
+    params["p"] = floatsOf(fixture->get("p"));
+  if (c.usesQ)
+    params["q"] = floatsOf(fixture->get("q"));
+  Trained trained;
+  trainOneStep(c, 1, floatsOf(fixture->get("x")), floatsOf(fixture->get("y")),
+               params, trained);
+  if (HasFatalFailure())
+    return;
+  double expected = *fixture->getNumber("loss");
+  EXPECT_NEAR(trained.loss, expected, 2e-6 * std::max(1.0, std::fabs(expected)));
+  for (const auto &[name, grad] : trained.grads)
+    EXPECT_TRUE(gpipe::testing::allClose(
+        grad, doublesOf(fixture->get("grad_" + name)), 1e-5, 1e-6))
+        << c.name << ": gradient of " << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BroadcastGradients, ::testing::ValuesIn(cases()),
+    [](const ::testing::TestParamInfo<Case> &info) { return info.param.name; });
+
+} // namespace
