@@ -503,3 +503,28 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
   func::ReturnOp::create(b, loc, result);
   return success();
 }
+
+FailureOr<SmallVector<Value>>
+gpipe::emitKernelSteps(OpBuilder &b, Location loc, StringRef name,
+                       const KernelSpec &kernel, ArrayRef<Value> inputs) {
+  if (std::string problem = checkKernel(kernel); !problem.empty())
+    return (emitError(loc) << "kernel '" << name << "': " << problem),
+           failure();
+  if (inputs.size() != kernel.numInputs)
+    return (emitError(loc) << "kernel '" << name << "': takes "
+                           << kernel.numInputs << " inputs, got "
+                           << inputs.size()),
+           failure();
+  ScalarBuilder scalar{b, loc};
+  SmallVector<Value> values(inputs);
+  ArrayRef<KernelStep> pointwise = kernel.steps;
+  if (kernel.reduces())
+    pointwise = pointwise.drop_back();
+  for (const KernelStep &step : pointwise) {
+    SmallVector<Value> operands;
+    for (unsigned operand : step.operands)
+      operands.push_back(values[operand]);
+    values.push_back(scalar.step(step, operands));
+  }
+  return values;
+}

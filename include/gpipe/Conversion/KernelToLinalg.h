@@ -85,6 +85,18 @@ mlir::LogicalResult buildKernelFunction(mlir::ModuleOp module,
                                         llvm::StringRef name,
                                         const KernelSpec &kernel);
 
+/// Emits at `b`'s insertion point the scalar f32 arithmetic of `kernel` at
+/// one point, the same step definitions as buildKernelFunction's body (for
+/// other lowerings of the kernel: PtxKernels.h): given the inputs' elements
+/// there, returns the inputs followed by the value of every step but a
+/// trailing reduction (whose operand is among them; the caller combines it
+/// over the reduced dimensions). Fails (with a diagnostic at `loc`, naming
+/// `name`) on a kernel that buildKernelFunction refuses or on a wrong number
+/// of inputs.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+emitKernelSteps(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef name,
+                const KernelSpec &kernel, llvm::ArrayRef<mlir::Value> inputs);
+
 } // namespace gpipe
 
 #endif // GPIPE_CONVERSION_KERNELTOLINALG_H
