@@ -339,8 +339,12 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
       makeOp(OpKind::Kernel, {3, 4}, {5}),
   };
   s.forward.back().kernel = 1;
-  b.code.kernels = {{"gpipe_kernel_0_a", 1, "relu(in0)->out"},
-                    {"gpipe_kernel_1_b", 2, "add(in0,in1)->out"}};
+  s.forward.back().space = {6, 9};
+  s.forward.back().spaceBatched = true;
+  // A reduction to a scalar (no output dimension) and a broadcast.
+  b.code.kernels = {
+      {"gpipe_kernel_0_a", 1, "reduce_sum(in0)->out", 1, {{0}}, {}},
+      {"gpipe_kernel_1_b", 2, "add(in0,in1)->out", 2, {{0, 1}, {1}}, {0, 1}}};
   b.code.cpu = {{"x86-64-v3", std::string("\x7f"
                                           "ELF\0\1\2\xff",
                                           8)},

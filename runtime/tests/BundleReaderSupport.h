@@ -178,6 +178,8 @@ inline void expectEqual(const Op &a, const Op &b, const std::string &at) {
   }
   EXPECT_EQ(a.window.groups, b.window.groups) << at;
   EXPECT_EQ(a.kernel, b.kernel) << at;
+  EXPECT_EQ(a.space, b.space) << at;
+  EXPECT_EQ(a.spaceBatched, b.spaceBatched) << at;
 }
 
 inline void expectEqual(const std::vector<Op> &a, const std::vector<Op> &b,
@@ -245,6 +247,9 @@ inline void expectEqual(const Bundle &a, const Bundle &b) {
     EXPECT_EQ(a.code.kernels[k].symbol, b.code.kernels[k].symbol) << k;
     EXPECT_EQ(a.code.kernels[k].inputs, b.code.kernels[k].inputs) << k;
     EXPECT_EQ(a.code.kernels[k].ops, b.code.kernels[k].ops) << k;
+    EXPECT_EQ(a.code.kernels[k].rank, b.code.kernels[k].rank) << k;
+    EXPECT_EQ(a.code.kernels[k].inputDims, b.code.kernels[k].inputDims) << k;
+    EXPECT_EQ(a.code.kernels[k].outputDims, b.code.kernels[k].outputDims) << k;
   }
   ASSERT_EQ(a.code.cpu.size(), b.code.cpu.size());
   for (size_t v = 0; v < a.code.cpu.size(); ++v) {

@@ -2,9 +2,10 @@
 //
 // The loader of a bundle's native code (backends/GeneratedCode.h) on the
 // stand-in kernels (testdata/GeneratedKernels.c): base64, the choice of a
-// variant for a CPU (with made-up CPUs), the ELF checks, the symbols, and
-// the backends' calls: split over threads, in place, and with an output
-// that overlaps an input in part.
+// variant for a CPU (with made-up CPUs), the ELF checks, the symbols, the
+// memref descriptors, and the backends' calls of element-wise, broadcasting
+// and reducing kernels: split over threads, in place, and with an output
+// that overlaps an input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -129,9 +130,8 @@ TEST(LoadedCode, FindsEveryKernel) {
   ASSERT_TRUE(code) << error;
   EXPECT_EQ(code->isa(), "x86-64");
   std::vector<float> a = {1, -2, 3}, b = {0.5f, 1, -4}, c = {1, 1, 1}, y(3);
-  GeneratedCall call{
-      code->entry(1), {a.data(), b.data(), c.data()}, y.data(), 3};
-  runGeneratedOnHost(call);
+  runGeneratedOnHost(GeneratedCall::elementWise(
+      code->entry(kMulSub), {a.data(), b.data(), c.data()}, y.data(), 3));
   EXPECT_EQ(y, (std::vector<float>{-0.5f, -3, -13}));
 }
 
@@ -204,9 +204,10 @@ int64_t wrongAddRelu(DeviceBackend &backend, int64_t n, int64_t inputAt,
   for (int64_t i = 0; i < n; ++i)
     b[i] = float(i % 5) * 0.5f - 1.0f;
   const std::vector<float> before(buffer, buffer + room);
-  GeneratedCall call{
-      code->entry(0), {buffer + inputAt, b}, buffer + outputAt, n};
-  backend.generated(backend.computeStream(0), call);
+  backend.generated(backend.computeStream(0),
+                    GeneratedCall::elementWise(code->entry(kAddRelu),
+                                               {buffer + inputAt, b},
+                                               buffer + outputAt, n));
   EXPECT_EQ(backend.synchronize(std::chrono::seconds(60)), "");
   int64_t wrong = 0;
   for (int64_t i = 0; i < n; ++i)
@@ -248,10 +249,216 @@ TEST_P(GeneratedCalls, OutputOverlapsAnInputInPart) {
   }
 }
 
+/// What stand-in kernel `kernel` (kBroadcastAdd, kRowSum, kRowSumAdd,
+/// kColumnSum)
+/// computes over space [rows, cols] from `memory`, its inputs at `inputAt`:
+/// plain loops, in double.
+std::vector<double> expectedOf(int kernel, int64_t rows, int64_t cols,
+                               const std::vector<float> &memory,
+                               const std::vector<int64_t> &inputAt) {
+  const float *x = memory.data() + inputAt[0];
+  std::vector<double> out;
+  switch (kernel) {
+  case kBroadcastAdd:
+    out.assign(rows * cols, 0.0);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        out[i * cols + j] =
+            double(x[i * cols + j]) + double(memory[inputAt[1] + j]);
+    break;
+  case kRowSum:
+    out.assign(rows, 0.0);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        out[i] += x[i * cols + j];
+    break;
+  case kRowSumAdd:
+    out.assign(rows, 0.0);
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j)
+        out[i] += x[i * cols + j];
+      out[i] += memory[inputAt[1] + i];
+    }
+    break;
+  case kColumnSum:
+    out.assign(cols, 0.0);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        out[j] += x[i * cols + j];
+    break;
+  default:
+    ADD_FAILURE() << "no reference for kernel " << kernel;
+  }
+  return out;
+}
+
+/// Runs stand-in kernel `kernel` of rank 2 over space [rows, cols] on
+/// `backend`'s device 0, its inputs at `inputAt` and its output at
+/// `outputAt` elements into one buffer (so that they may overlap; the rest
+/// holds other values); returns how many output elements differ from
+/// expectedOf on the buffer's values before the call. The values are
+/// multiples of 1/4 below 3 in magnitude: every sum here is exact, in any
+/// order.
+int64_t wrongCall(DeviceBackend &backend, int kernel, int64_t rows,
+                  int64_t cols, const std::vector<int64_t> &inputAt,
+                  int64_t outputAt) {
+  std::string error;
+  const GeneratedCode section = kernelCode();
+  auto code = LoadedCode::load(section, hostCpuFeatures(), error);
+  EXPECT_TRUE(code) << error;
+  if (!code)
+    return -1;
+  const GeneratedKernelSpec &spec = section.kernels[kernel];
+  GeneratedCall call;
+  call.entry = code->entry(kernel);
+  call.space = {rows, cols};
+  call.inputDims = spec.inputDims;
+  call.outputDims = spec.outputDims;
+  int64_t room = outputAt + call.outputElements();
+  for (size_t k = 0; k < inputAt.size(); ++k)
+    room = std::max(room, inputAt[k] + call.elementsAt(spec.inputDims[k]));
+  room += 4;
+  void *memory = nullptr;
+  EXPECT_EQ(backend.allocate(0, room * 4, &memory), "");
+  float *buffer = static_cast<float *>(memory);
+  for (int64_t i = 0; i < room; ++i)
+    buffer[i] = float((i * 37) % 23) * 0.25f - 2.75f;
+  const std::vector<float> before(buffer, buffer + room);
+  for (int64_t at : inputAt)
+    call.inputs.push_back(buffer + at);
+  call.output = buffer + outputAt;
+  backend.generated(backend.computeStream(0), call);
+  EXPECT_EQ(backend.synchronize(std::chrono::seconds(60)), "");
+  const std::vector<double> expected =
+      expectedOf(kernel, rows, cols, before, inputAt);
+  int64_t wrong = 0;
+  for (size_t i = 0; i < expected.size(); ++i)
+    wrong += double(buffer[outputAt + i]) != expected[i];
+  // Nothing outside the output is written.
+  for (int64_t i = 0; i < room; ++i)
+    if (i < outputAt || i >= outputAt + int64_t(expected.size()))
+      wrong += buffer[i] != before[i];
+  return wrong;
+}
+
+// Rows and columns for several of the CPU backend's chunks of rows (its
+// grain is 16384 / cols rows): 3001 x 37 in ranges of 1326, 1326 and 349
+// rows; and a call small enough to run whole.
+struct Space {
+  int64_t rows, cols;
+};
+constexpr Space kSpaces[] = {{3001, 37}, {2003, 64}, {5, 3}};
+
+TEST_P(GeneratedCalls, BroadcastsAnInputOverTheRows) {
+  for (Space sp : kSpaces) {
+    const int64_t n = sp.rows * sp.cols;
+    EXPECT_EQ(wrongCall(*backend(), kBroadcastAdd, sp.rows, sp.cols, {1, n + 2},
+                        n + sp.cols + 3),
+              0)
+        << sp.rows << " x " << sp.cols;
+  }
+}
+
+TEST_P(GeneratedCalls, SumsRows) {
+  for (Space sp : kSpaces) {
+    const int64_t n = sp.rows * sp.cols;
+    EXPECT_EQ(wrongCall(*backend(), kRowSum, sp.rows, sp.cols, {2}, n + 5), 0)
+        << sp.rows << " x " << sp.cols;
+  }
+}
+
+// Dimension 0 reduced: the call runs whole, on one thread.
+TEST_P(GeneratedCalls, SumsColumns) {
+  for (Space sp : kSpaces) {
+    const int64_t n = sp.rows * sp.cols;
+    EXPECT_EQ(wrongCall(*backend(), kColumnSum, sp.rows, sp.cols, {3}, n + 4),
+              0)
+        << sp.rows << " x " << sp.cols;
+  }
+}
+
+// An element-wise kernel's output at an input with its dimensions: in place.
+TEST_P(GeneratedCalls, BroadcastAddInPlace) {
+  for (Space sp : kSpaces) {
+    const int64_t n = sp.rows * sp.cols;
+    EXPECT_EQ(
+        wrongCall(*backend(), kBroadcastAdd, sp.rows, sp.cols, {1, n + 2}, 1),
+        0)
+        << sp.rows << " x " << sp.cols;
+  }
+}
+
+// Each of these overlaps would read what the kernel (or another range of
+// it) has already written, unless the input is copied first.
+TEST_P(GeneratedCalls, CopiesAnInputThatOverlapsTheOutput) {
+  for (Space sp : kSpaces) {
+    const int64_t n = sp.rows * sp.cols, c = sp.cols;
+    const std::string at = std::to_string(sp.rows) + " x " + std::to_string(c);
+    // The broadcast input at the output's address: its dimensions are not
+    // the output's, so the first row overwrites it.
+    EXPECT_EQ(wrongCall(*backend(), kBroadcastAdd, sp.rows, c, {c, 0}, 0), 0)
+        << at;
+    // The output a row after the input and a row before it.
+    EXPECT_EQ(wrongCall(*backend(), kBroadcastAdd, sp.rows, c, {0, n + c}, c),
+              0)
+        << at;
+    EXPECT_EQ(wrongCall(*backend(), kBroadcastAdd, sp.rows, c, {c, n + c}, 0),
+              0)
+        << at;
+    // A reduction never runs in place: at the input's address, and over
+    // its last rows.
+    EXPECT_EQ(wrongCall(*backend(), kRowSum, sp.rows, c, {0}, 0), 0) << at;
+    EXPECT_EQ(wrongCall(*backend(), kRowSum, sp.rows, c, {0}, n - sp.rows), 0)
+        << at;
+    EXPECT_EQ(wrongCall(*backend(), kColumnSum, sp.rows, c, {0}, 0), 0) << at;
+    EXPECT_EQ(wrongCall(*backend(), kColumnSum, sp.rows, c, {0}, c), 0) << at;
+    // Nor with an input that has the output's dimensions.
+    EXPECT_EQ(wrongCall(*backend(), kRowSumAdd, sp.rows, c, {0, n + 2}, n + 2),
+              0)
+        << at;
+  }
+}
+
+TEST_P(GeneratedCalls, SumsRowsPlusAVector) {
+  for (Space sp : kSpaces) {
+    const int64_t n = sp.rows * sp.cols;
+    EXPECT_EQ(wrongCall(*backend(), kRowSumAdd, sp.rows, sp.cols, {1, n + 2},
+                        n + sp.rows + 3),
+              0)
+        << sp.rows << " x " << sp.cols;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, GeneratedCalls, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool> &info) {
                            return info.param ? "HostEmulation" : "Cpu";
                          });
+
+// StridedMemRefType<float, r> for r = 0, 1, 2 and 6, field by field.
+TEST(MemRefDescriptor, IsLaidOutAsMlirsForEveryRank) {
+  float data[4];
+  const int64_t sizes[kMaxKernelRank] = {2, 3, 4, 5, 6, 7};
+  auto fields = [](const MemRefDescriptor &m) {
+    const char *bytes = reinterpret_cast<const char *>(&m);
+    std::vector<int64_t> out(sizeof m / 8);
+    std::memcpy(out.data(), bytes, out.size() * 8);
+    return out;
+  };
+  const int64_t base = int64_t(reinterpret_cast<intptr_t>(data));
+  std::vector<int64_t> rank0 = fields(contiguousMemRef(data, sizes, 0));
+  EXPECT_EQ(std::vector<int64_t>(rank0.begin(), rank0.begin() + 3),
+            (std::vector<int64_t>{base, base, 0}));
+  std::vector<int64_t> rank1 = fields(contiguousMemRef(data, sizes, 1));
+  EXPECT_EQ(std::vector<int64_t>(rank1.begin(), rank1.begin() + 5),
+            (std::vector<int64_t>{base, base, 0, 2, 1}));
+  std::vector<int64_t> rank2 = fields(contiguousMemRef(data, sizes, 2));
+  EXPECT_EQ(std::vector<int64_t>(rank2.begin(), rank2.begin() + 7),
+            (std::vector<int64_t>{base, base, 0, 2, 3, 3, 1}));
+  std::vector<int64_t> rank6 = fields(contiguousMemRef(data, sizes, 6));
+  EXPECT_EQ(rank6, (std::vector<int64_t>{base, base, 0, 2, 3, 4, 5, 6, 7,
+                                         3 * 4 * 5 * 6 * 7, 4 * 5 * 6 * 7,
+                                         5 * 6 * 7, 6 * 7, 7, 1}));
+}
 
 TEST(GeneratedCalls, OnlyHostBackendsRunHostCode) {
   EXPECT_TRUE(CpuBackend(1).runsHostCode());

@@ -1,9 +1,10 @@
 //===- GeneratedKernelBundleTest.cpp - Kernel ops and code in a bundle ----===//
 //
 // The `code` section and the `kernel` op through the reader (each malformed
-// field named, with what was expected and found), the writer (a round trip,
-// byte for byte), and validateBundle (kernel indices, operand counts, types
-// and element counts, the recompute's kernel).
+// field named, with what was expected and found: ranks, dimensions,
+// iteration spaces), the writer (a round trip, byte for byte), and
+// validateBundle (kernel indices, operand counts, types, element counts
+// against the space, batching, the recompute's kernel).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,8 +27,9 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 /// The model bundle's text after `edit`, read back: its error ("" if none).
-std::string readError(const std::function<void(Json &)> &edit) {
-  Json json = Json::parse(writeBundle(kernelModelBundle()));
+std::string readError(const std::function<void(Json &)> &edit,
+                      const Bundle &bundle = kernelModelBundle()) {
+  Json json = Json::parse(writeBundle(bundle));
   edit(json);
   StatusOr<Bundle> read = bundlereader::parseJson(json);
   return read.ok() ? std::string() : read.status().message();
@@ -48,10 +50,34 @@ TEST(GeneratedKernelBundle, WriterRoundTripsTheCode) {
   EXPECT_EQ(read->stages[0].forward[2].kernel, 0);
   EXPECT_EQ(read->stages[0].backward[1].kernel, 2);
   EXPECT_EQ(writeBundle(*read), text);
-  // The op as the contract writes it.
-  EXPECT_PRED2(mentions, text,
-               R"({"op": "kernel", "kernel": 0, "operands": [3, 0], )"
-               R"("results": [4]})");
+  // The op and the kernel as the contract writes them, keys in order.
+  const Json json = Json::parse(text);
+  EXPECT_EQ(json["stages"][0]["forward"][2].dump(),
+            R"({"op":"kernel","kernel":0,"space":[48],"batched":true,)"
+            R"("operands":[3,0],"results":[4]})");
+  EXPECT_EQ(json["code"]["kernels"][5].dump(),
+            R"({"symbol":"gpipe_kernel_5_test","inputs":1,)"
+            R"("ops":"reduce_sum[dims=0](in0)->out","rank":2,)"
+            R"("inputDims":[[0,1]],"outputDims":[1]})");
+}
+
+TEST(GeneratedKernelBundle, WriterRoundTripsBroadcastsAndReductions) {
+  const Bundle bundle = biasModelBundle();
+  EXPECT_EQ(validateBundle(bundle), "");
+  const std::string text = writeBundle(bundle);
+  StatusOr<Bundle> read = parseBundle(text, "bias.json");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  bundlereader::expectEqual(bundle, *read);
+  EXPECT_EQ(read->stages[0].forward[3].space, (std::vector<int64_t>{8, 6}));
+  EXPECT_TRUE(read->stages[0].forward[3].spaceBatched);
+  EXPECT_EQ(read->code.kernels[3].inputDims,
+            (std::vector<std::vector<unsigned>>{{0, 1}, {1}}));
+  EXPECT_FALSE(read->code.kernels[3].reduces());
+  EXPECT_TRUE(read->code.kernels[5].reduces());
+  EXPECT_EQ(writeBundle(*read), text);
+  EXPECT_EQ(Json::parse(text)["stages"][0]["backward"][2].dump(),
+            R"({"op":"kernel","kernel":5,"space":[8,6],"batched":true,)"
+            R"("operands":[9],"results":[10]})");
 }
 
 TEST(GeneratedKernelBundle, ABundleWithoutCodeHasNoCodeKey) {
@@ -113,7 +139,7 @@ TEST(GeneratedKernelBundle, ReaderNamesMissingAndMalformedFields) {
                "twice (also code.kernels[0])");
   EXPECT_PRED2(mentions,
                readError([](Json &j) { j["code"]["cpu"] = Json::array(); }),
-               "code: expected a CPU code variant ('cpu') for the 3 "
+               "code: expected a CPU code variant ('cpu') for the 7 "
                "generated kernels, found none");
   EXPECT_PRED2(mentions, readError([](Json &j) { j["code"]["cuda"] = 1; }),
                "code: unknown key 'cuda'; expected one of kernels, cpu");
@@ -123,9 +149,9 @@ TEST(GeneratedKernelBundle, ReaderNamesMissingAndMalformedFields) {
 
 TEST(GeneratedKernelBundle, ReaderChecksTheKernelOps) {
   EXPECT_PRED2(mentions, readError([](Json &j) {
-                 j["stages"][0]["forward"][2]["kernel"] = 7;
+                 j["stages"][0]["forward"][2]["kernel"] = 9;
                }),
-               "stages[0].forward[2]: kernel 7 out of range: the bundle has 3 "
+               "stages[0].forward[2]: kernel 9 out of range: the bundle has 7 "
                "generated kernels");
   EXPECT_PRED2(mentions, readError([](Json &j) { j.erase("code"); }),
                "stages[0].forward[2]: kernel 0 out of range: the bundle has 0 "
@@ -149,6 +175,131 @@ TEST(GeneratedKernelBundle, ReaderChecksTheKernelOps) {
                "unknown key 'kernel' for op 'dense'");
 }
 
+TEST(GeneratedKernelBundle, ReaderChecksRanks) {
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["code"]["kernels"][0].erase("rank");
+               }),
+               "code.kernels[0]: missing key 'rank'");
+  EXPECT_PRED2(mentions,
+               readError([](Json &j) { j["code"]["kernels"][3]["rank"] = 7; }),
+               "code.kernels[3]: expected 'rank' from 1 to 6, found 7");
+  EXPECT_PRED2(mentions,
+               readError([](Json &j) { j["code"]["kernels"][3]["rank"] = 0; }),
+               "code.kernels[3]: expected 'rank' from 1 to 6, found 0");
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["code"]["kernels"][3]["rank"] = "two";
+               }),
+               "code.kernels[3]: expected a non-negative integer 'rank', "
+               "found a string");
+  // A smaller rank puts the dimensions out of range.
+  EXPECT_PRED2(mentions,
+               readError([](Json &j) { j["code"]["kernels"][3]["rank"] = 1; }),
+               "code.kernels[3]: expected 'inputDims[0]' as strictly "
+               "ascending dimensions in [0, 1), found [0, 1]");
+  EXPECT_PRED2(mentions,
+               readError([](Json &j) { j["code"]["kernels"][3]["shape"] = 1; }),
+               "code.kernels[3]: unknown key 'shape'; expected one of symbol, "
+               "inputs, ops, rank, inputDims, outputDims");
+}
+
+TEST(GeneratedKernelBundle, ReaderChecksDimensions) {
+  auto withDims = [](Json inputDims, Json outputDims) {
+    return readError([&](Json &j) {
+      j["code"]["kernels"][3]["inputDims"] = inputDims;
+      j["code"]["kernels"][3]["outputDims"] = outputDims;
+    });
+  };
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["code"]["kernels"][3].erase("inputDims");
+               }),
+               "code.kernels[3]: missing key 'inputDims'");
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["code"]["kernels"][3].erase("outputDims");
+               }),
+               "code.kernels[3]: missing key 'outputDims'");
+  EXPECT_PRED2(mentions, withDims(Json::parse("[[0, 1]]"), {0, 1}),
+               "code.kernels[3]: expected 'inputDims' with 2 entries (one per "
+               "input), found 1");
+  EXPECT_PRED2(mentions, withDims(Json::parse("[[1, 0], [1]]"), {0, 1}),
+               "code.kernels[3]: expected 'inputDims[0]' as strictly "
+               "ascending dimensions in [0, 2), found [1, 0]");
+  EXPECT_PRED2(mentions, withDims(Json::parse("[[0, 1], [1, 1]]"), {0, 1}),
+               "code.kernels[3]: expected 'inputDims[1]' as strictly "
+               "ascending dimensions in [0, 2), found [1, 1]");
+  EXPECT_PRED2(mentions, withDims(Json::parse("[[0, 2], [1]]"), {0, 1}),
+               "code.kernels[3]: expected 'inputDims[0]' as strictly "
+               "ascending dimensions in [0, 2), found [0, 2]");
+  EXPECT_PRED2(mentions, withDims(Json::parse("[[0, 1], [-1]]"), {0, 1}),
+               "code.kernels[3]: expected 'inputDims[1]' as strictly "
+               "ascending dimensions in [0, 2), found [-1]");
+  EXPECT_PRED2(mentions, withDims(Json::parse(R"([[0, "a"], [1]])"), {0, 1}),
+               "code.kernels[3].inputDims[0][1]: expected a dimension (an "
+               "integer), found a string");
+  EXPECT_PRED2(mentions, withDims(Json::parse("[[0, 1], 1]"), {0, 1}),
+               "code.kernels[3]: expected an array 'inputDims[1]', found a "
+               "number");
+  EXPECT_PRED2(mentions, withDims(Json::parse("[[0, 1], [1]]"), {1, 0}),
+               "code.kernels[3]: expected 'outputDims' as strictly ascending "
+               "dimensions in [0, 2), found [1, 0]");
+  EXPECT_PRED2(mentions, withDims(Json::parse("[[0, 1], [1]]"), {0, 2}),
+               "code.kernels[3]: expected 'outputDims' as strictly ascending "
+               "dimensions in [0, 2), found [0, 2]");
+  EXPECT_PRED2(mentions, withDims(Json::parse("[[0, 1], [1]]"), 5),
+               "code.kernels[3]: expected an array 'outputDims', found a "
+               "number");
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["code"]["kernels"][3]["inputDims"] = "all";
+               }),
+               "code.kernels[3]: expected an array 'inputDims', found a "
+               "string");
+  // Dimension 0 reduced (the output lacks it), and no input has it.
+  EXPECT_PRED2(mentions, withDims(Json::parse("[[1], [1]]"), {1}),
+               "code.kernels[3]: dimension 0 is reduced ('outputDims' [1] "
+               "lacks it) but no input has it; expected each reduced "
+               "dimension in some 'inputDims'");
+  // A reduction to a scalar, and an input with no dimension, are fine.
+  EXPECT_EQ(withDims(Json::parse("[[0, 1], []]"), Json::array()), "");
+}
+
+TEST(GeneratedKernelBundle, ReaderChecksTheSpace) {
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["stages"][0]["forward"][2].erase("space");
+               }),
+               "stages[0].forward[2]: missing key 'space'");
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["stages"][0]["forward"][2].erase("batched");
+               }),
+               "stages[0].forward[2]: missing key 'batched'");
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["stages"][0]["forward"][2]["batched"] = 1;
+               }),
+               "stages[0].forward[2]: expected a boolean 'batched', found a "
+               "number");
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["stages"][0]["forward"][2]["space"] = {8, 6};
+               }),
+               "stages[0].forward[2]: kernel 0 (add(in0,in1)->t0; "
+               "relu(t0)->out) has rank 1: expected 'space' with 1 size, "
+               "found [8, 6]");
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["stages"][0]["forward"][2]["space"] = Json::array();
+               }),
+               "has rank 1: expected 'space' with 1 size, found []");
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["stages"][0]["forward"][2]["space"] = {0};
+               }),
+               "stages[0].forward[2]: expected 'space' sizes >= 1, found [0]");
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["stages"][0]["forward"][2]["space"] = {4.5};
+               }),
+               "stages[0].forward[2].space[0]: expected an integer, found the "
+               "non-integer number 4.5");
+  EXPECT_PRED2(mentions, readError([](Json &j) {
+                 j["stages"][0]["forward"][1]["space"] = {48};
+               }),
+               "unknown key 'space' for op 'dense'");
+}
+
 /// validateBundle of the model after `edit`.
 std::string validationError(const std::function<void(StageProgram &)> &edit) {
   Bundle bundle = kernelModelBundle();
@@ -157,9 +308,9 @@ std::string validationError(const std::function<void(StageProgram &)> &edit) {
 }
 
 TEST(GeneratedKernelBundle, ValidationChecksIndexAndOperands) {
-  EXPECT_EQ(validationError([](StageProgram &s) { s.forward[2].kernel = 5; }),
-            "stage 0: forward op 2 (kernel): runs kernel 5, but the bundle "
-            "has 3 generated kernels");
+  EXPECT_EQ(validationError([](StageProgram &s) { s.forward[2].kernel = 9; }),
+            "stage 0: forward op 2 (kernel): runs kernel 9, but the bundle "
+            "has 7 generated kernels");
   EXPECT_EQ(validationError(
                 [](StageProgram &s) { s.forward[2].operands.push_back(0); }),
             "stage 0: forward op 2 (kernel): runs kernel 0 (add(in0,in1)->t0; "
@@ -171,8 +322,8 @@ TEST(GeneratedKernelBundle, ValidationChecksTypesAndElementCounts) {
               s.forward[2].operands[1] = 2; // w [6, 6], not x [8, 6]
             }),
             "stage 0: forward op 2 (kernel): runs kernel 0 (add(in0,in1)->t0; "
-            "relu(t0)->out) element-wise: expects operand 1 with 48 elements "
-            "(the result's [8, 6]), got 36 ([6, 6])");
+            "relu(t0)->out) over batched space [48]: expects operand 1 with 48 "
+            "elements (the sizes at dims [0]), got 36 ([6, 6])");
   EXPECT_EQ(validationError([](StageProgram &s) {
               s.forward[2].operands[1] = 1; // the labels
             }),
@@ -195,8 +346,99 @@ TEST(GeneratedKernelBundle, ValidationMatchesBatchedOperands) {
   s.forward[3].operands = {3, 9};
   EXPECT_EQ(validateBundle(bundle),
             "stage 0: forward op 3 (kernel): runs kernel 0 (add(in0,in1)->t0; "
-            "relu(t0)->out) element-wise: expects operand 1 to be batched, as "
-            "the result is");
+            "relu(t0)->out) over batched space [48]: expects operand 1 to be "
+            "batched (dims [0]), got a value that is not");
+}
+
+/// validateBundle of the bias model after `edit`.
+std::string
+biasValidationError(const std::function<void(StageProgram &)> &edit) {
+  Bundle bundle = biasModelBundle();
+  edit(bundle.stages[0]);
+  return validateBundle(bundle);
+}
+
+TEST(GeneratedKernelBundle, ValidationChecksTheSpace) {
+  EXPECT_EQ(validationError([](StageProgram &s) {
+              s.forward[2].space = {8, 6};
+            }),
+            "stage 0: forward op 2 (kernel): runs kernel 0 (add(in0,in1)->t0; "
+            "relu(t0)->out) of rank 1 over a space of 2 sizes [8, 6]");
+  EXPECT_EQ(validationError([](StageProgram &s) { s.forward[2].space = {0}; }),
+            "stage 0: forward op 2 (kernel): runs kernel 0 (add(in0,in1)->t0; "
+            "relu(t0)->out) over space [0]: expected every size >= 1");
+  // The batch does not divide a batched space.
+  EXPECT_EQ(validationError([](StageProgram &s) { s.forward[2].space = {12}; }),
+            "stage 0: forward op 2 (kernel): runs kernel 0 (add(in0,in1)->t0; "
+            "relu(t0)->out) over batched space [12]: expects space[0] = 12 to "
+            "be a multiple of the batch 8");
+}
+
+TEST(GeneratedKernelBundle, ValidationChecksElementCountsAgainstTheSpace) {
+  // The result [8, 6] over a space of [8, 5].
+  EXPECT_EQ(biasValidationError([](StageProgram &s) {
+              s.forward[3].space = {8, 5};
+            }),
+            "stage 0: forward op 3 (kernel): runs kernel 3 (add(in0,in1)->out) "
+            "over batched space [8, 5]: expects result 0 with 40 elements (the "
+            "sizes at dims [0, 1]), got 48 ([8, 6])");
+  // The broadcast operand has dimension 1 only.
+  EXPECT_EQ(biasValidationError([](StageProgram &s) {
+              s.forward[3].operands[1] = 0; // x [8, 6], not b [6]
+            }),
+            "stage 0: forward op 3 (kernel): runs kernel 3 (add(in0,in1)->out) "
+            "over batched space [8, 6]: expects operand 1 with 6 elements (the "
+            "sizes at dims [1]), got 48 ([8, 6])");
+  // The column sum's result has the columns.
+  EXPECT_EQ(biasValidationError([](StageProgram &s) {
+              s.backward[2].space = {6, 8};
+              s.backward[2].spaceBatched = false;
+            }),
+            "stage 0: backward op 2 (kernel): runs kernel 5 "
+            "(reduce_sum[dims=0](in0)->out) over space [6, 8]: expects result "
+            "0 with 8 elements (the sizes at dims [1]), got 6 ([6])");
+}
+
+TEST(GeneratedKernelBundle, ValidationChecksBatching) {
+  // Unbatched, the space's dimension 0 is not the batch: no operand may be
+  // batched.
+  EXPECT_EQ(biasValidationError(
+                [](StageProgram &s) { s.backward[2].spaceBatched = false; }),
+            "stage 0: backward op 2 (kernel): runs kernel 5 "
+            "(reduce_sum[dims=0](in0)->out) over space [8, 6]: expects "
+            "operand 0 not to be batched (dims [0, 1]), got a value that is");
+  // A row sum keeps dimension 0, the batch: its result is batched.
+  EXPECT_EQ(biasValidationError([](StageProgram &s) {
+              s.values.push_back({{8}, ElementType::F32, false});
+              s.backward[2].kernel = kRowSum;
+              s.backward[2].results = {int(s.values.size()) - 1};
+              s.backward.erase(s.backward.begin() + 3); // accumulate b
+            }),
+            "stage 0: backward op 2 (kernel): runs kernel 4 "
+            "(reduce_sum[dims=1](in0)->out) over batched space [8, 6]: "
+            "expects result 0 to be batched (dims [0]), got a value that is "
+            "not");
+}
+
+// With a batch of 1 any value may be batched or not: the sizes alone match.
+TEST(GeneratedKernelBundle, ValidationIgnoresBatchingAtABatchOfOne) {
+  Bundle bundle = biasModelBundle({1});
+  EXPECT_NE(validateBundle(bundle), ""); // shapes are still those of 8 rows
+  bundle.batch = 1;
+  bundle.inputs = {{"x", {1, 6}, ElementType::F32},
+                   {"labels", {1}, ElementType::I32}};
+  StageProgram &s = bundle.stages[0];
+  for (ValueSpec &value : s.values)
+    if (value.batched)
+      value.shape[0] = 1;
+  for (std::vector<Op> *ops : {&s.forward, &s.recompute, &s.backward})
+    for (Op &op : *ops)
+      if (op.kind == OpKind::Kernel)
+        op.space[0] = op.space.size() == 1 ? 6 : 1;
+  placeBundle(bundle);
+  EXPECT_EQ(validateBundle(bundle), "");
+  s.forward[3].spaceBatched = false;
+  EXPECT_EQ(validateBundle(bundle), "");
 }
 
 TEST(GeneratedKernelBundle, ValidationChecksTheRecomputesKernel) {
@@ -209,13 +451,36 @@ TEST(GeneratedKernelBundle, ValidationChecksTheRecomputesKernel) {
 TEST(GeneratedKernelBundle, ValidationChecksTheCodeSection) {
   Bundle bundle = kernelModelBundle();
   bundle.code.cpu.clear();
-  EXPECT_EQ(validateBundle(bundle), "the bundle has 3 generated kernels but "
+  EXPECT_EQ(validateBundle(bundle), "the bundle has 7 generated kernels but "
                                     "no CPU code variant to run them");
   bundle = kernelModelBundle();
   bundle.code.kernels[1].inputs = 0;
   EXPECT_EQ(validateBundle(bundle),
             "generated kernel 1 ('gpipe_kernel_1_test') takes 0 inputs; "
             "expected 1 to 16");
+  bundle = kernelModelBundle();
+  bundle.code.kernels[3].rank = 7;
+  EXPECT_EQ(validateBundle(bundle),
+            "generated kernel 3 ('gpipe_kernel_3_test'): expected 'rank' from "
+            "1 to 6, found 7");
+  bundle = kernelModelBundle();
+  bundle.code.kernels[3].inputDims[1] = {2};
+  EXPECT_EQ(validateBundle(bundle),
+            "generated kernel 3 ('gpipe_kernel_3_test'): expected "
+            "'inputDims[1]' as strictly ascending dimensions in [0, 2), found "
+            "[2]");
+  bundle = kernelModelBundle();
+  bundle.code.kernels[5].inputDims = {{1}};
+  EXPECT_EQ(validateBundle(bundle),
+            "generated kernel 5 ('gpipe_kernel_5_test'): dimension 0 is "
+            "reduced ('outputDims' [1] lacks it) but no input has it; expected "
+            "each reduced dimension in some 'inputDims'");
+  bundle = kernelModelBundle();
+  bundle.code.kernels[4].outputDims = {0, 0};
+  EXPECT_EQ(validateBundle(bundle),
+            "generated kernel 4 ('gpipe_kernel_4_test'): expected "
+            "'outputDims' as strictly ascending dimensions in [0, 2), found "
+            "[0, 0]");
 }
 
 } // namespace

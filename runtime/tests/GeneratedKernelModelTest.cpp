@@ -1,11 +1,12 @@
 //===- GeneratedKernelModelTest.cpp - A model that runs generated kernels -===//
 //
-// The model of GeneratedKernelsSupport.h, a kernel op in its forward,
-// recompute and backward, trained a step on the CPU backend and on the host
-// emulation: its loss and gradient against the same model computed here in
-// double. And the refusals where the code cannot run: a backend that is not
-// the host's (CUDA), and code that is not an x86-64 shared object, through
-// the C API.
+// The models of GeneratedKernelsSupport.h, kernel ops in their forward,
+// recompute and backward (element-wise, broadcasting and reducing ones, over
+// micro-batches of several sizes), trained a step on the CPU backend and on
+// the host emulation: their losses and gradients against the same models
+// computed here in double. And the refusals where the code cannot run: a
+// backend that is not the host's (CUDA), and code that is not an x86-64 shared
+// object, through the C API.
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,6 +111,91 @@ TEST_P(GeneratedKernelModel, TrainsAndEvaluatesAsComputedHere) {
     largest = std::max(largest, std::fabs(expected.dw[i]));
   }
   EXPECT_GT(largest, 1e-3); // the gradient is not all zeros
+}
+
+/// The bias model's loss and gradients (w's and b's) on `batch`, in double.
+struct BiasReference {
+  double loss = 0;
+  std::vector<double> dw, db;
+};
+
+BiasReference biasReference(const Batch &batch, const std::vector<float> &w,
+                            const std::vector<float> &b) {
+  const std::vector<float> &x = batch.at("x").f32;
+  const std::vector<int32_t> &labels = batch.at("labels").i32;
+  BiasReference out;
+  out.dw.assign(kWidth * kWidth, 0.0);
+  out.db.assign(kWidth, 0.0);
+  for (int64_t r = 0; r < kRows; ++r) {
+    double relu[kWidth], top = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < kWidth; ++j) {
+      double h = 0;
+      for (int64_t i = 0; i < kWidth; ++i)
+        h += double(x[r * kWidth + i]) * w[i * kWidth + j];
+      h += b[j];                                      // kernel 3
+      relu[j] = std::max(h + x[r * kWidth + j], 0.0); // kernel 0
+      top = std::max(top, relu[j]);
+    }
+    for (double v : relu)
+      sum += std::exp(v - top);
+    out.loss += (top + std::log(sum) - relu[labels[r]]) / double(kRows);
+    for (int64_t j = 0; j < kWidth; ++j) {
+      double p = std::exp(relu[j] - top) / sum;
+      double dr = (p - (j == labels[r] ? 1.0 : 0.0)) / double(kRows);
+      double dh = relu[j] > 0 ? dr : 0.0; // kernel 2
+      out.db[j] += dh;                    // kernel 5, over the rows
+      for (int64_t i = 0; i < kWidth; ++i)
+        out.dw[i * kWidth + j] += double(x[r * kWidth + i]) * dh;
+    }
+  }
+  return out;
+}
+
+// A broadcasting kernel in the forward (and recompute) and a reduction over
+// the batch in the backward, each batched: every micro-batch, of whatever
+// rows, runs its share of the space, and the column sums of the
+// micro-batches add up to the batch's.
+TEST_P(GeneratedKernelModel, BroadcastsAndReducesOverMicroBatches) {
+  const std::vector<std::vector<int64_t>> splits = {
+      {8}, {4, 4}, {3, 5}, {1, 2, 2, 3}};
+  for (const std::vector<int64_t> &rows : splits) {
+    SCOPED_TRACE(::testing::Message() << rows.size() << " micro-batches");
+    EngineOptions options;
+    options.device = GetParam();
+    options.seed = 5;
+    options.cpuThreading.threadsPerDevice = 3;
+    std::vector<float> w(kWidth * kWidth), b(kWidth);
+    initializeParameter(InitKind::GlorotUniform, 1.0, {kWidth, kWidth},
+                        options.seed, "w", w.data());
+    initializeParameter(InitKind::Uniform, 0.5, {kWidth}, options.seed, "b",
+                        b.data());
+    StatusOr<std::unique_ptr<Engine>> engine =
+        createEngine(biasModelBundle(rows), options);
+    ASSERT_TRUE(engine.ok()) << engine.status().message();
+    const Batch batch = kernelBatch();
+    const BiasReference expected = biasReference(batch, w, b);
+
+    EvalResult eval = (*engine)->evaluate(batch, kRows);
+    ASSERT_TRUE(eval.ok()) << eval.error;
+    EXPECT_NEAR(eval.loss, expected.loss, 1e-5);
+
+    StepResult step = (*engine)->trainStep(batch);
+    ASSERT_TRUE(step.ok()) << step.error;
+    EXPECT_NEAR(step.loss, expected.loss, 1e-5);
+    std::vector<float> dw, db;
+    ASSERT_TRUE((*engine)->gradient("w", dw).ok());
+    ASSERT_TRUE((*engine)->gradient("b", db).ok());
+    ASSERT_EQ(dw.size(), expected.dw.size());
+    ASSERT_EQ(db.size(), expected.db.size());
+    for (size_t i = 0; i < dw.size(); ++i)
+      EXPECT_NEAR(dw[i], expected.dw[i], 1e-6) << "dw[" << i << "]";
+    double largest = 0;
+    for (size_t j = 0; j < db.size(); ++j) {
+      EXPECT_NEAR(db[j], expected.db[j], 1e-6) << "db[" << j << "]";
+      largest = std::max(largest, std::fabs(expected.db[j]));
+    }
+    EXPECT_GT(largest, 1e-3); // the bias gradient is not all zeros
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, GeneratedKernelModel,

@@ -3,13 +3,22 @@
 //
 // What the generated-kernel tests share: the stand-in kernels
 // (testdata/GeneratedKernels.c, built as a shared object beside the tests)
-// as a bundle's code section, and a one-stage model that runs two of them,
-// one in its forward (and recompute), one in its backward:
+// as a bundle's code section, and two one-stage models. The first runs two
+// element-wise kernels, one in its forward (and recompute), one in its
+// backward:
 //
 //   h = dense(x, w); r = kernel 0 (h, x) = relu(h + x);
 //   loss = softmax_cross_entropy(r, labels)
 //   dr = its gradient; dh = kernel 2 (dr, r) = dr where r > 0;
 //   dw = x^T dh
+//
+// The second adds a bias by a broadcasting kernel and reduces its gradient
+// over the batch by a column sum:
+//
+//   h = dense(x, w); hb = kernel 3 (h, b) = h + b (b broadcast over rows);
+//   r = kernel 0 (hb, x); loss = softmax_cross_entropy(r, labels)
+//   dr = its gradient; dh = kernel 2 (dr, r); db = kernel 5 (dh) = the
+//   column sums of dh (dimension 0, the batch, reduced); dw = x^T dh
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,24 +48,57 @@ inline std::string kernelLibraryBytes(bool other = false) {
   return bytes.ok() ? *bytes : std::string();
 }
 
-/// The code section of the stand-in kernels: add-relu (2 inputs),
-/// mul-sub (3), relu-grad (2), in one x86-64 variant.
+/// The kernels of testdata/GeneratedKernels.c by index.
+enum StandInKernel : int {
+  kAddRelu = 0,      ///< rank 1: relu(in0 + in1), element-wise
+  kMulSub = 1,       ///< rank 1: in0 * in1 - in2, element-wise
+  kReluGrad = 2,     ///< rank 1: in0 where in1 > 0, element-wise
+  kBroadcastAdd = 3, ///< rank 2: in0 [0, 1] + in1 [1] -> out [0, 1]
+  kRowSum = 4,       ///< rank 2: in0 [0, 1] -> out [0], dim 1 reduced
+  kColumnSum = 5,    ///< rank 2: in0 [0, 1] -> out [1], dim 0 reduced
+  kRowSumAdd = 6     ///< rank 2: in0 [0, 1], in1 [0] -> out [0], dim 1 reduced
+};
+
+/// Stand-in kernel `index`'s entry: gpipe_kernel_<index>_test, as many
+/// inputs as `inputDims` lists.
+inline GeneratedKernelSpec standIn(int index, const char *ops, unsigned rank,
+                                   std::vector<std::vector<unsigned>> inputDims,
+                                   std::vector<unsigned> outputDims) {
+  GeneratedKernelSpec spec;
+  spec.symbol = "gpipe_kernel_" + std::to_string(index) + "_test";
+  spec.inputs = unsigned(inputDims.size());
+  spec.ops = ops;
+  spec.rank = rank;
+  spec.inputDims = std::move(inputDims);
+  spec.outputDims = std::move(outputDims);
+  return spec;
+}
+
+/// The code section of the stand-in kernels, in one x86-64 variant.
 inline GeneratedCode kernelCode(const std::string &isa = "x86-64") {
   GeneratedCode code;
   code.kernels = {
-      {"gpipe_kernel_0_test", 2, "add(in0,in1)->t0; relu(t0)->out"},
-      {"gpipe_kernel_1_test", 3, "mul(in0,in1)->t0; sub(t0,in2)->out"},
-      {"gpipe_kernel_2_test", 2, "relu_grad(in0,in1)->out"}};
+      standIn(0, "add(in0,in1)->t0; relu(t0)->out", 1, {{0}, {0}}, {0}),
+      standIn(1, "mul(in0,in1)->t0; sub(t0,in2)->out", 1, {{0}, {0}, {0}}, {0}),
+      standIn(2, "relu_grad(in0,in1)->out", 1, {{0}, {0}}, {0}),
+      standIn(3, "add(in0,in1)->out", 2, {{0, 1}, {1}}, {0, 1}),
+      standIn(4, "reduce_sum[dims=1](in0)->out", 2, {{0, 1}}, {0}),
+      standIn(5, "reduce_sum[dims=0](in0)->out", 2, {{0, 1}}, {1}),
+      standIn(6, "reduce_sum[dims=1](in0)->t0; add(t0,in1)->out", 2,
+              {{0, 1}, {0}}, {0})};
   code.cpu = {{isa, kernelLibraryBytes()}};
   return code;
 }
 
-inline Op kernelOp(int kernel, std::vector<int> operands, int result) {
+inline Op kernelOp(int kernel, std::vector<int> operands, int result,
+                   std::vector<int64_t> space, bool batched) {
   Op op;
   op.kind = OpKind::Kernel;
   op.kernel = kernel;
   op.operands = std::move(operands);
   op.results = {result};
+  op.space = std::move(space);
+  op.spaceBatched = batched;
   return op;
 }
 
@@ -94,7 +136,9 @@ inline Bundle kernelModelBundle(unsigned microbatches = 2) {
   loss.kind = OpKind::SoftmaxCrossEntropy;
   loss.operands = {4, 1};
   loss.results = {5};
-  stage.forward = {param, dense, kernelOp(0, {3, 0}, 4), loss};
+  stage.forward = {param, dense,
+                   kernelOp(kAddRelu, {3, 0}, 4, {kBatch * kWidth}, true),
+                   loss};
   stage.recompute = stage.forward;
   Op lossGrad;
   lossGrad.kind = OpKind::SoftmaxCrossEntropyGrad;
@@ -108,7 +152,87 @@ inline Bundle kernelModelBundle(unsigned microbatches = 2) {
   accumulate.kind = OpKind::AccumulateGrad;
   accumulate.name = "w";
   accumulate.operands = {8};
-  stage.backward = {lossGrad, kernelOp(2, {6, 4}, 7), denseGrad, accumulate};
+  stage.backward = {lossGrad,
+                    kernelOp(kReluGrad, {6, 4}, 7, {kBatch * kWidth}, true),
+                    denseGrad, accumulate};
+  bundle.stages = {stage};
+  bundle.programs = schedulePrograms(bundle);
+  placeBundle(bundle);
+  return bundle;
+}
+
+/// The second model of this header's comment: batch 8 in micro-batches of
+/// `rows` (uneven ones allowed), 6 features and classes, the bias b
+/// uniform in [-0.5, 0.5], remat full, placed as the compiler would.
+inline Bundle biasModelBundle(std::vector<int64_t> rows = {3, 5}) {
+  constexpr int64_t kBatch = 8, kWidth = 6;
+  Bundle bundle;
+  bundle.model = "kernel-bias";
+  bundle.batch = kBatch;
+  bundle.microbatchRows = std::move(rows);
+  bundle.remat = RematPolicy::Full;
+  bundle.inputs = {{"x", {kBatch, kWidth}, ElementType::F32},
+                   {"labels", {kBatch}, ElementType::I32}};
+  bundle.params = {{"w", {kWidth, kWidth}, InitKind::GlorotUniform, 1.0, 0},
+                   {"b", {kWidth}, InitKind::Uniform, 0.5, 0}};
+  bundle.code = kernelCode();
+  StageProgram stage;
+  const ValueSpec rowsOf{{kBatch, kWidth}, ElementType::F32, true};
+  const ValueSpec weight{{kWidth, kWidth}, ElementType::F32, false};
+  const ValueSpec bias{{kWidth}, ElementType::F32, false};
+  // 0 x, 1 labels, 2 w, 3 b, 4 h, 5 hb, 6 r, 7 loss, 8 dr, 9 dh, 10 db,
+  // 11 dw
+  stage.values = {rowsOf, {{kBatch}, ElementType::I32, true},
+                  weight, bias,
+                  rowsOf, rowsOf,
+                  rowsOf, {{}, ElementType::F32, false},
+                  rowsOf, rowsOf,
+                  bias,   weight};
+  stage.inputs = {{0, false, 0, "x"}, {1, false, 0, "labels"}};
+  stage.loss = 7;
+  Op paramW;
+  paramW.kind = OpKind::Param;
+  paramW.name = "w";
+  paramW.results = {2};
+  Op paramB = paramW;
+  paramB.name = "b";
+  paramB.results = {3};
+  Op dense;
+  dense.kind = OpKind::Dense;
+  dense.operands = {0, 2};
+  dense.results = {4};
+  Op loss;
+  loss.kind = OpKind::SoftmaxCrossEntropy;
+  loss.operands = {6, 1};
+  loss.results = {7};
+  stage.forward = {paramW,
+                   paramB,
+                   dense,
+                   kernelOp(kBroadcastAdd, {4, 3}, 5, {kBatch, kWidth}, true),
+                   kernelOp(kAddRelu, {5, 0}, 6, {kBatch * kWidth}, true),
+                   loss};
+  stage.recompute = stage.forward;
+  Op lossGrad;
+  lossGrad.kind = OpKind::SoftmaxCrossEntropyGrad;
+  lossGrad.operands = {7, 1};
+  lossGrad.results = {8};
+  Op denseGrad;
+  denseGrad.kind = OpKind::DenseGrad;
+  denseGrad.operands = {9, 0, 2};
+  denseGrad.results = {-1, 11};
+  Op accumulateW;
+  accumulateW.kind = OpKind::AccumulateGrad;
+  accumulateW.name = "w";
+  accumulateW.operands = {11};
+  Op accumulateB = accumulateW;
+  accumulateB.name = "b";
+  accumulateB.operands = {10};
+  stage.backward = {lossGrad,
+                    kernelOp(kReluGrad, {8, 6}, 9, {kBatch * kWidth}, true),
+                    kernelOp(kColumnSum, {9}, 10, {kBatch, kWidth}, true),
+                    accumulateB,
+                    denseGrad,
+                    accumulateW};
   bundle.stages = {stage};
   bundle.programs = schedulePrograms(bundle);
   placeBundle(bundle);

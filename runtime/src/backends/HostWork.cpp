@@ -82,6 +82,6 @@ void HostStreamBackend::gemm(StreamId stream, const GemmBatch &call) {
 }
 
 void HostStreamBackend::generated(StreamId s, const GeneratedCall &call) {
-  if (call.n > 0)
+  if (call.outputElements() > 0)
     enqueue(s, [call] { runGeneratedOnHost(call); });
 }

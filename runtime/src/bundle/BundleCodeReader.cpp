@@ -1,8 +1,10 @@
 //===- BundleCodeReader.cpp - Reads a bundle's generated code -------------===//
 //
 // The optional `code` section: the generated kernels (symbol, input count,
-// what they compute) and their native code per x86-64 level, decoded from
-// base64; and the `kernel` ops that run them. Only the bytes are read here:
+// what they compute, their iteration dimensions: which each input has and
+// which the output keeps) and their native code per x86-64 level, decoded
+// from base64; and the `kernel` ops that run them (with their iteration
+// space). Only the bytes are read here:
 // whether they are a loadable shared object is the loader's question
 // (backends/GeneratedCode.h), asked where the code would run. The rest of
 // the bundle is read by BundleReader.cpp.
@@ -29,6 +31,55 @@ static bool isIdentifier(const std::string &name) {
           (c >= '0' && c <= '9')))
       return false;
   return true;
+}
+
+/// "[0, 2]" (as the bundle's JSON writes it).
+static std::string dimsText(const std::vector<unsigned> &dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+/// Whether `dims` ascend strictly within [0, rank).
+static bool ascendingBelow(const std::vector<unsigned> &dims, unsigned rank) {
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] >= rank || (i > 0 && dims[i] <= dims[i - 1]))
+      return false;
+  return true;
+}
+
+std::string gpipe::runtime::checkKernelDims(const GeneratedKernelSpec &kernel) {
+  const unsigned rank = kernel.rank;
+  if (rank < 1 || rank > kMaxKernelRank)
+    return "expected 'rank' from 1 to " + std::to_string(kMaxKernelRank) +
+           ", found " + std::to_string(rank);
+  const std::string within = "strictly ascending dimensions in [0, " +
+                             std::to_string(rank) + "), found ";
+  if (kernel.inputDims.size() != kernel.inputs)
+    return "expected 'inputDims' with " + std::to_string(kernel.inputs) +
+           " entr" + (kernel.inputs == 1 ? "y" : "ies") +
+           " (one per input), found " + std::to_string(kernel.inputDims.size());
+  for (size_t k = 0; k < kernel.inputDims.size(); ++k)
+    if (!ascendingBelow(kernel.inputDims[k], rank))
+      return "expected 'inputDims[" + std::to_string(k) + "]' as " + within +
+             dimsText(kernel.inputDims[k]);
+  if (!ascendingBelow(kernel.outputDims, rank))
+    return "expected 'outputDims' as " + within + dimsText(kernel.outputDims);
+  for (unsigned d = 0; d < rank; ++d) {
+    bool reduced = true, read = false;
+    for (unsigned o : kernel.outputDims)
+      reduced &= o != d;
+    for (const std::vector<unsigned> &dims : kernel.inputDims)
+      for (unsigned i : dims)
+        read |= i == d;
+    if (reduced && !read)
+      return "dimension " + std::to_string(d) + " is reduced ('outputDims' " +
+             dimsText(kernel.outputDims) +
+             " lacks it) but no input has it; expected each reduced "
+             "dimension in some 'inputDims'";
+  }
+  return {};
 }
 
 static std::string isaNames() {
@@ -60,10 +111,13 @@ bool Reader::readCode(const Json &root, GeneratedCode &out) {
     const std::string at = indexPath("code.kernels", i);
     GeneratedKernelSpec &spec = out.kernels[i];
     if (!expectObject(item, at) ||
-        !checkKeys(item, at, {"symbol", "inputs", "ops"}) ||
+        !checkKeys(
+            item, at,
+            {"symbol", "inputs", "ops", "rank", "inputDims", "outputDims"}) ||
         !getString(item, at, "symbol", spec.symbol) ||
         !getIndex(item, at, "inputs", spec.inputs) ||
-        !getString(item, at, "ops", spec.ops))
+        !getString(item, at, "ops", spec.ops) ||
+        !getIndex(item, at, "rank", spec.rank))
       return false;
     if (!isIdentifier(spec.symbol))
       return fail(at, "expected a C identifier 'symbol', found " +
@@ -72,6 +126,8 @@ bool Reader::readCode(const Json &root, GeneratedCode &out) {
       return fail(at, "expected 'inputs' from 1 to " +
                           std::to_string(kMaxKernelInputs) + ", found " +
                           std::to_string(spec.inputs));
+    if (!readKernelDims(item, at, spec))
+      return false;
     auto [it, fresh] = symbols.emplace(spec.symbol, i);
     if (!fresh)
       return fail(at, "kernel '" + spec.symbol + "' is declared twice (also " +
@@ -114,6 +170,64 @@ bool Reader::readCode(const Json &root, GeneratedCode &out) {
   return true;
 }
 
+/// "[8, 6]" (as the bundle's JSON writes it).
+static std::string intsText(const std::vector<int64_t> &values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+bool Reader::readDims(const Json &value, const std::string &path,
+                      const std::string &name, unsigned rank,
+                      std::vector<unsigned> &out) {
+  if (!value.is_array())
+    return fail(path,
+                "expected an array '" + name + "', found " + describe(value));
+  std::vector<int64_t> dims(value.size(), 0);
+  for (size_t j = 0; j < value.size(); ++j)
+    if (!integerValue(value[j], indexPath(path + "." + name, j),
+                      "a dimension (an integer)", dims[j]))
+      return false;
+  out.assign(dims.size(), 0);
+  for (size_t j = 0; j < dims.size(); ++j) {
+    if (dims[j] < 0 || dims[j] >= int64_t(rank))
+      return fail(path, "expected '" + name +
+                            "' as strictly ascending dimensions in [0, " +
+                            std::to_string(rank) + "), found " +
+                            intsText(dims));
+    out[j] = unsigned(dims[j]);
+  }
+  return true;
+}
+
+bool Reader::readKernelDims(const Json &item, const std::string &at,
+                            GeneratedKernelSpec &spec) {
+  if (spec.rank < 1 || spec.rank > kMaxKernelRank)
+    return fail(at, "expected 'rank' from 1 to " +
+                        std::to_string(kMaxKernelRank) + ", found " +
+                        std::to_string(spec.rank));
+  const Json *inputDims, *outputDims;
+  if (!getArray(item, at, "inputDims", inputDims) ||
+      !lookup(item, at, "outputDims", true, outputDims))
+    return false;
+  if (inputDims->size() != spec.inputs)
+    return fail(at, "expected 'inputDims' with " +
+                        plural(spec.inputs, "entry", "entries") +
+                        " (one per input), found " +
+                        std::to_string(inputDims->size()));
+  spec.inputDims.assign(inputDims->size(), {});
+  for (size_t k = 0; k < inputDims->size(); ++k)
+    if (!readDims((*inputDims)[k], at, indexPath("inputDims", k), spec.rank,
+                  spec.inputDims[k]))
+      return false;
+  if (!readDims(*outputDims, at, "outputDims", spec.rank, spec.outputDims))
+    return false;
+  // In range: what is left is the order and the reduced dimensions.
+  std::string error = checkKernelDims(spec);
+  return error.empty() || fail(at, error);
+}
+
 bool Reader::readKernelOp(const Json &json, const std::string &path, Op &op) {
   unsigned index = 0;
   if (!getIndex(json, path, "kernel", index))
@@ -130,5 +244,20 @@ bool Reader::readKernelOp(const Json &json, const std::string &path, Op &op) {
                           ") takes " + plural(spec.inputs, "input") +
                           ", found " + plural(op.operands.size(), "operand"));
   op.kernel = int(index);
+  // The sizes at the full batch; validateBundle matches them with the
+  // operands' shapes and the batch.
+  if (!getIntArray(json, path, "space", op.space) ||
+      !getBool(json, path, "batched", op.spaceBatched))
+    return false;
+  if (op.space.size() != spec.rank)
+    return fail(path, "kernel " + std::to_string(index) + " (" + spec.ops +
+                          ") has rank " + std::to_string(spec.rank) +
+                          ": expected 'space' with " +
+                          plural(spec.rank, "size") + ", found " +
+                          intsText(op.space));
+  for (int64_t size : op.space)
+    if (size < 1)
+      return fail(path,
+                  "expected 'space' sizes >= 1, found " + intsText(op.space));
   return true;
 }

@@ -211,6 +211,14 @@ private:
   /// stages, whose kernel ops it checks.
   bool readCode(const Json &root, GeneratedCode &code);
   bool readKernelOp(const Json &json, const std::string &path, Op &op);
+  /// A kernel's rank and dimensions (`code.kernels[i]`, `at`).
+  bool readKernelDims(const Json &item, const std::string &at,
+                      GeneratedKernelSpec &spec);
+  /// One list of dimensions, `name` in the object at `path`: integers in
+  /// [0, rank) (their order is checkKernelDims's).
+  bool readDims(const Json &value, const std::string &path,
+                const std::string &name, unsigned rank,
+                std::vector<unsigned> &out);
   bool readProgram(const Json &json, const std::string &path, unsigned device,
                    const Bundle &bundle, std::vector<Instr> &out);
   bool readInstr(const Json &json, const std::string &path, unsigned device,

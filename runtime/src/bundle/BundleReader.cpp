@@ -424,7 +424,7 @@ bool Reader::readOp(const Json &json, const std::string &path,
   if (info.attrs & ConvAttrs)
     keys.push_back("groups");
   if (info.attrs & KernelAttr)
-    keys.push_back("kernel");
+    keys.insert(keys.end(), {"kernel", "space", "batched"});
   if (!checkKeys(json, path, keys, "op '" + name + "'"))
     return false;
 

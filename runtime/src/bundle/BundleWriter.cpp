@@ -64,8 +64,11 @@ Json opJson(const Op &op) {
   const OpInfo &info = opInfo(op.kind);
   Json out = Json::object();
   out["op"] = info.name;
-  if (info.attrs & KernelAttr)
+  if (info.attrs & KernelAttr) {
     out["kernel"] = op.kernel;
+    out["space"] = intArray(op.space);
+    out["batched"] = op.spaceBatched;
+  }
   if (info.maxOperands > 0 || !op.operands.empty())
     out["operands"] = intArray(op.operands);
   if (info.results > 0 || !op.results.empty())
@@ -139,10 +142,17 @@ Json stageJson(const StageProgram &stage) {
 
 Json codeJson(const GeneratedCode &code) {
   Json kernels = Json::array();
-  for (const GeneratedKernelSpec &kernel : code.kernels)
+  for (const GeneratedKernelSpec &kernel : code.kernels) {
+    Json inputDims = Json::array();
+    for (const std::vector<unsigned> &dims : kernel.inputDims)
+      inputDims.push_back(dims);
     kernels.push_back({{"symbol", kernel.symbol},
                        {"inputs", kernel.inputs},
-                       {"ops", kernel.ops}});
+                       {"ops", kernel.ops},
+                       {"rank", kernel.rank},
+                       {"inputDims", std::move(inputDims)},
+                       {"outputDims", kernel.outputDims}});
+  }
   Json cpu = Json::array();
   for (const CodeVariant &variant : code.cpu)
     cpu.push_back({{"isa", variant.isa}, {"elf", encodeBase64(variant.bytes)}});

@@ -342,16 +342,29 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   case OpKind::Kernel: {
     if (!code)
       return "no generated code is loaded";
+    const GeneratedKernelSpec &kernel = bundle.code.kernels[size_t(op.kernel)];
     GeneratedCall call;
     call.entry = code->entry(size_t(op.kernel));
     call.output = out[0];
-    call.n = result->numElements();
+    call.space = op.space;
+    // A batched space runs the micro-batch's rows of dimension 0.
+    if (op.spaceBatched)
+      call.space[0] = op.space[0] / bundle.batch * rowsOf(m);
+    call.inputDims = kernel.inputDims;
+    call.outputDims = kernel.outputDims;
+    // validateBundle matched the counts at the full batch; the micro-batch
+    // keeps them.
+    auto mismatch = [&](const std::string &what, int64_t has,
+                        const std::vector<unsigned> &dims) {
+      return what + " has " + std::to_string(has) + " elements, the space " +
+             std::to_string(call.elementsAt(dims));
+    };
+    if (result->numElements() != call.outputElements())
+      return mismatch("the result", result->numElements(), call.outputDims);
     for (size_t k = 0; k < in.size(); ++k) {
-      // validateBundle matched the counts; the micro-batch keeps them.
-      if (in[k]->numElements() != call.n)
-        return "operand " + std::to_string(k) + " has " +
-               std::to_string(in[k]->numElements()) + " elements, the result " +
-               std::to_string(call.n);
+      if (in[k]->numElements() != call.elementsAt(call.inputDims[k]))
+        return mismatch("operand " + std::to_string(k), in[k]->numElements(),
+                        call.inputDims[k]);
       call.inputs.push_back(f(k));
     }
     b.generated(s, call);

@@ -2,8 +2,6 @@
 
 #include "gpipe/runtime/kernels/GeneratedCall.h"
 
-#include "gpipe/runtime/bundle/OpTable.h"
-
 #include <cassert>
 #include <cstdint>
 #include <functional>
@@ -11,21 +9,80 @@
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::device;
 
+MemRefDescriptor gpipe::runtime::device::contiguousMemRef(float *base,
+                                                          const int64_t *sizes,
+                                                          unsigned rank) {
+  assert(rank <= kMaxKernelRank);
+  MemRefDescriptor memref;
+  memref.allocated = memref.aligned = base;
+  int64_t stride = 1;
+  for (unsigned i = rank; i-- > 0;) {
+    memref.rest[i] = sizes[i];
+    memref.rest[rank + i] = stride;
+    stride *= sizes[i];
+  }
+  return memref;
+}
+
+GeneratedCall GeneratedCall::elementWise(GeneratedEntry entry,
+                                         std::vector<const float *> inputs,
+                                         float *output, int64_t n) {
+  GeneratedCall call;
+  call.entry = entry;
+  call.inputDims.assign(inputs.size(), {0});
+  call.inputs = std::move(inputs);
+  call.output = output;
+  call.space = {n};
+  call.outputDims = {0};
+  return call;
+}
+
+int64_t GeneratedCall::elementsAt(const std::vector<unsigned> &dims) const {
+  int64_t n = 1;
+  for (unsigned d : dims)
+    n *= space[d];
+  return n;
+}
+
+int64_t GeneratedCall::rowWork() const {
+  int64_t n = 1;
+  for (size_t d = 1; d < space.size(); ++d)
+    n *= space[d];
+  return n;
+}
+
 void gpipe::runtime::device::runGeneratedRange(const GeneratedCall &call,
                                                const float *const *inputs,
                                                int64_t begin, int64_t end) {
-  if (end <= begin)
+  const bool split = call.splitsRows();
+  if (split && end <= begin)
     return;
   const size_t count = call.inputs.size();
+  const unsigned rank = unsigned(call.space.size());
   assert(count >= 1 && count <= kMaxKernelInputs);
-  // Each descriptor starts at element `begin`: the kernel sees its range as
-  // a memref of its own, so that it never learns where the others start.
-  MemRef1D descriptors[kMaxKernelInputs + 1];
+  assert(rank >= 1 && rank <= kMaxKernelRank);
+  assert(call.inputDims.size() == count);
+  assert(split || (begin == 0 && end == call.space[0]));
+  // Each memref with dimension 0 starts at row `begin`: the kernel sees its
+  // range as a call of its own, so that it never learns where the others
+  // start.
+  MemRefDescriptor descriptors[kMaxKernelInputs + 1];
   void *args[kMaxKernelInputs + 1];
   for (size_t k = 0; k <= count; ++k) {
+    const std::vector<unsigned> &dims =
+        k < count ? call.inputDims[k] : call.outputDims;
     float *base = k < count ? const_cast<float *>(inputs[k]) : call.output;
-    descriptors[k].allocated = descriptors[k].aligned = base + begin;
-    descriptors[k].size = end - begin;
+    int64_t sizes[kMaxKernelRank];
+    for (size_t i = 0; i < dims.size(); ++i)
+      sizes[i] = call.space[dims[i]];
+    if (split && !dims.empty() && dims[0] == 0) {
+      int64_t stride0 = 1;
+      for (size_t i = 1; i < dims.size(); ++i)
+        stride0 *= sizes[i];
+      base += begin * stride0;
+      sizes[0] = end - begin;
+    }
+    descriptors[k] = contiguousMemRef(base, sizes, unsigned(dims.size()));
     args[k] = &descriptors[k];
   }
   call.entry(args);
@@ -37,14 +94,19 @@ std::vector<const float *> gpipe::runtime::device::separateOverlaps(
   // Compared as addresses of one flat memory (std::less: a total order even
   // across allocations).
   std::less<const float *> before;
-  const float *outBegin = call.output, *outEnd = call.output + call.n;
-  for (const float *&input : inputs) {
-    const float *inEnd = input + call.n;
+  const float *outBegin = call.output,
+              *outEnd = call.output + call.outputElements();
+  const bool elementWise = !call.reduces();
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const float *input = inputs[k];
+    const float *inEnd = input + call.elementsAt(call.inputDims[k]);
     const bool overlaps = before(input, outEnd) && before(outBegin, inEnd);
-    if (!overlaps || input == outBegin)
+    const bool inPlace = elementWise && input == outBegin &&
+                         call.inputDims[k] == call.outputDims;
+    if (!overlaps || inPlace)
       continue;
     copies.emplace_back(input, inEnd);
-    input = copies.back().data();
+    inputs[k] = copies.back().data();
   }
   return inputs;
 }
@@ -52,5 +114,5 @@ std::vector<const float *> gpipe::runtime::device::separateOverlaps(
 void gpipe::runtime::device::runGeneratedOnHost(const GeneratedCall &call) {
   std::vector<std::vector<float>> copies;
   std::vector<const float *> inputs = separateOverlaps(call, copies);
-  runGeneratedRange(call, inputs.data(), 0, call.n);
+  runGeneratedRange(call, inputs.data(), 0, call.space[0]);
 }

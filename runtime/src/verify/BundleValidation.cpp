@@ -168,6 +168,9 @@ static std::string validateCode(const GeneratedCode &code) {
       return "generated kernel " + std::to_string(k) + " ('" + kernel.symbol +
              "') takes " + std::to_string(kernel.inputs) +
              " inputs; expected 1 to " + std::to_string(kMaxKernelInputs);
+    if (std::string error = checkKernelDims(kernel); !error.empty())
+      return "generated kernel " + std::to_string(k) + " ('" + kernel.symbol +
+             "'): " + error;
   }
   if (!code.kernels.empty() && code.cpu.empty())
     return "the bundle has " + std::to_string(code.kernels.size()) +

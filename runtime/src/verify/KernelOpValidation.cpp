@@ -1,20 +1,55 @@
 //===- KernelOpValidation.cpp - Operands of a generated kernel op ---------===//
 //
 // A kernel op runs one of the bundle's generated kernels (Bundle::code): as
-// many operands as the kernel's inputs, all f32 and element-wise: as many
-// elements as the result, batched as it is (so that they also match at a
-// micro-batch's rows). StageValidation.cpp checks the result count first.
+// many operands as the kernel's inputs, all f32, over the op's iteration
+// space (one size per dimension of the kernel). Operand k holds the sizes of
+// the space at the kernel's inputDims[k], the result those at its
+// outputDims: so many elements each. A batched space has the batch in
+// dimension 0, a multiple of the bundle's batch that a micro-batch scales
+// to its rows; exactly the values with that dimension are batched then
+// (so that they also match at a micro-batch's rows). StageValidation.cpp
+// checks the result count first; validateCode, the kernel's dimensions.
 //
 //===----------------------------------------------------------------------===//
 
 #include "verify/ValidationText.h"
 
+#include <limits>
+
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::detail;
 
-std::string gpipe::runtime::detail::checkKernelShapes(
-    const Op &op, const StageProgram &stage, const GeneratedCode &code) {
-  const std::vector<GeneratedKernelSpec> &kernels = code.kernels;
+namespace {
+
+/// The product of `space` at `dims`, or -1 past int64_t.
+int64_t elementsAt(const std::vector<int64_t> &space,
+                   const std::vector<unsigned> &dims) {
+  int64_t n = 1;
+  for (unsigned d : dims) {
+    if (space[d] > 0 && n > std::numeric_limits<int64_t>::max() / space[d])
+      return -1;
+    n *= space[d];
+  }
+  return n;
+}
+
+std::string dimsString(const std::vector<unsigned> &dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+bool hasDim0(const std::vector<unsigned> &dims) {
+  return !dims.empty() && dims[0] == 0;
+}
+
+} // namespace
+
+std::string gpipe::runtime::detail::checkKernelShapes(const Op &op,
+                                                      const StageProgram &stage,
+                                                      const Bundle &bundle) {
+  const std::vector<GeneratedKernelSpec> &kernels = bundle.code.kernels;
   if (op.kernel < 0 || size_t(op.kernel) >= kernels.size())
     return "runs kernel " + std::to_string(op.kernel) +
            ", but the bundle has " + std::to_string(kernels.size()) +
@@ -27,26 +62,54 @@ std::string gpipe::runtime::detail::checkKernelShapes(
            " input" + (kernel.inputs == 1 ? "" : "s") + ", with " +
            std::to_string(op.operands.size()) + " operand" +
            (op.operands.size() == 1 ? "" : "s");
-  const ValueSpec &result = stage.values[op.results[0]];
-  if (result.type != ElementType::F32)
-    return std::string("expects result 0 of type f32, got ") +
-           typeName(result.type);
-  const int64_t n = product(result.shape);
-  for (size_t i = 0; i < op.operands.size(); ++i) {
-    const ValueSpec &operand = stage.values[op.operands[i]];
-    const std::string what = "operand " + std::to_string(i);
-    if (operand.type != ElementType::F32)
-      return "expects " + what + " of type f32, got " + typeName(operand.type);
-    if (product(operand.shape) != n)
-      return "runs " + name + " element-wise: expects " + what + " with " +
-             std::to_string(n) + " elements (the result's " +
-             shapeString(result.shape) + "), got " +
-             std::to_string(product(operand.shape)) + " (" +
-             shapeString(operand.shape) + ")";
-    if (operand.batched != result.batched)
-      return "runs " + name + " element-wise: expects " + what + " to be " +
-             (result.batched ? "batched" : "not batched") +
-             ", as the result is";
-  }
+  if (std::string error = checkKernelDims(kernel); !error.empty())
+    return "runs " + name + ": " + error;
+  if (op.space.size() != kernel.rank)
+    return "runs " + name + " of rank " + std::to_string(kernel.rank) +
+           " over a space of " + std::to_string(op.space.size()) + " size" +
+           (op.space.size() == 1 ? "" : "s") + " " + shapeString(op.space);
+  for (int64_t size : op.space)
+    if (size < 1)
+      return "runs " + name + " over space " + shapeString(op.space) +
+             ": expected every size >= 1";
+  const std::string over = "runs " + name + " over " +
+                           (op.spaceBatched ? "batched " : "") + "space " +
+                           shapeString(op.space) + ": ";
+  if (op.spaceBatched && op.space[0] % bundle.batch != 0)
+    return over + "expects space[0] = " + std::to_string(op.space[0]) +
+           " to be a multiple of the batch " + std::to_string(bundle.batch);
+
+  // Element counts and batching, the result first.
+  const bool checkBatching = bundle.batch > 1;
+  auto check = [&](const ValueSpec &value, const std::string &what,
+                   const std::vector<unsigned> &dims) -> std::string {
+    if (value.type != ElementType::F32)
+      return std::string("expects ") + what + " of type f32, got " +
+             typeName(value.type);
+    const int64_t expected = elementsAt(op.space, dims);
+    if (expected < 0 || product(value.shape) != expected)
+      return over + "expects " + what + " with " +
+             (expected < 0 ? std::string("more than 2^63")
+                           : std::to_string(expected)) +
+             " elements (the sizes at dims " + dimsString(dims) + "), got " +
+             std::to_string(product(value.shape)) + " (" +
+             shapeString(value.shape) + ")";
+    const bool batched = op.spaceBatched && hasDim0(dims);
+    if (checkBatching && value.batched != batched)
+      return over + "expects " + what + (batched ? " " : " not ") +
+             "to be batched (dims " + dimsString(dims) + "), got a value " +
+             (value.batched ? "that is" : "that is not");
+    return {};
+  };
+  if (std::string error =
+          check(stage.values[op.results[0]], "result 0", kernel.outputDims);
+      !error.empty())
+    return error;
+  for (size_t k = 0; k < op.operands.size(); ++k)
+    if (std::string error =
+            check(stage.values[op.operands[k]], "operand " + std::to_string(k),
+                  kernel.inputDims[k]);
+        !error.empty())
+      return error;
   return {};
 }

@@ -274,7 +274,7 @@ std::string StageValidator::checkShapes(const Op &op) {
   case OpKind::Zeros:
     return f32Except({});
   case OpKind::Kernel:
-    return checkKernelShapes(op, program, bundle.code);
+    return checkKernelShapes(op, program, bundle);
   case OpKind::Conv2d:
   case OpKind::Conv2dGrad:
   case OpKind::MaxPool2d:

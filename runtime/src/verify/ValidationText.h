@@ -51,10 +51,11 @@ std::string checkImageOpShapes(const Op &op, const StageProgram &stage);
 /// (AttentionValidation.cpp), in `stage`'s program.
 std::string checkAttentionShapes(const Op &op, const StageProgram &stage);
 
-/// The operands of a kernel op against its generated kernel in `code`
-/// (KernelOpValidation.cpp), in `stage`'s program.
+/// The operands and result of a kernel op against its generated kernel in
+/// `bundle.code` and its iteration space (KernelOpValidation.cpp), in
+/// `stage`'s program.
 std::string checkKernelShapes(const Op &op, const StageProgram &stage,
-                              const GeneratedCode &code);
+                              const Bundle &bundle);
 
 } // namespace gpipe::runtime::detail
 

@@ -1,12 +1,17 @@
 /*===- GeneratedKernels.c - Stand-ins for compiler-generated kernels ------===//
  *
  * What the compiler's code generation will put in a bundle (Bundle::code),
- * written by hand for the runtime's tests: element-wise kernels with MLIR's
- * C interface, `void gpipe_kernel_<k>_<tag>(void **args)`, args pointing at
- * 1-D f32 memref descriptors, the inputs first and the output last. Each
- * reads element i of every input and then writes element i of the output,
- * in order, honouring the descriptors' offset and stride, as a generated
- * loop does. Built twice, with two tags, for "code of another bundle".
+ * written by hand for the runtime's tests: kernels with MLIR's C interface,
+ * `void gpipe_kernel_<k>_<tag>(void **args)`, args pointing at f32 memref
+ * descriptors (StridedMemRefType<float, r>, declared here per rank as MLIR
+ * lays them out), the inputs first and the output last. Kernels 0 to 2 are
+ * element-wise over one dimension: each reads element i of every input and
+ * then writes element i of the output, in order. Kernels 3 to 6 have two
+ * dimensions: a broadcasting add, a row sum, a column sum and a row sum plus
+ * a vector; the sums
+ * accumulate in their output, zeroed first, as a generated reduction does.
+ * Every kernel honours the descriptors' offset, sizes and strides.
+ * Built twice, with two tags, for "code of another bundle".
  *
  *===----------------------------------------------------------------------===*/
 
@@ -19,25 +24,40 @@
 #define GPIPE_NAME(index, tag) GPIPE_PASTE(gpipe_kernel_##index##_, tag)
 #define GPIPE_KERNEL(index) GPIPE_NAME(index, GPIPE_TEST_KERNEL_TAG)
 
+/* StridedMemRefType<float, 1> */
 typedef struct {
   float *allocated;
   float *aligned;
   int64_t offset;
-  int64_t size;
-  int64_t stride;
+  int64_t sizes[1];
+  int64_t strides[1];
 } MemRef1D;
+
+/* StridedMemRefType<float, 2> */
+typedef struct {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+} MemRef2D;
 
 static float at(void *arg, int64_t i) {
   MemRef1D *m = (MemRef1D *)arg;
-  return m->aligned[m->offset + i * m->stride];
+  return m->aligned[m->offset + i * m->strides[0]];
 }
 
 static void set(void *arg, int64_t i, float value) {
   MemRef1D *m = (MemRef1D *)arg;
-  m->aligned[m->offset + i * m->stride] = value;
+  m->aligned[m->offset + i * m->strides[0]] = value;
 }
 
-static int64_t sizeOf(void *arg) { return ((MemRef1D *)arg)->size; }
+static int64_t sizeOf(void *arg) { return ((MemRef1D *)arg)->sizes[0]; }
+
+static float *at2(void *arg, int64_t i, int64_t j) {
+  MemRef2D *m = (MemRef2D *)arg;
+  return &m->aligned[m->offset + i * m->strides[0] + j * m->strides[1]];
+}
 
 /* add(in0,in1)->t0; relu(t0)->out */
 void GPIPE_KERNEL(0)(void **args) {
@@ -57,4 +77,48 @@ void GPIPE_KERNEL(1)(void **args) {
 void GPIPE_KERNEL(2)(void **args) {
   for (int64_t i = 0; i < sizeOf(args[2]); ++i)
     set(args[2], i, at(args[1], i) > 0.0f ? at(args[0], i) : 0.0f);
+}
+
+/* add(in0,in1)->out, in0 [rows, cols] (dims 0, 1), in1 [cols] (dim 1):
+ * in1 broadcast over the rows. */
+void GPIPE_KERNEL(3)(void **args) {
+  MemRef2D *out = (MemRef2D *)args[2];
+  for (int64_t i = 0; i < out->sizes[0]; ++i)
+    for (int64_t j = 0; j < out->sizes[1]; ++j)
+      *at2(out, i, j) = *at2(args[0], i, j) + at(args[1], j);
+}
+
+/* reduce_sum(in0, dim 1)->out: in0 [rows, cols] -> out [rows] (dim 0).
+ * Each output element is zeroed, then the row added into it. */
+void GPIPE_KERNEL(4)(void **args) {
+  MemRef2D *in = (MemRef2D *)args[0];
+  for (int64_t i = 0; i < in->sizes[0]; ++i) {
+    set(args[1], i, 0.0f);
+    for (int64_t j = 0; j < in->sizes[1]; ++j)
+      set(args[1], i, at(args[1], i) + *at2(in, i, j));
+  }
+}
+
+/* reduce_sum(in0, dim 0)->out: in0 [rows, cols] -> out [cols] (dim 1):
+ * dimension 0 is reduced. The output is filled first, then each row added
+ * in order. */
+void GPIPE_KERNEL(5)(void **args) {
+  MemRef2D *in = (MemRef2D *)args[0];
+  for (int64_t j = 0; j < sizeOf(args[1]); ++j)
+    set(args[1], j, 0.0f);
+  for (int64_t i = 0; i < in->sizes[0]; ++i)
+    for (int64_t j = 0; j < in->sizes[1]; ++j)
+      set(args[1], j, at(args[1], j) + *at2(in, i, j));
+}
+
+/* reduce_sum(in0, dim 1)->t0; add(t0,in1)->out: in0 [rows, cols], in1 and
+ * out [rows] (dim 0): the row sums plus in1, accumulated in the output. */
+void GPIPE_KERNEL(6)(void **args) {
+  MemRef2D *in = (MemRef2D *)args[0];
+  for (int64_t i = 0; i < in->sizes[0]; ++i) {
+    set(args[2], i, 0.0f);
+    for (int64_t j = 0; j < in->sizes[1]; ++j)
+      set(args[2], i, at(args[2], i) + *at2(in, i, j));
+    set(args[2], i, at(args[2], i) + at(args[1], i));
+  }
 }

@@ -319,15 +319,23 @@ void CpuBackend::relu(StreamId s, const float *x, float *y, int64_t n) {
         [=](int64_t b, int64_t e) { cpu::reluForward(x + b, y + b, e - b); });
 }
 void CpuBackend::generated(StreamId s, const GeneratedCall &call) {
-  if (call.n <= 0)
+  if (call.outputElements() <= 0)
     return;
   IntraOpPool *pool = poolOf(s);
   enqueue(s, [call, pool] {
-    // The copies of partly overlapping inputs come first, whole: a thread's
-    // range of the output may be another's range of the input.
+    // The copies of overlapping inputs come first, whole: a thread's range
+    // of the output may be another's range of the input.
     std::vector<std::vector<float>> copies;
     std::vector<const float *> inputs = separateOverlaps(call, copies);
-    pool->parallelFor(call.n, kElementGrain, [&](int64_t b, int64_t e) {
+    // Rows of dimension 0 as splitRows splits a row-wise op's; a kernel
+    // that reduces dimension 0 runs whole.
+    if (!call.splitsRows()) {
+      runGeneratedRange(call, inputs.data(), 0, call.space[0]);
+      return;
+    }
+    const int64_t grain = std::max<int64_t>(
+        1, kElementGrain / std::max<int64_t>(call.rowWork(), 1));
+    pool->parallelFor(call.space[0], grain, [&](int64_t b, int64_t e) {
       runGeneratedRange(call, inputs.data(), b, e);
     });
   });

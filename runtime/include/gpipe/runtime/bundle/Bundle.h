@@ -90,6 +90,12 @@ struct Op {
   /// compiler's choice, OpTable.h's fusionOf).
   FusionKind fusion = FusionKind::None;
   int kernel = -1; ///< Kernel: its index in Bundle::code.kernels
+  /// Kernel: the iteration sizes at the full batch, one per dimension of the
+  /// kernel (GeneratedKernelSpec::rank), each >= 1.
+  std::vector<int64_t> space;
+  /// Kernel: space[0] holds the batch dimension, so that a micro-batch of
+  /// `rows` rows runs space[0] / batch * rows iterations of it.
+  bool spaceBatched = false;
 };
 
 /// Where a stage input comes from.
@@ -222,20 +228,43 @@ struct MemoryPlan {
   std::vector<PlannedDeviceMemory> devices; ///< empty: no plan
 };
 
-/// Generated code (docs/BundleFormat.md, "Generated kernels"): element-wise
-/// kernels the compiler fused and compiled to native code, which `kernel`
-/// ops run. The runtime interprets none of it: it loads the variant this CPU
-/// runs (backends/GeneratedCode.h) and calls each kernel's entry,
+/// Generated code (docs/BundleFormat.md, "Generated kernels"): the kernels
+/// the compiler fused and compiled to native code, which `kernel` ops run.
+/// The runtime interprets none of it: it loads the variant this CPU runs
+/// (backends/GeneratedCode.h) and calls each kernel's entry,
 ///   extern "C" void <symbol>(void **args),
-/// with `inputs` + 1 pointers to 1-D f32 memref descriptors {allocated,
-/// aligned, offset, size, stride}: the inputs, then the output.
+/// with `inputs` + 1 pointers to f32 memref descriptors (MLIR's
+/// StridedMemRefType<float, r>): the inputs, then the output
+/// (kernels/GeneratedCall.h).
+///
+/// A kernel iterates over `rank` dimensions (the op's `space` gives their
+/// sizes). Input k has the dimensions inputDims[k] and the output those of
+/// outputDims, each list strictly ascending: an input that lacks a
+/// dimension is broadcast along it, and a dimension the output lacks is
+/// reduced (summed or maxed) inside the kernel. An element-wise kernel's
+/// output has every dimension.
 struct GeneratedKernelSpec {
   std::string symbol;  ///< the entry's name in every variant
   unsigned inputs = 1; ///< 1 to kMaxKernelInputs (OpTable.h)
   /// What it computes ("add(in0,in1)->t0; relu(t0)->out"): for messages
   /// only, never interpreted.
   std::string ops;
+  unsigned rank = 1; ///< 1 to kMaxKernelRank (OpTable.h)
+  /// Per input: the iteration dimensions it has, ascending, in [0, rank).
+  std::vector<std::vector<unsigned>> inputDims;
+  /// The output's dimensions, ascending, in [0, rank): the others are
+  /// reduced, and each of those is some input's.
+  std::vector<unsigned> outputDims;
+
+  /// Whether some dimension is reduced (the output lacks it).
+  bool reduces() const { return outputDims.size() < rank; }
 };
+
+/// "" when `kernel`'s rank and dimensions are as GeneratedKernelSpec says,
+/// else what was expected and found ("expected 'inputDims[1]' as strictly
+/// ascending dimensions in [0, 2), found [1, 1]"), naming the fields as the
+/// bundle file does (BundleCodeReader.cpp).
+std::string checkKernelDims(const GeneratedKernelSpec &kernel);
 
 /// The x86-64 levels a CPU variant is built for, narrowest first: the
 /// psABI's baseline (SSE2), v3 (AVX2, FMA, BMI2, F16C, MOVBE, LZCNT) and v4

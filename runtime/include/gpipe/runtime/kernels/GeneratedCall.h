@@ -6,18 +6,39 @@
 //   extern "C" void <symbol>(void **args);
 //
 // `args` holds inputs + 1 pointers, the inputs first and then the output,
-// each to a 1-D f32 memref descriptor. A kernel reads every input at element
-// i and writes out[i], for i in [0, size): element-wise, so a range of
-// elements may run apart from the others (the CPU backend splits it over its
-// threads) and an output that IS an input runs in place. An output that
-// overlaps an input only in part would read elements the kernel has already
-// written: such an input is copied first.
+// each to an f32 memref descriptor, StridedMemRefType<float, r>:
+//
+//   struct { float *allocated; float *aligned; int64_t offset;
+//            int64_t sizes[r]; int64_t strides[r]; }
+//
+// (rank 0: the first three fields only). A kernel iterates over an
+// iteration space of `rank` dimensions (the kernel op's `space`, its first
+// size scaled to a micro-batch's rows when batched). Input k has the
+// dimensions inputDims[k] of that space, the output those of outputDims,
+// each ascending: descriptor k has r = inputDims[k].size(), sizes[i] =
+// space[inputDims[k][i]], and row-major contiguous strides (the last 1). An
+// input that lacks a dimension is broadcast along it; a dimension the
+// output lacks is reduced (summed or maxed) inside the kernel.
+//
+// When the output has dimension 0, a range of it may run apart from the
+// others (the CPU backend splits [0, space[0]) over its threads): each range
+// is a call of its own whose memrefs with dimension 0 start at the range's
+// first row (allocated = aligned = base + begin * stride0, sizes[0] = the
+// range's rows), the others whole. A kernel that reduces dimension 0 runs
+// whole, on one thread. An element-wise kernel (no dimension reduced) may
+// write in place: its output IS an input with the output's dimensions. Any
+// other input that overlaps the output's bytes would read elements the
+// kernel has already written, or that another range writes: it is copied
+// first (separateOverlaps).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_RUNTIME_KERNELS_GENERATEDCALL_H
 #define GPIPE_RUNTIME_KERNELS_GENERATEDCALL_H
 
+#include "gpipe/runtime/bundle/OpTable.h"
+
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -26,32 +47,72 @@ namespace gpipe::runtime::device {
 /// A generated kernel's entry (its symbol in the loaded code).
 using GeneratedEntry = void (*)(void **args);
 
-/// MLIR's descriptor of a 1-D f32 memref (StridedMemRefType<float, 1>).
-struct MemRef1D {
+/// MLIR's descriptor of an f32 memref of any rank r <= kMaxKernelRank:
+/// StridedMemRefType<float, r> is {allocated, aligned, offset, sizes[r],
+/// strides[r]}, every field 8 bytes and none padded, so this one struct,
+/// with the sizes at rest[0, r) and the strides at rest[r, 2r), is laid out
+/// as each of them (a kernel of rank r reads no further).
+struct MemRefDescriptor {
   float *allocated = nullptr;
   float *aligned = nullptr;
   int64_t offset = 0;
-  int64_t size = 0;
-  int64_t stride = 1;
+  int64_t rest[2 * kMaxKernelRank] = {};
 };
+static_assert(sizeof(float *) == 8 &&
+                  offsetof(MemRefDescriptor, offset) == 16 &&
+                  offsetof(MemRefDescriptor, rest) == 24 &&
+                  sizeof(MemRefDescriptor) == 24 + 16 * kMaxKernelRank,
+              "MemRefDescriptor is laid out as StridedMemRefType<float, r>");
 
-/// out[i] = kernel(inputs[0][i], ..., inputs[k-1][i]) for i in [0, n).
+/// The descriptor of a row-major contiguous memref of `rank` dimensions
+/// with `sizes` at `base` (offset 0, allocated = aligned = base).
+MemRefDescriptor contiguousMemRef(float *base, const int64_t *sizes,
+                                  unsigned rank);
+
+/// One call of a generated kernel over its whole iteration space.
 struct GeneratedCall {
   GeneratedEntry entry = nullptr;
   std::vector<const float *> inputs;
   float *output = nullptr;
-  int64_t n = 0;
+  /// The iteration sizes of this call, one per dimension of the kernel
+  /// (space[0] already scaled to the micro-batch's rows when batched).
+  std::vector<int64_t> space;
+  /// GeneratedKernelSpec's: per input the dimensions it has, and the
+  /// output's; each ascending.
+  std::vector<std::vector<unsigned>> inputDims;
+  std::vector<unsigned> outputDims;
+
+  /// A 1-D element-wise call: out[i] = kernel(inputs[0][i], ...) for i in
+  /// [0, n).
+  static GeneratedCall elementWise(GeneratedEntry entry,
+                                   std::vector<const float *> inputs,
+                                   float *output, int64_t n);
+
+  /// The elements of a memref with `dims`: the product of their sizes.
+  int64_t elementsAt(const std::vector<unsigned> &dims) const;
+  int64_t outputElements() const { return elementsAt(outputDims); }
+  /// Whether the output has dimension 0, so that ranges of it may run
+  /// apart; otherwise the call runs whole.
+  bool splitsRows() const { return !outputDims.empty() && outputDims[0] == 0; }
+  /// Whether a dimension is reduced (the output lacks it).
+  bool reduces() const { return outputDims.size() < space.size(); }
+  /// The iterations of one index of dimension 0: the product of the other
+  /// sizes (a row's work, for splitting).
+  int64_t rowWork() const;
 };
 
-/// Runs elements [begin, end) of `call` on this thread, reading its inputs
-/// from `inputs` (call.inputs, or copies of them: separateOverlaps).
+/// Runs rows [begin, end) of dimension 0 of `call` on this thread, reading
+/// its inputs from `inputs` (call.inputs, or copies of them:
+/// separateOverlaps). A call that does not split rows (splitsRows()) takes
+/// only the whole range [0, space[0]).
 void runGeneratedRange(const GeneratedCall &call, const float *const *inputs,
                        int64_t begin, int64_t end);
 
 /// The inputs `call` may read while it writes its output: call.inputs, but
-/// for each that overlaps the output in part (not at the same address), a
-/// copy in `copies`. Run when the call runs, not when it is issued: the
-/// copies take the inputs' values of that moment.
+/// for each whose elements overlap the output's, except an element-wise
+/// kernel's input at the output's very address with the output's
+/// dimensions (in place), a copy in `copies`. Run when the call runs, not
+/// when it is issued: the copies take the inputs' values of that moment.
 std::vector<const float *>
 separateOverlaps(const GeneratedCall &call,
                  std::vector<std::vector<float>> &copies);
