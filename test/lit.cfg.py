@@ -31,6 +31,15 @@ if config.gpipe_have_mpi and shutil.which("mpirun"):
     if os.path.exists(os.path.join(config.gpipe_tools_dir, "gpipe-mpi-bench")):
         config.available_features.add("mpi-bench")
 
+# ptxas, the CUDA toolkit's PTX assembler (no GPU needed): the generated PTX
+# kernels are assembled where it is installed (PATH, or /usr/local/cuda/bin).
+ptxas = shutil.which("ptxas")
+if not ptxas and os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
+    ptxas = "/usr/local/cuda/bin/ptxas"
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+
 # A machine with an NVIDIA GPU (the device tool's): tests of the no-GPU path
 # do not apply there.
 import shutil, subprocess

@@ -15,6 +15,7 @@
 #include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
 #include "gpipe/Dialect/GPipe/Transforms/SplitBackward.h"
 #include "gpipe/Target/KernelRegions.h"
+#include "gpipe/Target/PtxKernels.h"
 #include "gpipe/runtime/bundle/BundleChecksum.h"
 #include "gpipe/runtime/bundle/OpTable.h"
 
@@ -578,7 +579,8 @@ static std::string weightsPath(ModelOp model, StringRef sourcePath) {
 FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
                                                ScheduleOp schedule,
                                                StringRef sourcePath,
-                                               KernelCodegen codegen) {
+                                               KernelCodegen codegen,
+                                               bool ptx) {
   Block &body = model.getBody().front();
   SmallVector<StageOp> stages = llvm::to_vector(body.getOps<StageOp>());
   if (stages.empty())
@@ -667,8 +669,17 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
       cpu.push_back(
           json::Object{{"isa", variant.isa},
                        {"elf", llvm::encodeBase64(variant.sharedObject)}});
-    bundle["code"] =
-        json::Object{{"kernels", kernels.describe()}, {"cpu", std::move(cpu)}};
+    json::Object section{{"kernels", kernels.describe()},
+                         {"cpu", std::move(cpu)}};
+    if (ptx) {
+      FailureOr<std::string> text =
+          compilePtxKernels(kernels.kernels(), kDefaultPtxChip, model.getLoc());
+      if (failed(text))
+        return failure();
+      section["cuda"] = json::Object{{"arch", kDefaultPtxChip},
+                                     {"ptx", std::move(*text)}};
+    }
+    bundle["code"] = std::move(section);
   }
   return json::Value(std::move(bundle));
 }
@@ -676,7 +687,7 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
 LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
                                              llvm::raw_ostream &os,
                                              StringRef sourcePath,
-                                             KernelCodegen codegen) {
+                                             KernelCodegen codegen, bool ptx) {
   auto schedules = llvm::to_vector(module.getOps<ScheduleOp>());
   if (schedules.size() != 1)
     return module.emitError()
@@ -693,7 +704,7 @@ LogicalResult gpipe::translateModuleToBundle(ModuleOp module,
   if (failed(verifyUnrolledSchedule(schedule)))
     return failure();
   FailureOr<json::Value> bundle =
-      emitBundle(model, schedule, sourcePath, codegen);
+      emitBundle(model, schedule, sourcePath, codegen, ptx);
   if (failed(bundle))
     return failure();
   std::string text = llvm::formatv("{0:2}", *bundle).str();
@@ -713,6 +724,12 @@ void gpipe::registerToBundleTranslation() {
                      "the runtime's library kernels"),
           clEnumValN(KernelCodegen::Native, "native",
                      "kernels generated for each run of element-wise ops")));
+  // gpipe-compile's ptx option.
+  static llvm::cl::opt<bool> translatePtx(
+      "gpipe-ptx",
+      llvm::cl::desc("with --gpipe-to-bundle: also write the generated "
+                     "kernels as PTX for CUDA (sm_90), code.cuda"),
+      llvm::cl::init(false));
   // Parses the input itself (rather than through TranslateFromMLIR) to know
   // the input file, against which a relative weights path is resolved.
   TranslateRegistration registration(
@@ -734,6 +751,7 @@ void gpipe::registerToBundleTranslation() {
         if (source.consume_front("within split at "))
           source = source.take_front(source.rfind(':'));
         return translateModuleToBundle(*module, os, source,
-                                       translateCodegen.getValue());
+                                       translateCodegen.getValue(),
+                                       translatePtx.getValue());
       });
 }

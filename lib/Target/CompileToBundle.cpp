@@ -21,7 +21,8 @@ gpipe::compileModuleToBundle(ModuleOp module,
   buildCompilePipeline(pm, options);
   if (failed(pm.run(module)))
     return failure();
-  return translateModuleToBundle(module, os, sourcePath, options.codegen);
+  return translateModuleToBundle(module, os, sourcePath, options.codegen,
+                                 options.ptx);
 }
 
 LogicalResult gpipe::compileSourceToBundle(

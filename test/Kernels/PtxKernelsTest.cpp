@@ -16,6 +16,7 @@
 
 #include "NativeKernelsSupport.h"
 
+#include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/Target/PtxKernels.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -24,6 +25,7 @@
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
@@ -334,6 +336,59 @@ TEST(PtxKernels, BadKernelsAndChipsAreRefused) {
   ptx = compilePtx({{"gpipe_test_ok", single("exp", 1)}}, "sm_80");
   EXPECT_TRUE(ptx.ok) << ptx.diagnostics;
   EXPECT_NE(ptx.text.find(".target sm_80"), std::string::npos);
+}
+
+// The compile pipeline's `ptx` option: code.cuda beside code.cpu, an entry
+// for each kernel of code.kernels.
+TEST(PtxKernels, TheCompilePipelinesPtxOptionWritesCodeCuda) {
+  const char *model = R"mlir(
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xf32>
+  %h = gpipe.layer "act" -> tensor<4x8xf32> {
+    %s = gpipe.param "s" ones : tensor<8xf32>
+    %0 = gpipe.mul %x, %s : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    %1 = gpipe.sin %0 : tensor<4x8xf32>
+    %2 = gpipe.exp %1 : tensor<4x8xf32>
+    gpipe.yield %2 : tensor<4x8xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %h, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+)mlir";
+  for (bool ptx : {false, true}) {
+    CompilePipelineOptions options;
+    options.numStages = 1;
+    options.numMicrobatches = 2;
+    options.ptx = ptx;
+    std::string json, diagnostics;
+    ASSERT_TRUE(mlir::succeeded(
+        compileSourceToBundle(model, options, json, diagnostics)))
+        << diagnostics;
+    llvm::Expected<llvm::json::Value> bundle = llvm::json::parse(json);
+    ASSERT_TRUE(bool(bundle)) << llvm::toString(bundle.takeError());
+    const llvm::json::Object *code = bundle->getAsObject()->getObject("code");
+    ASSERT_TRUE(code);
+    EXPECT_TRUE(code->getArray("cpu"));
+    const llvm::json::Object *cuda = code->getObject("cuda");
+    ASSERT_EQ(bool(cuda), ptx);
+    if (!ptx)
+      continue;
+    EXPECT_EQ(cuda->getString("arch"), std::optional<llvm::StringRef>("sm_90"));
+    std::optional<llvm::StringRef> text = cuda->getString("ptx");
+    ASSERT_TRUE(text);
+    const llvm::json::Array *kernels = code->getArray("kernels");
+    ASSERT_TRUE(kernels && !kernels->empty());
+    for (const llvm::json::Value &kernel : *kernels) {
+      std::optional<llvm::StringRef> symbol =
+          kernel.getAsObject()->getString("symbol");
+      ASSERT_TRUE(symbol);
+      EXPECT_TRUE(text->contains((".entry " + *symbol + "(").str()))
+          << symbol->str();
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

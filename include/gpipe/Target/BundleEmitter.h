@@ -20,17 +20,19 @@ namespace gpipe {
 /// `sourcePath` is the file the model was read from: the model's relative
 /// `gpipe.weights` path is resolved against its directory and written
 /// absolute; with no file ("", "<stdin>", a name whose directory does not
-/// exist) it is written as it is.
+/// exist) it is written as it is. With `ptx`, a bundle with generated
+/// kernels also carries them as PTX (code.cuda: PtxKernels.h).
 mlir::FailureOr<llvm::json::Value>
 emitBundle(ModelOp model, ScheduleOp schedule, llvm::StringRef sourcePath = "",
-           KernelCodegen codegen = KernelCodegen::None);
+           KernelCodegen codegen = KernelCodegen::None, bool ptx = false);
 
 /// Writes the bundle of the module's only schedule and its model as JSON
-/// (`sourcePath` as in emitBundle).
+/// (`sourcePath` and `ptx` as in emitBundle).
 mlir::LogicalResult
 translateModuleToBundle(mlir::ModuleOp module, llvm::raw_ostream &os,
                         llvm::StringRef sourcePath = "",
-                        KernelCodegen codegen = KernelCodegen::None);
+                        KernelCodegen codegen = KernelCodegen::None,
+                        bool ptx = false);
 
 /// Number of stages of a model.
 unsigned getStagesCount(ModelOp model);

@@ -97,6 +97,11 @@ struct CompilePipelineOptions
           clEnumValN(KernelCodegen::Native, "native",
                      "kernels generated through MLIR for each run of "
                      "element-wise ops, as native CPU code in the bundle"))};
+  Option<bool> ptx{
+      *this, "ptx",
+      llvm::cl::desc("also write the bundle's generated kernels as PTX for "
+                     "CUDA (sm_90), code.cuda beside code.cpu"),
+      llvm::cl::init(false)};
   Option<bool> splitLayers{
       *this, "split-layers",
       llvm::cl::desc("cut layers with several heavy ops (two products, two "
