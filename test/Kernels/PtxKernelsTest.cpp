@@ -338,6 +338,39 @@ TEST(PtxKernels, BadKernelsAndChipsAreRefused) {
   EXPECT_NE(ptx.text.find(".target sm_80"), std::string::npos);
 }
 
+// The stages for dumps: the gpu.module as built, and lowered to NVVM.
+TEST(PtxKernels, TheIRPrintsAtEachStage) {
+  mlir::MLIRContext context;
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    diagnostics += diag.str() + "\n";
+  });
+  mlir::Location loc = mlir::UnknownLoc::get(&context);
+  std::vector<NamedKernel> kernels = {{"gpipe_test_ir", single("cos", 1)}};
+  mlir::FailureOr<std::string> gpu =
+      printPtxKernelIR(kernels, "gpu", kDefaultPtxChip, loc);
+  ASSERT_TRUE(mlir::succeeded(gpu)) << diagnostics;
+  EXPECT_NE(gpu->find("gpu.module @gpipe_kernels [#nvvm.target<O = 3, chip = "
+                      "\"sm_90\", features = \"+ptx80\">]"),
+            std::string::npos)
+      << *gpu;
+  EXPECT_NE(gpu->find("gpu.func @gpipe_test_ir(%arg0: !llvm.ptr, %arg1: "
+                      "!llvm.ptr, %arg2: i64) kernel"),
+            std::string::npos)
+      << *gpu;
+  EXPECT_NE(gpu->find("math.cos"), std::string::npos);
+  mlir::FailureOr<std::string> nvvm =
+      printPtxKernelIR(kernels, "nvvm", kDefaultPtxChip, loc);
+  ASSERT_TRUE(mlir::succeeded(nvvm)) << diagnostics;
+  EXPECT_NE(nvvm->find("llvm.func @gpipe_test_ir("), std::string::npos);
+  EXPECT_NE(nvvm->find("nvvm.kernel"), std::string::npos);
+  EXPECT_NE(nvvm->find("nvvm.read.ptx.sreg.tid.x"), std::string::npos);
+  EXPECT_EQ(nvvm->find("math."), std::string::npos) << *nvvm;
+  EXPECT_TRUE(mlir::failed(printPtxKernelIR(kernels, "ptx", "sm_90", loc)));
+  EXPECT_NE(diagnostics.find("unknown PTX kernel stage 'ptx'"),
+            std::string::npos);
+}
+
 // The compile pipeline's `ptx` option: code.cuda beside code.cpu, an entry
 // for each kernel of code.kernels.
 TEST(PtxKernels, TheCompilePipelinesPtxOptionWritesCodeCuda) {
