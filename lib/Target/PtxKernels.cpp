@@ -571,10 +571,17 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
                                LLVM::GEPNoWrapFlags::inbounds)
         .getResult();
   };
+  // Input elements read once per output element rather than at each point
+  // of a reduction: those of the inputs that lack the reduced dimensions.
+  SmallVector<Value> preloaded(spec.numInputs);
   // The steps at the point `coords`.
   auto stepsHere = [&]() -> FailureOr<SmallVector<Value>> {
     SmallVector<Value> elements;
     for (unsigned k = 0; k < spec.numInputs; ++k) {
+      if (preloaded[k]) {
+        elements.push_back(preloaded[k]);
+        continue;
+      }
       ArrayRef<unsigned> dims = spec.inputDims[k];
       Value index;
       if (dims == ArrayRef<unsigned>(spec.outputDims)) {
@@ -597,6 +604,16 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
       return failure();
     value = values->back();
   } else {
+    for (unsigned k = 0; k < spec.numInputs; ++k)
+      if (llvm::none_of(spec.inputDims[k], [&](unsigned dim) {
+            return llvm::is_contained(reduced, dim);
+          })) {
+        Value index = e.i(0);
+        for (unsigned dim : spec.inputDims[k])
+          index = e.addi(index, e.muli(coords[dim], strides[k][dim]));
+        preloaded[k] = LLVM::LoadOp::create(b, loc, f32,
+                                            elementAt(args.inputs[k], index));
+      }
     bool max = reduction->op == "reduce_max";
     Value identity = e.f(max ? -std::numeric_limits<float>::infinity() : 0.0f);
     // Nested loops over the reduced dimensions, outermost first.
