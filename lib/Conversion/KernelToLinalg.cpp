@@ -58,7 +58,9 @@ unsigned arityOf(StringRef op) {
       .Cases({"div_rhs_grad", "pow_lhs_grad", "pow_rhs_grad", "max_lhs_grad",
               "min_lhs_grad"},
              3)
-      .Cases({"broadcast_to", "reduce_sum_grad", "reduce_mean_grad"}, 1)
+      .Cases({"broadcast_to", "reduce_sum_grad", "reduce_mean_grad",
+              "reshape", "transpose"},
+             1)
       .Case("max_tie", 2)
       .Case("reduce_max_grad", 4)
       .Cases({"reduce_sum", "reduce_mean", "reduce_max"}, 1)
@@ -192,8 +194,10 @@ struct ScalarBuilder {
       return pickGrad(P::OLT, dy, a[1], a[2]);
     if (op == "min_lhs_grad")
       return pickGrad(P::OGT, dy, a[1], a[2]);
-    // Broadcasting: the value itself at every point it stretches to.
-    if (op == "broadcast_to" || op == "reduce_sum_grad")
+    // Broadcasting: the value itself at every point it stretches to; a
+    // layout op's, wherever its input dimensions place it.
+    if (op == "broadcast_to" || op == "reduce_sum_grad" || op == "reshape" ||
+        op == "transpose")
       return a[0];
     if (op == "max_tie") // (x, y): 1 where x is the maximum y
       return select(cmp(P::OEQ, a[0], a[1]), k(1.0f), k(0.0f));
@@ -272,6 +276,10 @@ struct ScalarBuilder {
 } // namespace
 
 bool gpipe::isKernelStepOp(StringRef op) { return arityOf(op) != 0; }
+
+bool gpipe::isKernelOp(StringRef op) {
+  return isKernelStepOp(op) || op == "sum_to" || op == "reduce_max_count";
+}
 
 bool gpipe::isReductionStep(StringRef op) {
   return op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max";
@@ -356,6 +364,14 @@ static bool isDimList(ArrayRef<unsigned> dims, unsigned rank) {
   return true;
 }
 
+/// Whether `dims` are distinct dimensions in [0, rank), in any order (a
+/// transposed input's).
+static bool isDimSet(ArrayRef<unsigned> dims, unsigned rank) {
+  SmallVector<unsigned> sorted(dims);
+  llvm::sort(sorted);
+  return isDimList(sorted, rank);
+}
+
 /// The kernel's problems, or "" if it can be built.
 static std::string checkKernel(const KernelSpec &kernel) {
   std::string problem;
@@ -367,7 +383,7 @@ static std::string checkKernel(const KernelSpec &kernel) {
   if (kernel.rank < 1 || kernel.inputDims.size() != kernel.numInputs ||
       !isDimList(kernel.outputDims, kernel.rank) ||
       !llvm::all_of(kernel.inputDims, [&](ArrayRef<unsigned> dims) {
-        return isDimList(dims, kernel.rank);
+        return isDimSet(dims, kernel.rank);
       })) {
     os << "has bad dimensions: " << kernel.describe();
     return problem;

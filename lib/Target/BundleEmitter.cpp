@@ -173,6 +173,17 @@ static LogicalResult checkBatchPlacement(Operation *op, int64_t batch,
     return op->emitOpError()
            << "sums over the batch (axis 0), which would mix each "
               "micro-batch's examples apart from the others'";
+  auto transpose = dyn_cast<TransposeOp>(op);
+  bool keepsBatch =
+      transpose ? transpose.getPerm()[0] == 0
+                : resultBatched && result.getDimSize(0) ==
+                                       cast<RankedTensorType>(
+                                           op->getOperand(0).getType())
+                                           .getDimSize(0);
+  if (operandBatched[0] && isa<ReshapeOp, TransposeOp>(op) && !keepsBatch)
+    return op->emitOpError()
+           << "moves the batch away from dimension 0 of a per-example value; "
+              "keep dimension 0 as it is (reshape and permute the others)";
   if (!resultBatched || axes)
     return success();
   for (auto [operand, batched] : llvm::zip(op->getOperands(), operandBatched)) {

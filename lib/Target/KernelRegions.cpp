@@ -76,15 +76,19 @@ static bool isReduction(const Object &op) {
          name == "reduce_max_count";
 }
 
+/// Whether `op` is a kernel of its own: a reshape, whose operand's dimensions
+/// do not map to its result's.
+static bool isIsolated(const Object &op) {
+  return op.getString("op").value_or("") == "reshape";
+}
+
 /// Whether `op` can be a step of a kernel: an element-wise op or reduction
 /// with one result that is computed (and, for a named op, if the table
 /// fuses those or it broadcasts).
 static bool isStep(const Object &op, const KernelTable &table) {
   std::optional<llvm::StringRef> name = op.getString("op");
   std::vector<int64_t> results = idsOf(op, "results");
-  return name &&
-         (isKernelStepOp(*name) || *name == "sum_to" ||
-          *name == "reduce_max_count") &&
+  return name && isKernelOp(*name) &&
          (table.fuseNamedOps || !hasLibraryKernel(*name) ||
           isBroadcastingNamedOp(op)) &&
          results.size() == 1 && results[0] >= 0;
@@ -130,6 +134,13 @@ DimMap placeOperand(const Object &op, size_t j,
     }
     return map;
   }
+  if (name == "transpose") { // result dim i is operand dim perm[i]
+    std::vector<int64_t> perm = idsOf(op, "perm");
+    for (size_t i = 0; i < perm.size() && i < resultMap.size(); ++i)
+      if (size_t(perm[i]) < map.size() && operandShape[perm[i]] != 1)
+        map[perm[i]] = resultMap[i];
+    return map;
+  }
   size_t offset = resultShape.size() - operandShape.size();
   for (size_t d = 0; d < operandShape.size(); ++d)
     if (operandShape[d] != 1 && operandShape[d] == resultShape[offset + d])
@@ -144,6 +155,23 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
                             const ValueInfoFn &info, KernelTable &table,
                             std::string &problem) {
   const Object &lastOp = *ops[last].getAsObject();
+  if (isIsolated(lastOp)) {
+    // A copy over the elements in order: one dimension.
+    int64_t input = idsOf(lastOp, "operands")[0];
+    int64_t output = idsOf(lastOp, "results")[0];
+    ValueInfo result = info(output);
+    int64_t count = 1;
+    for (int64_t dim : result.shape)
+      count *= dim;
+    KernelSpec spec = KernelSpec::elementwise(1);
+    spec.steps.push_back({lastOp.getString("op")->str(), {0}});
+    return Object{{"op", "kernel"},
+                  {"kernel", int64_t(table.intern(spec))},
+                  {"operands", Array{input}},
+                  {"results", Array{output}},
+                  {"space", Array{count}},
+                  {"batched", result.batched && count != 1}};
+  }
   const bool reduces = isReduction(lastOp);
   // The iteration space: the shape of what the kernel writes, or of what
   // its reduction reads.
@@ -223,16 +251,40 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
   auto has = [&](const DimMap &place, size_t d) {
     return llvm::is_contained(place, int(d));
   };
+  // Each input's space dimensions in its own order (a transposed input's
+  // are not ascending), size-1 ones left out.
+  auto orderOf = [&](const DimMap &place) {
+    llvm::SmallVector<int> order;
+    for (int d : place)
+      if (d >= 0 && space.shape[d] != 1)
+        order.push_back(d);
+    return order;
+  };
+  // Two space dimensions merge where every input that has one has the other
+  // right after it.
+  auto adjacentEverywhere = [&](size_t before, size_t d) {
+    for (const auto &input : inputPlaces) {
+      llvm::SmallVector<int> order = orderOf(input.second);
+      auto at = llvm::find(order, int(before));
+      if (at != order.end() && (at + 1 == order.end() || *(at + 1) != int(d)))
+        return false;
+    }
+    return true;
+  };
   std::vector<int> group(rank, -1); // space dimension -> iteration dimension
   llvm::SmallVector<int64_t> sizes;
   llvm::SmallVector<bool> previous;
+  size_t previousDim = 0;
   for (size_t d = 0; d < rank; ++d) {
     if (space.shape[d] == 1)
       continue;
     llvm::SmallVector<bool> pattern{outputHas[d]};
     for (const auto &input : inputPlaces)
       pattern.push_back(has(input.second, d));
-    if (!sizes.empty() && pattern == previous) {
+    bool merges = !sizes.empty() && pattern == previous &&
+                  adjacentEverywhere(previousDim, d);
+    previousDim = d;
+    if (merges) {
       group[d] = int(sizes.size()) - 1;
       sizes.back() *= space.shape[d];
       continue;
@@ -263,9 +315,15 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
       return llvm::SmallVector<unsigned>{0};
     return dims;
   };
-  for (const auto &input : inputPlaces)
-    spec.inputDims.push_back(
-        dimsOf([&](size_t d) { return has(input.second, d); }));
+  for (const auto &input : inputPlaces) {
+    llvm::SmallVector<unsigned> dims;
+    for (int d : orderOf(input.second))
+      if (dims.empty() || dims.back() != unsigned(group[d]))
+        dims.push_back(unsigned(group[d]));
+    if (llvm::all_of(group, [](int g) { return g < 0; }))
+      dims = {0};
+    spec.inputDims.push_back(std::move(dims));
+  }
   spec.outputDims = dimsOf([&](size_t d) { return outputHas[d]; });
   // A reduced dimension that no input has would have no size.
   for (unsigned dim = 0; dim < spec.rank; ++dim)
@@ -354,8 +412,9 @@ gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
       continue;
     inRun[k] = true;
     auto reader = soleReader.find(idsOf(op, "results")[0]);
-    if (!isReduction(op) && reader != soleReader.end() &&
+    if (!isReduction(op) && !isIsolated(op) && reader != soleReader.end() &&
         inRun[reader->second] &&
+        !isIsolated(*ops[reader->second].getAsObject()) &&
         first[runOf[reader->second]] == k + 1) {
       runOf[k] = runOf[reader->second];
       first[runOf[k]] = k;

@@ -41,6 +41,8 @@ def cases():
         "mean_rows": (lambda x, p, q: (x + p).mean(dim=(1, 2)), (5,), (1,)),
         "broadcast_to": (lambda x, p, q: x * q.expand(3, 5), (1,), (3, 1)),
         "max_drop": (lambda x, p, q: amax(x * p, 1, False), (5,), (1,)),
+        "heads": (lambda x, p, q: (x.reshape(4, 3, 5, 1).permute(0, 2, 1, 3) * q)
+                  .permute(0, 2, 1, 3).reshape(4, 3, 5), (5,), (3, 1)),
         "ties": (lambda x, p, q: amax(torch.minimum(x, q), (1, 2), True), (1,), (3, 1)),
     }
 

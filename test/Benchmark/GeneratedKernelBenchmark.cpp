@@ -35,34 +35,37 @@ using gpipe::NamedKernel;
 
 namespace {
 
+/// A 1-D kernel of `inputs` inputs computing `steps`.
+KernelSpec elementwise(unsigned inputs, std::vector<gpipe::KernelStep> steps) {
+  KernelSpec spec = KernelSpec::elementwise(inputs);
+  spec.steps = std::move(steps);
+  return spec;
+}
+
 /// The runs, as kernels of their own.
 std::map<std::string, KernelSpec> runs() {
   std::map<std::string, KernelSpec> out;
-  out["rope"] = {
-      4, {{"mul", {0, 1}}, {"neg", {2}}, {"mul", {5, 3}}, {"add", {4, 6}}}};
-  out["swiglu"] = {2, {{"silu", {0}}, {"mul", {2, 1}}}};
+  out["rope"] = elementwise(
+      4, {{"mul", {0, 1}}, {"neg", {2}}, {"mul", {5, 3}}, {"add", {4, 6}}});
+  out["swiglu"] = elementwise(2, {{"silu", {0}}, {"mul", {2, 1}}});
   // Single named ops, against the runtime's library kernels (below).
-  out["gelu"] = {1, {{"gelu", {0}}}};
-  out["tanh"] = {1, {{"tanh", {0}}}};
-  out["gelu_chain"] = {3,
-                       {{"add", {0, 1}},
-                        {"gelu", {3}},
-                        {"tanh", {4}},
-                        {"relu", {5}},
-                        {"mul", {6, 2}}}};
+  out["gelu"] = elementwise(1, {{"gelu", {0}}});
+  out["tanh"] = elementwise(1, {{"tanh", {0}}});
+  out["gelu_chain"] = elementwise(3, {{"add", {0, 1}},
+                                      {"gelu", {3}},
+                                      {"tanh", {4}},
+                                      {"relu", {5}},
+                                      {"mul", {6, 2}}});
   return out;
 }
 
 /// The kernels of a run taken one op each: step k reads the inputs and the
 /// earlier steps' outputs, which the caller keeps in buffers.
 KernelSpec single(const KernelSpec &run, size_t k) {
-  KernelSpec spec;
-  spec.numInputs = run.steps[k].operands.size();
   gpipe::KernelStep step = run.steps[k];
-  for (unsigned i = 0; i < spec.numInputs; ++i)
+  for (unsigned i = 0; i < step.operands.size(); ++i)
     step.operands[i] = i;
-  spec.steps.push_back(step);
-  return spec;
+  return elementwise(step.operands.size(), {step});
 }
 
 /// Every run fused and op by op, compiled once and loaded.
@@ -91,9 +94,16 @@ const Compiled &compiled() {
     if (mlir::failed(variants))
       std::abort();
     gpipe::runtime::GeneratedCode code;
-    for (const NamedKernel &kernel : kernels)
-      code.kernels.push_back(
-          {kernel.symbol, kernel.spec.numInputs, kernel.spec.describe()});
+    for (const NamedKernel &kernel : kernels) {
+      gpipe::runtime::GeneratedKernelSpec spec{
+          kernel.symbol, kernel.spec.numInputs, kernel.spec.describe(),
+          kernel.spec.rank};
+      for (const auto &dims : kernel.spec.inputDims)
+        spec.inputDims.emplace_back(dims.begin(), dims.end());
+      spec.outputDims.assign(kernel.spec.outputDims.begin(),
+                             kernel.spec.outputDims.end());
+      code.kernels.push_back(std::move(spec));
+    }
     for (gpipe::NativeCodeVariant &variant : *variants)
       code.cpu.push_back({variant.isa, variant.sharedObject});
     std::string error;
@@ -125,8 +135,8 @@ void run(benchmark::State &state, const std::string &name, bool fused) {
   Buffers buffers(run, n);
   auto call = [&](size_t kernel, std::vector<const float *> inputs,
                   float *output) {
-    dev::GeneratedCall call{c.code->entry(kernel), std::move(inputs), output,
-                            n};
+    dev::GeneratedCall call = dev::GeneratedCall::elementWise(
+        c.code->entry(kernel), std::move(inputs), output, n);
     dev::runGeneratedRange(call, call.inputs.data(), 0, n);
   };
   for (auto _ : state) {

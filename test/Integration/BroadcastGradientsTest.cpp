@@ -251,6 +251,18 @@ std::vector<Case> cases() {
        [](const T &x, const T &p, const T &) {
          return reduce(mul(x, p), {1}, false, Reduce::Max);
        }},
+      // Heads split, scaled per position and merged back: reshape and
+      // transpose, fused with a broadcasting mul.
+      {"heads", {5}, {3, 1}, kX, false, true,
+       "%h = gpipe.reshape %x : " + x + " -> tensor<4x3x5x1xf32>\n"
+       "%t = gpipe.transpose %h perm [0, 2, 1, 3] : tensor<4x3x5x1xf32> -> "
+       "tensor<4x5x3x1xf32>\n"
+       "%s = gpipe.mul %t, %q : tensor<4x5x3x1xf32>, tensor<3x1xf32> -> "
+       "tensor<4x5x3x1xf32>\n"
+       "%b = gpipe.transpose %s perm [0, 2, 1, 3] : tensor<4x5x3x1xf32> -> "
+       "tensor<4x3x5x1xf32>\n"
+       "%z = gpipe.reshape %b : tensor<4x3x5x1xf32> -> " + x,
+       [](const T &x, const T &, const T &q) { return mul(x, q); }},
       {"ties", {1}, {3, 1}, {4, 1, 1}, false, true,
        "%t = gpipe.min %x, %q : " + x + ", tensor<3x1xf32> -> " + x + "\n"
        "%z = gpipe.reduce_max %t axes [1, 2] : " + x + " -> tensor<4x1x1xf32>",

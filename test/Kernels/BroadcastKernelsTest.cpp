@@ -199,6 +199,11 @@ std::vector<Case> cases() {
        kernel(2, {{0}, {0, 1}, {0}, {0}}, {0, 1},
               {{"reduce_max_grad", {0, 1, 2, 3}}}),
        flat},
+      // A transposed input (its dimensions in its own order) times a
+      // broadcast one: out[i, j, k] = a[j, i, k] * b[k].
+      {"transposed",
+       kernel(3, {{1, 0, 2}, {2}}, {0, 1, 2}, {{"mul", {0, 1}}}),
+       {{2, 3, 17}, {4, 1, 40}, {3, 5, 1}}},
       // A broadcast through an inner step: (a[row] - b[col]) * c.
       {"outer_difference",
        kernel(2, {{0}, {1}, {0, 1}}, {0, 1},
@@ -295,13 +300,13 @@ TEST(BroadcastKernels, AMaximumOverANaNIsNaN) {
 
 TEST(BroadcastKernels, BadDimensionsAreRefused) {
   // A reduction step before the last; outputs lacking dimensions without a
-  // reduction; dimensions out of order.
+  // reduction; an input with a dimension twice.
   std::vector<std::pair<KernelSpec, std::string>> bad = {
       {kernel(2, {{0, 1}}, {0}, {{"reduce_sum", {0}}, {"exp", {1}}}),
        "reduces at step 0, before its last"},
       {kernel(2, {{0, 1}}, {0}, {{"exp", {0}}}),
        "lacks output dimensions but does not reduce"},
-      {kernel(2, {{1, 0}}, {0, 1}, {{"exp", {0}}}), "has bad dimensions"},
+      {kernel(2, {{1, 1}}, {0, 1}, {{"exp", {0}}}), "has bad dimensions"},
   };
   for (auto &[spec, message] : bad) {
     Compiled compiled = compile({{"gpipe_test_bad", spec}});

@@ -3,6 +3,7 @@
 // RUN: split-file %s %t
 // RUN: gpipe-opt %t/param.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=PARAM
 // RUN: gpipe-opt %t/batch-mean.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=MEAN
+// RUN: gpipe-opt %t/batch-transpose.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=MOVE
 // RUN: gpipe-opt %t/batch-sum-to.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=SUMTO
 
 // A parameter shaped like the batch has all of the batch's rows, while each
@@ -11,6 +12,7 @@
 
 // A statistic over the batch would be each micro-batch's own.
 // MEAN: error: 'gpipe.reduce_mean' op reduces over the batch (axis 0), which would mix each micro-batch's examples apart from the others'; reduce over the other axes
+// MOVE: error: 'gpipe.transpose' op moves the batch away from dimension 0 of a per-example value; keep dimension 0 as it is (reshape and permute the others)
 // SUMTO: error: 'gpipe.sum_to' op sums over the batch (axis 0), which would mix each micro-batch's examples apart from the others'
 
 //--- param.mlir
@@ -49,6 +51,21 @@ gpipe.model @sum batch 2 {
   %y = gpipe.layer "l" -> tensor<2x3xf32> {
     %s = gpipe.sum_to %x : tensor<2x3xf32> -> tensor<3xf32>
     %0 = gpipe.sub %x, %s : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+    gpipe.yield %0 : tensor<2x3xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %y, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+//--- batch-transpose.mlir
+gpipe.model @move batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %y = gpipe.layer "l" -> tensor<2x3xf32> {
+    %t = gpipe.transpose %x perm [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
+    %0 = gpipe.transpose %t perm [1, 0] : tensor<3x2xf32> -> tensor<2x3xf32>
     gpipe.yield %0 : tensor<2x3xf32>
   }
   %l = gpipe.layer "loss" -> tensor<f32> {

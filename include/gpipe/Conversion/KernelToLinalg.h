@@ -40,9 +40,10 @@ struct KernelStep {
 };
 
 /// A kernel over an iteration space of `rank` dimensions (sizes given when
-/// it runs). Input k has the dimensions inputDims[k] of the space (a
-/// broadcast input lacks the others: its element at a point is the one at
-/// the point's coordinates in its dimensions); every step is computed at
+/// it runs). Input k has the dimensions inputDims[k] of the space, in its
+/// own order (a transposed input's are not ascending; a broadcast input
+/// lacks some: its element at a point is the one at the point's coordinates
+/// in its dimensions); every step is computed at
 /// every point. The output has the dimensions `outputDims`: all of them, or
 /// for a reduction those it keeps.
 struct KernelSpec {
@@ -62,6 +63,10 @@ struct KernelSpec {
   /// kernels describe alike.
   std::string describe() const;
 };
+
+/// Whether the bundle op `op` becomes kernel steps: a step op itself, or
+/// sum_to (a reduce_sum) or reduce_max_count (max_tie, then a reduce_sum).
+bool isKernelOp(llvm::StringRef op);
 
 /// Whether `op` is a reduction step (reduce_sum, reduce_mean, reduce_max).
 bool isReductionStep(llvm::StringRef op);

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -49,6 +50,13 @@ static bool ascendingBelow(const std::vector<unsigned> &dims, unsigned rank) {
   return true;
 }
 
+/// Distinct dimensions below `rank`, in any order: an input's own order of
+/// the iteration dimensions (a transposed input's are not ascending).
+static bool distinctBelow(std::vector<unsigned> dims, unsigned rank) {
+  std::sort(dims.begin(), dims.end());
+  return ascendingBelow(dims, rank);
+}
+
 std::string gpipe::runtime::checkKernelDims(const GeneratedKernelSpec &kernel) {
   const unsigned rank = kernel.rank;
   if (rank < 1 || rank > kMaxKernelRank)
@@ -56,13 +64,15 @@ std::string gpipe::runtime::checkKernelDims(const GeneratedKernelSpec &kernel) {
            ", found " + std::to_string(rank);
   const std::string within = "strictly ascending dimensions in [0, " +
                              std::to_string(rank) + "), found ";
+  const std::string distinct = "distinct dimensions in [0, " +
+                               std::to_string(rank) + "), found ";
   if (kernel.inputDims.size() != kernel.inputs)
     return "expected 'inputDims' with " + std::to_string(kernel.inputs) +
            " entr" + (kernel.inputs == 1 ? "y" : "ies") +
            " (one per input), found " + std::to_string(kernel.inputDims.size());
   for (size_t k = 0; k < kernel.inputDims.size(); ++k)
-    if (!ascendingBelow(kernel.inputDims[k], rank))
-      return "expected 'inputDims[" + std::to_string(k) + "]' as " + within +
+    if (!distinctBelow(kernel.inputDims[k], rank))
+      return "expected 'inputDims[" + std::to_string(k) + "]' as " + distinct +
              dimsText(kernel.inputDims[k]);
   if (!ascendingBelow(kernel.outputDims, rank))
     return "expected 'outputDims' as " + within + dimsText(kernel.outputDims);
@@ -192,8 +202,7 @@ bool Reader::readDims(const Json &value, const std::string &path,
   out.assign(dims.size(), 0);
   for (size_t j = 0; j < dims.size(); ++j) {
     if (dims[j] < 0 || dims[j] >= int64_t(rank))
-      return fail(path, "expected '" + name +
-                            "' as strictly ascending dimensions in [0, " +
+      return fail(path, "expected '" + name + "' as dimensions in [0, " +
                             std::to_string(rank) + "), found " +
                             intsText(dims));
     out[j] = unsigned(dims[j]);

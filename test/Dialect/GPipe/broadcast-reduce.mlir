@@ -1,5 +1,6 @@
 // Broadcasting binary ops print their three types only when they differ;
-// the reductions print their axes and result type (keepdims or not). All
+// the reductions print their axes and result type (keepdims or not); the
+// layout ops their result type (and a transpose its permutation). All
 // parse, verify and round-trip (generic form too).
 // RUN: gpipe-opt %s --verify-roundtrip | FileCheck %s
 // RUN: gpipe-opt %s --mlir-print-op-generic | gpipe-opt | FileCheck %s
@@ -14,6 +15,8 @@
 // CHECK: gpipe.reduce_max %{{.*}} axes [1] : tensor<2x4x8xf32> -> tensor<2x1x8xf32>
 // CHECK: gpipe.broadcast_to %{{.*}} : tensor<2x1x8xf32> -> tensor<2x4x8xf32>
 // CHECK: gpipe.sum_to %{{.*}} : tensor<2x4x8xf32> -> tensor<4x8xf32>
+// CHECK: gpipe.reshape %{{.*}} : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+// CHECK: gpipe.transpose %{{.*}} perm [0, 2, 1, 3] : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
 gpipe.model @broadcasting batch 2 {
   %x = gpipe.input "x" : tensor<2x4x8xf32>
   %y = gpipe.layer "ops" -> tensor<2x4x8xf32> {
@@ -31,7 +34,11 @@ gpipe.model @broadcasting batch 2 {
     %9 = gpipe.broadcast_to %8 : tensor<2x1x8xf32> -> tensor<2x4x8xf32>
     %10 = gpipe.sum_to %9 : tensor<2x4x8xf32> -> tensor<4x8xf32>
     %11 = gpipe.add %9, %10 : tensor<2x4x8xf32>, tensor<4x8xf32> -> tensor<2x4x8xf32>
-    gpipe.yield %11 : tensor<2x4x8xf32>
+    %12 = gpipe.reshape %11 : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
+    %13 = gpipe.transpose %12 perm [0, 2, 1, 3] : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
+    %14 = gpipe.transpose %13 perm [0, 2, 1, 3] : tensor<2x2x4x4xf32> -> tensor<2x4x2x4xf32>
+    %15 = gpipe.reshape %14 : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32>
+    gpipe.yield %15 : tensor<2x4x8xf32>
   }
   %l = gpipe.layer "loss" -> tensor<f32> {
     %0 = gpipe.mse_loss %y, %x : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<f32>

@@ -249,3 +249,51 @@ gpipe.model @m batch 2 {
   }
   gpipe.return %l : tensor<f32>
 }
+
+// -----
+
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %y = gpipe.layer "l" -> tensor<2x3xf32> {
+    // expected-error @+1 {{'gpipe.reshape' op expects a result of the input's 6 elements of type 'f32', got 'tensor<2x4xf32>'}}
+    %0 = gpipe.reshape %x : tensor<2x3xf32> -> tensor<2x4xf32>
+    gpipe.yield %x : tensor<2x3xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %y, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %y = gpipe.layer "l" -> tensor<2x3xf32> {
+    // expected-error @+1 {{'gpipe.transpose' op expects a permutation of [0, 2) for 'tensor<2x3xf32>', got [0, 0]}}
+    %0 = gpipe.transpose %x perm [0, 0] : tensor<2x3xf32> -> tensor<2x3xf32>
+    gpipe.yield %x : tensor<2x3xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %y, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %y = gpipe.layer "l" -> tensor<2x3xf32> {
+    // expected-error @+1 {{'gpipe.transpose' op expects result type 'tensor<3x2xf32>', got 'tensor<2x3xf32>'}}
+    %0 = gpipe.transpose %x perm [1, 0] : tensor<2x3xf32> -> tensor<2x3xf32>
+    gpipe.yield %x : tensor<2x3xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %y, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

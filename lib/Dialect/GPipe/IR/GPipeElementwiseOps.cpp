@@ -205,6 +205,41 @@ LogicalResult ReduceMaxGradOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType input = tensorOf(getInput()), result = tensorOf(getResult());
+  if (input.getElementType() != result.getElementType() ||
+      input.getNumElements() != result.getNumElements())
+    return emitOpError() << "expects a result of the input's "
+                         << input.getNumElements() << " elements of type "
+                         << input.getElementType() << ", got " << result;
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  RankedTensorType input = tensorOf(getInput()), result = tensorOf(getResult());
+  ArrayRef<int64_t> perm = getPerm();
+  int64_t rank = input.getRank();
+  SmallVector<bool> seen(rank, false);
+  for (int64_t dim : perm) {
+    if (int64_t(perm.size()) != rank || dim < 0 || dim >= rank || seen[dim])
+      return emitOpError() << "expects a permutation of [0, " << rank
+                           << ") for " << input << ", got [" << perm << "]";
+    seen[dim] = true;
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t dim : perm)
+    shape.push_back(input.getDimSize(dim));
+  auto expected = RankedTensorType::get(shape, input.getElementType());
+  if (result != expected)
+    return emitOpError() << "expects result type " << expected << ", got "
+                         << result;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Custom directives
 //===----------------------------------------------------------------------===//
 

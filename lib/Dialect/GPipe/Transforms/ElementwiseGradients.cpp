@@ -173,5 +173,27 @@ bool gpipe::emitElementwiseGradient(Operation *op, Value dy, OpBuilder &builder,
                                            o.getAxesAttr()));
         return true;
       })
+      .Case([&](ReshapeOp o) {
+        if (wants(o.getInput()))
+          contribute(o.getInput(),
+                     ReshapeOp::create(builder, o.getLoc(),
+                                       o.getInput().getType(), dy, CostAttr()));
+        return true;
+      })
+      .Case([&](TransposeOp o) {
+        if (!wants(o.getInput()))
+          return true;
+        // The inverse permutation: input dim perm[i] is result dim i.
+        ArrayRef<int64_t> perm = o.getPerm();
+        SmallVector<int64_t> inverse(perm.size());
+        for (auto [i, dim] : llvm::enumerate(perm))
+          inverse[dim] = int64_t(i);
+        contribute(o.getInput(),
+                   TransposeOp::create(builder, o.getLoc(),
+                                       o.getInput().getType(), dy,
+                                       builder.getDenseI64ArrayAttr(inverse),
+                                       CostAttr()));
+        return true;
+      })
       .Default([](Operation *) { return false; });
 }

@@ -258,4 +258,39 @@ def GPipe_ReduceMaxGradOp : GPipe_ReduceGradOp<"reduce_max_grad",
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+def GPipe_ReshapeOp : GPipe_ComputeOp<"reshape", [GPipe_GeneratedKernel]> {
+  let summary = "the input's elements, in order, in another shape";
+  let description = [{
+    The element count stays; a per-example value keeps its batch as
+    dimension 0. Squeeze and unsqueeze are reshapes.
+
+    ```mlir
+    %h = gpipe.reshape %x : tensor<8x16x64xf32> -> tensor<8x16x4x16xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def GPipe_TransposeOp : GPipe_ComputeOp<"transpose", [GPipe_GeneratedKernel]> {
+  let summary = "the input's dimensions permuted: result dim i is input dim perm[i]";
+  let description = [{
+    ```mlir
+    %t = gpipe.transpose %h perm [0, 2, 1, 3] : tensor<8x16x4x16xf32> -> tensor<8x4x16x16xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input,
+                            DenseI64ArrayAttr:$perm), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `perm` $perm attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // GPIPE_ELEMENTWISE_OPS_TD

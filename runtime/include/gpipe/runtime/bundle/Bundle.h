@@ -250,7 +250,8 @@ struct GeneratedKernelSpec {
   /// only, never interpreted.
   std::string ops;
   unsigned rank = 1; ///< 1 to kMaxKernelRank (OpTable.h)
-  /// Per input: the iteration dimensions it has, ascending, in [0, rank).
+  /// Per input: the iteration dimensions it has, in its own order (distinct,
+  /// in [0, rank); a transposed input's are not ascending).
   std::vector<std::vector<unsigned>> inputDims;
   /// The output's dimensions, ascending, in [0, rank): the others are
   /// reduced, and each of those is some input's.
@@ -261,8 +262,8 @@ struct GeneratedKernelSpec {
 };
 
 /// "" when `kernel`'s rank and dimensions are as GeneratedKernelSpec says,
-/// else what was expected and found ("expected 'inputDims[1]' as strictly
-/// ascending dimensions in [0, 2), found [1, 1]"), naming the fields as the
+/// else what was expected and found ("expected 'inputDims[1]' as distinct
+/// dimensions in [0, 2), found [1, 1]"), naming the fields as the
 /// bundle file does (BundleCodeReader.cpp).
 std::string checkKernelDims(const GeneratedKernelSpec &kernel);
 

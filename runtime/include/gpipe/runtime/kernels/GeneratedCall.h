@@ -93,7 +93,18 @@ struct GeneratedCall {
   int64_t outputElements() const { return elementsAt(outputDims); }
   /// Whether the output has dimension 0, so that ranges of it may run
   /// apart; otherwise the call runs whole.
-  bool splitsRows() const { return !outputDims.empty() && outputDims[0] == 0; }
+  /// Whether rows of dimension 0 may run apart: the output keeps dimension
+  /// 0, and every memref that has it has it first (a slice of rows stays
+  /// contiguous; a transposed input's would not).
+  bool splitsRows() const {
+    if (outputDims.empty() || outputDims[0] != 0)
+      return false;
+    for (const std::vector<unsigned> &dims : inputDims)
+      for (size_t i = 1; i < dims.size(); ++i)
+        if (dims[i] == 0)
+          return false;
+    return true;
+  }
   /// Whether a dimension is reduced (the output lacks it).
   bool reduces() const { return outputDims.size() < space.size(); }
   /// The iterations of one index of dimension 0: the product of the other
