@@ -141,8 +141,8 @@ TEST(GeneratedKernelBundle, ReaderNamesMissingAndMalformedFields) {
                readError([](Json &j) { j["code"]["cpu"] = Json::array(); }),
                "code: expected a CPU code variant ('cpu') for the 7 "
                "generated kernels, found none");
-  EXPECT_PRED2(mentions, readError([](Json &j) { j["code"]["cuda"] = 1; }),
-               "code: unknown key 'cuda'; expected one of kernels, cpu");
+  EXPECT_PRED2(mentions, readError([](Json &j) { j["code"]["rocm"] = 1; }),
+               "code: unknown key 'rocm'; expected one of kernels, cpu, cuda");
   EXPECT_PRED2(mentions, readError([](Json &j) { j["code"]["kernels"] = 3; }),
                "code: expected an array 'kernels', found a number");
 }

@@ -13,6 +13,15 @@
 // RUN: %if ptxas %{ gpipe-translate --gpipe-to-bundle --gpipe-codegen=native --gpipe-ptx %t.mlir -o %t.json %}
 // RUN: %if ptxas %{ %python %S/Inputs/extract-ptx.py %t.json %t.ptx | FileCheck %s --check-prefix=ENTRIES %}
 // RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
+// The runtime accepts code.cuda (and does not load it yet): a bundle with it
+// trains as the same bundle without.
+// RUN: gpipe-opt %examples/mlp/mlp.mlir -gpipe-compile="num-stages=2 num-microbatches=2" -o %t.mlp.mlir
+// RUN: gpipe-translate --gpipe-to-bundle --gpipe-codegen=native --gpipe-ptx %t.mlp.mlir -o %t.mlp-ptx.json
+// RUN: gpipe-translate --gpipe-to-bundle --gpipe-codegen=native %t.mlp.mlir -o %t.mlp-cpu.json
+// RUN: gpipe-train-bundle %t.mlp-ptx.json --images /usr/share/datasets/fashion-mnist --epochs 1 --max-steps-per-epoch 2 | sed 's/, [0-9]* samples.*//' > %t.with-ptx.txt
+// RUN: gpipe-train-bundle %t.mlp-cpu.json --images /usr/share/datasets/fashion-mnist --epochs 1 --max-steps-per-epoch 2 | sed 's/, [0-9]* samples.*//' > %t.without-ptx.txt
+// RUN: FileCheck %s --check-prefix=TRAIN < %t.with-ptx.txt
+// RUN: diff %t.with-ptx.txt %t.without-ptx.txt
 
 // CHECK: "code": {
 // CHECK: "cpu": [
@@ -35,6 +44,8 @@
 // NATIVE: "ops": "rank 1: in0(0) -> out(0); relu(in0)->out",
 
 // ENTRIES: arch sm_90: [[N:[0-9]+]] entries for [[N]] kernels
+
+// TRAIN: epoch 1: 2 steps, train loss {{[0-9.]+}}, test accuracy {{[0-9.]+}}%
 
 gpipe.model @ptx batch 2 {
   %x = gpipe.input "x" : tensor<2x4x8xf32>

@@ -108,8 +108,10 @@ bool Reader::readCode(const Json &root, GeneratedCode &out) {
     return true;
   const std::string path = "code";
   const Json *kernels, *cpu;
+  // "cuda": the kernels as PTX (the compiler's --gpipe-ptx), accepted and
+  // not read yet: the CUDA backend does not load generated kernels.
   if (!expectObject(*json, path) ||
-      !checkKeys(*json, path, {"kernels", "cpu"}) ||
+      !checkKeys(*json, path, {"kernels", "cpu", "cuda"}) ||
       !getArray(*json, path, "kernels", kernels) ||
       !getArray(*json, path, "cpu", cpu))
     return false;
