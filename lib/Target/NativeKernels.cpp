@@ -277,6 +277,13 @@ LogicalResult KernelCompilation::lowerToLLVMDialect(ModuleOp module,
       return failure();
   }
 
+  // A reduction tile's lanes add as a tree rather than one after another:
+  // the order is fixed by the variant's width, so a kernel's sums stay
+  // deterministic (and equal across pipeline splits).
+  module.walk([&](vector::ReductionOp reduction) {
+    reduction.setFastmath(arith::FastMathFlags::reassoc);
+  });
+
   PassManager lower(&context);
   lower.addPass(createConvertLinalgToLoopsPass());
   if (failed(lower.run(module)))

@@ -171,6 +171,121 @@ void run(benchmark::State &state, const std::string &name, bool fused) {
   BENCHMARK(BM_Generated_##run_name##_Fused)->Arg(1 << 16)->Arg(1 << 22);      \
   BENCHMARK(BM_Generated_##run_name##_PerOp)->Arg(1 << 16)->Arg(1 << 22);
 
+/// RMSNorm, x rsqrt(mean(x^2)) g over rows of `width`, five general ops:
+/// as the bundle fuses them (x^2 into its row mean; rsqrt; the two muls
+/// into one kernel: three kernels) against one kernel per op.
+struct RmsNormKernels {
+  std::unique_ptr<dev::LoadedCode> code;
+  static KernelSpec spec(unsigned rank,
+                         std::vector<llvm::SmallVector<unsigned>> inputDims,
+                         llvm::SmallVector<unsigned> outputDims,
+                         std::vector<gpipe::KernelStep> steps) {
+    KernelSpec spec;
+    spec.rank = rank;
+    spec.numInputs = inputDims.size();
+    spec.inputDims = std::move(inputDims);
+    spec.outputDims = std::move(outputDims);
+    spec.steps = std::move(steps);
+    return spec;
+  }
+  static std::vector<NamedKernel> kernels(int64_t width) {
+    gpipe::KernelStep mean{"reduce_mean", {1}, {{"count", double(width)}}};
+    gpipe::KernelStep meanOfInput{"reduce_mean", {0}, {{"count", double(width)}}};
+    return {
+        // Fused: 0 1 2.
+        {"rms_square_mean", spec(2, {{0, 1}}, {0}, {{"mul", {0, 0}}, mean})},
+        {"rms_rsqrt", spec(1, {{0}}, {0}, {{"rsqrt", {0}}})},
+        {"rms_scale", spec(2, {{0, 1}, {0}, {1}}, {0, 1},
+                           {{"mul", {0, 1}}, {"mul", {3, 2}}})},
+        // Per op: 3 (square), 4 (mean), 1 (rsqrt), 5 (x r), 6 (. g).
+        {"rms_square", spec(1, {{0}, {0}}, {0}, {{"mul", {0, 1}}})},
+        {"rms_mean", spec(2, {{0, 1}}, {0}, {meanOfInput})},
+        {"rms_mul_rows", spec(2, {{0, 1}, {0}}, {0, 1}, {{"mul", {0, 1}}})},
+        {"rms_mul_columns", spec(2, {{0, 1}, {1}}, {0, 1}, {{"mul", {0, 1}}})},
+    };
+  }
+};
+
+void rmsNorm(benchmark::State &state, bool fused) {
+  const int64_t rows = state.range(0), width = 1024;
+  static std::unique_ptr<dev::LoadedCode> code = [&] {
+    std::vector<NamedKernel> kernels = RmsNormKernels::kernels(width);
+    mlir::MLIRContext context;
+    mlir::FailureOr<std::vector<gpipe::NativeCodeVariant>> variants =
+        gpipe::compileNativeKernels(kernels, mlir::UnknownLoc::get(&context));
+    if (mlir::failed(variants))
+      std::abort();
+    gpipe::runtime::GeneratedCode generated;
+    for (const NamedKernel &kernel : kernels) {
+      gpipe::runtime::GeneratedKernelSpec spec{
+          kernel.symbol, kernel.spec.numInputs, kernel.spec.describe(),
+          kernel.spec.rank};
+      for (const auto &dims : kernel.spec.inputDims)
+        spec.inputDims.emplace_back(dims.begin(), dims.end());
+      spec.outputDims.assign(kernel.spec.outputDims.begin(),
+                             kernel.spec.outputDims.end());
+      generated.kernels.push_back(std::move(spec));
+    }
+    for (gpipe::NativeCodeVariant &variant : *variants)
+      generated.cpu.push_back({variant.isa, variant.sharedObject});
+    std::string error;
+    auto loaded = dev::LoadedCode::load(generated, dev::hostCpuFeatures(), error);
+    if (!loaded)
+      std::abort();
+    return loaded;
+  }();
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> x(rows * width), g(width), square(rows * width),
+      mean(rows), r(rows), scaled(rows * width), out(rows * width);
+  for (float &v : x)
+    v = u(rng);
+  for (float &v : g)
+    v = u(rng);
+  auto call = [&](size_t kernel, std::vector<int64_t> space,
+                  std::vector<std::vector<unsigned>> inputDims,
+                  std::vector<unsigned> outputDims,
+                  std::vector<const float *> inputs, float *output) {
+    dev::GeneratedCall c;
+    c.entry = code->entry(kernel);
+    c.inputs = std::move(inputs);
+    c.output = output;
+    c.space = std::move(space);
+    c.inputDims = std::move(inputDims);
+    c.outputDims = std::move(outputDims);
+    dev::runGeneratedRange(c, c.inputs.data(), 0, c.space[0]);
+  };
+  const int64_t n = rows * width;
+  for (auto _ : state) {
+    if (fused) {
+      call(0, {rows, width}, {{0, 1}}, {0}, {x.data()}, mean.data());
+      call(1, {rows}, {{0}}, {0}, {mean.data()}, r.data());
+      call(2, {rows, width}, {{0, 1}, {0}, {1}}, {0, 1},
+           {x.data(), r.data(), g.data()}, out.data());
+    } else {
+      call(3, {n}, {{0}, {0}}, {0}, {x.data(), x.data()}, square.data());
+      call(4, {rows, width}, {{0, 1}}, {0}, {square.data()}, mean.data());
+      call(1, {rows}, {{0}}, {0}, {mean.data()}, r.data());
+      call(5, {rows, width}, {{0, 1}, {0}}, {0, 1}, {x.data(), r.data()},
+           scaled.data());
+      call(6, {rows, width}, {{0, 1}, {1}}, {0, 1}, {scaled.data(), g.data()},
+           out.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["elements/s"] = benchmark::Counter(
+      double(n) * state.iterations(), benchmark::Counter::kIsRate);
+}
+void BM_Generated_rmsnorm_Fused(benchmark::State &state) {
+  rmsNorm(state, true);
+}
+void BM_Generated_rmsnorm_PerOp(benchmark::State &state) {
+  rmsNorm(state, false);
+}
+BENCHMARK(BM_Generated_rmsnorm_Fused)->Arg(64)->Arg(4096);
+BENCHMARK(BM_Generated_rmsnorm_PerOp)->Arg(64)->Arg(4096);
+
 /// A single named op: its generated kernel against the library's
 /// vectorized CPU kernel (CpuKernels.h), the decision of which runs a lone
 /// op (docs/Architecture.md).

@@ -77,8 +77,8 @@ struct GeneratedCall {
   /// The iteration sizes of this call, one per dimension of the kernel
   /// (space[0] already scaled to the micro-batch's rows when batched).
   std::vector<int64_t> space;
-  /// GeneratedKernelSpec's: per input the dimensions it has, and the
-  /// output's; each ascending.
+  /// GeneratedKernelSpec's: per input the dimensions it has (in its own
+  /// order), and the output's (ascending).
   std::vector<std::vector<unsigned>> inputDims;
   std::vector<unsigned> outputDims;
 
@@ -91,11 +91,10 @@ struct GeneratedCall {
   /// The elements of a memref with `dims`: the product of their sizes.
   int64_t elementsAt(const std::vector<unsigned> &dims) const;
   int64_t outputElements() const { return elementsAt(outputDims); }
-  /// Whether the output has dimension 0, so that ranges of it may run
-  /// apart; otherwise the call runs whole.
   /// Whether rows of dimension 0 may run apart: the output keeps dimension
   /// 0, and every memref that has it has it first (a slice of rows stays
-  /// contiguous; a transposed input's would not).
+  /// contiguous; a transposed input's would not). Otherwise the call runs
+  /// whole.
   bool splitsRows() const {
     if (outputDims.empty() || outputDims[0] != 0)
       return false;
