@@ -1,9 +1,11 @@
 //===- GeneratedKernelTrainingTest.cpp - Generated kernels across pipelines
 //===//
 //
-// A four-layer model whose activations are general element-wise ops (one
+// A five-layer model whose activations are general element-wise ops (one
 // generated kernel per run: silu and mul; exp, neg and sigmoid; sin, cos and
-// sub; the gradients' runs in the backward) trains three Adam steps under
+// sub; an RMSNorm's square and row mean, and its broadcasting muls; the
+// gradients' runs in the backward, the gain's summed over the rows) trains
+// three Adam steps under
 // K = 1, 2 and 4, every schedule and every remat policy, at M = 4 (rows 3,
 // 3, 3, 3). The parameters must equal K = 1's under the same schedule bit
 // for bit: a kernel's
@@ -62,8 +64,19 @@ std::string model() {
          layer(3, "%l2",
                op("r", "relu", "%h") + op("t", "tanh", "%r") +
                    op("z", "add", "%t, %h")) +
+         // RMSNorm with a gain: a row reduction and two broadcasts.
+         layer(4, "%l3",
+               op("sq", "mul", "%h, %h") +
+                   "    %ms = gpipe.reduce_mean %sq axes [1] : "
+                   "tensor<12x8xf32> -> tensor<12x1xf32>\n"
+                   "    %r = gpipe.rsqrt %ms : tensor<12x1xf32>\n"
+                   "    %n = gpipe.mul %h, %r : tensor<12x8xf32>, "
+                   "tensor<12x1xf32> -> tensor<12x8xf32>\n"
+                   "    %g = gpipe.param \"g4\" ones : tensor<8xf32>\n"
+                   "    %z = gpipe.mul %n, %g : tensor<12x8xf32>, "
+                   "tensor<8xf32> -> tensor<12x8xf32>\n") +
          "  %loss = gpipe.layer \"loss\" -> tensor<f32> {\n"
-         "    %0 = gpipe.mse_loss %l3, %y : (tensor<12x8xf32>, "
+         "    %0 = gpipe.mse_loss %l4, %y : (tensor<12x8xf32>, "
          "tensor<12x8xf32>) -> tensor<f32>\n"
          "    gpipe.yield %0 : tensor<f32>\n  }\n"
          "  gpipe.return %loss : tensor<f32>\n}\n";
