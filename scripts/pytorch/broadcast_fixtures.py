@@ -43,6 +43,8 @@ def cases():
         "max_drop": (lambda x, p, q: amax(x * p, 1, False), (5,), (1,)),
         "heads": (lambda x, p, q: (x.reshape(4, 3, 5, 1).permute(0, 2, 1, 3) * q)
                   .permute(0, 2, 1, 3).reshape(4, 3, 5), (5,), (3, 1)),
+        "unit_axes": (lambda x, p, q: amax((x * p).reshape(4, 3, 1, 5), 2, True)
+                      .mean(dim=2), (5,), (1,)),
         "ties": (lambda x, p, q: amax(torch.minimum(x, q), (1, 2), True), (1,), (3, 1)),
     }
 

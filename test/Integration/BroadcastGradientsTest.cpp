@@ -263,6 +263,15 @@ std::vector<Case> cases() {
        "tensor<4x3x5x1xf32>\n"
        "%z = gpipe.reshape %b : tensor<4x3x5x1xf32> -> " + x,
        [](const T &x, const T &, const T &q) { return mul(x, q); }},
+      // Reductions over axes of size 1: the maximum of one element, a mean
+      // of one; the kernels reduce over nothing.
+      {"unit_axes", {5}, {1}, kX, true, false,
+       "%a = gpipe.mul %x, %p : " + x + ", tensor<5xf32> -> " + x + "\n"
+       "%r = gpipe.reshape %a : " + x + " -> tensor<4x3x1x5xf32>\n"
+       "%m = gpipe.reduce_max %r axes [2] : tensor<4x3x1x5xf32> -> "
+       "tensor<4x3x1x5xf32>\n"
+       "%z = gpipe.reduce_mean %m axes [2] : tensor<4x3x1x5xf32> -> " + x,
+       [](const T &x, const T &p, const T &) { return mul(x, p); }},
       {"ties", {1}, {3, 1}, {4, 1, 1}, false, true,
        "%t = gpipe.min %x, %q : " + x + ", tensor<3x1xf32> -> " + x + "\n"
        "%z = gpipe.reduce_max %t axes [1, 2] : " + x + " -> tensor<4x1x1xf32>",
