@@ -256,6 +256,11 @@ inline void expectEqual(const Bundle &a, const Bundle &b) {
     EXPECT_EQ(a.code.cpu[v].isa, b.code.cpu[v].isa) << v;
     EXPECT_TRUE(a.code.cpu[v].bytes == b.code.cpu[v].bytes) << v;
   }
+  ASSERT_EQ(a.code.cuda.has_value(), b.code.cuda.has_value());
+  if (a.code.cuda) {
+    EXPECT_EQ(a.code.cuda->arch, b.code.cuda->arch);
+    EXPECT_TRUE(a.code.cuda->ptx == b.code.cuda->ptx);
+  }
   ASSERT_EQ(a.stages.size(), b.stages.size());
   for (size_t s = 0; s < a.stages.size(); ++s)
     expectEqual(a.stages[s], b.stages[s], "stages[" + std::to_string(s) + "]");

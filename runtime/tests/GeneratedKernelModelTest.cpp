@@ -244,9 +244,10 @@ public:
   std::string error() const override { return {}; }
 };
 
+/// DeviceBackend::loadGeneratedKernels's default: a backend that neither runs
+/// host code nor loads kernels of its own (the CUDA backend loads code.cuda).
 constexpr const char *kCudaRefusal =
-    "this bundle carries generated kernels for the CPU only; the CUDA backend "
-    "needs their PTX, which the compiler does not generate yet: compile with "
+    "this backend cannot run the bundle's generated kernels: compile with "
     "codegen=none";
 
 TEST(GeneratedKernelRefusals, ABackendThatIsNotTheHostsRefusesUpFront) {

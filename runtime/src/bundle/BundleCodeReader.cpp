@@ -3,8 +3,8 @@
 // The optional `code` section: the generated kernels (symbol, input count,
 // what they compute, their iteration dimensions: which each input has and
 // which the output keeps) and their native code per x86-64 level, decoded
-// from base64; and the `kernel` ops that run them (with their iteration
-// space). Only the bytes are read here:
+// from base64, and as PTX for CUDA (code.cuda); and the `kernel` ops that
+// run them (with their iteration space). Only the bytes are read here:
 // whether they are a loadable shared object is the loader's question
 // (backends/GeneratedCode.h), asked where the code would run. The rest of
 // the bundle is read by BundleReader.cpp.
@@ -107,13 +107,12 @@ bool Reader::readCode(const Json &root, GeneratedCode &out) {
   if (!json)
     return true;
   const std::string path = "code";
-  const Json *kernels, *cpu;
-  // "cuda": the kernels as PTX (the compiler's --gpipe-ptx), accepted and
-  // not read yet: the CUDA backend does not load generated kernels.
+  const Json *kernels, *cpu, *cuda;
   if (!expectObject(*json, path) ||
       !checkKeys(*json, path, {"kernels", "cpu", "cuda"}) ||
       !getArray(*json, path, "kernels", kernels) ||
-      !getArray(*json, path, "cpu", cpu))
+      !getArray(*json, path, "cpu", cpu) ||
+      !lookup(*json, path, "cuda", false, cuda))
     return false;
 
   out.kernels.assign(kernels->size(), GeneratedKernelSpec());
@@ -179,7 +178,72 @@ bool Reader::readCode(const Json &root, GeneratedCode &out) {
     return fail(path, "expected a CPU code variant ('cpu') for the " +
                           plural(out.kernels.size(), "generated kernel") +
                           ", found none");
+  // "cuda": the kernels as PTX (the compiler's --gpipe-ptx), which the CUDA
+  // backend loads (cuModuleLoadData); whether the driver takes it is asked
+  // there, on the GPU.
+  if (cuda) {
+    const std::string at = "code.cuda";
+    CudaCode code;
+    if (!expectObject(*cuda, at) || !checkKeys(*cuda, at, {"arch", "ptx"}) ||
+        !getString(*cuda, at, "arch", code.arch) ||
+        !getString(*cuda, at, "ptx", code.ptx))
+      return false;
+    std::string error = checkCudaCode(code, out.kernels);
+    if (!error.empty())
+      return fail(at, error);
+    out.cuda = std::move(code);
+  }
   return true;
+}
+
+bool gpipe::runtime::isCudaArch(const std::string &arch) {
+  if (arch.size() <= 3 || arch.compare(0, 3, "sm_") != 0)
+    return false;
+  for (size_t i = 3; i < arch.size(); ++i)
+    if (arch[i] < '0' || arch[i] > '9')
+      return false;
+  return true;
+}
+
+bool gpipe::runtime::ptxHasEntry(const std::string &ptx,
+                                 const std::string &symbol) {
+  auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+  };
+  const std::string entry = ".entry";
+  for (size_t at = ptx.find(entry); at != std::string::npos;
+       at = ptx.find(entry, at + 1)) {
+    // ".entry" as a word: not the tail of another directive or name.
+    if (at > 0 && !space(ptx[at - 1]))
+      continue;
+    size_t i = at + entry.size();
+    if (i >= ptx.size() || !space(ptx[i]))
+      continue;
+    while (i < ptx.size() && space(ptx[i]))
+      ++i;
+    if (ptx.compare(i, symbol.size(), symbol) != 0)
+      continue;
+    const size_t end = i + symbol.size();
+    if (end == ptx.size() || ptx[end] == '(' || space(ptx[end]))
+      return true;
+  }
+  return false;
+}
+
+std::string
+gpipe::runtime::checkCudaCode(const CudaCode &cuda,
+                              const std::vector<GeneratedKernelSpec> &kernels) {
+  if (!isCudaArch(cuda.arch))
+    return "expected 'arch' as sm_ and digits (\"sm_90\"), found '" +
+           cuda.arch.substr(0, 40) + (cuda.arch.size() > 40 ? "…" : "") + "'";
+  if (cuda.ptx.empty())
+    return "expected the kernels' PTX text ('ptx'), found an empty string";
+  for (size_t k = 0; k < kernels.size(); ++k)
+    if (!ptxHasEntry(cuda.ptx, kernels[k].symbol))
+      return "expected 'ptx' with an '.entry " + kernels[k].symbol +
+             "' for kernel " + std::to_string(k) + " (" + kernels[k].ops +
+             "), found none: built for another bundle?";
+  return {};
 }
 
 /// "[8, 6]" (as the bundle's JSON writes it).

@@ -159,6 +159,8 @@ Json codeJson(const GeneratedCode &code) {
   Json out = Json::object();
   out["kernels"] = std::move(kernels);
   out["cpu"] = std::move(cpu);
+  if (code.cuda)
+    out["cuda"] = {{"arch", code.cuda->arch}, {"ptx", code.cuda->ptx}};
   return out;
 }
 

@@ -64,15 +64,13 @@ private:
 
 /// The bundle's generated kernels, loaded for `backend` once, before any
 /// step issues them; "" or why they cannot run there.
-std::string loadGeneratedCode(const Bundle &bundle,
-                              const DeviceBackend &backend,
+std::string loadGeneratedCode(const Bundle &bundle, DeviceBackend &backend,
                               std::unique_ptr<LoadedCode> &code) {
   if (bundle.code.kernels.empty())
     return {};
+  // A GPU loads them in its own form (CUDA: code.cuda's PTX).
   if (!backend.runsHostCode())
-    return "this bundle carries generated kernels for the CPU only; the CUDA "
-           "backend needs their PTX, which the compiler does not generate "
-           "yet: compile with codegen=none";
+    return backend.loadGeneratedKernels(bundle.code);
   std::string error;
   code = LoadedCode::load(bundle.code, hostCpuFeatures(), error);
   return error;

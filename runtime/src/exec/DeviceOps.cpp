@@ -340,11 +340,14 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     b.fillZero(s, out[0], result->numElements() * 4);
     break;
   case OpKind::Kernel: {
-    if (!code)
+    // Host code is loaded here; a GPU backend loaded its own
+    // (loadGeneratedKernels) and finds it by call.kernel.
+    if (!code && b.runsHostCode())
       return "no generated code is loaded";
     const GeneratedKernelSpec &kernel = bundle.code.kernels[size_t(op.kernel)];
     GeneratedCall call;
-    call.entry = code->entry(size_t(op.kernel));
+    call.entry = code ? code->entry(size_t(op.kernel)) : nullptr;
+    call.kernel = op.kernel;
     call.output = out[0];
     call.space = op.space;
     // A batched space runs the micro-batch's rows of dimension 0.

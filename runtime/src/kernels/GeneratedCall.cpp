@@ -88,24 +88,36 @@ void gpipe::runtime::device::runGeneratedRange(const GeneratedCall &call,
   call.entry(args);
 }
 
-std::vector<const float *> gpipe::runtime::device::separateOverlaps(
-    const GeneratedCall &call, std::vector<std::vector<float>> &copies) {
-  std::vector<const float *> inputs = call.inputs;
+std::vector<size_t>
+gpipe::runtime::device::overlappingInputs(const GeneratedCall &call) {
+  std::vector<size_t> overlapping;
   // Compared as addresses of one flat memory (std::less: a total order even
   // across allocations).
   std::less<const float *> before;
   const float *outBegin = call.output,
               *outEnd = call.output + call.outputElements();
   const bool elementWise = !call.reduces();
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    const float *input = inputs[k];
+  for (size_t k = 0; k < call.inputs.size(); ++k) {
+    const float *input = call.inputs[k];
     const float *inEnd = input + call.elementsAt(call.inputDims[k]);
     const bool overlaps = before(input, outEnd) && before(outBegin, inEnd);
     const bool inPlace = elementWise && input == outBegin &&
                          call.inputDims[k] == call.outputDims;
-    if (!overlaps || inPlace)
-      continue;
-    copies.emplace_back(input, inEnd);
+    if (overlaps && !inPlace)
+      overlapping.push_back(k);
+  }
+  return overlapping;
+}
+
+std::vector<const float *> gpipe::runtime::device::separateOverlaps(
+    const GeneratedCall &call, std::vector<std::vector<float>> &copies) {
+  std::vector<const float *> inputs = call.inputs;
+  const std::vector<size_t> overlapping = overlappingInputs(call);
+  // Reserved: the copies' data must not move as more are added.
+  copies.reserve(copies.size() + overlapping.size());
+  for (size_t k : overlapping) {
+    const float *input = inputs[k];
+    copies.emplace_back(input, input + call.elementsAt(call.inputDims[k]));
     inputs[k] = copies.back().data();
   }
   return inputs;

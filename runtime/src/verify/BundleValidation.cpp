@@ -175,6 +175,10 @@ static std::string validateCode(const GeneratedCode &code) {
   if (!code.kernels.empty() && code.cpu.empty())
     return "the bundle has " + std::to_string(code.kernels.size()) +
            " generated kernels but no CPU code variant to run them";
+  if (code.cuda)
+    if (std::string error = checkCudaCode(*code.cuda, code.kernels);
+        !error.empty())
+      return "the generated kernels' CUDA code: " + error;
   return {};
 }
 

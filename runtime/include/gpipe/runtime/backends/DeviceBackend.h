@@ -20,6 +20,7 @@
 #ifndef GPIPE_RUNTIME_DEVICE_DEVICEBACKEND_H
 #define GPIPE_RUNTIME_DEVICE_DEVICEBACKEND_H
 
+#include "gpipe/runtime/bundle/Bundle.h"
 #include "gpipe/runtime/kernels/DeviceGating.h"
 #include "gpipe/runtime/kernels/KernelApi.h"
 
@@ -109,6 +110,17 @@ public:
   /// bundle's generated CPU code (KernelApi::generated): the CPU threads and
   /// the host emulation; not a GPU. The executor asks before it loads any.
   virtual bool runsHostCode() const { return false; }
+
+  /// A backend whose kernels do not run on the host (runsHostCode false)
+  /// loads the bundle's generated kernels in its own form here, once, before
+  /// any is issued (the CUDA backend: code.cuda's PTX on each GPU); "" or
+  /// why they cannot run on it. Its KernelApi::generated then finds a
+  /// call's kernel by GeneratedCall::kernel (the entry is null).
+  virtual std::string loadGeneratedKernels(const GeneratedCode &code) {
+    (void)code;
+    return "this backend cannot run the bundle's generated kernels: compile "
+           "with codegen=none";
+  }
 
   /// Bytes the backend holds on `device` beside the allocations (the CPU
   /// backend's packed parameter copies), as of the last synchronize.

@@ -54,6 +54,7 @@
 #include "gpipe/runtime/bundle/OpTable.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -279,11 +280,37 @@ struct CodeVariant {
   std::string bytes; ///< the shared object (decoded from the bundle's base64)
 };
 
+/// Every kernel as PTX for CUDA (the compiler's --gpipe-ptx): one module
+/// with an `.entry <symbol>` per kernel, the ABI of
+/// include/gpipe/Target/PtxKernels.h. The CUDA backend loads it with the
+/// driver API (cuModuleLoadData) on each of its GPUs.
+struct CudaCode {
+  std::string arch; ///< the GPU it targets, "sm_90": sm_ and digits
+  std::string ptx;  ///< the module's text
+};
+
 struct GeneratedCode {
   std::vector<GeneratedKernelSpec> kernels;
   std::vector<CodeVariant> cpu; ///< at least one when there are kernels
-  bool empty() const { return kernels.empty() && cpu.empty(); }
+  /// The kernels as PTX (code.cuda); absent: the bundle cannot run its
+  /// kernels on CUDA.
+  std::optional<CudaCode> cuda;
+  bool empty() const { return kernels.empty() && cpu.empty() && !cuda; }
 };
+
+/// Whether `arch` names a GPU as code.cuda's `arch` does: "sm_" then digits.
+bool isCudaArch(const std::string &arch);
+
+/// Whether the PTX text declares `.entry <symbol>` (a kernel of that name).
+bool ptxHasEntry(const std::string &ptx, const std::string &symbol);
+
+/// "" when `cuda` can hold `kernels`: its arch is sm_<digits>, its PTX is
+/// not empty and declares `.entry <symbol>` for every kernel; else what was
+/// expected and found, naming the fields as the bundle file does
+/// ("expected 'ptx' with an '.entry gpipe_kernel_0_…' for kernel 0 (...),
+/// found none").
+std::string checkCudaCode(const CudaCode &cuda,
+                          const std::vector<GeneratedKernelSpec> &kernels);
 
 struct Bundle {
   std::string model;

@@ -71,7 +71,12 @@ MemRefDescriptor contiguousMemRef(float *base, const int64_t *sizes,
 
 /// One call of a generated kernel over its whole iteration space.
 struct GeneratedCall {
+  /// The host entry (a backend that runs host code); null on a backend that
+  /// loaded the kernels itself (DeviceBackend::loadGeneratedKernels), which
+  /// finds its own by `kernel`.
   GeneratedEntry entry = nullptr;
+  /// The kernel's index in the bundle's code.kernels (-1: not a bundle's).
+  int kernel = -1;
   std::vector<const float *> inputs;
   float *output = nullptr;
   /// The iteration sizes of this call, one per dimension of the kernel
@@ -117,6 +122,13 @@ struct GeneratedCall {
 /// only the whole range [0, space[0]).
 void runGeneratedRange(const GeneratedCall &call, const float *const *inputs,
                        int64_t begin, int64_t end);
+
+/// The indices of the inputs `call` must read from a copy: those whose
+/// elements overlap the output's, except an element-wise kernel's input at
+/// the output's very address with the output's dimensions (in place). The
+/// host copies them (separateOverlaps); a GPU into device scratch, on the
+/// call's stream.
+std::vector<size_t> overlappingInputs(const GeneratedCall &call);
 
 /// The inputs `call` may read while it writes its output: call.inputs, but
 /// for each whose elements overlap the output's, except an element-wise
