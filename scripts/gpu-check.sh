@@ -98,7 +98,8 @@ step "configure (runtime only, CUDA backend)" "$logs/configure.log" \
   "-DGPIPE_FASHION_MNIST_DIR=$data" "-DGPIPE_FORTUNES_DIR=$corpus"
 targets=()
 if ! wants rest; then
-  targets=(GPipeCudaGpuTests GPipeCudaExecutorTests gpipe-cuda-bench gpipe-train-bundle)
+  targets=(GPipeCudaGpuTests GPipeCudaExecutorTests GPipeCudaGeneratedKernelsTests
+           gpipe-cuda-bench gpipe-train-bundle)
   # The NCCL test is registered wherever NCCL and MPI are found.
   if grep -q "GPipeNcclTests:" "$build/build.ninja" 2>/dev/null; then targets+=(GPipeNcclTests); fi
 fi

@@ -5,15 +5,20 @@
 #include "gpipe/cuda/CudaDevices.h"
 #include "gpipe/runtime/kernels/KernelsByFunctor.h"
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using namespace gpipe::cuda;
 using gpipe::runtime::device::DeviceBackend;
+using gpipe::runtime::CudaCode;
+using gpipe::runtime::GeneratedCode;
+using gpipe::runtime::GeneratedKernelSpec;
 using gpipe::runtime::device::EventId;
 using gpipe::runtime::device::GemmBatch;
 using gpipe::runtime::device::GeneratedCall;
@@ -21,6 +26,61 @@ using gpipe::runtime::device::KernelsByFunctor;
 using gpipe::runtime::device::StreamId;
 
 namespace {
+
+/// The CUDA driver API calls that load and launch the bundle's PTX, found at
+/// run time through the runtime API (cudaGetDriverEntryPointByVersion)
+/// rather than linked: a program that links libcuda does not even start on
+/// a machine without the driver, where this backend must fail cleanly.
+struct DriverApi {
+  decltype(&::cuGetErrorName) getErrorName = nullptr;
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
+  decltype(&::cuCtxGetCurrent) ctxGetCurrent = nullptr;
+  decltype(&::cuModuleLoadDataEx) moduleLoadDataEx = nullptr;
+  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  decltype(&::cuModuleUnload) moduleUnload = nullptr;
+  decltype(&::cuLaunchKernel) launchKernel = nullptr;
+#if CUDA_VERSION >= 12040
+  decltype(&::cuFuncGetParamInfo) funcGetParamInfo = nullptr; ///< optional
+#endif
+
+  /// Finds every entry point; "" or which one is missing and why.
+  std::string load() {
+    std::string error;
+    auto find = [&](const char *symbol, auto &pointer, bool required) {
+      void *found = nullptr;
+      cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSuccess;
+      cudaError_t err = cudaGetDriverEntryPointByVersion(
+          symbol, &found, CUDA_VERSION, cudaEnableDefault, &status);
+      if (err != cudaSuccess || status != cudaDriverEntryPointSuccess ||
+          !found) {
+        (void)cudaGetLastError();
+        if (required && error.empty())
+          error = std::string("the CUDA driver has no ") + symbol + " (" +
+                  (err != cudaSuccess ? cudaErrorText(int(err))
+                   : status == cudaDriverEntryPointVersionNotSufficent
+                       ? std::string("the driver is older than CUDA ") +
+                             std::to_string(CUDA_VERSION / 1000) + "." +
+                             std::to_string(CUDA_VERSION % 1000 / 10)
+                       : std::string("symbol not found")) +
+                  ")";
+        return;
+      }
+      pointer = reinterpret_cast<std::remove_reference_t<decltype(pointer)>>(
+          found);
+    };
+    find("cuGetErrorName", getErrorName, true);
+    find("cuGetErrorString", getErrorString, true);
+    find("cuCtxGetCurrent", ctxGetCurrent, true);
+    find("cuModuleLoadDataEx", moduleLoadDataEx, true);
+    find("cuModuleGetFunction", moduleGetFunction, true);
+    find("cuModuleUnload", moduleUnload, true);
+    find("cuLaunchKernel", launchKernel, true);
+#if CUDA_VERSION >= 12040
+    find("cuFuncGetParamInfo", funcGetParamInfo, false);
+#endif
+    return error;
+  }
+};
 
 /// f(i) for every i in [0, n), each thread striding over the grid.
 template <class F> __global__ void forEachKernel(F f, int64_t n) {
@@ -155,13 +215,11 @@ public:
   void fillZero(StreamId s, void *dst, int64_t bytes) override;
   void recordTime(StreamId s, double *slot) override;
   void gemm(StreamId stream, const GemmBatch &call) override;
-  /// The bundle's generated kernels are x86-64 code (the executor refuses
-  /// such a bundle first: runsHostCode is false): an error, never a call.
-  void generated(StreamId s, const GeneratedCall &) override {
-    if (firstError.empty())
-      firstError = "generated CPU kernels cannot run on CUDA (issued on " +
-                   streamName(s) + ")";
-  }
+  /// The bundle's generated kernels as PTX (code.cuda), loaded on every GPU
+  /// a pipeline device runs on; the CPU's variants are never run here.
+  std::string loadGeneratedKernels(const GeneratedCode &code) override;
+  /// One launch of the call's kernel (PtxKernels.h's ABI) on its stream.
+  void generated(StreamId s, const GeneratedCall &call) override;
   std::string synchronize(std::chrono::milliseconds timeout) override;
   void *nativeStream(StreamId s) override {
     return s < streams.size() ? static_cast<void *>(streams[s]) : nullptr;
@@ -193,6 +251,28 @@ private:
                    streamName(s) + ": " + cudaErrorText(int(err));
     return false;
   }
+  /// Keeps the first driver API error; true when `err` is success.
+  bool noteDriver(CUresult err, const char *what, StreamId s) {
+    if (err == CUDA_SUCCESS)
+      return true;
+    if (firstError.empty())
+      firstError = std::string("CUDA driver error in ") + what + " on " +
+                   streamName(s) + ": " + driverErrorText(err);
+    return false;
+  }
+  std::string driverErrorText(CUresult err) const {
+    const char *name = nullptr, *text = nullptr;
+    if (driver.getErrorName)
+      (void)driver.getErrorName(err, &name);
+    if (driver.getErrorString)
+      (void)driver.getErrorString(err, &text);
+    return std::string(name ? name : "CUDA_ERROR_UNKNOWN") + " (" +
+           std::to_string(int(err)) + "): " + (text ? text : "unknown error");
+  }
+  /// Loads `cuda`'s PTX on GPU `gpu` (its primary context: the runtime
+  /// API's) and finds every kernel; "" or why not.
+  std::string loadModule(int gpu, const CudaCode &cuda,
+                         const std::vector<GeneratedKernelSpec> &kernels);
   void noteStatus(const CudaStatus &status, StreamId s) {
     if (!status.ok && firstError.empty())
       firstError = status.message + " (on " + streamName(s) + ")";
@@ -209,6 +289,13 @@ private:
   std::vector<cudaEvent_t> events;
   std::vector<int> eventGpu;
   std::vector<std::vector<cudaEvent_t>> spareEvents;
+  /// The generated kernels' module per GPU (null: not loaded there), and
+  /// their functions in the order of the bundle's code.kernels.
+  std::vector<CUmodule> modules;
+  std::vector<std::vector<CUfunction>> functions;
+  /// The kernels' specs (for messages), and their parameter counts.
+  std::vector<GeneratedKernelSpec> kernelSpecs;
+  DriverApi driver; ///< loaded with the kernels
   std::string firstError;
 };
 
@@ -225,6 +312,11 @@ CudaBackend::~CudaBackend() {
   for (auto &spare : spareEvents)
     for (cudaEvent_t event : spare)
       (void)cudaEventDestroy(event);
+  for (size_t g = 0; g < modules.size(); ++g)
+    if (modules[g]) {
+      (void)cudaSetDevice(int(g));
+      (void)driver.moduleUnload(modules[g]);
+    }
   for (void *p : allocations)
     (void)cudaFree(p);
   for (void *p : stagingBlocks)
@@ -419,6 +511,201 @@ void CudaBackend::gemm(StreamId s, const GemmBatch &g) {
   noteStatus(blas[s / 2]->gemmStridedBatched(options.precision, args, g.count,
                                              g.strideA, g.strideB, g.strideC),
              s);
+}
+
+std::string CudaBackend::loadGeneratedKernels(const GeneratedCode &code) {
+  if (code.kernels.empty())
+    return {};
+  if (!code.cuda)
+    return "the bundle's generated kernels have no CUDA code: compile with "
+           "--gpipe-ptx (gpipe-compile ptx=true), or with codegen=none";
+  const CudaCode &cuda = *code.cuda;
+  // The reader checked the same of a file; this, of a bundle built in memory.
+  if (std::string error = gpipe::runtime::checkCudaCode(cuda, code.kernels);
+      !error.empty())
+    return "the bundle's CUDA code (code.cuda): " + error;
+  if (std::string error = driver.load(); !error.empty())
+    return "cannot load the bundle's generated kernels: " + error;
+  kernelSpecs = code.kernels;
+  modules.assign(gpus.size(), nullptr);
+  functions.assign(gpus.size(), {});
+  for (unsigned d = 0; d < options.numDevices; ++d) {
+    const int gpu = gpuOf[d];
+    if (modules[gpu])
+      continue;
+    // PTX for sm_XY runs on GPUs of compute capability X.Y and later (the
+    // driver compiles it); an older GPU would fail in the JIT.
+    int wanted = 0; // checkCudaCode: digits after "sm_"
+    for (size_t i = 3; i < cuda.arch.size() && wanted < 100000; ++i)
+      wanted = wanted * 10 + (cuda.arch[i] - '0');
+    const int has = gpus[gpu].computeMajor * 10 + gpus[gpu].computeMinor;
+    if (has < wanted)
+      return "the bundle's generated kernels are PTX for " + cuda.arch +
+             "; GPU " + std::to_string(gpu) + " (" + gpus[gpu].name +
+             ") has compute capability " +
+             std::to_string(gpus[gpu].computeMajor) + "." +
+             std::to_string(gpus[gpu].computeMinor);
+    std::string error = loadModule(gpu, cuda, code.kernels);
+    if (!error.empty())
+      return "device " + std::to_string(d) + " (GPU " + std::to_string(gpu) +
+             "): " + error;
+  }
+  return {};
+}
+
+std::string
+CudaBackend::loadModule(int gpu, const CudaCode &cuda,
+                        const std::vector<GeneratedKernelSpec> &kernels) {
+  // The runtime API's primary context of this GPU, made current by
+  // cudaSetDevice and created by the first runtime call that needs it.
+  cudaError_t rt = cudaSetDevice(gpu);
+  if (rt == cudaSuccess)
+    rt = cudaFree(nullptr);
+  if (rt != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string("cudaSetDevice before loading the PTX failed: ") +
+           cudaErrorText(int(rt));
+  }
+  CUcontext context = nullptr;
+  CUresult err = driver.ctxGetCurrent(&context);
+  if (err != CUDA_SUCCESS || !context)
+    return "no current CUDA context to load the PTX in (cuCtxGetCurrent: " +
+           (err != CUDA_SUCCESS ? driverErrorText(err)
+                                : std::string("none")) +
+           ")";
+  // The JIT's error log says which line of the PTX it refused and why.
+  std::vector<char> log(16384, '\0');
+  CUjit_option keys[] = {CU_JIT_ERROR_LOG_BUFFER,
+                         CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log.data(),
+                    reinterpret_cast<void *>(uintptr_t(log.size() - 1))};
+  CUmodule module = nullptr;
+  err = driver.moduleLoadDataEx(&module, cuda.ptx.c_str(), 2, keys, values);
+  if (err != CUDA_SUCCESS) {
+    std::string jitLog(log.data());
+    while (!jitLog.empty() &&
+           (jitLog.back() == '\n' || jitLog.back() == ' '))
+      jitLog.pop_back();
+    return "cuModuleLoadData of the generated kernels' PTX (" + cuda.arch +
+           ", " + std::to_string(cuda.ptx.size()) + " bytes) failed: " +
+           driverErrorText(err) +
+           (jitLog.empty() ? std::string(" (the JIT logged nothing)")
+                           : "; the JIT's log: " + jitLog);
+  }
+  modules[gpu] = module;
+  std::vector<CUfunction> &found = functions[gpu];
+  found.assign(kernels.size(), nullptr);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const GeneratedKernelSpec &kernel = kernels[k];
+    err = driver.moduleGetFunction(&found[k], module, kernel.symbol.c_str());
+    if (err != CUDA_SUCCESS)
+      return "the generated kernels' PTX has no kernel '" + kernel.symbol +
+             "' (kernel " + std::to_string(k) + ": " + kernel.ops +
+             "): cuModuleGetFunction: " + driverErrorText(err);
+#if CUDA_VERSION >= 12040
+    // The ABI's parameters: inputs, the output, then one size per
+    // dimension, 8 bytes each (PtxKernels.h).
+    const size_t count = kernel.inputs + 1 + kernel.rank;
+    size_t offset = 0, size = 0;
+    if (!driver.funcGetParamInfo)
+      continue;
+    CUresult last =
+        driver.funcGetParamInfo(found[k], count - 1, &offset, &size);
+    CUresult beyond = driver.funcGetParamInfo(found[k], count, &offset, &size);
+    if (last == CUDA_ERROR_INVALID_VALUE || beyond == CUDA_SUCCESS)
+      return "the generated kernel '" + kernel.symbol + "' (kernel " +
+             std::to_string(k) + ": " + kernel.ops + ") does not take " +
+             std::to_string(count) + " parameters (" +
+             std::to_string(kernel.inputs) + " inputs, the output, " +
+             std::to_string(kernel.rank) +
+             " sizes): its PTX does not match the bundle";
+#endif
+  }
+  return {};
+}
+
+void CudaBackend::generated(StreamId s, const GeneratedCall &call) {
+  if (s % 2) {
+    if (firstError.empty())
+      firstError = "a generated kernel was issued on " + streamName(s) +
+                   "; kernels run on compute streams";
+    return;
+  }
+  const int gpu = gpuOfStream(s);
+  if (call.kernel < 0 || size_t(gpu) >= functions.size() ||
+      size_t(call.kernel) >= functions[gpu].size() ||
+      !functions[gpu][size_t(call.kernel)]) {
+    if (firstError.empty())
+      firstError = "generated kernel " + std::to_string(call.kernel) +
+                   " was issued on " + streamName(s) +
+                   ", where no generated kernels are loaded";
+    return;
+  }
+  const size_t count = call.inputs.size();
+  const size_t rank = call.space.size();
+  if (count < 1 || count > gpipe::runtime::kMaxKernelInputs || rank < 1 ||
+      rank > gpipe::runtime::kMaxKernelRank) {
+    if (firstError.empty())
+      firstError = "generated kernel " + std::to_string(call.kernel) +
+                   " was issued with " + std::to_string(count) +
+                   " inputs and rank " + std::to_string(rank) + " on " +
+                   streamName(s);
+    return;
+  }
+  const int64_t n = call.outputElements();
+  if (n <= 0)
+    return; // an empty output needs no launch
+  if (!setDevice(s))
+    return;
+  cudaStream_t stream = streams[s];
+  // As on the CPU (separateOverlaps): an input that overlaps the output,
+  // other than an element-wise kernel's in-place one, is read from a copy
+  // made on the stream before the launch (and freed after it, in order).
+  CUdeviceptr pointers[gpipe::runtime::kMaxKernelInputs + 1];
+  for (size_t k = 0; k < count; ++k)
+    pointers[k] = CUdeviceptr(uintptr_t(call.inputs[k]));
+  pointers[count] = CUdeviceptr(uintptr_t(call.output));
+  std::vector<void *> scratch;
+  for (size_t k : gpipe::runtime::device::overlappingInputs(call)) {
+    const size_t bytes = size_t(call.elementsAt(call.inputDims[k])) * 4;
+    void *copy = nullptr;
+    if (!note(cudaMallocAsync(&copy, bytes, stream),
+              "cudaMallocAsync (a generated kernel's input copy)", s))
+      break;
+    scratch.push_back(copy);
+    if (!note(cudaMemcpyAsync(copy, call.inputs[k], bytes,
+                              cudaMemcpyDeviceToDevice, stream),
+              "cudaMemcpyAsync (a generated kernel's input copy)", s))
+      break;
+    pointers[k] = CUdeviceptr(uintptr_t(copy));
+  }
+  if (firstError.empty()) {
+    int64_t sizes[gpipe::runtime::kMaxKernelRank];
+    void *params[gpipe::runtime::kMaxKernelInputs + 1 +
+                 gpipe::runtime::kMaxKernelRank];
+    size_t p = 0;
+    for (size_t k = 0; k <= count; ++k)
+      params[p++] = &pointers[k];
+    for (size_t d = 0; d < rank; ++d) {
+      sizes[d] = call.space[d];
+      params[p++] = &sizes[d];
+    }
+    // One thread per output element, grid-striding beyond the cap (any
+    // launch size is valid: PtxKernels.h).
+    const unsigned threads = 256;
+    const int64_t wanted = (n + threads - 1) / threads;
+    const int64_t blocks = std::min<int64_t>(wanted, int64_t(sms(s)) * 16);
+    noteDriver(driver.launchKernel(functions[gpu][size_t(call.kernel)],
+                              unsigned(blocks), 1, 1, threads, 1, 1, 0,
+                              reinterpret_cast<CUstream>(stream), params,
+                              nullptr),
+               ("cuLaunchKernel of generated kernel " +
+                kernelSpecs[size_t(call.kernel)].symbol)
+                   .c_str(),
+               s);
+  }
+  for (void *copy : scratch)
+    note(cudaFreeAsync(copy, stream), "cudaFreeAsync", s);
 }
 
 std::string CudaBackend::synchronize(std::chrono::milliseconds timeout) {

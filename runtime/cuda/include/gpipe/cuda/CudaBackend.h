@@ -6,7 +6,10 @@
 // (cudaMemcpyPeerAsync; a device-to-device copy when two pipeline devices
 // share a GPU); GEMMs go through cuBLAS in the chosen precision; every other
 // kernel is a grid-stride launch of the DeviceKernels.h functors, the code
-// the host tests run on the CPU.
+// the host tests run on the CPU. The bundle's generated kernels run from its
+// PTX (code.cuda): loadGeneratedKernels loads it on every GPU with the driver
+// API, and each `kernel` op is a cuLaunchKernel on the compute stream
+// (include/gpipe/Target/PtxKernels.h's ABI; docs/Cuda.md).
 //
 // Every CUDA error is kept (the first one) and returned by `synchronize`;
 // `createCudaBackend` fails with the "no CUDA device available: ..." sentence

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Regenerates broadcast-ptx.json, the bundle CudaGeneratedKernelsTest runs:
+# test/Target/bundle-broadcast.mlir's model (a broadcast add, RMSNorm's mean
+# over the features, a max over the positions, a sum, and their gradients:
+# 16 generated kernels) on 2 stages and 2 micro-batches, compiled with
+# --gpipe-codegen=native --gpipe-ptx. Only the baseline x86-64 CPU variant is
+# kept (the CPU backend's reference runs on any x86-64), then the bundle is
+# sealed again. Needs a build with the compiler: BIN=<build>/bin.
+set -eu
+BIN=${BIN:-build/bin}
+HERE=$(dirname "$0")
+ROOT=$HERE/../../../..
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+"$BIN/gpipe-opt" "$ROOT/test/Target/bundle-broadcast.mlir" \
+  -gpipe-compile="num-stages=2 num-microbatches=2" -o "$TMP/model.mlir"
+"$BIN/gpipe-translate" --gpipe-to-bundle --gpipe-codegen=native --gpipe-ptx \
+  "$TMP/model.mlir" -o "$TMP/full.json"
+python3 - "$TMP/full.json" "$HERE/broadcast-ptx.json" <<'PY'
+import json, sys, zlib
+bundle = json.load(open(sys.argv[1]))
+bundle["code"]["cpu"] = [v for v in bundle["code"]["cpu"] if v["isa"] == "x86-64"]
+del bundle["checksum"]
+text = json.dumps(bundle, indent=2)
+sealed = text[: text.rindex("}")].rstrip() + ",\n  "
+sealed += '"checksum": "crc32:%08x"\n}\n' % (zlib.crc32(sealed.encode()) & 0xFFFFFFFF)
+open(sys.argv[2], "w").write(sealed)
+PY
