@@ -102,13 +102,15 @@ static llvm::cl::opt<bool> splitLayers(
 static llvm::cl::opt<gpipe::KernelCodegen> codegen(
     "codegen", llvm::cl::init(gpipe::KernelCodegen::Native),
     llvm::cl::desc("what runs the element-wise ops (default: native, but "
-                   "none on --device cuda, which runs no generated code yet)"),
+                   "none on --device cuda, where native also writes them "
+                   "as PTX)"),
     llvm::cl::values(
         clEnumValN(gpipe::KernelCodegen::None, "none",
                    "the runtime's library kernels, one op at a time"),
         clEnumValN(gpipe::KernelCodegen::Native, "native",
                    "kernels the compiler generates for each run of "
-                   "element-wise ops (CPU and host emulation)")),
+                   "element-wise ops (CPU and host emulation; PTX on "
+                   "--device cuda)")),
     llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 static gpipe::Whole<int64_t>
     batchSize("batch-size", llvm::cl::init(0),
@@ -188,11 +190,13 @@ inline void applyCompileFlags(CompilePipelineOptions &options) {
   options.schedule = scheduleKind;
   options.scheduleFile = scheduleFile;
   options.numVirtualStages = virtualStages;
-  // CUDA has no generated code yet (PTX): its default keeps the library's
-  // kernels; asking for native there is refused when the bundle loads.
+  // CUDA keeps the library's kernels by default; --codegen native there
+  // also writes the generated kernels as PTX (code.cuda), which the CUDA
+  // backend loads and launches.
   options.codegen = deviceName == "cuda" && codegen.getNumOccurrences() == 0
                         ? KernelCodegen::None
                         : codegen.getValue();
+  options.ptx = deviceName == "cuda" && options.codegen == KernelCodegen::Native;
 }
 
 /// The CPU devices' threads the flags ask for.
