@@ -338,12 +338,14 @@ static FailureOr<StageEmission> emitStage(StageOp stage,
         json::Array shape;
         for (int64_t dim : param.getType().getShape())
           shape.push_back(dim);
-        out.params.push_back(
-            json::Object{{"name", param.getName()},
-                         {"shape", std::move(shape)},
-                         {"init", stringifyInitKind(param.getInit())},
-                         {"scale", scale ? scale->convertToDouble() : 1.0},
-                         {"stage", int64_t(stage.getIndex())}});
+        json::Object spec{{"name", param.getName()},
+                          {"shape", std::move(shape)},
+                          {"init", stringifyInitKind(param.getInit())},
+                          {"scale", scale ? scale->convertToDouble() : 1.0},
+                          {"stage", int64_t(stage.getIndex())}};
+        if (param.getFrozen())
+          spec["frozen"] = true;
+        out.params.push_back(std::move(spec));
         continue;
       }
       forwardIndex[&op] = forward.size();

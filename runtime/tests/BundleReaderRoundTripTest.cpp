@@ -156,6 +156,21 @@ TEST(BundleReaderTest, RoundTripsValidBundle) {
   EXPECT_EQ(writeBundle((*second)), text);
 }
 
+// A frozen parameter (a constant of the model) stays frozen through writing
+// and reading; the key is written only when set.
+TEST(BundleReaderTest, RoundTripsFrozenParameters) {
+  StatusOr<Bundle> first = parseBundle(kValidBundle, "m.bundle.json");
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_FALSE(first->params[1].frozen);
+  first->params[1].frozen = true;
+  std::string text = writeBundle(*first);
+  EXPECT_EQ(text.find("\"frozen\""), text.rfind("\"frozen\""));
+  StatusOr<Bundle> second = parseBundle(text, "written.json");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  expectEqual(*first, *second);
+  EXPECT_TRUE(second->params[1].frozen);
+}
+
 // A zero-bubble bundle's split backwards (weights_from) and its
 // backward_weights instructions survive writing and reading; a split past
 // the backward's end is refused.

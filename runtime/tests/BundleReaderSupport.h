@@ -240,6 +240,7 @@ inline void expectEqual(const Bundle &a, const Bundle &b) {
     EXPECT_EQ(a.params[i].shape, b.params[i].shape) << "param " << i;
     EXPECT_EQ(a.params[i].init, b.params[i].init) << "param " << i;
     EXPECT_EQ(a.params[i].scale, b.params[i].scale) << "param " << i;
+    EXPECT_EQ(a.params[i].frozen, b.params[i].frozen) << "param " << i;
     EXPECT_EQ(a.params[i].stage, b.params[i].stage) << "param " << i;
   }
   ASSERT_EQ(a.code.kernels.size(), b.code.kernels.size());

@@ -235,7 +235,9 @@ const ErrorCase kErrorCases[] = {
      "params[1]: expected a number 'scale', found a string"},
     {"UnknownParamKey", [](Json &j) { j["params"][1]["dtype"] = "f32"; },
      "params[1]: unknown key 'dtype'; expected one of name, shape, init, "
-     "scale, stage"},
+     "scale, stage, frozen"},
+    {"FrozenNotBool", [](Json &j) { j["params"][1]["frozen"] = 1; },
+     "params[1]: expected a boolean 'frozen', found a number"},
     // Stage values.
     {"UnknownValueType",
      [](Json &j) { j["stages"][1]["values"][2]["type"] = "bf16"; },

@@ -186,12 +186,14 @@ bool Reader::readParams(const Json &root, size_t numStages, Bundle &bundle) {
     ParamSpec &param = bundle.params[i];
     std::string init;
     if (!expectObject(json, path) ||
-        !checkKeys(json, path, {"name", "shape", "init", "scale", "stage"}) ||
+        !checkKeys(json, path,
+                   {"name", "shape", "init", "scale", "stage", "frozen"}) ||
         !getString(json, path, "name", param.name) ||
         !getIntArray(json, path, "shape", param.shape) ||
         !getString(json, path, "init", init) ||
         !getNumber(json, path, "scale", param.scale, /*required=*/false) ||
-        !getIndex(json, path, "stage", param.stage))
+        !getIndex(json, path, "stage", param.stage) ||
+        !getBool(json, path, "frozen", param.frozen, /*required=*/false))
       return false;
     if (param.name.empty())
       return fail(path, "expected a non-empty 'name'");

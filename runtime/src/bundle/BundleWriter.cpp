@@ -257,12 +257,16 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
                       {"shape", intArray(input.shape)},
                       {"type", nameIn(kTypes, input.type)}});
   Json params = Json::array();
-  for (const ParamSpec &param : bundle.params)
-    params.push_back({{"name", param.name},
-                      {"shape", intArray(param.shape)},
-                      {"init", nameIn(kInits, param.init)},
-                      {"scale", doubleJson(param.scale)},
-                      {"stage", param.stage}});
+  for (const ParamSpec &param : bundle.params) {
+    Json json = {{"name", param.name},
+                 {"shape", intArray(param.shape)},
+                 {"init", nameIn(kInits, param.init)},
+                 {"scale", doubleJson(param.scale)},
+                 {"stage", param.stage}};
+    if (param.frozen)
+      json["frozen"] = true;
+    params.push_back(std::move(json));
+  }
   Json stages = Json::array();
   for (const StageProgram &stage : bundle.stages)
     stages.push_back(stageJson(stage));

@@ -239,7 +239,8 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
     // Decided on the devices: each update reads its device's gate.
     const StepGate *gate = decidingGating ? gates[device] : nullptr;
     for (DeviceParameter *param : paramsOf[device]) {
-      if (param->runningStatistic)
+      // A frozen parameter is a constant of the model.
+      if (param->runningStatistic || param->spec.frozen)
         continue;
       if (gate)
         decidingGating->gatedOptimizerStep(

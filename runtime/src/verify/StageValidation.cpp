@@ -664,8 +664,16 @@ std::string StageValidator::run() {
                "gradient buffer holds its sums)";
       ++accumulated[op.name];
     }
+  std::set<std::string> frozen; // constants of the model: no gradient
+  for (const ParamSpec &param : bundle.params)
+    if (param.frozen)
+      frozen.insert(param.name);
+  for (const Op &op : program.backward)
+    if (op.kind == OpKind::AccumulateGrad && frozen.count(op.name))
+      return prefix + "the backward accumulates a gradient into parameter '" +
+             op.name + "', which is frozen (a constant of the model)";
   for (const auto &[name, count] : accumulated)
-    if (count == 0)
+    if (count == 0 && !frozen.count(name))
       return prefix +
              "the backward never accumulates the gradient of "
              "parameter '" +

@@ -40,8 +40,8 @@ namespace {
 /// Builds the gradient ops of one stage backward.
 class GradientBuilder {
 public:
-  /// `modelInputs` are the block arguments that stand for model inputs:
-  /// data, which gets no gradient.
+  /// `modelInputs` are the values that get no gradient: the block arguments
+  /// that stand for model inputs (data), and frozen parameters.
   GradientBuilder(OpBuilder &builder, llvm::DenseSet<Value> modelInputs)
       : builder(builder), modelInputs(std::move(modelInputs)) {}
 
@@ -344,6 +344,11 @@ struct DifferentiatePass
     for (auto [index, input] : llvm::enumerate(stage.getInputs()))
       if (input.getDefiningOp<InputOp>())
         modelInputs.insert(block->getArgument(index));
+    // A frozen parameter, a constant of the model, gets none either.
+    stage.walk([&](ParamOp param) {
+      if (param.getFrozen())
+        modelInputs.insert(mapping.lookup(param.getResult()));
+    });
     GradientBuilder gradients(inner, std::move(modelInputs));
     auto stageYield = cast<YieldOp>(stage.getBody().front().getTerminator());
     Operation *lossOp = nullptr;

@@ -90,7 +90,7 @@ def GPipe_InputOp : GPipe_Op<"input", [HasParent<"ModelOp">, Pure]> {
 }
 
 def GPipe_ParamOp : GPipe_Op<"param", [HasParent<"LayerOp">, Pure]> {
-  let summary = "a trainable parameter owned by its layer";
+  let summary = "a parameter owned by its layer (trained unless frozen)";
   let description = [{
     `init` names the initializer; `scale` is the standard deviation of
     `normal` and the bound of `uniform` (default 1). `pretrained` takes the
@@ -98,17 +98,22 @@ def GPipe_ParamOp : GPipe_Op<"param", [HasParent<"LayerOp">, Pure]> {
     safetensors file that the model's `gpipe.weights` attribute names; the
     runtime copies them bit for bit, and the seed does not affect them.
 
+    A `frozen` parameter is a constant of the model (a mask, a position
+    table): any op may read it, it gets no gradient and the optimizer never
+    changes it (nor does weight decay).
+
     ```mlir
     %w = gpipe.param "fc1.w" glorot_uniform : tensor<784x256xf32>
     %e = gpipe.param "emb" normal scale 0.02 : tensor<96x64xf32>
     %p = gpipe.param "fc2.w" pretrained : tensor<256x10xf32>
+    %pos = gpipe.param "pos" pretrained frozen : tensor<16x64xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, GPipe_InitKind:$init,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$frozen);
   let results = (outs GPipe_FloatTensor:$result);
   let assemblyFormat =
-      "$name $init (`scale` $scale^)? attr-dict `:` type($result)";
+      "$name $init (`scale` $scale^)? (`frozen` $frozen^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

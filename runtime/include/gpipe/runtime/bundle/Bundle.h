@@ -140,6 +140,9 @@ struct ParamSpec {
   InitKind init = InitKind::Zeros;
   double scale = 1.0;
   unsigned stage = 0;
+  /// A constant of the model (a mask, a position table): no optimizer step
+  /// changes it.
+  bool frozen = false;
 };
 
 struct ModelInputSpec {
