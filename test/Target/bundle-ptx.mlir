@@ -13,8 +13,8 @@
 // RUN: %if ptxas %{ gpipe-translate --gpipe-to-bundle --gpipe-codegen=native --gpipe-ptx %t.mlir -o %t.json %}
 // RUN: %if ptxas %{ %python %S/Inputs/extract-ptx.py %t.json %t.ptx | FileCheck %s --check-prefix=ENTRIES %}
 // RUN: %if ptxas %{ %ptxas -arch=sm_90 %t.ptx -o %t.cubin %}
-// The runtime accepts code.cuda (and does not load it yet): a bundle with it
-// trains as the same bundle without.
+// On the CPU the runtime reads code.cuda and runs the x86-64 code: a bundle
+// with it trains as the same bundle without (the CUDA backend loads it).
 // RUN: gpipe-opt %examples/mlp/mlp.mlir -gpipe-compile="num-stages=2 num-microbatches=2" -o %t.mlp.mlir
 // RUN: gpipe-translate --gpipe-to-bundle --gpipe-codegen=native --gpipe-ptx %t.mlp.mlir -o %t.mlp-ptx.json
 // RUN: gpipe-translate --gpipe-to-bundle --gpipe-codegen=native %t.mlp.mlir -o %t.mlp-cpu.json
