@@ -68,6 +68,36 @@ KernelSpec single(const KernelSpec &run, size_t k) {
   return elementwise(step.operands.size(), {step});
 }
 
+/// `kernels` compiled for every variant and loaded as the runtime loads a
+/// bundle's code (aborts on failure: a benchmark has no one to tell).
+std::unique_ptr<dev::LoadedCode>
+compileAndLoad(const std::vector<NamedKernel> &kernels) {
+  mlir::MLIRContext context;
+  mlir::FailureOr<std::vector<gpipe::NativeCodeVariant>> variants =
+      gpipe::compileNativeKernels(kernels, mlir::UnknownLoc::get(&context));
+  if (mlir::failed(variants))
+    std::abort();
+  gpipe::runtime::GeneratedCode code;
+  for (const NamedKernel &kernel : kernels) {
+    gpipe::runtime::GeneratedKernelSpec spec{
+        kernel.symbol, kernel.spec.numInputs, kernel.spec.describe(),
+        kernel.spec.rank};
+    for (const auto &dims : kernel.spec.inputDims)
+      spec.inputDims.emplace_back(dims.begin(), dims.end());
+    spec.outputDims.assign(kernel.spec.outputDims.begin(),
+                           kernel.spec.outputDims.end());
+    code.kernels.push_back(std::move(spec));
+  }
+  for (gpipe::NativeCodeVariant &variant : *variants)
+    code.cpu.push_back({variant.isa, variant.sharedObject});
+  std::string error;
+  std::unique_ptr<dev::LoadedCode> loaded =
+      dev::LoadedCode::load(code, dev::hostCpuFeatures(), error);
+  if (!loaded)
+    std::abort();
+  return loaded;
+}
+
 /// Every run fused and op by op, compiled once and loaded.
 struct Compiled {
   std::unique_ptr<dev::LoadedCode> code;
@@ -88,28 +118,7 @@ const Compiled &compiled() {
             {"bench_" + name + "_" + std::to_string(k), single(run, k)});
       }
     }
-    mlir::MLIRContext context;
-    mlir::FailureOr<std::vector<gpipe::NativeCodeVariant>> variants =
-        gpipe::compileNativeKernels(kernels, mlir::UnknownLoc::get(&context));
-    if (mlir::failed(variants))
-      std::abort();
-    gpipe::runtime::GeneratedCode code;
-    for (const NamedKernel &kernel : kernels) {
-      gpipe::runtime::GeneratedKernelSpec spec{
-          kernel.symbol, kernel.spec.numInputs, kernel.spec.describe(),
-          kernel.spec.rank};
-      for (const auto &dims : kernel.spec.inputDims)
-        spec.inputDims.emplace_back(dims.begin(), dims.end());
-      spec.outputDims.assign(kernel.spec.outputDims.begin(),
-                             kernel.spec.outputDims.end());
-      code.kernels.push_back(std::move(spec));
-    }
-    for (gpipe::NativeCodeVariant &variant : *variants)
-      code.cpu.push_back({variant.isa, variant.sharedObject});
-    std::string error;
-    c.code = dev::LoadedCode::load(code, dev::hostCpuFeatures(), error);
-    if (!c.code)
-      std::abort();
+    c.code = compileAndLoad(kernels);
     return c;
   }();
   return out;
@@ -175,7 +184,6 @@ void run(benchmark::State &state, const std::string &name, bool fused) {
 /// as the bundle fuses them (x^2 into its row mean; rsqrt; the two muls
 /// into one kernel: three kernels) against one kernel per op.
 struct RmsNormKernels {
-  std::unique_ptr<dev::LoadedCode> code;
   static KernelSpec spec(unsigned rank,
                          std::vector<llvm::SmallVector<unsigned>> inputDims,
                          llvm::SmallVector<unsigned> outputDims,
@@ -208,32 +216,8 @@ struct RmsNormKernels {
 
 void rmsNorm(benchmark::State &state, bool fused) {
   const int64_t rows = state.range(0), width = 1024;
-  static std::unique_ptr<dev::LoadedCode> code = [&] {
-    std::vector<NamedKernel> kernels = RmsNormKernels::kernels(width);
-    mlir::MLIRContext context;
-    mlir::FailureOr<std::vector<gpipe::NativeCodeVariant>> variants =
-        gpipe::compileNativeKernels(kernels, mlir::UnknownLoc::get(&context));
-    if (mlir::failed(variants))
-      std::abort();
-    gpipe::runtime::GeneratedCode generated;
-    for (const NamedKernel &kernel : kernels) {
-      gpipe::runtime::GeneratedKernelSpec spec{
-          kernel.symbol, kernel.spec.numInputs, kernel.spec.describe(),
-          kernel.spec.rank};
-      for (const auto &dims : kernel.spec.inputDims)
-        spec.inputDims.emplace_back(dims.begin(), dims.end());
-      spec.outputDims.assign(kernel.spec.outputDims.begin(),
-                             kernel.spec.outputDims.end());
-      generated.kernels.push_back(std::move(spec));
-    }
-    for (gpipe::NativeCodeVariant &variant : *variants)
-      generated.cpu.push_back({variant.isa, variant.sharedObject});
-    std::string error;
-    auto loaded = dev::LoadedCode::load(generated, dev::hostCpuFeatures(), error);
-    if (!loaded)
-      std::abort();
-    return loaded;
-  }();
+  static std::unique_ptr<dev::LoadedCode> code =
+      compileAndLoad(RmsNormKernels::kernels(width));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   std::vector<float> x(rows * width), g(width), square(rows * width),

@@ -46,22 +46,6 @@ MemRefND describe(float *data, llvm::ArrayRef<unsigned> dims,
   return d;
 }
 
-int64_t countOf(llvm::ArrayRef<unsigned> dims, llvm::ArrayRef<int64_t> space) {
-  int64_t n = 1;
-  for (unsigned dim : dims)
-    n *= space[dim];
-  return n;
-}
-
-/// The flat index at `point` of an operand with dimensions `dims`.
-int64_t indexAt(llvm::ArrayRef<unsigned> dims, llvm::ArrayRef<int64_t> space,
-                llvm::ArrayRef<int64_t> point) {
-  int64_t index = 0;
-  for (unsigned dim : dims)
-    index = index * space[dim] + point[dim];
-  return index;
-}
-
 /// The steps this file uses, in double.
 double stepValue(const KernelStep &step, const std::vector<double> &a) {
   const std::string &op = step.op;

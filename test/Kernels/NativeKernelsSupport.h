@@ -86,6 +86,26 @@ inline Compiled compile(const std::vector<NamedKernel> &kernels) {
   return out;
 }
 
+/// The elements of an operand with iteration dimensions `dims`.
+inline int64_t countOf(llvm::ArrayRef<unsigned> dims,
+                       llvm::ArrayRef<int64_t> space) {
+  int64_t n = 1;
+  for (unsigned dim : dims)
+    n *= space[dim];
+  return n;
+}
+
+/// The flat index at `point` of an operand with dimensions `dims` (in its
+/// own order).
+inline int64_t indexAt(llvm::ArrayRef<unsigned> dims,
+                       llvm::ArrayRef<int64_t> space,
+                       llvm::ArrayRef<int64_t> point) {
+  int64_t index = 0;
+  for (unsigned dim : dims)
+    index = index * space[dim] + point[dim];
+  return index;
+}
+
 } // namespace gpipe::testing
 
 #endif // GPIPE_TEST_KERNELS_NATIVEKERNELSSUPPORT_H

@@ -691,21 +691,6 @@ TEST(PtxKernels, OnTheHostSinCosAndPowAreLibmsToAnUlp) {
 
 namespace {
 
-int64_t countOf(llvm::ArrayRef<unsigned> dims, llvm::ArrayRef<int64_t> space) {
-  int64_t n = 1;
-  for (unsigned dim : dims)
-    n *= space[dim];
-  return n;
-}
-
-int64_t indexAt(llvm::ArrayRef<unsigned> dims, llvm::ArrayRef<int64_t> space,
-                llvm::ArrayRef<int64_t> point) {
-  int64_t index = 0;
-  for (unsigned dim : dims)
-    index = index * space[dim] + point[dim];
-  return index;
-}
-
 float floatStep(const KernelStep &step, const std::vector<float> &a) {
   const std::string &op = step.op;
   if (op == "add")
