@@ -23,6 +23,8 @@
 
 #include "gpipe/Target/NativeKernels.h"
 
+#include "KernelContext.h"
+
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -180,37 +182,13 @@ DialectRegistry kernelDialects() {
   return registry;
 }
 
-/// Diagnostics of the kernels' own context, kept as text for the caller.
-class KernelCompilation {
+/// The CPU kernels' compilation in a context of their own (KernelContext.h).
+class KernelCompilation : public KernelContext {
 public:
-  KernelCompilation()
-      : context(kernelDialects(), MLIRContext::Threading::DISABLED),
-        handler(&context, [this](Diagnostic &diag) {
-          if (!messages.empty())
-            messages += "; ";
-          messages += diag.str();
-          return success();
-        }) {
-    context.loadAllAvailableDialects();
-  }
-
-  /// Reports `what` and the messages collected at `loc`.
-  void report(Location loc, const Twine &what) {
-    emitError(loc) << "generated kernels: " << describe(what);
-  }
-  /// `what` and the messages collected.
-  std::string describe(const Twine &what) const {
-    return messages.empty() ? what.str() : (what + ": " + messages).str();
-  }
+  KernelCompilation() : KernelContext(kernelDialects(), "generated kernels") {}
 
   FailureOr<OwningOpRef<ModuleOp>> buildLinalg(ArrayRef<NamedKernel> kernels);
   LogicalResult lowerToLLVMDialect(ModuleOp module, const IsaVariant &variant);
-
-  MLIRContext context;
-
-private:
-  ScopedDiagnosticHandler handler;
-  std::string messages;
 };
 } // namespace
 

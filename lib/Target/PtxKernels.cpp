@@ -58,6 +58,8 @@
 
 #include "gpipe/Target/PtxKernels.h"
 
+#include "KernelContext.h"
+
 #include "gpipe/Conversion/KernelToLinalg.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -674,36 +676,15 @@ DialectRegistry ptxDialects() {
   return registry;
 }
 
-/// A kernel set's own context, its diagnostics kept as text for the caller.
-class PtxCompilation {
+/// The PTX kernels' compilation in a context of their own (KernelContext.h).
+class PtxCompilation : public KernelContext {
 public:
-  PtxCompilation()
-      : context(ptxDialects(), MLIRContext::Threading::DISABLED),
-        handler(&context, [this](Diagnostic &diag) {
-          if (!messages.empty())
-            messages += "; ";
-          messages += diag.str();
-          return success();
-        }) {
-    context.loadAllAvailableDialects();
-  }
-
-  void report(Location loc, const Twine &what) {
-    emitError(loc) << "PTX kernels: "
-                   << (messages.empty() ? what.str()
-                                        : (what + ": " + messages).str());
-  }
+  PtxCompilation() : KernelContext(ptxDialects(), "PTX kernels") {}
 
   FailureOr<OwningOpRef<ModuleOp>> build(ArrayRef<NamedKernel> kernels,
                                          StringRef chip);
   LogicalResult lowerToNVVM(gpu::GPUModuleOp module);
   FailureOr<std::string> serialize(gpu::GPUModuleOp module, StringRef chip);
-
-  MLIRContext context;
-
-private:
-  ScopedDiagnosticHandler handler;
-  std::string messages;
 };
 
 /// The gpu.module of `module`.
