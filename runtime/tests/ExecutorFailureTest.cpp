@@ -315,6 +315,16 @@ TEST(Executor, InvalidBundlesAreRefused) {
                  "stage 0: the backward never accumulates the gradient of "
                  "parameter 'l1.b', which the forward reads; its updates "
                  "would be lost");
+  // A frozen parameter (a constant of the model) takes no gradient, and
+  // needs none.
+  expectContains(createError([](Bundle &b) {
+                   for (ParamSpec &param : b.params)
+                     if (param.name == "l1.b")
+                       param.frozen = true;
+                 }),
+                 "stage 0: the backward accumulates a gradient into "
+                 "parameter 'l1.b', which is frozen (a constant of the "
+                 "model)");
   expectContains(createError([](Bundle &b) {
                    for (Op &op : b.stages[0].forward)
                      if (op.kind == OpKind::Dense) {
