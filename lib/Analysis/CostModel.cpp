@@ -68,7 +68,8 @@ static Wide elementwiseFlops(Operation *op) {
               "log_grad", "div_rhs_grad", "max_lhs_grad", "min_lhs_grad",
               "broadcast_to", "sum_to", "reduce_sum", "reduce_mean",
               "reduce_max", "reduce_sum_grad", "reduce_mean_grad",
-              "reduce_max_count", "reduce_max_grad", "reshape", "transpose"},
+              "reduce_max_count", "reduce_max_grad", "reshape", "transpose",
+              "slice", "slice_grad", "concat"},
              1)
       .Cases({"reciprocal", "reciprocal_grad", "exp_grad", "sqrt_grad",
               "rsqrt_grad", "sigmoid_grad"},

@@ -61,6 +61,7 @@ unsigned arityOf(StringRef op) {
       .Cases({"broadcast_to", "reduce_sum_grad", "reduce_mean_grad",
               "reshape", "transpose"},
              1)
+      .Case("slice", 1)
       .Case("max_tie", 2)
       .Case("reduce_max_grad", 4)
       .Cases({"reduce_sum", "reduce_mean", "reduce_max"}, 1)
@@ -197,7 +198,7 @@ struct ScalarBuilder {
     // Broadcasting: the value itself at every point it stretches to; a
     // layout op's, wherever its input dimensions place it.
     if (op == "broadcast_to" || op == "reduce_sum_grad" || op == "reshape" ||
-        op == "transpose")
+        op == "transpose" || op == "slice")
       return a[0];
     if (op == "max_tie") // (x, y): 1 where x is the maximum y
       return select(cmp(P::OEQ, a[0], a[1]), k(1.0f), k(0.0f));
@@ -278,7 +279,8 @@ struct ScalarBuilder {
 bool gpipe::isKernelStepOp(StringRef op) { return arityOf(op) != 0; }
 
 bool gpipe::isKernelOp(StringRef op) {
-  return isKernelStepOp(op) || op == "sum_to" || op == "reduce_max_count";
+  return isKernelStepOp(op) || op == "sum_to" || op == "reduce_max_count" ||
+         op == "slice_grad" || op == "concat";
 }
 
 bool gpipe::isReductionStep(StringRef op) {
@@ -320,13 +322,28 @@ std::string KernelSpec::describe() const {
     llvm::interleave(list, os, ",");
     os << ")";
   };
+  auto window = [&](const KernelWindow *w) {
+    if (!w)
+      return;
+    auto list = [&](StringRef key, ArrayRef<int64_t> values) {
+      os << key << "=";
+      llvm::interleave(values, os, ",");
+    };
+    os << "[";
+    list("offsets", w->offsets);
+    list(" steps", w->steps);
+    list(" extents", w->extents);
+    os << "]";
+  };
   os << "rank " << rank << ":";
   for (auto [k, list] : llvm::enumerate(inputDims)) {
     os << " in" << k;
     dims(list);
+    window(inputWindow(unsigned(k)));
   }
   os << " -> out";
   dims(outputDims);
+  window(outputWindow ? &*outputWindow : nullptr);
   auto name = [&](unsigned operand) {
     if (operand < numInputs)
       os << "in" << operand;
@@ -372,6 +389,95 @@ static bool isDimSet(ArrayRef<unsigned> dims, unsigned rank) {
   return isDimList(sorted, rank);
 }
 
+/// The problems of the kernel's windows (its dimensions checked), or "".
+static std::string checkWindows(const KernelSpec &kernel) {
+  std::string problem;
+  llvm::raw_string_ostream os(problem);
+  if (!kernel.inputWindows.empty() &&
+      kernel.inputWindows.size() != kernel.numInputs) {
+    os << "has " << kernel.inputWindows.size() << " input windows for "
+       << kernel.numInputs << " inputs";
+    return problem;
+  }
+  auto check = [&](const KernelWindow &w, ArrayRef<unsigned> dims,
+                   StringRef what) {
+    if (w.offsets.size() != dims.size() || w.steps.size() != dims.size() ||
+        w.extents.size() != dims.size()) {
+      os << what << "'s window does not have one entry per dimension";
+      return false;
+    }
+    for (size_t i = 0; i < dims.size(); ++i) {
+      bool whole = w.whole(i) && w.offsets[i] == 0 && w.steps[i] == 1;
+      bool part = w.extents[i] >= 1 && w.offsets[i] >= 0 && w.steps[i] >= 1 &&
+                  w.offsets[i] < w.extents[i];
+      if (!whole && !part) {
+        os << what << "'s window is bad along dimension " << i;
+        return false;
+      }
+      if (!w.whole(i) && dims[i] == 0) {
+        os << what << " has an extent along iteration dimension 0, which "
+           << "scales with the micro-batch";
+        return false;
+      }
+    }
+    return true;
+  };
+  for (unsigned k = 0; k < kernel.numInputs; ++k)
+    if (const KernelWindow *w = kernel.inputWindow(k))
+      if (!check(*w, kernel.inputDims[k], "input " + std::to_string(k)))
+        return problem;
+  if (kernel.outputWindow) {
+    if (!check(*kernel.outputWindow, kernel.outputDims, "the output"))
+      return problem;
+    if (kernel.reduces() || kernel.concatenates()) {
+      os << "has an output window but reduces or concatenates";
+      return problem;
+    }
+  }
+  // Each dimension's size comes from a memref that is whole along it.
+  for (unsigned d = 0; d < kernel.rank; ++d) {
+    bool sized = false;
+    auto wholeAlong = [&](ArrayRef<unsigned> dims, const KernelWindow *w) {
+      for (auto [i, dim] : llvm::enumerate(dims))
+        if (dim == d && (!w || w->whole(i)))
+          sized = true;
+    };
+    for (unsigned k = 0; k < kernel.numInputs; ++k)
+      wholeAlong(kernel.inputDims[k], kernel.inputWindow(k));
+    wholeAlong(kernel.outputDims,
+               kernel.outputWindow ? &*kernel.outputWindow : nullptr);
+    if (!sized) {
+      os << "has no memref whole along dimension " << d;
+      return problem;
+    }
+  }
+  return problem;
+}
+
+/// A concat's problems, or "": every input and the output have all the
+/// dimensions in order, the inputs are whole but along the axis, where they
+/// have an extent.
+static std::string checkConcat(const KernelSpec &kernel) {
+  const KernelStep &step = kernel.steps[0];
+  double axisValue = step.constant("axis");
+  unsigned axis = unsigned(axisValue);
+  SmallVector<unsigned> all;
+  for (unsigned d = 0; d < kernel.rank; ++d)
+    all.push_back(d);
+  bool ok = kernel.numInputs >= 2 && axisValue >= 1 &&
+            double(axis) == axisValue && axis < kernel.rank &&
+            !kernel.outputWindow && kernel.outputDims == all &&
+            step.operands.size() == kernel.numInputs;
+  for (unsigned k = 0; ok && k < kernel.numInputs; ++k) {
+    const KernelWindow *w = kernel.inputWindow(k);
+    ok = step.operands[k] == k && kernel.inputDims[k] == all && w;
+    for (unsigned d = 0; ok && d < kernel.rank; ++d)
+      ok = (d == axis) != w->whole(d) && w->offsets[d] == 0 && w->steps[d] == 1;
+  }
+  return ok ? "" : "has a concat that is not its inputs in order along an "
+                   "axis other than 0: " + kernel.describe();
+}
+
 /// The kernel's problems, or "" if it can be built.
 static std::string checkKernel(const KernelSpec &kernel) {
   std::string problem;
@@ -388,6 +494,10 @@ static std::string checkKernel(const KernelSpec &kernel) {
     os << "has bad dimensions: " << kernel.describe();
     return problem;
   }
+  if (std::string bad = checkWindows(kernel); !bad.empty())
+    return bad;
+  if (kernel.concatenates())
+    return checkConcat(kernel);
   for (auto [i, step] : llvm::enumerate(kernel.steps))
     if (isReductionStep(step.op) && i + 1 != kernel.steps.size()) {
       os << "reduces at step " << i << ", before its last";
@@ -416,6 +526,40 @@ static std::string checkKernel(const KernelSpec &kernel) {
       }
   }
   return problem;
+}
+
+/// A concat's body (checkConcat): input k copied into the output's part
+/// after inputs 0..k-1 along the axis, each copy a generic of its own.
+static void buildConcat(OpBuilder &b, Location loc, const KernelSpec &kernel,
+                        ValueRange args) {
+  const unsigned axis = unsigned(kernel.steps[0].constant("axis"));
+  AffineMap identity = b.getMultiDimIdentityMap(kernel.rank);
+  SmallVector<utils::IteratorType> parallel(kernel.rank,
+                                            utils::IteratorType::parallel);
+  Value output = args.back();
+  int64_t at = 0;
+  for (unsigned k = 0; k < kernel.numInputs; ++k) {
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (unsigned d = 0; d < kernel.rank; ++d) {
+      offsets.push_back(b.getIndexAttr(d == axis ? at : 0));
+      sizes.push_back(
+          tensor::DimOp::create(b, loc, args[k], int64_t(d)).getResult());
+      strides.push_back(b.getIndexAttr(1));
+    }
+    Value part = tensor::ExtractSliceOp::create(b, loc, output, offsets, sizes,
+                                                strides);
+    auto copy = linalg::GenericOp::create(
+        b, loc, TypeRange{part.getType()}, ValueRange{args[k]}, part,
+        ArrayRef<AffineMap>{identity, identity}, parallel,
+        [&](OpBuilder &nested, Location nestedLoc, ValueRange elems) {
+          linalg::YieldOp::create(nested, nestedLoc, elems[0]);
+        });
+    copy->setAttr("gpipe.tile", b.getUnitAttr());
+    output = tensor::InsertSliceOp::create(b, loc, copy.getResult(0), output,
+                                           offsets, sizes, strides);
+    at += kernel.inputWindow(k)->extents[axis];
+  }
+  func::ReturnOp::create(b, loc, output);
 }
 
 LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
@@ -461,7 +605,55 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
     iterators[dim] = utils::IteratorType::parallel;
 
   ValueRange args = entry->getArguments();
+  // Each iteration dimension's size, from a memref whole along it (the
+  // output's first).
+  SmallVector<OpFoldResult> spaceSizes(kernel.rank);
+  auto sizesFrom = [&](Value memref, ArrayRef<unsigned> dims,
+                       const KernelWindow *w) {
+    for (auto [i, dim] : llvm::enumerate(dims))
+      if (!spaceSizes[dim] && (!w || w->whole(i)))
+        spaceSizes[dim] =
+            tensor::DimOp::create(b, loc, memref, int64_t(i)).getResult();
+  };
+  sizesFrom(args.back(), kernel.outputDims,
+            kernel.outputWindow ? &*kernel.outputWindow : nullptr);
+  for (unsigned k = 0; k < kernel.numInputs; ++k)
+    sizesFrom(args[k], kernel.inputDims[k], kernel.inputWindow(k));
+  if (kernel.concatenates()) {
+    buildConcat(b, loc, kernel, args);
+    return success();
+  }
+  // A windowed memref as the part of it the space covers.
+  auto windowOf = [&](ArrayRef<unsigned> dims, const KernelWindow &w,
+                      SmallVector<OpFoldResult> &offsets,
+                      SmallVector<OpFoldResult> &sizes,
+                      SmallVector<OpFoldResult> &strides) {
+    for (auto [i, dim] : llvm::enumerate(dims)) {
+      offsets.push_back(b.getIndexAttr(w.offsets[i]));
+      sizes.push_back(spaceSizes[dim]);
+      strides.push_back(b.getIndexAttr(w.steps[i]));
+    }
+  };
+  SmallVector<Value> inputs(args.drop_back());
+  for (unsigned k = 0; k < kernel.numInputs; ++k)
+    if (const KernelWindow *w = kernel.inputWindow(k)) {
+      SmallVector<OpFoldResult> offsets, sizes, strides;
+      windowOf(kernel.inputDims[k], *w, offsets, sizes, strides);
+      inputs[k] = tensor::ExtractSliceOp::create(b, loc, args[k], offsets,
+                                                 sizes, strides);
+    }
   Value output = args.back();
+  // An output window: the whole output 0, the generic writing its part.
+  Value whole;
+  SmallVector<OpFoldResult> outOffsets, outSizes, outStrides;
+  if (kernel.outputWindow) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    whole = linalg::FillOp::create(b, loc, zero, output).getResult(0);
+    windowOf(kernel.outputDims, *kernel.outputWindow, outOffsets, outSizes,
+             outStrides);
+    output = tensor::ExtractSliceOp::create(b, loc, whole, outOffsets,
+                                            outSizes, outStrides);
+  }
   const KernelStep *reduction =
       kernel.reduces() ? &kernel.steps.back() : nullptr;
   ArrayRef<KernelStep> pointwise = kernel.steps;
@@ -475,7 +667,7 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
     pointwise = pointwise.drop_back();
   }
   auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{outputType}, args.drop_back(), output, maps, iterators,
+      b, loc, TypeRange{output.getType()}, inputs, output, maps, iterators,
       [&](OpBuilder &nested, Location nestedLoc, ValueRange elems) {
         ScalarBuilder scalar{nested, nestedLoc};
         SmallVector<Value> values(elems.drop_back());
@@ -497,6 +689,9 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
       });
   generic->setAttr("gpipe.tile", b.getUnitAttr());
   Value result = generic.getResult(0);
+  if (kernel.outputWindow)
+    result = tensor::InsertSliceOp::create(b, loc, result, whole, outOffsets,
+                                           outSizes, outStrides);
   if (reduction && reduction->op == "reduce_mean") {
     // The sum over the count, a constant: means never reduce the batch.
     unsigned rank = kernel.outputDims.size();
@@ -533,6 +728,8 @@ gpipe::emitKernelSteps(OpBuilder &b, Location loc, StringRef name,
            failure();
   ScalarBuilder scalar{b, loc};
   SmallVector<Value> values(inputs);
+  if (kernel.concatenates()) // the caller reads the input holding the point
+    return values;
   ArrayRef<KernelStep> pointwise = kernel.steps;
   if (kernel.reduces())
     pointwise = pointwise.drop_back();

@@ -180,6 +180,23 @@ static LogicalResult checkBatchPlacement(Operation *op, int64_t batch,
                                        cast<RankedTensorType>(
                                            op->getOperand(0).getType())
                                            .getDimSize(0);
+  if (isa<SliceOp, SliceGradOp>(op) && operandBatched[0]) {
+    auto starts = op->getAttrOfType<DenseI64ArrayAttr>("starts").asArrayRef();
+    auto steps = op->getAttrOfType<DenseI64ArrayAttr>("steps").asArrayRef();
+    auto operand = cast<RankedTensorType>(op->getOperand(0).getType());
+    if (starts[0] != 0 || steps[0] != 1 ||
+        operand.getDimSize(0) != result.getDimSize(0))
+      return op->emitOpError()
+             << "slices the batch (dimension 0) of a per-example value: each "
+                "micro-batch holds its own rows; keep dimension 0 whole "
+                "(start 0, step 1) and slice the others";
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op);
+      concat && concat.getAxis() == 0 && llvm::is_contained(operandBatched, true))
+    return op->emitOpError()
+           << "concatenates per-example values along the batch (axis 0): "
+              "each micro-batch holds its own rows; concatenate along "
+              "another axis";
   if (operandBatched[0] && isa<ReshapeOp, TransposeOp>(op) && !keepsBatch)
     return op->emitOpError()
            << "moves the batch away from dimension 0 of a per-example value; "
@@ -271,7 +288,13 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
     for (NamedAttribute attr : op->getAttrs()) {
       if (auto value = dyn_cast<FloatAttr>(attr.getValue()))
         out[attr.getName().strref()] = value.getValueAsDouble();
-      if (auto axes = dyn_cast<DenseI64ArrayAttr>(attr.getValue())) {
+      if (auto value = dyn_cast<IntegerAttr>(attr.getValue()))
+        out[attr.getName().strref()] = value.getInt();
+      auto list = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+      if (list && attr.getName() != "axes")
+        out[attr.getName().strref()] = json::Array(list.asArrayRef());
+      if (auto axes = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+          axes && attr.getName() == "axes") {
         json::Array list;
         int64_t count = 1;
         auto full = cast<RankedTensorType>(

@@ -39,12 +39,32 @@ Array KernelTable::describe() const {
     Array inputDims;
     for (llvm::ArrayRef<unsigned> dims : kernel.spec.inputDims)
       inputDims.push_back(dimList(dims));
-    list.push_back(Object{{"symbol", kernel.symbol},
-                          {"inputs", int64_t(kernel.spec.numInputs)},
-                          {"ops", kernel.spec.describe()},
-                          {"rank", int64_t(kernel.spec.rank)},
-                          {"inputDims", std::move(inputDims)},
-                          {"outputDims", dimList(kernel.spec.outputDims)}});
+    Object item{{"symbol", kernel.symbol},
+                {"inputs", int64_t(kernel.spec.numInputs)},
+                {"ops", kernel.spec.describe()},
+                {"rank", int64_t(kernel.spec.rank)},
+                {"inputDims", std::move(inputDims)},
+                {"outputDims", dimList(kernel.spec.outputDims)}};
+    // Each memref's own sizes where it has a window (the runtime needs no
+    // offsets or steps: the code has them).
+    const KernelSpec &spec = kernel.spec;
+    auto extentsOf = [](const KernelWindow *window, size_t rank) {
+      return window ? Array(window->extents)
+                    : Array(std::vector<int64_t>(rank, -1));
+    };
+    if (spec.outputWindow ||
+        llvm::any_of(spec.inputWindows,
+                     [](const auto &w) { return w.has_value(); })) {
+      Array extents;
+      for (unsigned k = 0; k < spec.numInputs; ++k)
+        extents.push_back(
+            extentsOf(spec.inputWindow(k), spec.inputDims[k].size()));
+      extents.push_back(extentsOf(spec.outputWindow ? &*spec.outputWindow
+                                                    : nullptr,
+                                  spec.outputDims.size()));
+      item["extents"] = std::move(extents);
+    }
+    list.push_back(std::move(item));
   }
   return list;
 }
@@ -77,9 +97,134 @@ static bool isReduction(const Object &op) {
 }
 
 /// Whether `op` is a kernel of its own: a reshape, whose operand's dimensions
-/// do not map to its result's.
+/// do not map to its result's, or an op that reads or writes part of a
+/// value (slice, slice_grad, concat), whose memrefs are not all the space.
 static bool isIsolated(const Object &op) {
-  return op.getString("op").value_or("") == "reshape";
+  return llvm::is_contained({"reshape", "slice", "slice_grad", "concat"},
+                            op.getString("op").value_or(""));
+}
+
+/// The kernel op of a slice, a slice's gradient or a concat. Every memref
+/// has the dimensions of the space (the shape of what the op writes, or for
+/// slice_grad of what it reads), and a window along those it does not cover
+/// whole. Runs of adjacent dimensions that every memref covers whole merge;
+/// a unit dimension goes in front when the first is not whole (the first
+/// dimension is the one a batched space scales to a micro-batch).
+static Object buildPartialKernelOp(const Object &op, const ValueInfoFn &info,
+                                   KernelTable &table, std::string &problem) {
+  const llvm::StringRef name = *op.getString("op");
+  const std::vector<int64_t> operands = idsOf(op, "operands");
+  const int64_t result = idsOf(op, "results")[0];
+  const ValueInfo space = info(name == "slice_grad" ? operands[0] : result);
+  const size_t rank = space.shape.size();
+  // Per memref (the inputs, then the output), per dimension of the space:
+  // offset, step and extent (-1: whole).
+  struct Part {
+    std::vector<int64_t> offsets, steps, extents;
+  };
+  auto whole = [&] {
+    return Part{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1),
+                std::vector<int64_t>(rank, -1)};
+  };
+  std::vector<Part> parts(operands.size() + 1, whole());
+  if (name == "slice" || name == "slice_grad") {
+    std::vector<int64_t> starts = idsOf(op, "starts"),
+                         steps = idsOf(op, "steps");
+    const std::vector<int64_t> full =
+        info(name == "slice" ? operands[0] : result).shape;
+    Part &part = parts[name == "slice" ? 0 : 1];
+    for (size_t d = 0; d < rank; ++d)
+      if (starts[d] != 0 || steps[d] != 1 || full[d] != space.shape[d])
+        part.offsets[d] = starts[d], part.steps[d] = steps[d],
+        part.extents[d] = full[d];
+  }
+  int64_t axis = -1;
+  if (name == "concat") {
+    axis = op.getInteger("axis").value_or(-1);
+    if (operands.size() > runtime::kMaxKernelInputs) {
+      problem = "concatenates more than " +
+                std::to_string(runtime::kMaxKernelInputs) + " inputs";
+      return {};
+    }
+    for (size_t k = 0; k < operands.size(); ++k)
+      parts[k].extents[axis] = info(operands[k]).shape[axis];
+  }
+  auto wholeAt = [&](size_t d) {
+    return llvm::all_of(parts, [&](const Part &p) { return p.extents[d] < 0; });
+  };
+  // Merged dimensions: each is [from, to) of the space's.
+  std::vector<std::pair<size_t, size_t>> merged;
+  for (size_t d = 0; d < rank; ++d) {
+    if (!merged.empty() && wholeAt(d) && wholeAt(merged.back().first))
+      merged.back().second = d + 1;
+    else
+      merged.push_back({d, d + 1});
+  }
+  const bool unitInFront = !merged.empty() && !wholeAt(merged[0].first);
+  KernelSpec spec;
+  spec.numInputs = unsigned(operands.size());
+  spec.rank = unsigned(merged.size() + unitInFront);
+  if (spec.rank > runtime::kMaxKernelRank) {
+    problem = std::to_string(spec.rank) +
+              " iteration dimensions after merging (at most " +
+              std::to_string(runtime::kMaxKernelRank) + ")";
+    return {};
+  }
+  Array sizes;
+  llvm::SmallVector<unsigned> all;
+  if (unitInFront)
+    sizes.push_back(int64_t(1));
+  for (auto [from, to] : merged) {
+    int64_t size = 1;
+    for (size_t d = from; d < to; ++d)
+      size *= space.shape[d];
+    sizes.push_back(size);
+  }
+  for (unsigned d = 0; d < spec.rank; ++d)
+    all.push_back(d);
+  auto windowOf = [&](const Part &part) -> std::optional<KernelWindow> {
+    if (llvm::all_of(part.extents, [](int64_t e) { return e < 0; }))
+      return std::nullopt;
+    KernelWindow window;
+    if (unitInFront)
+      window.offsets = {0}, window.steps = {1}, window.extents = {-1};
+    for (auto [from, to] : merged) {
+      window.offsets.push_back(part.offsets[from]);
+      window.steps.push_back(part.steps[from]);
+      window.extents.push_back(part.extents[from]);
+    }
+    return window;
+  };
+  spec.inputDims.assign(operands.size(), all);
+  spec.outputDims = all;
+  for (size_t k = 0; k < operands.size(); ++k)
+    spec.inputWindows.push_back(windowOf(parts[k]));
+  spec.outputWindow = windowOf(parts.back());
+  KernelStep step{name == "concat" ? "concat" : "slice", {}};
+  for (unsigned k = 0; k < spec.numInputs; ++k)
+    step.operands.push_back(k);
+  if (name == "concat") {
+    // The axis among the merged dimensions.
+    unsigned at = unitInFront;
+    for (auto [from, to] : merged) {
+      if (size_t(axis) >= from && size_t(axis) < to)
+        break;
+      ++at;
+    }
+    step.constants = {{"axis", double(at)}};
+  }
+  spec.steps.push_back(std::move(step));
+  Array operandList;
+  for (int64_t id : operands)
+    operandList.push_back(id);
+  const bool batched = space.batched && !unitInFront && rank > 0 &&
+                       space.shape[0] != 1;
+  return Object{{"op", "kernel"},
+                {"kernel", int64_t(table.intern(spec))},
+                {"operands", std::move(operandList)},
+                {"results", Array{result}},
+                {"space", std::move(sizes)},
+                {"batched", batched}};
 }
 
 /// Whether `op` can be a step of a kernel: an element-wise op or reduction
@@ -155,6 +300,8 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
                             const ValueInfoFn &info, KernelTable &table,
                             std::string &problem) {
   const Object &lastOp = *ops[last].getAsObject();
+  if (isIsolated(lastOp) && lastOp.getString("op") != "reshape")
+    return buildPartialKernelOp(lastOp, info, table, problem);
   if (isIsolated(lastOp)) {
     // A copy over the elements in order: one dimension.
     int64_t input = idsOf(lastOp, "operands")[0];

@@ -126,7 +126,7 @@ module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(
       %root: !transform.any_op {transform.readonly}) {
     %generic = transform.structured.match ops{["linalg.generic"]}
-        attributes {gpipe.tile} in %root
+        attributes {gpipe.scheduling} in %root
         : (!transform.any_op) -> !transform.any_op
     %tiled@LOOPS@ = transform.structured.tile_using_for %generic
         tile_sizes [@SIZES@]
@@ -234,25 +234,38 @@ LogicalResult KernelCompilation::lowerToLLVMDialect(ModuleOp module,
   if (failed(bufferize.run(module)) || failed(dropReturnedArguments(module)))
     return failure();
 
-  // Each kernel by the schedule of its rank (the tiling's loop count).
+  // Each generic marked gpipe.tile by the schedule of its rank (the tiling's
+  // loop count), one at a time (a concat has one per input): the schedule
+  // finds it by a mark of the moment.
   for (auto func : module.getOps<func::FuncOp>()) {
-    linalg::GenericOp tiled;
-    func.walk([&](linalg::GenericOp generic) {
-      if (generic->hasAttr("gpipe.tile"))
-        tiled = generic;
-    });
-    if (!tiled)
+    auto next = [&] {
+      linalg::GenericOp found;
+      func.walk([&](linalg::GenericOp generic) {
+        if (!found && generic->hasAttr("gpipe.tile"))
+          found = generic;
+      });
+      return found;
+    };
+    linalg::GenericOp generic = next();
+    if (!generic)
       return func.emitError("has no linalg.generic to schedule");
-    OwningOpRef<ModuleOp> transforms = parseSourceString<ModuleOp>(
-        scheduleFor(tiled.getNumLoops(), variant.width), &context);
-    if (!transforms)
-      return failure();
-    Operation *entry = transform::detail::findTransformEntryPoint(
-        func, *transforms, "__transform_main");
-    if (!entry ||
-        failed(transform::applyTransformNamedSequence(
-            func, entry, *transforms, transform::TransformOptions())))
-      return failure();
+    for (; generic; generic = next()) {
+      generic->removeAttr("gpipe.tile");
+      generic->setAttr("gpipe.scheduling", UnitAttr::get(&context));
+      OwningOpRef<ModuleOp> transforms = parseSourceString<ModuleOp>(
+          scheduleFor(generic.getNumLoops(), variant.width), &context);
+      if (!transforms)
+        return failure();
+      Operation *entry = transform::detail::findTransformEntryPoint(
+          func, *transforms, "__transform_main");
+      if (!entry ||
+          failed(transform::applyTransformNamedSequence(
+              func, entry, *transforms, transform::TransformOptions())))
+        return failure();
+      func.walk([](linalg::GenericOp scheduled) {
+        scheduled->removeAttr("gpipe.scheduling");
+      });
+    }
   }
 
   // A reduction tile's lanes add as a tree rather than one after another:

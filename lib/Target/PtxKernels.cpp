@@ -139,6 +139,7 @@ struct Emit {
     return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v));
   }
   Value addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value subi(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value muli(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
   Value divui(Value x, Value y) {
     return arith::DivUIOp::create(b, loc, x, y);
@@ -531,21 +532,40 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
   Type f32 = b.getF32Type();
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
 
+  // A memref's own size along its i-th dimension (`dim` of the space): its
+  // window's extent, or the space's size.
+  auto ownSize = [&](const KernelWindow *w, size_t i, unsigned dim) {
+    return w && !w->whole(i) ? e.i(w->extents[i]) : args.sizes[dim];
+  };
+  const KernelWindow *outWindow =
+      spec.outputWindow ? &*spec.outputWindow : nullptr;
   // The output's element count, and each input's row-major strides over
   // its dimensions.
   Value count = e.i(1);
-  for (unsigned dim : spec.outputDims)
-    count = e.muli(count, args.sizes[dim]);
+  for (auto [i, dim] : llvm::enumerate(spec.outputDims))
+    count = e.muli(count, ownSize(outWindow, i, dim));
   std::vector<SmallVector<Value>> strides(spec.numInputs);
   for (unsigned k = 0; k < spec.numInputs; ++k) {
     ArrayRef<unsigned> dims = spec.inputDims[k];
     strides[k].assign(spec.rank, Value());
     Value stride = e.i(1);
-    for (unsigned dim : llvm::reverse(dims)) {
-      strides[k][dim] = stride;
-      stride = e.muli(stride, args.sizes[dim]);
+    for (size_t i = dims.size(); i-- > 0;) {
+      strides[k][dims[i]] = stride;
+      stride = e.muli(stride, ownSize(spec.inputWindow(k), i, dims[i]));
     }
   }
+  // Input k's flat index at the point `coords`, through its window.
+  auto indexOf = [&](unsigned k, ArrayRef<Value> coords) {
+    const KernelWindow *w = spec.inputWindow(k);
+    Value index = e.i(0);
+    for (auto [i, dim] : llvm::enumerate(spec.inputDims[k])) {
+      Value at = coords[dim];
+      if (w && !w->whole(i))
+        at = e.addi(e.i(w->offsets[i]), e.muli(e.i(w->steps[i]), at));
+      index = e.addi(index, e.muli(at, strides[k][dim]));
+    }
+    return index;
+  };
   SmallVector<unsigned> reduced;
   for (unsigned dim = 0; dim < spec.rank; ++dim)
     if (!llvm::is_contained(spec.outputDims, dim))
@@ -560,14 +580,39 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
   // The output's coordinates, row-major; the first needs no remainder.
   SmallVector<Value> coords(spec.rank);
   Value rest = flat;
-  for (auto [i, dim] : llvm::enumerate(llvm::reverse(spec.outputDims))) {
-    if (i + 1 == spec.outputDims.size()) {
+  const size_t outRank = spec.outputDims.size();
+  for (size_t i = outRank; i-- > 0;) {
+    unsigned dim = spec.outputDims[i];
+    if (i == 0) {
       coords[dim] = rest;
       break;
     }
-    coords[dim] = e.remui(rest, args.sizes[dim]);
-    rest = e.divui(rest, args.sizes[dim]);
+    Value size = ownSize(outWindow, i, dim);
+    coords[dim] = e.remui(rest, size);
+    rest = e.divui(rest, size);
   }
+  // An output window: the coordinates are the output's own; the point of
+  // the space is (c - offset) / step where that is a point, else the
+  // element is 0 (`inWindow` false).
+  Value inWindow;
+  if (outWindow)
+    for (auto [i, dim] : llvm::enumerate(spec.outputDims)) {
+      if (outWindow->whole(i))
+        continue;
+      // Signed: a coordinate before the offset is outside.
+      Value shifted = e.subi(coords[dim], e.i(outWindow->offsets[i]));
+      Value stepValue = e.i(outWindow->steps[i]);
+      Value point = arith::DivSIOp::create(b, loc, shifted, stepValue);
+      Value onLattice = e.andi(
+          e.cmpi(arith::CmpIPredicate::sge, shifted, e.i(0)),
+          e.cmpi(arith::CmpIPredicate::eq,
+                 arith::RemSIOp::create(b, loc, shifted, stepValue), e.i(0)));
+      Value inside = e.andi(
+          onLattice, e.cmpi(arith::CmpIPredicate::slt, point, args.sizes[dim]));
+      inWindow = inWindow ? e.andi(inWindow, inside) : inside;
+      // Clamped into the space, so that the load outside stays in bounds.
+      coords[dim] = e.select(inside, point, e.i(0));
+    }
   auto elementAt = [&](Value base, Value index) {
     return LLVM::GEPOp::create(b, loc, ptr, f32, base, ValueRange{index},
                                LLVM::GEPNoWrapFlags::inbounds)
@@ -586,13 +631,11 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
       }
       ArrayRef<unsigned> dims = spec.inputDims[k];
       Value index;
-      if (dims == ArrayRef<unsigned>(spec.outputDims)) {
+      if (dims == ArrayRef<unsigned>(spec.outputDims) &&
+          !spec.inputWindow(k) && !outWindow)
         index = flat;
-      } else {
-        index = e.i(0);
-        for (unsigned dim : dims)
-          index = e.addi(index, e.muli(coords[dim], strides[k][dim]));
-      }
+      else
+        index = indexOf(k, coords);
       elements.push_back(
           LLVM::LoadOp::create(b, loc, f32, elementAt(args.inputs[k], index)));
     }
@@ -600,7 +643,28 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
   };
 
   Value value;
-  if (!reduction) {
+  if (spec.concatenates()) {
+    // The input whose part holds the point: its pointer and index chosen by
+    // the axis coordinate, one load.
+    const unsigned axis = unsigned(spec.steps[0].constant("axis"));
+    Value axisAt = coords[axis];
+    Value base = args.inputs[0], index;
+    int64_t start = 0;
+    SmallVector<Value> local(coords);
+    for (unsigned k = 0; k < spec.numInputs; ++k) {
+      local[axis] = e.subi(axisAt, e.i(start));
+      Value here = indexOf(k, local);
+      if (k == 0) {
+        index = here;
+      } else {
+        Value past = e.cmpi(arith::CmpIPredicate::sge, axisAt, e.i(start));
+        base = e.select(past, args.inputs[k], base);
+        index = e.select(past, here, index);
+      }
+      start += spec.inputWindow(k)->extents[axis];
+    }
+    value = LLVM::LoadOp::create(b, loc, f32, elementAt(base, index));
+  } else if (!reduction) {
     FailureOr<SmallVector<Value>> values = stepsHere();
     if (failed(values))
       return failure();
@@ -610,11 +674,8 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
       if (llvm::none_of(spec.inputDims[k], [&](unsigned dim) {
             return llvm::is_contained(reduced, dim);
           })) {
-        Value index = e.i(0);
-        for (unsigned dim : spec.inputDims[k])
-          index = e.addi(index, e.muli(coords[dim], strides[k][dim]));
-        preloaded[k] = LLVM::LoadOp::create(b, loc, f32,
-                                            elementAt(args.inputs[k], index));
+        preloaded[k] = LLVM::LoadOp::create(
+            b, loc, f32, elementAt(args.inputs[k], indexOf(k, coords)));
       }
     bool max = reduction->op == "reduce_max";
     Value identity = e.f(max ? -std::numeric_limits<float>::infinity() : 0.0f);
@@ -647,6 +708,8 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
     if (reduction->op == "reduce_mean")
       value = e.div(value, e.f(float(reduction->constant("count"))));
   }
+  if (inWindow)
+    value = e.select(inWindow, value, e.f(0.0f));
   LLVM::StoreOp::create(b, loc, value, elementAt(args.output, flat));
   return result;
 }

@@ -15,6 +15,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,22 @@ struct KernelStep {
   double constant(llvm::StringRef name) const;
 };
 
+/// A memref read or written in part (a slice, its gradient, a concat's
+/// input). Along its own dimension i it has `extents[i]` elements, or -1:
+/// the space's size at that dimension (then offset 0, step 1); the point p
+/// of the space's dimension holds its element offsets[i] + steps[i] * p. An
+/// output with a window is written whole: 0 outside it.
+struct KernelWindow {
+  llvm::SmallVector<int64_t> offsets, steps, extents;
+
+  /// Whether dimension i is the space's whole (extent -1).
+  bool whole(size_t i) const { return extents[i] < 0; }
+  bool operator==(const KernelWindow &other) const {
+    return offsets == other.offsets && steps == other.steps &&
+           extents == other.extents;
+  }
+};
+
 /// A kernel over an iteration space of `rank` dimensions (sizes given when
 /// it runs). Input k has the dimensions inputDims[k] of the space, in its
 /// own order (a transposed input's are not ascending; a broadcast input
@@ -52,6 +69,23 @@ struct KernelSpec {
   std::vector<llvm::SmallVector<unsigned>> inputDims;
   llvm::SmallVector<unsigned> outputDims;
   std::vector<KernelStep> steps;
+  /// Per input (empty: none), and the output's: a window, or none where the
+  /// memref is the space's whole along each of its dimensions. A `concat`
+  /// step (the only step; axis a constant) copies input k to the output
+  /// after inputs 0..k-1 along `axis`: each input is the output's whole but
+  /// along the axis, where it has its extent.
+  std::vector<std::optional<KernelWindow>> inputWindows;
+  std::optional<KernelWindow> outputWindow;
+
+  /// Input k's window, or null.
+  const KernelWindow *inputWindow(unsigned k) const {
+    return k < inputWindows.size() && inputWindows[k] ? &*inputWindows[k]
+                                                      : nullptr;
+  }
+  /// Whether the only step is a concat.
+  bool concatenates() const {
+    return steps.size() == 1 && steps[0].op == "concat";
+  }
 
   /// A 1-D element-wise kernel of `numInputs` inputs (no steps yet).
   static KernelSpec elementwise(unsigned numInputs);
@@ -95,7 +129,8 @@ mlir::LogicalResult buildKernelFunction(mlir::ModuleOp module,
 /// other lowerings of the kernel: PtxKernels.h): given the inputs' elements
 /// there, returns the inputs followed by the value of every step but a
 /// trailing reduction (whose operand is among them; the caller combines it
-/// over the reduced dimensions). Fails (with a diagnostic at `loc`, naming
+/// over the reduced dimensions; a concat's are the inputs alone: the caller
+/// reads the one whose part holds the point). Fails (with a diagnostic at `loc`, naming
 /// `name`) on a kernel that buildKernelFunction refuses or on a wrong number
 /// of inputs.
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>

@@ -239,6 +239,83 @@ LogicalResult TransposeOp::verify() {
   return success();
 }
 
+/// A slice of `full` with `starts` and `steps` that gives `sliced` (`what`
+/// names it in messages).
+static LogicalResult verifySlice(Operation *op, RankedTensorType full,
+                                 RankedTensorType sliced,
+                                 ArrayRef<int64_t> starts,
+                                 ArrayRef<int64_t> steps, StringRef what) {
+  int64_t rank = full.getRank();
+  if (int64_t(starts.size()) != rank || int64_t(steps.size()) != rank)
+    return op->emitOpError()
+           << "expects one start and one step per dimension of " << full
+           << " (" << rank << "), got " << starts.size() << " starts and "
+           << steps.size() << " steps";
+  if (sliced.getRank() != rank ||
+      sliced.getElementType() != full.getElementType())
+    return op->emitOpError() << "expects " << what << " of rank " << rank
+                             << " and element type " << full.getElementType()
+                             << ", got " << sliced;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = full.getDimSize(d), count = sliced.getDimSize(d);
+    if (starts[d] < 0 || starts[d] >= size)
+      return op->emitOpError() << "expects starts[" << d << "] in [0, " << size
+                               << "), got " << starts[d];
+    if (steps[d] < 1)
+      return op->emitOpError() << "expects steps[" << d
+                               << "] >= 1, got " << steps[d];
+    int64_t available = (size - starts[d] + steps[d] - 1) / steps[d];
+    if (count < 1 || count > available)
+      return op->emitOpError()
+             << "expects " << what << " dimension " << d << " in [1, "
+             << available << "] (the elements from " << starts[d]
+             << " by steps of " << steps[d] << " in " << size << "), got "
+             << count;
+  }
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  return verifySlice(*this, tensorOf(getInput()), tensorOf(getResult()),
+                     getStarts(), getSteps(), "a result");
+}
+
+LogicalResult SliceGradOp::verify() {
+  return verifySlice(*this, tensorOf(getDx()), tensorOf(getDy()), getStarts(),
+                     getSteps(), "dy");
+}
+
+LogicalResult ConcatOp::verify() {
+  OperandRange inputs = getInputs();
+  RankedTensorType result = tensorOf(getResult());
+  int64_t rank = result.getRank(), axis = getAxis();
+  if (inputs.size() < 2)
+    return emitOpError() << "expects two or more inputs, got "
+                         << inputs.size();
+  if (axis < 0 || axis >= rank)
+    return emitOpError() << "expects axis in [0, " << rank << ") for "
+                         << result << ", got " << axis;
+  int64_t total = 0;
+  for (auto [k, input] : llvm::enumerate(inputs)) {
+    RankedTensorType type = tensorOf(input);
+    bool matches = type.getRank() == rank &&
+                   type.getElementType() == result.getElementType();
+    for (int64_t d = 0; matches && d < rank; ++d)
+      matches = d == axis || type.getDimSize(d) == result.getDimSize(d);
+    if (!matches)
+      return emitOpError() << "expects input " << k
+                           << " to match the result " << result
+                           << " in every dimension but " << axis << ", got "
+                           << type;
+    total += type.getDimSize(axis);
+  }
+  if (total != result.getDimSize(axis))
+    return emitOpError() << "expects the result's dimension " << axis
+                         << " to be the inputs' sum, " << total << ", got "
+                         << result.getDimSize(axis);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Custom directives
 //===----------------------------------------------------------------------===//

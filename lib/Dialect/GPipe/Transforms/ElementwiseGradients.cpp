@@ -195,5 +195,31 @@ bool gpipe::emitElementwiseGradient(Operation *op, Value dy, OpBuilder &builder,
                                        CostAttr()));
         return true;
       })
+      .Case([&](SliceOp o) {
+        if (wants(o.getInput()))
+          contribute(o.getInput(),
+                     SliceGradOp::create(builder, o.getLoc(),
+                                         o.getInput().getType(), dy,
+                                         o.getStartsAttr(), o.getStepsAttr()));
+        return true;
+      })
+      .Case([&](ConcatOp o) {
+        // Each input's part of dy.
+        int64_t axis = o.getAxis(), offset = 0;
+        for (Value input : o.getInputs()) {
+          auto type = cast<RankedTensorType>(input.getType());
+          SmallVector<int64_t> starts(type.getRank(), 0),
+              steps(type.getRank(), 1);
+          starts[axis] = offset;
+          offset += type.getDimSize(axis);
+          if (wants(input))
+            contribute(input,
+                       SliceOp::create(builder, o.getLoc(), type, dy,
+                                       builder.getDenseI64ArrayAttr(starts),
+                                       builder.getDenseI64ArrayAttr(steps),
+                                       CostAttr()));
+        }
+        return true;
+      })
       .Default([](Operation *) { return false; });
 }

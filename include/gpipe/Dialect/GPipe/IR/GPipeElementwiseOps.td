@@ -293,4 +293,64 @@ def GPipe_TransposeOp : GPipe_ComputeOp<"transpose", [GPipe_GeneratedKernel]> {
   let hasVerifier = 1;
 }
 
+def GPipe_SliceOp : GPipe_ComputeOp<"slice", [GPipe_GeneratedKernel]> {
+  let summary = "every `steps`-th element from `starts`, as many as the result holds";
+  let description = [{
+    Result element i (along each dimension d) is input element
+    starts[d] + i * steps[d]: `starts` in [0, size), `steps` >= 1, and the
+    last element read in range. ONNX's Slice with positive steps, Python's
+    x[a:b:c]; a split is one slice per part.
+
+    ```mlir
+    %half = gpipe.slice %x starts [0, 0, 32] steps [1, 1, 1] : tensor<8x16x64xf32> -> tensor<8x16x32xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input,
+                            DenseI64ArrayAttr:$starts,
+                            DenseI64ArrayAttr:$steps), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `starts` $starts `steps` $steps attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_SliceGradOp : GPipe_GradOp<"slice_grad", [GPipe_GeneratedKernel]> {
+  let summary = "the gradient of a slice: dy at the slice's elements, 0 elsewhere";
+  let description = [{
+    ```mlir
+    %dx = gpipe.slice_grad %dy starts [0, 0, 32] steps [1, 1, 1] : tensor<8x16x32xf32> -> tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins GPipe_FloatTensor:$dy, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs GPipe_FloatTensor:$dx);
+  let assemblyFormat = [{
+    $dy `starts` $starts `steps` $steps attr-dict `:` type($dy) `->`
+    type($dx)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_ConcatOp : GPipe_ComputeOp<"concat", [GPipe_GeneratedKernel]> {
+  let summary = "the inputs one after another along `axis`";
+  let description = [{
+    Two or more inputs of one rank and element type, equal in every
+    dimension but `axis`; the result's `axis` is the sum of theirs. Its
+    gradient is a slice of dy per input.
+
+    ```mlir
+    %y = gpipe.concat %a, %b axis 2 : tensor<8x16x32xf32>, tensor<8x16x32xf32> -> tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = !con((ins Variadic<GPipe_FloatTensor>:$inputs,
+                            I64Attr:$axis), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` $axis attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // GPIPE_ELEMENTWISE_OPS_TD
