@@ -71,6 +71,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/IRBuilder.h"
@@ -231,6 +232,10 @@ LogicalResult KernelCompilation::lowerToLLVMDialect(ModuleOp module,
   oneShot.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   bufferize.addPass(bufferization::createOneShotBufferizePass(oneShot));
+  // A window's insert_slice bufferizes to a copy between two equal subviews
+  // of the output: once they are one value, the self-copy folds away.
+  bufferize.addPass(createCSEPass());
+  bufferize.addPass(createCanonicalizerPass());
   if (failed(bufferize.run(module)) || failed(dropReturnedArguments(module)))
     return failure();
 
