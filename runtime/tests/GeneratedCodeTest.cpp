@@ -316,7 +316,7 @@ int64_t wrongCall(DeviceBackend &backend, int kernel, int64_t rows,
   call.outputDims = spec.outputDims;
   int64_t room = outputAt + call.outputElements();
   for (size_t k = 0; k < inputAt.size(); ++k)
-    room = std::max(room, inputAt[k] + call.elementsAt(spec.inputDims[k]));
+    room = std::max(room, inputAt[k] + call.elementsOf(k));
   room += 4;
   void *memory = nullptr;
   EXPECT_EQ(backend.allocate(0, room * 4, &memory), "");

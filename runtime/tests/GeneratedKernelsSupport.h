@@ -20,6 +20,10 @@
 //   dr = its gradient; dh = kernel 2 (dr, r); db = kernel 5 (dh) = the
 //   column sums of dh (dimension 0, the batch, reduced); dw = x^T dh
 //
+// The third (sliceModelBundle) slices by a kernel whose input has a fixed
+// extent, and takes the slice's gradient by one whose output has one
+// (extentKernelCode).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_RUNTIME_TESTS_GENERATEDKERNELSSUPPORT_H
@@ -56,7 +60,11 @@ enum StandInKernel : int {
   kBroadcastAdd = 3, ///< rank 2: in0 [0, 1] + in1 [1] -> out [0, 1]
   kRowSum = 4,       ///< rank 2: in0 [0, 1] -> out [0], dim 1 reduced
   kColumnSum = 5,    ///< rank 2: in0 [0, 1] -> out [1], dim 0 reduced
-  kRowSumAdd = 6     ///< rank 2: in0 [0, 1], in1 [0] -> out [0], dim 1 reduced
+  kRowSumAdd = 6,    ///< rank 2: in0 [0, 1], in1 [0] -> out [0], dim 1 reduced
+  // Fixed extents along dimension 1 (extentKernelCode):
+  kSlice = 7,     ///< space [rows, 3]: in0 [rows, 6] -> its columns 1, 3, 5
+  kSliceGrad = 8, ///< space [rows, 3]: in0 -> out [rows, 6], 0 at 0, 2, 4
+  kConcat = 9     ///< space [rows, 6]: in0 [rows, 2], in1 [rows, 4] -> out
 };
 
 /// Stand-in kernel `index`'s entry: gpipe_kernel_<index>_test, as many
@@ -87,6 +95,23 @@ inline GeneratedCode kernelCode(const std::string &isa = "x86-64") {
       standIn(6, "reduce_sum[dims=1](in0)->t0; add(t0,in1)->out", 2,
               {{0, 1}, {0}}, {0})};
   code.cpu = {{isa, kernelLibraryBytes()}};
+  return code;
+}
+
+/// kernelCode() and the kernels with fixed extents (kSlice, kSliceGrad,
+/// kConcat), as the compiler describes a slice, its gradient and a concat.
+inline GeneratedCode extentKernelCode() {
+  GeneratedCode code = kernelCode();
+  GeneratedKernelSpec slice =
+      standIn(7, "slice[dim=1,start=1,step=2](in0)->out", 2, {{0, 1}}, {0, 1});
+  slice.extents = {{-1, 6}, {-1, -1}};
+  GeneratedKernelSpec sliceGrad = standIn(
+      8, "slice_grad[dim=1,start=1,step=2](in0)->out", 2, {{0, 1}}, {0, 1});
+  sliceGrad.extents = {{-1, -1}, {-1, 6}};
+  GeneratedKernelSpec concat =
+      standIn(9, "concat[dim=1](in0,in1)->out", 2, {{0, 1}, {0, 1}}, {0, 1});
+  concat.extents = {{-1, 2}, {-1, 4}, {-1, -1}};
+  code.kernels.insert(code.kernels.end(), {slice, sliceGrad, concat});
   return code;
 }
 
@@ -233,6 +258,71 @@ inline Bundle biasModelBundle(std::vector<int64_t> rows = {3, 5}) {
                     accumulateB,
                     denseGrad,
                     accumulateW};
+  bundle.stages = {stage};
+  bundle.programs = schedulePrograms(bundle);
+  placeBundle(bundle);
+  return bundle;
+}
+
+/// A model that slices by a generated kernel and takes the slice's
+/// gradient by another: batch 8 in micro-batches of `rows`, 6 features, 3
+/// classes, remat full:
+///
+///   h = dense(x, w) [8, 6]; s = kernel 7 (h) = h's columns 1, 3, 5;
+///   loss = softmax_cross_entropy(s, labels)
+///   ds = its gradient [8, 3]; dh = kernel 8 (ds) = ds at columns 1, 3, 5
+///   of [8, 6], 0 elsewhere; dw = x^T dh
+inline Bundle sliceModelBundle(std::vector<int64_t> rows = {3, 5}) {
+  constexpr int64_t kBatch = 8, kWidth = 6, kClasses = 3;
+  Bundle bundle;
+  bundle.model = "kernel-slice";
+  bundle.batch = kBatch;
+  bundle.microbatchRows = std::move(rows);
+  bundle.remat = RematPolicy::Full;
+  bundle.inputs = {{"x", {kBatch, kWidth}, ElementType::F32},
+                   {"labels", {kBatch}, ElementType::I32}};
+  bundle.params = {{"w", {kWidth, kWidth}, InitKind::GlorotUniform, 1.0, 0}};
+  bundle.code = extentKernelCode();
+  StageProgram stage;
+  const ValueSpec wide{{kBatch, kWidth}, ElementType::F32, true};
+  const ValueSpec narrow{{kBatch, kClasses}, ElementType::F32, true};
+  const ValueSpec weight{{kWidth, kWidth}, ElementType::F32, false};
+  // 0 x, 1 labels, 2 w, 3 h, 4 s, 5 loss, 6 ds, 7 dh, 8 dw
+  stage.values = {wide,   {{kBatch}, ElementType::I32, true}, weight, wide,
+                  narrow, {{}, ElementType::F32, false},      narrow, wide,
+                  weight};
+  stage.inputs = {{0, false, 0, "x"}, {1, false, 0, "labels"}};
+  stage.loss = 5;
+  Op param;
+  param.kind = OpKind::Param;
+  param.name = "w";
+  param.results = {2};
+  Op dense;
+  dense.kind = OpKind::Dense;
+  dense.operands = {0, 2};
+  dense.results = {3};
+  Op loss;
+  loss.kind = OpKind::SoftmaxCrossEntropy;
+  loss.operands = {4, 1};
+  loss.results = {5};
+  stage.forward = {param, dense,
+                   kernelOp(kSlice, {3}, 4, {kBatch, kClasses}, true), loss};
+  stage.recompute = stage.forward;
+  Op lossGrad;
+  lossGrad.kind = OpKind::SoftmaxCrossEntropyGrad;
+  lossGrad.operands = {5, 1};
+  lossGrad.results = {6};
+  Op denseGrad;
+  denseGrad.kind = OpKind::DenseGrad;
+  denseGrad.operands = {7, 0, 2};
+  denseGrad.results = {-1, 8};
+  Op accumulate;
+  accumulate.kind = OpKind::AccumulateGrad;
+  accumulate.name = "w";
+  accumulate.operands = {8};
+  stage.backward = {lossGrad,
+                    kernelOp(kSliceGrad, {6}, 7, {kBatch, kClasses}, true),
+                    denseGrad, accumulate};
   bundle.stages = {stage};
   bundle.programs = schedulePrograms(bundle);
   placeBundle(bundle);

@@ -536,6 +536,9 @@ void CudaBackend::generated(StreamId s, const GeneratedCall &call) {
                    streamName(s);
     return;
   }
+  // The output's own elements (its extents, where fixed: a slice's
+  // gradient writes its whole output, zeros outside the window), one
+  // thread each.
   const int64_t n = call.outputElements();
   if (n <= 0)
     return; // an empty output needs no launch
@@ -551,7 +554,7 @@ void CudaBackend::generated(StreamId s, const GeneratedCall &call) {
   pointers[count] = CUdeviceptr(uintptr_t(call.output));
   std::vector<void *> scratch;
   for (size_t k : gpipe::runtime::device::overlappingInputs(call)) {
-    const size_t bytes = size_t(call.elementsAt(call.inputDims[k])) * 4;
+    const size_t bytes = size_t(call.elementsOf(k)) * 4;
     void *copy = nullptr;
     if (!note(cudaMallocAsync(&copy, bytes, stream),
               "cudaMallocAsync (a generated kernel's input copy)", s))
@@ -570,6 +573,7 @@ void CudaBackend::generated(StreamId s, const GeneratedCall &call) {
     size_t p = 0;
     for (size_t k = 0; k <= count; ++k)
       params[p++] = &pointers[k];
+    // The space's sizes only: fixed extents are in the PTX itself.
     for (size_t d = 0; d < rank; ++d) {
       sizes[d] = call.space[d];
       params[p++] = &sizes[d];

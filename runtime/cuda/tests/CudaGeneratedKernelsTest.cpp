@@ -173,6 +173,7 @@ TEST(CudaGeneratedKernels, InPlaceAndOverlappingInputsAsOnTheCpu) {
     call.space = {rows, cols};
     call.inputDims = kernel.inputDims;
     call.outputDims = kernel.outputDims;
+    call.extents = kernel.extents;
     call.inputs = {expected.data(), expected.data() + at};
     call.output = expected.data();
     EXPECT_EQ(overlappingInputs(call), (std::vector<size_t>{1}));

@@ -57,6 +57,61 @@ static bool distinctBelow(std::vector<unsigned> dims, unsigned rank) {
   return ascendingBelow(dims, rank);
 }
 
+/// "[-1, 4]" (as the bundle's JSON writes it).
+static std::string extentsText(const std::vector<int64_t> &extents) {
+  std::string text = "[";
+  for (size_t i = 0; i < extents.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(extents[i]);
+  return text + "]";
+}
+
+/// The extents of a kernel whose dimensions are checked: none, or one list
+/// per memref with one entry per dimension of it, each -1 or a size >= 1,
+/// -1 on iteration dimension 0 and throughout a reducing kernel's output.
+static std::string checkKernelExtents(const GeneratedKernelSpec &kernel) {
+  const std::vector<std::vector<int64_t>> &extents = kernel.extents;
+  if (extents.empty())
+    return {};
+  const size_t memrefs = size_t(kernel.inputs) + 1;
+  if (extents.size() != memrefs)
+    return "expected 'extents' with " + std::to_string(memrefs) +
+           " lists (one per input, then the output), found " +
+           std::to_string(extents.size());
+  for (size_t m = 0; m < memrefs; ++m) {
+    const bool output = m == kernel.inputs;
+    const std::vector<unsigned> &dims =
+        output ? kernel.outputDims : kernel.inputDims[m];
+    const std::string name = "'extents[" + std::to_string(m) + "]";
+    if (extents[m].size() != dims.size())
+      return "expected " + name + "' with " + std::to_string(dims.size()) +
+             (dims.size() == 1 ? " entry" : " entries") +
+             " (one per dimension of " +
+             (output ? std::string("'outputDims'")
+                     : "'inputDims[" + std::to_string(m) + "]'") +
+             "), found " + std::to_string(extents[m].size());
+    for (size_t i = 0; i < dims.size(); ++i) {
+      const int64_t extent = extents[m][i];
+      const std::string entry = name + "[" + std::to_string(i) + "]'";
+      if (extent != -1 && extent < 1)
+        return "expected " + entry + " as -1 or a size >= 1, found " +
+               std::to_string(extent);
+      if (extent != -1 && dims[i] == 0)
+        return "expected -1 for " + entry +
+               ": it is iteration dimension 0, which scales with the "
+               "micro-batch";
+    }
+  }
+  const std::vector<int64_t> &output = extents.back();
+  if (kernel.reduces() &&
+      std::any_of(output.begin(), output.end(),
+                  [](int64_t extent) { return extent != -1; }))
+    return "expected only -1 in 'extents[" + std::to_string(kernel.inputs) +
+           "]' (the output's) of a kernel that reduces ('outputDims' " +
+           dimsText(kernel.outputDims) + " of rank " +
+           std::to_string(kernel.rank) + "), found " + extentsText(output);
+  return {};
+}
+
 std::string gpipe::runtime::checkKernelDims(const GeneratedKernelSpec &kernel) {
   const unsigned rank = kernel.rank;
   if (rank < 1 || rank > kMaxKernelRank)
@@ -89,7 +144,7 @@ std::string gpipe::runtime::checkKernelDims(const GeneratedKernelSpec &kernel) {
              " lacks it) but no input has it; expected each reduced "
              "dimension in some 'inputDims'";
   }
-  return {};
+  return checkKernelExtents(kernel);
 }
 
 static std::string isaNames() {
@@ -122,9 +177,9 @@ bool Reader::readCode(const Json &root, GeneratedCode &out) {
     const std::string at = indexPath("code.kernels", i);
     GeneratedKernelSpec &spec = out.kernels[i];
     if (!expectObject(item, at) ||
-        !checkKeys(
-            item, at,
-            {"symbol", "inputs", "ops", "rank", "inputDims", "outputDims"}) ||
+        !checkKeys(item, at,
+                   {"symbol", "inputs", "ops", "rank", "inputDims",
+                    "outputDims", "extents"}) ||
         !getString(item, at, "symbol", spec.symbol) ||
         !getIndex(item, at, "inputs", spec.inputs) ||
         !getString(item, at, "ops", spec.ops) ||
@@ -298,9 +353,43 @@ bool Reader::readKernelDims(const Json &item, const std::string &at,
       return false;
   if (!readDims(*outputDims, at, "outputDims", spec.rank, spec.outputDims))
     return false;
-  // In range: what is left is the order and the reduced dimensions.
+  if (!readExtents(item, at, spec))
+    return false;
+  // In range: what is left is the order and the reduced dimensions, and
+  // the extents' counts and values.
   std::string error = checkKernelDims(spec);
   return error.empty() || fail(at, error);
+}
+
+bool Reader::readExtents(const Json &item, const std::string &at,
+                         GeneratedKernelSpec &spec) {
+  const Json *extents;
+  if (!lookup(item, at, "extents", false, extents))
+    return false;
+  if (!extents)
+    return true;
+  if (!extents->is_array())
+    return fail(at, "expected an array 'extents', found " + describe(*extents));
+  // Counted here too: an empty array would read as no extents at all.
+  if (extents->size() != size_t(spec.inputs) + 1)
+    return fail(at, "expected 'extents' with " +
+                        std::to_string(spec.inputs + 1) +
+                        " lists (one per input, then the output), found " +
+                        std::to_string(extents->size()));
+  spec.extents.assign(extents->size(), {});
+  for (size_t m = 0; m < extents->size(); ++m) {
+    const Json &list = (*extents)[m];
+    const std::string name = indexPath("extents", m);
+    if (!list.is_array())
+      return fail(at,
+                  "expected an array '" + name + "', found " + describe(list));
+    spec.extents[m].assign(list.size(), 0);
+    for (size_t i = 0; i < list.size(); ++i)
+      if (!integerValue(list[i], indexPath(at + "." + name, i),
+                        "a size (an integer)", spec.extents[m][i]))
+        return false;
+  }
+  return true;
 }
 
 bool Reader::readKernelOp(const Json &json, const std::string &path, Op &op) {

@@ -214,6 +214,10 @@ private:
   /// A kernel's rank and dimensions (`code.kernels[i]`, `at`).
   bool readKernelDims(const Json &item, const std::string &at,
                       GeneratedKernelSpec &spec);
+  /// A kernel's optional `extents` (integers; their counts and values are
+  /// checkKernelDims's).
+  bool readExtents(const Json &item, const std::string &at,
+                   GeneratedKernelSpec &spec);
   /// One list of dimensions, `name` in the object at `path`: integers in
   /// [0, rank) (their order is checkKernelDims's).
   bool readDims(const Json &value, const std::string &path,

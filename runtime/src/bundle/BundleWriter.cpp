@@ -146,12 +146,20 @@ Json codeJson(const GeneratedCode &code) {
     Json inputDims = Json::array();
     for (const std::vector<unsigned> &dims : kernel.inputDims)
       inputDims.push_back(dims);
-    kernels.push_back({{"symbol", kernel.symbol},
-                       {"inputs", kernel.inputs},
-                       {"ops", kernel.ops},
-                       {"rank", kernel.rank},
-                       {"inputDims", std::move(inputDims)},
-                       {"outputDims", kernel.outputDims}});
+    Json item = {{"symbol", kernel.symbol},
+                 {"inputs", kernel.inputs},
+                 {"ops", kernel.ops},
+                 {"rank", kernel.rank},
+                 {"inputDims", std::move(inputDims)},
+                 {"outputDims", kernel.outputDims}};
+    // Only where some memref has them: other bundles keep their bytes.
+    if (!kernel.extents.empty()) {
+      Json extents = Json::array();
+      for (const std::vector<int64_t> &sizes : kernel.extents)
+        extents.push_back(sizes);
+      item["extents"] = std::move(extents);
+    }
+    kernels.push_back(std::move(item));
   }
   Json cpu = Json::array();
   for (const CodeVariant &variant : code.cpu)

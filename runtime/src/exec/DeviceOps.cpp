@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "exec/DeviceExecutorImpl.h"
+#include "verify/ValidationText.h"
 
 #include <cassert>
 #include <cmath>
@@ -355,19 +356,24 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
       call.space[0] = op.space[0] / bundle.batch * rowsOf(m);
     call.inputDims = kernel.inputDims;
     call.outputDims = kernel.outputDims;
+    call.extents = kernel.extents;
     // validateBundle matched the counts at the full batch; the micro-batch
-    // keeps them.
-    auto mismatch = [&](const std::string &what, int64_t has,
-                        const std::vector<unsigned> &dims) {
-      return what + " has " + std::to_string(has) + " elements, the space " +
-             std::to_string(call.elementsAt(dims));
+    // keeps them. Each memref's own sizes: the space's, or its extents.
+    auto mismatch = [&](const std::string &what, int64_t has, size_t memref) {
+      std::vector<int64_t> sizes;
+      for (size_t i = 0; i < call.dimsOf(memref).size(); ++i)
+        sizes.push_back(call.sizeOf(memref, i));
+      return what + " has " + std::to_string(has) + " elements, expected " +
+             std::to_string(call.elementsOf(memref)) + " (its sizes " +
+             runtime::detail::shapeString(sizes) + " over space " +
+             runtime::detail::shapeString(call.space) + ")";
     };
     if (result->numElements() != call.outputElements())
-      return mismatch("the result", result->numElements(), call.outputDims);
+      return mismatch("the result", result->numElements(), call.outputMemRef());
     for (size_t k = 0; k < in.size(); ++k) {
-      if (in[k]->numElements() != call.elementsAt(call.inputDims[k]))
+      if (in[k]->numElements() != call.elementsOf(k))
         return mismatch("operand " + std::to_string(k), in[k]->numElements(),
-                        call.inputDims[k]);
+                        k);
       call.inputs.push_back(f(k));
     }
     b.generated(s, call);

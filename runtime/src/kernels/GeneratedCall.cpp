@@ -37,10 +37,10 @@ GeneratedCall GeneratedCall::elementWise(GeneratedEntry entry,
   return call;
 }
 
-int64_t GeneratedCall::elementsAt(const std::vector<unsigned> &dims) const {
+int64_t GeneratedCall::elementsOf(size_t memref) const {
   int64_t n = 1;
-  for (unsigned d : dims)
-    n *= space[d];
+  for (size_t i = 0; i < dimsOf(memref).size(); ++i)
+    n *= sizeOf(memref, i);
   return n;
 }
 
@@ -62,20 +62,22 @@ void gpipe::runtime::device::runGeneratedRange(const GeneratedCall &call,
   assert(count >= 1 && count <= kMaxKernelInputs);
   assert(rank >= 1 && rank <= kMaxKernelRank);
   assert(call.inputDims.size() == count);
+  assert(call.extents.empty() || call.extents.size() == count + 1);
   assert(split || (begin == 0 && end == call.space[0]));
   // Each memref with dimension 0 starts at row `begin`: the kernel sees its
   // range as a call of its own, so that it never learns where the others
-  // start.
+  // start. Its own sizes are the space's but where an extent fixes them
+  // (never along dimension 0).
   MemRefDescriptor descriptors[kMaxKernelInputs + 1];
   void *args[kMaxKernelInputs + 1];
   for (size_t k = 0; k <= count; ++k) {
-    const std::vector<unsigned> &dims =
-        k < count ? call.inputDims[k] : call.outputDims;
+    const std::vector<unsigned> &dims = call.dimsOf(k);
     float *base = k < count ? const_cast<float *>(inputs[k]) : call.output;
     int64_t sizes[kMaxKernelRank];
     for (size_t i = 0; i < dims.size(); ++i)
-      sizes[i] = call.space[dims[i]];
+      sizes[i] = call.sizeOf(k, i);
     if (split && !dims.empty() && dims[0] == 0) {
+      assert(call.extentOf(k, 0) < 0);
       int64_t stride0 = 1;
       for (size_t i = 1; i < dims.size(); ++i)
         stride0 *= sizes[i];
@@ -97,12 +99,22 @@ gpipe::runtime::device::overlappingInputs(const GeneratedCall &call) {
   const float *outBegin = call.output,
               *outEnd = call.output + call.outputElements();
   const bool elementWise = !call.reduces();
+  const size_t output = call.outputMemRef();
+  // Whether input k has the output's dimensions and extents: it is read
+  // where the output is written, element for element.
+  auto sameShape = [&](size_t k) {
+    if (call.inputDims[k] != call.outputDims)
+      return false;
+    for (size_t i = 0; i < call.outputDims.size(); ++i)
+      if (call.extentOf(k, i) != call.extentOf(output, i))
+        return false;
+    return true;
+  };
   for (size_t k = 0; k < call.inputs.size(); ++k) {
     const float *input = call.inputs[k];
-    const float *inEnd = input + call.elementsAt(call.inputDims[k]);
+    const float *inEnd = input + call.elementsOf(k);
     const bool overlaps = before(input, outEnd) && before(outBegin, inEnd);
-    const bool inPlace = elementWise && input == outBegin &&
-                         call.inputDims[k] == call.outputDims;
+    const bool inPlace = elementWise && input == outBegin && sameShape(k);
     if (overlaps && !inPlace)
       overlapping.push_back(k);
   }
@@ -117,7 +129,7 @@ std::vector<const float *> gpipe::runtime::device::separateOverlaps(
   copies.reserve(copies.size() + overlapping.size());
   for (size_t k : overlapping) {
     const float *input = inputs[k];
-    copies.emplace_back(input, input + call.elementsAt(call.inputDims[k]));
+    copies.emplace_back(input, input + call.elementsOf(k));
     inputs[k] = copies.back().data();
   }
   return inputs;

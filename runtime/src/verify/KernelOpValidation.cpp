@@ -4,7 +4,8 @@
 // many operands as the kernel's inputs, all f32, over the op's iteration
 // space (one size per dimension of the kernel). Operand k holds the sizes of
 // the space at the kernel's inputDims[k], the result those at its
-// outputDims: so many elements each. A batched space has the batch in
+// outputDims, but where the kernel's extents fix a memref's own size along
+// a dimension: so many elements each. A batched space has the batch in
 // dimension 0, a multiple of the bundle's batch that a micro-batch scales
 // to its rows; exactly the values with that dimension are batched then
 // (so that they also match at a micro-batch's rows). StageValidation.cpp
@@ -21,23 +22,37 @@ using namespace gpipe::runtime::detail;
 
 namespace {
 
-/// The product of `space` at `dims`, or -1 past int64_t.
+/// The product of a memref's own sizes: `space` at `dims`, but where
+/// `extents` (empty, or one per dimension) fixes one; -1 past int64_t.
 int64_t elementsAt(const std::vector<int64_t> &space,
-                   const std::vector<unsigned> &dims) {
+                   const std::vector<unsigned> &dims,
+                   const std::vector<int64_t> &extents) {
   int64_t n = 1;
-  for (unsigned d : dims) {
-    if (space[d] > 0 && n > std::numeric_limits<int64_t>::max() / space[d])
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t size =
+        extents.empty() || extents[i] < 0 ? space[dims[i]] : extents[i];
+    if (size > 0 && n > std::numeric_limits<int64_t>::max() / size)
       return -1;
-    n *= space[d];
+    n *= size;
   }
   return n;
 }
 
-std::string dimsString(const std::vector<unsigned> &dims) {
+template <typename T> std::string listString(const std::vector<T> &values) {
   std::string text = "[";
-  for (size_t i = 0; i < dims.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(dims[i]);
+  for (size_t i = 0; i < values.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(values[i]);
   return text + "]";
+}
+
+/// "dims [0, 1]", and ", extents [-1, 6]" where one is fixed.
+std::string dimsString(const std::vector<unsigned> &dims,
+                       const std::vector<int64_t> &extents) {
+  std::string text = "dims " + listString(dims);
+  for (int64_t extent : extents)
+    if (extent >= 0)
+      return text + ", extents " + listString(extents);
+  return text;
 }
 
 bool hasDim0(const std::vector<unsigned> &dims) {
@@ -81,34 +96,39 @@ std::string gpipe::runtime::detail::checkKernelShapes(const Op &op,
 
   // Element counts and batching, the result first.
   const bool checkBatching = bundle.batch > 1;
+  // Memref m: input m, or the output (m = inputs).
   auto check = [&](const ValueSpec &value, const std::string &what,
-                   const std::vector<unsigned> &dims) -> std::string {
+                   size_t m) -> std::string {
+    const std::vector<unsigned> &dims =
+        m < kernel.inputs ? kernel.inputDims[m] : kernel.outputDims;
+    static const std::vector<int64_t> none;
+    const std::vector<int64_t> &extents =
+        kernel.extents.empty() ? none : kernel.extents[m];
     if (value.type != ElementType::F32)
       return std::string("expects ") + what + " of type f32, got " +
              typeName(value.type);
-    const int64_t expected = elementsAt(op.space, dims);
+    const int64_t expected = elementsAt(op.space, dims, extents);
     if (expected < 0 || product(value.shape) != expected)
       return over + "expects " + what + " with " +
              (expected < 0 ? std::string("more than 2^63")
                            : std::to_string(expected)) +
-             " elements (the sizes at dims " + dimsString(dims) + "), got " +
-             std::to_string(product(value.shape)) + " (" +
+             " elements (the sizes at " + dimsString(dims, extents) +
+             "), got " + std::to_string(product(value.shape)) + " (" +
              shapeString(value.shape) + ")";
     const bool batched = op.spaceBatched && hasDim0(dims);
     if (checkBatching && value.batched != batched)
       return over + "expects " + what + (batched ? " " : " not ") +
-             "to be batched (dims " + dimsString(dims) + "), got a value " +
+             "to be batched (dims " + listString(dims) + "), got a value " +
              (value.batched ? "that is" : "that is not");
     return {};
   };
   if (std::string error =
-          check(stage.values[op.results[0]], "result 0", kernel.outputDims);
+          check(stage.values[op.results[0]], "result 0", kernel.inputs);
       !error.empty())
     return error;
   for (size_t k = 0; k < op.operands.size(); ++k)
-    if (std::string error =
-            check(stage.values[op.operands[k]], "operand " + std::to_string(k),
-                  kernel.inputDims[k]);
+    if (std::string error = check(stage.values[op.operands[k]],
+                                  "operand " + std::to_string(k), k);
         !error.empty())
       return error;
   return {};

@@ -10,6 +10,10 @@
  * dimensions: a broadcasting add, a row sum, a column sum and a row sum plus
  * a vector; the sums
  * accumulate in their output, zeroed first, as a generated reduction does.
+ * Kernels 7 to 9 have memrefs of fixed extents along dimension 1 (their
+ * offsets and steps written here, as the compiler compiles them in): a
+ * slice, its gradient (which writes its whole output, zeros outside the
+ * window) and a concat.
  * Every kernel honours the descriptors' offset, sizes and strides.
  * Built twice, with two tags, for "code of another bundle".
  *
@@ -121,4 +125,34 @@ void GPIPE_KERNEL(6)(void **args) {
       set(args[2], i, at(args[2], i) + *at2(in, i, j));
     set(args[2], i, at(args[2], i) + at(args[1], i));
   }
+}
+
+/* slice[dim=1, start=1, step=2](in0)->out over space [rows, 3]: in0 has a
+ * fixed extent of 6 columns (its dims 0, 1, extents -1, 6); out [rows, 3]
+ * takes its columns 1, 3 and 5. */
+void GPIPE_KERNEL(7)(void **args) {
+  MemRef2D *out = (MemRef2D *)args[1];
+  for (int64_t i = 0; i < out->sizes[0]; ++i)
+    for (int64_t j = 0; j < out->sizes[1]; ++j)
+      *at2(out, i, j) = *at2(args[0], i, 1 + 2 * j);
+}
+
+/* slice_grad[dim=1, start=1, step=2](in0)->out over space [rows, 3], the
+ * window: in0 [rows, 3]; out has a fixed extent of 6 columns, in0's
+ * columns at 1, 3 and 5 and 0 at 0, 2 and 4. Every output element is
+ * written. */
+void GPIPE_KERNEL(8)(void **args) {
+  MemRef2D *out = (MemRef2D *)args[1];
+  for (int64_t i = 0; i < out->sizes[0]; ++i)
+    for (int64_t c = 0; c < out->sizes[1]; ++c)
+      *at2(out, i, c) = c % 2 == 1 ? *at2(args[0], i, (c - 1) / 2) : 0.0f;
+}
+
+/* concat[dim=1](in0,in1)->out over space [rows, 6]: in0 has a fixed extent
+ * of 2 columns, in1 of 4; out [rows, 6] is in0's columns, then in1's. */
+void GPIPE_KERNEL(9)(void **args) {
+  MemRef2D *out = (MemRef2D *)args[2];
+  for (int64_t i = 0; i < out->sizes[0]; ++i)
+    for (int64_t j = 0; j < out->sizes[1]; ++j)
+      *at2(out, i, j) = j < 2 ? *at2(args[0], i, j) : *at2(args[1], i, j - 2);
 }

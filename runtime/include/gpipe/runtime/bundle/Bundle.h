@@ -247,6 +247,13 @@ struct MemoryPlan {
 /// dimension is broadcast along it, and a dimension the output lacks is
 /// reduced (summed or maxed) inside the kernel. An element-wise kernel's
 /// output has every dimension.
+///
+/// A memref's own size along its dimension i is the space's at that
+/// dimension, unless `extents` fixes it: a slice reads a window of its
+/// input, a slice's gradient writes a window of its output (and 0 in the
+/// rest of it), a concat's inputs each cover a part of the output. The
+/// windows' offsets and steps are in the kernel's code; the runtime only
+/// needs each memref's own sizes.
 struct GeneratedKernelSpec {
   std::string symbol;  ///< the entry's name in every variant
   unsigned inputs = 1; ///< 1 to kMaxKernelInputs (OpTable.h)
@@ -260,15 +267,23 @@ struct GeneratedKernelSpec {
   /// The output's dimensions, ascending, in [0, rank): the others are
   /// reduced, and each of those is some input's.
   std::vector<unsigned> outputDims;
+  /// Empty (every memref has the space's sizes at its dimensions), or
+  /// inputs + 1 lists, the inputs' in order and then the output's: list m
+  /// has one entry per dimension of memref m (as many as inputDims[m], or
+  /// outputDims), each -1 (the space's size at that dimension) or a fixed
+  /// size >= 1. Never on iteration dimension 0 (which a batched space
+  /// scales to a micro-batch's rows), nor on the output of a kernel that
+  /// reduces.
+  std::vector<std::vector<int64_t>> extents;
 
   /// Whether some dimension is reduced (the output lacks it).
   bool reduces() const { return outputDims.size() < rank; }
 };
 
-/// "" when `kernel`'s rank and dimensions are as GeneratedKernelSpec says,
-/// else what was expected and found ("expected 'inputDims[1]' as distinct
-/// dimensions in [0, 2), found [1, 1]"), naming the fields as the
-/// bundle file does (BundleCodeReader.cpp).
+/// "" when `kernel`'s rank, dimensions and extents are as
+/// GeneratedKernelSpec says, else what was expected and found ("expected
+/// 'inputDims[1]' as distinct dimensions in [0, 2), found [1, 1]"), naming
+/// the fields as the bundle file does (BundleCodeReader.cpp).
 std::string checkKernelDims(const GeneratedKernelSpec &kernel);
 
 /// The x86-64 levels a CPU variant is built for, narrowest first: the

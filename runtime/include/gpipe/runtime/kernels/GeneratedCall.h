@@ -14,22 +14,28 @@
 // (rank 0: the first three fields only). A kernel iterates over an
 // iteration space of `rank` dimensions (the kernel op's `space`, its first
 // size scaled to a micro-batch's rows when batched). Input k has the
-// dimensions inputDims[k] of that space, the output those of outputDims,
-// each ascending: descriptor k has r = inputDims[k].size(), sizes[i] =
-// space[inputDims[k][i]], and row-major contiguous strides (the last 1). An
-// input that lacks a dimension is broadcast along it; a dimension the
-// output lacks is reduced (summed or maxed) inside the kernel.
+// dimensions inputDims[k] of that space (in its own order), the output
+// those of outputDims (ascending): descriptor k has r = inputDims[k].size(),
+// sizes[i] = its own size along its dimension i (sizeOf), and row-major
+// contiguous strides (the last 1). Its own size is space[inputDims[k][i]]
+// unless the kernel fixes it (`extents`): a slice reads a window of an
+// input, a slice's gradient writes a window of its output (and 0 in the
+// rest of it), a concat's inputs each cover a part of the output; the
+// windows' offsets and steps are in the kernel's code. An input that lacks
+// a dimension is broadcast along it; a dimension the output lacks is
+// reduced (summed or maxed) inside the kernel.
 //
 // When the output has dimension 0, a range of it may run apart from the
 // others (the CPU backend splits [0, space[0]) over its threads): each range
-// is a call of its own whose memrefs with dimension 0 start at the range's
-// first row (allocated = aligned = base + begin * stride0, sizes[0] = the
-// range's rows), the others whole. A kernel that reduces dimension 0 runs
-// whole, on one thread. An element-wise kernel (no dimension reduced) may
-// write in place: its output IS an input with the output's dimensions. Any
-// other input that overlaps the output's bytes would read elements the
-// kernel has already written, or that another range writes: it is copied
-// first (separateOverlaps).
+// is a call of its own whose memrefs with dimension 0 first start at the
+// range's first row (allocated = aligned = base + begin * the product of
+// their own other sizes, sizes[0] = the range's rows), the others whole
+// (no extent is ever fixed on dimension 0). A kernel that reduces
+// dimension 0 runs whole, on one thread. An element-wise kernel (no
+// dimension reduced) may write in place: its output IS an input with the
+// output's dimensions and extents. Any other input that overlaps the
+// output's bytes would read elements the kernel has already written, or
+// that another range writes: it is copied first (separateOverlaps).
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +92,10 @@ struct GeneratedCall {
   /// order), and the output's (ascending).
   std::vector<std::vector<unsigned>> inputDims;
   std::vector<unsigned> outputDims;
+  /// GeneratedKernelSpec's: empty (every memref has the space's sizes), or
+  /// per memref (the inputs, then the output) per dimension of it, -1 (the
+  /// space's size) or its fixed size.
+  std::vector<std::vector<int64_t>> extents;
 
   /// A 1-D element-wise call: out[i] = kernel(inputs[0][i], ...) for i in
   /// [0, n).
@@ -93,9 +103,25 @@ struct GeneratedCall {
                                    std::vector<const float *> inputs,
                                    float *output, int64_t n);
 
-  /// The elements of a memref with `dims`: the product of their sizes.
-  int64_t elementsAt(const std::vector<unsigned> &dims) const;
-  int64_t outputElements() const { return elementsAt(outputDims); }
+  /// Memrefs by index: input k is memref k, the output memref
+  /// inputDims.size() (inputs.size() once the inputs are set).
+  size_t outputMemRef() const { return inputDims.size(); }
+  /// Memref `memref`'s dimensions (inputDims[memref], or outputDims).
+  const std::vector<unsigned> &dimsOf(size_t memref) const {
+    return memref < inputDims.size() ? inputDims[memref] : outputDims;
+  }
+  /// Its fixed size along its dimension i, or -1 (the space's size there).
+  int64_t extentOf(size_t memref, size_t i) const {
+    return extents.empty() ? -1 : extents[memref][i];
+  }
+  /// Its own size along its dimension i: its extent, or the space's size.
+  int64_t sizeOf(size_t memref, size_t i) const {
+    const int64_t extent = extentOf(memref, i);
+    return extent >= 0 ? extent : space[dimsOf(memref)[i]];
+  }
+  /// Its elements: the product of its own sizes.
+  int64_t elementsOf(size_t memref) const;
+  int64_t outputElements() const { return elementsOf(outputMemRef()); }
   /// Whether rows of dimension 0 may run apart: the output keeps dimension
   /// 0, and every memref that has it has it first (a slice of rows stays
   /// contiguous; a transposed input's would not). Otherwise the call runs
@@ -125,16 +151,17 @@ void runGeneratedRange(const GeneratedCall &call, const float *const *inputs,
 
 /// The indices of the inputs `call` must read from a copy: those whose
 /// elements overlap the output's, except an element-wise kernel's input at
-/// the output's very address with the output's dimensions (in place). The
-/// host copies them (separateOverlaps); a GPU into device scratch, on the
-/// call's stream.
+/// the output's very address with the output's dimensions and extents (in
+/// place). The host copies them (separateOverlaps); a GPU into device
+/// scratch, on the call's stream.
 std::vector<size_t> overlappingInputs(const GeneratedCall &call);
 
 /// The inputs `call` may read while it writes its output: call.inputs, but
 /// for each whose elements overlap the output's, except an element-wise
 /// kernel's input at the output's very address with the output's
-/// dimensions (in place), a copy in `copies`. Run when the call runs, not
-/// when it is issued: the copies take the inputs' values of that moment.
+/// dimensions and extents (in place), a copy in `copies`. Run when the call
+/// runs, not when it is issued: the copies take the inputs' values of that
+/// moment.
 std::vector<const float *>
 separateOverlaps(const GeneratedCall &call,
                  std::vector<std::vector<float>> &copies);
