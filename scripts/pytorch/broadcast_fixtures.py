@@ -46,6 +46,12 @@ def cases():
         "unit_axes": (lambda x, p, q: amax((x * p).reshape(4, 3, 1, 5), 2, True)
                       .mean(dim=2), (5,), (1,)),
         "ties": (lambda x, p, q: amax(torch.minimum(x, q), (1, 2), True), (1,), (3, 1)),
+        "rotate_half": (lambda x, p, q: (lambda a: torch.cat([-a[..., 2:], a[..., :2]], dim=2))(
+            x * p), (5,), (1,)),
+        "strided_slices": (lambda x, p, q: (lambda s: torch.cat([s, s * s], dim=1))(
+            (x * q)[:, 1:, ::2]), (1,), (3, 1)),
+        "split_parts": (lambda x, p, q: (lambda a: torch.cat(
+            [a[..., 3:5] * a[..., 1:3], a[..., 0:1]], dim=2))(x + p), (5,), (1,)),
     }
 
 

@@ -1,10 +1,10 @@
 //===- BroadcastGradientsTest.cpp - Broadcasting and reductions, end to end ===//
 //
 // Small models over x [4, 3, 5] and parameters p and q that broadcast
-// (NumPy's rules), reduce (sum, mean, max; axes kept or dropped) and sum back
-// (sum_to): z = f(x, p, q), loss = mse(z, y). Each is compiled (the
-// gradients gpipe-differentiate writes, the N-D kernels the bundle
-// generates), trained one step by the runtime on two micro-batches of two
+// (NumPy's rules), reduce (sum, mean, max; axes kept or dropped), sum back
+// (sum_to), slice and concatenate: z = f(x, p, q), loss = mse(z, y). Each
+// is compiled (the gradients gpipe-differentiate writes, the N-D kernels the
+// bundle generates), trained one step by the runtime on two micro-batches of two
 // rows (so that a batched kernel runs on fewer rows than the full batch), and
 // its loss and parameter gradients are compared with
 //  - f64 central differences of the same function, evaluated here in double
@@ -140,6 +140,39 @@ T add(const T &a, const T &b) {
 }
 T mul(const T &a, const T &b) {
   return binary(a, b, [](double u, double v) { return u * v; });
+}
+
+/// Every steps[d]-th element of `a` from starts[d], `shape` of them.
+T slice(const T &a, const Shape &starts, const Shape &steps,
+        const Shape &shape) {
+  T out{shape, {}};
+  for (int64_t i = 0; i < count(shape); ++i) {
+    Shape at = coordinates(i, shape);
+    int64_t index = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      index = index * a.shape[d] + starts[d] + steps[d] * at[d];
+    out.v.push_back(a.v[index]);
+  }
+  return out;
+}
+
+/// `parts` one after another along `axis`.
+T concat(const std::vector<T> &parts, size_t axis) {
+  T out{parts[0].shape, {}};
+  out.shape[axis] = 0;
+  for (const T &part : parts)
+    out.shape[axis] += part.shape[axis];
+  for (int64_t i = 0; i < count(out.shape); ++i) {
+    Shape at = coordinates(i, out.shape);
+    size_t k = 0;
+    while (at[axis] >= parts[k].shape[axis])
+      at[axis] -= parts[k++].shape[axis];
+    int64_t index = 0;
+    for (size_t d = 0; d < at.size(); ++d)
+      index = index * parts[k].shape[d] + at[d];
+    out.v.push_back(parts[k].v[index]);
+  }
+  return out;
 }
 
 const Shape kX = {4, 3, 5};
@@ -281,6 +314,56 @@ std::vector<Case> cases() {
                        {1, 2}, true, Reduce::Max);
        },
        /*smooth=*/false},
+      // Rotary embeddings' rotate-half: two slices, a negation, a concat.
+      {"rotate_half", {5}, {1}, kX, true, false,
+       "%a = gpipe.mul %x, %p : " + x + ", tensor<5xf32> -> " + x + "\n"
+       "%lo = gpipe.slice %a starts [0, 0, 0] steps [1, 1, 1] : " + x +
+           " -> tensor<4x3x2xf32>\n"
+       "%hi = gpipe.slice %a starts [0, 0, 2] steps [1, 1, 1] : " + x +
+           " -> tensor<4x3x3xf32>\n"
+       "%n = gpipe.neg %hi : tensor<4x3x3xf32>\n"
+       "%z = gpipe.concat %n, %lo axis 2 : tensor<4x3x3xf32>, "
+       "tensor<4x3x2xf32> -> " + x,
+       [](const T &x, const T &p, const T &) {
+         T a = mul(x, p);
+         T hi = slice(a, {0, 0, 2}, {1, 1, 1}, {4, 3, 3});
+         return concat({unary(hi, [](double v) { return -v; }),
+                         slice(a, {0, 0, 0}, {1, 1, 1}, {4, 3, 2})},
+                        2);
+       }},
+      // A strided slice (every other feature from the second position),
+      // read twice, concatenated with its square along the positions.
+      {"strided_slices", {1}, {3, 1}, {4, 4, 3}, false, true,
+       "%a = gpipe.mul %x, %q : " + x + ", tensor<3x1xf32> -> " + x + "\n"
+       "%s = gpipe.slice %a starts [0, 1, 0] steps [1, 1, 2] : " + x +
+           " -> tensor<4x2x3xf32>\n"
+       "%s2 = gpipe.mul %s, %s : tensor<4x2x3xf32>\n"
+       "%z = gpipe.concat %s, %s2 axis 1 : tensor<4x2x3xf32>, "
+       "tensor<4x2x3xf32> -> tensor<4x4x3xf32>",
+       [](const T &x, const T &, const T &q) {
+         T s = slice(mul(x, q), {0, 1, 0}, {1, 1, 2}, {4, 2, 3});
+         return concat({s, mul(s, s)}, 1);
+       }},
+      // A split in three (a fused projection's q, k, v), two parts
+      // multiplied and the third concatenated after them.
+      {"split_parts", {5}, {1}, {4, 3, 3}, true, false,
+       "%a = gpipe.add %x, %p : " + x + ", tensor<5xf32> -> " + x + "\n"
+       "%0 = gpipe.slice %a starts [0, 0, 0] steps [1, 1, 1] : " + x +
+           " -> tensor<4x3x1xf32>\n"
+       "%1 = gpipe.slice %a starts [0, 0, 1] steps [1, 1, 1] : " + x +
+           " -> tensor<4x3x2xf32>\n"
+       "%2 = gpipe.slice %a starts [0, 0, 3] steps [1, 1, 1] : " + x +
+           " -> tensor<4x3x2xf32>\n"
+       "%m = gpipe.mul %2, %1 : tensor<4x3x2xf32>\n"
+       "%z = gpipe.concat %m, %0 axis 2 : tensor<4x3x2xf32>, "
+       "tensor<4x3x1xf32> -> tensor<4x3x3xf32>",
+       [](const T &x, const T &p, const T &) {
+         T a = add(x, p);
+         return concat({mul(slice(a, {0, 0, 3}, {1, 1, 1}, {4, 3, 2}),
+                            slice(a, {0, 0, 1}, {1, 1, 1}, {4, 3, 2})),
+                        slice(a, {0, 0, 0}, {1, 1, 1}, {4, 3, 1})},
+                       2);
+       }},
   };
 }
 
