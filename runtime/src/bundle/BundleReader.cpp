@@ -427,6 +427,8 @@ bool Reader::readOp(const Json &json, const std::string &path,
     keys.push_back("groups");
   if (info.attrs & KernelAttr)
     keys.insert(keys.end(), {"kernel", "space", "batched"});
+  if (info.attrs & MatmulAttrs)
+    keys.insert(keys.end(), {"transpose_a", "transpose_b"});
   if (!checkKeys(json, path, keys, "op '" + name + "'"))
     return false;
 
@@ -488,6 +490,10 @@ bool Reader::readOp(const Json &json, const std::string &path,
   if ((info.attrs & AttentionAttrs) &&
       (!getInt(json, path, "heads", op.heads, /*required=*/false) ||
        !getBool(json, path, "causal", op.causal, /*required=*/false)))
+    return false;
+  if ((info.attrs & MatmulAttrs) &&
+      (!getBool(json, path, "transpose_a", op.transposeA, /*required=*/false) ||
+       !getBool(json, path, "transpose_b", op.transposeB, /*required=*/false)))
     return false;
   if ((info.attrs & PoolAttrs) &&
       !readPair(json, path, "window", 1, op.window.window))

@@ -87,6 +87,11 @@ Json opJson(const Op &op) {
     out["heads"] = op.heads;
     out["causal"] = op.causal;
   }
+  // Only when set, so that bundles without them keep their bytes.
+  if ((info.attrs & MatmulAttrs) && op.transposeA)
+    out["transpose_a"] = true;
+  if ((info.attrs & MatmulAttrs) && op.transposeB)
+    out["transpose_b"] = true;
   auto pair = [](const int64_t(&values)[2]) {
     return intArray(std::vector<int64_t>{values[0], values[1]});
   };

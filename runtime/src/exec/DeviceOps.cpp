@@ -201,6 +201,8 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   case OpKind::MseLoss:
     b.mse(s, f(0), f(1), out[0], x0.numElements());
     break;
+  case OpKind::Matmul:
+    return "matmul has no kernels yet";
   case OpKind::DenseGrad: {
     // (dy, x, w) -> (dx = dy w^T, dw += x^T dy)
     int64_t inDim = in[2]->shape[0], outDim = in[2]->shape[1];

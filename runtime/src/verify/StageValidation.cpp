@@ -209,6 +209,8 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(f32Except({}));
     CHECK(expectLike(ops(1), ops(0), "a target"));
     return isScalarLoss(*res(0));
+  case OpKind::Matmul:
+    return "is not supported by this runtime yet";
   case OpKind::MseLossGrad:
     CHECK(f32Except({}));
     CHECK(expectLike(ops(1), ops(0), "a target"));

@@ -84,6 +84,9 @@ struct Op {
   uint64_t seed = 0;         ///< Dropout(Grad)
   int64_t heads = 1;         ///< Attention(Grad)
   bool causal = false;       ///< Attention(Grad)
+  /// Matmul: op(a) is a with its last two dimensions swapped (op(b) of b);
+  /// written only when set.
+  bool transposeA = false, transposeB = false;
   /// Conv2d(Grad): stride, padding, groups; the pools: window, stride,
   /// padding.
   WindowAttrs window;

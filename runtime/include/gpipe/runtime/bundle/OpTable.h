@@ -33,7 +33,8 @@ enum OpAttrs : unsigned {
   ConvAttrs = 16,     ///< stride, padding, groups
   PoolAttrs = 32,     ///< window, stride, padding
   MomentumAttr = 64,  ///< momentum (batch norm's running statistics)
-  KernelAttr = 128    ///< kernel: the generated kernel's index (Bundle::code)
+  KernelAttr = 128,   ///< kernel: the generated kernel's index (Bundle::code)
+  MatmulAttrs = 256   ///< transpose_a, transpose_b (optional booleans)
 };
 
 /// The most inputs a generated kernel (the `kernel` op) takes: Ops.def's
