@@ -96,6 +96,12 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
           flops += rows * n;
         return {flops, 0};
       })
+      .Case([](MatmulOp matmul) -> OpWork {
+        // 2 M N K per element of the result's batch.
+        auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
+        int64_t k = lhs.getDimSize(lhs.getRank() - (matmul.getTransposeLhs() ? 2 : 1));
+        return {2 * numElements(matmul.getResult()) * Wide(k), 0};
+      })
       .Case([](ReluOp o) -> OpWork {
         return {numElements(o.getInput()), 0};
       })

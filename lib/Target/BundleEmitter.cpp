@@ -135,6 +135,13 @@ static void addAttributes(Operation *op, json::Object &out) {
         out["heads"] = int64_t(attention.getHeads());
         out["causal"] = attention.getCausal();
       })
+      .Case([&](MatmulOp matmul) {
+        // The runtime's names; written only when set.
+        if (matmul.getTransposeLhs())
+          out["transpose_a"] = true;
+        if (matmul.getTransposeRhs())
+          out["transpose_b"] = true;
+      })
       .Case([&](DropoutOp dropout) {
         out["rate"] = dropout.getRate().convertToDouble();
         out["seed"] = uint64_t(dropout.getSeed());
@@ -218,6 +225,38 @@ static LogicalResult checkBatchPlacement(Operation *op, int64_t batch,
   return success();
 }
 
+/// A matmul runs on a micro-batch's rows: a per-example operand keeps the
+/// batch in dimension 0 of the result (a batch dimension, or the lhs's rows),
+/// never in a contracted or column dimension, and an operand that is not per
+/// example does not span the batch dimension.
+static LogicalResult checkMatmulPlacement(MatmulOp op,
+                                          ArrayRef<bool> operandBatched) {
+  auto result = cast<RankedTensorType>(op.getResult().getType());
+  for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    bool batched = operandBatched[index];
+    bool rowsOfLhs = index == 0 && type.getRank() == 2 && !op.getTransposeLhs();
+    if (batched && type.getRank() == result.getRank() &&
+        (type.getRank() > 2 || rowsOfLhs))
+      continue;
+    if (batched)
+      return op.emitOpError()
+             << "reads the per-example " << type << " (" << (index ? "rhs" : "lhs")
+             << ") with its batch (dimension 0) outside the result's dimension "
+                "0 (contracted, a column, or behind other batch dimensions); "
+                "keep the batch first in both";
+    if (llvm::is_contained(operandBatched, true) &&
+        type.getRank() == result.getRank() && type.getDimSize(0) != 1)
+      return op.emitOpError()
+             << "reads " << type
+             << ", which is not per example (a parameter, or a value "
+                "computed from parameters alone) but spans the batch "
+                "dimension of its per-example result; give it size 1 (or "
+                "drop) in dimension 0 to broadcast it";
+  }
+  return success();
+}
+
 /// Marks the pairs of chooseLibraryFusions with `fuse`.
 static void markFusions(json::Array &ops) {
   std::vector<runtime::FusionKind> fusions = chooseLibraryFusions(ops);
@@ -255,6 +294,9 @@ static LogicalResult emitOp(Operation *op, ValueTable &values,
   }
   if (generated || broadcasts)
     if (failed(checkBatchPlacement(op, values.batchSize(), operandBatched)))
+      return failure();
+  if (auto matmul = dyn_cast<MatmulOp>(op))
+    if (failed(checkMatmulPlacement(matmul, operandBatched)))
       return failure();
   for (OpResult result : op->getResults()) {
     // Half of a split dense or layer-norm gradient: the other half's result

@@ -545,3 +545,43 @@ LogicalResult ScheduleOp::verifyRegions() {
 
 #define GET_OP_CLASSES
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.cpp.inc"
+
+LogicalResult MatmulOp::verify() {
+  auto lhs = cast<RankedTensorType>(getLhs().getType());
+  auto rhs = cast<RankedTensorType>(getRhs().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return emitOpError() << "expects operands of rank >= 2 (batch dimensions, "
+                            "then a matrix), got "
+                         << lhs << " and " << rhs;
+  auto matrix = [](RankedTensorType type, bool transposed) {
+    int64_t rows = type.getDimSize(type.getRank() - 2),
+            cols = type.getDimSize(type.getRank() - 1);
+    return transposed ? std::pair(cols, rows) : std::pair(rows, cols);
+  };
+  auto [m, k] = matrix(lhs, getTransposeLhs());
+  auto [k2, n] = matrix(rhs, getTransposeRhs());
+  if (k != k2)
+    return emitOpError() << "expects the lhs's columns (" << k
+                         << ") to equal the rhs's rows (" << k2
+                         << ") after the transposes, got " << lhs << " and "
+                         << rhs;
+  ArrayRef<int64_t> a = lhs.getShape().drop_back(2),
+                    b = rhs.getShape().drop_back(2);
+  size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> shape;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t x = d < rank - a.size() ? 1 : a[d - (rank - a.size())];
+    int64_t y = d < rank - b.size() ? 1 : b[d - (rank - b.size())];
+    if (x != y && x != 1 && y != 1)
+      return emitOpError() << "expects batch dimensions that broadcast, got "
+                           << lhs << " and " << rhs;
+    shape.push_back(std::max(x, y));
+  }
+  shape.append({m, n});
+  auto expected = RankedTensorType::get(shape, lhs.getElementType());
+  if (result != expected || rhs.getElementType() != lhs.getElementType())
+    return emitOpError() << "expects result type " << expected << ", got "
+                         << result;
+  return success();
+}

@@ -88,6 +88,36 @@ public:
                        loc);
           return success();
         })
+        .Case([&](MatmulOp o) {
+          // Y = op(A) op(B): dA = dY op(B)^T, or op(B) dY^T where A is
+          // transposed; dB = op(A)^T dY, or dY^T op(A). Each is a matmul
+          // over dY's batch, summed back to the operand's (contribute).
+          bool ta = o.getTransposeLhs(), tb = o.getTransposeRhs();
+          auto product = [&](Value of, Value lhs, Value rhs, bool tl,
+                             bool tr) {
+            if (!isFloatTensor(of) || modelInputs.contains(of))
+              return;
+            auto dyType = cast<RankedTensorType>(dy.getType());
+            auto ofType = cast<RankedTensorType>(of.getType());
+            SmallVector<int64_t> shape(dyType.getShape().drop_back(2));
+            shape.append(ofType.getShape().take_back(2).begin(),
+                         ofType.getShape().take_back(2).end());
+            auto type = RankedTensorType::get(shape, ofType.getElementType());
+            auto grad = MatmulOp::create(builder, loc, type, lhs, rhs, tl, tr,
+                                         CostAttr());
+            contribute(of, grad, loc);
+          };
+          Value a = o.getLhs(), b = o.getRhs();
+          if (!ta)
+            product(a, dy, b, false, !tb);
+          else
+            product(a, b, dy, tb, true);
+          if (!tb)
+            product(b, a, dy, !ta, false);
+          else
+            product(b, dy, a, true, ta);
+          return success();
+        })
         .Case([&](ReluOp o) {
           contribute(o.getInput(),
                      ReluGradOp::create(builder, loc, dy.getType(), dy, o.getInput()), loc);

@@ -287,6 +287,30 @@ def GPipe_DenseOp : GPipe_ComputeOp<"dense"> {
   let hasVerifier = 1;
 }
 
+def GPipe_MatmulOp : GPipe_ComputeOp<"matmul"> {
+  let summary = "batched matrix product with broadcasting batch dimensions";
+  let description = [{
+    numpy.matmul for ranks >= 2: `lhs` is [A..., M, K] and `rhs` [B..., K, N]
+    (each with its last two dimensions swapped where `transpose_lhs` or
+    `transpose_rhs` is set); the result is [C..., M, N], C the NumPy
+    broadcast of A and B. A library GEMM per batch element (CBLAS, cuBLAS).
+
+    ```mlir
+    %s = gpipe.matmul %q, %k transpose_rhs : (tensor<8x4x16x32xf32>, tensor<8x4x16x32xf32>) -> tensor<8x4x16x16xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$lhs, GPipe_FloatTensor:$rhs,
+                            UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs),
+                       CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def GPipe_Conv2dOp : GPipe_ComputeOp<"conv2d"> {
   let summary = "2-D convolution over channels-last images, plus an optional bias";
   let description = [{
