@@ -8,7 +8,9 @@
 // stages and 2 micro-batches: a position table broadcast over the batch,
 // RMSNorm's mean over the features, a max over the positions, a sum over the
 // features, and their gradients (dimension 0 reduced for the parameters):
-// 16 kernels, element-wise, broadcasting and reducing.
+// 16 kernels, element-wise, broadcasting and reducing. Inputs/slices-ptx.json
+// is gpipe-differentiate-slice-concat.mlir's model: slices with offsets and
+// steps, a concat and their gradients (windowed reads and writes).
 //
 // Tolerance: rtol 1e-5, atol 1e-6. The GPU sums a reduced dimension
 // sequentially in row-major order; the CPU's vector code adds tiles as a
@@ -39,12 +41,13 @@ namespace {
 
 constexpr double kRtol = 1e-5, kAtol = 1e-6;
 
-Bundle broadcastBundle() {
-  StatusOr<Bundle> bundle =
-      loadBundle(GPIPE_CUDA_TEST_INPUTS "/broadcast-ptx.json");
-  EXPECT_TRUE(bundle.ok()) << bundle.status().message();
+Bundle inputBundle(const std::string &file) {
+  StatusOr<Bundle> bundle = loadBundle(GPIPE_CUDA_TEST_INPUTS "/" + file);
+  EXPECT_TRUE(bundle.ok()) << file << ": " << bundle.status().message();
   return bundle.ok() ? *bundle : Bundle();
 }
+
+Bundle broadcastBundle() { return inputBundle("broadcast-ptx.json"); }
 
 std::unique_ptr<DeviceBackend> oneGpuBackend(unsigned devices,
                                              std::string &error) {
@@ -88,13 +91,38 @@ TEST(CudaGeneratedKernels, TheBundleCarriesPtxForEveryKernel) {
   EXPECT_TRUE(broadcasts);
 }
 
+/// The slices bundle's kernels read and write windows (offsets, steps,
+/// extents) and concatenate; every one has its PTX entry.
+TEST(CudaGeneratedKernels, TheSlicesBundleHasWindowedKernels) {
+  Bundle bundle = inputBundle("slices-ptx.json");
+  ASSERT_TRUE(bundle.code.cuda.has_value());
+  bool readsWindow = false, writesWindow = false, concatenates = false;
+  for (const GeneratedKernelSpec &kernel : bundle.code.kernels) {
+    EXPECT_TRUE(ptxHasEntry(bundle.code.cuda->ptx, kernel.symbol))
+        << kernel.symbol;
+    if (kernel.extents.empty())
+      continue;
+    for (size_t m = 0; m + 1 < kernel.extents.size(); ++m)
+      for (int64_t e : kernel.extents[m])
+        readsWindow |= e >= 0;
+    for (int64_t e : kernel.extents.back())
+      writesWindow |= e >= 0;
+    concatenates |= kernel.ops.find("concat") != std::string::npos;
+  }
+  EXPECT_TRUE(readsWindow);
+  EXPECT_TRUE(writesWindow);
+  EXPECT_TRUE(concatenates);
+}
+
 /// Three SGD steps, each from the CPU's parameters: the loss and every
-/// gradient as the CPU backend computes them.
-TEST(CudaGeneratedKernels, LossAndGradientsMatchTheCpu) {
+/// gradient as the CPU backend computes them, for each committed bundle.
+class CudaGeneratedBundles : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(CudaGeneratedBundles, LossAndGradientsMatchTheCpu) {
   std::string why;
   if (!gpipe::cuda::gpuAvailable(&why))
     GTEST_SKIP() << "no CUDA device: " << why;
-  const Bundle bundle = broadcastBundle();
+  const Bundle bundle = inputBundle(GetParam());
   ASSERT_FALSE(bundle.code.kernels.empty());
 
   ExecutorConfig cpuConfig;
@@ -139,6 +167,14 @@ TEST(CudaGeneratedKernels, LossAndGradientsMatchTheCpu) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Inputs, CudaGeneratedBundles,
+                         ::testing::Values("broadcast-ptx.json",
+                                           "slices-ptx.json"),
+                         [](const auto &info) {
+                           std::string name = info.param;
+                           return name.substr(0, name.find('-'));
+                         });
 
 /// Kernel 0 (the broadcast add: in0 [d0, d1] + in1 [d1]) called on the
 /// backend directly: in place (the output is in0), and with in1 inside the

@@ -1,9 +1,12 @@
 #!/bin/sh
-# Regenerates broadcast-ptx.json, the bundle CudaGeneratedKernelsTest runs:
-# test/Target/bundle-broadcast.mlir's model (a broadcast add, RMSNorm's mean
-# over the features, a max over the positions, a sum, and their gradients:
-# 16 generated kernels) on 2 stages and 2 micro-batches, compiled with
-# --gpipe-codegen=native --gpipe-ptx. Only the baseline x86-64 CPU variant is
+# Regenerates the bundles CudaGeneratedKernelsTest runs, each a model on 2
+# stages and 2 micro-batches compiled with --gpipe-codegen=native
+# --gpipe-ptx:
+#  - broadcast-ptx.json: test/Target/bundle-broadcast.mlir's model (a
+#    broadcast add, RMSNorm's mean over the features, a max over the
+#    positions, a sum, and their gradients: 16 generated kernels);
+#  - slices-ptx.json: gpipe-differentiate-slice-concat.mlir's (slices with
+#    offsets and steps, a concat, their gradients: windows read and written). Only the baseline x86-64 CPU variant is
 # kept (the CPU backend's reference runs on any x86-64), then the bundle is
 # sealed again. Needs a build with the compiler: BIN=<build>/bin.
 set -eu
@@ -12,11 +15,12 @@ HERE=$(dirname "$0")
 ROOT=$HERE/../../../..
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-"$BIN/gpipe-opt" "$ROOT/test/Target/bundle-broadcast.mlir" \
+seal() { # $1: the model, $2: the bundle written
+"$BIN/gpipe-opt" "$1" \
   -gpipe-compile="num-stages=2 num-microbatches=2" -o "$TMP/model.mlir"
 "$BIN/gpipe-translate" --gpipe-to-bundle --gpipe-codegen=native --gpipe-ptx \
   "$TMP/model.mlir" -o "$TMP/full.json"
-python3 - "$TMP/full.json" "$HERE/broadcast-ptx.json" <<'PY'
+python3 - "$TMP/full.json" "$2" <<'PY'
 import json, sys, zlib
 bundle = json.load(open(sys.argv[1]))
 bundle["code"]["cpu"] = [v for v in bundle["code"]["cpu"] if v["isa"] == "x86-64"]
@@ -26,3 +30,7 @@ sealed = text[: text.rindex("}")].rstrip() + ",\n  "
 sealed += '"checksum": "crc32:%08x"\n}\n' % (zlib.crc32(sealed.encode()) & 0xFFFFFFFF)
 open(sys.argv[2], "w").write(sealed)
 PY
+}
+seal "$ROOT/test/Target/bundle-broadcast.mlir" "$HERE/broadcast-ptx.json"
+seal "$ROOT/test/Dialect/GPipe/Transforms/gpipe-differentiate-slice-concat.mlir" \
+  "$HERE/slices-ptx.json"
