@@ -352,10 +352,15 @@ TEST(BundleReaderTest, RoundTripsEveryKind) {
       makeOp(OpKind::GeluErf, {3}, {4}),
       makeOp(OpKind::Attention, {3, 1, 2, 1, 2}, {6}),
       makeOp(OpKind::Kernel, {3, 4}, {5}),
+      makeOp(OpKind::Matmul, {3, 4}, {5}),
+      makeOp(OpKind::Matmul, {3, 4}, {5}),
+      makeOp(OpKind::Matmul, {3, 4}, {5}),
   };
-  s.forward.back().kernel = 1;
-  s.forward.back().space = {6, 9};
-  s.forward.back().spaceBatched = true;
+  s.forward[18].transposeA = true; // [17] has neither
+  s.forward[19].transposeA = s.forward[19].transposeB = true;
+  s.forward[16].kernel = 1;
+  s.forward[16].space = {6, 9};
+  s.forward[16].spaceBatched = true;
   // A reduction to a scalar (no output dimension) and a broadcast.
   b.code.kernels = {
       {"gpipe_kernel_0_a", 1, "reduce_sum(in0)->out", 1, {{0}}, {}},

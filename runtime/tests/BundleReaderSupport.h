@@ -171,6 +171,8 @@ inline void expectEqual(const Op &a, const Op &b, const std::string &at) {
   EXPECT_EQ(a.seed, b.seed) << at;
   EXPECT_EQ(a.heads, b.heads) << at;
   EXPECT_EQ(a.causal, b.causal) << at;
+  EXPECT_EQ(a.transposeA, b.transposeA) << at;
+  EXPECT_EQ(a.transposeB, b.transposeB) << at;
   for (int axis = 0; axis < 2; ++axis) {
     EXPECT_EQ(a.window.window[axis], b.window.window[axis]) << at;
     EXPECT_EQ(a.window.stride[axis], b.window.stride[axis]) << at;

@@ -201,8 +201,25 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
   case OpKind::MseLoss:
     b.mse(s, f(0), f(1), out[0], x0.numElements());
     break;
-  case OpKind::Matmul:
-    return "matmul has no kernels yet";
+  case OpKind::Matmul: {
+    // At this micro-batch's shapes: a batched operand's dimension 0 is its
+    // rows (validateBundle kept the batch in y's dimension 0, or contracted
+    // it in both operands).
+    MatmulCall call;
+    call.a = f(0), call.b = f(1), call.y = out[0];
+    call.aShape = in[0]->shape, call.bShape = in[1]->shape;
+    call.transposeA = op.transposeA, call.transposeB = op.transposeB;
+    MatmulGeometry g;
+    if (!matmulGeometryOf(call.aShape, call.bShape, call.transposeA,
+                          call.transposeB, g) ||
+        g.resultShape() != result->shape)
+      return "matmul of " + runtime::detail::shapeString(call.aShape) +
+             " and " + runtime::detail::shapeString(call.bShape) +
+             " does not give the result's " +
+             runtime::detail::shapeString(result->shape);
+    b.matmul(s, call);
+    break;
+  }
   case OpKind::DenseGrad: {
     // (dy, x, w) -> (dx = dy w^T, dw += x^T dy)
     int64_t inDim = in[2]->shape[0], outDim = in[2]->shape[1];

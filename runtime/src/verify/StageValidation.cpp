@@ -39,7 +39,8 @@ private:
   std::string checkOp(const char *section, size_t index, const Op &op,
                       std::set<int> &defined, bool recompute,
                       const std::set<int> *kept = nullptr);
-  std::string checkShapes(const Op &op);
+  /// `backward`: the op is in the backward program (not its recompute).
+  std::string checkShapes(const Op &op, bool backward);
   /// The fusion op `index` of `ops` names with the next op, if any.
   std::string checkFusion(const char *section, const std::vector<Op> &ops,
                           size_t index) const;
@@ -59,7 +60,7 @@ private:
 
 } // namespace
 
-std::string StageValidator::checkShapes(const Op &op) {
+std::string StageValidator::checkShapes(const Op &op, bool backward) {
   auto ops = [&](size_t i) -> const ValueSpec & {
     return spec(op.operands[i]);
   };
@@ -210,7 +211,7 @@ std::string StageValidator::checkShapes(const Op &op) {
     CHECK(expectLike(ops(1), ops(0), "a target"));
     return isScalarLoss(*res(0));
   case OpKind::Matmul:
-    return "is not supported by this runtime yet";
+    return checkMatmulShapes(op, program, backward);
   case OpKind::MseLossGrad:
     CHECK(f32Except({}));
     CHECK(expectLike(ops(1), ops(0), "a target"));
@@ -384,7 +385,7 @@ std::string StageValidator::checkOp(const char *section, size_t index,
         (forward.heads != op.heads || forward.causal != op.causal))
       return fail("heads/causal differ from the forward's");
   }
-  std::string error = checkShapes(op);
+  std::string error = checkShapes(op, std::string(section) == "backward");
   if (!error.empty())
     return fail(error);
   if (!op.results.empty() && std::all_of(op.results.begin(), op.results.end(),

@@ -51,6 +51,12 @@ std::string checkImageOpShapes(const Op &op, const StageProgram &stage);
 /// (AttentionValidation.cpp), in `stage`'s program.
 std::string checkAttentionShapes(const Op &op, const StageProgram &stage);
 
+/// The shapes of matmul (MatmulValidation.cpp), in `stage`'s program:
+/// `backward` (the backward program, not its recompute) may contract the
+/// batch.
+std::string checkMatmulShapes(const Op &op, const StageProgram &stage,
+                              bool backward);
+
 /// The operands and result of a kernel op against its generated kernel in
 /// `bundle.code` and its iteration space (KernelOpValidation.cpp), in
 /// `stage`'s program.

@@ -247,6 +247,11 @@ void CpuBackend::gemm(StreamId s, const GemmBatch &call) {
   enqueue(s, [call, pool] { runGemmSplit(call, *pool); });
 }
 
+void CpuBackend::matmul(StreamId s, const MatmulCall &call) {
+  IntraOpPool *pool = poolOf(s);
+  enqueue(s, [call, pool] { runMatmulSplit(call, *pool); });
+}
+
 int64_t CpuBackend::panelsPackedAhead(unsigned device) const {
   return impl->packed.empty() ? 0 : impl->packed.at(device).panelsPackedAhead();
 }

@@ -66,6 +66,29 @@ void gpipe::runtime::device::runGemmSplit(const GemmBatch &g,
   }
 }
 
+void gpipe::runtime::device::runMatmulSplit(const MatmulCall &call,
+                                            IntraOpPool &pool) {
+  MatmulGeometry g;
+  if (!matmulGeometryOf(call.aShape, call.bShape, call.transposeA,
+                        call.transposeB, g))
+    return; // validateBundle refused it
+  const int64_t count = g.count();
+  auto products = [&](int64_t begin, int64_t end) {
+    for (int64_t matrix = begin; matrix < end; ++matrix)
+      runGemmOnHost(matmulGemms(call, g, matrix, 1));
+  };
+  if (pool.threads() == 1 || g.m * g.n * g.k * count < kGemmSplitWork) {
+    products(0, count);
+  } else if (count >= int64_t(pool.threads())) {
+    pool.parallelFor(count, 1, products);
+  } else {
+    // Fewer matrices than threads: each over all of them, with the bits of
+    // its own single call.
+    for (int64_t matrix = 0; matrix < count; ++matrix)
+      runGemmSplit(matmulGemms(call, g, matrix, 1), pool);
+  }
+}
+
 void gpipe::runtime::device::runPackedGemm(const GemmBatch &g,
                                            IntraOpPool &pool,
                                            PackedWeightCache &cache) {

@@ -18,11 +18,13 @@
 #ifndef GPIPE_RUNTIME_DEVICE_KERNELAPI_H
 #define GPIPE_RUNTIME_DEVICE_KERNELAPI_H
 
+#include "gpipe/runtime/bundle/MatmulGeometry.h"
 #include "gpipe/runtime/bundle/OpTable.h"
 #include "gpipe/runtime/kernels/GeneratedCall.h"
 #include "gpipe/runtime/kernels/Optimizers.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace gpipe::runtime::device {
 
@@ -74,6 +76,23 @@ struct AttentionGradCall {
   int64_t batch = 0, seq = 0, width = 0, heads = 1;
   bool causal = false;
 };
+
+/// y = numpy.matmul(op(a), op(b)) (MatmulGeometry.h) at the operands'
+/// shapes of this call (a micro-batch's): each matrix of y is one GEMM of
+/// the same m, n and k however the batch is split over micro-batches or
+/// threads, so that it gets the same bits in each.
+struct MatmulCall {
+  const float *a = nullptr, *b = nullptr;
+  float *y = nullptr;
+  std::vector<int64_t> aShape, bShape;
+  bool transposeA = false, transposeB = false;
+};
+
+/// The GEMMs of `call`, whose geometry is `g`, for y's `count` matrices from
+/// `first` on: one product, or (count > 1) a strided batch of them, where
+/// first is a multiple of g.innerRun().count and count at most that.
+GemmBatch matmulGemms(const MatmulCall &call, const MatmulGeometry &g,
+                      int64_t first, int64_t count);
 
 /// The activation a dense op's fused epilogue applies.
 enum class Activation { Relu, Gelu, Tanh, GeluErf };
@@ -241,6 +260,11 @@ public:
   /// Floats of scratch attentionGrad needs.
   virtual int64_t attentionGradScratch(int64_t batch, int64_t seq,
                                        int64_t width, int64_t heads) const;
+
+  //===-- matmul: by default one strided GEMM batch per run of uniform
+  //     strides (MatmulGeometry::innerRun), each in turn; a backend may
+  //     spread the matrices otherwise, one GEMM each -------------------===//
+  virtual void matmul(StreamId s, const MatmulCall &call);
 
   //===-- optimizer: applyOptimizer (Optimizers.h) on the device ----------===//
   /// slots: a host array of optimizerSlots(config.kind) device pointers (n

@@ -86,6 +86,9 @@ public:
   unsigned numDevices() const override { return devices; }
   std::string allocate(unsigned device, int64_t bytes, void **pointer) override;
   void gemm(StreamId s, const GemmBatch &call) override;
+  /// One closure: the matrices of y over the device's threads, one BLAS
+  /// call each (CpuGemm.h's runMatmulSplit).
+  void matmul(StreamId s, const MatmulCall &call) override;
   /// The packed copies of device `device`'s parameters (PackedGemm.h).
   int64_t workspaceBytes(unsigned device) const override;
   /// Panels of device `device`'s parameters packed while it waited for a
