@@ -69,7 +69,9 @@ static Wide elementwiseFlops(Operation *op) {
               "broadcast_to", "sum_to", "reduce_sum", "reduce_mean",
               "reduce_max", "reduce_sum_grad", "reduce_mean_grad",
               "reduce_max_count", "reduce_max_grad", "reshape", "transpose",
-              "slice", "slice_grad", "concat"},
+              "slice", "slice_grad", "concat", "eq", "lt", "le", "gt", "ge",
+              "and", "or", "not", "where", "where_lhs_grad", "where_rhs_grad",
+              "cast"},
              1)
       .Cases({"reciprocal", "reciprocal_grad", "exp_grad", "sqrt_grad",
               "rsqrt_grad", "sigmoid_grad"},

@@ -62,6 +62,10 @@ unsigned arityOf(StringRef op) {
               "reshape", "transpose"},
              1)
       .Case("slice", 1)
+      .Cases({"eq", "lt", "le", "gt", "ge", "and", "or"}, 2)
+      .Cases({"not", "cast_f32", "cast_i32", "cast_i1"}, 1)
+      .Case("where", 3)
+      .Cases({"where_lhs_grad", "where_rhs_grad"}, 2)
       .Case("max_tie", 2)
       .Case("reduce_max_grad", 4)
       .Cases({"reduce_sum", "reduce_mean", "reduce_max"}, 1)
@@ -204,7 +208,74 @@ struct ScalarBuilder {
       return select(cmp(P::OEQ, a[0], a[1]), k(1.0f), k(0.0f));
     if (op == "reduce_max_grad") // (dy, x, y, count)
       return select(cmp(P::OEQ, a[1], a[2]), div(dy, a[3]), k(0.0f));
+    // Comparisons (false with a NaN), logic on i1, selection, casts.
+    if (std::optional<P> predicate = llvm::StringSwitch<std::optional<P>>(op)
+                                         .Case("eq", P::OEQ)
+                                         .Case("lt", P::OLT)
+                                         .Case("le", P::OLE)
+                                         .Case("gt", P::OGT)
+                                         .Case("ge", P::OGE)
+                                         .Default(std::nullopt))
+      return cmp(*predicate, a[0], a[1]);
+    if (op == "and")
+      return arith::AndIOp::create(b, loc, a[0], a[1]);
+    if (op == "or")
+      return arith::OrIOp::create(b, loc, a[0], a[1]);
+    if (op == "not")
+      return arith::XOrIOp::create(
+          b, loc, a[0], arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
+    if (op == "where") // (cond, lhs, rhs)
+      return select(a[0], a[1], a[2]);
+    if (op == "where_lhs_grad") // (dy, cond)
+      return select(a[1], a[0], k(0.0f));
+    if (op == "where_rhs_grad")
+      return select(a[1], k(0.0f), a[0]);
+    if (op == "cast_f32" || op == "cast_i32" || op == "cast_i1")
+      return castTo(a[0], op.drop_front(5));
     return {};
+  }
+
+  /// `x` (f32, i32 or i1) as `to` ("f32", "i32", "i1"): f32 to i32 toward
+  /// zero, saturating, NaN 0; to i1 x != 0 (NaN true); i1 to 0 or 1.
+  Value castTo(Value x, StringRef to) {
+    Type i32 = b.getI32Type(), f32 = b.getF32Type();
+    Type from = x.getType();
+    auto zeroOf = [&](Type type) {
+      return arith::ConstantOp::create(b, loc, b.getZeroAttr(type)).getResult();
+    };
+    if (to == "f32") {
+      if (from.isF32())
+        return x;
+      return from.isInteger(1)
+                 ? arith::UIToFPOp::create(b, loc, f32, x).getResult()
+                 : arith::SIToFPOp::create(b, loc, f32, x).getResult();
+    }
+    if (to == "i1") {
+      if (from.isInteger(1))
+        return x;
+      return from.isF32() ? cmp(arith::CmpFPredicate::UNE, x, k(0.0f))
+                          : arith::CmpIOp::create(b, loc,
+                                                  arith::CmpIPredicate::ne, x,
+                                                  zeroOf(from))
+                                .getResult();
+    }
+    // to i32
+    if (from.isInteger(32))
+      return x;
+    if (from.isInteger(1))
+      return arith::ExtUIOp::create(b, loc, i32, x);
+    // The largest float below 2^31 is 2147483520: clamped, fptosi is
+    // defined; the selects put in the saturated and NaN results.
+    Value clamped = minNum(arith::MaxNumFOp::create(b, loc, x, k(-2147483648.0f)),
+                           k(2147483520.0f));
+    Value truncated = arith::FPToSIOp::create(b, loc, i32, clamped);
+    auto int32 = [&](int64_t v) {
+      return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(int32_t(v)))
+          .getResult();
+    };
+    Value big = select(cmp(arith::CmpFPredicate::OGE, x, k(2147483648.0f)),
+                       int32(2147483647), truncated);
+    return select(cmp(arith::CmpFPredicate::UNO, x, x), int32(0), big);
   }
 
   /// Phi(x) = erfc(-x / sqrt 2) / 2.
@@ -280,7 +351,38 @@ bool gpipe::isKernelStepOp(StringRef op) { return arityOf(op) != 0; }
 
 bool gpipe::isKernelOp(StringRef op) {
   return isKernelStepOp(op) || op == "sum_to" || op == "reduce_max_count" ||
-         op == "slice_grad" || op == "concat";
+         op == "slice_grad" || op == "concat" || op == "cast";
+}
+
+StringRef gpipe::elementName(KernelElement element) {
+  switch (element) {
+  case KernelElement::F32:
+    return "f32";
+  case KernelElement::I32:
+    return "i32";
+  case KernelElement::I1:
+    return "i1";
+  }
+  return "f32";
+}
+
+Type gpipe::storageType(OpBuilder &b, KernelElement element) {
+  return element == KernelElement::F32 ? Type(b.getF32Type())
+                                       : Type(b.getI32Type());
+}
+
+Value gpipe::fromStorage(OpBuilder &b, Location loc, Value stored,
+                         KernelElement element) {
+  if (element != KernelElement::I1)
+    return stored;
+  Value zero = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, stored, zero);
+}
+
+Value gpipe::toStorage(OpBuilder &b, Location loc, Value value) {
+  if (!value.getType().isInteger(1))
+    return value;
+  return arith::ExtUIOp::create(b, loc, b.getI32Type(), value);
 }
 
 bool gpipe::isReductionStep(StringRef op) {
@@ -336,13 +438,19 @@ std::string KernelSpec::describe() const {
     os << "]";
   };
   os << "rank " << rank << ":";
+  auto typeOf = [&](KernelElement element) {
+    if (element != KernelElement::F32)
+      os << ":" << elementName(element);
+  };
   for (auto [k, list] : llvm::enumerate(inputDims)) {
     os << " in" << k;
     dims(list);
+    typeOf(inputType(unsigned(k)));
     window(inputWindow(unsigned(k)));
   }
   os << " -> out";
   dims(outputDims);
+  typeOf(outputType);
   window(outputWindow ? &*outputWindow : nullptr);
   auto name = [&](unsigned operand) {
     if (operand < numInputs)
@@ -503,6 +611,17 @@ static std::string checkKernel(const KernelSpec &kernel) {
       os << "reduces at step " << i << ", before its last";
       return problem;
     }
+  if (!kernel.inputTypes.empty() &&
+      kernel.inputTypes.size() != kernel.numInputs) {
+    os << "has " << kernel.inputTypes.size() << " input types for "
+       << kernel.numInputs << " inputs";
+    return problem;
+  }
+  if (kernel.reduces() && kernel.outputType != KernelElement::F32) {
+    os << "reduces into " << elementName(kernel.outputType)
+       << " (reductions are f32)";
+    return problem;
+  }
   if (!kernel.reduces() && kernel.outputDims.size() != kernel.rank) {
     os << "lacks output dimensions but does not reduce";
     return problem;
@@ -571,15 +690,15 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
-  Type f32 = b.getF32Type();
-  auto tensorOfRank = [&](size_t rank) {
+  auto tensorOfRank = [&](size_t rank, KernelElement element) {
     return RankedTensorType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
-                                 f32);
+                                 storageType(b, element));
   };
   SmallVector<Type> argTypes;
-  for (ArrayRef<unsigned> dims : kernel.inputDims)
-    argTypes.push_back(tensorOfRank(dims.size()));
-  Type outputType = tensorOfRank(kernel.outputDims.size());
+  for (auto [k, dims] : llvm::enumerate(kernel.inputDims))
+    argTypes.push_back(
+        tensorOfRank(dims.size(), kernel.inputType(unsigned(k))));
+  Type outputType = tensorOfRank(kernel.outputDims.size(), kernel.outputType);
   argTypes.push_back(outputType);
   auto func = func::FuncOp::create(b, loc, name,
                                    b.getFunctionType(argTypes, {outputType}));
@@ -647,7 +766,8 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
   Value whole;
   SmallVector<OpFoldResult> outOffsets, outSizes, outStrides;
   if (kernel.outputWindow) {
-    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value zero = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(storageType(b, kernel.outputType)));
     whole = linalg::FillOp::create(b, loc, zero, output).getResult(0);
     windowOf(kernel.outputDims, *kernel.outputWindow, outOffsets, outSizes,
              outStrides);
@@ -670,7 +790,10 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
       b, loc, TypeRange{output.getType()}, inputs, output, maps, iterators,
       [&](OpBuilder &nested, Location nestedLoc, ValueRange elems) {
         ScalarBuilder scalar{nested, nestedLoc};
-        SmallVector<Value> values(elems.drop_back());
+        SmallVector<Value> values;
+        for (auto [k, elem] : llvm::enumerate(elems.drop_back()))
+          values.push_back(fromStorage(nested, nestedLoc, elem,
+                                       kernel.inputType(unsigned(k))));
         for (const KernelStep &step : pointwise) {
           SmallVector<Value> operands;
           for (unsigned operand : step.operands)
@@ -685,7 +808,8 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
                              .getResult()
                        : scalar.add(acc, v);
         }
-        linalg::YieldOp::create(nested, nestedLoc, result);
+        linalg::YieldOp::create(nested, nestedLoc,
+                                toStorage(nested, nestedLoc, result));
       });
   generic->setAttr("gpipe.tile", b.getUnitAttr());
   Value result = generic.getResult(0);

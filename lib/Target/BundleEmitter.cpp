@@ -57,6 +57,10 @@ public:
     batched = batched && type.getRank() > 0 && type.getDimSize(0) == batch;
     batchedIds.push_back(batched);
     shapes.emplace_back(type.getShape().begin(), type.getShape().end());
+    Type element = type.getElementType();
+    elements.push_back(element.isInteger(1)    ? KernelElement::I1
+                       : element.isInteger()   ? KernelElement::I32
+                                               : KernelElement::F32);
     specs.push_back(json::Object{
         {"shape", std::move(shape)},
         {"type", type.getElementType().isInteger() ? "i32" : "f32"},
@@ -69,7 +73,7 @@ public:
   ValueInfo info(int64_t id) const {
     if (id < 0 || size_t(id) >= shapes.size())
       return {};
-    return {shapes[id], batchedIds[id]};
+    return {shapes[id], batchedIds[id], elements[id]};
   }
   void alias(Value value, int id) { ids[value] = id; }
   FailureOr<int> lookup(Operation *user, Value value) const {
@@ -86,6 +90,7 @@ private:
   json::Array specs;
   std::vector<bool> batchedIds;
   std::vector<std::vector<int64_t>> shapes;
+  std::vector<KernelElement> elements;
 };
 } // namespace
 

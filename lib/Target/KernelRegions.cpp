@@ -64,6 +64,18 @@ Array KernelTable::describe() const {
                                   spec.outputDims.size()));
       item["extents"] = std::move(extents);
     }
+    // Each memref's element type where one is not f32 (an i1 is stored as
+    // an i32 word).
+    auto storageName = [](KernelElement element) {
+      return element == KernelElement::F32 ? "f32" : "i32";
+    };
+    if (spec.outputType != KernelElement::F32 || !spec.inputTypes.empty()) {
+      Array types;
+      for (unsigned k = 0; k < spec.numInputs; ++k)
+        types.push_back(storageName(spec.inputType(k)));
+      types.push_back(storageName(spec.outputType));
+      item["types"] = std::move(types);
+    }
     list.push_back(std::move(item));
   }
   return list;
@@ -214,6 +226,12 @@ static Object buildPartialKernelOp(const Object &op, const ValueInfoFn &info,
     step.constants = {{"axis", double(at)}};
   }
   spec.steps.push_back(std::move(step));
+  for (int64_t id : operands)
+    spec.inputTypes.push_back(info(id).element);
+  if (llvm::all_of(spec.inputTypes,
+                   [](KernelElement e) { return e == KernelElement::F32; }))
+    spec.inputTypes.clear();
+  spec.outputType = info(result).element;
   Array operandList;
   for (int64_t id : operands)
     operandList.push_back(id);
@@ -312,6 +330,9 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
       count *= dim;
     KernelSpec spec = KernelSpec::elementwise(1);
     spec.steps.push_back({lastOp.getString("op")->str(), {0}});
+    if (result.element != KernelElement::F32)
+      spec.inputTypes = {result.element};
+    spec.outputType = result.element;
     return Object{{"op", "kernel"},
                   {"kernel", int64_t(table.intern(spec))},
                   {"operands", Array{input}},
@@ -504,7 +525,10 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
       step.operands.push_back(operandInput[k][j] != ~0u
                                   ? operandInput[k][j]
                                   : valueOfStep.lookup(stepOf[operands[j]]));
-    if (step.op == "sum_to") {
+    if (step.op == "cast") {
+      step.op = ("cast_" + elementName(info(idsOf(op, "results")[0]).element))
+                    .str();
+    } else if (step.op == "sum_to") {
       step.op = "reduce_sum";
     } else if (step.op == "reduce_max_count") {
       // 1 where x is the maximum, summed.
@@ -516,6 +540,12 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
     spec.steps.push_back(std::move(step));
   }
 
+  for (const auto &input : inputPlaces)
+    spec.inputTypes.push_back(info(input.first).element);
+  if (llvm::all_of(spec.inputTypes,
+                   [](KernelElement e) { return e == KernelElement::F32; }))
+    spec.inputTypes.clear();
+  spec.outputType = info(idsOf(lastOp, "results")[0]).element;
   Array operands;
   for (const auto &input : inputPlaces)
     operands.push_back(input.first);

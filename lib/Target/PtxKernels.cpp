@@ -511,8 +511,12 @@ static LogicalResult checkKernel(MLIRContext *ctx, Location loc,
   OpBuilder b(ctx);
   Block scratch;
   SmallVector<Value> inputs;
-  for (unsigned k = 0; k < kernel.spec.numInputs; ++k)
-    inputs.push_back(scratch.addArgument(b.getF32Type(), loc));
+  for (unsigned k = 0; k < kernel.spec.numInputs; ++k) {
+    KernelElement element = kernel.spec.inputType(k);
+    Type type = element == KernelElement::I1 ? Type(b.getI1Type())
+                                             : storageType(b, element);
+    inputs.push_back(scratch.addArgument(type, loc));
+  }
   b.setInsertionPointToStart(&scratch);
   FailureOr<SmallVector<Value>> values =
       emitKernelSteps(b, loc, kernel.symbol, kernel.spec, inputs);
@@ -618,6 +622,13 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
                                LLVM::GEPNoWrapFlags::inbounds)
         .getResult();
   };
+  // Input k's element at `index` of `base`, as the steps see it.
+  auto loadInput = [&](unsigned k, Value base, Value index) {
+    KernelElement element = spec.inputType(k);
+    Value stored = LLVM::LoadOp::create(b, loc, storageType(b, element),
+                                        elementAt(base, index));
+    return fromStorage(b, loc, stored, element);
+  };
   // Input elements read once per output element rather than at each point
   // of a reduction: those of the inputs that lack the reduced dimensions.
   SmallVector<Value> preloaded(spec.numInputs);
@@ -636,8 +647,7 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
         index = flat;
       else
         index = indexOf(k, coords);
-      elements.push_back(
-          LLVM::LoadOp::create(b, loc, f32, elementAt(args.inputs[k], index)));
+      elements.push_back(loadInput(k, args.inputs[k], index));
     }
     return emitKernelSteps(b, loc, kernel.symbol, spec, elements);
   };
@@ -663,7 +673,9 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
       }
       start += spec.inputWindow(k)->extents[axis];
     }
-    value = LLVM::LoadOp::create(b, loc, f32, elementAt(base, index));
+    // The words as they are: every input has the output's type.
+    value = LLVM::LoadOp::create(b, loc, storageType(b, spec.outputType),
+                                 elementAt(base, index));
   } else if (!reduction) {
     FailureOr<SmallVector<Value>> values = stepsHere();
     if (failed(values))
@@ -674,8 +686,7 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
       if (llvm::none_of(spec.inputDims[k], [&](unsigned dim) {
             return llvm::is_contained(reduced, dim);
           })) {
-        preloaded[k] = LLVM::LoadOp::create(
-            b, loc, f32, elementAt(args.inputs[k], indexOf(k, coords)));
+        preloaded[k] = loadInput(k, args.inputs[k], indexOf(k, coords));
       }
     bool max = reduction->op == "reduce_max";
     Value identity = e.f(max ? -std::numeric_limits<float>::infinity() : 0.0f);
@@ -708,8 +719,11 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
     if (reduction->op == "reduce_mean")
       value = e.div(value, e.f(float(reduction->constant("count"))));
   }
+  value = toStorage(b, loc, value);
   if (inWindow)
-    value = e.select(inWindow, value, e.f(0.0f));
+    value = e.select(inWindow, value,
+                     arith::ConstantOp::create(
+                         b, loc, b.getZeroAttr(value.getType())));
   LLVM::StoreOp::create(b, loc, value, elementAt(args.output, flat));
   return result;
 }

@@ -56,6 +56,22 @@ struct KernelWindow {
   }
 };
 
+/// An input's or the output's element type: f32, i32, or i1 (a comparison's
+/// result, stored as an i32 word, 0 or 1: every element takes 4 bytes).
+enum class KernelElement { F32, I32, I1 };
+
+/// "f32", "i32" or "i1".
+llvm::StringRef elementName(KernelElement element);
+
+/// How a memref of `element` holds it: f32, or an i32 word.
+mlir::Type storageType(mlir::OpBuilder &b, KernelElement element);
+/// A loaded element as the steps see it (an i1's word compared with 0).
+mlir::Value fromStorage(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value stored, KernelElement element);
+/// A step's value as a memref stores it (an i1 widened to its word).
+mlir::Value toStorage(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::Value value);
+
 /// A kernel over an iteration space of `rank` dimensions (sizes given when
 /// it runs). Input k has the dimensions inputDims[k] of the space, in its
 /// own order (a transposed input's are not ascending; a broadcast input
@@ -76,6 +92,13 @@ struct KernelSpec {
   /// along the axis, where it has its extent.
   std::vector<std::optional<KernelWindow>> inputWindows;
   std::optional<KernelWindow> outputWindow;
+  /// Per input (empty: all f32), and the output's.
+  std::vector<KernelElement> inputTypes;
+  KernelElement outputType = KernelElement::F32;
+
+  KernelElement inputType(unsigned k) const {
+    return k < inputTypes.size() ? inputTypes[k] : KernelElement::F32;
+  }
 
   /// Input k's window, or null.
   const KernelWindow *inputWindow(unsigned k) const {

@@ -71,6 +71,7 @@ private:
 struct ValueInfo {
   std::vector<int64_t> shape;
   bool batched = false;
+  KernelElement element = KernelElement::F32;
 };
 using ValueInfoFn = llvm::function_ref<ValueInfo(int64_t id)>;
 

@@ -90,6 +90,86 @@ GPIPE_BROADCASTING_OP(MaxOp)
 GPIPE_BROADCASTING_OP(MinOp)
 #undef GPIPE_BROADCASTING_OP
 
+/// `operands` of `element` type broadcast to one another and to `result`'s
+/// shape (its element type checked by the op's constraint).
+static LogicalResult verifyBroadcastAll(Operation *op, ValueRange operands,
+                                        Value result) {
+  RankedTensorType r = tensorOf(result);
+  SmallVector<int64_t> shape;
+  for (Value operand : operands) {
+    SmallVector<int64_t> next;
+    if (!OpTrait::util::getBroadcastedShape(shape, tensorOf(operand).getShape(),
+                                            next))
+      return op->emitOpError()
+             << "expects operands that broadcast (aligned at their last "
+                "dimension, each pair of sizes equal or one of them 1), got "
+             << operands.getTypes();
+    shape = std::move(next);
+  }
+  if (ArrayRef<int64_t>(shape) != r.getShape())
+    return op->emitOpError() << "expects result type "
+                             << RankedTensorType::get(shape,
+                                                      r.getElementType())
+                             << " (the operands broadcast), got " << r;
+  return success();
+}
+
+#define GPIPE_COMPARE_OP(Op)                                                   \
+  LogicalResult Op::verify() {                                                 \
+    if (getLhs().getType().getElementType() !=                                 \
+        getRhs().getType().getElementType())                                   \
+      return emitOpError() << "expects operands of one element type, got "     \
+                           << getLhs().getType() << " and "                    \
+                           << getRhs().getType();                              \
+    return verifyBroadcastAll(*this, {getLhs(), getRhs()}, getResult());       \
+  }
+GPIPE_COMPARE_OP(EqOp)
+GPIPE_COMPARE_OP(LtOp)
+GPIPE_COMPARE_OP(LeOp)
+GPIPE_COMPARE_OP(GtOp)
+GPIPE_COMPARE_OP(GeOp)
+#undef GPIPE_COMPARE_OP
+
+LogicalResult AndOp::verify() {
+  return verifyBroadcastAll(*this, {getLhs(), getRhs()}, getResult());
+}
+LogicalResult OrOp::verify() {
+  return verifyBroadcastAll(*this, {getLhs(), getRhs()}, getResult());
+}
+
+LogicalResult WhereOp::verify() {
+  Type element = getResult().getType().getElementType();
+  for (Value branch : {getLhs(), getRhs()})
+    if (cast<RankedTensorType>(branch.getType()).getElementType() != element)
+      return emitOpError() << "expects lhs and rhs of the result's element "
+                              "type "
+                           << element << ", got " << branch.getType();
+  return verifyBroadcastAll(*this, {getCond(), getLhs(), getRhs()},
+                            getResult());
+}
+
+/// cond stretches to dy's shape (dx is dy's type: the op's constraint).
+static LogicalResult verifyWhereGrad(Operation *op, Value dy, Value cond) {
+  if (!broadcastsTo(tensorOf(cond), tensorOf(dy)))
+    return op->emitOpError() << "expects a condition that broadcasts to "
+                             << dy.getType() << ", got " << cond.getType();
+  return success();
+}
+LogicalResult WhereLhsGradOp::verify() {
+  return verifyWhereGrad(*this, getDy(), getCond());
+}
+LogicalResult WhereRhsGradOp::verify() {
+  return verifyWhereGrad(*this, getDy(), getCond());
+}
+
+LogicalResult CastOp::verify() {
+  RankedTensorType input = tensorOf(getInput()), result = tensorOf(getResult());
+  if (input.getShape() != result.getShape())
+    return emitOpError() << "expects a result of the input's shape, got "
+                         << input << " and " << result;
+  return success();
+}
+
 /// lhs and rhs each stretch to dy's shape, in its element type.
 static LogicalResult verifyBinaryGradOp(Operation *op, Value dy, Value lhs,
                                         Value rhs) {

@@ -221,5 +221,26 @@ bool gpipe::emitElementwiseGradient(Operation *op, Value dy, OpBuilder &builder,
         }
         return true;
       })
+      // Comparisons and logic have no gradient (their results are i1).
+      .Case<EqOp, LtOp, LeOp, GtOp, GeOp, AndOp, OrOp, NotOp>(
+          [](Operation *) { return true; })
+      .Case([&](WhereOp o) {
+        if (wants(o.getLhs()))
+          contribute(o.getLhs(),
+                     WhereLhsGradOp::create(builder, o.getLoc(), dy.getType(),
+                                            dy, o.getCond()));
+        if (wants(o.getRhs()))
+          contribute(o.getRhs(),
+                     WhereRhsGradOp::create(builder, o.getLoc(), dy.getType(),
+                                            dy, o.getCond()));
+        return true;
+      })
+      .Case([&](CastOp o) {
+        // Only a float-to-float cast (the identity) passes a gradient.
+        if (o.getInput().getType() == o.getResult().getType() &&
+            wants(o.getInput()))
+          contribute(o.getInput(), dy);
+        return true;
+      })
       .Default([](Operation *) { return false; });
 }

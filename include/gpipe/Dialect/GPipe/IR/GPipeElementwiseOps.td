@@ -353,4 +353,105 @@ def GPipe_ConcatOp : GPipe_ComputeOp<"concat", [GPipe_GeneratedKernel]> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Comparisons, logic, selection and casts
+//===----------------------------------------------------------------------===//
+
+// i1 results; operands that broadcast (NumPy's rules). A comparison with a
+// NaN is false (IEEE's ordered predicates).
+class GPipe_CompareOp<string mnemonic, string text>
+    : GPipe_ComputeOp<mnemonic, [GPipe_GeneratedKernel]> {
+  let summary = text;
+  let arguments = !con((ins GPipe_FloatTensor:$lhs, GPipe_FloatTensor:$rhs),
+                       CostArg);
+  let results = (outs GPipe_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:`
+    custom<BroadcastTypes>(type($lhs), type($rhs), type($result))
+  }];
+  let hasVerifier = 1;
+}
+def GPipe_EqOp : GPipe_CompareOp<"eq", "element-wise lhs == rhs">;
+def GPipe_LtOp : GPipe_CompareOp<"lt", "element-wise lhs < rhs">;
+def GPipe_LeOp : GPipe_CompareOp<"le", "element-wise lhs <= rhs">;
+def GPipe_GtOp : GPipe_CompareOp<"gt", "element-wise lhs > rhs">;
+def GPipe_GeOp : GPipe_CompareOp<"ge", "element-wise lhs >= rhs">;
+
+class GPipe_LogicalBinaryOp<string mnemonic, string text>
+    : GPipe_ComputeOp<mnemonic, [GPipe_GeneratedKernel]> {
+  let summary = text;
+  let arguments = !con((ins GPipe_BoolTensor:$lhs, GPipe_BoolTensor:$rhs),
+                       CostArg);
+  let results = (outs GPipe_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:`
+    custom<BroadcastTypes>(type($lhs), type($rhs), type($result))
+  }];
+  let hasVerifier = 1;
+}
+def GPipe_AndOp : GPipe_LogicalBinaryOp<"and", "element-wise lhs and rhs">;
+def GPipe_OrOp : GPipe_LogicalBinaryOp<"or", "element-wise lhs or rhs">;
+
+def GPipe_NotOp : GPipe_ComputeOp<"not", [AllTypesMatch<["input", "result"]>,
+                                          GPipe_GeneratedKernel]> {
+  let summary = "element-wise logical negation";
+  let arguments = !con((ins GPipe_BoolTensor:$input), CostArg);
+  let results = (outs GPipe_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def GPipe_WhereOp : GPipe_ComputeOp<"where", [GPipe_GeneratedKernel]> {
+  let summary = "element-wise cond ? lhs : rhs, the three broadcasting";
+  let description = [{
+    A mask that keeps or replaces values (torch.where, ONNX Where). Its
+    gradient goes to lhs where cond holds and to rhs elsewhere.
+
+    ```mlir
+    %y = gpipe.where %mask, %s, %fill : tensor<1x16x16xi1>, tensor<8x16x16xf32>, tensor<1xf32> -> tensor<8x16x16xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_BoolTensor:$cond, GPipe_FloatTensor:$lhs,
+                            GPipe_FloatTensor:$rhs), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $cond `,` $lhs `,` $rhs attr-dict `:` type($cond) `,` type($lhs) `,`
+    type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+// dy where cond holds (lhs_grad) or where it does not (rhs_grad), 0
+// elsewhere: never dy times a 0/1 mask, which would turn an infinite dy
+// into NaN where it is masked.
+class GPipe_WhereGradOp<string mnemonic, string text>
+    : GPipe_GradOp<mnemonic, [AllTypesMatch<["dy", "dx"]>,
+                               GPipe_GeneratedKernel]> {
+  let summary = text;
+  let arguments = (ins GPipe_FloatTensor:$dy, GPipe_BoolTensor:$cond);
+  let results = (outs GPipe_FloatTensor:$dx);
+  let assemblyFormat = "$dy `,` $cond attr-dict `:` type($dy) `,` type($cond)";
+  let hasVerifier = 1;
+}
+def GPipe_WhereLhsGradOp : GPipe_WhereGradOp<"where_lhs_grad",
+    "cond ? dy : 0">;
+def GPipe_WhereRhsGradOp : GPipe_WhereGradOp<"where_rhs_grad",
+    "cond ? 0 : dy">;
+
+def GPipe_CastOp : GPipe_ComputeOp<"cast", [GPipe_GeneratedKernel]> {
+  let summary = "element-wise conversion between f32, i32 and i1";
+  let description = [{
+    f32 to i32 rounds toward zero and saturates (NaN gives 0); to i1 is
+    x != 0 (NaN gives true, as C's bool); i1 to a number is 0 or 1. An f32
+    to f32 cast is the identity (its gradient dy); the others have none.
+
+    ```mlir
+    %m = gpipe.cast %ids : tensor<8x16xi32> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_CastableTensor:$input), CostArg);
+  let results = (outs GPipe_CastableTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // GPIPE_ELEMENTWISE_OPS_TD

@@ -18,6 +18,9 @@ defvar PosI64 = ConfinedAttr<I64Attr, [IntPositive]>;
 // bf16 and f16 flow through the same verifiers.
 def GPipe_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
 def GPipe_IndexTensor : RankedTensorOf<[I32, I64]>;
+def GPipe_BoolTensor : RankedTensorOf<[I1]>;
+// What a cast converts between (an i1 is stored in 4 bytes, as every element).
+def GPipe_CastableTensor : RankedTensorOf<[F32, I32, I1]>;
 def GPipe_ScalarLoss : 0DTensorOf<[F32, BF16, F16]>;
 
 //===----------------------------------------------------------------------===//
