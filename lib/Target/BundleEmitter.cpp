@@ -230,13 +230,17 @@ static LogicalResult checkBatchPlacement(Operation *op, int64_t batch,
   return success();
 }
 
-/// A matmul runs on a micro-batch's rows: a per-example operand keeps the
-/// batch in dimension 0 of the result (a batch dimension, or the lhs's rows),
-/// never in a contracted or column dimension, and an operand that is not per
-/// example does not span the batch dimension.
+/// A matmul runs on a micro-batch's rows: in a forward, a per-example
+/// operand keeps the batch in dimension 0 of the result (a batch dimension,
+/// or the lhs's rows), never in a contracted or column dimension; a
+/// backward may contract it (a weight's gradient, summed over the batch as
+/// micro-batches accumulate). Where the result's dimension 0 is a batch
+/// dimension, an operand that is not per example does not span it.
 static LogicalResult checkMatmulPlacement(MatmulOp op,
                                           ArrayRef<bool> operandBatched) {
   auto result = cast<RankedTensorType>(op.getResult().getType());
+  bool isGradient = op->getParentOfType<StageBackwardOp>() &&
+                    !op->hasAttr(kRecomputeAttr);
   for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
     auto type = cast<RankedTensorType>(operand.getType());
     bool batched = operandBatched[index];
@@ -244,14 +248,16 @@ static LogicalResult checkMatmulPlacement(MatmulOp op,
     if (batched && type.getRank() == result.getRank() &&
         (type.getRank() > 2 || rowsOfLhs))
       continue;
-    if (batched)
+    if (batched && !isGradient)
       return op.emitOpError()
-             << "reads the per-example " << type << " (" << (index ? "rhs" : "lhs")
+             << "reads the per-example " << type << " ("
+             << (index ? "rhs" : "lhs")
              << ") with its batch (dimension 0) outside the result's dimension "
                 "0 (contracted, a column, or behind other batch dimensions); "
                 "keep the batch first in both";
-    if (llvm::is_contained(operandBatched, true) &&
-        type.getRank() == result.getRank() && type.getDimSize(0) != 1)
+    if (!batched && llvm::is_contained(operandBatched, true) &&
+        result.getRank() > 2 && type.getRank() == result.getRank() &&
+        type.getDimSize(0) != 1)
       return op.emitOpError()
              << "reads " << type
              << ", which is not per example (a parameter, or a value "

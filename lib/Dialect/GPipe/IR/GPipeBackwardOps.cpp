@@ -204,6 +204,17 @@ bool gpipe::isPerExampleResult(OpResult result, ArrayRef<bool> operandBatched) {
     return operandBatched[0] &&
            !reducesBatch(op->getAttrOfType<DenseI64ArrayAttr>("axes")
                              .asArrayRef());
+  if (auto matmul = dyn_cast<MatmulOp>(op)) {
+    // Per example where a per-example operand's batch lands in the result's
+    // dimension 0 (a batch dimension, or the lhs's rows), not where it is
+    // contracted (a weight's gradient).
+    auto rank = [](Value v) {
+      return cast<RankedTensorType>(v.getType()).getRank();
+    };
+    return (operandBatched[0] &&
+            (rank(matmul.getLhs()) > 2 || !matmul.getTransposeLhs())) ||
+           (operandBatched[1] && rank(matmul.getRhs()) > 2);
+  }
   if (isa<ReduceMaxCountOp>(op))
     return operandBatched[1];
   if (isa<ReduceMaxGradOp>(op))
