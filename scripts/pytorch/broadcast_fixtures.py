@@ -52,6 +52,11 @@ def cases():
             (x * q)[:, 1:, ::2]), (1,), (3, 1)),
         "split_parts": (lambda x, p, q: (lambda a: torch.cat(
             [a[..., 3:5] * a[..., 1:3], a[..., 0:1]], dim=2))(x + p), (5,), (1,)),
+        "matmul_param": (lambda x, p, q: x @ p, (5, 5), (1,)),
+        "matmul_transposed": (lambda x, p, q: x.transpose(-1, -2) @ q, (1,), (3, 5)),
+        "matmul_param_transposed": (lambda x, p, q: x @ p.transpose(-1, -2), (2, 5), (1,)),
+        "attention": (lambda x, p, q: (lambda a: torch.softmax(
+            a @ a.transpose(-1, -2), dim=-1) @ a)(x * p), (5,), (1,)),
     }
 
 

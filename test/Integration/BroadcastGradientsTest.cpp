@@ -2,7 +2,8 @@
 //
 // Small models over x [4, 3, 5] and parameters p and q that broadcast
 // (NumPy's rules), reduce (sum, mean, max; axes kept or dropped), sum back
-// (sum_to), slice and concatenate: z = f(x, p, q), loss = mse(z, y). Each
+// (sum_to), slice, concatenate and multiply matrices (batched):
+// z = f(x, p, q), loss = mse(z, y). Each
 // is compiled (the gradients gpipe-differentiate writes, the N-D kernels the
 // bundle generates), trained one step by the runtime on two micro-batches of two
 // rows (so that a batched kernel runs on fewer rows than the full batch), and
@@ -171,6 +172,63 @@ T concat(const std::vector<T> &parts, size_t axis) {
     for (size_t d = 0; d < at.size(); ++d)
       index = index * parts[k].shape[d] + at[d];
     out.v.push_back(parts[k].v[index]);
+  }
+  return out;
+}
+
+/// The last two dimensions of `a` swapped.
+T transposeLast(const T &a) {
+  T out{a.shape, {}};
+  size_t r = a.shape.size();
+  std::swap(out.shape[r - 2], out.shape[r - 1]);
+  for (int64_t i = 0; i < count(out.shape); ++i) {
+    Shape at = coordinates(i, out.shape);
+    std::swap(at[r - 2], at[r - 1]);
+    int64_t index = 0;
+    for (size_t d = 0; d < r; ++d)
+      index = index * a.shape[d] + at[d];
+    out.v.push_back(a.v[index]);
+  }
+  return out;
+}
+
+/// numpy.matmul of `a` [..., M, K] and `b` [..., K, N], batch dimensions
+/// broadcasting.
+T matmul(const T &a, const T &b) {
+  Shape batchA(a.shape.begin(), a.shape.end() - 2),
+      batchB(b.shape.begin(), b.shape.end() - 2);
+  size_t rank = std::max(batchA.size(), batchB.size());
+  Shape batch;
+  for (size_t d = 0; d < rank; ++d) {
+    auto dim = [&](const Shape &s) {
+      size_t offset = rank - s.size();
+      return d < offset ? int64_t(1) : s[d - offset];
+    };
+    batch.push_back(std::max(dim(batchA), dim(batchB)));
+  }
+  const int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back(),
+                n = b.shape.back();
+  // The element of `t` (batch `t.shape` minus its matrix) at batch
+  // coordinates `at` (broadcast) and matrix position (i, j).
+  auto element = [&](const T &t, const Shape &at, int64_t i, int64_t j) {
+    size_t tb = t.shape.size() - 2, offset = rank - tb;
+    int64_t index = 0;
+    for (size_t d = 0; d < tb; ++d)
+      index = index * t.shape[d] + (t.shape[d] == 1 ? 0 : at[offset + d]);
+    return t.v[(index * t.shape[tb] + i) * t.shape[tb + 1] + j];
+  };
+  T out{batch, {}};
+  out.shape.push_back(m);
+  out.shape.push_back(n);
+  for (int64_t c = 0; c < count(batch); ++c) {
+    Shape at = coordinates(c, batch);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t l = 0; l < k; ++l)
+          sum += element(a, at, i, l) * element(b, at, l, j);
+        out.v.push_back(sum);
+      }
   }
   return out;
 }
@@ -363,6 +421,49 @@ std::vector<Case> cases() {
                             slice(a, {0, 0, 1}, {1, 1, 1}, {4, 3, 2})),
                         slice(a, {0, 0, 0}, {1, 1, 1}, {4, 3, 1})},
                        2);
+       }},
+      // Batched matrix products (a library GEMM per matrix): a parameter
+      // matrix shared by every example, an example's matrix transposed, a
+      // parameter transposed, and attention written out (scores, softmax,
+      // weighted sum) with both operands per example.
+      {"matmul_param", {5, 5}, {1}, kX, true, false,
+       "%z = gpipe.matmul %x, %p : (" + x + ", tensor<5x5xf32>) -> " + x,
+       [](const T &x, const T &p, const T &) { return matmul(x, p); }},
+      {"matmul_transposed", {1}, {3, 5}, {4, 5, 5}, false, true,
+       "%z = gpipe.matmul %x, %q transpose_lhs : (" + x +
+           ", tensor<3x5xf32>) -> tensor<4x5x5xf32>",
+       [](const T &x, const T &, const T &q) {
+         return matmul(transposeLast(x), q);
+       }},
+      {"matmul_param_transposed", {2, 5}, {1}, {4, 3, 2}, true, false,
+       "%z = gpipe.matmul %x, %p transpose_rhs : (" + x +
+           ", tensor<2x5xf32>) -> tensor<4x3x2xf32>",
+       [](const T &x, const T &p, const T &) {
+         return matmul(x, transposeLast(p));
+       }},
+      {"attention", {5}, {1}, kX, true, false,
+       "%a = gpipe.mul %x, %p : " + x + ", tensor<5xf32> -> " + x + "\n"
+       "%s = gpipe.matmul %a, %a transpose_rhs : (" + x + ", " + x +
+           ") -> tensor<4x3x3xf32>\n"
+       "%m = gpipe.reduce_max %s axes [2] : tensor<4x3x3xf32> -> "
+       "tensor<4x3x1xf32>\n"
+       "%c = gpipe.sub %s, %m : tensor<4x3x3xf32>, tensor<4x3x1xf32> -> "
+       "tensor<4x3x3xf32>\n"
+       "%e = gpipe.exp %c : tensor<4x3x3xf32>\n"
+       "%d = gpipe.reduce_sum %e axes [2] : tensor<4x3x3xf32> -> "
+       "tensor<4x3x1xf32>\n"
+       "%w = gpipe.div %e, %d : tensor<4x3x3xf32>, tensor<4x3x1xf32> -> "
+       "tensor<4x3x3xf32>\n"
+       "%z = gpipe.matmul %w, %a : (tensor<4x3x3xf32>, " + x + ") -> " + x,
+       [](const T &x, const T &p, const T &) {
+         T a = mul(x, p);
+         T s = matmul(a, transposeLast(a));
+         T m = reduce(s, {2}, true, Reduce::Max);
+         T e = unary(binary(s, m, [](double u, double v) { return u - v; }),
+                     [](double v) { return std::exp(v); });
+         T w = binary(e, reduce(e, {2}, true, Reduce::Sum),
+                      [](double u, double v) { return u / v; });
+         return matmul(w, a);
        }},
   };
 }
