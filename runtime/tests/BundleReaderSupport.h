@@ -254,6 +254,7 @@ inline void expectEqual(const Bundle &a, const Bundle &b) {
     EXPECT_EQ(a.code.kernels[k].inputDims, b.code.kernels[k].inputDims) << k;
     EXPECT_EQ(a.code.kernels[k].outputDims, b.code.kernels[k].outputDims) << k;
     EXPECT_EQ(a.code.kernels[k].extents, b.code.kernels[k].extents) << k;
+    EXPECT_EQ(a.code.kernels[k].types, b.code.kernels[k].types) << k;
   }
   ASSERT_EQ(a.code.cpu.size(), b.code.cpu.size());
   for (size_t v = 0; v < a.code.cpu.size(); ++v) {

@@ -438,8 +438,9 @@ TEST(GeneratedKernelBundle, ValidationChecksTypesAndElementCounts) {
   EXPECT_EQ(validationError([](StageProgram &s) {
               s.forward[2].operands[1] = 1; // the labels
             }),
-            "stage 0: forward op 2 (kernel): expects operand 1 of type f32, "
-            "got i32");
+            "stage 0: forward op 2 (kernel): runs kernel 0 (add(in0,in1)->t0; "
+            "relu(t0)->out): expects operand 1 of type f32 (the kernel has no "
+            "'types': all f32), got i32");
 }
 
 // Equal counts at the full batch, but a micro-batch runs a batched value's

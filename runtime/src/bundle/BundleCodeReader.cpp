@@ -2,7 +2,8 @@
 //
 // The optional `code` section: the generated kernels (symbol, input count,
 // what they compute, their iteration dimensions: which each input has and
-// which the output keeps) and their native code per x86-64 level, decoded
+// which the output keeps, the memrefs' fixed extents and element types) and
+// their native code per x86-64 level, decoded
 // from base64, and as PTX for CUDA (code.cuda); and the `kernel` ops that
 // run them (with their iteration space). Only the bytes are read here:
 // whether they are a loadable shared object is the loader's question
@@ -112,6 +113,13 @@ static std::string checkKernelExtents(const GeneratedKernelSpec &kernel) {
   return {};
 }
 
+/// 'types' of another length than the kernel's memrefs.
+static std::string typesCountError(size_t memrefs, size_t found) {
+  return "expected 'types' with " + std::to_string(memrefs) +
+         " entries (one per input, then the output), found " +
+         std::to_string(found);
+}
+
 std::string gpipe::runtime::checkKernelDims(const GeneratedKernelSpec &kernel) {
   const unsigned rank = kernel.rank;
   if (rank < 1 || rank > kMaxKernelRank)
@@ -144,7 +152,14 @@ std::string gpipe::runtime::checkKernelDims(const GeneratedKernelSpec &kernel) {
              " lacks it) but no input has it; expected each reduced "
              "dimension in some 'inputDims'";
   }
-  return checkKernelExtents(kernel);
+  if (std::string error = checkKernelExtents(kernel); !error.empty())
+    return error;
+  // Types: none (all f32), or one per memref. Each is an ElementType, f32 or
+  // i32, by construction (the reader refuses any other name).
+  const size_t memrefs = size_t(kernel.inputs) + 1;
+  if (!kernel.types.empty() && kernel.types.size() != memrefs)
+    return typesCountError(memrefs, kernel.types.size());
+  return {};
 }
 
 static std::string isaNames() {
@@ -179,7 +194,7 @@ bool Reader::readCode(const Json &root, GeneratedCode &out) {
     if (!expectObject(item, at) ||
         !checkKeys(item, at,
                    {"symbol", "inputs", "ops", "rank", "inputDims",
-                    "outputDims", "extents"}) ||
+                    "outputDims", "extents", "types"}) ||
         !getString(item, at, "symbol", spec.symbol) ||
         !getIndex(item, at, "inputs", spec.inputs) ||
         !getString(item, at, "ops", spec.ops) ||
@@ -353,7 +368,7 @@ bool Reader::readKernelDims(const Json &item, const std::string &at,
       return false;
   if (!readDims(*outputDims, at, "outputDims", spec.rank, spec.outputDims))
     return false;
-  if (!readExtents(item, at, spec))
+  if (!readExtents(item, at, spec) || !readTypes(item, at, spec))
     return false;
   // In range: what is left is the order and the reduced dimensions, and
   // the extents' counts and values.
@@ -388,6 +403,37 @@ bool Reader::readExtents(const Json &item, const std::string &at,
       if (!integerValue(list[i], indexPath(at + "." + name, i),
                         "a size (an integer)", spec.extents[m][i]))
         return false;
+  }
+  return true;
+}
+
+bool Reader::readTypes(const Json &item, const std::string &at,
+                       GeneratedKernelSpec &spec) {
+  const Json *types;
+  if (!lookup(item, at, "types", false, types))
+    return false;
+  if (!types)
+    return true;
+  if (!types->is_array())
+    return fail(at, "expected an array 'types', found " + describe(*types));
+  // Counted here: an empty array would read as no types at all (all f32).
+  const size_t memrefs = size_t(spec.inputs) + 1;
+  if (types->size() != memrefs)
+    return fail(at, typesCountError(memrefs, types->size()));
+  spec.types.assign(memrefs, ElementType::F32);
+  for (size_t m = 0; m < memrefs; ++m) {
+    const Json &type = (*types)[m];
+    bool known = false;
+    for (const auto &[value, name] : kTypes)
+      if (type.is_string() && type.get<std::string>() == name) {
+        spec.types[m] = value;
+        known = true;
+      }
+    if (!known)
+      return fail(at,
+                  "expected '" + indexPath("types", m) +
+                      "' as \"f32\" or \"i32\", found " +
+                      (type.is_string() ? shortText(type) : describe(type)));
   }
   return true;
 }

@@ -218,6 +218,9 @@ private:
   /// checkKernelDims's).
   bool readExtents(const Json &item, const std::string &at,
                    GeneratedKernelSpec &spec);
+  /// A kernel's optional `types`: one element type name per memref.
+  bool readTypes(const Json &item, const std::string &at,
+                 GeneratedKernelSpec &spec);
   /// One list of dimensions, `name` in the object at `path`: integers in
   /// [0, rank) (their order is checkKernelDims's).
   bool readDims(const Json &value, const std::string &path,

@@ -11,6 +11,7 @@
 #include "gpipe/runtime/bundle/BundleChecksum.h"
 #include "gpipe/runtime/bundle/BundleReader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -163,6 +164,15 @@ Json codeJson(const GeneratedCode &code) {
       for (const std::vector<int64_t> &sizes : kernel.extents)
         extents.push_back(sizes);
       item["extents"] = std::move(extents);
+    }
+    // Likewise only where some memref is not f32, after the extents.
+    if (std::any_of(
+            kernel.types.begin(), kernel.types.end(),
+            [](ElementType type) { return type != ElementType::F32; })) {
+      Json types = Json::array();
+      for (ElementType type : kernel.types)
+        types.push_back(nameIn(kTypes, type));
+      item["types"] = std::move(types);
     }
     kernels.push_back(std::move(item));
   }

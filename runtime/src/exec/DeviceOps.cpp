@@ -361,7 +361,9 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     break;
   case OpKind::Kernel: {
     // Host code is loaded here; a GPU backend loaded its own
-    // (loadGeneratedKernels) and finds it by call.kernel.
+    // (loadGeneratedKernels) and finds it by call.kernel. An i32 memref
+    // (kernel.types) is passed as the f32 ones are: its buffer's address,
+    // 4 bytes an element, which nothing here reads.
     if (!code && b.runsHostCode())
       return "no generated code is loaded";
     const GeneratedKernelSpec &kernel = bundle.code.kernels[size_t(op.kernel)];

@@ -4,6 +4,7 @@
 
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 
 using namespace gpipe::runtime;
@@ -128,8 +129,11 @@ std::vector<const float *> gpipe::runtime::device::separateOverlaps(
   // Reserved: the copies' data must not move as more are added.
   copies.reserve(copies.size() + overlapping.size());
   for (size_t k : overlapping) {
-    const float *input = inputs[k];
-    copies.emplace_back(input, input + call.elementsOf(k));
+    // Bytes: an i32 memref's words (a -1 reads as a NaN) are no floats.
+    const size_t count = size_t(call.elementsOf(k));
+    copies.emplace_back(count);
+    if (count > 0)
+      std::memcpy(copies.back().data(), inputs[k], count * sizeof(float));
     inputs[k] = copies.back().data();
   }
   return inputs;

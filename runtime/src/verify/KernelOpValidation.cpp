@@ -1,7 +1,8 @@
 //===- KernelOpValidation.cpp - Operands of a generated kernel op ---------===//
 //
 // A kernel op runs one of the bundle's generated kernels (Bundle::code): as
-// many operands as the kernel's inputs, all f32, over the op's iteration
+// many operands as the kernel's inputs, each of its memref's element type
+// (f32, or i32 where the kernel's `types` say so), over the op's iteration
 // space (one size per dimension of the kernel). Operand k holds the sizes of
 // the space at the kernel's inputDims[k], the result those at its
 // outputDims, but where the kernel's extents fix a memref's own size along
@@ -104,9 +105,13 @@ std::string gpipe::runtime::detail::checkKernelShapes(const Op &op,
     static const std::vector<int64_t> none;
     const std::vector<int64_t> &extents =
         kernel.extents.empty() ? none : kernel.extents[m];
-    if (value.type != ElementType::F32)
-      return std::string("expects ") + what + " of type f32, got " +
-             typeName(value.type);
+    if (value.type != kernel.typeOf(m))
+      return "runs " + name + ": expects " + what + " of type " +
+             typeName(kernel.typeOf(m)) + " (" +
+             (kernel.types.empty()
+                  ? std::string("the kernel has no 'types': all f32")
+                  : "the kernel's 'types[" + std::to_string(m) + "]'") +
+             "), got " + typeName(value.type);
     const int64_t expected = elementsAt(op.space, dims, extents);
     if (expected < 0 || product(value.shape) != expected)
       return over + "expects " + what + " with " +

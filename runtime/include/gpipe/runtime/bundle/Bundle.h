@@ -53,6 +53,7 @@
 #include "gpipe/runtime/bundle/Initializers.h"
 #include "gpipe/runtime/bundle/OpTable.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -240,9 +241,9 @@ struct MemoryPlan {
 /// The runtime interprets none of it: it loads the variant this CPU runs
 /// (backends/GeneratedCode.h) and calls each kernel's entry,
 ///   extern "C" void <symbol>(void **args),
-/// with `inputs` + 1 pointers to f32 memref descriptors (MLIR's
-/// StridedMemRefType<float, r>): the inputs, then the output
-/// (kernels/GeneratedCall.h).
+/// with `inputs` + 1 pointers to memref descriptors (MLIR's
+/// StridedMemRefType<float, r>, or <int32_t, r> for an i32 memref: the same
+/// layout): the inputs, then the output (kernels/GeneratedCall.h).
 ///
 /// A kernel iterates over `rank` dimensions (the op's `space` gives their
 /// sizes). Input k has the dimensions inputDims[k] and the output those of
@@ -257,6 +258,11 @@ struct MemoryPlan {
 /// rest of it), a concat's inputs each cover a part of the output. The
 /// windows' offsets and steps are in the kernel's code; the runtime only
 /// needs each memref's own sizes.
+///
+/// Each memref's elements are f32, unless `types` says i32 (an integer, or a
+/// boolean stored as an i32 word, 0 or 1: comparisons, casts, `where`'s
+/// mask). Every element is 4 bytes either way: the runtime passes the bytes
+/// through and never reads them as floats.
 struct GeneratedKernelSpec {
   std::string symbol;  ///< the entry's name in every variant
   unsigned inputs = 1; ///< 1 to kMaxKernelInputs (OpTable.h)
@@ -278,13 +284,21 @@ struct GeneratedKernelSpec {
   /// scales to a micro-batch's rows), nor on the output of a kernel that
   /// reduces.
   std::vector<std::vector<int64_t>> extents;
+  /// Empty (every memref is f32), or inputs + 1 element types, the inputs'
+  /// in order and then the output's.
+  std::vector<ElementType> types;
 
   /// Whether some dimension is reduced (the output lacks it).
   bool reduces() const { return outputDims.size() < rank; }
+  /// Memref `memref`'s element type (input `memref`, or the output at
+  /// memref `inputs`): its entry in `types`, or f32.
+  ElementType typeOf(size_t memref) const {
+    return types.empty() ? ElementType::F32 : types[memref];
+  }
 };
 
-/// "" when `kernel`'s rank, dimensions and extents are as
-/// GeneratedKernelSpec says, else what was expected and found ("expected
+/// "" when `kernel`'s rank, dimensions, extents and types (their count) are
+/// as GeneratedKernelSpec says, else what was expected and found ("expected
 /// 'inputDims[1]' as distinct dimensions in [0, 2), found [1, 1]"), naming
 /// the fields as the bundle file does (BundleCodeReader.cpp).
 std::string checkKernelDims(const GeneratedKernelSpec &kernel);

@@ -6,12 +6,16 @@
 //   extern "C" void <symbol>(void **args);
 //
 // `args` holds inputs + 1 pointers, the inputs first and then the output,
-// each to an f32 memref descriptor, StridedMemRefType<float, r>:
+// each to a memref descriptor, StridedMemRefType<float, r>:
 //
 //   struct { float *allocated; float *aligned; int64_t offset;
 //            int64_t sizes[r]; int64_t strides[r]; }
 //
-// (rank 0: the first three fields only). A kernel iterates over an
+// (rank 0: the first three fields only). A memref whose elements are i32
+// (GeneratedKernelSpec::types: integers, booleans as 0/1 words) has
+// StridedMemRefType<int32_t, r>, laid out alike: its 4-byte words travel
+// through the same `float *` fields, and the runtime only moves them
+// (copies are of bytes, never of float values). A kernel iterates over an
 // iteration space of `rank` dimensions (the kernel op's `space`, its first
 // size scaled to a micro-batch's rows when batched). Input k has the
 // dimensions inputDims[k] of that space (in its own order), the output
@@ -53,7 +57,9 @@ namespace gpipe::runtime::device {
 /// A generated kernel's entry (its symbol in the loaded code).
 using GeneratedEntry = void (*)(void **args);
 
-/// MLIR's descriptor of an f32 memref of any rank r <= kMaxKernelRank:
+/// MLIR's descriptor of an f32 memref of any rank r <= kMaxKernelRank (and
+/// of an i32 one: StridedMemRefType<int32_t, r> differs only in the
+/// pointers' element type):
 /// StridedMemRefType<float, r> is {allocated, aligned, offset, sizes[r],
 /// strides[r]}, every field 8 bytes and none padded, so this one struct,
 /// with the sizes at rest[0, r) and the strides at rest[r, 2r), is laid out
@@ -159,7 +165,8 @@ std::vector<size_t> overlappingInputs(const GeneratedCall &call);
 /// The inputs `call` may read while it writes its output: call.inputs, but
 /// for each whose elements overlap the output's, except an element-wise
 /// kernel's input at the output's very address with the output's
-/// dimensions and extents (in place), a copy in `copies`. Run when the call
+/// dimensions and extents (in place), a copy in `copies` (of its bytes: an
+/// i32 memref's words are copied as they are). Run when the call
 /// runs, not when it is issued: the copies take the inputs' values of that
 /// moment.
 std::vector<const float *>
