@@ -24,6 +24,10 @@
 // extent, and takes the slice's gradient by one whose output has one
 // (extentKernelCode).
 //
+// The fourth (maskModelBundle) computes a mask as an i32 value by one
+// kernel and reads it with an f32 value by another, in its forward and its
+// backward (typedKernelCode).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef GPIPE_RUNTIME_TESTS_GENERATEDKERNELSSUPPORT_H
@@ -64,7 +68,12 @@ enum StandInKernel : int {
   // Fixed extents along dimension 1 (extentKernelCode):
   kSlice = 7,     ///< space [rows, 3]: in0 [rows, 6] -> its columns 1, 3, 5
   kSliceGrad = 8, ///< space [rows, 3]: in0 -> out [rows, 6], 0 at 0, 2, 4
-  kConcat = 9     ///< space [rows, 6]: in0 [rows, 2], in1 [rows, 4] -> out
+  kConcat = 9,    ///< space [rows, 6]: in0 [rows, 2], in1 [rows, 4] -> out
+  // i32 memrefs, rank 1, element-wise (typedKernelCode):
+  kGreater = 10, ///< in0 f32 -> out i32: 1 where in0 > 0, else 0
+  kWhere = 11,   ///< in0 i32, in1 f32 -> out f32: in1 where in0 != 0, else 0
+  kCastI32 = 12, ///< in0 f32 -> out i32, toward zero
+  kCastF32 = 13  ///< in0 i32 -> out f32
 };
 
 /// Stand-in kernel `index`'s entry: gpipe_kernel_<index>_test, as many
@@ -112,6 +121,27 @@ inline GeneratedCode extentKernelCode() {
       standIn(9, "concat[dim=1](in0,in1)->out", 2, {{0, 1}, {0, 1}}, {0, 1});
   concat.extents = {{-1, 2}, {-1, 4}, {-1, -1}};
   code.kernels.insert(code.kernels.end(), {slice, sliceGrad, concat});
+  return code;
+}
+
+/// extentKernelCode() and the kernels over i32 memrefs (kGreater, kWhere,
+/// kCastI32, kCastF32) with their `types`, as the compiler describes a
+/// comparison, a `where` and the casts.
+inline GeneratedCode typedKernelCode() {
+  GeneratedCode code = extentKernelCode();
+  constexpr ElementType F = ElementType::F32, I = ElementType::I32;
+  GeneratedKernelSpec greater = standIn(10, "gt(in0,0)->out", 1, {{0}}, {0});
+  greater.types = {F, I};
+  GeneratedKernelSpec where =
+      standIn(11, "where(in0,in1,0)->out", 1, {{0}, {0}}, {0});
+  where.types = {I, F, F};
+  GeneratedKernelSpec castI32 =
+      standIn(12, "cast_i32(in0)->out", 1, {{0}}, {0});
+  castI32.types = {F, I};
+  GeneratedKernelSpec castF32 =
+      standIn(13, "cast_f32(in0)->out", 1, {{0}}, {0});
+  castF32.types = {I, F};
+  code.kernels.insert(code.kernels.end(), {greater, where, castI32, castF32});
   return code;
 }
 
@@ -322,6 +352,73 @@ inline Bundle sliceModelBundle(std::vector<int64_t> rows = {3, 5}) {
   accumulate.operands = {8};
   stage.backward = {lossGrad,
                     kernelOp(kSliceGrad, {6}, 7, {kBatch, kClasses}, true),
+                    denseGrad, accumulate};
+  bundle.stages = {stage};
+  bundle.programs = schedulePrograms(bundle);
+  placeBundle(bundle);
+  return bundle;
+}
+
+/// A model whose kernels compute a mask as an i32 value and read it with an
+/// f32 one: batch 8 in micro-batches of `rows`, 6 features and classes,
+/// remat full (the recompute computes the mask again):
+///
+///   h = dense(x, w) [8, 6]; m = kernel 10 (h) = h > 0 as i32 words 0 or 1;
+///   r = kernel 11 (m, h) = h where m, else 0;
+///   loss = softmax_cross_entropy(r, labels)
+///   dr = its gradient; dh = kernel 11 (m, dr) = dr where m, else 0;
+///   dw = x^T dh
+inline Bundle maskModelBundle(std::vector<int64_t> rows = {3, 5}) {
+  constexpr int64_t kBatch = 8, kWidth = 6;
+  Bundle bundle;
+  bundle.model = "kernel-mask";
+  bundle.batch = kBatch;
+  bundle.microbatchRows = std::move(rows);
+  bundle.remat = RematPolicy::Full;
+  bundle.inputs = {{"x", {kBatch, kWidth}, ElementType::F32},
+                   {"labels", {kBatch}, ElementType::I32}};
+  bundle.params = {{"w", {kWidth, kWidth}, InitKind::GlorotUniform, 1.0, 0}};
+  bundle.code = typedKernelCode();
+  StageProgram stage;
+  const ValueSpec rowsOf{{kBatch, kWidth}, ElementType::F32, true};
+  const ValueSpec mask{{kBatch, kWidth}, ElementType::I32, true};
+  const ValueSpec weight{{kWidth, kWidth}, ElementType::F32, false};
+  // 0 x, 1 labels, 2 w, 3 h, 4 m, 5 r, 6 loss, 7 dr, 8 dh, 9 dw
+  stage.values = {
+      rowsOf, {{kBatch}, ElementType::I32, true}, weight, rowsOf, mask,
+      rowsOf, {{}, ElementType::F32, false},      rowsOf, rowsOf, weight};
+  stage.inputs = {{0, false, 0, "x"}, {1, false, 0, "labels"}};
+  stage.loss = 6;
+  Op param;
+  param.kind = OpKind::Param;
+  param.name = "w";
+  param.results = {2};
+  Op dense;
+  dense.kind = OpKind::Dense;
+  dense.operands = {0, 2};
+  dense.results = {3};
+  Op loss;
+  loss.kind = OpKind::SoftmaxCrossEntropy;
+  loss.operands = {5, 1};
+  loss.results = {6};
+  stage.forward = {param, dense,
+                   kernelOp(kGreater, {3}, 4, {kBatch * kWidth}, true),
+                   kernelOp(kWhere, {4, 3}, 5, {kBatch * kWidth}, true), loss};
+  stage.recompute = stage.forward;
+  Op lossGrad;
+  lossGrad.kind = OpKind::SoftmaxCrossEntropyGrad;
+  lossGrad.operands = {6, 1};
+  lossGrad.results = {7};
+  Op denseGrad;
+  denseGrad.kind = OpKind::DenseGrad;
+  denseGrad.operands = {8, 0, 2};
+  denseGrad.results = {-1, 9};
+  Op accumulate;
+  accumulate.kind = OpKind::AccumulateGrad;
+  accumulate.name = "w";
+  accumulate.operands = {9};
+  stage.backward = {lossGrad,
+                    kernelOp(kWhere, {4, 7}, 8, {kBatch * kWidth}, true),
                     denseGrad, accumulate};
   bundle.stages = {stage};
   bundle.programs = schedulePrograms(bundle);

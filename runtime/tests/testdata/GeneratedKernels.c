@@ -14,6 +14,14 @@
  * offsets and steps written here, as the compiler compiles them in): a
  * slice, its gradient (which writes its whole output, zeros outside the
  * window) and a concat.
+ * Kernels 10 to 13 are element-wise over one dimension with i32 memrefs
+ * (GeneratedKernelSpec::types; StridedMemRefType<int32_t, 1>, laid out as
+ * the f32 one): a comparison writing 0 or 1 words, `where` reading such a
+ * mask (any word but 0 is true, as the compiler reads an i1 from its
+ * storage), and the casts f32 -> i32 (toward zero) and i32 -> f32. They
+ * read and write the words as integers: never as floats, whose arithmetic
+ * the CPU backend runs with denormals flushed (a word 1 read as a float is
+ * a denormal, -1 a NaN).
  * Every kernel honours the descriptors' offset, sizes and strides.
  * Built twice, with two tags, for "code of another bundle".
  *
@@ -155,4 +163,50 @@ void GPIPE_KERNEL(9)(void **args) {
   for (int64_t i = 0; i < out->sizes[0]; ++i)
     for (int64_t j = 0; j < out->sizes[1]; ++j)
       *at2(out, i, j) = j < 2 ? *at2(args[0], i, j) : *at2(args[1], i, j - 2);
+}
+
+/* StridedMemRefType<int32_t, 1> */
+typedef struct {
+  int32_t *allocated;
+  int32_t *aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} MemRef1DI32;
+
+static int32_t atI32(void *arg, int64_t i) {
+  MemRef1DI32 *m = (MemRef1DI32 *)arg;
+  return m->aligned[m->offset + i * m->strides[0]];
+}
+
+static void setI32(void *arg, int64_t i, int32_t value) {
+  MemRef1DI32 *m = (MemRef1DI32 *)arg;
+  m->aligned[m->offset + i * m->strides[0]] = value;
+}
+
+/* gt(in0, 0)->out: in0 f32, out i32, 1 where in0 > 0 (not for a NaN), else
+ * 0. */
+void GPIPE_KERNEL(10)(void **args) {
+  for (int64_t i = 0; i < sizeOf(args[1]); ++i)
+    setI32(args[1], i, at(args[0], i) > 0.0f ? 1 : 0);
+}
+
+/* where(in0, in1, 0)->out: in0 an i32 mask (a word other than 0 is true),
+ * in1 and out f32: in1 where the mask is true, else 0. */
+void GPIPE_KERNEL(11)(void **args) {
+  for (int64_t i = 0; i < sizeOf(args[2]); ++i)
+    set(args[2], i, atI32(args[0], i) != 0 ? at(args[1], i) : 0.0f);
+}
+
+/* cast_i32(in0)->out: in0 f32, out i32, toward zero (the tests keep in0
+ * within i32's range). */
+void GPIPE_KERNEL(12)(void **args) {
+  for (int64_t i = 0; i < sizeOf(args[1]); ++i)
+    setI32(args[1], i, (int32_t)at(args[0], i));
+}
+
+/* cast_f32(in0)->out: in0 i32, out f32. */
+void GPIPE_KERNEL(13)(void **args) {
+  for (int64_t i = 0; i < sizeOf(args[1]); ++i)
+    set(args[1], i, (float)atI32(args[0], i));
 }
