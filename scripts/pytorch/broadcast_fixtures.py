@@ -57,6 +57,8 @@ def cases():
         "matmul_param_transposed": (lambda x, p, q: x @ p.transpose(-1, -2), (2, 5), (1,)),
         "attention": (lambda x, p, q: (lambda a: torch.softmax(
             a @ a.transpose(-1, -2), dim=-1) @ a)(x * p), (5,), (1,)),
+        "where_mask": (lambda x, p, q: torch.where(x > p, x * q, p), (5,), (3, 1)),
+        "cast_mask": (lambda x, p, q: x * (x > q).to(x.dtype) + p, (5,), (3, 1)),
     }
 
 

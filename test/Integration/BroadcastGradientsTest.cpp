@@ -2,12 +2,12 @@
 //
 // Small models over x [4, 3, 5] and parameters p and q that broadcast
 // (NumPy's rules), reduce (sum, mean, max; axes kept or dropped), sum back
-// (sum_to), slice, concatenate and multiply matrices (batched):
-// z = f(x, p, q), loss = mse(z, y). Each
-// is compiled (the gradients gpipe-differentiate writes, the N-D kernels the
-// bundle generates), trained one step by the runtime on two micro-batches of two
-// rows (so that a batched kernel runs on fewer rows than the full batch), and
-// its loss and parameter gradients are compared with
+// (sum_to), slice, concatenate, multiply matrices (batched) and mask
+// (comparisons, where, casts): z = f(x, p, q), loss = mse(z, y). Each is
+// compiled (the gradients gpipe-differentiate writes, the N-D kernels the
+// bundle generates), trained one step by the runtime on two micro-batches of
+// two rows (so that a batched kernel runs on fewer rows than the full
+// batch), and its loss and parameter gradients are compared with
 //  - f64 central differences of the same function, evaluated here in double
 //    with plain loops (a broadcasting evaluator of its own), on one stage and
 //    across two;
@@ -464,6 +464,33 @@ std::vector<Case> cases() {
          T w = binary(e, reduce(e, {2}, true, Reduce::Sum),
                       [](double u, double v) { return u / v; });
          return matmul(w, a);
+       }},
+      // Masks: a comparison's i1 result selects between two branches
+      // (where), or becomes 0/1 factors (cast); neither passes a gradient
+      // through the comparison.
+      {"where_mask", {5}, {3, 1}, kX, true, true,
+       "%c = gpipe.gt %x, %p : " + x + ", tensor<5xf32> -> tensor<4x3x5xi1>\n"
+       "%m = gpipe.mul %x, %q : " + x + ", tensor<3x1xf32> -> " + x + "\n"
+       "%z = gpipe.where %c, %m, %p : tensor<4x3x5xi1>, " + x +
+           ", tensor<5xf32> -> " + x,
+       [](const T &x, const T &p, const T &q) {
+         T m = mul(x, q);
+         T out = m;
+         for (int64_t i = 0; i < count(kX); ++i) {
+           Shape at = coordinates(i, kX);
+           if (!(x.v[i] > read(p, at)))
+             out.v[i] = read(p, at);
+         }
+         return out;
+       }},
+      {"cast_mask", {5}, {3, 1}, kX, true, true,
+       "%c = gpipe.gt %x, %q : " + x + ", tensor<3x1xf32> -> tensor<4x3x5xi1>\n"
+       "%f = gpipe.cast %c : tensor<4x3x5xi1> -> " + x + "\n"
+       "%m = gpipe.mul %x, %f : " + x + "\n"
+       "%z = gpipe.add %m, %p : " + x + ", tensor<5xf32> -> " + x,
+       [](const T &x, const T &p, const T &q) {
+         T f = binary(x, q, [](double a, double b) { return a > b ? 1.0 : 0.0; });
+         return add(mul(x, f), p);
        }},
   };
 }

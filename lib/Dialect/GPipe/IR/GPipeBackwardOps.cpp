@@ -223,7 +223,11 @@ bool gpipe::isPerExampleResult(OpResult result, ArrayRef<bool> operandBatched) {
   // that of a stage input, which always is.
   if (isa<BiasGradOp, EmbeddingGradOp>(op))
     return false;
+  // A stage input's zero gradient is per example; a parameter's (of a
+  // parameter that no gradient reaches) is not.
   if (isa<ZerosOp>(op))
-    return true;
+    return llvm::none_of(result.getUsers(), [](Operation *user) {
+      return isa<AccumulateGradOp>(user);
+    });
   return llvm::is_contained(operandBatched, true);
 }

@@ -20,6 +20,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #define DEBUG_TYPE "gpipe-differentiate"
@@ -410,6 +411,28 @@ struct DifferentiatePass
       if (failed(gradients.differentiate(op, dy)))
         return failure();
     }
+
+    // A parameter read only through ops that pass no gradient (a
+    // comparison, a cast to an integer) gets a zero one, as PyTorch's: the
+    // runtime requires every trained parameter's gradient.
+    // A batch norm's running statistics are not trained: the forward
+    // updates them.
+    llvm::StringSet<> accumulated;
+    backward.walk(
+        [&](AccumulateGradOp op) { accumulated.insert(op.getName()); });
+    stage.walk([&](ParamOp param) {
+      bool runningStatistic = llvm::any_of(
+          param.getResult().getUsers(), [&](Operation *user) {
+            auto norm = dyn_cast<BatchNormOp>(user);
+            return norm && (norm.getRunningMean() == param.getResult() ||
+                            norm.getRunningVar() == param.getResult());
+          });
+      if (param.getFrozen() || runningStatistic ||
+          accumulated.contains(param.getName()))
+        return;
+      Value zero = ZerosOp::create(inner, param.getLoc(), param.getType());
+      AccumulateGradOp::create(inner, param.getLoc(), param.getName(), zero);
+    });
 
     SmallVector<Value> yielded;
     for (unsigned index : channelInputs) {
