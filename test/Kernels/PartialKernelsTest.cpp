@@ -13,13 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NativeKernelsSupport.h"
-
-#include "gpipe/Target/PtxKernels.h"
-
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "llvm/Support/TargetSelect.h"
+#include "PtxHostKernels.h"
 
 #include <gtest/gtest.h>
 
@@ -262,27 +256,9 @@ TEST(PartialKernels, CpuVariantsMatchTheDefinitions) {
 }
 
 TEST(PartialKernels, PtxBodiesMatchTheDefinitions) {
-  static bool initialized = [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    return true;
-  }();
-  (void)initialized;
   const std::vector<Case> all = cases();
-  mlir::MLIRContext context;
-  mlir::DialectRegistry registry;
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  context.appendDialectRegistry(registry);
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-    diagnostics += d.str() + "\n";
-  });
-  auto module = buildPtxKernelHostModule(context, named(all),
-                                         mlir::UnknownLoc::get(&context));
-  ASSERT_TRUE(mlir::succeeded(module)) << diagnostics;
-  auto engine = mlir::ExecutionEngine::create(**module);
-  ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
+  HostKernels host(named(all));
+  ASSERT_TRUE(host.engine) << host.diagnostics;
   for (size_t i = 0; i < all.size(); ++i) {
     const Case &c = all[i];
     std::vector<std::vector<float>> inputs = inputsOf(c);
@@ -292,21 +268,10 @@ TEST(PartialKernels, PtxBodiesMatchTheDefinitions) {
     for (std::vector<float> &in : inputs)
       pointers.push_back(in.data());
     pointers.push_back(out.data());
-    // A launch of 3 threads, each striding over the output, in reverse.
-    const int64_t threads = 3;
-    for (int64_t thread = threads; thread-- > 0;) {
-      std::vector<int64_t> scalars = c.space;
-      scalars.push_back(thread);
-      scalars.push_back(threads);
-      std::vector<void *> args;
-      for (float *&p : pointers)
-        args.push_back(&p);
-      for (int64_t &s : scalars)
-        args.push_back(&s);
-      llvm::Error error =
-          (*engine)->invokePacked("partial_" + std::to_string(i), args);
-      ASSERT_FALSE(error) << llvm::toString(std::move(error));
-    }
+    // A launch of 3 threads, each striding over the output.
+    host.run("partial_" + std::to_string(i), pointers, c.space, 3);
+    if (HasFatalFailure())
+      return;
     expectBits(out, c.expected(inputs), "ptx " + c.name);
   }
 }

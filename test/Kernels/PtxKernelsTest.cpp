@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "NativeKernelsSupport.h"
+#include "PtxHostKernels.h"
 
 #include "gpipe/Target/CompileToBundle.h"
 #include "gpipe/Target/PtxKernels.h"
@@ -430,57 +431,6 @@ gpipe.model @m batch 4 {
 
 namespace {
 
-/// The PTX kernels' bodies, JIT-compiled for this CPU.
-class HostKernels {
-public:
-  explicit HostKernels(llvm::ArrayRef<NamedKernel> kernels) {
-    static bool initialized = [] {
-      llvm::InitializeNativeTarget();
-      llvm::InitializeNativeTargetAsmPrinter();
-      return true;
-    }();
-    (void)initialized;
-    mlir::DialectRegistry registry;
-    mlir::registerBuiltinDialectTranslation(registry);
-    mlir::registerLLVMDialectTranslation(registry);
-    context.appendDialectRegistry(registry);
-    mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-      diagnostics += d.str() + "\n";
-    });
-    auto module = buildPtxKernelHostModule(
-        context, kernels, mlir::UnknownLoc::get(&context));
-    if (mlir::failed(module))
-      return;
-    auto created = mlir::ExecutionEngine::create(**module);
-    if (!created) {
-      diagnostics += llvm::toString(created.takeError());
-      return;
-    }
-    engine = std::move(*created);
-  }
-
-  /// Runs kernel `symbol` as a launch of `threads` threads, thread by
-  /// thread (in reverse, so that no thread relies on another's order).
-  void run(const std::string &symbol, std::vector<float *> pointers,
-           std::vector<int64_t> sizes, int64_t threads) {
-    for (int64_t thread = threads; thread-- > 0;) {
-      std::vector<int64_t> scalars = sizes;
-      scalars.push_back(thread);
-      scalars.push_back(threads);
-      std::vector<void *> args;
-      for (float *&p : pointers)
-        args.push_back(&p);
-      for (int64_t &s : scalars)
-        args.push_back(&s);
-      llvm::Error error = engine->invokePacked(symbol, args);
-      ASSERT_FALSE(error) << llvm::toString(std::move(error));
-    }
-  }
-
-  mlir::MLIRContext context;
-  std::unique_ptr<mlir::ExecutionEngine> engine;
-  std::string diagnostics;
-};
 
 std::vector<float> sample(size_t n, std::mt19937 &rng) {
   std::uniform_real_distribution<float> uniform(-8.0f, 8.0f);
