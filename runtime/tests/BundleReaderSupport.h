@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -290,6 +291,21 @@ inline StatusOr<Bundle> parseJson(const nlohmann::ordered_json &json) {
   if (unsealed.is_object())
     unsealed.erase("checksum");
   return parseBundle(sealBundleText(unsealed.dump()), "m.bundle.json");
+}
+
+/// `bundle`'s text after `edit`, read back: the reader's error ("" if none).
+inline std::string editedReadError(
+    const Bundle &bundle,
+    const std::function<void(nlohmann::ordered_json &)> &edit) {
+  nlohmann::ordered_json json = nlohmann::ordered_json::parse(writeBundle(bundle));
+  edit(json);
+  StatusOr<Bundle> read = parseJson(json);
+  return read.ok() ? std::string() : read.status().message();
+}
+
+/// Whether `error` contains `part`, for EXPECT_PRED2's message.
+inline bool mentions(const std::string &error, const std::string &part) {
+  return error.find(part) != std::string::npos;
 }
 
 } // namespace gpipe::runtime::testing::bundlereader

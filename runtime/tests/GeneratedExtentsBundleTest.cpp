@@ -33,10 +33,7 @@ using Json = nlohmann::ordered_json;
 
 /// The slice model's text after `edit`, read back: its error ("" if none).
 std::string readError(const std::function<void(Json &)> &edit) {
-  Json json = Json::parse(writeBundle(sliceModelBundle()));
-  edit(json);
-  StatusOr<Bundle> read = bundlereader::parseJson(json);
-  return read.ok() ? std::string() : read.status().message();
+  return bundlereader::editedReadError(sliceModelBundle(), edit);
 }
 
 /// The error of the slice model with kernel `kernel`'s extents set to
@@ -47,10 +44,7 @@ std::string withExtents(int kernel, const char *extents) {
   });
 }
 
-/// Whether `error` contains `part`, for EXPECT_PRED2's message.
-bool mentions(const std::string &error, const std::string &part) {
-  return error.find(part) != std::string::npos;
-}
+using bundlereader::mentions;
 
 TEST(GeneratedExtentsBundle, WriterRoundTripsTheExtents) {
   const Bundle bundle = sliceModelBundle();

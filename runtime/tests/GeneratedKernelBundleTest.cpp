@@ -29,16 +29,10 @@ using Json = nlohmann::ordered_json;
 /// The model bundle's text after `edit`, read back: its error ("" if none).
 std::string readError(const std::function<void(Json &)> &edit,
                       const Bundle &bundle = kernelModelBundle()) {
-  Json json = Json::parse(writeBundle(bundle));
-  edit(json);
-  StatusOr<Bundle> read = bundlereader::parseJson(json);
-  return read.ok() ? std::string() : read.status().message();
+  return bundlereader::editedReadError(bundle, edit);
 }
 
-/// Whether `error` contains `part`, for EXPECT_PRED2's message.
-bool mentions(const std::string &error, const std::string &part) {
-  return error.find(part) != std::string::npos;
-}
+using bundlereader::mentions;
 
 TEST(GeneratedKernelBundle, WriterRoundTripsTheCode) {
   const Bundle bundle = kernelModelBundle();

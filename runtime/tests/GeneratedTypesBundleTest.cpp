@@ -35,10 +35,7 @@ constexpr ElementType F = ElementType::F32, I = ElementType::I32;
 
 /// The mask model's text after `edit`, read back: its error ("" if none).
 std::string readError(const std::function<void(Json &)> &edit) {
-  Json json = Json::parse(writeBundle(maskModelBundle()));
-  edit(json);
-  StatusOr<Bundle> read = bundlereader::parseJson(json);
-  return read.ok() ? std::string() : read.status().message();
+  return bundlereader::editedReadError(maskModelBundle(), edit);
 }
 
 /// The error of the mask model with kernel `kernel`'s types set to `types`
@@ -49,10 +46,7 @@ std::string withTypes(int kernel, const char *types) {
   });
 }
 
-/// Whether `error` contains `part`, for EXPECT_PRED2's message.
-bool mentions(const std::string &error, const std::string &part) {
-  return error.find(part) != std::string::npos;
-}
+using bundlereader::mentions;
 
 TEST(GeneratedTypesBundle, WriterRoundTripsTheTypes) {
   const Bundle bundle = maskModelBundle();
