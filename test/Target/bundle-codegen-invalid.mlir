@@ -6,6 +6,7 @@
 // RUN: gpipe-opt %t/batch-transpose.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=MOVE
 // RUN: gpipe-opt %t/batch-sum-to.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=SUMTO
 // RUN: gpipe-opt %t/batch-slice.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=SLICE
+// RUN: gpipe-opt %t/wide-concat.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=WIDE
 // RUN: gpipe-opt %t/batch-concat.mlir -gpipe-compile="num-microbatches=2" | not gpipe-translate --gpipe-to-bundle 2>&1 | FileCheck %s --check-prefix=CONCAT
 
 // A parameter shaped like the batch has all of the batch's rows, while each
@@ -19,6 +20,8 @@
 // A micro-batch holds rows of its own: the batch is neither sliced nor
 // concatenated.
 // SLICE: error: 'gpipe.slice' op slices the batch (dimension 0) of a per-example value: each micro-batch holds its own rows; keep dimension 0 whole (start 0, step 1) and slice the others
+// A kernel takes at most 16 inputs.
+// WIDE: error: {{.*}}'concat' cannot be a generated kernel: concatenates more than 16 inputs
 // CONCAT: error: 'gpipe.concat' op concatenates per-example values along the batch (axis 0): each micro-batch holds its own rows; concatenate along another axis
 
 //--- param.mlir
@@ -108,6 +111,21 @@ gpipe.model @concat batch 2 {
   }
   %l = gpipe.layer "loss" -> tensor<f32> {
     %0 = gpipe.mse_loss %y, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+//--- wide-concat.mlir
+gpipe.model @wide batch 2 {
+  %x = gpipe.input "x" : tensor<2x1xf32>
+  %t = gpipe.input "t" : tensor<2x17xf32>
+  %y = gpipe.layer "l" -> tensor<2x17xf32> {
+    %0 = gpipe.concat %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x, %x axis 1 : tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x1xf32> -> tensor<2x17xf32>
+    gpipe.yield %0 : tensor<2x17xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %y, %t : (tensor<2x17xf32>, tensor<2x17xf32>) -> tensor<f32>
     gpipe.yield %0 : tensor<f32>
   }
   gpipe.return %l : tensor<f32>
