@@ -71,7 +71,7 @@ static Wide elementwiseFlops(Operation *op) {
               "reduce_max_count", "reduce_max_grad", "reshape", "transpose",
               "slice", "slice_grad", "concat", "eq", "lt", "le", "gt", "ge",
               "and", "or", "not", "where", "where_lhs_grad", "where_rhs_grad",
-              "cast"},
+              "cast", "gather", "gather_grad"},
              1)
       .Cases({"reciprocal", "reciprocal_grad", "exp_grad", "sqrt_grad",
               "rsqrt_grad", "sigmoid_grad"},
@@ -83,9 +83,11 @@ static FailureOr<OpWork> estimateWork(Operation *op) {
   if (op->hasTrait<gpipe::traits::GeneratedKernel>()) {
     // Per element of the widest operand or result: a reduction reads more
     // than it writes, a broadcast writes more than it reads.
+    // A gather reads only the elements it writes.
     Wide elements = numElements(op->getResult(0));
     for (Value operand : op->getOperands())
-      elements = std::max(elements, numElements(operand));
+      if (!isa<GatherOp>(op))
+        elements = std::max(elements, numElements(operand));
     return OpWork{elementwiseFlops(op) * elements, 0};
   }
   return llvm::TypeSwitch<Operation *, FailureOr<OpWork>>(op)

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
@@ -66,6 +67,7 @@ unsigned arityOf(StringRef op) {
       .Cases({"not", "cast_f32", "cast_i32", "cast_i1"}, 1)
       .Case("where", 3)
       .Cases({"where_lhs_grad", "where_rhs_grad"}, 2)
+      .Cases({"gather", "gather_grad"}, 2)
       .Case("max_tie", 2)
       .Case("reduce_max_grad", 4)
       .Cases({"reduce_sum", "reduce_mean", "reduce_max"}, 1)
@@ -351,7 +353,8 @@ bool gpipe::isKernelStepOp(StringRef op) { return arityOf(op) != 0; }
 
 bool gpipe::isKernelOp(StringRef op) {
   return isKernelStepOp(op) || op == "sum_to" || op == "reduce_max_count" ||
-         op == "slice_grad" || op == "concat" || op == "cast";
+         op == "slice_grad" || op == "concat" || op == "cast" ||
+         op == "gather" || op == "gather_grad";
 }
 
 StringRef gpipe::elementName(KernelElement element) {
@@ -586,6 +589,46 @@ static std::string checkConcat(const KernelSpec &kernel) {
                    "axis other than 0: " + kernel.describe();
 }
 
+/// A gather's or gather_grad's problems, or "" (KernelSpec::gathers): two
+/// inputs; the table (input 0 of a gather, the output of a gather_grad)
+/// has every dimension, whole but along the axis, where it has an extent;
+/// the other memref (the output, or dy) every dimension, whole; the
+/// indices, i32, the axis alone or after dimension 0.
+static std::string checkGather(const KernelSpec &kernel) {
+  const KernelStep &step = kernel.steps[0];
+  const bool forward = step.op == "gather";
+  double axisValue = step.constant("axis");
+  unsigned axis = unsigned(axisValue);
+  SmallVector<unsigned> all;
+  for (unsigned d = 0; d < kernel.rank; ++d)
+    all.push_back(d);
+  const KernelWindow *table =
+      forward ? kernel.inputWindow(0)
+              : kernel.outputWindow ? &*kernel.outputWindow : nullptr;
+  const KernelWindow *other =
+      forward ? (kernel.outputWindow ? &*kernel.outputWindow : nullptr)
+              : kernel.inputWindow(0);
+  ArrayRef<unsigned> indexDims =
+      kernel.inputDims.size() == 2 ? ArrayRef<unsigned>(kernel.inputDims[1])
+                                   : ArrayRef<unsigned>();
+  bool ok = kernel.numInputs == 2 && axisValue >= 0 &&
+            double(axis) == axisValue && axis < kernel.rank &&
+            step.operands.size() == 2 && step.operands[0] == 0 &&
+            step.operands[1] == 1 && kernel.inputDims[0] == all &&
+            kernel.outputDims == all && table && !other &&
+            !kernel.inputWindow(1) && kernel.inputType(0) == KernelElement::F32 &&
+            kernel.inputType(1) == KernelElement::I32 &&
+            kernel.outputType == KernelElement::F32 &&
+            (indexDims == ArrayRef<unsigned>{axis} ||
+             (axis > 0 && indexDims == ArrayRef<unsigned>{0, axis}));
+  for (unsigned d = 0; ok && d < kernel.rank; ++d)
+    ok = (d == axis) != table->whole(d) && table->offsets[d] == 0 &&
+         table->steps[d] == 1;
+  return ok ? "" : "has a " + step.op +
+                       " that is not an f32 table read or written at i32 "
+                       "indices along one axis: " + kernel.describe();
+}
+
 /// The kernel's problems, or "" if it can be built.
 static std::string checkKernel(const KernelSpec &kernel) {
   std::string problem;
@@ -606,6 +649,8 @@ static std::string checkKernel(const KernelSpec &kernel) {
     return bad;
   if (kernel.concatenates())
     return checkConcat(kernel);
+  if (kernel.gathers())
+    return checkGather(kernel);
   for (auto [i, step] : llvm::enumerate(kernel.steps))
     if (isReductionStep(step.op) && i + 1 != kernel.steps.size()) {
       os << "reduces at step " << i << ", before its last";
@@ -681,6 +726,107 @@ static void buildConcat(OpBuilder &b, Location loc, const KernelSpec &kernel,
   func::ReturnOp::create(b, loc, output);
 }
 
+std::pair<Value, Value> gpipe::wrapIndex(OpBuilder &b, Location loc,
+                                         Value index, Value extent) {
+  Type type = extent.getType();
+  Value i = index;
+  if (index.getType() != type)
+    i = type.isIndex()
+            ? arith::IndexCastOp::create(b, loc, type, index).getResult()
+            : arith::ExtSIOp::create(b, loc, type, index).getResult();
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, zero);
+  Value wrapped = arith::SelectOp::create(
+      b, loc, negative, arith::AddIOp::create(b, loc, i, extent), i);
+  // Unsigned: a wrapped index still below 0 is far above the extent.
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        wrapped, extent);
+  return {arith::SelectOp::create(b, loc, inRange, wrapped, zero), inRange};
+}
+
+/// A gather's or gather_grad's body (checkGather). The gather is one
+/// generic over the output reading the table with tensor.extract; the
+/// gradient fills its output with 0, then adds dy's elements in row-major
+/// order (each output element's in index order) in a loop nest.
+static void buildGather(OpBuilder &b, Location loc, const KernelSpec &kernel,
+                        ValueRange args) {
+  const KernelStep &step = kernel.steps[0];
+  const unsigned axis = unsigned(step.constant("axis"));
+  const bool batched = kernel.inputDims[1].size() == 2;
+  Value table = step.op == "gather" ? args[0] : args[2];
+  Value extent = tensor::DimOp::create(b, loc, table, int64_t(axis));
+  auto indexAt = [&](OpBuilder &nb, Location l, ValueRange coords) {
+    SmallVector<Value> at;
+    if (batched)
+      at.push_back(coords[0]);
+    at.push_back(coords[axis]);
+    return tensor::ExtractOp::create(nb, l, args[1], at).getResult();
+  };
+  Value result;
+  if (step.op == "gather") {
+    AffineMap identity = b.getMultiDimIdentityMap(kernel.rank);
+    SmallVector<utils::IteratorType> parallel(kernel.rank,
+                                              utils::IteratorType::parallel);
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{args[2].getType()}, ValueRange{}, args[2],
+        ArrayRef<AffineMap>{identity}, parallel,
+        [&](OpBuilder &nb, Location l, ValueRange) {
+          SmallVector<Value> coords;
+          for (unsigned d = 0; d < kernel.rank; ++d)
+            coords.push_back(linalg::IndexOp::create(nb, l, d));
+          auto [at, inRange] = wrapIndex(nb, l, indexAt(nb, l, coords), extent);
+          coords[axis] = at;
+          Value element = tensor::ExtractOp::create(nb, l, table, coords);
+          Value nan = arith::ConstantOp::create(
+              nb, l,
+              nb.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
+          linalg::YieldOp::create(
+              nb, l,
+              ValueRange{arith::SelectOp::create(nb, l, inRange, element, nan)
+                             .getResult()});
+        });
+    result = generic.getResult(0);
+  } else {
+    Value dy = args[0];
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value filled = linalg::FillOp::create(b, loc, zero, args[2]).getResult(0);
+    SmallVector<Value> lower, upper, steps;
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    for (unsigned d = 0; d < kernel.rank; ++d) {
+      lower.push_back(c0);
+      steps.push_back(c1);
+      upper.push_back(tensor::DimOp::create(b, loc, dy, int64_t(d)));
+    }
+    scf::LoopNest nest = scf::buildLoopNest(
+        b, loc, lower, upper, steps, ValueRange{filled},
+        [&](OpBuilder &nb, Location l, ValueRange ivs,
+            ValueRange iter) -> scf::ValueVector {
+          auto [at, inRange] = wrapIndex(nb, l, indexAt(nb, l, ivs), extent);
+          SmallVector<Value> target(ivs);
+          target[axis] = at;
+          auto add = scf::IfOp::create(
+              nb, l, inRange,
+              [&](OpBuilder &tb, Location tl) {
+                Value sum = arith::AddFOp::create(
+                    tb, tl, tensor::ExtractOp::create(tb, tl, iter[0], target),
+                    tensor::ExtractOp::create(tb, tl, dy, ivs));
+                scf::YieldOp::create(
+                    tb, tl,
+                    tensor::InsertOp::create(tb, tl, sum, iter[0], target)
+                        .getResult());
+              },
+              [&](OpBuilder &eb, Location el) {
+                scf::YieldOp::create(eb, el, iter[0]);
+              });
+          return {add.getResult(0)};
+        });
+    result = nest.results[0];
+  }
+  func::ReturnOp::create(b, loc, result);
+}
+
 LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
                                          StringRef name,
                                          const KernelSpec &kernel) {
@@ -740,6 +886,10 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
     sizesFrom(args[k], kernel.inputDims[k], kernel.inputWindow(k));
   if (kernel.concatenates()) {
     buildConcat(b, loc, kernel, args);
+    return success();
+  }
+  if (kernel.gathers()) {
+    buildGather(b, loc, kernel, args);
     return success();
   }
   // A windowed memref as the part of it the space covers.
@@ -852,7 +1002,9 @@ gpipe::emitKernelSteps(OpBuilder &b, Location loc, StringRef name,
            failure();
   ScalarBuilder scalar{b, loc};
   SmallVector<Value> values(inputs);
-  if (kernel.concatenates()) // the caller reads the input holding the point
+  // A concat's caller reads the input holding the point; a gather's, the
+  // element at the index.
+  if (kernel.concatenates() || kernel.gathers())
     return values;
   ArrayRef<KernelStep> pointwise = kernel.steps;
   if (kernel.reduces())

@@ -112,33 +112,51 @@ static bool isReduction(const Object &op) {
 /// do not map to its result's, or an op that reads or writes part of a
 /// value (slice, slice_grad, concat), whose memrefs are not all the space.
 static bool isIsolated(const Object &op) {
-  return llvm::is_contained({"reshape", "slice", "slice_grad", "concat"},
-                            op.getString("op").value_or(""));
+  return llvm::is_contained(
+      {"reshape", "slice", "slice_grad", "concat", "gather", "gather_grad"},
+      op.getString("op").value_or(""));
 }
 
-/// The kernel op of a slice, a slice's gradient or a concat. Every memref
-/// has the dimensions of the space (the shape of what the op writes, or for
-/// slice_grad of what it reads), and a window along those it does not cover
-/// whole. Runs of adjacent dimensions that every memref covers whole merge;
-/// a unit dimension goes in front when the first is not whole (the first
-/// dimension is the one a batched space scales to a micro-batch).
+/// The kernel op of a slice, a slice's gradient, a concat, a gather or a
+/// gather's gradient. Every memref has the dimensions of the space (the
+/// shape of what the op writes, or for slice_grad and gather_grad of what it
+/// reads), but a gather's indices, which have its axis (and the batch's
+/// when batched); and a window along those it does not cover whole (a
+/// gather's input and a gather_grad's output along the axis: their own
+/// extent). Runs of adjacent dimensions that every memref covers whole and
+/// has or lacks alike merge; a unit dimension goes in front when the first
+/// is not whole (the first dimension is the one a batched space scales to a
+/// micro-batch).
 static Object buildPartialKernelOp(const Object &op, const ValueInfoFn &info,
                                    KernelTable &table, std::string &problem) {
   const llvm::StringRef name = *op.getString("op");
   const std::vector<int64_t> operands = idsOf(op, "operands");
   const int64_t result = idsOf(op, "results")[0];
-  const ValueInfo space = info(name == "slice_grad" ? operands[0] : result);
+  const bool readsSpace = name == "slice_grad" || name == "gather_grad";
+  const ValueInfo space = info(readsSpace ? operands[0] : result);
   const size_t rank = space.shape.size();
   // Per memref (the inputs, then the output), per dimension of the space:
-  // offset, step and extent (-1: whole).
+  // whether it has it, offset, step and extent (-1: whole).
   struct Part {
     std::vector<int64_t> offsets, steps, extents;
+    std::vector<bool> has;
   };
   auto whole = [&] {
     return Part{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1),
-                std::vector<int64_t>(rank, -1)};
+                std::vector<int64_t>(rank, -1), std::vector<bool>(rank, true)};
   };
   std::vector<Part> parts(operands.size() + 1, whole());
+  if (name == "gather" || name == "gather_grad") {
+    const size_t axis = size_t(op.getInteger("axis").value_or(0));
+    const ValueInfo indices = info(operands[1]);
+    const int64_t full = info(name == "gather" ? operands[0] : result)
+                             .shape[axis];
+    Part &table = parts[name == "gather" ? 0 : 2];
+    table.extents[axis] = full;
+    // Batched indices ([batch, k]) have dimension 0 too.
+    for (size_t d = 0; d < rank; ++d)
+      parts[1].has[d] = d == axis || (d == 0 && indices.shape.size() == 2);
+  }
   if (name == "slice" || name == "slice_grad") {
     std::vector<int64_t> starts = idsOf(op, "starts"),
                          steps = idsOf(op, "steps");
@@ -164,10 +182,15 @@ static Object buildPartialKernelOp(const Object &op, const ValueInfoFn &info,
   auto wholeAt = [&](size_t d) {
     return llvm::all_of(parts, [&](const Part &p) { return p.extents[d] < 0; });
   };
+  auto alike = [&](size_t d, size_t e) {
+    return llvm::all_of(parts,
+                        [&](const Part &p) { return p.has[d] == p.has[e]; });
+  };
   // Merged dimensions: each is [from, to) of the space's.
   std::vector<std::pair<size_t, size_t>> merged;
   for (size_t d = 0; d < rank; ++d) {
-    if (!merged.empty() && wholeAt(d) && wholeAt(merged.back().first))
+    if (!merged.empty() && wholeAt(d) && wholeAt(merged.back().first) &&
+        alike(d, merged.back().first))
       merged.back().second = d + 1;
     else
       merged.push_back({d, d + 1});
@@ -194,6 +217,16 @@ static Object buildPartialKernelOp(const Object &op, const ValueInfoFn &info,
   }
   for (unsigned d = 0; d < spec.rank; ++d)
     all.push_back(d);
+  // The dimensions of the kernel that a memref has.
+  auto dimsOf = [&](const Part &part) {
+    llvm::SmallVector<unsigned> dims;
+    if (unitInFront && llvm::all_of(part.has, [](bool h) { return h; }))
+      dims.push_back(0);
+    for (auto [i, range] : llvm::enumerate(merged))
+      if (part.has[range.first])
+        dims.push_back(unsigned(i + unitInFront));
+    return dims;
+  };
   auto windowOf = [&](const Part &part) -> std::optional<KernelWindow> {
     if (llvm::all_of(part.extents, [](int64_t e) { return e < 0; }))
       return std::nullopt;
@@ -207,16 +240,22 @@ static Object buildPartialKernelOp(const Object &op, const ValueInfoFn &info,
     }
     return window;
   };
-  spec.inputDims.assign(operands.size(), all);
-  spec.outputDims = all;
-  for (size_t k = 0; k < operands.size(); ++k)
+  for (size_t k = 0; k < operands.size(); ++k) {
+    spec.inputDims.push_back(dimsOf(parts[k]));
     spec.inputWindows.push_back(windowOf(parts[k]));
+  }
+  spec.outputDims = all;
   spec.outputWindow = windowOf(parts.back());
-  KernelStep step{name == "concat" ? "concat" : "slice", {}};
+  const bool gathers = name == "gather" || name == "gather_grad";
+  KernelStep step{gathers ? name.str()
+                          : name == "concat" ? "concat" : "slice",
+                  {}};
   for (unsigned k = 0; k < spec.numInputs; ++k)
     step.operands.push_back(k);
-  if (name == "concat") {
+  if (name == "concat" || gathers) {
     // The axis among the merged dimensions.
+    if (gathers)
+      axis = op.getInteger("axis").value_or(-1);
     unsigned at = unitInFront;
     for (auto [from, to] : merged) {
       if (size_t(axis) >= from && size_t(axis) < to)

@@ -49,6 +49,7 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/TransformOps/DialectExtension.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -175,6 +176,7 @@ DialectRegistry kernelDialects() {
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   linalg::registerTilingInterfaceExternalModels(registry);
   linalg::registerTransformDialectExtension(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerTransformDialectExtension(registry);
   vector::registerTransformDialectExtension(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
@@ -241,7 +243,8 @@ LogicalResult KernelCompilation::lowerToLLVMDialect(ModuleOp module,
 
   // Each generic marked gpipe.tile by the schedule of its rank (the tiling's
   // loop count), one at a time (a concat has one per input): the schedule
-  // finds it by a mark of the moment.
+  // finds it by a mark of the moment. A gather's loops (data-dependent
+  // reads and writes) have none and stay scalar.
   for (auto func : module.getOps<func::FuncOp>()) {
     auto next = [&] {
       linalg::GenericOp found;
@@ -251,10 +254,7 @@ LogicalResult KernelCompilation::lowerToLLVMDialect(ModuleOp module,
       });
       return found;
     };
-    linalg::GenericOp generic = next();
-    if (!generic)
-      return func.emitError("has no linalg.generic to schedule");
-    for (; generic; generic = next()) {
+    for (linalg::GenericOp generic = next(); generic; generic = next()) {
       generic->removeAttr("gpipe.tile");
       generic->setAttr("gpipe.scheduling", UnitAttr::get(&context));
       OwningOpRef<ModuleOp> transforms = parseSourceString<ModuleOp>(

@@ -598,8 +598,10 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
   // An output window: the coordinates are the output's own; the point of
   // the space is (c - offset) / step where that is a point, else the
   // element is 0 (`inWindow` false).
+  // A gather's gradient writes its output whole: no window test.
+  const bool gatherGrad = spec.gathers() && spec.steps[0].op == "gather_grad";
   Value inWindow;
-  if (outWindow)
+  if (outWindow && !gatherGrad)
     for (auto [i, dim] : llvm::enumerate(spec.outputDims)) {
       if (outWindow->whole(i))
         continue;
@@ -676,6 +678,39 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
     // The words as they are: every input has the output's type.
     value = LLVM::LoadOp::create(b, loc, storageType(b, spec.outputType),
                                  elementAt(base, index));
+  } else if (spec.gathers()) {
+    // The table's extent along the axis is a constant of the kernel.
+    const unsigned axis = unsigned(spec.steps[0].constant("axis"));
+    const KernelWindow *table =
+        gatherGrad ? outWindow : spec.inputWindow(0);
+    Value extent = e.i(table->extents[axis]);
+    auto indexAt = [&](ArrayRef<Value> at) {
+      return wrapIndex(b, loc, loadInput(1, args.inputs[1], indexOf(1, at)),
+                       extent);
+    };
+    if (!gatherGrad) {
+      auto [position, inRange] = indexAt(coords);
+      SmallVector<Value> read(coords);
+      read[axis] = position;
+      Value element = loadInput(0, args.inputs[0], indexOf(0, read));
+      value = e.select(inRange, element,
+                       e.f(std::numeric_limits<float>::quiet_NaN()));
+    } else {
+      // dy's elements whose index points here, added in index order.
+      auto inner = scf::ForOp::create(b, loc, e.i(0), args.sizes[axis],
+                                      e.i(1), ValueRange{e.f(0.0f)});
+      OpBuilder::InsertionGuard innerGuard(b);
+      b.setInsertionPointToStart(inner.getBody());
+      SmallVector<Value> read(coords);
+      read[axis] = inner.getInductionVar();
+      auto [position, inRange] = indexAt(read);
+      Value hit = e.andi(inRange, e.cmpi(arith::CmpIPredicate::eq, position,
+                                         coords[axis]));
+      Value acc = inner.getRegionIterArg(0);
+      Value dy = loadInput(0, args.inputs[0], indexOf(0, read));
+      scf::YieldOp::create(b, loc, e.select(hit, e.add(acc, dy), acc));
+      value = inner.getResult(0);
+    }
   } else if (!reduction) {
     FailureOr<SmallVector<Value>> values = stepsHere();
     if (failed(values))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates test/Kernels/Inputs/elementwise-autograd.json and
-# test/Integration/Inputs/broadcast-autograd.json, PyTorch
+# test/Integration/Inputs/broadcast-autograd.json and gather-autograd.json, PyTorch
 # autograd's values for the general element-wise ops, with
 # scripts/pytorch/elementwise_fixtures.py, from PyTorch 2.15.0 in
 # .venv-compare/ (installed once by scripts/compare-pytorch.sh --torch-only;
@@ -14,3 +14,6 @@ echo "make-elementwise-fixtures: wrote test/Kernels/Inputs/elementwise-autograd.
 "$py" "$root/scripts/pytorch/broadcast_fixtures.py" \
   "$root/test/Integration/Inputs/broadcast-autograd.json"
 echo "make-elementwise-fixtures: wrote test/Integration/Inputs/broadcast-autograd.json"
+"$py" "$root/scripts/pytorch/gather_fixtures.py" \
+  "$root/test/Integration/Inputs/gather-autograd.json"
+echo "make-elementwise-fixtures: wrote test/Integration/Inputs/gather-autograd.json"

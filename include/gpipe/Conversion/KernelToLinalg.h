@@ -109,6 +109,18 @@ struct KernelSpec {
   bool concatenates() const {
     return steps.size() == 1 && steps[0].op == "concat";
   }
+  /// Whether the only step is a `gather` (input 0 read at input 1's i32
+  /// indices along `axis`, a constant: input 0 has every dimension, with its
+  /// own extent along the axis; the indices have the axis, after dimension
+  /// 0 when batched) or a `gather_grad` (input 0, dy, added into the output
+  /// at them: the output has every dimension, with its own extent along the
+  /// axis). An index in [-n, n) for an extent of n counts from the end where
+  /// negative; a gathered element whose index is outside is NaN, and adds
+  /// nothing to the gradient.
+  bool gathers() const {
+    return steps.size() == 1 &&
+           (steps[0].op == "gather" || steps[0].op == "gather_grad");
+  }
 
   /// A 1-D element-wise kernel of `numInputs` inputs (no steps yet).
   static KernelSpec elementwise(unsigned numInputs);
@@ -146,6 +158,14 @@ mlir::LogicalResult buildKernelFunction(mlir::ModuleOp module,
                                         mlir::Location loc,
                                         llvm::StringRef name,
                                         const KernelSpec &kernel);
+
+/// A gather's `index` (i32, or index) along an axis of `extent` elements
+/// (an index or i64 value): the position it reads, in range (0 where the
+/// index is outside [-extent, extent)), and whether it is inside (i1).
+std::pair<mlir::Value, mlir::Value> wrapIndex(mlir::OpBuilder &b,
+                                              mlir::Location loc,
+                                              mlir::Value index,
+                                              mlir::Value extent);
 
 /// Emits at `b`'s insertion point the scalar f32 arithmetic of `kernel` at
 /// one point, the same step definitions as buildKernelFunction's body (for

@@ -396,6 +396,53 @@ LogicalResult ConcatOp::verify() {
   return success();
 }
 
+/// A gather of `full` along `axis` at `indices` (1-D, or [batch, k] when
+/// `batched`) that gives `gathered` (`what` names it in messages).
+static LogicalResult verifyGather(Operation *op, RankedTensorType full,
+                                  RankedTensorType gathered,
+                                  RankedTensorType indices, int64_t axis,
+                                  bool batched, StringRef what) {
+  int64_t rank = full.getRank();
+  if (axis < int64_t(batched) || axis >= rank)
+    return op->emitOpError()
+           << "expects axis in [" << int64_t(batched) << ", " << rank
+           << ") for " << full
+           << (batched ? " (batched: dimension 0 pairs with the indices')"
+                       : "")
+           << ", got " << axis;
+  if (!batched && indices.getRank() != 1)
+    return op->emitOpError()
+           << "expects 1-D indices, got " << indices
+           << " (N-D indices: reshape them to 1-D, gather, and reshape the "
+              "result; per-example indices [batch, k]: `batched`)";
+  if (batched && (indices.getRank() != 2 ||
+                  indices.getDimSize(0) != full.getDimSize(0)))
+    return op->emitOpError() << "expects batched indices of shape ["
+                             << full.getDimSize(0) << ", k] (dimension 0 of "
+                             << full << ", then the positions), got "
+                             << indices;
+  SmallVector<int64_t> shape(full.getShape());
+  shape[axis] = indices.getShape().back();
+  auto expected = RankedTensorType::get(shape, full.getElementType());
+  if (gathered != expected)
+    return op->emitOpError() << "expects " << what << " " << expected
+                             << " (" << full << " with dimension " << axis
+                             << " the indices' " << shape[axis] << "), got "
+                             << gathered;
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  return verifyGather(*this, tensorOf(getInput()), tensorOf(getResult()),
+                      tensorOf(getIndices()), getAxis(), getBatched(),
+                      "a result");
+}
+
+LogicalResult GatherGradOp::verify() {
+  return verifyGather(*this, tensorOf(getDx()), tensorOf(getDy()),
+                      tensorOf(getIndices()), getAxis(), getBatched(), "dy");
+}
+
 //===----------------------------------------------------------------------===//
 // Custom directives
 //===----------------------------------------------------------------------===//

@@ -221,6 +221,16 @@ bool gpipe::emitElementwiseGradient(Operation *op, Value dy, OpBuilder &builder,
         }
         return true;
       })
+      .Case([&](GatherOp o) {
+        // The indices (i32) get none.
+        if (wants(o.getInput()))
+          contribute(o.getInput(),
+                     GatherGradOp::create(builder, o.getLoc(),
+                                          o.getInput().getType(), dy,
+                                          o.getIndices(), o.getAxisAttr(),
+                                          o.getBatchedAttr()));
+        return true;
+      })
       // Comparisons and logic have no gradient (their results are i1).
       .Case<EqOp, LtOp, LeOp, GtOp, GeOp, AndOp, OrOp, NotOp>(
           [](Operation *) { return true; })

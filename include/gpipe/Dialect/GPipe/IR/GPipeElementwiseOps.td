@@ -353,6 +353,55 @@ def GPipe_ConcatOp : GPipe_ComputeOp<"concat", [GPipe_GeneratedKernel]> {
   let hasVerifier = 1;
 }
 
+def GPipe_GatherOp : GPipe_ComputeOp<"gather", [GPipe_GeneratedKernel]> {
+  let summary = "the input's elements at `indices` along `axis`";
+  let description = [{
+    The result is the input with its dimension `axis` replaced by the
+    indices': result element i along `axis` is input element indices[i]
+    there (ONNX's Gather with 1-D indices; `torch.index_select`). With
+    `batched`, the indices are per example, [batch, k]: example b reads
+    positions indices[b, :] of its own rows (TensorFlow's `batch_dims=1`).
+    An index in [-n, n) for an axis of n elements (a negative one counts
+    from the end); a result element whose index is outside reads NaN, and
+    gets no gradient. N-D indices: reshape them to 1-D, gather, and reshape
+    the result. The gradient adds dy into the positions read, repeated
+    indices summed.
+
+    ```mlir
+    %cls = gpipe.gather %h[%first] axis 1 : tensor<8x16x64xf32>, tensor<1xi32> -> tensor<8x1x64xf32>
+    %eos = gpipe.gather %h[%ends] axis 1 batched : tensor<8x16x64xf32>, tensor<8x1xi32> -> tensor<8x1x64xf32>
+    ```
+  }];
+  let arguments = !con((ins GPipe_FloatTensor:$input, RankedTensorOf<[I32]>:$indices,
+                            I64Attr:$axis, UnitAttr:$batched), CostArg);
+  let results = (outs GPipe_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` `axis` $axis (`batched` $batched^)? attr-dict `:`
+    type($input) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def GPipe_GatherGradOp : GPipe_GradOp<"gather_grad", [GPipe_GeneratedKernel]> {
+  let summary = "the gradient of a gather: dy added into the positions read";
+  let description = [{
+    0 where no index points, the sum of dy over the indices that point
+    there elsewhere (in index order).
+
+    ```mlir
+    %dh = gpipe.gather_grad %dy[%first] axis 1 : tensor<8x1x64xf32>, tensor<1xi32> -> tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins GPipe_FloatTensor:$dy, RankedTensorOf<[I32]>:$indices,
+                       I64Attr:$axis, UnitAttr:$batched);
+  let results = (outs GPipe_FloatTensor:$dx);
+  let assemblyFormat = [{
+    $dy `[` $indices `]` `axis` $axis (`batched` $batched^)? attr-dict `:`
+    type($dy) `,` type($indices) `->` type($dx)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Comparisons, logic, selection and casts
 //===----------------------------------------------------------------------===//
