@@ -4,6 +4,7 @@
 #include "gpipe/Analysis/CostModel.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace gpipe;
@@ -34,6 +35,7 @@ FailureOr<LayerSequence> gpipe::buildLayerSequence(ModelOp model) {
   // (producer, last]; accumulate with a difference array.
   unsigned numLayers = sequence.layers.size();
   std::vector<int64_t> delta(numLayers + 2, 0);
+  sequence.joined.assign(numLayers + 1, "");
   for (auto [index, layer] : llvm::enumerate(sequence.layers)) {
     for (Value result : layer.getResults()) {
       unsigned last = index;
@@ -45,6 +47,18 @@ FailureOr<LayerSequence> gpipe::buildLayerSequence(ModelOp model) {
       }
       if (last == index)
         continue;
+      // Stages exchange floats only (what has a gradient to send back).
+      auto type = cast<RankedTensorType>(result.getType());
+      if (!isa<FloatType>(type.getElementType())) {
+        std::string why;
+        llvm::raw_string_ostream os(why);
+        os << "layer '" << layer.getName() << "' result #"
+           << cast<OpResult>(result).getResultNumber() << " " << type
+           << " is read by layer '" << sequence.layers[last].getName() << "'";
+        for (unsigned cut = index + 1; cut <= last; ++cut)
+          if (sequence.joined[cut].empty())
+            sequence.joined[cut] = why;
+      }
       int64_t bytes = tensorBytes(result.getType());
       delta[index + 1] += bytes;
       delta[last + 1] -= bytes;

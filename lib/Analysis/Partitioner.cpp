@@ -197,9 +197,77 @@ Partition gpipe::evaluatePartition(const PartitionProblem &problem,
   return partition;
 }
 
+/// `problem` with the layers between allowed cuts merged into one each
+/// (`groupStarts`: the first original layer of each), solved, and its cell
+/// starts mapped back to the original layers.
+static PartitionOutcome partitionJoined(const PartitionProblem &problem) {
+  const size_t numLayers = problem.layers.size();
+  std::vector<unsigned> groupStarts;
+  std::string firstReason;
+  for (unsigned i = 0; i < numLayers; ++i) {
+    if (i == 0 || problem.joined[i].empty())
+      groupStarts.push_back(i);
+    else if (firstReason.empty())
+      firstReason = problem.joined[i];
+  }
+  const unsigned numGroups = unsigned(groupStarts.size());
+  auto originalEnd = [&](unsigned group) {
+    return group < numGroups ? groupStarts[group] : unsigned(numLayers);
+  };
+  if (problem.numCells > numGroups)
+    return failure("cannot split " + countOf(numLayers, "layer") + " into " +
+                   countOf(problem.numCells, "cell") + ": only " +
+                   countOf(numGroups - 1, "place") +
+                   " between them may be cut, the others are crossed by "
+                   "values that no stage boundary carries (" +
+                   firstReason + "); expected at most " +
+                   countOf(numGroups, "cell") +
+                   ", or such values computed in the layers that read them");
+  PartitionProblem merged = problem;
+  merged.joined.clear();
+  merged.layers.clear();
+  merged.cutBytes.clear();
+  for (unsigned g = 0; g < numGroups; ++g) {
+    LayerCost cost{problem.layers[groupStarts[g]].name, 0, 0, 0};
+    for (unsigned i = groupStarts[g]; i < originalEnd(g + 1); ++i) {
+      cost.compute += problem.layers[i].compute;
+      cost.paramBytes += problem.layers[i].paramBytes;
+      cost.activationBytes += problem.layers[i].activationBytes;
+    }
+    if (originalEnd(g + 1) - groupStarts[g] > 1)
+      cost.name += "' to '" + problem.layers[originalEnd(g + 1) - 1].name;
+    merged.layers.push_back(std::move(cost));
+    merged.cutBytes.push_back(problem.cutBytes[groupStarts[g]]);
+  }
+  merged.cutBytes.push_back(problem.cutBytes[numLayers]);
+  if (problem.cellMemoryFunction)
+    merged.cellMemoryFunction = [&](unsigned begin, unsigned end) {
+      return problem.cellMemoryFunction(groupStarts[begin], originalEnd(end));
+    };
+  PartitionOutcome outcome = partitionLayers(merged);
+  if (!outcome.succeeded())
+    return outcome;
+  std::vector<unsigned> starts;
+  for (unsigned group : outcome.partition->cellStarts)
+    starts.push_back(groupStarts[group]);
+  outcome.partition = evaluatePartition(problem, std::move(starts));
+  return outcome;
+}
+
 PartitionOutcome gpipe::partitionLayers(const PartitionProblem &problem) {
   size_t numLayers = problem.layers.size();
   unsigned numCells = problem.numCells;
+  if (!problem.joined.empty()) {
+    if (problem.joined.size() != numLayers + 1)
+      return failure("joined has " +
+                     countOf(problem.joined.size(), "entry", "entries") +
+                     " for " + countOf(numLayers, "layer") + ": expected " +
+                     toString(numLayers + 1) +
+                     ", one per cut position including both ends, or none");
+    if (std::any_of(problem.joined.begin() + 1, problem.joined.end() - 1,
+                    [](const std::string &why) { return !why.empty(); }))
+      return partitionJoined(problem);
+  }
   if (numCells == 0)
     return failure("cannot split " + countOf(numLayers, "layer") +
                    " into 0 cells: expected at least 1 cell");

@@ -114,9 +114,15 @@ Expected bruteForce(const PartitionProblem &problem, U128 *smallestCap) {
   std::vector<unsigned> starts(numCells);
   for (unsigned c = 0; c < numCells; ++c)
     starts[c] = c;
+  auto joinedAt = [&](unsigned start) {
+    return !problem.joined.empty() && !problem.joined[start].empty();
+  };
   while (true) {
     U128 sumSquares = 0, maxCompute = 0, cut = 0, maxMemory = 0;
-    for (unsigned c = 0; c < numCells; ++c) {
+    bool allowed = true;
+    for (unsigned c = 1; c < numCells; ++c)
+      allowed = allowed && !joinedAt(starts[c]);
+    for (unsigned c = 0; allowed && c < numCells; ++c) {
       unsigned begin = starts[c];
       unsigned end = c + 1 < numCells ? starts[c + 1] : numLayers;
       U128 compute = 0;
@@ -129,11 +135,12 @@ Expected bruteForce(const PartitionProblem &problem, U128 *smallestCap) {
       if (c > 0)
         cut += problem.cutBytes[begin];
     }
-    leastMaxMemory = std::min(leastMaxMemory, maxMemory);
+    if (allowed)
+      leastMaxMemory = std::min(leastMaxMemory, maxMemory);
     U128 objective = problem.objective == PartitionObjective::Variance
                          ? sumSquares
                          : maxCompute;
-    if (fitsCap(problem, maxMemory) &&
+    if (allowed && fitsCap(problem, maxMemory) &&
         (!found || objective < best.objective ||
          (objective == best.objective && cut < best.cutBytes))) {
       found = true;
@@ -477,6 +484,58 @@ void gpipe::partition_test::runBruteForceCases(PartitionObjective objective,
   EXPECT_GT(withCap, 1000u);
   EXPECT_GT(failures, 250u);
   EXPECT_LT(failures, 750u);
+}
+
+void gpipe::partition_test::runJoinedCases(PartitionObjective objective,
+                                           uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  unsigned solved = 0, tooFewPlaces = 0;
+  for (unsigned n = 0; n < 1500; ++n) {
+    unsigned numLayers = uniform(rng, 2, 12);
+    unsigned numCells = uniform(rng, 1, std::min(5u, numLayers));
+    PartitionProblem problem =
+        randomProblem(rng, numLayers, numCells, objective);
+    problem.joined.assign(numLayers + 1, "");
+    unsigned places = 0;
+    for (unsigned i = 1; i < numLayers; ++i) {
+      if (uniform(rng, 0, 2) == 0)
+        problem.joined[i] = "mask " + std::to_string(i);
+      else
+        ++places;
+    }
+    if (n % 2 == 0) {
+      U128 leastMax = 0;
+      bruteForce(problem, &leastMax);
+      if (leastMax != ~U128(0))
+        pickCap(rng, problem, leastMax);
+    }
+    Expected expected = bruteForce(problem, nullptr);
+    PartitionOutcome outcome = partitionLayers(problem);
+    std::string context = "case " + std::to_string(n) + ", L=" +
+                          std::to_string(numLayers) +
+                          ", K=" + std::to_string(numCells);
+    if (numCells > places + 1) {
+      // Too few places to cut: said with the first reason.
+      ++tooFewPlaces;
+      EXPECT_FALSE(outcome.succeeded()) << context;
+      EXPECT_NE(outcome.error.find("only " + std::to_string(places) +
+                                   (places == 1 ? " place" : " places")),
+                std::string::npos)
+          << context << ": " << outcome.error;
+      continue;
+    }
+    if (!expected.error.empty()) {
+      // Merged layers are named together in the solver's messages.
+      EXPECT_FALSE(outcome.succeeded()) << context;
+      continue;
+    }
+    ++solved;
+    expectMatches(problem, outcome, expected, context);
+    if (::testing::Test::HasFailure())
+      return;
+  }
+  EXPECT_GT(solved, 700u);
+  EXPECT_GT(tooFewPlaces, 50u);
 }
 
 void gpipe::partition_test::runPlainDpCases(PartitionObjective objective,

@@ -30,6 +30,11 @@ uint64_t uniform(std::mt19937_64 &rng, uint64_t lo, uint64_t hi);
 void runBruteForceCases(PartitionObjective objective, uint64_t seed,
                         CaseOptions options = {});
 
+/// 1,500 problems of up to 12 layers and 5 cells, a third of their cuts
+/// forbidden (`joined`), half of them capped, against the brute force
+/// restricted to the allowed cuts.
+void runJoinedCases(PartitionObjective objective, uint64_t seed);
+
 /// 30 problems of 200 to 320 layers and up to 16 cells against the plain DP.
 void runPlainDpCases(PartitionObjective objective, uint64_t seed,
                      CaseOptions options = {});

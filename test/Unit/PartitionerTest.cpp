@@ -50,6 +50,27 @@ TEST(PartitionerTest, MatchesBruteForceBottleneck) {
   runBruteForceCases(PartitionObjective::Bottleneck, 0xb0771e);
 }
 
+// Cuts that a value of no float type crosses (a mask, indices) are never
+// taken: the optimum over the allowed cuts, and a clear error when fewer
+// places than cells remain.
+TEST(PartitionerTest, MatchesBruteForceWithJoinedLayersVariance) {
+  runJoinedCases(PartitionObjective::Variance, 0x701ed);
+}
+
+TEST(PartitionerTest, MatchesBruteForceWithJoinedLayersBottleneck) {
+  runJoinedCases(PartitionObjective::Bottleneck, 0x701ed2);
+}
+
+TEST(PartitionerTest, ErrorJoinedSizeNamesTheExpectedCount) {
+  PartitionProblem problem =
+      problemFromCompute({1, 2, 3}, 2, PartitionObjective::Variance);
+  problem.joined = {"", "x"};
+  PartitionOutcome outcome = partitionLayers(problem);
+  EXPECT_FALSE(outcome.succeeded());
+  EXPECT_EQ(outcome.error, "joined has 2 entries for 3 layers: expected 4, "
+                           "one per cut position including both ends, or none");
+}
+
 // The memory function gpipe-partition passes (the planner's) replaces the
 // closed form everywhere: the reach of each start, the error messages and the
 // reported cell memory.

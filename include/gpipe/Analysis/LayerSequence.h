@@ -7,6 +7,7 @@
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <string>
 #include <vector>
 
 namespace gpipe {
@@ -17,6 +18,9 @@ struct LayerSequence {
   llvm::SmallVector<LayerOp> layers;
   std::vector<LayerCost> costs;   ///< one per layer
   std::vector<uint64_t> cutBytes; ///< size layers.size() + 1, see PartitionProblem
+  /// Size layers.size() + 1, see PartitionProblem: the cuts that a value of
+  /// another element type than a float (an i1 mask, i32 indices) crosses.
+  std::vector<std::string> joined;
 };
 
 /// Collects the layers directly in `model`'s body. Fails with a diagnostic on

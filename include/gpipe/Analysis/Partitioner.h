@@ -77,6 +77,10 @@ struct PartitionProblem {
   /// Empty, or numCells weights >= 1: cell c costs cellWeights[c] times its
   /// compute. Empty weighs every cell 1.
   std::vector<uint64_t> cellWeights;
+  /// Empty, or size layers.size() + 1: a non-empty joined[i] forbids a cut
+  /// before layer i and says why (a value that no stage boundary carries,
+  /// such as a mask). Layers joined this way always share a cell.
+  std::vector<std::string> joined;
 };
 
 struct Partition {
@@ -100,7 +104,9 @@ struct PartitionOutcome {
   bool succeeded() const { return partition.has_value(); }
 };
 
-/// Solves `problem` exactly. Fails (with a message naming the numbers) when
+/// Solves `problem` exactly, cutting only where `joined` allows (the layers
+/// between allowed cuts solved as one). Fails (with a message naming the
+/// numbers) when
 /// numCells is 0, numCells > number of layers, cutBytes or cellWeights has
 /// the wrong size, a weight is 0, the total compute times the largest weight
 /// or the total of the inner cutBytes overflows 64 bits, a

@@ -100,6 +100,14 @@ struct FormStagesPass
           if (lastUse == cell)
             continue;
           auto type = cast<RankedTensorType>(result.getType());
+          if (!isa<FloatType>(type.getElementType()))
+            return layer.emitOpError()
+                   << "result #" << cast<OpResult>(result).getResultNumber()
+                   << " " << type << " crosses from stage " << cell
+                   << " to stage " << cell + 1
+                   << ", but stages exchange floating-point tensors only; "
+                      "compute it in the stage that reads it (gpipe-partition "
+                      "never cuts there)";
           if (type.getRank() == 0 ||
               type.getDimSize(0) != static_cast<int64_t>(model.getBatch()))
             return layer.emitOpError()

@@ -80,6 +80,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
     PartitionProblem problem;
     problem.layers = sequence->costs;
     problem.cutBytes = sequence->cutBytes;
+    problem.joined = sequence->joined;
     problem.numCells = numStages;
     problem.objective = objective;
     problem.memoryCap = cap;

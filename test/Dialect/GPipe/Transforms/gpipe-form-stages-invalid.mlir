@@ -97,3 +97,22 @@ gpipe.model @twice batch 2 {
   }
   gpipe.return %s : tensor<f32>
 }
+
+// -----
+
+// An i1 mask cannot cross a stage boundary: stages exchange floats, which
+// have gradients to send back (gpipe-partition never cuts there).
+gpipe.model @mask batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  // expected-error @+1 {{'gpipe.layer' op result #0 'tensor<2x3xi1>' crosses from stage 0 to stage 1, but stages exchange floating-point tensors only; compute it in the stage that reads it (gpipe-partition never cuts there)}}
+  %m = gpipe.layer "mask" -> tensor<2x3xi1> attributes {cell = 0 : i64} {
+    %0 = gpipe.gt %x, %x : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xi1>
+    gpipe.yield %0 : tensor<2x3xi1>
+  }
+  %a = gpipe.layer "a" -> tensor<f32> attributes {cell = 1 : i64} {
+    %0 = gpipe.where %m, %x, %x : tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+    %1 = gpipe.mse_loss %0, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %a : tensor<f32>
+}
