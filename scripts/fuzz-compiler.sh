@@ -4,9 +4,9 @@
 # in build-fuzz-compiler/ -- only the libraries it needs; LLVM and MLIR
 # themselves are Debian's, uninstrumented -- and runs it for
 # GPIPE_FUZZ_SECONDS seconds (default 60) from the lit tests' models and the
-# examples, printing how long it ran; then FuzzOnnxImport, the ONNX
-# importer's core, for GPIPE_FUZZ_ONNX_SECONDS (default 30) from the ONNX
-# fixtures. A crash, or a bundle the compiler writes
+# examples, printing how long it ran; alongside it (each one thread),
+# FuzzOnnxImport, the ONNX importer's core, for GPIPE_FUZZ_ONNX_SECONDS
+# (default 30) from the ONNX fixtures. A crash, or a bundle the compiler writes
 # that the runtime refuses, fails the script and leaves the input in
 # build-fuzz-compiler/fuzz/.
 set -euo pipefail
@@ -38,16 +38,19 @@ find "$root/test" "$root/python-free-examples" -name '*.mlir' -size -64k |
 # unpoisoning. Manual poisoning is therefore off: ASan still checks every
 # heap, stack and global access of our code.
 export ASAN_OPTIONS="allow_user_poisoning=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-start=$(date +%s)
-(cd "$work" && "$build/tools/fuzz/FuzzCompile" -max_total_time="$seconds" \
-   -timeout=30 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 corpus \
-   > log.txt 2>&1) || {
-  tail -60 "$work/log.txt"
-  echo "fuzz-compiler: FuzzCompile crashed; the input is in $work" >&2
-  exit 1
+fuzz_compile() {
+  local start runs
+  start=$(date +%s)
+  (cd "$work" && "$build/tools/fuzz/FuzzCompile" -max_total_time="$seconds" \
+     -timeout=30 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 corpus \
+     > log.txt 2>&1) || {
+    tail -60 "$work/log.txt"
+    echo "fuzz-compiler: FuzzCompile crashed; the input is in $work" >&2
+    return 1
+  }
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$' || echo '?')
+  echo "fuzz-compiler: FuzzCompile ran $(( $(date +%s) - start )) s, $runs inputs, no crash"
 }
-runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$' || echo '?')
-echo "fuzz-compiler: FuzzCompile ran $(( $(date +%s) - start )) s, $runs inputs, no crash"
 
 # The ONNX importer, from the fixtures and a few of ONNX's own test models.
 onnx_seconds="${GPIPE_FUZZ_ONNX_SECONDS:-30}"
@@ -58,13 +61,24 @@ for d in /usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d* \
          /usr/share/libonnx-testdata/data/node/test_maxpool_2d_*; do
   [ -f "$d/model.onnx" ] && cp "$d/model.onnx" "$work/onnx/$(basename "$d").onnx"
 done
-start=$(date +%s)
-(cd "$work" && "$build/tools/fuzz/FuzzOnnxImport" -max_total_time="$onnx_seconds" \
-   -timeout=30 -rss_limit_mb=4096 -max_len=300000 -print_final_stats=1 onnx \
-   > onnx-log.txt 2>&1) || {
-  tail -60 "$work/onnx-log.txt"
-  echo "fuzz-compiler: FuzzOnnxImport crashed; the input is in $work" >&2
-  exit 1
+fuzz_onnx_import() {
+  local start runs
+  start=$(date +%s)
+  (cd "$work" && "$build/tools/fuzz/FuzzOnnxImport" -max_total_time="$onnx_seconds" \
+     -timeout=30 -rss_limit_mb=4096 -max_len=300000 -print_final_stats=1 onnx \
+     > onnx-log.txt 2>&1) || {
+    tail -60 "$work/onnx-log.txt"
+    echo "fuzz-compiler: FuzzOnnxImport crashed; the input is in $work" >&2
+    return 1
+  }
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/onnx-log.txt" | grep -o '[0-9]*$' || echo '?')
+  echo "fuzz-compiler: FuzzOnnxImport ran $(( $(date +%s) - start )) s, $runs inputs, no crash"
 }
-runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/onnx-log.txt" | grep -o '[0-9]*$' || echo '?')
-echo "fuzz-compiler: FuzzOnnxImport ran $(( $(date +%s) - start )) s, $runs inputs, no crash"
+
+# The two at once (each is one thread and runs its full time).
+fuzz_compile & compile_pid=$!
+fuzz_onnx_import & onnx_pid=$!
+crashed=0
+wait "$compile_pid" || crashed=1
+wait "$onnx_pid" || crashed=1
+exit "$crashed"

@@ -4,7 +4,7 @@
 # runs the runtime's unit tests (any report fails them: UBSan does not
 # recover, ASan and LeakSanitizer exit non-zero), then each libFuzzer target
 # (runtime/fuzz) for GPIPE_FUZZ_SECONDS seconds (default 60) from its seed
-# corpus, printing how long each ran. A crash fails the script and leaves the
+# corpus, two at a time, printing how long each ran. A crash fails the script and leaves the
 # input in build-sanitize/fuzz-<target>/. Then the C API's contract tests
 # (the conformance table and the concurrent readers) under ThreadSanitizer,
 # built alone in build-tsan/.
@@ -28,7 +28,9 @@ ninja -C "$build" -j"${GPIPE_JOBS:-2}"
 export ASAN_OPTIONS="allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 (cd "$build" && ctest --output-on-failure -j2)
 
-for target in FuzzBundle FuzzIdx FuzzCorpus FuzzRunReport FuzzCApi; do
+# One target for $seconds seconds; 1 if it crashed.
+fuzz_target() {
+  local target=$1 seeds
   case $target in
     FuzzBundle) seeds=bundle ;;
     FuzzIdx) seeds=idx ;;
@@ -36,20 +38,39 @@ for target in FuzzBundle FuzzIdx FuzzCorpus FuzzRunReport FuzzCApi; do
     FuzzRunReport) seeds=report ;;
     FuzzCApi) seeds=capi ;;
   esac
-  work="$build/fuzz-$target"
+  local work="$build/fuzz-$target"
   rm -rf "$work" && mkdir -p "$work/corpus"
   cp "$root/runtime/fuzz/corpus/$seeds"/* "$work/corpus/"
+  local start
   start=$(date +%s)
   (cd "$work" && "$build/runtime/fuzz/$target" -max_total_time="$seconds" \
      -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 corpus \
      > log.txt 2>&1) || {
     tail -40 "$work/log.txt"
     echo "sanitize: $target crashed; the input is in $work" >&2
-    exit 1
+    return 1
   }
+  local runs
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$' || echo '?')
   echo "sanitize: $target ran $(( $(date +%s) - start )) s, $runs inputs, no crash"
+}
+
+# Two targets at a time (each is one thread and runs its full time): the
+# five take three rounds of $seconds seconds rather than five.
+crashed=0
+for pair in "FuzzBundle FuzzIdx" "FuzzCorpus FuzzRunReport" "FuzzCApi"; do
+  pids=()
+  for target in $pair; do
+    fuzz_target "$target" &
+    pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" || crashed=1
+  done
 done
+if [ "$crashed" != 0 ]; then
+  exit 1
+fi
 
 # ThreadSanitizer: the runtime and the C API's contract tests only (the rest
 # runs under ASan above). OpenBLAS is not instrumented: one thread, so that
