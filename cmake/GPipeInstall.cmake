@@ -14,17 +14,33 @@ include(CMakePackageConfigHelpers)
 
 # The shared runtime is the static library's objects, those of every layer
 # (position independent, compiled with hidden visibility: runtime/src): it
-# exports the C API only, the functions gpipe_runtime.h marks GPIPE_API.
+# exports the C API only, the functions gpipe_runtime.h and its parts
+# (gpipe/runtime/capi/*.h, which it includes) mark GPIPE_API.
 # Runtime.hpp, the documented C++ layer, is header-only over it.
 set_target_properties(GPipeRuntime PROPERTIES
   OUTPUT_NAME gpipe_runtime
   EXPORT_NAME runtime_static)
-file(STRINGS ${PROJECT_SOURCE_DIR}/runtime/include/gpipe/runtime/gpipe_runtime.h
-  GPIPE_API_VERSION_LINE REGEX "^#define GPIPE_RUNTIME_API_VERSION [0-9]+")
+file(GLOB GPIPE_C_API_PARTS CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/runtime/include/gpipe/runtime/capi/*.h)
+set(GPIPE_C_API_HEADERS
+  ${PROJECT_SOURCE_DIR}/runtime/include/gpipe/runtime/gpipe_runtime.h
+  ${GPIPE_C_API_PARTS})
+# GPIPE_RUNTIME_API_VERSION, from whichever part defines it (exactly one).
+set(GPIPE_API_VERSION_LINE)
+foreach(header IN LISTS GPIPE_C_API_HEADERS)
+  file(STRINGS ${header} line
+    REGEX "^#define GPIPE_RUNTIME_API_VERSION [0-9]+")
+  list(APPEND GPIPE_API_VERSION_LINE ${line})
+endforeach()
+list(LENGTH GPIPE_API_VERSION_LINE GPIPE_API_VERSION_COUNT)
+if(NOT GPIPE_API_VERSION_COUNT EQUAL 1)
+  message(FATAL_ERROR "the C API headers (${GPIPE_C_API_HEADERS}) define "
+    "GPIPE_RUNTIME_API_VERSION ${GPIPE_API_VERSION_COUNT} times, expected once")
+endif()
 string(REGEX MATCH "[0-9]+$" GPIPE_RUNTIME_API_VERSION "${GPIPE_API_VERSION_LINE}")
-# A new API version in the header configures again (the SOVERSION follows).
+# A new API version in the headers configures again (the SOVERSION follows).
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-  ${PROJECT_SOURCE_DIR}/runtime/include/gpipe/runtime/gpipe_runtime.h)
+  ${GPIPE_C_API_HEADERS})
 # The runtime's dependencies, found here too: imported targets are visible
 # only in the directory that found them (runtime/).
 find_package(ZLIB REQUIRED)
@@ -55,6 +71,7 @@ install(TARGETS GPipeRuntime GPipeRuntimeCore GPipeRuntimeShared
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The runtime's headers, the C API's parts (capi/) among them.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/gpipe/runtime
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gpipe)
 install(EXPORT gpipeRuntimeTargets NAMESPACE gpipe::
