@@ -24,6 +24,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -419,6 +420,12 @@ bool KernelSpec::reduces() const {
   return !steps.empty() && isReductionStep(steps.back().op);
 }
 
+bool KernelSpec::reducesInside() const {
+  return steps.size() > 1 &&
+         llvm::any_of(ArrayRef<KernelStep>(steps).drop_back(),
+                      [](const KernelStep &s) { return isReductionStep(s.op); });
+}
+
 std::string KernelSpec::describe() const {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -440,7 +447,10 @@ std::string KernelSpec::describe() const {
     list(" extents", w->extents);
     os << "]";
   };
-  os << "rank " << rank << ":";
+  os << "rank " << rank;
+  if (rowDims)
+    os << " rows " << rowDims;
+  os << ":";
   auto typeOf = [&](KernelElement element) {
     if (element != KernelElement::F32)
       os << ":" << elementName(element);
@@ -652,10 +662,28 @@ static std::string checkKernel(const KernelSpec &kernel) {
   if (kernel.gathers())
     return checkGather(kernel);
   for (auto [i, step] : llvm::enumerate(kernel.steps))
-    if (isReductionStep(step.op) && i + 1 != kernel.steps.size()) {
-      os << "reduces at step " << i << ", before its last";
+    if (isReductionStep(step.op) && i + 1 != kernel.steps.size() &&
+        !kernel.rowDims) {
+      os << "reduces at step " << i << ", before its last, but has no rows";
       return problem;
     }
+  if (kernel.rowDims) {
+    SmallVector<unsigned> all;
+    for (unsigned d = 0; d < kernel.rank; ++d)
+      all.push_back(d);
+    if (kernel.rowDims >= kernel.rank || kernel.reduces() ||
+        !kernel.reducesInside() || kernel.outputDims != all ||
+        kernel.outputWindow ||
+        llvm::any_of(kernel.inputWindows,
+                     [](const auto &w) { return w.has_value(); })) {
+      os << "has rows but is not a row kernel (rows [0, " << kernel.rowDims
+         << ") of " << kernel.rank
+         << " dimensions, reductions before its last step only, an output "
+            "of every dimension, no windows): "
+         << kernel.describe();
+      return problem;
+    }
+  }
   if (!kernel.inputTypes.empty() &&
       kernel.inputTypes.size() != kernel.numInputs) {
     os << "has " << kernel.inputTypes.size() << " input types for "
@@ -827,6 +855,165 @@ static void buildGather(OpBuilder &b, Location loc, const KernelSpec &kernel,
   func::ReturnOp::create(b, loc, result);
 }
 
+/// A row kernel's body (KernelSpec::rowDims): a loop nest over the rows;
+/// in each, the inputs' parts of the row (a slice over the columns, or the
+/// element of an input without columns), one generic per leading reduction
+/// over the columns (to a 0-D tensor; each reads the results before it),
+/// then one that writes the row. Every generic is marked for the schedule.
+static void buildRowKernel(OpBuilder &b, Location loc, StringRef name,
+                           const KernelSpec &kernel, ValueRange args,
+                           ArrayRef<OpFoldResult> spaceSizes) {
+  const unsigned rows = kernel.rowDims, cols = kernel.rank - rows;
+  MLIRContext *ctx = b.getContext();
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<Value> lower(rows, c0), upper, steps(rows, c1);
+  for (unsigned d = 0; d < rows; ++d)
+    upper.push_back(getValueOrCreateConstantIndexOp(b, loc, spaceSizes[d]));
+  auto colsOf = [&](ArrayRef<unsigned> dims) {
+    SmallVector<unsigned> out;
+    for (unsigned dim : dims)
+      if (dim >= rows)
+        out.push_back(dim);
+    return out;
+  };
+  // A memref's part of the row at `ivs`: its columns, in its own order.
+  auto rowPart = [&](OpBuilder &nb, Location l, Value memref,
+                     ArrayRef<unsigned> dims, ValueRange ivs,
+                     Type element) -> Value {
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    SmallVector<int64_t> shape;
+    for (unsigned dim : dims) {
+      offsets.push_back(dim < rows ? OpFoldResult(ivs[dim])
+                                   : OpFoldResult(nb.getIndexAttr(0)));
+      sizes.push_back(dim < rows ? OpFoldResult(nb.getIndexAttr(1))
+                                 : spaceSizes[dim]);
+      strides.push_back(nb.getIndexAttr(1));
+      if (dim >= rows)
+        shape.push_back(ShapedType::kDynamic);
+    }
+    auto type = RankedTensorType::get(shape, element);
+    return tensor::ExtractSliceOp::create(nb, l, type, memref, offsets, sizes,
+                                          strides);
+  };
+  auto colMap = [&](ArrayRef<unsigned> dims) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned dim : colsOf(dims))
+      exprs.push_back(getAffineDimExpr(dim - rows, ctx));
+    return AffineMap::get(cols, 0, exprs, ctx);
+  };
+  // Each leading reduction's 0-D accumulator, made once (its buffer then
+  // serves every row) and refilled per row.
+  SmallVector<Value> accumulators;
+  for (const KernelStep &step : ArrayRef<KernelStep>(kernel.steps).drop_back())
+    if (isReductionStep(step.op))
+      accumulators.push_back(
+          tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, b.getF32Type()));
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lower, upper, steps, ValueRange{args.back()},
+      [&](OpBuilder &nb, Location l, ValueRange ivs,
+          ValueRange iter) -> scf::ValueVector {
+        // Inputs without columns are one element per row; the others a
+        // slice over the columns, read by each generic.
+        SmallVector<Value> scalars(kernel.numInputs), parts;
+        SmallVector<unsigned> partOf;
+        SmallVector<AffineMap> partMaps;
+        for (unsigned k = 0; k < kernel.numInputs; ++k) {
+          ArrayRef<unsigned> dims = kernel.inputDims[k];
+          KernelElement element = kernel.inputType(k);
+          if (colsOf(dims).empty()) {
+            SmallVector<Value> at;
+            for (unsigned dim : dims)
+              at.push_back(ivs[dim]);
+            scalars[k] = fromStorage(
+                nb, l, tensor::ExtractOp::create(nb, l, args[k], at), element);
+            continue;
+          }
+          partOf.push_back(k);
+          parts.push_back(
+              rowPart(nb, l, args[k], dims, ivs, storageType(nb, element)));
+          partMaps.push_back(colMap(dims));
+        }
+        // The steps at a point of the row, given the parts' elements there.
+        auto stepsAt = [&](OpBuilder &gb, Location gl, ValueRange elems,
+                           ArrayRef<Value> reductions) {
+          SmallVector<Value> inputs(scalars);
+          for (auto [n, k] : llvm::enumerate(partOf))
+            inputs[k] = fromStorage(gb, gl, elems[n], kernel.inputType(k));
+          return *emitKernelSteps(gb, gl, name, kernel, inputs, reductions);
+        };
+        SmallVector<utils::IteratorType> reduction(
+            cols, utils::IteratorType::reduction);
+        SmallVector<Value> results;
+        for (const KernelStep &step : kernel.steps) {
+          if (&step == &kernel.steps.back() || !isReductionStep(step.op))
+            continue;
+          bool max = step.op == "reduce_max";
+          Value identity = arith::ConstantOp::create(
+              nb, l,
+              nb.getF32FloatAttr(max ? -std::numeric_limits<float>::infinity()
+                                     : 0.0f));
+          Value init =
+              linalg::FillOp::create(nb, l, identity,
+                                     accumulators[results.size()])
+                  .getResult(0);
+          SmallVector<AffineMap> maps(partMaps);
+          maps.push_back(AffineMap::get(cols, 0, {}, ctx));
+          auto generic = linalg::GenericOp::create(
+              nb, l, TypeRange{init.getType()}, parts, init, maps, reduction,
+              [&](OpBuilder &gb, Location gl, ValueRange elems) {
+                SmallVector<Value> values =
+                    stepsAt(gb, gl, elems.drop_back(), results);
+                Value v = values[step.operands[0]], acc = elems.back();
+                ScalarBuilder scalar{gb, gl};
+                linalg::YieldOp::create(
+                    gb, gl,
+                    ValueRange{max ? arith::MaximumFOp::create(gb, gl, acc, v)
+                                         .getResult()
+                                   : scalar.add(acc, v)});
+              });
+          generic->setAttr("gpipe.tile", nb.getUnitAttr());
+          Value total = tensor::ExtractOp::create(nb, l, generic.getResult(0),
+                                                  ValueRange{});
+          if (step.op == "reduce_mean")
+            total = ScalarBuilder{nb, l}.div(
+                total, ScalarBuilder{nb, l}.k(float(step.constant("count"))));
+          results.push_back(total);
+        }
+        // The row of the output.
+        SmallVector<unsigned> all;
+        for (unsigned d = 0; d < kernel.rank; ++d)
+          all.push_back(d);
+        Value outRow = rowPart(nb, l, iter[0], all, ivs,
+                               storageType(nb, kernel.outputType));
+        SmallVector<AffineMap> maps(partMaps);
+        maps.push_back(colMap(all));
+        auto generic = linalg::GenericOp::create(
+            nb, l, TypeRange{outRow.getType()}, parts, outRow, maps,
+            SmallVector<utils::IteratorType>(cols,
+                                             utils::IteratorType::parallel),
+            [&](OpBuilder &gb, Location gl, ValueRange elems) {
+              SmallVector<Value> values =
+                  stepsAt(gb, gl, elems.drop_back(), results);
+              linalg::YieldOp::create(
+                  gb, gl, ValueRange{toStorage(gb, gl, values.back())});
+            });
+        generic->setAttr("gpipe.tile", nb.getUnitAttr());
+        SmallVector<OpFoldResult> offsets, sizes,
+            strides(kernel.rank, nb.getIndexAttr(1));
+        for (unsigned d = 0; d < kernel.rank; ++d) {
+          offsets.push_back(d < rows ? OpFoldResult(ivs[d])
+                                     : OpFoldResult(nb.getIndexAttr(0)));
+          sizes.push_back(d < rows ? OpFoldResult(nb.getIndexAttr(1))
+                                   : spaceSizes[d]);
+        }
+        return {tensor::InsertSliceOp::create(nb, l, generic.getResult(0),
+                                              iter[0], offsets, sizes, strides)
+                    .getResult()};
+      });
+  func::ReturnOp::create(b, loc, nest.results[0]);
+}
+
 LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
                                          StringRef name,
                                          const KernelSpec &kernel) {
@@ -890,6 +1077,10 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
   }
   if (kernel.gathers()) {
     buildGather(b, loc, kernel, args);
+    return success();
+  }
+  if (kernel.rowDims) {
+    buildRowKernel(b, loc, name, kernel, args, spaceSizes);
     return success();
   }
   // A windowed memref as the part of it the space covers.
@@ -991,7 +1182,8 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
 
 FailureOr<SmallVector<Value>>
 gpipe::emitKernelSteps(OpBuilder &b, Location loc, StringRef name,
-                       const KernelSpec &kernel, ArrayRef<Value> inputs) {
+                       const KernelSpec &kernel, ArrayRef<Value> inputs,
+                       ArrayRef<Value> reductions) {
   if (std::string problem = checkKernel(kernel); !problem.empty())
     return (emitError(loc) << "kernel '" << name << "': " << problem),
            failure();
@@ -1009,7 +1201,15 @@ gpipe::emitKernelSteps(OpBuilder &b, Location loc, StringRef name,
   ArrayRef<KernelStep> pointwise = kernel.steps;
   if (kernel.reduces())
     pointwise = pointwise.drop_back();
+  size_t nextReduction = 0;
   for (const KernelStep &step : pointwise) {
+    if (isReductionStep(step.op)) { // a row kernel's leading reduction
+      values.push_back(nextReduction < reductions.size()
+                           ? reductions[nextReduction]
+                           : scalar.k(0.0f));
+      ++nextReduction;
+      continue;
+    }
     SmallVector<Value> operands;
     for (unsigned operand : step.operands)
       operands.push_back(values[operand]);

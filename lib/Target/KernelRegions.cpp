@@ -108,6 +108,23 @@ static bool isReduction(const Object &op) {
          name == "reduce_max_count";
 }
 
+/// The axes a reduction op sums over: its `axes`, or for sum_to the
+/// dimensions its result lacks or has as 1 where its operand does not
+/// (aligned at the last).
+static std::vector<int64_t> reducedAxes(const Object &op,
+                                        const ValueInfoFn &info) {
+  if (op.getString("op") != "sum_to")
+    return idsOf(op, "axes");
+  std::vector<int64_t> from = info(idsOf(op, "operands")[0]).shape;
+  std::vector<int64_t> to = info(idsOf(op, "results")[0]).shape;
+  std::vector<int64_t> axes;
+  size_t offset = from.size() - std::min(from.size(), to.size());
+  for (size_t d = 0; d < from.size(); ++d)
+    if (d < offset || (to[d - offset] == 1 && from[d] != 1))
+      axes.push_back(int64_t(d));
+  return axes;
+}
+
 /// Whether `op` is a kernel of its own: a reshape, whose operand's dimensions
 /// do not map to its result's, or an op that reads or writes part of a
 /// value (slice, slice_grad, concat), whose memrefs are not all the space.
@@ -391,29 +408,60 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
     identity[d] = int(d);
 
   // Each value's place in the space, from the last op back: an inner value
-  // is read once, so it has one place; an input read at two places counts
-  // as two inputs (the same buffer, read twice).
+  // read by several steps must have one place in all of them; an input read
+  // at two places counts as two inputs (the same buffer, read twice). A
+  // leading reduction reads a value of the whole space and keeps its rows
+  // (`innerReduced`: the space dimensions it sums over).
   llvm::DenseMap<int64_t, DimMap> placeOf;
   llvm::DenseMap<int64_t, size_t> stepOf; // result id -> op position
   for (size_t k = first; k <= last; ++k)
     stepOf[idsOf(*ops[k].getAsObject(), "results")[0]] = k;
   std::vector<std::vector<DimMap>> operandPlaces(last + 1);
+  llvm::SmallVector<bool> innerReduced(rank, false);
   for (size_t k = last + 1; k-- > first;) {
     const Object &op = *ops[k].getAsObject();
     int64_t result = idsOf(op, "results")[0];
     std::vector<int64_t> operands = idsOf(op, "operands");
+    const bool leading = k != last && isReduction(op);
+    if (leading) {
+      // Its result sits at its operand's rows: the kept axes where they are,
+      // the reduced ones stretched (kept as 1) or gone.
+      std::vector<int64_t> axes = reducedAxes(op, info);
+      DimMap expected;
+      bool keeps = info(result).shape.size() == rank;
+      for (size_t d = 0; d < rank; ++d) {
+        bool reduced = llvm::is_contained(axes, int64_t(d));
+        innerReduced[d] = innerReduced[d] || reduced;
+        if (!reduced || keeps)
+          expected.push_back(reduced ? -1 : int(d));
+      }
+      const DimMap &actual = placeOf[result];
+      bool matches = actual.size() == expected.size();
+      for (size_t i = 0; matches && i < actual.size(); ++i)
+        matches = actual[i] == expected[i] ||
+                  (expected[i] >= 0 && space.shape[expected[i]] == 1);
+      if (!matches) {
+        problem = "a leading reduction's result is read away from its rows";
+        return {};
+      }
+    }
     for (size_t j = 0; j < operands.size(); ++j) {
       std::vector<int64_t> shape = info(operands[j]).shape;
       DimMap place;
-      if (k == last && reduces)
+      if ((k == last && reduces) || leading)
         place = j == 0 ? identity
                        : placeOperand(op, j, shape, space.shape, identity);
       else
         place = placeOperand(op, j, shape, info(result).shape,
                              k == last ? identity : placeOf[result]);
       auto inner = stepOf.find(operands[j]);
-      if (inner != stepOf.end() && inner->second < k)
-        placeOf[operands[j]] = place;
+      if (inner != stepOf.end() && inner->second < k) {
+        auto [at, fresh] = placeOf.try_emplace(operands[j], place);
+        if (!fresh && at->second != place) {
+          problem = "an inner value is read at two places of the space";
+          return {};
+        }
+      }
       operandPlaces[k].push_back(place);
     }
   }
@@ -485,7 +533,7 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
   for (size_t d = 0; d < rank; ++d) {
     if (space.shape[d] == 1)
       continue;
-    llvm::SmallVector<bool> pattern{outputHas[d]};
+    llvm::SmallVector<bool> pattern{outputHas[d], innerReduced[d]};
     for (const auto &input : inputPlaces)
       pattern.push_back(has(input.second, d));
     bool merges = !sizes.empty() && pattern == previous &&
@@ -532,6 +580,30 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
     spec.inputDims.push_back(std::move(dims));
   }
   spec.outputDims = dimsOf([&](size_t d) { return outputHas[d]; });
+  // A row kernel's rows come first: the dimensions its leading reductions
+  // keep, then those they reduce.
+  if (llvm::is_contained(innerReduced, true)) {
+    unsigned rows = 0;
+    bool columns = false;
+    for (size_t d = 0; d < rank; ++d) {
+      if (group[d] < 0)
+        continue;
+      if (innerReduced[d])
+        columns = true;
+      else if (columns) {
+        problem = "its leading reductions keep a dimension after one they "
+                  "reduce";
+        return {};
+      } else
+        rows = unsigned(group[d]) + 1;
+    }
+    if (rows == 0 || !columns) {
+      problem = "its leading reductions reduce no dimension of more than one "
+                "element, or keep none";
+      return {};
+    }
+    spec.rowDims = rows;
+  }
   // A reduced dimension that no input has would have no size.
   for (unsigned dim = 0; dim < spec.rank; ++dim)
     if (!llvm::is_contained(spec.outputDims, dim) &&
@@ -609,35 +681,70 @@ gpipe::fuseKernelRegions(Array &ops, size_t begin, size_t end,
   auto isStepAt = [&](size_t k) {
     return !pinned(k) && isStep(*ops[k].getAsObject(), table);
   };
-  // The op that reads each value, where that is its only read and a step.
-  llvm::DenseMap<int64_t, size_t> soleReader;
+  // The steps that read each value (once per operand).
+  llvm::DenseMap<int64_t, llvm::SmallVector<size_t, 2>> readers;
   for (size_t k = begin; k < end; ++k) {
     const Object &op = *ops[k].getAsObject();
     if (isStepAt(k))
       for (int64_t id : idsOf(op, "operands"))
-        if (uses.lookup(id) == 1)
-          soleReader[id] = k;
+        readers[id].push_back(k);
   }
-  // Backwards: a step joins its reader's run when it is the op just before
-  // the run's first one. `first[last]` is each run's first op.
+  // Backwards: a step joins the run that reads it when every read of its
+  // value is that run's and it is the op just before the run's first one. A
+  // reduction joins only as a leading one: over the trailing axes (never
+  // the batch's) of a value shaped as the run's output, which ends in an
+  // element-wise op, with the axes of the run's other leading reductions
+  // (`rowAxes`). `first[last]` is each run's first op.
   std::vector<size_t> runOf(ops.size()), first(ops.size());
   std::vector<bool> inRun(ops.size(), false);
+  llvm::DenseMap<size_t, std::vector<int64_t>> rowAxes;
+  auto leadingAxes = [&](const Object &op,
+                         size_t run) -> std::optional<std::vector<int64_t>> {
+    const Object &last = *ops[run].getAsObject();
+    llvm::StringRef name = op.getString("op").value_or("");
+    if (!(isReductionStep(name) || name == "sum_to") || isReduction(last))
+      return std::nullopt;
+    std::vector<int64_t> axes = reducedAxes(op, info);
+    std::vector<int64_t> shape = info(idsOf(op, "operands")[0]).shape;
+    if (shape != info(idsOf(last, "results")[0]).shape || axes.empty())
+      return std::nullopt;
+    for (size_t i = 0; i < axes.size(); ++i)
+      if (axes[i] != int64_t(shape.size() - axes.size() + i) || axes[i] == 0)
+        return std::nullopt;
+    auto known = rowAxes.find(run);
+    if (known != rowAxes.end() && known->second != axes)
+      return std::nullopt;
+    return axes;
+  };
   for (size_t k = end; k-- > begin;) {
     const Object &op = *ops[k].getAsObject();
     if (!isStepAt(k))
       continue;
     inRun[k] = true;
-    auto reader = soleReader.find(idsOf(op, "results")[0]);
-    if (!isReduction(op) && !isIsolated(op) && reader != soleReader.end() &&
-        inRun[reader->second] &&
-        !isIsolated(*ops[reader->second].getAsObject()) &&
-        first[runOf[reader->second]] == k + 1) {
-      runOf[k] = runOf[reader->second];
-      first[runOf[k]] = k;
-    } else {
-      runOf[k] = k;
-      first[k] = k;
+    runOf[k] = k;
+    first[k] = k;
+    int64_t result = idsOf(op, "results")[0];
+    auto found = readers.find(result);
+    if (isIsolated(op) || found == readers.end() ||
+        found->second.size() != uses.lookup(result))
+      continue;
+    size_t reader = found->second.front();
+    size_t run = runOf[reader];
+    bool joins = inRun[reader] && first[run] == k + 1;
+    for (size_t r : found->second)
+      joins = joins && inRun[r] && runOf[r] == run &&
+              !isIsolated(*ops[r].getAsObject());
+    std::optional<std::vector<int64_t>> axes;
+    if (joins && isReduction(op)) {
+      axes = leadingAxes(op, run);
+      joins = axes.has_value();
     }
+    if (!joins)
+      continue;
+    if (axes)
+      rowAxes[run] = *axes;
+    runOf[k] = run;
+    first[run] = k;
   }
 
   Array rewritten;

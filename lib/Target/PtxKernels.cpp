@@ -526,6 +526,100 @@ static LogicalResult checkKernel(MLIRContext *ctx, Location loc,
   return failure(failed(values));
 }
 
+/// A row kernel's body (KernelSpec::rowDims): thread `first` takes rows
+/// first, first + step, ...; in each, a pass over the columns per leading
+/// reduction (in column order), then one that writes the row. `indexOf(k,
+/// coords)` is input k's flat index at a point, `loadInput(k, base, index)`
+/// its element there, `elementAt(base, index)` an f32 element's address.
+template <typename IndexOf, typename LoadInput, typename ElementAt>
+static LogicalResult emitRowKernelBody(OpBuilder &b, Location loc,
+                                       const NamedKernel &kernel,
+                                       const BodyArgs &args, IndexOf indexOf,
+                                       LoadInput loadInput,
+                                       ElementAt elementAt) {
+  const KernelSpec &spec = kernel.spec;
+  const unsigned rows = spec.rowDims;
+  Emit e{b, loc};
+  Value rowCount = e.i(1);
+  for (unsigned d = 0; d < rows; ++d)
+    rowCount = e.muli(rowCount, args.sizes[d]);
+  auto rowLoop = scf::ForOp::create(b, loc, args.first, rowCount, args.step);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  SmallVector<Value> coords(spec.rank);
+  Value rest = rowLoop.getInductionVar();
+  for (unsigned d = rows; d-- > 0;) {
+    if (d == 0) {
+      coords[0] = rest;
+      break;
+    }
+    coords[d] = e.remui(rest, args.sizes[d]);
+    rest = e.divui(rest, args.sizes[d]);
+  }
+  // Nested loops over the columns carrying `init`; `body` gives the next
+  // values at each point (coords set).
+  std::function<SmallVector<Value>(unsigned, ValueRange,
+                                   function_ref<SmallVector<Value>(ValueRange)>)>
+      overColumns = [&](unsigned dim, ValueRange init,
+                        function_ref<SmallVector<Value>(ValueRange)> body)
+      -> SmallVector<Value> {
+    if (dim == spec.rank)
+      return body(init);
+    auto loop = scf::ForOp::create(b, loc, e.i(0), args.sizes[dim], e.i(1),
+                                   init);
+    OpBuilder::InsertionGuard inner(b);
+    // Without values to carry the loop has its yield already.
+    if (init.empty())
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+    else
+      b.setInsertionPointToStart(loop.getBody());
+    coords[dim] = loop.getInductionVar();
+    SmallVector<Value> next =
+        overColumns(dim + 1, loop.getRegionIterArgs(), body);
+    if (!init.empty())
+      scf::YieldOp::create(b, loc, next);
+    return SmallVector<Value>(loop.getResults());
+  };
+  SmallVector<Value> results;
+  LogicalResult status = success();
+  auto stepsHere = [&]() -> SmallVector<Value> {
+    SmallVector<Value> elements;
+    for (unsigned k = 0; k < spec.numInputs; ++k)
+      elements.push_back(loadInput(k, args.inputs[k], indexOf(k, coords)));
+    FailureOr<SmallVector<Value>> values =
+        emitKernelSteps(b, loc, kernel.symbol, spec, elements, results);
+    if (failed(values)) {
+      status = failure();
+      return elements;
+    }
+    return *values;
+  };
+  for (const KernelStep &step : ArrayRef<KernelStep>(spec.steps).drop_back()) {
+    if (!isReductionStep(step.op))
+      continue;
+    bool max = step.op == "reduce_max";
+    Value identity = e.f(max ? -std::numeric_limits<float>::infinity() : 0.0f);
+    Value total = overColumns(rows, ValueRange{identity}, [&](ValueRange acc) {
+      Value v = stepsHere()[step.operands[0]];
+      return SmallVector<Value>{
+          max ? arith::MaximumFOp::create(b, loc, acc[0], v).getResult()
+              : e.add(acc[0], v)};
+    })[0];
+    if (step.op == "reduce_mean")
+      total = e.div(total, e.f(float(step.constant("count"))));
+    results.push_back(total);
+  }
+  overColumns(rows, ValueRange{}, [&](ValueRange) {
+    Value value = toStorage(b, loc, stepsHere().back());
+    Value flat = coords[0];
+    for (unsigned d = 1; d < spec.rank; ++d)
+      flat = e.addi(e.muli(flat, args.sizes[d]), coords[d]);
+    LLVM::StoreOp::create(b, loc, value, elementAt(args.output, flat));
+    return SmallVector<Value>{};
+  });
+  return status;
+}
+
 /// Emits at `b` the computation of output elements first, first + step, ...
 /// (the kernel checked).
 static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
@@ -576,6 +670,22 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
       reduced.push_back(dim);
   const KernelStep *reduction = spec.reduces() ? &spec.steps.back() : nullptr;
 
+  auto elementAt = [&](Value base, Value index) {
+    return LLVM::GEPOp::create(b, loc, ptr, f32, base, ValueRange{index},
+                               LLVM::GEPNoWrapFlags::inbounds)
+        .getResult();
+  };
+  // Input k's element at `index` of `base`, as the steps see it.
+  auto loadInput = [&](unsigned k, Value base, Value index) {
+    KernelElement element = spec.inputType(k);
+    Value stored = LLVM::LoadOp::create(b, loc, storageType(b, element),
+                                        elementAt(base, index));
+    return fromStorage(b, loc, stored, element);
+  };
+  if (spec.rowDims)
+    return emitRowKernelBody(b, loc, kernel, args, indexOf, loadInput,
+                             elementAt);
+
   LogicalResult result = success();
   auto loop = scf::ForOp::create(b, loc, args.first, count, args.step);
   OpBuilder::InsertionGuard guard(b);
@@ -619,18 +729,6 @@ static LogicalResult emitKernelBody(OpBuilder &b, Location loc,
       // Clamped into the space, so that the load outside stays in bounds.
       coords[dim] = e.select(inside, point, e.i(0));
     }
-  auto elementAt = [&](Value base, Value index) {
-    return LLVM::GEPOp::create(b, loc, ptr, f32, base, ValueRange{index},
-                               LLVM::GEPNoWrapFlags::inbounds)
-        .getResult();
-  };
-  // Input k's element at `index` of `base`, as the steps see it.
-  auto loadInput = [&](unsigned k, Value base, Value index) {
-    KernelElement element = spec.inputType(k);
-    Value stored = LLVM::LoadOp::create(b, loc, storageType(b, element),
-                                        elementAt(base, index));
-    return fromStorage(b, loc, stored, element);
-  };
   // Input elements read once per output element rather than at each point
   // of a reduction: those of the inputs that lack the reduced dimensions.
   SmallVector<Value> preloaded(spec.numInputs);

@@ -8,7 +8,9 @@
 //    (mul, neg, mul, add: 4 ops, 4 inputs);
 //  - swiglu: silu(a) b, the gate of a SwiGLU feed-forward (2 ops);
 //  - gelu_chain: add, gelu, tanh, relu, mul (5 ops, 3 inputs).
-// And single named ops, generated against the library's kernels.
+// And single named ops, generated against the library's kernels; RMSNorm
+// and softmax over rows of 1,024 as one row kernel (leading reductions)
+// against fewer fused kernels and one per op.
 // At 64 Ki elements (the arrays fit in L2) and 4 Mi (they do not). Counter:
 // elements/s. The ratio of the two rows of a run, measured in one process,
 // is the fusion's gain (docs/Benchmarks.md).
@@ -210,11 +212,38 @@ struct RmsNormKernels {
         {"rms_mean", spec(2, {{0, 1}}, {0}, {meanOfInput})},
         {"rms_mul_rows", spec(2, {{0, 1}, {0}}, {0, 1}, {{"mul", {0, 1}}})},
         {"rms_mul_columns", spec(2, {{0, 1}, {1}}, {0, 1}, {{"mul", {0, 1}}})},
+        // One row kernel (a leading mean): 7.
+        {"rms_row", rows(spec(2, {{0, 1}, {1}}, {0, 1},
+                              {{"mul", {0, 0}},
+                               {"reduce_mean", {2}, {{"count", double(width)}}},
+                               {"rsqrt", {3}},
+                               {"mul", {0, 4}},
+                               {"mul", {5, 1}}}))},
+        // Softmax over each row: one row kernel (8), or a maximum (9), the
+        // shifted exponentials (10), their sum (11) and the division (12).
+        {"softmax_row", rows(spec(2, {{0, 1}}, {0, 1},
+                                  {{"reduce_max", {0}},
+                                   {"sub", {0, 1}},
+                                   {"exp", {2}},
+                                   {"reduce_sum", {3}},
+                                   {"div", {3, 4}}}))},
+        {"softmax_max", spec(2, {{0, 1}}, {0}, {{"reduce_max", {0}}})},
+        {"softmax_exp", spec(2, {{0, 1}, {0}}, {0, 1},
+                             {{"sub", {0, 1}}, {"exp", {2}}})},
+        {"softmax_sum", spec(2, {{0, 1}}, {0}, {{"reduce_sum", {0}}})},
+        {"softmax_div", spec(2, {{0, 1}, {0}}, {0, 1}, {{"div", {0, 1}}})},
     };
+  }
+  static KernelSpec rows(KernelSpec spec) {
+    spec.rowDims = 1;
+    return spec;
   }
 };
 
-void rmsNorm(benchmark::State &state, bool fused) {
+/// How the benchmarks below compute a norm or a softmax.
+enum class RowFusion { PerOp, Trailing, Row, Library };
+
+void rmsNorm(benchmark::State &state, RowFusion fusion) {
   const int64_t rows = state.range(0), width = 1024;
   static std::unique_ptr<dev::LoadedCode> code =
       compileAndLoad(RmsNormKernels::kernels(width));
@@ -241,7 +270,10 @@ void rmsNorm(benchmark::State &state, bool fused) {
   };
   const int64_t n = rows * width;
   for (auto _ : state) {
-    if (fused) {
+    if (fusion == RowFusion::Row) {
+      call(7, {rows, width}, {{0, 1}, {1}}, {0, 1}, {x.data(), g.data()},
+           out.data());
+    } else if (fusion == RowFusion::Trailing) {
       call(0, {rows, width}, {{0, 1}}, {0}, {x.data()}, mean.data());
       call(1, {rows}, {{0}}, {0}, {mean.data()}, r.data());
       call(2, {rows, width}, {{0, 1}, {0}, {1}}, {0, 1},
@@ -262,13 +294,73 @@ void rmsNorm(benchmark::State &state, bool fused) {
       double(n) * state.iterations(), benchmark::Counter::kIsRate);
 }
 void BM_Generated_rmsnorm_Fused(benchmark::State &state) {
-  rmsNorm(state, true);
+  rmsNorm(state, RowFusion::Trailing);
 }
 void BM_Generated_rmsnorm_PerOp(benchmark::State &state) {
-  rmsNorm(state, false);
+  rmsNorm(state, RowFusion::PerOp);
+}
+void BM_Generated_rmsnorm_Row(benchmark::State &state) {
+  rmsNorm(state, RowFusion::Row);
 }
 BENCHMARK(BM_Generated_rmsnorm_Fused)->Arg(64)->Arg(4096);
 BENCHMARK(BM_Generated_rmsnorm_PerOp)->Arg(64)->Arg(4096);
+BENCHMARK(BM_Generated_rmsnorm_Row)->Arg(64)->Arg(4096);
+
+/// Softmax over rows of 1,024: one row kernel against the four kernels the
+/// bundle formed before leading reductions fused (maximum; shift and
+/// exponential; sum; division).
+void softmax(benchmark::State &state, RowFusion fusion) {
+  const int64_t rows = state.range(0), width = 1024;
+  static std::unique_ptr<dev::LoadedCode> code =
+      compileAndLoad(RmsNormKernels::kernels(width));
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  std::vector<float> x(rows * width), m(rows), e(rows * width), sum(rows),
+      out(rows * width);
+  for (float &v : x)
+    v = u(rng);
+  auto call = [&](size_t kernel, std::vector<std::vector<unsigned>> inputDims,
+                  std::vector<unsigned> outputDims,
+                  std::vector<const float *> inputs, float *output) {
+    dev::GeneratedCall c;
+    c.entry = code->entry(kernel);
+    c.inputs = std::move(inputs);
+    c.output = output;
+    c.space = {rows, width};
+    c.inputDims = std::move(inputDims);
+    c.outputDims = std::move(outputDims);
+    dev::runGeneratedRange(c, c.inputs.data(), 0, c.space[0]);
+  };
+  for (auto _ : state) {
+    if (fusion == RowFusion::Library) {
+      gpipe::runtime::cpu::softmaxForward(x.data(), out.data(), rows, width);
+    } else if (fusion == RowFusion::Row) {
+      call(8, {{0, 1}}, {0, 1}, {x.data()}, out.data());
+    } else {
+      call(9, {{0, 1}}, {0}, {x.data()}, m.data());
+      call(10, {{0, 1}, {0}}, {0, 1}, {x.data(), m.data()}, e.data());
+      call(11, {{0, 1}}, {0}, {e.data()}, sum.data());
+      call(12, {{0, 1}, {0}}, {0, 1}, {e.data(), sum.data()}, out.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["elements/s"] = benchmark::Counter(
+      double(rows * width) * state.iterations(), benchmark::Counter::kIsRate);
+}
+void BM_Generated_softmax_Row(benchmark::State &state) {
+  softmax(state, RowFusion::Row);
+}
+void BM_Generated_softmax_PerOp(benchmark::State &state) {
+  softmax(state, RowFusion::PerOp);
+}
+/// The named op's library kernel (gpipe.softmax), one thread.
+void BM_Library_softmax(benchmark::State &state) {
+  softmax(state, RowFusion::Library);
+}
+BENCHMARK(BM_Generated_softmax_Row)->Arg(64)->Arg(4096);
+BENCHMARK(BM_Generated_softmax_PerOp)->Arg(64)->Arg(4096);
+BENCHMARK(BM_Library_softmax)->Arg(64)->Arg(4096);
 
 /// A single named op: its generated kernel against the library's
 /// vectorized CPU kernel (CpuKernels.h), the decision of which runs a lone

@@ -2,7 +2,9 @@
 // (KernelRegions.h): the position table added to every example is a rank-2
 // kernel ([batch, positions x features] with the table lacking dimension 0);
 // RMSNorm's square and mean over the features fuse into one reduction; the
-// gain's gradient sums over the batch and positions (dimension 0 reduced).
+// gain's gradient sums over the batch and positions (dimension 0 reduced);
+// the mean square's gradient is one row kernel: a leading sum over each
+// row's features, then its rsqrt and mean gradients.
 // Each kernel op carries its space at the full batch and whether dimension
 // 0 holds the batch. The general ops need no --gpipe-codegen=native.
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=1 num-microbatches=2" | gpipe-translate --gpipe-to-bundle | FileCheck %s
@@ -14,7 +16,7 @@
 // CHECK: "ops": "rank 3: in0(0,1,2) in1(0,2) -> out(0,2); max_tie(in0,in1)->t0; reduce_sum(t0)->out",
 // CHECK: "ops": "rank 3: in0(0,2) in1(0,1,2) in2(0,2) in3(0,2) -> out(0,1,2); reduce_max_grad(in0,in1,in2,in3)->out",
 // CHECK: "ops": "rank 2: in0(0,1) in1(0,1) -> out(1); mul(in0,in1)->t0; reduce_sum(t0)->out",
-// CHECK: "ops": "rank 2: in0(0) in1(0) -> out(0,1); rsqrt_grad(in0,in1)->t0; reduce_mean_grad[count=8](t0)->out",
+// CHECK: "ops": "rank 2 rows 1: in0(0,1) in1(0,1) in2(0) -> out(0,1); mul(in0,in1)->t0; reduce_sum(t0)->t1; rsqrt_grad(t1,in2)->t2; reduce_mean_grad[count=8](t2)->out",
 
 // CHECK: "forward": [
 // CHECK: "batched": true,

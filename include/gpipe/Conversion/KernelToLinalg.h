@@ -95,6 +95,13 @@ struct KernelSpec {
   /// Per input (empty: all f32), and the output's.
   std::vector<KernelElement> inputTypes;
   KernelElement outputType = KernelElement::F32;
+  /// A row kernel's rows: dimensions [0, rowDims) (0: not a row kernel). Its
+  /// reduction steps come before its last (leading reductions: softmax's
+  /// maximum and sum, a norm's mean) and each reduces the other dimensions,
+  /// the columns, of a value over the whole space; the steps after one read
+  /// its row's result. The output has every dimension. Each row is computed
+  /// apart: a pass over its columns per reduction, then one that writes it.
+  unsigned rowDims = 0;
 
   KernelElement inputType(unsigned k) const {
     return k < inputTypes.size() ? inputTypes[k] : KernelElement::F32;
@@ -126,6 +133,8 @@ struct KernelSpec {
   static KernelSpec elementwise(unsigned numInputs);
   /// Whether the last step is a reduction.
   bool reduces() const;
+  /// Whether a step before the last is a reduction (a row kernel).
+  bool reducesInside() const;
   /// "rank 2: in0(0,1) in1(1) -> out(0,1); add(in0,in1)->t0;
   /// clip[max=6,min=0](t0)->out": the iteration space, the steps with their
   /// constants, the inputs and the intermediate values named; identical
@@ -176,9 +185,15 @@ std::pair<mlir::Value, mlir::Value> wrapIndex(mlir::OpBuilder &b,
 /// reads the one whose part holds the point). Fails (with a diagnostic at `loc`, naming
 /// `name`) on a kernel that buildKernelFunction refuses or on a wrong number
 /// of inputs.
+///
+/// In a row kernel, a reduction step before the last takes its value from
+/// `reductions` (the row's results of the reductions before it, in step
+/// order; a reduction past them is 0: what depends on it is not computed
+/// yet, and dies).
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 emitKernelSteps(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef name,
-                const KernelSpec &kernel, llvm::ArrayRef<mlir::Value> inputs);
+                const KernelSpec &kernel, llvm::ArrayRef<mlir::Value> inputs,
+                llvm::ArrayRef<mlir::Value> reductions = {});
 
 } // namespace gpipe
 
