@@ -232,6 +232,12 @@ struct RmsNormKernels {
                              {{"sub", {0, 1}}, {"exp", {2}}})},
         {"softmax_sum", spec(2, {{0, 1}}, {0}, {{"reduce_sum", {0}}})},
         {"softmax_div", spec(2, {{0, 1}, {0}}, {0, 1}, {{"div", {0, 1}}})},
+        // Its gradient (dy, y): y (dy - sum(dy y)), one row kernel: 13.
+        {"softmax_grad_row", rows(spec(2, {{0, 1}, {0, 1}}, {0, 1},
+                                       {{"mul", {0, 1}},
+                                        {"reduce_sum", {2}},
+                                        {"sub", {0, 3}},
+                                        {"mul", {1, 4}}}))},
     };
   }
   static KernelSpec rows(KernelSpec spec) {
@@ -358,6 +364,45 @@ void BM_Generated_softmax_PerOp(benchmark::State &state) {
 void BM_Library_softmax(benchmark::State &state) {
   softmax(state, RowFusion::Library);
 }
+/// The gradient: one row kernel against the library's softmaxBackward.
+void softmaxGrad(benchmark::State &state, bool library) {
+  const int64_t rows = state.range(0), width = 1024;
+  static std::unique_ptr<dev::LoadedCode> code =
+      compileAndLoad(RmsNormKernels::kernels(width));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> dy(rows * width), y(rows * width), dx(rows * width);
+  for (float &v : dy)
+    v = u(rng) - 0.5f;
+  for (float &v : y)
+    v = u(rng) / float(width);
+  dev::GeneratedCall c;
+  c.entry = code->entry(13);
+  c.inputs = {dy.data(), y.data()};
+  c.output = dx.data();
+  c.space = {rows, width};
+  c.inputDims = {{0, 1}, {0, 1}};
+  c.outputDims = {0, 1};
+  for (auto _ : state) {
+    if (library)
+      gpipe::runtime::cpu::softmaxBackward(y.data(), dy.data(), dx.data(), rows,
+                                           width);
+    else
+      dev::runGeneratedRange(c, c.inputs.data(), 0, rows);
+    benchmark::DoNotOptimize(dx.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["elements/s"] = benchmark::Counter(
+      double(rows * width) * state.iterations(), benchmark::Counter::kIsRate);
+}
+void BM_Generated_softmax_grad_Row(benchmark::State &state) {
+  softmaxGrad(state, false);
+}
+void BM_Library_softmax_grad(benchmark::State &state) {
+  softmaxGrad(state, true);
+}
+BENCHMARK(BM_Generated_softmax_grad_Row)->Arg(64)->Arg(4096);
+BENCHMARK(BM_Library_softmax_grad)->Arg(64)->Arg(4096);
 BENCHMARK(BM_Generated_softmax_Row)->Arg(64)->Arg(4096);
 BENCHMARK(BM_Generated_softmax_PerOp)->Arg(64)->Arg(4096);
 BENCHMARK(BM_Library_softmax)->Arg(64)->Arg(4096);

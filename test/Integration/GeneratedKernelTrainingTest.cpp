@@ -1,10 +1,12 @@
 //===- GeneratedKernelTrainingTest.cpp - Generated kernels across pipelines
 //===//
 //
-// A five-layer model whose activations are general element-wise ops (one
+// A seven-layer model whose activations are general element-wise ops (one
 // generated kernel per run: silu and mul; exp, neg and sigmoid; sin, cos and
-// sub; an RMSNorm's square and row mean, and its broadcasting muls; the
-// gradients' runs in the backward, the gain's summed over the rows) trains
+// sub; an RMSNorm's square and row mean, and its broadcasting muls; a
+// softmax of general ops, whose maximum and sum lead row kernels; the
+// gradients' runs in the backward, the gain's summed over the rows) and a
+// named softmax trains
 // three Adam steps under
 // K = 1, 2 and 4, every schedule and every remat policy, at M = 4 (rows 3,
 // 3, 3, 3). The parameters must equal K = 1's under the same schedule bit
@@ -75,8 +77,23 @@ std::string model() {
                    "    %g = gpipe.param \"g4\" ones : tensor<8xf32>\n"
                    "    %z = gpipe.mul %n, %g : tensor<12x8xf32>, "
                    "tensor<8xf32> -> tensor<12x8xf32>\n") +
+         // Softmax of general ops: row kernels (the maximum and the sum
+         // leading) in the forward and the backward.
+         layer(5, "%l4",
+               "    %m = gpipe.reduce_max %h axes [1] : tensor<12x8xf32> -> "
+               "tensor<12x1xf32>\n"
+               "    %d = gpipe.sub %h, %m : tensor<12x8xf32>, "
+               "tensor<12x1xf32> -> tensor<12x8xf32>\n" +
+                   op("e", "exp", "%d") +
+                   "    %s = gpipe.reduce_sum %e axes [1] : tensor<12x8xf32> "
+                   "-> tensor<12x1xf32>\n"
+                   "    %z = gpipe.div %e, %s : tensor<12x8xf32>, "
+                   "tensor<12x1xf32> -> tensor<12x8xf32>\n") +
+         // The named softmax: the library's kernels, or a row kernel under
+         // codegen=native.
+         layer(6, "%l5", op("z", "softmax", "%h")) +
          "  %loss = gpipe.layer \"loss\" -> tensor<f32> {\n"
-         "    %0 = gpipe.mse_loss %l4, %y : (tensor<12x8xf32>, "
+         "    %0 = gpipe.mse_loss %l6, %y : (tensor<12x8xf32>, "
          "tensor<12x8xf32>) -> tensor<f32>\n"
          "    gpipe.yield %0 : tensor<f32>\n  }\n"
          "  gpipe.return %loss : tensor<f32>\n}\n";
