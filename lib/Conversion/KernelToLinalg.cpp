@@ -355,7 +355,7 @@ bool gpipe::isKernelStepOp(StringRef op) { return arityOf(op) != 0; }
 bool gpipe::isKernelOp(StringRef op) {
   return isKernelStepOp(op) || op == "sum_to" || op == "reduce_max_count" ||
          op == "slice_grad" || op == "concat" || op == "cast" ||
-         op == "gather" || op == "gather_grad" || op == "softmax";
+         op == "gather" || op == "gather_grad";
 }
 
 StringRef gpipe::elementName(KernelElement element) {
@@ -403,7 +403,7 @@ double KernelStep::constant(StringRef name) const {
 bool gpipe::hasLibraryKernel(StringRef op) {
   return llvm::is_contained({"relu", "gelu", "gelu_erf", "tanh", "add",
                              "add_grads", "relu_grad", "gelu_grad",
-                             "gelu_erf_grad", "tanh_grad", "softmax"},
+                             "gelu_erf_grad", "tanh_grad"},
                             op);
 }
 

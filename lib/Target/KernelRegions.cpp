@@ -129,47 +129,9 @@ static std::vector<int64_t> reducedAxes(const Object &op,
 /// do not map to its result's, or an op that reads or writes part of a
 /// value (slice, slice_grad, concat), whose memrefs are not all the space.
 static bool isIsolated(const Object &op) {
-  return llvm::is_contained({"reshape", "slice", "slice_grad", "concat",
-                             "gather", "gather_grad", "softmax"},
-                            op.getString("op").value_or(""));
-}
-
-/// The row kernel of a named softmax over the last axis, over [rows,
-/// columns]: the steps of softmaxForward (CpuKernels.h), the maximum and the
-/// sum as leading reductions. (Its gradient stays the library's, which
-/// measures faster: docs/Architecture.md.)
-static Object buildSoftmaxKernelOp(const Object &op, const ValueInfoFn &info,
-                                   KernelTable &table, std::string &problem) {
-  const std::vector<int64_t> operands = idsOf(op, "operands");
-  const int64_t result = idsOf(op, "results")[0];
-  const ValueInfo value = info(result);
-  if (value.shape.size() < 2) {
-    problem = "a softmax of a 1-D value stays the library's";
-    return {};
-  }
-  int64_t rows = 1;
-  for (size_t d = 0; d + 1 < value.shape.size(); ++d)
-    rows *= value.shape[d];
-  KernelSpec spec;
-  spec.rank = 2;
-  spec.rowDims = 1;
-  spec.outputDims = {0, 1};
-  spec.numInputs = 1;
-  spec.inputDims = {{0, 1}};
-  spec.steps = {{"reduce_max", {0}},
-                {"sub", {0, 1}},
-                {"exp", {2}},
-                {"reduce_sum", {3}},
-                {"div", {3, 4}}};
-  Array operandList;
-  for (int64_t id : operands)
-    operandList.push_back(id);
-  return Object{{"op", "kernel"},
-                {"kernel", int64_t(table.intern(spec))},
-                {"operands", std::move(operandList)},
-                {"results", Array{result}},
-                {"space", Array{rows, value.shape.back()}},
-                {"batched", value.batched && rows != 1}};
+  return llvm::is_contained(
+      {"reshape", "slice", "slice_grad", "concat", "gather", "gather_grad"},
+      op.getString("op").value_or(""));
 }
 
 /// The kernel op of a slice, a slice's gradient, a concat, a gather or a
@@ -412,10 +374,7 @@ static Object buildKernelOp(const Array &ops, size_t first, size_t last,
                             const ValueInfoFn &info, KernelTable &table,
                             std::string &problem) {
   const Object &lastOp = *ops[last].getAsObject();
-  llvm::StringRef lastName = lastOp.getString("op").value_or("");
-  if (lastName == "softmax")
-    return buildSoftmaxKernelOp(lastOp, info, table, problem);
-  if (isIsolated(lastOp) && lastName != "reshape")
+  if (isIsolated(lastOp) && lastOp.getString("op") != "reshape")
     return buildPartialKernelOp(lastOp, info, table, problem);
   if (isIsolated(lastOp)) {
     // A copy over the elements in order: one dimension.

@@ -89,8 +89,7 @@ std::string model() {
                    "-> tensor<12x1xf32>\n"
                    "    %z = gpipe.div %e, %s : tensor<12x8xf32>, "
                    "tensor<12x1xf32> -> tensor<12x8xf32>\n") +
-         // The named softmax: the library's kernels, or a row kernel under
-         // codegen=native.
+         // The named softmax: the library's kernels either way.
          layer(6, "%l5", op("z", "softmax", "%h")) +
          "  %loss = gpipe.layer \"loss\" -> tensor<f32> {\n"
          "    %0 = gpipe.mse_loss %l6, %y : (tensor<12x8xf32>, "

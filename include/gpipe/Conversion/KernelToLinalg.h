@@ -143,8 +143,7 @@ struct KernelSpec {
 };
 
 /// Whether the bundle op `op` becomes kernel steps: a step op itself, or
-/// sum_to (a reduce_sum) or reduce_max_count (max_tie, then a reduce_sum),
-/// a layout op, a gather, or a named softmax (a row kernel).
+/// sum_to (a reduce_sum) or reduce_max_count (max_tie, then a reduce_sum).
 bool isKernelOp(llvm::StringRef op);
 
 /// Whether `op` is a reduction step (reduce_sum, reduce_mean, reduce_max).
@@ -153,9 +152,8 @@ bool isReductionStep(llvm::StringRef op);
 /// Whether `op` (an op's mnemonic) can be a kernel step.
 bool isKernelStepOp(llvm::StringRef op);
 
-/// Whether the runtime also has a kernel of its own for `op` (the bundle's
-/// named element-wise ops and their gradients, softmax); the general ops
-/// have none.
+/// Whether the runtime also has a kernel of its own for step `op` (the
+/// bundle's named element-wise ops); the general ops have none.
 bool hasLibraryKernel(llvm::StringRef op);
 
 /// Adds to `module` a public `func.func @name(in0, ..., out)` over
