@@ -8,9 +8,13 @@
 // stages and 2 micro-batches: a position table broadcast over the batch,
 // RMSNorm's mean over the features, a max over the positions, a sum over the
 // features, and their gradients (dimension 0 reduced for the parameters):
-// 16 kernels, element-wise, broadcasting and reducing. Inputs/slices-ptx.json
+// 15 kernels, element-wise, broadcasting and reducing (one a row kernel). Inputs/slices-ptx.json
 // is gpipe-differentiate-slice-concat.mlir's model: slices with offsets and
-// steps, a concat and their gradients (windowed reads and writes).
+// steps, a concat and their gradients (windowed reads and writes);
+// Inputs/rows-ptx.json bundle-row-kernels.mlir's (row kernels, their leading
+// sums over each row's columns); Inputs/gather-ptx.json
+// gpipe-differentiate-gather.mlir's (gathers and their scatter-adds, i32
+// indices fed as an input).
 //
 // Tolerance: rtol 1e-5, atol 1e-6. The GPU sums a reduced dimension
 // sequentially in row-major order; the CPU's vector code adds tiles as a
@@ -76,7 +80,7 @@ OptimizerConfig plainSgd() {
 TEST(CudaGeneratedKernels, TheBundleCarriesPtxForEveryKernel) {
   // No GPU needed: the committed bundle is what the GPU tests run.
   Bundle bundle = broadcastBundle();
-  ASSERT_EQ(bundle.code.kernels.size(), 16u);
+  ASSERT_EQ(bundle.code.kernels.size(), 15u);
   ASSERT_TRUE(bundle.code.cuda.has_value());
   EXPECT_EQ(bundle.code.cuda->arch, "sm_90");
   bool reduces = false, broadcasts = false;
@@ -114,6 +118,28 @@ TEST(CudaGeneratedKernels, TheSlicesBundleHasWindowedKernels) {
   EXPECT_TRUE(concatenates);
 }
 
+/// The rows bundle leads kernels with row reductions, the gather bundle
+/// gathers and scatters; every kernel has its PTX entry.
+TEST(CudaGeneratedKernels, TheRowsAndGatherBundlesHaveTheirKernels) {
+  for (const char *name : {"rows-ptx.json", "gather-ptx.json"}) {
+    SCOPED_TRACE(name);
+    Bundle bundle = inputBundle(name);
+    ASSERT_TRUE(bundle.code.cuda.has_value());
+    std::string all;
+    for (const GeneratedKernelSpec &kernel : bundle.code.kernels) {
+      EXPECT_TRUE(ptxHasEntry(bundle.code.cuda->ptx, kernel.symbol))
+          << kernel.symbol;
+      all += kernel.ops + "\n";
+    }
+    if (std::string(name) == "rows-ptx.json")
+      EXPECT_NE(all.find(" rows 1:"), std::string::npos) << all;
+    else
+      EXPECT_TRUE(all.find("gather[") != std::string::npos &&
+                  all.find("gather_grad[") != std::string::npos)
+          << all;
+  }
+}
+
 /// Three SGD steps, each from the CPU's parameters: the loss and every
 /// gradient as the CPU backend computes them, for each committed bundle.
 class CudaGeneratedBundles : public ::testing::TestWithParam<const char *> {};
@@ -139,17 +165,27 @@ TEST_P(CudaGeneratedBundles, LossAndGradientsMatchTheCpu) {
   auto gpu = DeviceExecutor::create(bundle, std::move(backend), config, error);
   ASSERT_TRUE(gpu) << error;
 
-  const ModelInputSpec &x = bundle.inputs.at(0);
-  int64_t elements = 1;
-  for (int64_t d : x.shape)
-    elements *= d;
   for (uint64_t step = 1; step <= 3; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     for (const ParamSpec &spec : bundle.params)
       ASSERT_EQ(gpu->setParameter(spec.name, *cpu->parameter(spec.name)), "");
+    // Every input: floats, or indices 0, 1, 2, ... below 3 (in range of any
+    // axis the bundles gather along).
     Batch batch;
-    batch[x.name] =
-        HostTensor::floats(x.shape, randomFloats(size_t(elements), step));
+    for (const ModelInputSpec &input : bundle.inputs) {
+      int64_t elements = 1;
+      for (int64_t d : input.shape)
+        elements *= d;
+      if (input.type == ElementType::I32) {
+        std::vector<int32_t> ids(static_cast<size_t>(elements));
+        for (size_t i = 0; i < ids.size(); ++i)
+          ids[i] = int32_t((i + step) % 3);
+        batch[input.name] = HostTensor::ints(input.shape, std::move(ids));
+      } else {
+        batch[input.name] = HostTensor::floats(
+            input.shape, randomFloats(size_t(elements), step + 7 * batch.size()));
+      }
+    }
     StepResult expected = cpu->trainStep(batch);
     ASSERT_TRUE(expected.ok()) << expected.error;
     StepResult actual = gpu->trainStep(batch);
@@ -170,7 +206,8 @@ TEST_P(CudaGeneratedBundles, LossAndGradientsMatchTheCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Inputs, CudaGeneratedBundles,
                          ::testing::Values("broadcast-ptx.json",
-                                           "slices-ptx.json"),
+                                           "slices-ptx.json", "rows-ptx.json",
+                                           "gather-ptx.json"),
                          [](const auto &info) {
                            std::string name = info.param;
                            return name.substr(0, name.find('-'));

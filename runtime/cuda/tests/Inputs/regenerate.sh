@@ -4,9 +4,14 @@
 # --gpipe-ptx:
 #  - broadcast-ptx.json: test/Target/bundle-broadcast.mlir's model (a
 #    broadcast add, RMSNorm's mean over the features, a max over the
-#    positions, a sum, and their gradients: 16 generated kernels);
+#    positions, a sum, and their gradients: 15 generated kernels);
 #  - slices-ptx.json: gpipe-differentiate-slice-concat.mlir's (slices with
-#    offsets and steps, a concat, their gradients: windows read and written). Only the baseline x86-64 CPU variant is
+#    offsets and steps, a concat, their gradients: windows read and written);
+#  - rows-ptx.json: test/Target/bundle-row-kernels.mlir's (row kernels: a
+#    softmax's and an RMSNorm's gradients led by their row sums);
+#  - gather-ptx.json: gpipe-differentiate-gather.mlir's (gathers with
+#    constant and per-example indices, a table's rows, their gradients).
+# Only the baseline x86-64 CPU variant is
 # kept (the CPU backend's reference runs on any x86-64), then the bundle is
 # sealed again. Needs a build with the compiler: BIN=<build>/bin.
 set -eu
@@ -34,3 +39,6 @@ PY
 seal "$ROOT/test/Target/bundle-broadcast.mlir" "$HERE/broadcast-ptx.json"
 seal "$ROOT/test/Dialect/GPipe/Transforms/gpipe-differentiate-slice-concat.mlir" \
   "$HERE/slices-ptx.json"
+seal "$ROOT/test/Target/bundle-row-kernels.mlir" "$HERE/rows-ptx.json"
+seal "$ROOT/test/Dialect/GPipe/Transforms/gpipe-differentiate-gather.mlir" \
+  "$HERE/gather-ptx.json"
