@@ -2,15 +2,17 @@
 //
 // Flattens each stage's layers into one op list over numbered values, pairs
 // the stage backward's recompute ops with the forward ops they copy (same
-// value ids; RecomputeCopies.h), numbers the gradient values after them, and
-// copies the schedule. The JSON
-// layout is docs/BundleFormat.md.
+// value ids; RecomputeCopies.h), numbers the gradient values after them (the
+// values and ops as BundleOps.cpp writes them), and copies the schedule
+// (BundleSchedule.cpp). The JSON layout is docs/BundleFormat.md.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/Target/BundleEmitter.h"
-#include "gpipe/Target/BatchPlacement.h"
-#include "gpipe/Analysis/MemoryPlanner.h"
+
+#include "BundleOps.h"
+#include "BundleSchedule.h"
+
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "gpipe/Dialect/GPipe/Transforms/Passes.h"
 #include "gpipe/Dialect/GPipe/Transforms/RecomputeCopies.h"
@@ -25,7 +27,6 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Base64.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -38,129 +39,8 @@
 
 using namespace mlir;
 using namespace gpipe;
+using namespace gpipe::bundle_detail;
 namespace json = llvm::json;
-
-namespace {
-/// Numbers the values of one stage and describes them.
-class ValueTable {
-public:
-  ValueTable(int64_t batch) : batch(batch) {}
-
-  /// `batched` says whether the value is per example (decided by dataflow:
-  /// a weight's first dimension may well equal the batch).
-  int define(Value value, bool batched) {
-    int id = specs.size();
-    ids[value] = id;
-    auto type = cast<RankedTensorType>(value.getType());
-    json::Array shape;
-    for (int64_t dim : type.getShape())
-      shape.push_back(dim);
-    batched = batched && type.getRank() > 0 && type.getDimSize(0) == batch;
-    batchedIds.push_back(batched);
-    shapes.emplace_back(type.getShape().begin(), type.getShape().end());
-    Type element = type.getElementType();
-    elements.push_back(element.isInteger(1)    ? KernelElement::I1
-                       : element.isInteger()   ? KernelElement::I32
-                                               : KernelElement::F32);
-    specs.push_back(json::Object{
-        {"shape", std::move(shape)},
-        {"type", type.getElementType().isInteger() ? "i32" : "f32"},
-        {"batched", batched}});
-    return id;
-  }
-  bool isBatched(int id) const { return batchedIds[id]; }
-  int64_t batchSize() const { return batch; }
-  /// What the kernel fusion needs of value `id`.
-  ValueInfo info(int64_t id) const {
-    if (id < 0 || size_t(id) >= shapes.size())
-      return {};
-    return {shapes[id], batchedIds[id], elements[id]};
-  }
-  void alias(Value value, int id) { ids[value] = id; }
-  FailureOr<int> lookup(Operation *user, Value value) const {
-    auto it = ids.find(value);
-    if (it == ids.end())
-      return user->emitOpError() << "uses a value the bundle cannot name";
-    return it->second;
-  }
-  json::Array takeSpecs() { return std::move(specs); }
-
-private:
-  int64_t batch;
-  llvm::DenseMap<Value, int> ids;
-  json::Array specs;
-  std::vector<bool> batchedIds;
-  std::vector<std::vector<int64_t>> shapes;
-  std::vector<KernelElement> elements;
-};
-} // namespace
-
-/// The bundle op of a compute or gradient op: the op table's row named by its
-/// mnemonic (a gpipe.add of a backward, not a recompute copy, sums two
-/// gradients: add_grads), or nothing. `param` and `accumulate_grad` carry a
-/// name and are written by the stage emission itself.
-static std::optional<runtime::OpKind> bundleOpKind(Operation *op) {
-  if (op->getName().getDialectNamespace() != "gpipe" ||
-      isa<ParamOp, AccumulateGradOp>(op))
-    return std::nullopt;
-  if (isa<AddOp>(op) && op->getParentOfType<StageBackwardOp>() &&
-      !op->hasAttr(kRecomputeAttr))
-    return runtime::OpKind::AddGrads;
-  std::optional<runtime::OpKind> kind =
-      runtime::opKindNamed(op->getName().stripDialect().str());
-  if (kind &&
-      runtime::resultCountOf(runtime::opInfo(*kind), op->getNumOperands()) !=
-          op->getNumResults())
-    return std::nullopt;
-  return kind;
-}
-
-/// Op-specific attributes.
-static void addAttributes(Operation *op, json::Object &out) {
-  if (std::optional<runtime::WindowAttrs> window = getWindowAttrs(op)) {
-    auto pair = [](const int64_t(&values)[2]) {
-      return json::Array{values[0], values[1]};
-    };
-    if (isa<Conv2dOp, Conv2dGradOp>(op)) {
-      out["groups"] = window->groups;
-    } else {
-      out["window"] = pair(window->window);
-    }
-    out["stride"] = pair(window->stride);
-    out["padding"] = pair(window->padding);
-  }
-  llvm::TypeSwitch<Operation *>(op)
-      .Case<LayerNormOp, LayerNormGradOp>([&](auto norm) {
-        out["epsilon"] = norm.getEpsilon().convertToDouble();
-      })
-      .Case([&](BatchNormOp norm) {
-        out["epsilon"] = norm.getEpsilon().convertToDouble();
-        out["momentum"] = norm.getMomentum().convertToDouble();
-      })
-      .Case<AttentionOp, AttentionGradOp>([&](auto attention) {
-        out["heads"] = int64_t(attention.getHeads());
-        out["causal"] = attention.getCausal();
-      })
-      .Case([&](MatmulOp matmul) {
-        // The runtime's names; written only when set.
-        if (matmul.getTransposeLhs())
-          out["transpose_a"] = true;
-        if (matmul.getTransposeRhs())
-          out["transpose_b"] = true;
-      })
-      .Case([&](DropoutOp dropout) {
-        out["rate"] = dropout.getRate().convertToDouble();
-        out["seed"] = uint64_t(dropout.getSeed());
-      })
-      .Case([&](DropoutGradOp grad) {
-        // The mask is the forward dropout's.
-        auto forward = grad.getForward().getDefiningOp<DropoutOp>();
-        if (forward) {
-          out["rate"] = forward.getRate().convertToDouble();
-          out["seed"] = uint64_t(forward.getSeed());
-        }
-      });
-}
 
 /// Marks the pairs of chooseLibraryFusions with `fuse`.
 static void markFusions(json::Array &ops) {
@@ -168,96 +48,6 @@ static void markFusions(json::Array &ops) {
   for (size_t i = 0; i < ops.size(); ++i)
     if (fusions[i] != runtime::FusionKind::None)
       (*ops[i].getAsObject())["fuse"] = runtime::fusionName(fusions[i]);
-}
-
-/// forward's ids).
-static LogicalResult emitOp(Operation *op, ValueTable &values,
-                            json::Array &list, bool defineResults,
-                            bool dropUnused = false) {
-  // A general element-wise op is written by its mnemonic, for
-  // fuseStageKernels to turn into a kernel.
-  std::string name;
-  const bool generated = op->hasTrait<gpipe::traits::GeneratedKernel>();
-  // An add whose operands are not of its result's shape: generated.
-  const bool broadcasts =
-      isa<AddOp>(op) && (op->getOperand(0).getType() != op->getResultTypes()[0] ||
-                         op->getOperand(1).getType() != op->getResultTypes()[0]);
-  if (generated)
-    name = op->getName().stripDialect().str();
-  else if (std::optional<runtime::OpKind> kind = bundleOpKind(op))
-    name = runtime::opKindName(*kind);
-  else
-    return op->emitOpError() << "cannot be written to a bundle";
-  json::Array operands, results;
-  SmallVector<bool> operandBatched;
-  for (Value operand : op->getOperands()) {
-    FailureOr<int> id = values.lookup(op, operand);
-    if (failed(id))
-      return failure();
-    operands.push_back(*id);
-    operandBatched.push_back(values.isBatched(*id));
-  }
-  if (generated || broadcasts)
-    if (failed(checkBatchPlacement(op, values.batchSize(), operandBatched)))
-      return failure();
-  if (auto matmul = dyn_cast<MatmulOp>(op))
-    if (failed(checkMatmulPlacement(matmul, operandBatched)))
-      return failure();
-  for (OpResult result : op->getResults()) {
-    // Half of a split dense or layer-norm gradient: the other half's result
-    // is not computed (its id is kept, as the memory description numbers
-    // it); nor is an input gradient nothing reads.
-    if ((dropUnused && result.use_empty()) || isUnreadInputGradient(result)) {
-      if (defineResults)
-        values.define(result, isPerExampleResult(result, operandBatched));
-      results.push_back(-1);
-      continue;
-    }
-    if (defineResults) {
-      results.push_back(
-          values.define(result, isPerExampleResult(result, operandBatched)));
-      continue;
-    }
-    FailureOr<int> id = values.lookup(op, result);
-    if (failed(id))
-      return failure();
-    results.push_back(*id);
-  }
-  json::Object out{{"op", name},
-                   {"operands", std::move(operands)},
-                   {"results", std::move(results)}};
-  addAttributes(op, out);
-  if (broadcasts)
-    out["broadcast"] = true;
-  // A general op's constants (clip's bounds) go into its kernel's steps, and
-  // so do the axes of a reduction (and a mean's count).
-  if (generated)
-    for (NamedAttribute attr : op->getAttrs()) {
-      if (auto value = dyn_cast<FloatAttr>(attr.getValue()))
-        out[attr.getName().strref()] = value.getValueAsDouble();
-      if (auto value = dyn_cast<IntegerAttr>(attr.getValue()))
-        out[attr.getName().strref()] = value.getInt();
-      auto list = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-      if (list && attr.getName() != "axes")
-        out[attr.getName().strref()] = json::Array(list.asArrayRef());
-      if (auto axes = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-          axes && attr.getName() == "axes") {
-        json::Array list;
-        int64_t count = 1;
-        auto full = cast<RankedTensorType>(
-            isa<ReduceMeanGradOp>(op) ? op->getResult(0).getType()
-                                      : op->getOperand(0).getType());
-        for (int64_t axis : axes.asArrayRef()) {
-          list.push_back(axis);
-          count *= full.getDimSize(axis);
-        }
-        out[attr.getName().strref()] = std::move(list);
-        if (isa<ReduceMeanOp, ReduceMeanGradOp>(op))
-          out["count"] = count;
-      }
-    }
-  list.push_back(std::move(out));
-  return success();
 }
 
 namespace {
@@ -416,124 +206,6 @@ static FailureOr<StageEmission> emitStage(StageOp stage,
   if (split)
     out.stage["weights_from"] = weightsFrom.value_or(int64_t(numGrads));
   return out;
-}
-
-/// The number of programs (devices) of `schedule`: one per stage, or one per
-/// virtual_stages stages under interleaving.
-static unsigned numDevicesOf(ScheduleOp schedule, ModelOp model) {
-  return getStagesCount(model) / schedule.getVirtualStages().value_or(1);
-}
-
-static FailureOr<json::Array> emitPrograms(ScheduleOp schedule, ModelOp model) {
-  json::Array programs;
-  SmallVector<ProgramOp> ordered(numDevicesOf(schedule, model));
-  for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>()) {
-    if (program.getDevice() >= ordered.size())
-      return program.emitOpError() << "is for a device the model does not have";
-    ordered[program.getDevice()] = program;
-  }
-  for (auto [device, program] : llvm::enumerate(ordered)) {
-    if (!program)
-      return schedule.emitOpError() << "has no program for device " << device;
-    json::Array instrs;
-    for (Operation &op : program.getBody().front()) {
-      json::Object instr =
-          llvm::TypeSwitch<Operation *, json::Object>(&op)
-              .Case([](LoadInputOp o) {
-                json::Object out{{"op", "load_input"},
-                                 {"name", o.getName()},
-                                 {"mb", int64_t(o.getMb())}};
-                if (o.getStage())
-                  out["stage"] = int64_t(*o.getStage());
-                return out;
-              })
-              .Case<ForwardOp, BackwardOp, BackwardWeightsOp>([&](auto o) {
-                StageOp stage = model.lookupStage(o.getStage());
-                return json::Object{
-                    {"op", o->getName().stripDialect()},
-                    {"stage", stage ? int64_t(stage.getIndex()) : int64_t(-1)},
-                    {"mb", int64_t(o.getMb())}};
-              })
-              .Case<SendActivationOp, RecvActivationOp, SendGradientOp,
-                    RecvGradientOp>([](auto o) {
-                json::Object out{{"op", o->getName().stripDialect()},
-                                 {"peer", int64_t(o.getPeer())},
-                                 {"mb", int64_t(o.getMb())},
-                                 {"channel", int64_t(o.getChannel())}};
-                if (o.getStage())
-                  out["stage"] = int64_t(*o.getStage());
-                return out;
-              })
-              .Case([](OptimizerStepOp) {
-                return json::Object{{"op", "optimizer_step"}};
-              })
-              .Default([](Operation *) { return json::Object(); });
-      if (instr.empty())
-        return op.emitOpError() << "is not a schedule instruction";
-      instrs.push_back(std::move(instr));
-    }
-    programs.push_back(std::move(instrs));
-  }
-  return programs;
-}
-
-/// The per-device plans of gpipe-plan-memory with every buffer's placement:
-/// the runtime takes its buffers from them and plans nothing itself.
-static FailureOr<json::Object> emitMemoryPlan(ModelOp model,
-                                              ScheduleOp schedule) {
-  SmallVector<ProgramOp> programs(numDevicesOf(schedule, model));
-  for (ProgramOp program : schedule.getBody().front().getOps<ProgramOp>())
-    if (program.getDevice() < programs.size())
-      programs[program.getDevice()] = program;
-  json::Array devices;
-  std::optional<int64_t> slots;
-  for (auto [device, program] : llvm::enumerate(programs)) {
-    if (!program)
-      return schedule.emitOpError() << "has no gpipe.program for device "
-                                    << device << " of " << programs.size();
-    auto plan = program->getAttrOfType<DictionaryAttr>("gpipe.memory");
-    if (!plan)
-      return program.emitOpError()
-             << "has no gpipe.memory plan; run gpipe-plan-memory first "
-                "(gpipe-compile does): the runtime places buffers only where "
-                "the compiler planned them";
-    auto get = [&](StringRef key) -> std::optional<int64_t> {
-      auto value = plan.getAs<IntegerAttr>(key);
-      return value ? std::optional<int64_t>(value.getInt()) : std::nullopt;
-    };
-    std::optional<int64_t> resident = get("resident_bytes"),
-                           peak = get("peak_bytes"), arena = get("arena_bytes"),
-                           count = get("num_buffers");
-    slots = get("optimizer_slots");
-    if (!resident || !peak || !arena || !slots || !count)
-      return program.emitOpError()
-             << "has a gpipe.memory plan without resident_bytes, peak_bytes, "
-                "arena_bytes, num_buffers and optimizer_slots";
-    auto placement =
-        program->getAttrOfType<DenseI64ArrayAttr>("gpipe.placement");
-    if (!placement)
-      return program.emitOpError()
-             << "has " << *count << " buffers, more than the "
-             << kMaxPlacedBuffers
-             << " whose placement a bundle carries per device; use more "
-                "stages or fewer micro-batches";
-    ArrayRef<int64_t> words = placement.asArrayRef();
-    if (words.size() != size_t(*count) * kPlacedBufferWords)
-      return program.emitOpError()
-             << "has a gpipe.placement of " << words.size()
-             << " words, expected " << kPlacedBufferWords << " for each of its "
-             << *count << " buffers";
-    json::Array buffers;
-    for (size_t i = 0; i < words.size(); i += kPlacedBufferWords)
-      buffers.push_back(
-          json::Array(llvm::ArrayRef(words.data() + i, kPlacedBufferWords)));
-    devices.push_back(json::Object{{"resident_bytes", *resident},
-                                   {"peak_bytes", *peak},
-                                   {"arena_bytes", *arena},
-                                   {"buffers", std::move(buffers)}});
-  }
-  return json::Object{{"optimizer_slots", slots.value_or(0)},
-                      {"devices", std::move(devices)}};
 }
 
 unsigned gpipe::getStagesCount(ModelOp model) {
