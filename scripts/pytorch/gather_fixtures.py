@@ -36,6 +36,7 @@ def cases():
         "table_rows": (lambda x, p, idx, ids: x + p[idx[:3]], (6, 5)),
         "gather_twice": (lambda x, p, idx, ids: columns_batched(
             torch.tanh((x * p)[:, idx]), ids), (3, 5)),
+        "vector_table": (lambda x, p, idx, ids: x * p[idx[:3]].reshape(3, 1), (6,)),
     }
 
 

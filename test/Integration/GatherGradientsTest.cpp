@@ -156,6 +156,19 @@ std::vector<Case> cases() {
            v = std::tanh(v);
          return gatherBatched(r, 2);
        }},
+      // A 1-D table: a kernel over a unit dimension in front.
+      {"vector_table", {6}, {4, 3, 5}, 3,
+       "%r = gpipe.gather %p[%i] axis 0 : tensor<6xf32>, tensor<3xi32> -> "
+       "tensor<3xf32>\n"
+       "%c = gpipe.reshape %r : tensor<3xf32> -> tensor<3x1xf32>\n"
+       "%z = gpipe.mul %x, %c : " + x + ", tensor<3x1xf32> -> " + x,
+       [](const T &x, const T &p) {
+         T r = gather(p, 0, {kIdx.begin(), kIdx.begin() + 3});
+         T out = x;
+         for (size_t n = 0; n < out.v.size(); ++n)
+           out.v[n] *= r.v[(n / 5) % 3];
+         return out;
+       }},
   };
 }
 
