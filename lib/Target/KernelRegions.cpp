@@ -85,6 +85,15 @@ Array KernelTable::describe() const {
       types.push_back(storageName(spec.outputType));
       item["types"] = std::move(types);
     }
+    // A gather's indices (input 1) index its table's axis, whose extent the
+    // runtime checks indices from the batch against.
+    if (spec.gathers()) {
+      unsigned axis = unsigned(spec.steps[0].constant("axis"));
+      const KernelWindow *table = spec.steps[0].op == "gather"
+                                      ? spec.inputWindow(0)
+                                      : &*spec.outputWindow;
+      item["indexBounds"] = Array{int64_t(0), table->extents[axis]};
+    }
     list.push_back(std::move(item));
   }
   return list;

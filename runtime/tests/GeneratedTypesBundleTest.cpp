@@ -147,7 +147,8 @@ TEST(GeneratedTypesBundle, ReaderChecksTheNames) {
                  j["code"]["kernels"][kWhere]["typez"] = Json::array();
                }),
                "code.kernels[11]: unknown key 'typez'; expected one of symbol, "
-               "inputs, ops, rank, inputDims, outputDims, extents, types");
+               "inputs, ops, rank, inputDims, outputDims, extents, types, "
+               "indexBounds");
 }
 
 TEST(GeneratedTypesBundle, ValidationCountsTheTypes) {

@@ -13,7 +13,8 @@
 //  - PyTorch autograd (advanced indexing) on committed fixtures
 //    (test/Integration/Inputs/gather-autograd.json,
 //    scripts/pytorch/gather_fixtures.py).
-// An index outside its axis reads NaN, which the non-finite guard reports.
+// An index from the batch outside its axis is refused before the step runs;
+// a computed one reads NaN, which the non-finite guard reports.
 //
 //===----------------------------------------------------------------------===//
 
@@ -234,7 +235,8 @@ struct Trained {
 Trained trainOneStep(const Case &c, unsigned k, const std::vector<float> &x,
                      const std::vector<float> &y, const std::vector<float> &p,
                      const std::vector<int32_t> &ids = kIds,
-                     bool checkFinite = false) {
+                     bool checkFinite = false,
+                     const std::vector<int32_t> &idx = kIdx) {
   Trained out;
   gpipe::testing::Compiled compiled =
       compile(model(c), k, /*m=*/2, gpipe::RematPolicy::Full);
@@ -253,8 +255,8 @@ Trained trainOneStep(const Case &c, unsigned k, const std::vector<float> &x,
     EXPECT_EQ(executor->setParameter("p", p), "");
   if (c.idxCount)
     EXPECT_EQ(executor->setParameter(
-                  "idx", std::vector<float>(kIdx.begin(),
-                                            kIdx.begin() + c.idxCount)),
+                  "idx", std::vector<float>(idx.begin(),
+                                            idx.begin() + c.idxCount)),
               "");
   out.p = *executor->parameter("p");
   rt::Batch batch;
@@ -353,19 +355,36 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, GatherGradients, ::testing::ValuesIn(cases()),
     [](const ::testing::TestParamInfo<Case> &info) { return info.param.name; });
 
-// An index past the axis (5 of 5 positions) reads NaN rather than memory
-// outside the tensor: the loss is NaN, and the non-finite guard says so.
-TEST(GatherOutOfRange, ReadsNaNAndTheGuardReportsIt) {
-  const Case c = cases()[1]; // columns_batched
+// Indices from the batch are checked before anything runs, as embedding
+// ids are: one past either end of the axis (5 positions) is refused with
+// the op and the place. Indices computed in the model (a frozen parameter
+// cast) are not the batch's: one out of range reads NaN rather than memory
+// past the tensor, and the non-finite guard says so.
+TEST(GatherOutOfRange, IndicesFromTheBatchAreRefusedComputedOnesReadNaN) {
   std::mt19937 rng(5);
-  std::vector<float> x = randomValues(kX, rng), y = randomValues(c.z, rng);
-  std::vector<int32_t> ids = kIds;
-  ids[7] = 5;
-  Trained unguarded = trainOneStep(c, 1, x, y, {}, ids);
+  std::vector<float> x = randomValues(kX, rng);
+  const Case batched = cases()[1]; // columns_batched
+  std::vector<float> y = randomValues(batched.z, rng);
+  for (int32_t bad : {5, -6}) {
+    std::vector<int32_t> ids = kIds;
+    ids[7] = bad;
+    Trained refused = trainOneStep(batched, 2, x, y, {}, ids);
+    EXPECT_NE(refused.error.find("gather index " + std::to_string(bad) +
+                                 " outside [-5, 5) at position 7 of the "
+                                 "micro-batch, in forward op"),
+              std::string::npos)
+        << refused.error;
+  }
+  const Case constant = cases()[0]; // rows_constant: 3 positions
+  std::vector<float> yc = randomValues(constant.z, rng);
+  std::vector<int32_t> idx = kIdx;
+  idx[2] = 3;
+  Trained unguarded =
+      trainOneStep(constant, 1, x, yc, {}, kIds, /*checkFinite=*/false, idx);
   EXPECT_EQ(unguarded.error, "");
   EXPECT_TRUE(std::isnan(unguarded.loss));
-  ids[7] = -6;
-  Trained guarded = trainOneStep(c, 2, x, y, {}, ids, /*checkFinite=*/true);
+  Trained guarded =
+      trainOneStep(constant, 2, x, yc, {}, kIds, /*checkFinite=*/true, idx);
   EXPECT_NE(guarded.error.find("is nan"), std::string::npos) << guarded.error;
 }
 

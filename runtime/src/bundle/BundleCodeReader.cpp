@@ -194,7 +194,7 @@ bool Reader::readCode(const Json &root, GeneratedCode &out) {
     if (!expectObject(item, at) ||
         !checkKeys(item, at,
                    {"symbol", "inputs", "ops", "rank", "inputDims",
-                    "outputDims", "extents", "types"}) ||
+                    "outputDims", "extents", "types", "indexBounds"}) ||
         !getString(item, at, "symbol", spec.symbol) ||
         !getIndex(item, at, "inputs", spec.inputs) ||
         !getString(item, at, "ops", spec.ops) ||
@@ -368,7 +368,8 @@ bool Reader::readKernelDims(const Json &item, const std::string &at,
       return false;
   if (!readDims(*outputDims, at, "outputDims", spec.rank, spec.outputDims))
     return false;
-  if (!readExtents(item, at, spec) || !readTypes(item, at, spec))
+  if (!readExtents(item, at, spec) || !readTypes(item, at, spec) ||
+      !readIndexBounds(item, at, spec))
     return false;
   // In range: what is left is the order and the reduced dimensions, and
   // the extents' counts and values.
@@ -434,6 +435,38 @@ bool Reader::readTypes(const Json &item, const std::string &at,
                   "expected '" + indexPath("types", m) +
                       "' as \"f32\" or \"i32\", found " +
                       (type.is_string() ? shortText(type) : describe(type)));
+  }
+  return true;
+}
+
+bool Reader::readIndexBounds(const Json &item, const std::string &at,
+                             GeneratedKernelSpec &spec) {
+  const Json *bounds;
+  if (!lookup(item, at, "indexBounds", false, bounds))
+    return false;
+  if (!bounds)
+    return true;
+  if (!bounds->is_array())
+    return fail(at, "expected an array 'indexBounds', found " +
+                        describe(*bounds));
+  if (bounds->size() != spec.inputs)
+    return fail(at, "expected 'indexBounds' with " +
+                        plural(spec.inputs, "entry", "entries") +
+                        " (one per input), found " +
+                        std::to_string(bounds->size()));
+  spec.indexBounds.assign(spec.inputs, 0);
+  for (size_t k = 0; k < spec.inputs; ++k) {
+    const std::string name = indexPath("indexBounds", k);
+    if (!integerValue((*bounds)[k], indexPath(at + "." + "indexBounds", k),
+                      "a bound (an integer)", spec.indexBounds[k]))
+      return false;
+    if (spec.indexBounds[k] < 0)
+      return fail(at, "expected '" + name + "' as 0 or an axis's extent >= 1, "
+                      "found " + std::to_string(spec.indexBounds[k]));
+    if (spec.indexBounds[k] > 0 && spec.typeOf(k) != ElementType::I32)
+      return fail(at, "expected '" + name + "' as 0: input " +
+                          std::to_string(k) +
+                          " is f32, and only i32 inputs hold indices");
   }
   return true;
 }

@@ -221,6 +221,10 @@ private:
   /// A kernel's optional `types`: one element type name per memref.
   bool readTypes(const Json &item, const std::string &at,
                  GeneratedKernelSpec &spec);
+  /// A kernel's optional `indexBounds`: one per input, 0 or the extent of
+  /// the axis an i32 input indexes (after `types`).
+  bool readIndexBounds(const Json &item, const std::string &at,
+                       GeneratedKernelSpec &spec);
   /// One list of dimensions, `name` in the object at `path`: integers in
   /// [0, rank) (their order is checkKernelDims's).
   bool readDims(const Json &value, const std::string &path,

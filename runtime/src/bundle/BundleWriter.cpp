@@ -174,6 +174,10 @@ Json codeJson(const GeneratedCode &code) {
         types.push_back(nameIn(kTypes, type));
       item["types"] = std::move(types);
     }
+    // And the indices' bounds only where some input holds indices.
+    if (std::any_of(kernel.indexBounds.begin(), kernel.indexBounds.end(),
+                    [](int64_t bound) { return bound > 0; }))
+      item["indexBounds"] = kernel.indexBounds;
     kernels.push_back(std::move(item));
   }
   Json cpu = Json::array();

@@ -311,6 +311,9 @@ struct DeviceExecutor::Impl {
   std::string issueFused(unsigned device, unsigned m, const Op &first,
                          const Op &second);
   std::string checkModelInputs(const Batch &batch) const;
+  std::string checkInputRange(const Batch &batch, unsigned st, unsigned d,
+                              size_t k, const Op &op, int operand, int64_t low,
+                              int64_t limit, const char *what) const;
   /// Builds the compiler's buffers per instruction; "" or why the
   /// placement does not fit the programs.
   std::string indexPlacement();

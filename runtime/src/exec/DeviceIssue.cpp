@@ -549,8 +549,9 @@ std::string DeviceExecutor::Impl::buildTimeline() {
   return {};
 }
 
-/// Ids and labels come from the batch, so they are checked here, on the
-/// host, with the CPU executor's messages, before anything is issued.
+/// Ids, labels and a gather's indices come from the batch, so they are
+/// checked here, on the host, with the CPU executor's messages, before
+/// anything is issued.
 std::string DeviceExecutor::Impl::checkModelInputs(const Batch &batch) const {
   for (unsigned st = 0; st < bundle.stages.size(); ++st) {
     const unsigned d = bundle.deviceOfStage(st);
@@ -559,49 +560,74 @@ std::string DeviceExecutor::Impl::checkModelInputs(const Batch &batch) const {
     const StageProgram &program = bundle.stages[st];
     for (size_t k = 0; k < program.forward.size(); ++k) {
       const Op &op = program.forward[k];
-      int operand;
-      int64_t limit;
-      const char *what;
-      if (op.kind == OpKind::Embedding) {
-        operand = op.operands[0];
-        limit = program.values[op.operands[1]].shape[0];
-        what = "embedding id ";
-      } else if (op.kind == OpKind::SoftmaxCrossEntropy) {
-        operand = op.operands[1];
-        limit = program.values[op.operands[0]].shape.back();
-        what = "label ";
-      } else {
-        continue;
+      // Each operand of ids, labels or indices, and the range it must be in.
+      struct Range {
+        int operand;
+        int64_t low, limit;
+        const char *what;
+      };
+      std::vector<Range> ranges;
+      if (op.kind == OpKind::Embedding)
+        ranges.push_back({op.operands[0], 0,
+                          program.values[op.operands[1]].shape[0],
+                          "embedding id "});
+      else if (op.kind == OpKind::SoftmaxCrossEntropy)
+        ranges.push_back({op.operands[1], 0,
+                          program.values[op.operands[0]].shape.back(),
+                          "label "});
+      else if (op.kind == OpKind::Kernel) {
+        const GeneratedKernelSpec &spec = bundle.code.kernels[op.kernel];
+        for (size_t j = 0; j < spec.indexBounds.size(); ++j)
+          if (spec.indexBounds[j] > 0)
+            ranges.push_back({op.operands[j], -spec.indexBounds[j],
+                              spec.indexBounds[j], "gather index "});
       }
-      const StageInput *source = nullptr;
-      for (const StageInput &input : program.inputs)
-        if (input.value == operand && !input.fromChannel)
-          source = &input;
-      if (!source)
-        continue; // validateBundle: i32 values are model inputs
-      const HostTensor &host = batch.at(source->inputName);
-      int64_t perRow = host.numElements() / host.shape[0];
-      for (unsigned m = 0; m < pass->rows.size(); ++m)
-        for (int64_t p = 0; p < rowsOf(m) * perRow; ++p) {
-          int32_t v = host.i32[firstRow(m) * perRow + p];
-          if (v >= 0 && v < limit)
-            continue;
-          size_t at = 0;
-          const std::vector<Instr> &instrs = (*pass->programs)[d];
-          while (at < instrs.size() &&
-                 !(instrs[at].kind == InstrKind::Forward &&
-                   instrs[at].microbatch == m && instrs[at].stage == st))
-            ++at;
-          return "device " + std::to_string(d) + ": op #" +
-                 std::to_string(at) + " (" +
-                 describeInstruction(instrs[at], d) + "): " + what +
-                 std::to_string(v) + " outside [0, " + std::to_string(limit) +
-                 ") at position " + std::to_string(p) +
-                 " of the micro-batch, in forward op " + std::to_string(k) +
-                 " (" + opKindName(op.kind) + ")";
-        }
+      for (const Range &range : ranges) {
+        if (std::string problem =
+                checkInputRange(batch, st, d, k, op, range.operand, range.low,
+                                range.limit, range.what);
+            !problem.empty())
+          return problem;
+      }
     }
   }
+  return {};
+}
+
+/// The values of model input `operand` of stage `st` (on device `d`), read
+/// by forward op `k`, each in [low, limit), or the first that is not.
+std::string DeviceExecutor::Impl::checkInputRange(
+    const Batch &batch, unsigned st, unsigned d, size_t k, const Op &op,
+    int operand, int64_t low, int64_t limit, const char *what) const {
+  const StageProgram &program = bundle.stages[st];
+  const StageInput *source = nullptr;
+  for (const StageInput &input : program.inputs)
+    if (input.value == operand && !input.fromChannel)
+      source = &input;
+  // Not the batch's: a gather's indices computed in the stage (a frozen
+  // parameter cast to i32); ids and labels are always model inputs.
+  if (!source)
+    return {};
+  const HostTensor &host = batch.at(source->inputName);
+  int64_t perRow = host.numElements() / host.shape[0];
+  for (unsigned m = 0; m < pass->rows.size(); ++m)
+    for (int64_t p = 0; p < rowsOf(m) * perRow; ++p) {
+      int32_t v = host.i32[firstRow(m) * perRow + p];
+      if (v >= low && v < limit)
+        continue;
+      size_t at = 0;
+      const std::vector<Instr> &instrs = (*pass->programs)[d];
+      while (at < instrs.size() &&
+             !(instrs[at].kind == InstrKind::Forward &&
+               instrs[at].microbatch == m && instrs[at].stage == st))
+        ++at;
+      return "device " + std::to_string(d) + ": op #" + std::to_string(at) +
+             " (" + describeInstruction(instrs[at], d) + "): " + what +
+             std::to_string(v) + " outside [" + std::to_string(low) + ", " +
+             std::to_string(limit) + ") at position " + std::to_string(p) +
+             " of the micro-batch, in forward op " + std::to_string(k) + " (" +
+             opKindName(op.kind) + ")";
+    }
   return {};
 }
 

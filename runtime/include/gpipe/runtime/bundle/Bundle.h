@@ -287,6 +287,10 @@ struct GeneratedKernelSpec {
   /// Empty (every memref is f32), or inputs + 1 element types, the inputs'
   /// in order and then the output's.
   std::vector<ElementType> types;
+  /// Empty, or one entry per input: 0, or n >= 1 for i32 indices into an
+  /// axis of n elements, valid in [-n, n) (a gather's). The executor checks
+  /// indices that come from the batch before it issues anything.
+  std::vector<int64_t> indexBounds;
 
   /// Whether some dimension is reduced (the output lacks it).
   bool reduces() const { return outputDims.size() < rank; }
