@@ -23,6 +23,7 @@
 
 #include "AllClose.h"
 #include "CompiledSupport.h"
+#include "DoubleTensors.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -42,20 +43,12 @@ using gpipe::testing::compile;
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-
-/// A double tensor, row-major.
-struct T {
-  Shape shape;
-  std::vector<double> v;
-};
-
-int64_t count(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+using gpipe::testing::count;
+using gpipe::testing::doublesOf;
+using gpipe::testing::floatsOf;
+using gpipe::testing::fromFloats;
+using gpipe::testing::Shape;
+using gpipe::testing::T;
 
 /// The coordinates of flat index `i` in `shape`.
 Shape coordinates(int64_t i, const Shape &shape) {
@@ -535,10 +528,6 @@ double loss(const Case &c, const T &x, const T &p, const T &q, const T &y) {
   return sum / double(z.v.size());
 }
 
-T fromFloats(const Shape &shape, const std::vector<float> &values) {
-  return {shape, std::vector<double>(values.begin(), values.end())};
-}
-
 struct Trained {
   double loss = 0;
   std::map<std::string, std::vector<float>> grads;
@@ -633,20 +622,6 @@ TEST_P(BroadcastGradients, MatchCentralDifferencesOnOneStage) {
 TEST_P(BroadcastGradients, MatchCentralDifferencesAcrossTwoStages) {
   if (GetParam().smooth)
     checkCentralDifferences(GetParam(), 2);
-}
-
-std::vector<float> floatsOf(const llvm::json::Value *value) {
-  std::vector<float> out;
-  for (const llvm::json::Value &v : *value->getAsArray())
-    out.push_back(float(*v.getAsNumber()));
-  return out;
-}
-
-std::vector<double> doublesOf(const llvm::json::Value *value) {
-  std::vector<double> out;
-  for (const llvm::json::Value &v : *value->getAsArray())
-    out.push_back(*v.getAsNumber());
-  return out;
 }
 
 TEST_P(BroadcastGradients, MatchPyTorchAutogradOnCommittedFixtures) {

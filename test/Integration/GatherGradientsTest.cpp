@@ -22,6 +22,7 @@
 
 #include "AllClose.h"
 #include "CompiledSupport.h"
+#include "DoubleTensors.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -40,20 +41,12 @@ using gpipe::testing::compile;
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-
-/// A double tensor, row-major.
-struct T {
-  Shape shape;
-  std::vector<double> v;
-};
-
-int64_t count(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+using gpipe::testing::count;
+using gpipe::testing::doublesOf;
+using gpipe::testing::floatsOf;
+using gpipe::testing::fromFloats;
+using gpipe::testing::Shape;
+using gpipe::testing::T;
 
 const Shape kX = {4, 3, 5};
 const std::vector<int32_t> kIdx = {2, 0, 2, -1};
@@ -220,10 +213,6 @@ double loss(const Case &c, const T &x, const T &p, const T &y) {
   return sum / double(z.v.size());
 }
 
-T fromFloats(const Shape &shape, const std::vector<float> &values) {
-  return {shape, std::vector<double>(values.begin(), values.end())};
-}
-
 struct Trained {
   double loss = 0;
   std::vector<float> p, grad;
@@ -251,13 +240,15 @@ Trained trainOneStep(const Case &c, unsigned k, const std::vector<float> &x,
   EXPECT_TRUE(executor);
   if (!executor)
     return out;
-  if (!p.empty())
+  if (!p.empty()) {
     EXPECT_EQ(executor->setParameter("p", p), "");
-  if (c.idxCount)
+  }
+  if (c.idxCount) {
     EXPECT_EQ(executor->setParameter(
                   "idx", std::vector<float>(idx.begin(),
                                             idx.begin() + c.idxCount)),
               "");
+  }
   out.p = *executor->parameter("p");
   rt::Batch batch;
   batch["x"] = rt::HostTensor::floats(kX, x);
@@ -311,13 +302,6 @@ TEST_P(GatherGradients, MatchCentralDifferencesAcrossTwoStages) {
   checkCentralDifferences(GetParam(), 2);
 }
 
-std::vector<double> numbersOf(const llvm::json::Value *value) {
-  std::vector<double> out;
-  for (const llvm::json::Value &v : *value->getAsArray())
-    out.push_back(*v.getAsNumber());
-  return out;
-}
-
 TEST_P(GatherGradients, MatchPyTorchAutogradOnCommittedFixtures) {
   const Case &c = GetParam();
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
@@ -329,24 +313,21 @@ TEST_P(GatherGradients, MatchPyTorchAutogradOnCommittedFixtures) {
   ASSERT_TRUE(bool(parsed)) << llvm::toString(parsed.takeError());
   const llvm::json::Object *root = parsed->getAsObject();
   // The fixtures' indices are this test's.
-  std::vector<double> idx = numbersOf(root->get("idx")), ids;
+  std::vector<double> idx = doublesOf(root->get("idx")), ids;
   for (const llvm::json::Value &row : *root->getArray("ids"))
-    for (double v : numbersOf(&row))
+    for (double v : doublesOf(&row))
       ids.push_back(v);
   ASSERT_EQ(idx, std::vector<double>(kIdx.begin(), kIdx.end()));
   ASSERT_EQ(ids, std::vector<double>(kIds.begin(), kIds.end()));
   const llvm::json::Object *fixture = root->getObject("cases")->getObject(c.name);
   ASSERT_TRUE(fixture) << "no fixture for " << c.name;
-  auto floats = [&](const char *key) {
-    std::vector<double> values = numbersOf(fixture->get(key));
-    return std::vector<float>(values.begin(), values.end());
-  };
+  auto floats = [&](const char *key) { return floatsOf(fixture->get(key)); };
   Trained trained = trainOneStep(c, 1, floats("x"), floats("y"), floats("p"));
   ASSERT_EQ(trained.error, "");
   double expected = *fixture->getNumber("loss");
   EXPECT_NEAR(trained.loss, expected, 2e-6 * std::max(1.0, std::fabs(expected)));
   EXPECT_TRUE(gpipe::testing::allClose(trained.grad,
-                                       numbersOf(fixture->get("grad_p")), 1e-5,
+                                       doublesOf(fixture->get("grad_p")), 1e-5,
                                        1e-6))
       << c.name << ": gradient of p";
 }

@@ -23,15 +23,6 @@ using namespace gpipe::testing;
 
 namespace {
 
-/// MLIR's descriptor of a strided memref of any rank up to 6: two
-/// pointers, the offset, then sizes and strides (StridedMemRefType<float, r>
-/// lays out exactly these for its r).
-struct MemRefND {
-  float *allocated, *aligned;
-  int64_t offset;
-  int64_t sizesAndStrides[12];
-};
-
 /// Row-major contiguous descriptor of `data` with the space's sizes at
 /// `dims`.
 MemRefND describe(float *data, llvm::ArrayRef<unsigned> dims,

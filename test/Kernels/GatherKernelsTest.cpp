@@ -101,13 +101,6 @@ std::vector<Case> cases() {
           {"gather_grad_last_axis", true, false, 5, 6, 1, 7, six}};
 }
 
-int64_t product(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  return n;
-}
-
 std::vector<float> values(int64_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(-4.0f, 4.0f);
@@ -122,33 +115,6 @@ std::vector<float> words(const std::vector<int32_t> &indices) {
   std::vector<float> out(indices.size());
   std::memcpy(out.data(), indices.data(), indices.size() * 4);
   return out;
-}
-
-/// MLIR's descriptor of a memref of rank up to 6.
-struct MemRefND {
-  float *allocated, *aligned;
-  int64_t offset;
-  int64_t sizesAndStrides[12];
-};
-
-MemRefND contiguous(float *data, const std::vector<int64_t> &shape) {
-  MemRefND d{data, data, 0, {}};
-  int64_t stride = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    d.sizesAndStrides[i] = shape[i];
-    d.sizesAndStrides[shape.size() + i] = stride;
-    stride *= shape[i];
-  }
-  return d;
-}
-
-void expectBits(const std::vector<float> &got, const std::vector<float> &want,
-                const std::string &what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0)
-        << what << " element " << i << ": " << got[i] << ", expected "
-        << want[i];
 }
 
 std::vector<NamedKernel> named(const std::vector<Case> &all) {

@@ -17,7 +17,10 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -104,6 +107,46 @@ inline int64_t indexAt(llvm::ArrayRef<unsigned> dims,
   for (unsigned dim : dims)
     index = index * space[dim] + point[dim];
   return index;
+}
+
+/// MLIR's descriptor of a memref of rank up to 6 (kMaxKernelRank), as a
+/// C-interface kernel takes it.
+struct MemRefND {
+  float *allocated, *aligned;
+  int64_t offset;
+  int64_t sizesAndStrides[12];
+};
+
+/// The row-major contiguous descriptor of `data` with shape `shape`.
+inline MemRefND contiguous(float *data, const std::vector<int64_t> &shape) {
+  MemRefND d{data, data, 0, {}};
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    d.sizesAndStrides[i] = shape[i];
+    d.sizesAndStrides[shape.size() + i] = stride;
+    stride *= shape[i];
+  }
+  return d;
+}
+
+/// The product of shape[from, to).
+inline int64_t product(const std::vector<int64_t> &shape, size_t from = 0,
+                       size_t to = ~size_t(0)) {
+  int64_t n = 1;
+  for (size_t i = from; i < std::min(to, shape.size()); ++i)
+    n *= shape[i];
+  return n;
+}
+
+/// Fails unless `got` holds `want`'s bits (NaN and the sign of 0 included).
+inline void expectBits(const std::vector<float> &got,
+                       const std::vector<float> &want,
+                       const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0)
+        << what << " element " << i << ": " << got[i] << ", expected "
+        << want[i];
 }
 
 } // namespace gpipe::testing

@@ -50,13 +50,6 @@ std::vector<int64_t> shapeOf(const KernelSpec &spec,
   return shape;
 }
 
-int64_t product(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t s : shape)
-    n *= s;
-  return n;
-}
-
 KernelWindow whole(unsigned rank) {
   return {llvm::SmallVector<int64_t>(rank, 0),
           llvm::SmallVector<int64_t>(rank, 1),
@@ -180,33 +173,6 @@ std::vector<float> values(int64_t n, unsigned seed) {
   if (n > 2)
     v[1] = -0.0f; // a copy keeps the sign of zero
   return v;
-}
-
-/// MLIR's descriptor of a memref of rank up to 6 (as BroadcastKernelsTest).
-struct MemRefND {
-  float *allocated, *aligned;
-  int64_t offset;
-  int64_t sizesAndStrides[12];
-};
-
-MemRefND contiguous(float *data, const std::vector<int64_t> &shape) {
-  MemRefND d{data, data, 0, {}};
-  int64_t stride = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    d.sizesAndStrides[i] = shape[i];
-    d.sizesAndStrides[shape.size() + i] = stride;
-    stride *= shape[i];
-  }
-  return d;
-}
-
-void expectBits(const std::vector<float> &got, const std::vector<float> &want,
-                const std::string &what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0)
-        << what << " element " << i << ": " << got[i] << ", expected "
-        << want[i];
 }
 
 std::vector<NamedKernel> named(const std::vector<Case> &all) {

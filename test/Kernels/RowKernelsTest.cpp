@@ -133,14 +133,6 @@ std::vector<Case> cases() {
           layerNorm(9, 33)};
 }
 
-int64_t product(const std::vector<int64_t> &shape, size_t from = 0,
-                size_t to = ~size_t(0)) {
-  int64_t n = 1;
-  for (size_t i = from; i < std::min(to, shape.size()); ++i)
-    n *= shape[i];
-  return n;
-}
-
 struct Buffers {
   std::vector<float> x, second, out;
   std::vector<int64_t> secondShape;
@@ -183,24 +175,6 @@ void expectRows(const Case &c, const Buffers &b, const std::string &what) {
           << what << " row " << r << " column " << j;
     }
   }
-}
-
-/// MLIR's descriptor of a memref of rank up to 6.
-struct MemRefND {
-  float *allocated, *aligned;
-  int64_t offset;
-  int64_t sizesAndStrides[12];
-};
-
-MemRefND contiguous(float *data, const std::vector<int64_t> &shape) {
-  MemRefND d{data, data, 0, {}};
-  int64_t stride = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    d.sizesAndStrides[i] = shape[i];
-    d.sizesAndStrides[shape.size() + i] = stride;
-    stride *= shape[i];
-  }
-  return d;
 }
 
 std::vector<NamedKernel> named(const std::vector<Case> &all) {
