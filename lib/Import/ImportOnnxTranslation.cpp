@@ -29,11 +29,12 @@ llvm::cl::OptionCategory &gpipe::importOnnxCategory() {
 }
 
 namespace {
-cl::opt<unsigned> layerDepth(
-    "layer-depth", cl::init(1),
-    cl::desc("import-onnx: name-scope components that name a layer (0: one "
-             "node per layer)"),
-    cl::cat(gpipe::importOnnxCategory()));
+cl::opt<std::string> layerDepth(
+    "layer-depth", cl::init("auto"),
+    cl::desc("import-onnx: name-scope components that name a layer: auto "
+             "(down to the model's numbered blocks, h.0 or layer1.0), or N "
+             "(0: one node per layer)"),
+    cl::value_desc("auto|N"), cl::cat(gpipe::importOnnxCategory()));
 cl::opt<std::string>
     lossKind("loss",
              cl::desc("import-onnx: the loss to add when the graph has none: "
@@ -106,7 +107,16 @@ void gpipe::registerImportOnnxTranslation() {
         if (failed(weightsFileFor(loc, file, attribute)))
           return nullptr;
         OnnxImportOptions options;
-        options.layerDepth = layerDepth;
+        if (layerDepth != "auto") {
+          unsigned depth = 0;
+          if (llvm::StringRef(layerDepth).getAsInteger(10, depth) ||
+              depth > 64) {
+            emitError(loc) << "--layer-depth '" << layerDepth
+                           << "': expected auto or a number from 0 to 64";
+            return nullptr;
+          }
+          options.layerDepth = int(depth);
+        }
         options.loss = lossKind;
         options.labels = labelsName;
         options.batch = batchSize;

@@ -74,6 +74,52 @@ private:
   }
   std::string unsupported(const std::string &what) { return error = what; }
 
+  // The general ops (OnnxGeneralOps.cpp, OnnxShapeOps.cpp).
+  /// Operand i: a computed value, a trained weight, or a constant as a
+  /// frozen parameter (shrunk where it does not vary when `broadcasts`);
+  /// false with `error` set.
+  bool operand(int i, Value &out, bool broadcasts);
+  /// Operand i in ONNX's layout.
+  bool plainOperand(int i, Value &out, bool broadcasts = false) {
+    return operand(i, out, broadcasts) && g.toOnnxLayout(out, error);
+  }
+  /// `v` held in `layout` (a constant permuted to it, a computed value of
+  /// another layout converted to ONNX's), ONNX rank `onnxRank`.
+  bool inLayout(Value &v, Layout layout, size_t onnxRank);
+  /// The operands of an element-wise op in one layout: the computed
+  /// operands' if they share one, ONNX's otherwise.
+  bool alignLayouts(std::vector<Value> &operands);
+  /// Writes `op` of `a` and `b` (broadcasting) as ONNX value `name`; its
+  /// SSA text, or "" with `error` set.
+  std::string emitBinary(const std::string &op, const Value &a,
+                         const Value &b, const std::string &name, bool isBool);
+  /// `v` cast to f32 / i1 where it is not.
+  bool asFloat(Value &v);
+  bool asBool(Value &v);
+  std::string elementwiseUnary(const char *op);
+  std::string elementwiseBinary(const char *op);
+  std::string compare(const char *op, bool swap);
+  std::string logical(const char *op);
+  std::string where();
+  std::string cast();
+  std::string clip();
+  std::string reduce(const char *op);
+  std::string reshape();
+  std::string transpose();
+  std::string expand();
+  std::string slice();
+  std::string split();
+  std::string concat();
+  std::string generalGather();
+  std::string matmul();
+  /// Writes a reshape of `x` to `shape` as ONNX value `name` (a layout of
+  /// its own where the batch would merge); "" or the error.
+  std::string emitReshape(const Value &x, const std::vector<int64_t> &shape,
+                          const std::string &name);
+  /// Writes `x` stretched to `shape` (over the batch where dimension 0 goes
+  /// from 1 to it) as ONNX value `name`; its SSA text.
+  std::string emitBroadcast(const Value &x, const std::vector<int64_t> &shape,
+                            const std::string &name);
   std::string unary(const char *op);
   std::string dense(bool gemm);
   std::string add();

@@ -28,6 +28,10 @@ enum class Layout {
   Nhwc,   ///< ONNX [N, C, H, W] held as [N, H, W, C]
   Pooled, ///< ONNX [N, C, 1, 1] held as [N, C]
   Ncl,    ///< ONNX [N, C, L] (a 1-D signal) held as the image [N, 1, L, C]
+  /// ONNX [N * S, ...] (the batch merged with the next dimension, as
+  /// Hugging Face's Conv1D runs its GEMM) held as [N, S, ...]: the batch
+  /// stays dimension 0.
+  Rows,
 };
 
 /// Whether gpipe holds the value as an [N, H, W, C] image.
@@ -42,22 +46,59 @@ struct Constant {
   std::string unreadable;
   std::vector<int64_t> dims;
   bool isFloat = true;
+  bool isBool = false; ///< an integer constant of ONNX bool elements
   std::vector<float> floats;
   std::vector<int64_t> ints;
+  /// Its number of elements.
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t d : dims)
+      n *= d;
+    return n;
+  }
 };
 
 struct Value {
   std::string ssa;            ///< its name in its defining layer
   std::vector<int64_t> shape; ///< gpipe's shape
-  bool isFloat = true;        ///< f32, else i32 (ids, labels)
+  bool isFloat = true;        ///< f32, else i32 (ids, labels) or i1
+  bool isBool = false;        ///< i1 (a comparison's result)
   Layout layout = Layout::Plain;
   int layer = -1; ///< defining layer; -1: a model input
+  /// An operand read from a constant (OnnxGeneralOps.cpp): its ONNX name and
+  /// its values as the frozen parameter holds them.
+  bool isConstant = false;
+  /// The ONNX (or the importer's) name of the value an operand reads, so
+  /// that an op that passes it on unchanged names the same gpipe value.
+  std::string origin;
+  std::string constantName;
+  std::vector<float> constantData;
   /// After a flatten of an NHWC image: the ONNX (C, H, W) index of each
   /// gpipe (H, W, C) column, for the weights that the columns meet.
   std::vector<int64_t> columnOrder;
 };
 
 std::string tensorType(const std::vector<int64_t> &shape, bool isFloat);
+/// `v`'s tensor type in gpipe (f32, i32 or i1).
+std::string typeOf(const Value &v);
+/// The shape ONNX sees of a value gpipe holds as `v`.
+std::vector<int64_t> onnxShape(const Value &v);
+
+/// ONNX's Reshape target (0 keeps the dimension unless `allowZero`, -1
+/// infers one) applied to `from`; empty if it does not apply.
+std::vector<int64_t> reshaped(const std::vector<int64_t> &from,
+                              const std::vector<int64_t> &target,
+                              bool allowZero = false);
+
+/// Shrinks `dims` to 1 along every axis over which `data` does not vary (a
+/// broadcast operand reads the same values either way).
+void shrinkUniform(std::vector<int64_t> &dims, std::vector<float> &data);
+
+/// Whether the importer evaluates op type `op` when its inputs are constants
+/// or shapes (OnnxFolding.cpp), and whether that is all it does with it
+/// (Shape, ConstantOfShape, Range, ...: no gpipe op computes them).
+bool isFoldableOp(const std::string &op);
+bool isFoldOnlyOp(const std::string &op);
 
 /// More elements than any tensor the importer reads (16 GiB of floats).
 constexpr int64_t kMaxElements = int64_t(1) << 32;
@@ -82,12 +123,33 @@ public:
   // For the op conversions (OnnxOps.cpp).
   const OnnxImportOptions &options;
   int64_t opset = 0;
+  /// The model's batch (every input's dimension 0).
+  int64_t batch = 0;
   /// The node being converted, for messages.
   const onnx::NodeProto *node = nullptr;
 
   /// "" after writing `node`'s gpipe ops, or the error (without the node's
   /// name, which the caller adds).
   std::string convertNode(const onnx::NodeProto &node);
+  /// Evaluates `node` when it computes from constants and shapes alone
+  /// (OnnxFolding.cpp): its outputs become constants and `folded` is set;
+  /// "" or the error.
+  std::string fold(const onnx::NodeProto &node, bool &folded);
+  /// Whether constant `name` is a trained weight: a float initializer of more
+  /// than one element, not a buffer the exporter or PyTorch names as one
+  /// (`onnx::...`, `inv_freq`, `position_ids`, running statistics). Constant
+  /// nodes' values and folded values never are.
+  bool isTrainable(const std::string &name) const;
+  /// Constant `c` (ONNX's `name`) as a frozen parameter of the current layer,
+  /// `shape` its gpipe shape and `data` its values in that shape; cast to
+  /// i32 or i1 after it where the constant is an integer or a bool. Fills
+  /// `out` (shape, type, SSA text).
+  void frozenConstant(const std::string &name, const Constant &c,
+                      const std::vector<int64_t> &shape,
+                      std::vector<float> data, Value &out);
+  /// A value of the current layer, in ONNX's layout, for `v` (the same value
+  /// when it is held so already); false with `error` where it cannot be.
+  bool toOnnxLayout(Value &v, std::string &error);
   /// The SSA text of value `name` as the current layer sees it.
   std::string use(const std::string &name);
   const Value *value(const std::string &name) const;
@@ -98,10 +160,13 @@ public:
   /// Declares (once per layer) the pretrained parameter `name` of the
   /// current layer with gpipe's `shape` and `data`; its SSA text.
   std::string param(const std::string &name, const std::vector<int64_t> &shape,
-                    std::vector<float> data);
+                    std::vector<float> data, bool frozen = false);
   /// A new value for ONNX output `name` of the current layer; its SSA text.
   std::string define(const std::string &name, std::vector<int64_t> shape,
                      Layout layout = Layout::Plain, bool isFloat = true);
+  /// Makes ONNX value `name` the value `v` of the current layer (an operand
+  /// that is already there: a parameter, a constant).
+  void bind(const std::string &name, const Value &v);
   /// Makes ONNX value `alias` the same gpipe value as `of`.
   void alias(const std::string &alias, const std::string &of);
   void emit(const std::string &line) { body += "    " + line + "\n"; }
@@ -137,6 +202,9 @@ private:
   bool feedsOnlyImageOps(const std::string &name);
   std::string groupLayers();
   std::string writeLayers(std::string &text);
+  /// Writes `pattern` as its fused op, or each of its nodes as general ops
+  /// where the fused op does not apply; "" or the error.
+  std::string convertPatternOrItsNodes(const Pattern &pattern);
   std::string appendLoss(std::string &text, int &nextLayer);
   std::string layerRef(int layer, const std::string &valueName);
 
@@ -144,7 +212,11 @@ private:
   const onnx::GraphProto &graph;
   OnnxImport &result;
   std::map<std::string, Constant> constants;
+  std::set<std::string> initializerNames;
   std::map<std::string, Value> values;
+  /// What the current layer wrote once for many uses: conversions to ONNX's
+  /// layout (by SSA text) and frozen constants (by name and type).
+  std::map<std::string, Value> layerCache;
   /// Per node (in graph order), its layer; per layer, its name.
   std::vector<int> layerOfNode;
   std::vector<std::string> layerNames;

@@ -16,6 +16,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <map>
 #include <cstring>
 #include <sstream>
 
@@ -56,6 +57,50 @@ std::string scopeOf(const onnx::NodeProto &node, unsigned depth) {
   return key;
 }
 
+/// The scope components of `node`'s name (its own name dropped).
+std::vector<std::string> scopeParts(const onnx::NodeProto &node) {
+  std::vector<std::string> parts;
+  std::stringstream name(node.name());
+  for (std::string part; std::getline(name, part, '/');)
+    if (!part.empty())
+      parts.push_back(part);
+  if (!parts.empty())
+    parts.pop_back();
+  return parts;
+}
+
+/// Whether a scope component names one of a model's repeated blocks: a
+/// number, or a name ending in one after a dot (`h.0`, `layer.11`,
+/// `features.3`, `layer1.0`).
+bool isNumberedBlock(const std::string &part) {
+  size_t dot = part.rfind('.');
+  std::string tail = dot == std::string::npos ? part : part.substr(dot + 1);
+  return !tail.empty() && std::all_of(tail.begin(), tail.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+/// The scope depth of `graph`'s repeated blocks: the most common depth at
+/// which a node's first numbered component sits; 1 where none is.
+unsigned blockDepth(const onnx::GraphProto &graph) {
+  std::map<size_t, size_t> votes;
+  for (const onnx::NodeProto &node : graph.node()) {
+    std::vector<std::string> parts = scopeParts(node);
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (isNumberedBlock(parts[i])) {
+        ++votes[i + 1];
+        break;
+      }
+  }
+  size_t best = 1, most = 0;
+  for (const auto &[depth, count] : votes)
+    if (count > most) {
+      best = depth;
+      most = count;
+    }
+  return unsigned(best);
+}
+
 std::string lowercase(std::string text) {
   for (char &c : text)
     c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -71,6 +116,7 @@ GraphImporter::GraphImporter(const onnx::ModelProto &model,
 
 std::string GraphImporter::readConstants() {
   for (const onnx::TensorProto &tensor : graph.initializer()) {
+    initializerNames.insert(tensor.name());
     Constant constant;
     constant.unreadable = readTensor(tensor, constant);
     constants[tensor.name()] = std::move(constant);
@@ -183,6 +229,7 @@ std::string GraphImporter::declareInputs(std::string &text) {
   }
   if (batch < 0)
     return "the graph has no inputs besides its initializers";
+  this->batch = batch;
   int64_t seq = 0;
   for (const onnx::NodeProto &n : graph.node()) {
     int tableInput;
@@ -215,6 +262,9 @@ std::string GraphImporter::declareInputs(std::string &text) {
 }
 
 std::string GraphImporter::groupLayers() {
+  const unsigned depth = options.layerDepth == OnnxImportOptions::kAutoLayerDepth
+                             ? blockDepth(graph)
+                             : unsigned(options.layerDepth);
   std::string previous;
   int repeat = 0;
   std::map<std::string, int> seen;
@@ -224,7 +274,7 @@ std::string GraphImporter::groupLayers() {
       layerOfNode.push_back(-1);
       continue;
     }
-    std::string key = scopeOf(n, options.layerDepth);
+    std::string key = scopeOf(n, depth);
     if (key.empty() || key != previous || layerNames.empty()) {
       std::string name = key.empty() ? lowercase(n.op_type()) : key;
       if (key.empty())
@@ -359,7 +409,7 @@ void GraphImporter::alias(const std::string &alias, const std::string &of) {
 
 std::string GraphImporter::param(const std::string &name,
                                  const std::vector<int64_t> &shape,
-                                 std::vector<float> data) {
+                                 std::vector<float> data, bool frozen) {
   auto declared = layerParams.find(name);
   if (declared != layerParams.end())
     return declared->second;
@@ -369,10 +419,43 @@ std::string GraphImporter::param(const std::string &name,
   paramLayer[name] = currentLayer;
   std::string ssa = "%p" + std::to_string(nextSsa++);
   layerParams[name] = ssa;
-  emit(ssa + " = gpipe.param \"" + name +
-       "\" pretrained : " + tensorType(shape, true));
+  emit(ssa + " = gpipe.param \"" + name + "\" pretrained" +
+       (frozen ? " frozen" : "") + " : " + tensorType(shape, true));
   result.weights.push_back({name, shape, std::move(data)});
   return ssa;
+}
+
+std::string GraphImporter::convertPatternOrItsNodes(const Pattern &pattern) {
+  // A subgraph that is not the fused op after all (attention scaled
+  // otherwise, a GELU with another constant) composes from general ops.
+  const std::string savedBody = body;
+  const size_t savedWeights = result.weights.size();
+  const auto savedValues = values;
+  const auto savedParams = layerParams;
+  const auto savedOwners = paramLayer;
+  const auto savedCache = layerCache;
+  if (convertPattern(*this, pattern).empty())
+    return {};
+  body = savedBody;
+  result.weights.resize(savedWeights);
+  values = savedValues;
+  layerParams = savedParams;
+  paramLayer = savedOwners;
+  layerCache = savedCache;
+  const onnx::NodeProto *outer = node;
+  for (const onnx::NodeProto &n : graph.node()) {
+    if (!pattern.nodes.count(&n))
+      continue;
+    node = &n;
+    bool folded = false;
+    std::string error = fold(n, folded);
+    if (error.empty() && !folded)
+      error = convertNode(n);
+    if (!error.empty())
+      return "node '" + n.name() + "' (" + n.op_type() + "): " + error;
+  }
+  node = outer;
+  return {};
 }
 
 std::string GraphImporter::writeLayers(std::string &text) {
@@ -381,6 +464,7 @@ std::string GraphImporter::writeLayers(std::string &text) {
     currentLayer = layer;
     body.clear();
     layerParams.clear();
+    layerCache.clear();
     for (int i = 0; i < numNodes; ++i) {
       const onnx::NodeProto &n = graph.node(i);
       if (layerOfNode[size_t(i)] != layer || skipped.count(&n))
@@ -390,10 +474,15 @@ std::string GraphImporter::writeLayers(std::string &text) {
       if (pattern != patternOfNode.end() &&
           patterns[pattern->second].last != &n)
         continue; // written with the pattern's last node
-      std::string error =
-          pattern == patternOfNode.end()
-              ? convertNode(n)
-              : convertPattern(*this, patterns[pattern->second]);
+      bool folded = false;
+      std::string error;
+      if (pattern == patternOfNode.end()) {
+        error = fold(n, folded);
+        if (error.empty() && !folded)
+          error = convertNode(n);
+      } else {
+        error = convertPatternOrItsNodes(patterns[pattern->second]);
+      }
       if (!error.empty())
         return std::string(pattern == patternOfNode.end()
                                ? ""
@@ -533,6 +622,8 @@ std::string GraphImporter::run() {
     values[options.labels] = labels;
   }
   text += layers;
+  if (const Value *out = value(graph.output(0).name()))
+    result.outputChannelsLast = isImage(out->layout);
   int next = int(layerNames.size());
   error = appendLoss(text, next);
   if (!error.empty())
@@ -574,11 +665,40 @@ std::string gpipe::importOnnx(std::string_view bytes,
   // inference: fuzzing found its shape inference of other ops crashing on
   // malformed attributes (ConvTranspose), and of Conv and the pools on zero
   // strides, which it divides by unchecked; those are refused first too.
+  // One error lists every node of an op gpipe does not map.
+  std::map<std::string, std::vector<std::string>> unmapped;
+  std::string why;
   for (const onnx::NodeProto &node : model.graph().node()) {
     std::string unsupported = onnx_import::unsupportedOp(node);
-    if (!unsupported.empty())
-      return "node '" + node.name() + "' (" + node.op_type() + ", opset " +
-             std::to_string(opset) + "): " + unsupported;
+    if (unsupported.empty())
+      continue;
+    why = unsupported;
+    std::string type = node.domain().empty() || node.domain() == "ai.onnx"
+                           ? node.op_type()
+                           : node.domain() + "." + node.op_type();
+    unmapped[type].push_back("'" + node.name() + "'");
+  }
+  if (unmapped.size() == 1 && unmapped.begin()->second.size() == 1) {
+    const auto &[type, nodes] = *unmapped.begin();
+    return "node " + nodes[0] + " (" + type + ", opset " +
+           std::to_string(opset) + "): " + why;
+  }
+  if (!unmapped.empty()) {
+    std::string list;
+    size_t count = 0;
+    for (const auto &[type, nodes] : unmapped) {
+      count += nodes.size();
+      std::string names;
+      for (size_t i = 0; i < nodes.size(); ++i)
+        names += (i ? ", " : "") + nodes[i];
+      list += "\n  " + type + " (" + std::to_string(nodes.size()) +
+              (nodes.size() == 1 ? " node): " : " nodes): ") + names;
+    }
+    return std::to_string(count) + " nodes of " +
+           std::to_string(unmapped.size()) +
+           " op types gpipe does not map (opset " + std::to_string(opset) +
+           "):" + list + "\ngpipe maps " +
+           why.substr(why.find("gpipe maps ") + 11);
   }
   for (const onnx::NodeProto &node : model.graph().node())
     for (const onnx::AttributeProto &attr : node.attribute()) {

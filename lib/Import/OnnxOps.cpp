@@ -16,44 +16,51 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 using namespace gpipe;
 using namespace gpipe::onnx_import;
 
 const std::vector<std::string> &gpipe::supportedOnnxOps() {
-  static const std::vector<std::string> ops = {
-      "Add",
-      "AveragePool",
-      "BatchNormalization",
-      "Constant",
-      "Conv",
-      "Dropout",
-      "Flatten",
-      "Gather",
-      "Gemm",
-      "GlobalAveragePool",
-      "Identity",
-      "LayerNormalization",
-      "MatMul",
-      "MaxPool",
-      "Relu",
-      "Softmax",
-      "SoftmaxCrossEntropyLoss",
-      "Tanh",
-  };
+  static const std::vector<std::string> ops = [] {
+    // The layers, the general ops, and the ops the importer only folds.
+    std::vector<std::string> all = {
+        "Abs",         "Add",           "And",
+        "AveragePool", "BatchNormalization", "Cast",
+        "Clip",        "Concat",        "Constant",
+        "Conv",        "Cos",           "Div",
+        "Dropout",     "Equal",         "Erf",
+        "Exp",         "Expand",        "Flatten",
+        "Gather",      "Gemm",          "GlobalAveragePool",
+        "Greater",     "GreaterOrEqual", "Identity",
+        "LayerNormalization", "Less",   "LessOrEqual",
+        "Log",         "MatMul",        "Max",
+        "MaxPool",     "Min",           "Mul",
+        "Neg",         "Not",           "Or",
+        "Pow",         "Reciprocal",    "ReduceMax",
+        "ReduceMean",  "ReduceSum",     "Relu",
+        "Reshape",     "Sigmoid",       "Sin",
+        "Slice",       "Softmax",       "SoftmaxCrossEntropyLoss",
+        "Split",       "Sqrt",          "Squeeze",
+        "Sub",         "Tanh",          "Transpose",
+        "Unsqueeze",   "Where"};
+    for (const char *op : {"ConstantOfShape", "CumSum", "Mod", "Range",
+                           "Shape", "Size", "Tile", "Trilu", "Xor", "Ceil", "GatherElements",
+                           "Floor", "ReduceMin", "ReduceProd"})
+      all.push_back(op);
+    std::sort(all.begin(), all.end());
+    return all;
+  }();
   return ops;
 }
 
 namespace {
 
 std::string supportedOpsText() {
-  std::string all, inPatterns;
+  std::string all;
   for (const std::string &name : supportedOnnxOps())
     all += (all.empty() ? "" : ", ") + name;
-  for (const std::string &name : patternOnlyOnnxOps())
-    inPatterns += (inPatterns.empty() ? "" : ", ") + name;
-  return all + " (and " + inPatterns +
-         " inside the GELU and attention subgraphs it recognises)";
+  return all;
 }
 
 /// [rows, cols] row-major, transposed.
@@ -83,9 +90,7 @@ std::string gpipe::onnx_import::unsupportedOp(const onnx::NodeProto &n) {
            "' is not supported; gpipe maps the default domain's ops: " +
            supportedOpsText();
   const std::vector<std::string> &ops = supportedOnnxOps();
-  const std::vector<std::string> &inPatterns = patternOnlyOnnxOps();
-  if (!std::binary_search(ops.begin(), ops.end(), n.op_type()) &&
-      !std::binary_search(inPatterns.begin(), inPatterns.end(), n.op_type()))
+  if (!std::binary_search(ops.begin(), ops.end(), n.op_type()))
     return "op type '" + n.op_type() + "' is not supported; gpipe maps " +
            supportedOpsText();
   return {};
@@ -96,14 +101,10 @@ std::string NodeConverter::run() {
   std::string unsupported = unsupportedOp(n);
   if (!unsupported.empty())
     return unsupported;
-  const std::vector<std::string> &inPatterns = patternOnlyOnnxOps();
-  if (std::binary_search(inPatterns.begin(), inPatterns.end(), op))
+  if (isFoldOnlyOp(op))
     return "op type '" + op +
-           "' is supported only inside a subgraph gpipe recognises (GELU's "
-           "Erf or tanh formula, multi-head self-attention), and this node is "
-           "not in one" +
-           (g.patternMisses.empty() ? std::string()
-                                    : "; " + g.patternMisses.front());
+           "' is evaluated only from constants and shapes, and an input of "
+           "this node is computed from the model's inputs";
   if (op == "Relu")
     return unary("relu");
   if (op == "Tanh")
@@ -111,18 +112,69 @@ std::string NodeConverter::run() {
   if (op == "Gemm")
     return dense(true);
   if (op == "MatMul")
-    return dense(false);
+    return g.isTrainable(input(1)) && g.value(input(0)) ? dense(false)
+                                                          : matmul();
   if (op == "Add")
     return add();
   if (op == "Softmax")
     return softmax();
   if (op == "Identity") {
-    const Value *v;
-    if (activation(0, v).empty())
+    Value v;
+    if (!operand(0, v, false))
       return error;
-    g.alias(n.output(0), input(0));
+    g.bind(n.output(0), v);
     return {};
   }
+  static const std::map<std::string, const char *> unaryOps = {
+      {"Abs", "abs"},   {"Cos", "cos"},         {"Erf", "erf"},
+      {"Exp", "exp"},   {"Log", "log"},         {"Neg", "neg"},
+      {"Sin", "sin"},   {"Reciprocal", "reciprocal"},
+      {"Sigmoid", "sigmoid"}, {"Sqrt", "sqrt"}};
+  if (auto it = unaryOps.find(op); it != unaryOps.end())
+    return elementwiseUnary(it->second);
+  static const std::map<std::string, const char *> binaryOps = {
+      {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"},
+      {"Pow", "pow"}, {"Max", "max"}, {"Min", "min"}};
+  if (auto it = binaryOps.find(op); it != binaryOps.end()) {
+    if (n.input_size() != 2)
+      return this->unsupported(std::to_string(n.input_size()) +
+                         " inputs (gpipe's " + it->second + " takes two)");
+    return elementwiseBinary(it->second);
+  }
+  if (op == "Equal")
+    return compare("eq", false);
+  if (op == "Less")
+    return compare("lt", false);
+  if (op == "LessOrEqual")
+    return compare("le", false);
+  if (op == "Greater")
+    return compare("gt", false);
+  if (op == "GreaterOrEqual")
+    return compare("ge", false);
+  if (op == "And" || op == "Or" || op == "Not")
+    return logical(op == "And" ? "and" : op == "Or" ? "or" : "not");
+  if (op == "Where")
+    return where();
+  if (op == "Cast")
+    return cast();
+  if (op == "Clip")
+    return clip();
+  if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax")
+    return reduce(op == "ReduceMean"  ? "reduce_mean"
+                  : op == "ReduceSum" ? "reduce_sum"
+                                      : "reduce_max");
+  if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze")
+    return reshape();
+  if (op == "Transpose")
+    return transpose();
+  if (op == "Expand")
+    return expand();
+  if (op == "Slice")
+    return slice();
+  if (op == "Split")
+    return split();
+  if (op == "Concat")
+    return concat();
   if (op == "Dropout")
     return dropout();
   if (op == "Flatten")
@@ -137,11 +189,16 @@ std::string NodeConverter::run() {
     return batchNorm();
   if (op == "LayerNormalization")
     return layerNorm();
-  if (op == "Gather")
-    return gather();
+  if (op == "Gather") {
+    const Constant *table = g.constant(input(0));
+    return table && g.isTrainable(input(0)) && table->dims.size() == 2 &&
+                   g.intAttr("axis", 0) == 0 && g.value(input(1))
+               ? gather()
+               : generalGather();
+  }
   if (op == "SoftmaxCrossEntropyLoss")
     return crossEntropy();
-  return unsupportedOp(n);
+  return "op type '" + op + "' has no conversion"; // a gap in this table
 }
 
 std::string NodeConverter::unary(const char *op) {
@@ -162,7 +219,7 @@ std::string NodeConverter::dense(bool gemm) {
   const Constant *b = weight(1);
   if (!b)
     return error;
-  if (x->layout != Layout::Plain && x->layout != Layout::Pooled)
+  if (isImage(x->layout))
     return unsupported("input 0 is an image ([N, C, H, W]); flatten it first");
   if (b->dims.size() != 2)
     return unsupported("input 1 has shape " + shapeText(b->dims) +
@@ -236,7 +293,8 @@ std::string NodeConverter::dense(bool gemm) {
   }
   std::vector<int64_t> shape = x->shape;
   shape.back() = width;
-  std::string y = g.define(output, shape);
+  std::string y = g.define(
+      output, shape, x->layout == Layout::Rows ? Layout::Rows : Layout::Plain);
   if (output != n.output(0))
     g.alias(n.output(0), output);
   g.emit(y + " = gpipe.dense " + operands + " : (" + types + ") -> " +
@@ -249,17 +307,11 @@ std::string NodeConverter::add() {
     if (const Constant *table = g.constant(input(i));
         table && table->isFloat && table->dims.size() == 2)
       return positionTable(i, *table);
-  const Value *a, *b;
-  std::string as = activation(0, a);
-  if (as.empty())
-    return error;
-  std::string bs = activation(1, b);
-  if (bs.empty())
-    return error;
-  if (a->shape != b->shape || a->layout != b->layout)
-    return unsupported("operands of shapes " + shapeText(a->shape) + " and " +
-                       shapeText(b->shape) +
-                       " broadcast; gpipe's add takes equal shapes");
+  const Value *a = g.value(input(0)), *b = g.value(input(1));
+  if (!a || !b || a->shape != b->shape || a->layout != b->layout ||
+      !a->isFloat || !b->isFloat)
+    return elementwiseBinary("add"); // broadcasting, or a constant operand
+  std::string as = g.use(input(0)), bs = g.use(input(1));
   std::string y = g.define(n.output(0), a->shape, a->layout);
   g.emit(y + " = gpipe.add " + as + ", " + bs + " : " +
          tensorType(a->shape, true));
@@ -299,7 +351,7 @@ std::string NodeConverter::softmax() {
   std::string xs = activation(0, x);
   if (xs.empty())
     return error;
-  const int64_t rank = int64_t(x->shape.size());
+  const int64_t rank = int64_t(onnxShape(*x).size());
   int64_t axis = g.intAttr("axis", g.opset >= 13 ? -1 : 1);
   if (axis < 0)
     axis += rank;

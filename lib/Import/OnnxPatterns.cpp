@@ -16,12 +16,6 @@
 using namespace gpipe;
 using namespace gpipe::onnx_import;
 
-const std::vector<std::string> &gpipe::onnx_import::patternOnlyOnnxOps() {
-  static const std::vector<std::string> ops = {"Div",     "Erf",       "Mul",
-                                               "Reshape", "Transpose", "Where"};
-  return ops;
-}
-
 namespace {
 
 class Finder {

@@ -76,9 +76,6 @@ const Constant *positionTable(const onnx::NodeProto &add,
 /// Writes `pattern` into the importer's current layer; "" or the error.
 std::string convertPattern(GraphImporter &g, const Pattern &pattern);
 
-/// The op types accepted only inside a pattern, sorted.
-const std::vector<std::string> &patternOnlyOnnxOps();
-
 } // namespace gpipe::onnx_import
 
 #endif // GPIPE_LIB_IMPORT_ONNXPATTERNS_H

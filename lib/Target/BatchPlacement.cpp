@@ -67,13 +67,16 @@ LogicalResult gpipe::checkBatchPlacement(Operation *op, int64_t batch,
     return op->emitOpError()
            << "sums over the batch (axis 0), which would mix each "
               "micro-batch's examples apart from the others'";
+  // Only a reshape's or a transpose's: another op's operand 0 may be a
+  // scalar (a constant divided by a per-example value).
   auto transpose = dyn_cast<TransposeOp>(op);
+  auto reshapeInput = isa<ReshapeOp>(op)
+                          ? cast<RankedTensorType>(op->getOperand(0).getType())
+                          : RankedTensorType();
   bool keepsBatch =
       transpose ? transpose.getPerm()[0] == 0
-                : resultBatched && result.getDimSize(0) ==
-                                       cast<RankedTensorType>(
-                                           op->getOperand(0).getType())
-                                           .getDimSize(0);
+                : reshapeInput && resultBatched && reshapeInput.getRank() > 0 &&
+                      result.getDimSize(0) == reshapeInput.getDimSize(0);
   if (isa<SliceOp, SliceGradOp>(op) && operandBatched[0]) {
     auto starts = op->getAttrOfType<DenseI64ArrayAttr>("starts").asArrayRef();
     auto steps = op->getAttrOfType<DenseI64ArrayAttr>("steps").asArrayRef();

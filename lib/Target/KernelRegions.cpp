@@ -296,6 +296,10 @@ std::vector<runtime::FusionKind> gpipe::chooseLibraryFusions(const Array &ops) {
   return runtime::chooseFusions(
       ops.size(),
       [&](size_t i) -> std::optional<runtime::OpKind> {
+        // An add that broadcasts (a position table) is always a kernel,
+        // never half of the library's add + layer norm.
+        if (isBroadcastingNamedOp(*object(i)))
+          return std::nullopt;
         std::optional<llvm::StringRef> name = object(i)->getString("op");
         return name ? runtime::opKindNamed(
                           std::string_view(name->data(), name->size()))

@@ -25,7 +25,7 @@ With, for each, <name>.input_0.pb and <name>.output_0.pb (TensorProto; the
 output computed by onnxruntime, or by numpy for gemm-trans, and compared with
 PyTorch's own forward) and <name>.initializers.txt.
 
-Error fixtures: not-onnx.onnx, truncated.onnx, unknown-op.onnx,
+Error fixtures: not-onnx.onnx, truncated.onnx, unknown-op.onnx, unknown-ops.onnx,
 dynamic-shape.onnx, opset18.onnx, stray-mul.onnx, gelu-unhalved.onnx,
 attention-scale.onnx (see README.md beside them).
 """
@@ -398,6 +398,16 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         name="unknown_op"), os.path.join(out_dir, "unknown-op.onnx"))
 
+    save_model(tiny_model(  # four nodes of three op types gpipe does not map
+        [helper.make_node("Relu", ["x"], ["r"], name="/relu/Relu"),
+         helper.make_node("Hardmax", ["r"], ["h"], name="/head/Hardmax", axis=-1),
+         helper.make_node("LpNormalization", ["h"], ["n"], name="/norm/LpNormalization"),
+         helper.make_node("Round", ["n"], ["o"], name="/round/Round"),
+         helper.make_node("Hardmax", ["o"], ["y"], name="/head2/Hardmax", axis=-1)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        name="unknown_ops"), os.path.join(out_dir, "unknown-ops.onnx"))
+
     save_model(tiny_model(
         [helper.make_node("Relu", ["x"], ["/relu/Relu_output_0"], name="/relu/Relu"),
          helper.make_node("Softmax", ["/relu/Relu_output_0"], ["y"], name="/head/Softmax",
@@ -414,7 +424,8 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         opset=18, name="opset18"), os.path.join(out_dir, "opset18.onnx"), valid=False)
     onnx.checker.check_model(onnx.load(os.path.join(out_dir, "opset18.onnx")), full_check=True)
-    # General ops gpipe accepts only inside the subgraphs it recognises.
+    # General ops outside the subgraphs the importer recognises (they were
+    # errors before the general ops; now they import as such).
     two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
     save_model(tiny_model(
         [helper.make_node("Mul", ["x", "two"], ["y"], name="/scale/Mul")],
@@ -457,8 +468,8 @@ FIXTURES = [
     "gemm-trans.initializers.txt",
     "residual.onnx", "residual.input_0.pb", "residual.output_0.pb",
     "residual.initializers.txt",
-    "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "dynamic-shape.onnx", "opset18.onnx",
-    "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
+    "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "unknown-ops.onnx",
+    "dynamic-shape.onnx", "opset18.onnx", "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
 ]
 
 

@@ -716,7 +716,8 @@ def write_readme(out_dir, info, with_dynamo, verdicts):
         "   the same output name, repeatedly; unused Constants and initializers are then",
         "   dropped (so buffers such as llama's `inv_freq` and BERT's `position_ids`",
         "   disappear into Constants; BatchNorm running statistics stay initializers).",
-        "   `--no-fold` writes the graph without this step.",
+        "   This step runs only with `--prefold`: by default the fixtures keep the",
+        "   exporter's shape arithmetic and mask builders, which the importer folds.",
         "",
         "Per model `<name>`:",
         "",
@@ -860,8 +861,9 @@ def main():
     ap.add_argument("--out", default=DEFAULT_OUT, help="output folder (default: %(default)s)")
     ap.add_argument("--models", default=",".join(BUILDERS),
                     help="comma-separated subset (README.md is written only for all)")
-    ap.add_argument("--no-fold", action="store_true",
-                    help="keep the exporter's graph as it is (no folding of constant subgraphs)")
+    ap.add_argument("--prefold", action="store_true",
+                    help="fold constant subgraphs here (by default the exporter's graph keeps "
+                         "them: the importer's own folding is what the fixtures test)")
     ap.add_argument("--no-dynamo", action="store_true", help="skip the dynamo exporter")
     ap.add_argument("--checker", default=os.environ.get("GPIPE_ONNX_CHECKER", ""),
                     help="a program built against libonnx 1.12 (check_model + InferShapes) to "
@@ -875,7 +877,7 @@ def main():
             sys.exit(f"make_model_fixtures.py: unknown model {n!r}; known: {', '.join(BUILDERS)}")
     log("versions: " + ", ".join(f"{k} {v}" for k, v in versions().items()))
 
-    info = run_all(args.out, names, not args.no_dynamo, not args.no_fold, args.checker)
+    info = run_all(args.out, names, not args.no_dynamo, args.prefold, args.checker)
 
     log("")
     for name in names:
@@ -900,7 +902,7 @@ def main():
         log("")
         for d in dirs:
             with quiet():
-                run_all(d, names, not args.no_dynamo, not args.no_fold, args.checker)
+                run_all(d, names, not args.no_dynamo, args.prefold, args.checker)
         same = True
         for f in sorted(os.listdir(args.out)):
             for d in dirs:

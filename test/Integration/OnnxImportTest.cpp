@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CompiledSupport.h"
+#include "OnnxFixtures.h"
 
 #include "gpipe/Import/OnnxImporter.h"
 #include "gpipe/runtime/bundle/SafeTensors.h"
@@ -32,64 +33,9 @@
 #include <tuple>
 
 namespace rt = gpipe::runtime;
+using namespace gpipe::testing::onnx_fixtures;
 
 namespace {
-
-std::string readFile(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << file.rdbuf();
-  return bytes.str();
-}
-
-std::string fixture(const std::string &name) {
-  return std::string(GPIPE_ONNX_FIXTURES_DIR) + "/" + name;
-}
-
-struct Floats {
-  std::vector<int64_t> dims;
-  std::vector<float> values;
-};
-
-/// A float TensorProto's values, from raw_data or float_data.
-Floats decode(const onnx::TensorProto &tensor) {
-  Floats out;
-  out.dims.assign(tensor.dims().begin(), tensor.dims().end());
-  if (!tensor.raw_data().empty()) {
-    out.values.resize(tensor.raw_data().size() / 4);
-    std::memcpy(out.values.data(), tensor.raw_data().data(),
-                out.values.size() * 4);
-  } else {
-    out.values.assign(tensor.float_data().begin(), tensor.float_data().end());
-  }
-  return out;
-}
-
-onnx::TensorProto readTensorProto(const std::string &path) {
-  onnx::TensorProto tensor;
-  EXPECT_TRUE(tensor.ParseFromString(readFile(path))) << path;
-  return tensor;
-}
-
-Floats readTensorFile(const std::string &path) {
-  return decode(readTensorProto(path));
-}
-
-/// An int64 TensorProto's values (token ids), as gpipe's i32.
-std::vector<int32_t> decodeIds(const onnx::TensorProto &tensor) {
-  std::vector<int32_t> ids;
-  if (!tensor.raw_data().empty()) {
-    for (size_t i = 0; i + 8 <= tensor.raw_data().size(); i += 8) {
-      int64_t v;
-      std::memcpy(&v, tensor.raw_data().data() + i, 8);
-      ids.push_back(int32_t(v));
-    }
-  } else {
-    for (int64_t v : tensor.int64_data())
-      ids.push_back(int32_t(v));
-  }
-  return ids;
-}
 
 bool sameBits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 
@@ -230,19 +176,6 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, OnnxParameters,
 
 using ForwardParam = std::tuple<const char *, unsigned>;
 class OnnxForward : public ::testing::TestWithParam<ForwardParam> {};
-
-/// NCHW values as NHWC.
-std::vector<float> channelsLast(const Floats &t) {
-  const int64_t n = t.dims[0], c = t.dims[1], h = t.dims[2], w = t.dims[3];
-  std::vector<float> out(t.values.size());
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t y = 0; y < h; ++y)
-        for (int64_t x = 0; x < w; ++x)
-          out[size_t(((b * h + y) * w + x) * c + ch)] =
-              t.values[size_t(((b * c + ch) * h + y) * w + x)];
-  return out;
-}
 
 /// The imported fixture, compiled at K stages of M micro-batches, its
 /// executor, and the fixture's batch (labels: class i % 10 for row i).

@@ -32,8 +32,11 @@ namespace gpipe {
 struct OnnxImportOptions {
   /// Name-scope components that name a layer: with 1, `/layer1/conv1/Conv`
   /// belongs to layer "layer1"; with 2, to "layer1/conv1". Nodes without a
-  /// scope, and every node with 0, form a layer each.
-  unsigned layerDepth = 1;
+  /// scope, and every node with 0, form a layer each. kAutoLayerDepth: the
+  /// depth of the model's numbered blocks (`/hf/transformer/h.0/...` gives
+  /// 3, `/features/features.1/...` 2), 1 where it has none.
+  static constexpr int kAutoLayerDepth = -1;
+  int layerDepth = kAutoLayerDepth;
   /// The loss to append when the graph has none: "softmax-cross-entropy"
   /// (of the first output against the integer input `labels`) or "mse"
   /// (against a float input `labels` of the output's shape).
@@ -53,6 +56,10 @@ struct OnnxImport {
   std::string mlir; ///< the gpipe.model, as text
   /// The initializers, in gpipe's layouts, under their ONNX names.
   std::vector<runtime::NamedTensor> weights;
+  /// Whether gpipe holds the graph's output channels-last (an image ONNX
+  /// sees as [N, C, H, W] or [N, C, L]): its predictions are then in that
+  /// order.
+  bool outputChannelsLast = false;
 };
 
 /// Imports `bytes` (an ONNX model file). Returns "" or the error.

@@ -46,6 +46,8 @@ struct PreparedTest {
   std::map<std::string, TestTensor> given;
   int64_t rows = -1;
   bool lossOutput = false;
+  /// The imported output is held channels-last (OnnxImport's).
+  bool outputChannelsLast = false;
 };
 
 /// Reads the inputs of the test in `dir`, binds those at constant positions

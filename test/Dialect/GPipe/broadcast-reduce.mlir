@@ -14,6 +14,7 @@
 // CHECK: gpipe.reduce_mean %{{.*}} axes [1, 2] : tensor<2x4x8xf32> -> tensor<2xf32>
 // CHECK: gpipe.reduce_max %{{.*}} axes [1] : tensor<2x4x8xf32> -> tensor<2x1x8xf32>
 // CHECK: gpipe.broadcast_to %{{.*}} : tensor<2x1x8xf32> -> tensor<2x4x8xf32>
+// CHECK: gpipe.broadcast_to %{{.*}} batch : tensor<1x4x8xf32> -> tensor<2x4x8xf32>
 // CHECK: gpipe.sum_to %{{.*}} : tensor<2x4x8xf32> -> tensor<4x8xf32>
 // CHECK: gpipe.reshape %{{.*}} : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>
 // CHECK: gpipe.transpose %{{.*}} perm [0, 2, 1, 3] : tensor<2x4x2x4xf32> -> tensor<2x2x4x4xf32>
@@ -32,6 +33,8 @@ gpipe.model @broadcasting batch 2 {
     %7 = gpipe.reduce_mean %5 axes [1, 2] : tensor<2x4x8xf32> -> tensor<2xf32>
     %8 = gpipe.reduce_max %5 axes [1] : tensor<2x4x8xf32> -> tensor<2x1x8xf32>
     %9 = gpipe.broadcast_to %8 : tensor<2x1x8xf32> -> tensor<2x4x8xf32>
+    %token = gpipe.sum_to %9 : tensor<2x4x8xf32> -> tensor<1x4x8xf32>
+    %tokens = gpipe.broadcast_to %token batch : tensor<1x4x8xf32> -> tensor<2x4x8xf32>
     %10 = gpipe.sum_to %9 : tensor<2x4x8xf32> -> tensor<4x8xf32>
     %11 = gpipe.add %9, %10 : tensor<2x4x8xf32>, tensor<4x8xf32> -> tensor<2x4x8xf32>
     %12 = gpipe.reshape %11 : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32>

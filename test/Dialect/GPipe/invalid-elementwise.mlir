@@ -153,6 +153,25 @@ gpipe.model @m batch 2 {
 
 // -----
 
+// `batch` stretches size 1 in dimension 0 over the batch, so the input has
+// the result's rank.
+gpipe.model @m batch 2 {
+  %x = gpipe.input "x" : tensor<2x3xf32>
+  %y = gpipe.layer "l" -> tensor<2x3xf32> {
+    %c = gpipe.param "c" zeros : tensor<3xf32>
+    // expected-error @+1 {{'gpipe.broadcast_to' op stretches its input over the batch (`batch`), which needs an input of the result's rank with size 1 in dimension 0, got 'tensor<3xf32>' for 'tensor<2x3xf32>'}}
+    %0 = gpipe.broadcast_to %c batch : tensor<3xf32> -> tensor<2x3xf32>
+    gpipe.yield %x : tensor<2x3xf32>
+  }
+  %l = gpipe.layer "loss" -> tensor<f32> {
+    %0 = gpipe.mse_loss %y, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<f32>
+    gpipe.yield %0 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
 gpipe.model @m batch 2 {
   %x = gpipe.input "x" : tensor<2x3xf32>
   %y = gpipe.layer "l" -> tensor<2x3xf32> {

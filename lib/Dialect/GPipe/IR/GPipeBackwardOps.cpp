@@ -189,6 +189,9 @@ bool gpipe::isPerExampleResult(OpResult result, ArrayRef<bool> operandBatched) {
           .Default([](Operation *) { return std::nullopt; });
   if (primal)
     return *primal < operandBatched.size() && operandBatched[*primal];
+  // Stretched over the batch: per example whatever its input.
+  if (auto stretch = dyn_cast<BroadcastToOp>(op); stretch && stretch.getBatch())
+    return true;
   // A reduction over the batch, or a sum down to a shape without it (a
   // parameter's gradient), is not per example.
   auto reducesBatch = [&](ArrayRef<int64_t> axes) {

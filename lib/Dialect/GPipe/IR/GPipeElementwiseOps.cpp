@@ -201,6 +201,13 @@ LogicalResult BroadcastToOp::verify() {
       !broadcastsTo(input, result))
     return emitOpError() << "expects an input that broadcasts to the result "
                          << result << ", got " << input;
+  if (getBatch() &&
+      (input.getRank() != result.getRank() || result.getRank() == 0 ||
+       input.getDimSize(0) != 1))
+    return emitOpError() << "stretches its input over the batch (`batch`), "
+                            "which needs an input of the result's rank with "
+                            "size 1 in dimension 0, got "
+                         << input << " for " << result;
   return success();
 }
 

@@ -140,7 +140,7 @@ bool gpipe::emitElementwiseGradient(Operation *op, Value dy, OpBuilder &builder,
           contribute(o.getInput(),
                      BroadcastToOp::create(builder, o.getLoc(),
                                            o.getInput().getType(), dy,
-                                           CostAttr()));
+                                           UnitAttr(), CostAttr()));
         return true;
       })
       .Case([&](ReduceSumOp o) {

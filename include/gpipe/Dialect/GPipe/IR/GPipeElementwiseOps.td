@@ -164,13 +164,21 @@ def GPipe_BroadcastToOp : GPipe_ComputeOp<"broadcast_to",
     [GPipe_GeneratedKernel]> {
   let summary = "the input stretched to the result's shape (NumPy broadcasting)";
   let description = [{
+    With `batch`, the input (not per example, size 1 in dimension 0) is
+    stretched over the batch: the result is per example, and each
+    micro-batch gets its own rows of it (a class token expanded to every
+    example, token-type embeddings of a constant).
+
     ```mlir
     %y = gpipe.broadcast_to %x : tensor<1x16xf32> -> tensor<8x16xf32>
+    %cls = gpipe.broadcast_to %token batch : tensor<1x1x64xf32> -> tensor<8x1x64xf32>
     ```
   }];
-  let arguments = !con((ins GPipe_FloatTensor:$input), CostArg);
+  let arguments = !con((ins GPipe_FloatTensor:$input, UnitAttr:$batch),
+                       CostArg);
   let results = (outs GPipe_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat =
+      "$input (`batch` $batch^)? attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
