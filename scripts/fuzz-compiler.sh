@@ -56,9 +56,23 @@ fuzz_compile() {
 onnx_seconds="${GPIPE_FUZZ_ONNX_SECONDS:-30}"
 mkdir -p "$work/onnx"
 cp "$root"/test/Import/Onnx/Inputs/*.onnx "$work/onnx/"
+# The real models within the fuzzer's input length (their folding and
+# general ops), not the dynamo exports (IR 10, refused at once).
+for f in "$root"/test/Import/Onnx/Inputs/models/*.onnx; do
+  case "$f" in *.dynamo.onnx) continue ;; esac
+  [ "$(stat -c %s "$f")" -le 300000 ] && cp "$f" "$work/onnx/model-$(basename "$f")"
+done
 for d in /usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d* \
          /usr/share/libonnx-testdata/data/node/test_gemm_* \
-         /usr/share/libonnx-testdata/data/node/test_maxpool_2d_*; do
+         /usr/share/libonnx-testdata/data/node/test_maxpool_2d_* \
+         /usr/share/libonnx-testdata/data/node/test_reshape_* \
+         /usr/share/libonnx-testdata/data/node/test_slice* \
+         /usr/share/libonnx-testdata/data/node/test_unsqueeze* \
+         /usr/share/libonnx-testdata/data/node/test_expand* \
+         /usr/share/libonnx-testdata/data/node/test_where* \
+         /usr/share/libonnx-testdata/data/node/test_range* \
+         /usr/share/libonnx-testdata/data/node/test_gather_* \
+         /usr/share/libonnx-testdata/data/node/test_reduce_mean_*; do
   [ -f "$d/model.onnx" ] && cp "$d/model.onnx" "$work/onnx/$(basename "$d").onnx"
 done
 fuzz_onnx_import() {

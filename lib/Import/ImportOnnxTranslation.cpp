@@ -49,6 +49,11 @@ cl::opt<int64_t>
               cl::desc("import-onnx: the batch, for inputs whose first "
                        "dimension is symbolic"),
               cl::init(0), cl::cat(gpipe::importOnnxCategory()));
+cl::opt<bool> untieWeights(
+    "untie-weights",
+    cl::desc("import-onnx: import an initializer that several layers use "
+             "(tied embeddings) as a copy per layer, each trained apart"),
+    cl::init(false), cl::cat(gpipe::importOnnxCategory()));
 cl::opt<std::string> weightsPath(
     "weights",
     cl::desc("import-onnx: where to write the parameters (default: the "
@@ -122,6 +127,7 @@ void gpipe::registerImportOnnxTranslation() {
         options.batch = batchSize;
         options.weightsFile = attribute;
         options.modelName = modelName;
+        options.untieWeights = untieWeights;
         if (options.modelName.empty())
           options.modelName = onnxModelName(
               llvm::sys::path::stem(input->getBufferIdentifier()).str());

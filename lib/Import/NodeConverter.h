@@ -62,7 +62,8 @@ private:
     if (ssa.empty())
       error = "initializer '" + input(i) +
               "' is used by more than one layer; a gpipe parameter belongs to "
-              "one (tied weights are not supported)";
+              "one (tied weights are not supported yet; --untie-weights imports a copy "
+              "per layer, each trained apart)";
     return ssa;
   }
   bool onlyFirstOutputUsed() {

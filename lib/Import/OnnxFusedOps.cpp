@@ -89,7 +89,8 @@ private:
     if (ssa.empty())
       error = "initializer '" + name +
               "' is used by more than one layer; a gpipe parameter belongs "
-              "to one (tied weights are not supported)";
+              "to one (tied weights are not supported yet; --untie-weights imports a "
+              "copy per layer, each trained apart)";
     return ssa;
   }
 

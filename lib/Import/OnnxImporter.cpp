@@ -414,8 +414,13 @@ std::string GraphImporter::param(const std::string &name,
   if (declared != layerParams.end())
     return declared->second;
   auto owner = paramLayer.find(name);
-  if (owner != paramLayer.end() && owner->second != currentLayer)
-    return {}; // the caller reports the tied weight
+  if (owner != paramLayer.end() && owner->second != currentLayer) {
+    if (!options.untieWeights)
+      return {}; // the caller reports the tied weight
+    // A copy of its own, trained apart (--untie-weights).
+    return param(name + "@" + layerNames[size_t(currentLayer)], shape,
+                 std::move(data), frozen);
+  }
   paramLayer[name] = currentLayer;
   std::string ssa = "%p" + std::to_string(nextSsa++);
   layerParams[name] = ssa;

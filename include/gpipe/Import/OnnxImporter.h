@@ -50,6 +50,11 @@ struct OnnxImportOptions {
   std::string weightsFile;
   /// The model's symbol; empty: onnxModelName(the graph's name).
   std::string modelName;
+  /// An initializer more than one layer uses (tied input and output
+  /// embeddings) becomes a parameter per layer, `<name>@<layer>` after the
+  /// first: the same forward, each copy trained by its own layer's gradient.
+  /// Otherwise such a model is refused.
+  bool untieWeights = false;
 };
 
 struct OnnxImport {
