@@ -61,8 +61,8 @@ private:
     std::string ssa = g.param(input(i), shape, std::move(data));
     if (ssa.empty())
       error = "initializer '" + input(i) +
-              "' is used by more than one layer; a gpipe parameter belongs to "
-              "one (tied weights are not supported yet; --untie-weights imports a copy "
+              "' is read by more than one layer, in different layouts; a tied "
+              "weight is read alike by each (--untie-weights imports a copy "
               "per layer, each trained apart)";
     return ssa;
   }

@@ -88,8 +88,8 @@ private:
     std::string ssa = g.param(name, shape, std::move(data));
     if (ssa.empty())
       error = "initializer '" + name +
-              "' is used by more than one layer; a gpipe parameter belongs "
-              "to one (tied weights are not supported yet; --untie-weights imports a "
+              "' is read by more than one layer, in different layouts; a "
+              "tied weight is read alike by each (--untie-weights imports a "
               "copy per layer, each trained apart)";
     return ssa;
   }

@@ -415,11 +415,24 @@ std::string GraphImporter::param(const std::string &name,
     return declared->second;
   auto owner = paramLayer.find(name);
   if (owner != paramLayer.end() && owner->second != currentLayer) {
-    if (!options.untieWeights)
-      return {}; // the caller reports the tied weight
-    // A copy of its own, trained apart (--untie-weights).
-    return param(name + "@" + layerNames[size_t(currentLayer)], shape,
-                 std::move(data), frozen);
+    const std::string copy = name + "@" + layerNames[size_t(currentLayer)];
+    if (options.untieWeights) // a copy of its own, trained apart
+      return param(copy, shape, std::move(data), frozen);
+    // Tied (an embedding table that is also the output projection): this
+    // layer's copy of the one parameter, read alike.
+    auto root = std::find_if(
+        result.weights.begin(), result.weights.end(),
+        [&](const runtime::NamedTensor &t) { return t.name == name; });
+    if (root == result.weights.end() || root->shape != shape ||
+        std::memcmp(root->data.data(), data.data(), data.size() * 4) != 0)
+      return {}; // read in another layout: the caller reports it
+    paramLayer[copy] = currentLayer;
+    std::string ssa = "%p" + std::to_string(nextSsa++);
+    layerParams[name] = ssa;
+    emit(ssa + " = gpipe.param \"" + copy + "\" pretrained" +
+         (frozen ? " frozen" : "") + " tied \"" + name +
+         "\" : " + tensorType(shape, true));
+    return ssa;
   }
   paramLayer[name] = currentLayer;
   std::string ssa = "%p" + std::to_string(nextSsa++);

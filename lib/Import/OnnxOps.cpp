@@ -287,9 +287,9 @@ std::string NodeConverter::dense(bool gemm) {
     std::string bs = g.param(biasName, {width}, c->floats);
     if (bs.empty())
       return unsupported("initializer '" + biasName +
-                         "' is used by more than one layer (tied weights are "
-                         "not supported yet; --untie-weights imports a copy "
-                         "per layer)");
+                         "' is read by more than one layer, in different "
+                         "layouts; a tied weight is read alike by each "
+                         "(--untie-weights imports a copy per layer)");
     operands += ", " + bs;
     types += ", " + tensorType({width}, true);
   }

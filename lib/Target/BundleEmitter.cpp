@@ -105,6 +105,8 @@ static FailureOr<StageEmission> emitStage(StageOp stage,
                           {"stage", int64_t(stage.getIndex())}};
         if (param.getFrozen())
           spec["frozen"] = true;
+        if (std::optional<StringRef> tied = param.getTied())
+          spec["tied"] = *tied;
         out.params.push_back(std::move(spec));
         continue;
       }

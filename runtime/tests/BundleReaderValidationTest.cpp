@@ -235,7 +235,28 @@ const ErrorCase kErrorCases[] = {
      "params[1]: expected a number 'scale', found a string"},
     {"UnknownParamKey", [](Json &j) { j["params"][1]["dtype"] = "f32"; },
      "params[1]: unknown key 'dtype'; expected one of name, shape, init, "
-     "scale, stage, frozen"},
+     "scale, stage, frozen, tied"},
+    // A tied copy names an untied parameter before it, declared alike.
+    {"TiedToLater", [](Json &j) { j["params"][1]["tied"] = "w2"; },
+     "params[1]: parameter 'b1' is tied to 'w2', which is no untied "
+     "parameter declared before it"},
+    {"TiedToCopy",
+     [](Json &j) {
+       j["params"][1] = j["params"][0];
+       j["params"][1]["name"] = "w1@b";
+       j["params"][1]["tied"] = "w1";
+       j["params"][2] = j["params"][0];
+       j["params"][2]["name"] = "w1@c";
+       j["params"][2]["tied"] = "w1@b";
+     },
+     "params[2]: parameter 'w1@c' is tied to 'w1@b', which is no untied "
+     "parameter declared before it"},
+    {"TiedOtherwise",
+     [](Json &j) {
+       j["params"][2]["tied"] = "w1";
+     },
+     "params[2]: parameter 'w2' is tied to 'w1' but declared otherwise "
+     "(shape, init, scale or frozen)"},
     {"FrozenNotBool", [](Json &j) { j["params"][1]["frozen"] = 1; },
      "params[1]: expected a boolean 'frozen', found a number"},
     // Stage values.

@@ -187,13 +187,15 @@ bool Reader::readParams(const Json &root, size_t numStages, Bundle &bundle) {
     std::string init;
     if (!expectObject(json, path) ||
         !checkKeys(json, path,
-                   {"name", "shape", "init", "scale", "stage", "frozen"}) ||
+                   {"name", "shape", "init", "scale", "stage", "frozen",
+                    "tied"}) ||
         !getString(json, path, "name", param.name) ||
         !getIntArray(json, path, "shape", param.shape) ||
         !getString(json, path, "init", init) ||
         !getNumber(json, path, "scale", param.scale, /*required=*/false) ||
         !getIndex(json, path, "stage", param.stage) ||
-        !getBool(json, path, "frozen", param.frozen, /*required=*/false))
+        !getBool(json, path, "frozen", param.frozen, /*required=*/false) ||
+        !getString(json, path, "tied", param.tied, /*required=*/false))
       return false;
     if (param.name.empty())
       return fail(path, "expected a non-empty 'name'");
@@ -212,6 +214,23 @@ bool Reader::readParams(const Json &root, size_t numStages, Bundle &bundle) {
                             plural(numStages, "stage"));
     if (!paramNames.insert(param.name).second)
       return fail(path, "parameter '" + param.name + "' is declared twice");
+    if (!param.tied.empty()) {
+      const ParamSpec *root = nullptr;
+      for (size_t j = 0; j < i; ++j)
+        if (bundle.params[j].name == param.tied)
+          root = &bundle.params[j];
+      if (!root || !root->tied.empty())
+        return fail(path, "parameter '" + param.name + "' is tied to '" +
+                              param.tied +
+                              "', which is no untied parameter declared "
+                              "before it");
+      if (root->shape != param.shape || root->init != param.init ||
+          root->scale != param.scale || root->frozen != param.frozen)
+        return fail(path, "parameter '" + param.name + "' is tied to '" +
+                              param.tied +
+                              "' but declared otherwise (shape, init, scale "
+                              "or frozen)");
+    }
   }
   return true;
 }

@@ -292,6 +292,8 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
                  {"stage", param.stage}};
     if (param.frozen)
       json["frozen"] = true;
+    if (!param.tied.empty())
+      json["tied"] = param.tied;
     params.push_back(std::move(json));
   }
   Json stages = Json::array();

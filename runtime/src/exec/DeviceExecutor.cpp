@@ -144,6 +144,17 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     s.paramByName[spec.name] = param.get();
     s.params.push_back(std::move(param));
   }
+  std::unordered_map<std::string, size_t> groupOf;
+  for (const std::unique_ptr<DeviceParameter> &param : s.params) {
+    if (param->spec.tied.empty())
+      continue;
+    param->tiedRoot = s.paramByName.at(param->spec.tied);
+    auto [group, added] = groupOf.try_emplace(param->spec.tied,
+                                              s.tiedGroups.size());
+    if (added)
+      s.tiedGroups.push_back({param->tiedRoot});
+    s.tiedGroups[group->second].push_back(param.get());
+  }
   s.runningStatistics.resize(numDevices);
   for (const RunningStatistics &stats : runningStatisticsOf(b)) {
     DeviceRunningStatistics running;
@@ -209,17 +220,28 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   // Pretrained values first, so that an error returns before any copy is in
   // flight; the file is read only if a parameter held here needs it, and
   // the tensors no parameter here takes are freed before the allocations.
+  // A tied copy starts from its root's values: the root's tensor where the
+  // root is held elsewhere.
   std::vector<std::vector<float>> initial(s.params.size());
+  std::unordered_map<const DeviceParameter *, size_t> indexOf;
+  for (size_t i = 0; i < s.params.size(); ++i)
+    indexOf[s.params[i].get()] = i;
   {
     PretrainedWeights pretrained(b.weights);
     for (size_t i = 0; i < s.params.size(); ++i) {
       const DeviceParameter &param = *s.params[i];
-      if (param.spec.init == InitKind::Pretrained &&
-          transport.runsDevice(param.device)) {
+      if (param.spec.init != InitKind::Pretrained ||
+          !transport.runsDevice(param.device))
+        continue;
+      const DeviceParameter *root = param.tiedRoot;
+      if (!root)
         error = pretrained.take(param.spec, initial[i]);
-        if (!error.empty())
-          return nullptr;
-      }
+      else if (transport.runsDevice(root->device))
+        initial[i] = initial[indexOf.at(root)];
+      else
+        error = pretrained.copy(root->spec, initial[i]);
+      if (!error.empty())
+        return nullptr;
     }
   }
   std::vector<char *> resident(numDevices, nullptr);
@@ -256,10 +278,12 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
                           param->size * 4);
     }
     if (param->spec.init != InitKind::Pretrained) {
+      // A tied copy draws its root's values (the seed and the root's name).
       initial[i].resize(param->size);
-      initializeParameter(param->spec.init, param->spec.scale,
-                          param->spec.shape, config.seed, param->spec.name,
-                          initial[i].data());
+      const ParamSpec &drawn = param->tiedRoot ? param->tiedRoot->spec
+                                               : param->spec;
+      initializeParameter(drawn.init, drawn.scale, drawn.shape, config.seed,
+                          drawn.name, initial[i].data());
     }
     s.backend->copyToDevice(s.backend->computeStream(d), param->value,
                             initial[i].data(), param->size * 4);

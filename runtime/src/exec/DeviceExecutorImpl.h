@@ -97,6 +97,8 @@ struct DeviceParameter {
   /// `grad` holds an earlier step's gradient: this step's first write
   /// overwrites it instead of accumulating (issue time, host only).
   bool gradientStale = false;
+  /// A tied copy: the parameter it copies (ParamSpec::tied), else null.
+  DeviceParameter *tiedRoot = nullptr;
 };
 
 /// A batch norm's running statistics on their device.
@@ -196,6 +198,16 @@ struct DeviceExecutor::Impl {
   std::unique_ptr<DeviceBackend> backend;
   std::vector<std::unique_ptr<DeviceParameter>> params;
   std::unordered_map<std::string, DeviceParameter *> paramByName;
+  /// Each tied parameter and its copies, in the bundle's order (the root
+  /// first): their gradients are summed in this order before the update.
+  std::vector<std::vector<DeviceParameter *>> tiedGroups;
+  /// `param` and, for a tied parameter's root, its copies.
+  std::vector<DeviceParameter *> copiesOf(DeviceParameter *param) const {
+    for (const std::vector<DeviceParameter *> &group : tiedGroups)
+      if (group.front() == param)
+        return group;
+    return {param};
+  }
   std::vector<std::vector<DeviceParameter *>> paramsOf; ///< per device
   /// Per device: its batch norms' running statistics.
   std::vector<std::vector<DeviceRunningStatistics>> runningStatistics;
@@ -327,6 +339,10 @@ struct DeviceExecutor::Impl {
   /// Waits for the issued pass; on failure the transport abandons what it
   /// has in flight. "" or the error.
   std::string synchronizePass();
+  /// Once every backward of the step is issued: sums each tied group's
+  /// gradients, in the group's order, into each of its copies
+  /// (DeviceTiedParameters.cpp); "" or the error.
+  std::string sumTiedGradients();
   /// Issues and runs `pass` on `batch`; "" or the first error.
   std::string runPass(const IssuePass &pass, const Batch &batch);
   /// The last stage's forward of an evaluation chunk: its loss and the loss

@@ -177,6 +177,8 @@ std::string DeviceExecutor::Impl::judgeGradients(
     const DeviceParameter *param = paramByName.at(spec.name);
     if (param->runningStatistic)
       continue; // a batch norm's statistics, not a gradient
+    if (param->tiedRoot)
+      continue; // a tied copy: its root's gradient, counted once
     const auto found = sums.find(param);
     const double sum = found == sums.end() ? 0.0 : found->second;
     if (config.optimizer.checkFinite && !std::isfinite(sum)) {
@@ -198,7 +200,7 @@ std::string DeviceExecutor::Impl::issueDecisions(DeviceGating &gating) {
   request.partsPerParameter = kSquareParts;
   for (const ParamSpec &spec : bundle.params) {
     const DeviceParameter *param = paramByName.at(spec.name);
-    if (param->runningStatistic)
+    if (param->runningStatistic || param->tiedRoot)
       continue;
     request.parts.push_back(gradientSquares.device[param->device] +
                             indexOnDevice(param) * kSquareParts);

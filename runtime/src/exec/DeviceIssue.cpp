@@ -324,6 +324,12 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
       for (unsigned d = 0; d < numDevices; ++d)
         if (transfer->runsDevice(d))
           zeroStaleGradients(d, timed);
+      // Tied copies' gradients summed: before the norm and the updates.
+      if (!dryRun) {
+        std::string error = sumTiedGradients();
+        if (!error.empty())
+          return error;
+      }
     }
     // Every process reaches the first optimizer step at the same point.
     if (measure && instr.kind == InstrKind::OptimizerStep &&

@@ -58,11 +58,12 @@ std::string DeviceExecutor::setParameter(const std::string &name,
   if (int64_t(values.size()) != it->second->size)
     return "parameter '" + name + "' has " + std::to_string(it->second->size) +
            " elements, got " + std::to_string(values.size());
-  if (!impl->transport->runsDevice(it->second->device))
-    return {}; // its process sets it
+  // A tied parameter's copies take the same values.
   DeviceBackend &backend = *impl->backend;
-  backend.copyToDevice(backend.computeStream(it->second->device),
-                       it->second->value, values.data(), it->second->size * 4);
+  for (DeviceParameter *copy : impl->copiesOf(it->second))
+    if (impl->transport->runsDevice(copy->device)) // else its process sets it
+      backend.copyToDevice(backend.computeStream(copy->device), copy->value,
+                           values.data(), copy->size * 4);
   return backend.synchronize(impl->config.stepTimeout);
 }
 
@@ -102,10 +103,10 @@ DeviceExecutor::setOptimizerState(const std::string &name, unsigned slot,
     return "optimizer state " + std::to_string(slot) + " of parameter '" +
            name + "' has " + std::to_string(param->size) + " elements, got " +
            std::to_string(values.size());
-  if (!impl->transport->runsDevice(param->device))
-    return {}; // its process sets it
   DeviceBackend &backend = *impl->backend;
-  backend.copyToDevice(backend.computeStream(param->device), param->slots[slot],
-                       values.data(), param->size * 4);
+  for (DeviceParameter *copy : impl->copiesOf(param))
+    if (impl->transport->runsDevice(copy->device)) // else its process sets it
+      backend.copyToDevice(backend.computeStream(copy->device),
+                           copy->slots[slot], values.data(), copy->size * 4);
   return backend.synchronize(impl->config.stepTimeout);
 }

@@ -36,6 +36,14 @@ std::string PretrainedWeights::load(const std::string &forParam) {
   return {};
 }
 
+std::string PretrainedWeights::copy(const ParamSpec &spec,
+                                    std::vector<float> &out) {
+  std::string error = take(spec, out);
+  if (error.empty())
+    tensors[spec.name] = NamedTensor{spec.name, spec.shape, out};
+  return error;
+}
+
 std::string PretrainedWeights::take(const ParamSpec &spec,
                                     std::vector<float> &out) {
   if (!loaded) {

@@ -35,6 +35,9 @@ public:
   /// parameter's shape. Reads the file on the first call. Returns "" or the
   /// error, which names the file and the parameter.
   std::string take(const ParamSpec &spec, std::vector<float> &out);
+  /// Copies into `out` what take() gives `spec` and keeps it: the values of
+  /// a tied parameter's root, for a copy held where the root is not.
+  std::string copy(const ParamSpec &spec, std::vector<float> &out);
 
 private:
   std::string load(const std::string &forParam);

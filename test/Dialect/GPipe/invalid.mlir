@@ -1502,3 +1502,76 @@ gpipe.model @m batch 2 {
   }
   gpipe.return %s : tensor<f32>
 }
+
+// -----
+
+// A tied parameter copies one declared before it, alike, in another layer.
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xf32>
+  %h = gpipe.layer "fc1" -> tensor<4x8xf32> {
+    %w = gpipe.param "w" glorot_uniform : tensor<8x8xf32>
+    %0 = gpipe.dense %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    gpipe.yield %0 : tensor<4x8xf32>
+  }
+  %l = gpipe.layer "fc2" -> tensor<f32> {
+    // expected-error @+1 {{'gpipe.param' op is tied to 'w', declared otherwise; a tied parameter has the type, initializer, scale and frozen of the one it copies ('tensor<8x8xf32>' glorot_uniform)}}
+    %w = gpipe.param "w@fc2" zeros tied "w" : tensor<8x8xf32>
+    %0 = gpipe.dense %h, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %1 = gpipe.mse_loss %0, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xf32>
+  %l = gpipe.layer "fc" -> tensor<f32> {
+    // expected-error @+1 {{'gpipe.param' op is tied to 'later', which is not a parameter declared before it}}
+    %w = gpipe.param "w" zeros tied "later" : tensor<8x8xf32>
+    %0 = gpipe.dense %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %1 = gpipe.mse_loss %0, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xf32>
+  %l = gpipe.layer "fc" -> tensor<f32> {
+    %v = gpipe.param "v" zeros : tensor<8x8xf32>
+    // expected-error @+1 {{'gpipe.param' op is tied to 'v' of the same layer; read that one}}
+    %w = gpipe.param "w" zeros tied "v" : tensor<8x8xf32>
+    %0 = gpipe.dense %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %1 = gpipe.mse_loss %0, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}
+
+// -----
+
+gpipe.model @m batch 4 {
+  %x = gpipe.input "x" : tensor<4x8xf32>
+  %a = gpipe.layer "a" -> tensor<4x8xf32> {
+    %w = gpipe.param "w" zeros : tensor<8x8xf32>
+    %0 = gpipe.dense %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    gpipe.yield %0 : tensor<4x8xf32>
+  }
+  %b = gpipe.layer "b" -> tensor<4x8xf32> {
+    %w = gpipe.param "w@b" zeros tied "w" : tensor<8x8xf32>
+    %0 = gpipe.dense %a, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    gpipe.yield %0 : tensor<4x8xf32>
+  }
+  %l = gpipe.layer "c" -> tensor<f32> {
+    // expected-error @+1 {{'gpipe.param' op is tied to 'w@b', itself tied to 'w'; tie it to 'w'}}
+    %w = gpipe.param "w@c" zeros tied "w@b" : tensor<8x8xf32>
+    %0 = gpipe.dense %b, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %1 = gpipe.mse_loss %0, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<f32>
+    gpipe.yield %1 : tensor<f32>
+  }
+  gpipe.return %l : tensor<f32>
+}

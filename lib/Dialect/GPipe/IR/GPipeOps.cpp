@@ -132,6 +132,40 @@ StringRef ModelOp::getWeightsFile() {
   return weights ? weights.getValue() : StringRef();
 }
 
+/// A tied parameter copies one declared before it, in another layer, alike;
+/// and that one is tied to none (a parameter's copies share one root).
+static LogicalResult verifyTie(ParamOp param,
+                               const llvm::StringMap<ParamOp> &earlier) {
+  std::optional<StringRef> tied = param.getTied();
+  if (!tied)
+    return success();
+  auto root = earlier.find(*tied);
+  if (root == earlier.end())
+    return param.emitOpError()
+           << "is tied to '" << *tied
+           << "', which is not a parameter declared before it";
+  ParamOp other = root->second;
+  if (other.getTied())
+    return param.emitOpError()
+           << "is tied to '" << *tied << "', itself tied to '"
+           << *other.getTied() << "'; tie it to '" << *other.getTied()
+           << "'";
+  if (other->getParentOp() == param->getParentOp())
+    return param.emitOpError() << "is tied to '" << *tied
+                               << "' of the same layer; read that one";
+  if (other.getType() != param.getType() ||
+      other.getInit() != param.getInit() ||
+      other.getScale() != param.getScale() ||
+      other.getFrozen() != param.getFrozen())
+    return param.emitOpError()
+           << "is tied to '" << *tied
+           << "', declared otherwise; a tied parameter has the type, "
+              "initializer, scale and frozen of the one it copies ("
+           << other.getType() << " " << stringifyInitKind(other.getInit())
+           << ")";
+  return success();
+}
+
 LogicalResult ModelOp::verify() {
   Block &body = getBody().front();
   if (body.empty() || !isa<ReturnOp>(body.back()))
@@ -147,6 +181,7 @@ LogicalResult ModelOp::verify() {
   }
 
   llvm::StringSet<> inputNames, stageNames, layerNames, paramNames;
+  llvm::StringMap<ParamOp> paramsByName;
   Operation *lastComputing = nullptr;
   for (Operation &op : body) {
     if (auto input = dyn_cast<InputOp>(op)) {
@@ -190,6 +225,9 @@ LogicalResult ModelOp::verify() {
                             << "' is used by another parameter";
         return WalkResult::interrupt();
       }
+      if (failed(verifyTie(param, paramsByName)))
+        return WalkResult::interrupt();
+      paramsByName[param.getName()] = param;
       if (!firstPretrained && param.getInit() == InitKind::Pretrained)
         firstPretrained = param;
     }

@@ -105,18 +105,27 @@ def GPipe_ParamOp : GPipe_Op<"param", [HasParent<"LayerOp">, Pure]> {
     table): any op may read it, it gets no gradient and the optimizer never
     changes it (nor does weight decay).
 
+    A parameter `tied` to an earlier one (an output projection that is the
+    token embedding's table) is a copy of it in another layer, declared
+    alike: it starts from the same values, and before each update the
+    gradients of the parameter and all its copies are summed, in the order
+    they are declared, into each; so every copy takes the same update and
+    they stay equal, wherever the partitioner puts their layers.
+
     ```mlir
     %w = gpipe.param "fc1.w" glorot_uniform : tensor<784x256xf32>
     %e = gpipe.param "emb" normal scale 0.02 : tensor<96x64xf32>
     %p = gpipe.param "fc2.w" pretrained : tensor<256x10xf32>
     %pos = gpipe.param "pos" pretrained frozen : tensor<16x64xf32>
+    %out = gpipe.param "emb@head" normal scale 0.02 tied "emb" : tensor<96x64xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, GPipe_InitKind:$init,
-                       OptionalAttr<F64Attr>:$scale, UnitAttr:$frozen);
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$frozen,
+                       OptionalAttr<StrAttr>:$tied);
   let results = (outs GPipe_FloatTensor:$result);
   let assemblyFormat =
-      "$name $init (`scale` $scale^)? (`frozen` $frozen^)? attr-dict `:` type($result)";
+      "$name $init (`scale` $scale^)? (`frozen` $frozen^)? (`tied` $tied^)? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

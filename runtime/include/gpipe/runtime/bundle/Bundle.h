@@ -147,6 +147,10 @@ struct ParamSpec {
   /// A constant of the model (a mask, a position table): no optimizer step
   /// changes it.
   bool frozen = false;
+  /// A copy of the earlier parameter of this name (tied weights): it starts
+  /// from its values, and before each update the gradients of the group are
+  /// summed into each copy, so that they take the same update.
+  std::string tied;
 };
 
 struct ModelInputSpec {
