@@ -11,27 +11,57 @@
 
 using namespace gpipe::runtime;
 
+namespace {
+
+/// A character model's inputs: its ids (`ids`, or Hugging Face's
+/// `input_ids`), `targets`, and `positions` where it reads them (an
+/// imported model computes its own).
+struct TextInputs {
+  std::string ids = "ids";
+  bool positions = true;
+};
+
+const ModelInputSpec *inputNamed(const Bundle &bundle,
+                                 const std::string &name) {
+  auto it = std::find_if(
+      bundle.inputs.begin(), bundle.inputs.end(),
+      [&](const ModelInputSpec &input) { return input.name == name; });
+  return it == bundle.inputs.end() ? nullptr : &*it;
+}
+
+TextInputs textInputsOf(const Bundle &bundle) {
+  TextInputs inputs;
+  if (!inputNamed(bundle, "ids") && inputNamed(bundle, "input_ids"))
+    inputs.ids = "input_ids";
+  inputs.positions = inputNamed(bundle, "positions") != nullptr;
+  return inputs;
+}
+
+} // namespace
+
 StatusOr<int64_t> gpipe::runtime::characterModelWindow(const Bundle &bundle) {
-  const char *names[] = {"ids", "positions", "targets"};
+  const TextInputs names = textInputsOf(bundle);
+  std::vector<std::string> wanted = {names.ids, "targets"};
+  if (names.positions)
+    wanted.push_back("positions");
   std::vector<int64_t> shape;
-  bool match = bundle.inputs.size() == 3;
-  for (const char *name : names) {
-    auto it = std::find_if(
-        bundle.inputs.begin(), bundle.inputs.end(),
-        [&](const ModelInputSpec &input) { return input.name == name; });
-    if (it == bundle.inputs.end() || it->type != ElementType::I32 ||
-        it->shape.size() != 2 || (!shape.empty() && it->shape != shape)) {
+  bool match = bundle.inputs.size() == wanted.size();
+  for (const std::string &name : wanted) {
+    const ModelInputSpec *input = inputNamed(bundle, name);
+    if (!input || input->type != ElementType::I32 ||
+        input->shape.size() != 2 || (!shape.empty() && input->shape != shape)) {
       match = false;
       break;
     }
-    shape = it->shape;
+    shape = input->shape;
   }
   if (match)
     return shape[1];
   return Status(StatusCode::InvalidArgument,
                 "the model's inputs do not match a character language model: "
-                "expected i32 inputs ids, positions and targets of one shape "
-                "[batch, seq], found " +
+                "expected i32 inputs ids (or input_ids), targets and, where "
+                "the model reads them, positions, of one shape [batch, seq], "
+                "found " +
                     describeModelInputs(bundle));
 }
 
@@ -43,11 +73,13 @@ static nlohmann::json withWarmup(nlohmann::json fields, int64_t warmup) {
   return fields;
 }
 
-static Batch textBatch(TextWindows windows) {
+static Batch textBatch(const Bundle &bundle, TextWindows windows) {
+  const TextInputs names = textInputsOf(bundle);
   std::vector<int64_t> shape = {windows.rows, windows.seq};
   Batch batch;
-  batch["ids"] = HostTensor::ints(shape, std::move(windows.ids));
-  batch["positions"] = HostTensor::ints(shape, std::move(windows.positions));
+  batch[names.ids] = HostTensor::ints(shape, std::move(windows.ids));
+  if (names.positions)
+    batch["positions"] = HostTensor::ints(shape, std::move(windows.positions));
   batch["targets"] = HostTensor::ints(shape, std::move(windows.targets));
   return batch;
 }
@@ -73,7 +105,8 @@ static StatusOr<double> validationLoss(Engine &engine,
     std::vector<int64_t> part(windows.begin() + first, windows.begin() + last);
     int64_t rows = int64_t(part.size());
     EvalResult result = engine.evaluate(
-        textBatch(sequentialWindows(validation, seq, part)), rows);
+        textBatch(engine.bundle(), sequentialWindows(validation, seq, part)),
+        rows);
     if (!result.ok())
       return Status(result.nonFinite ? StatusCode::NonFinite
                                      : StatusCode::DeviceFailure,
@@ -163,7 +196,7 @@ Status gpipe::runtime::trainCharacterModel(Engine &engine,
         scheduledLearningRate(options.learningRate, options.schedule, step,
                               steps, options.warmupSteps);
     engine.setLearningRate(rate);
-    Batch data = textBatch(sampler->next(batch));
+    Batch data = textBatch(engine.bundle(), sampler->next(batch));
     const Clock::time_point stepStart = Clock::now();
     StepResult result = engine.trainStep(data);
     if (!result.ok())
