@@ -20,39 +20,6 @@ using namespace gpipe::onnx_import;
 
 namespace {
 
-/// `target` (a Reshape's shape, with ONNX's 0 = keep and -1 = infer) applied
-/// to `from`; empty if it does not apply.
-std::vector<int64_t> reshaped(const std::vector<int64_t> &from,
-                              const std::vector<int64_t> &target) {
-  int64_t total = 1, known = 1, infer = -1;
-  for (int64_t d : from)
-    total *= d;
-  std::vector<int64_t> shape = target;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0) {
-      if (i >= from.size())
-        return {};
-      shape[i] = from[i];
-    }
-    if (shape[i] == -1) {
-      if (infer >= 0)
-        return {};
-      infer = int64_t(i);
-      continue;
-    }
-    if (shape[i] <= 0 || __builtin_mul_overflow(known, shape[i], &known))
-      return {};
-  }
-  if (infer >= 0) {
-    if (known == 0 || total % known != 0)
-      return {};
-    shape[size_t(infer)] = total / known;
-  } else if (known != total) {
-    return {};
-  }
-  return shape;
-}
-
 class FusedWriter {
 public:
   FusedWriter(GraphImporter &g, const Pattern &p) : g(g), p(p) {}

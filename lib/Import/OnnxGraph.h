@@ -15,6 +15,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -89,6 +90,17 @@ std::vector<int64_t> onnxShape(const Value &v);
 std::vector<int64_t> reshaped(const std::vector<int64_t> &from,
                               const std::vector<int64_t> &target,
                               bool allowZero = false);
+
+/// Whether `perm` is a permutation of `rank` axes.
+inline bool isPermutation(std::vector<int64_t> perm, int64_t rank) {
+  std::sort(perm.begin(), perm.end());
+  if (int64_t(perm.size()) != rank)
+    return false;
+  for (int64_t i = 0; i < rank; ++i)
+    if (perm[size_t(i)] != i)
+      return false;
+  return true;
+}
 
 /// Shrinks `dims` to 1 along every axis over which `data` does not vary (a
 /// broadcast operand reads the same values either way).

@@ -201,12 +201,7 @@ std::string NodeConverter::transpose() {
   if (perm.empty())
     for (int64_t d = rank - 1; d >= 0; --d)
       perm.push_back(d);
-  std::vector<int64_t> sorted = perm;
-  std::sort(sorted.begin(), sorted.end());
-  bool isPermutation = int64_t(sorted.size()) == rank;
-  for (int64_t d = 0; d < rank && isPermutation; ++d)
-    isPermutation = sorted[size_t(d)] == d;
-  if (!isPermutation)
+  if (!isPermutation(perm, rank))
       return unsupported("attribute perm " + shapeText(perm) +
                          " is not a permutation of " + std::to_string(rank) +
                          " axes");
