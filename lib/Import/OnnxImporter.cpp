@@ -137,9 +137,15 @@ std::string GraphImporter::readConstants() {
   }
   // An Identity of a constant is that constant (PyTorch shares a mask
   // buffer between blocks so).
+  // An Identity of an initializer is PyTorch's exporter merging parameters
+  // of equal values (eval mode): each output is a parameter of its own under
+  // its name, equal at the start, trained apart.
   for (const onnx::NodeProto &n : graph.node())
-    if (isConstantIdentity(n))
+    if (isConstantIdentity(n)) {
       constants[n.output(0)] = constants.at(n.input(0));
+      if (initializerNames.count(n.input(0)))
+        initializerNames.insert(n.output(0));
+    }
   return {};
 }
 

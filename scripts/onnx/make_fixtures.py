@@ -443,6 +443,18 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         consts, name="gelu_unhalved"), os.path.join(out_dir, "gelu-unhalved.onnx"))
 
+    # Two parameters PyTorch's exporter merged (eval mode, equal values): the
+    # second layer reads the first's initializer through an Identity named
+    # after its own parameter.
+    w = helper.make_tensor("a.weight", TensorProto.FLOAT, [4], [1.0, 1.0, 1.0, 1.0])
+    save_model(tiny_model(
+        [helper.make_node("Identity", ["a.weight"], ["b.weight"], name="/b/Identity"),
+         helper.make_node("Mul", ["x", "a.weight"], ["h"], name="/a/Mul"),
+         helper.make_node("Mul", ["h", "b.weight"], ["y"], name="/b/Mul")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [w], name="merged_parameters"), os.path.join(out_dir, "merged-parameters.onnx"))
+
     # Attention whose scores are scaled by 1 instead of 1/sqrt(head_dim).
     torch.manual_seed(5)
     attention = SelfAttention(32, 4)
@@ -470,6 +482,7 @@ FIXTURES = [
     "residual.initializers.txt",
     "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "unknown-ops.onnx",
     "dynamic-shape.onnx", "opset18.onnx", "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
+    "merged-parameters.onnx",
 ]
 
 
