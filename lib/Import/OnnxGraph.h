@@ -192,6 +192,13 @@ public:
   bool hasAttr(const std::string &name) const;
   /// The consumers of ONNX value `name`.
   std::vector<const onnx::NodeProto *> consumersOf(const std::string &name);
+  /// The node that computes ONNX value `name`, or null.
+  const onnx::NodeProto *producerOf(const std::string &name) const;
+  /// Whether `node` transposes a trained weight matrix for MatMuls alone
+  /// (PyTorch's Linear exported without constant folding: MatMul(x,
+  /// Transpose(W))): each MatMul then reads W with transpose_rhs, and the
+  /// Transpose writes nothing.
+  bool isWeightTransposeForMatMuls(const onnx::NodeProto &node);
   /// Marks `node` as converted with another (a MatMul's bias Add).
   void absorb(const onnx::NodeProto *absorbed) { skipped.insert(absorbed); }
   bool isGraphOutput(const std::string &name) const;

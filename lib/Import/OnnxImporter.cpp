@@ -364,6 +364,35 @@ bool GraphImporter::isGraphOutput(const std::string &name) const {
   return false;
 }
 
+const onnx::NodeProto *
+GraphImporter::producerOf(const std::string &name) const {
+  for (const onnx::NodeProto &n : graph.node())
+    for (const std::string &output : n.output())
+      if (output == name)
+        return &n;
+  return nullptr;
+}
+
+bool GraphImporter::isWeightTransposeForMatMuls(const onnx::NodeProto &node) {
+  if (node.op_type() != "Transpose" || !node.domain().empty() ||
+      node.input_size() != 1 || !isTrainable(node.input(0)) ||
+      constant(node.input(0))->dims.size() != 2 ||
+      isGraphOutput(node.output(0)))
+    return false;
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (a.name() == "perm" &&
+        std::vector<int64_t>(a.ints().begin(), a.ints().end()) !=
+            std::vector<int64_t>{1, 0})
+      return false;
+  std::vector<const onnx::NodeProto *> users = consumersOf(node.output(0));
+  return !users.empty() &&
+         std::all_of(users.begin(), users.end(), [&](const onnx::NodeProto *u) {
+           return u->op_type() == "MatMul" && u->input_size() == 2 &&
+                  u->input(1) == node.output(0) &&
+                  u->input(0) != node.output(0);
+         });
+}
+
 std::vector<const onnx::NodeProto *>
 GraphImporter::consumersOf(const std::string &name) {
   std::vector<const onnx::NodeProto *> consumers;

@@ -193,6 +193,8 @@ std::string NodeConverter::reshape() {
 }
 
 std::string NodeConverter::transpose() {
+  if (g.isWeightTransposeForMatMuls(n))
+    return {}; // each MatMul reads the weight with transpose_rhs
   Value x;
   if (!operand(0, x, false))
     return error;
@@ -521,8 +523,23 @@ std::string NodeConverter::generalGather() {
 
 std::string NodeConverter::matmul() {
   Value a, b;
-  if (!plainOperand(0, a) || !plainOperand(1, b) || !asFloat(a) ||
-      !asFloat(b))
+  // MatMul(x, Transpose(W)): W read as it is, transposed by the GEMM.
+  const onnx::NodeProto *transposed = g.producerOf(input(1));
+  const bool transposeRhs =
+      transposed && g.isWeightTransposeForMatMuls(*transposed);
+  if (transposeRhs) {
+    const Constant *w = g.constant(transposed->input(0));
+    b.shape = w->dims;
+    b.ssa = g.param(transposed->input(0), w->dims, w->floats);
+    if (b.ssa.empty())
+      return unsupported("initializer '" + transposed->input(0) +
+                         "' is read by more than one layer, in different "
+                         "layouts; a tied weight is read alike by each "
+                         "(--untie-weights imports a copy per layer)");
+    std::swap(b.shape[0], b.shape[1]); // as the product reads it
+  }
+  if (!plainOperand(0, a) || (!transposeRhs && !plainOperand(1, b)) ||
+      !asFloat(a) || !asFloat(b))
     return error;
   if (a.shape.size() < 2 || b.shape.size() < 2)
     return unsupported("operands " + shapeText(a.shape) + " and " +
@@ -550,7 +567,11 @@ std::string NodeConverter::matmul() {
   shape.push_back(m);
   shape.push_back(cols);
   std::string y = g.define(n.output(0), shape);
-  g.emit(y + " = gpipe.matmul " + a.ssa + ", " + b.ssa + " : (" + typeOf(a) +
-         ", " + typeOf(b) + ") -> " + tensorType(shape, true));
+  std::vector<int64_t> stored = b.shape;
+  if (transposeRhs)
+    std::swap(stored[0], stored[1]);
+  g.emit(y + " = gpipe.matmul " + a.ssa + ", " + b.ssa +
+         (transposeRhs ? " transpose_rhs" : "") + " : (" + typeOf(a) + ", " +
+         tensorType(stored, true) + ") -> " + tensorType(shape, true));
   return {};
 }
