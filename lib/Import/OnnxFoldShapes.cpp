@@ -96,11 +96,11 @@ bool Folder::expand(Tensor &out) {
   for (int64_t d : target)
     if (d < 0)
       return fail("its shape " + shapeText(target) + " has a negative size");
+  if (!checkSize(target)) // before the stand-in is allocated
+    return false;
   Tensor ones;
   ones.dims = target;
-  ones.v.assign(size_t(std::max<int64_t>(ones.count(), 0)), 0);
-  if (!checkSize(target))
-    return false;
+  ones.v.assign(size_t(ones.count()), 0);
   in.push_back(ones);
   if (!elementwise(x.kind, [](const long double *a) { return a[0]; }))
     return false;

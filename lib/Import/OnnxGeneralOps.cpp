@@ -25,11 +25,11 @@ using namespace gpipe::onnx_import;
 
 namespace {
 
-/// The held shape and permutation of ONNX's [N, C, H, W] as [N, H, W, C].
+/// The permutation that holds ONNX's [N, C, H, W] as [N, H, W, C].
 const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
 
-/// `c`'s values, shape `dims` (`c.dims` or a broadcast-equivalent), as
-/// floats.
+/// `c`'s values as floats (an integer or bool constant's exactly, below
+/// 2^24).
 std::vector<float> floatsOf(const Constant &c) {
   if (c.isFloat)
     return c.floats;

@@ -443,6 +443,17 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         consts, name="gelu_unhalved"), os.path.join(out_dir, "gelu-unhalved.onnx"))
 
+    # A constant expanded to 2^50 elements: the folder refuses it by its size
+    # before it allocates anything (found by FuzzOnnxImport).
+    huge = helper.make_tensor("huge", TensorProto.INT64, [2], [1 << 30, 1 << 20])
+    one = helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])
+    save_model(tiny_model(
+        [helper.make_node("Expand", ["one", "huge"], ["e"], name="/mask/Expand"),
+         helper.make_node("Add", ["x", "x"], ["y"], name="/out/Add")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [huge, one], name="expand_huge"), os.path.join(out_dir, "expand-huge.onnx"))
+
     # Two parameters PyTorch's exporter merged (eval mode, equal values): the
     # second layer reads the first's initializer through an Identity named
     # after its own parameter.
@@ -482,7 +493,7 @@ FIXTURES = [
     "residual.initializers.txt",
     "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "unknown-ops.onnx",
     "dynamic-shape.onnx", "opset18.onnx", "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
-    "merged-parameters.onnx",
+    "merged-parameters.onnx", "expand-huge.onnx",
 ]
 
 
