@@ -192,6 +192,11 @@ public:
   bool hasAttr(const std::string &name) const;
   /// The consumers of ONNX value `name`.
   std::vector<const onnx::NodeProto *> consumersOf(const std::string &name);
+  /// Whether ONNX value `name` is computed from the model's inputs (has the
+  /// batch), by the graph's dataflow; a Shape's or Size's output is not.
+  bool isPerExample(const std::string &name) const {
+    return perExampleNames.count(name) != 0;
+  }
   /// The node that computes ONNX value `name`, or null.
   const onnx::NodeProto *producerOf(const std::string &name) const;
   /// Whether `node` transposes a trained weight matrix for MatMuls alone
@@ -232,6 +237,7 @@ private:
   OnnxImport &result;
   std::map<std::string, Constant> constants;
   std::set<std::string> initializerNames;
+  std::set<std::string> perExampleNames;
   std::map<std::string, Value> values;
   /// What the current layer wrote once for many uses: conversions to ONNX's
   /// layout (by SSA text) and frozen constants (by name and type).

@@ -622,6 +622,19 @@ std::string GraphImporter::appendLoss(std::string &text, int &nextLayer) {
 
 std::string GraphImporter::run() {
   std::string error = readConstants();
+  for (const onnx::ValueInfoProto &input : graph.input())
+    if (!constants.count(input.name()))
+      perExampleNames.insert(input.name());
+  for (const onnx::NodeProto &n : graph.node()) {
+    if (n.op_type() == "Shape" || n.op_type() == "Size")
+      continue; // a shape, the same for every example
+    bool perExample = false;
+    for (const std::string &input : n.input())
+      perExample = perExample || perExampleNames.count(input);
+    if (perExample)
+      for (const std::string &output : n.output())
+        perExampleNames.insert(output);
+  }
   if (error.empty()) {
     patterns = findPatterns(graph, constants, patternMisses);
     for (size_t i = 0; i < patterns.size(); ++i)

@@ -207,6 +207,15 @@ std::string NodeConverter::transpose() {
       return unsupported("attribute perm " + shapeText(perm) +
                          " is not a permutation of " + std::to_string(rank) +
                          " axes");
+  if (perm[0] != 0 && g.isPerExample(input(0)))
+    return unsupported(
+        "it moves dimension 0, the batch of a value computed from the model's "
+        "inputs, to dimension " +
+        std::to_string(std::find(perm.begin(), perm.end(), 0) - perm.begin()) +
+        " (perm " + shapeText(perm) +
+        "); gpipe keeps each example's rows in dimension 0 (PyTorch's "
+        "nn.MultiheadAttention transposes its input to [S, N, D] even with "
+        "batch_first=True)");
   if (x.layout == Layout::Nhwc && perm == std::vector<int64_t>{0, 2, 3, 1}) {
     x.layout = Layout::Plain; // NCHW to NHWC: what gpipe holds
     g.bind(n.output(0), x);
