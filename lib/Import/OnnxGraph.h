@@ -102,6 +102,25 @@ inline bool isPermutation(std::vector<int64_t> perm, int64_t rank) {
   return true;
 }
 
+/// A Split's sizes: `sizes` as given, or ONNX's equal parts (the last one
+/// smaller) where none are; false where they do not split `extent` into
+/// `parts` outputs.
+inline bool splitSizes(std::vector<int64_t> &sizes, int64_t extent,
+                       int64_t parts) {
+  if (sizes.empty() && parts > 0) {
+    const int64_t each = (extent + parts - 1) / parts;
+    for (int64_t p = 0; p < parts; ++p)
+      sizes.push_back(std::clamp<int64_t>(extent - p * each, 0, each));
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0)
+      return false;
+    total += size;
+  }
+  return int64_t(sizes.size()) == parts && total == extent;
+}
+
 /// Shrinks `dims` to 1 along every axis over which `data` does not vary (a
 /// broadcast operand reads the same values either way).
 void shrinkUniform(std::vector<int64_t> &dims, std::vector<float> &data);

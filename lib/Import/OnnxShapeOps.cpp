@@ -375,15 +375,7 @@ std::string NodeConverter::split() {
     sizes = g.intsAttr("split");
   }
   const int64_t parts = n.output_size(), extent = x.shape[size_t(axis)];
-  if (sizes.empty()) {
-    const int64_t each = (extent + parts - 1) / parts;
-    for (int64_t p = 0; p < parts; ++p)
-      sizes.push_back(std::clamp<int64_t>(extent - p * each, 0, each));
-  }
-  if (int64_t(sizes.size()) != parts ||
-      std::any_of(sizes.begin(), sizes.end(),
-                  [](int64_t size) { return size < 0; }) ||
-      std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != extent)
+  if (!splitSizes(sizes, extent, parts))
     return unsupported("its sizes " + shapeText(sizes) + " do not split " +
                        std::to_string(extent) + " into " +
                        std::to_string(parts) + " outputs");
