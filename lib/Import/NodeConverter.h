@@ -94,9 +94,10 @@ private:
   /// SSA text, or "" with `error` set.
   std::string emitBinary(const std::string &op, const Value &a,
                          const Value &b, const std::string &name, bool isBool);
-  /// `v` cast to f32 / i1 where it is not.
-  bool asFloat(Value &v);
-  bool asBool(Value &v);
+  /// `v` cast to i1 (`toBool`) or f32 where it is not.
+  bool castOperand(Value &v, bool toBool);
+  bool asFloat(Value &v) { return castOperand(v, false); }
+  bool asBool(Value &v) { return castOperand(v, true); }
   std::string elementwiseUnary(const char *op);
   std::string elementwiseBinary(const char *op);
   std::string compare(const char *op, bool swap);

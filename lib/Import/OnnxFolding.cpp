@@ -26,13 +26,6 @@ using namespace gpipe::onnx_import::folding;
 
 namespace {
 
-const std::set<std::string> &foldOnlyOps() {
-  static const std::set<std::string> ops = {
-      "Ceil",  "ConstantOfShape", "CumSum",     "Floor", "GatherElements", "Mod",
-      "Range", "ReduceMin",       "ReduceProd", "Shape", "Size",
-      "Tile",  "Trilu",           "Xor"};
-  return ops;
-}
 
 const std::set<std::string> &foldableOps() {
   static const std::set<std::string> ops = [] {
@@ -54,6 +47,14 @@ const std::set<std::string> &foldableOps() {
 }
 
 } // namespace
+
+const std::set<std::string> &gpipe::onnx_import::foldOnlyOps() {
+  static const std::set<std::string> ops = {
+      "Ceil",  "ConstantOfShape", "CumSum",     "Floor", "GatherElements", "Mod",
+      "Range", "ReduceMin",       "ReduceProd", "Shape", "Size",
+      "Tile",  "Trilu",           "Xor"};
+  return ops;
+}
 
 Tensor folding::fromConstant(const Constant &c) {
   Tensor t;

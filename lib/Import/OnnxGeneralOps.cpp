@@ -231,9 +231,7 @@ std::string NodeConverter::emitBinary(const std::string &op, const Value &a,
   result.isFloat = !isBool;
   result.isBool = isBool;
   result.layout = a.isConstant ? b.layout : a.layout;
-  std::string y = g.define(name, shape, result.layout, !isBool);
-  if (isBool)
-    const_cast<Value *>(g.value(name))->isBool = true;
+  std::string y = g.define(name, shape, result.layout, !isBool, isBool);
   const bool oneType = a.shape == shape && b.shape == shape &&
                        typeOf(a) == typeOf(b) && typeOf(a) == typeOf(result);
   const std::string types =
@@ -243,17 +241,17 @@ std::string NodeConverter::emitBinary(const std::string &op, const Value &a,
   return y;
 }
 
-bool NodeConverter::asFloat(Value &v) {
-  if (v.isFloat)
+bool NodeConverter::castOperand(Value &v, bool toBool) {
+  if (toBool ? v.isBool : v.isFloat)
     return true;
-  Value f = v;
-  f.isFloat = true;
-  f.isBool = false;
-  f.origin = n.output(0) + "#float" + v.ssa;
-  f.ssa = g.define(f.origin, v.shape, v.layout);
-  g.emit(f.ssa + " = gpipe.cast " + v.ssa + " : " + typeOf(v) + " -> " +
-         typeOf(f));
-  v = f;
+  Value cast = v;
+  cast.isFloat = !toBool;
+  cast.isBool = toBool;
+  cast.origin = n.output(0) + (toBool ? "#bool" : "#float") + v.ssa;
+  cast.ssa = g.define(cast.origin, v.shape, v.layout, !toBool, toBool);
+  g.emit(cast.ssa + " = gpipe.cast " + v.ssa + " : " + typeOf(v) + " -> " +
+         typeOf(cast));
+  v = cast;
   return true;
 }
 
@@ -312,21 +310,6 @@ std::string NodeConverter::compare(const char *op, bool swap) {
   return error;
 }
 
-bool NodeConverter::asBool(Value &v) {
-  if (v.isBool)
-    return true;
-  Value b = v;
-  b.isFloat = false;
-  b.isBool = true;
-  b.origin = n.output(0) + "#bool" + v.ssa;
-  b.ssa = g.define(b.origin, v.shape, v.layout, false);
-  const_cast<Value *>(g.value(b.origin))->isBool = true;
-  g.emit(b.ssa + " = gpipe.cast " + v.ssa + " : " + typeOf(v) + " -> " +
-         typeOf(b));
-  v = b;
-  return true;
-}
-
 std::string NodeConverter::logical(const char *op) {
   const std::string mnemonic = op;
   std::vector<Value> operands(mnemonic == "not" ? 1 : 2);
@@ -338,9 +321,8 @@ std::string NodeConverter::logical(const char *op) {
   for (Value &v : operands)
     asBool(v);
   if (mnemonic == "not") {
-    std::string y =
-        g.define(n.output(0), operands[0].shape, operands[0].layout, false);
-    const_cast<Value *>(g.value(n.output(0)))->isBool = true;
+    std::string y = g.define(n.output(0), operands[0].shape,
+                             operands[0].layout, false, true);
     g.emit(y + " = gpipe.not " + operands[0].ssa + " : " +
            typeOf(operands[0]));
     return {};
@@ -412,8 +394,8 @@ std::string NodeConverter::cast() {
     g.bind(n.output(0), x);
     return {};
   }
-  std::string ys = g.define(n.output(0), x.shape, x.layout, y.isFloat);
-  const_cast<Value *>(g.value(n.output(0)))->isBool = y.isBool;
+  std::string ys =
+      g.define(n.output(0), x.shape, x.layout, y.isFloat, y.isBool);
   g.emit(ys + " = gpipe.cast " + x.ssa + " : " + typeOf(x) + " -> " +
          typeOf(y));
   return {};

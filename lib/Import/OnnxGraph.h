@@ -130,6 +130,8 @@ void shrinkUniform(std::vector<int64_t> &dims, std::vector<float> &data);
 /// (Shape, ConstantOfShape, Range, ...: no gpipe op computes them).
 bool isFoldableOp(const std::string &op);
 bool isFoldOnlyOp(const std::string &op);
+/// The op types the importer only folds, sorted.
+const std::set<std::string> &foldOnlyOps();
 
 /// More elements than any tensor the importer reads (16 GiB of floats).
 constexpr int64_t kMaxElements = int64_t(1) << 32;
@@ -194,7 +196,8 @@ public:
                     std::vector<float> data, bool frozen = false);
   /// A new value for ONNX output `name` of the current layer; its SSA text.
   std::string define(const std::string &name, std::vector<int64_t> shape,
-                     Layout layout = Layout::Plain, bool isFloat = true);
+                     Layout layout = Layout::Plain, bool isFloat = true,
+                     bool isBool = false);
   /// Makes ONNX value `name` the value `v` of the current layer (an operand
   /// that is already there: a parameter, a constant).
   void bind(const std::string &name, const Value &v);

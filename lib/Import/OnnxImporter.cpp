@@ -427,12 +427,13 @@ std::string GraphImporter::use(const std::string &name) {
 
 std::string GraphImporter::define(const std::string &name,
                                   std::vector<int64_t> shape, Layout layout,
-                                  bool isFloat) {
+                                  bool isFloat, bool isBool) {
   Value v;
   v.ssa = "%t" + std::to_string(nextSsa++);
   v.shape = std::move(shape);
   v.layout = layout;
-  v.isFloat = isFloat;
+  v.isFloat = isFloat && !isBool;
+  v.isBool = isBool;
   v.layer = currentLayer;
   values[name] = v;
   return v.ssa;

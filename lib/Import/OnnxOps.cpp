@@ -44,10 +44,7 @@ const std::vector<std::string> &gpipe::supportedOnnxOps() {
         "Split",       "Sqrt",          "Squeeze",
         "Sub",         "Tanh",          "Transpose",
         "Unsqueeze",   "Where"};
-    for (const char *op : {"ConstantOfShape", "CumSum", "Mod", "Range",
-                           "Shape", "Size", "Tile", "Trilu", "Xor", "Ceil", "GatherElements",
-                           "Floor", "ReduceMin", "ReduceProd"})
-      all.push_back(op);
+    all.insert(all.end(), foldOnlyOps().begin(), foldOnlyOps().end());
     std::sort(all.begin(), all.end());
     return all;
   }();

@@ -121,8 +121,7 @@ std::string NodeConverter::emitReshape(const Value &x,
     }
   }
   y.isConstant = false;
-  y.ssa = g.define(name, y.shape, y.layout, x.isFloat);
-  const_cast<Value *>(g.value(name))->isBool = x.isBool;
+  y.ssa = g.define(name, y.shape, y.layout, x.isFloat, x.isBool);
   g.emit(y.ssa + " = gpipe.reshape " + x.ssa + " : " + typeOf(x) + " -> " +
          typeOf(y));
   return {};

@@ -76,22 +76,23 @@ bool GraphImporter::toOnnxLayout(Value &v, std::string &error) {
   const std::string name = v.ssa + "#onnx";
   switch (v.layout) {
   case Layout::Nhwc:
-    out.ssa = define(name, target, Layout::Plain, v.isFloat);
+    out.ssa = define(name, target, Layout::Plain, v.isFloat, v.isBool);
     emit(out.ssa + " = gpipe.transpose " + v.ssa + " perm [0, 3, 1, 2] : " +
          typeOf(v) + " -> " + typeOf(out));
     break;
   case Layout::Pooled:
-    out.ssa = define(name, target, Layout::Plain, v.isFloat);
+    out.ssa = define(name, target, Layout::Plain, v.isFloat, v.isBool);
     emit(out.ssa + " = gpipe.reshape " + v.ssa + " : " + typeOf(v) + " -> " +
          typeOf(out));
     break;
   case Layout::Ncl: {
     Value rows = v;
     rows.shape = {v.shape[0], v.shape[2], v.shape[3]};
-    rows.ssa = define(name + "#rows", rows.shape, Layout::Plain, v.isFloat);
+    rows.ssa = define(name + "#rows", rows.shape, Layout::Plain, v.isFloat,
+                      v.isBool);
     emit(rows.ssa + " = gpipe.reshape " + v.ssa + " : " + typeOf(v) + " -> " +
          typeOf(rows));
-    out.ssa = define(name, target, Layout::Plain, v.isFloat);
+    out.ssa = define(name, target, Layout::Plain, v.isFloat, v.isBool);
     emit(out.ssa + " = gpipe.transpose " + rows.ssa + " perm [0, 2, 1] : " +
          typeOf(rows) + " -> " + typeOf(out));
     break;
@@ -99,7 +100,6 @@ bool GraphImporter::toOnnxLayout(Value &v, std::string &error) {
   default:
     break;
   }
-  values[name].isBool = v.isBool;
   out.origin = name;
   layerCache[key] = out;
   v = out;
@@ -130,8 +130,7 @@ void GraphImporter::frozenConstant(const std::string &name, const Constant &c,
     Value cast = out;
     cast.isFloat = false;
     cast.isBool = c.isBool;
-    cast.ssa = define(cacheKey, shape, Layout::Plain, false);
-    values[cacheKey].isBool = c.isBool;
+    cast.ssa = define(cacheKey, shape, Layout::Plain, false, c.isBool);
     cast.origin = cacheKey;
     emit(cast.ssa + " = gpipe.cast " + out.ssa + " : " + typeOf(out) +
          " -> " + typeOf(cast));
