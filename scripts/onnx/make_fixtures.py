@@ -454,6 +454,31 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         [huge, one], name="expand_huge"), os.path.join(out_dir, "expand-huge.onnx"))
 
+    # Errors of the general ops: a weight two layers read in different
+    # layouts (a Gemm's transposed B, a MatMul's B), a Slice with a negative
+    # step, a Reshape to a shape computed from an input.
+    wt = helper.make_tensor("w", TensorProto.FLOAT, [4, 4], [float(i) for i in range(16)])
+    save_model(tiny_model(
+        [helper.make_node("Gemm", ["x", "w"], ["h"], name="/a/Gemm", transB=1),
+         helper.make_node("MatMul", ["h", "w"], ["y"], name="/b/MatMul")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [wt], name="tied_layouts"), os.path.join(out_dir, "tied-layouts.onnx"))
+    slice_consts = [helper.make_tensor(name, TensorProto.INT64, [1], [v])
+                    for name, v in (("starts", -1), ("ends", -5), ("axes", 1), ("steps", -1))]
+    save_model(tiny_model(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"],
+                          name="/flip/Slice")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        slice_consts, name="slice_backwards"), os.path.join(out_dir, "slice-backwards.onnx"))
+    save_model(tiny_model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="/view/Reshape")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        name="reshape_computed"), os.path.join(out_dir, "reshape-computed.onnx"))
+
     # Two parameters PyTorch's exporter merged (eval mode, equal values): the
     # second layer reads the first's initializer through an Identity named
     # after its own parameter.
@@ -493,7 +518,8 @@ FIXTURES = [
     "residual.initializers.txt",
     "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "unknown-ops.onnx",
     "dynamic-shape.onnx", "opset18.onnx", "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
-    "merged-parameters.onnx", "expand-huge.onnx",
+    "merged-parameters.onnx", "expand-huge.onnx", "tied-layouts.onnx",
+    "slice-backwards.onnx", "reshape-computed.onnx",
 ]
 
 
