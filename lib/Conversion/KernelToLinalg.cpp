@@ -424,15 +424,22 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
   }
   const KernelStep *reduction =
       kernel.reduces() ? &kernel.steps.back() : nullptr;
+  // A reduction whose reduced axes all had extent 1 (dropped from the space)
+  // reduces no dimension: each output element is its operand's one element.
+  // The runtime runs such a kernel as element-wise, in place where its
+  // output is an input's buffer (GeneratedCall.h), so the output is neither
+  // filled first nor read.
+  const bool accumulates = reduction && kernel.outputDims.size() < kernel.rank;
   ArrayRef<KernelStep> pointwise = kernel.steps;
-  if (reduction) {
+  if (reduction)
+    pointwise = pointwise.drop_back();
+  if (accumulates) {
     // The output starts at the reduction's identity.
     float identity = reduction->op == "reduce_max"
                          ? -std::numeric_limits<float>::infinity()
                          : 0.0f;
     Value init = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(identity));
     output = linalg::FillOp::create(b, loc, init, output).getResult(0);
-    pointwise = pointwise.drop_back();
   }
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{output.getType()}, inputs, output, maps, iterators,
@@ -451,7 +458,8 @@ LogicalResult gpipe::buildKernelFunction(ModuleOp module, Location loc,
         Value result = values.back();
         if (reduction) {
           Value acc = elems.back(), v = values[reduction->operands[0]];
-          result = reduction->op == "reduce_max"
+          result = !accumulates ? v
+                   : reduction->op == "reduce_max"
                        ? arith::MaximumFOp::create(nested, nestedLoc, acc, v)
                              .getResult()
                        : scalar.add(acc, v);

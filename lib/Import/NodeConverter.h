@@ -58,7 +58,10 @@ private:
   }
   std::string param(int i, const std::vector<int64_t> &shape,
                     std::vector<float> data) {
-    std::string ssa = g.param(input(i), shape, std::move(data));
+    // A layer's weight computed from constants (not an initializer) is not
+    // one the model trains.
+    std::string ssa = g.param(input(i), shape, std::move(data),
+                              !g.isInitializer(input(i)));
     if (ssa.empty())
       error = "initializer '" + input(i) +
               "' is read by more than one layer, in different layouts; a tied "
@@ -111,6 +114,8 @@ private:
   std::string expand();
   std::string slice();
   std::string split();
+  /// SequenceAt of a SplitToSequence: the part it names, sliced.
+  std::string sequenceAt();
   std::string concat();
   std::string generalGather();
   std::string matmul();

@@ -379,6 +379,63 @@ bool Folder::gatherElements(Tensor &out) {
   return true;
 }
 
+bool Folder::gatherND(Tensor &out) {
+  const Tensor &x = in[0], &indices = in[1];
+  const int64_t batchDims = intAttr("batch_dims", 0);
+  if (indices.rank() < 1 || batchDims < 0 ||
+      batchDims >= std::min(x.rank(), indices.rank()))
+    return fail("batch_dims " + std::to_string(batchDims) +
+                " must be below both ranks (data " + shapeText(x.dims) +
+                ", indices " + shapeText(indices.dims) + ")");
+  const int64_t depth = indices.dims.back();
+  if (depth < 1 || depth > x.rank() - batchDims)
+    return fail("its indices' last dimension " + std::to_string(depth) +
+                " must be in [1, " + std::to_string(x.rank() - batchDims) +
+                "] for data " + shapeText(x.dims));
+  for (int64_t d = 0; d < batchDims; ++d)
+    if (x.dims[size_t(d)] != indices.dims[size_t(d)])
+      return fail("its data " + shapeText(x.dims) + " and indices " +
+                  shapeText(indices.dims) + " differ in batch dimension " +
+                  std::to_string(d));
+  out.kind = x.kind;
+  out.dims.assign(indices.dims.begin(), indices.dims.end() - 1);
+  out.dims.insert(out.dims.end(), x.dims.begin() + batchDims + depth,
+                  x.dims.end());
+  if (!checkSize(out.dims))
+    return false;
+  int64_t batches = 1, slice = 1;
+  for (int64_t d = 0; d < batchDims; ++d)
+    batches *= x.dims[size_t(d)];
+  for (int64_t d = batchDims + depth; d < x.rank(); ++d)
+    slice *= x.dims[size_t(d)];
+  const int64_t tuples = batches == 0 ? 0 : indices.count() / depth / batches;
+  const std::vector<int64_t> xStrides = strides(x.dims);
+  for (int64_t b = 0; b < batches; ++b) {
+    // Batch b's offset in the data: its index over the batch dimensions.
+    int64_t base = 0, rest = b;
+    for (int64_t d = batchDims - 1; d >= 0; --d) {
+      base += (rest % x.dims[size_t(d)]) * xStrides[size_t(d)];
+      rest /= x.dims[size_t(d)];
+    }
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t source = base;
+      for (int64_t k = 0; k < depth; ++k) {
+        const int64_t extent = x.dims[size_t(batchDims + k)];
+        int64_t at = int64_t(indices.v[size_t((b * tuples + t) * depth + k)]);
+        if (at < -extent || at >= extent)
+          return fail("index " + std::to_string(at) + " is outside [" +
+                      std::to_string(-extent) + ", " +
+                      std::to_string(extent) + ")");
+        source += (at < 0 ? at + extent : at) *
+                  xStrides[size_t(batchDims + k)];
+      }
+      out.v.insert(out.v.end(), x.v.begin() + source,
+                   x.v.begin() + source + slice);
+    }
+  }
+  return true;
+}
+
 bool Folder::tile(Tensor &out) {
   const Tensor &x = in[0];
   std::vector<int64_t> repeats = ints(1);

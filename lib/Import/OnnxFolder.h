@@ -129,6 +129,7 @@ private:
   bool slice(Tensor &out);
   bool gather(Tensor &out);
   bool gatherElements(Tensor &out);
+  bool gatherND(Tensor &out);
   bool tile(Tensor &out);
   bool trilu(Tensor &out);
   bool cumsum(Tensor &out);

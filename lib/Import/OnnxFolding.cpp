@@ -30,7 +30,8 @@ namespace {
 const std::set<std::string> &foldableOps() {
   static const std::set<std::string> ops = [] {
     std::set<std::string> all = {
-        "Abs",         "Add",       "And",        "Cast",      "Ceil",
+        "Abs",         "Add",       "And",        "Cast",      "CastLike",
+        "Ceil",
         "Concat",      "Cos",       "Div",        "Dropout",   "Equal",
         "Erf",         "Exp",       "Expand",     "Flatten",   "Floor",
         "Gather",      "Greater",   "GreaterOrEqual", "Identity", "Less",
@@ -50,7 +51,8 @@ const std::set<std::string> &foldableOps() {
 
 const std::set<std::string> &gpipe::onnx_import::foldOnlyOps() {
   static const std::set<std::string> ops = {
-      "Ceil",  "ConstantOfShape", "CumSum",     "Floor", "GatherElements", "Mod",
+      "Ceil",  "ConstantOfShape", "CumSum",     "Floor", "GatherElements",
+      "GatherND", "Mod",
       "Range", "ReduceMin",       "ReduceProd", "Shape", "Size",
       "Tile",  "Trilu",           "Xor"};
   return ops;
@@ -188,7 +190,19 @@ bool Folder::arithmetic(
 }
 
 bool Folder::cast(Tensor &out) {
-  const int64_t to = intAttr("to", 0);
+  int64_t to = intAttr("to", 0);
+  if (n.op_type() == "CastLike") {
+    // The element type of input 1 (a computed value's or a constant's).
+    const Value *like = g.value(n.input(1));
+    const Constant *c = g.constant(n.input(1));
+    if (!like && !c)
+      return fail("input 1 ('" + n.input(1) + "') is never defined");
+    const bool isFloat = like ? like->isFloat : c->isFloat;
+    const bool isBool = like ? like->isBool : c->isBool;
+    to = isFloat  ? onnx::TensorProto::FLOAT
+         : isBool ? onnx::TensorProto::BOOL
+                  : onnx::TensorProto::INT64;
+  }
   switch (to) {
   case onnx::TensorProto::FLOAT:
   case onnx::TensorProto::DOUBLE:
@@ -241,7 +255,8 @@ bool Folder::run(std::vector<Tensor> &outputs) {
       {"Tile", 2},    {"CumSum", 2},    {"MatMul", 2},    {"Pow", 2},
       {"Div", 2},     {"Mod", 2},       {"Sub", 2},       {"Equal", 2},
       {"Less", 2},    {"LessOrEqual", 2}, {"Greater", 2},
-      {"GreaterOrEqual", 2}, {"And", 2}, {"Or", 2},       {"Xor", 2}};
+      {"GreaterOrEqual", 2}, {"And", 2}, {"Or", 2},       {"Xor", 2},
+      {"CastLike", 2}, {"GatherND", 2}};
   auto need = required.find(op);
   const size_t count = need == required.end() ? 1 : need->second;
   if (in.size() < count)
@@ -277,8 +292,10 @@ bool Folder::run(std::vector<Tensor> &outputs) {
     ok = shape(outputs);
   } else if (op == "Identity" || op == "Dropout") {
     single = in[0];
-  } else if (op == "Cast") {
+  } else if (op == "Cast" || op == "CastLike") {
     ok = cast(single);
+  } else if (op == "GatherND") {
+    ok = gatherND(single);
   } else if (op == "ConstantOfShape") {
     ok = constantOfShape(single);
   } else if (op == "Range") {
@@ -516,7 +533,10 @@ std::string GraphImporter::fold(const onnx::NodeProto &n, bool &folded) {
     if (name.empty())
       continue;
     anyInput = true;
-    if (shapeOnly && i == 0 && value(name))
+    // A Shape reads only its input's shape (a weight's too), a CastLike
+    // only its input 1's element type.
+    if (((shapeOnly && i == 0) || (op == "CastLike" && i == 1)) &&
+        (value(name) || constant(name)))
       continue;
     if (!constant(name) || isTrainable(name))
       return {}; // computed, or a weight the model trains

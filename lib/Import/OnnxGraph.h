@@ -173,6 +173,11 @@ public:
   /// (`onnx::...`, `inv_freq`, `position_ids`, running statistics). Constant
   /// nodes' values and folded values never are.
   bool isTrainable(const std::string &name) const;
+  /// Whether constant `name` is an initializer (not a Constant node's value
+  /// nor a folded one).
+  bool isInitializer(const std::string &name) const {
+    return initializerNames.count(name) != 0;
+  }
   /// Constant `c` (ONNX's `name`) as a frozen parameter of the current layer,
   /// `shape` its gpipe shape and `data` its values in that shape; cast to
   /// i32 or i1 after it where the constant is an integer or a bool. Fills

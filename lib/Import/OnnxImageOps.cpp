@@ -110,7 +110,16 @@ std::string NodeConverter::conv() {
     return error;
   std::string types =
       tensorType(x->shape, true) + ", " + tensorType({kh, kw, c, f}, true);
-  if (n.input_size() > 2 && !input(2).empty()) {
+  const Constant *bias = n.input_size() > 2 && !input(2).empty()
+                             ? g.constant(input(2))
+                             : nullptr;
+  // The dynamo exporter spells a convolution without bias with a computed
+  // zero bias (Expand(CastLike(0, x), Shape(W)[0:1])).
+  const bool zeroBias =
+      bias && !g.isInitializer(input(2)) && bias->isFloat &&
+      std::all_of(bias->floats.begin(), bias->floats.end(),
+                  [](float v) { return v == 0.0f; });
+  if (n.input_size() > 2 && !input(2).empty() && !zeroBias) {
     const Constant *b = weight(2);
     if (!b)
       return error;

@@ -40,13 +40,75 @@ std::string gpipe::onnx_import::tensorType(const std::vector<int64_t> &shape,
 
 namespace {
 
-/// The node's layer key: its first `depth` name-scope components.
-std::string scopeOf(const onnx::NodeProto &node, unsigned depth) {
+/// The newest opset of the default domain, and IR version, the importer
+/// reads: what PyTorch's dynamo exporter writes (opsets 18 to 21 take the
+/// axes of the reductions, Split's parts and Pad's axes as inputs or new
+/// attributes, which the conversions read by opset).
+constexpr int64_t kNewestOpset = 21;
+constexpr int64_t kNewestIrVersion = 10;
+
+/// The module path the dynamo exporter records on `node`: its metadata
+/// entry `pkg.torch.onnx.name_scopes`, a Python list of full dotted paths
+/// (['', 'hf', 'hf.model', 'hf.model.layers.0', 'mul_3']), each made
+/// relative to the one before (hf, model, layers.0, mul_3). NodeProto's
+/// metadata_props (field 9, IR 10) is newer than libonnx 1.12, which keeps
+/// it as an unknown field.
+std::vector<std::string> torchNameScopes(const onnx::NodeProto &node) {
+  const google::protobuf::UnknownFieldSet &unknown = node.unknown_fields();
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &field = unknown.field(i);
+    if (field.number() != 9 ||
+        field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      continue;
+    onnx::StringStringEntryProto entry;
+    if (!entry.ParseFromString(field.length_delimited()) ||
+        entry.key() != "pkg.torch.onnx.name_scopes")
+      continue;
+    std::vector<std::string> paths;
+    const std::string &text = entry.value();
+    for (size_t open = text.find('\''); open != std::string::npos;) {
+      size_t close = text.find('\'', open + 1);
+      if (close == std::string::npos)
+        break;
+      paths.push_back(text.substr(open + 1, close - open - 1));
+      open = text.find('\'', close + 1);
+    }
+    std::vector<std::string> parts;
+    std::string previous;
+    for (const std::string &path : paths) {
+      if (path.empty())
+        continue;
+      std::string part = path;
+      if (!previous.empty() && path.rfind(previous + ".", 0) == 0)
+        part = path.substr(previous.size() + 1);
+      parts.push_back(part);
+      previous = path;
+    }
+    return parts;
+  }
+  return {};
+}
+
+/// The node's name components: its '/'-separated name (the TorchScript
+/// exporter's /scope/.../Op), or the dynamo exporter's name scopes; the last
+/// is the op's own name.
+std::vector<std::string> nameParts(const onnx::NodeProto &node) {
   std::vector<std::string> parts;
   std::stringstream name(node.name());
   for (std::string part; std::getline(name, part, '/');)
     if (!part.empty())
       parts.push_back(part);
+  if (parts.size() < 2) {
+    std::vector<std::string> scopes = torchNameScopes(node);
+    if (scopes.size() >= 2)
+      return scopes;
+  }
+  return parts;
+}
+
+/// The node's layer key: its first `depth` name-scope components.
+std::string scopeOf(const onnx::NodeProto &node, unsigned depth) {
+  std::vector<std::string> parts = nameParts(node);
   if (parts.size() < 2 || depth == 0)
     return {};      // no scope: the node alone
   parts.pop_back(); // the op's own name
@@ -59,11 +121,7 @@ std::string scopeOf(const onnx::NodeProto &node, unsigned depth) {
 
 /// The scope components of `node`'s name (its own name dropped).
 std::vector<std::string> scopeParts(const onnx::NodeProto &node) {
-  std::vector<std::string> parts;
-  std::stringstream name(node.name());
-  for (std::string part; std::getline(name, part, '/');)
-    if (!part.empty())
-      parts.push_back(part);
+  std::vector<std::string> parts = nameParts(node);
   if (!parts.empty())
     parts.pop_back();
   return parts;
@@ -124,16 +182,34 @@ std::string GraphImporter::readConstants() {
   for (const onnx::NodeProto &n : graph.node()) {
     if (n.op_type() != "Constant" || !n.domain().empty())
       continue;
+    if (n.output_size() != 1)
+      return "Constant node '" + n.name() + "' has " +
+             std::to_string(n.output_size()) + " outputs; one expected";
     for (const onnx::AttributeProto &attr : n.attribute()) {
-      if (attr.name() != "value" || !attr.has_t())
-        continue;
       Constant constant;
-      constant.unreadable = readTensor(attr.t(), constant);
+      if (attr.name() == "value" && attr.has_t()) {
+        constant.unreadable = readTensor(attr.t(), constant);
+      } else if (attr.name() == "value_float") {
+        constant.floats = {attr.f()};
+      } else if (attr.name() == "value_floats") {
+        constant.floats.assign(attr.floats().begin(), attr.floats().end());
+        constant.dims = {int64_t(constant.floats.size())};
+      } else if (attr.name() == "value_int") {
+        constant.isFloat = false;
+        constant.ints = {attr.i()};
+      } else if (attr.name() == "value_ints") {
+        constant.isFloat = false;
+        constant.ints.assign(attr.ints().begin(), attr.ints().end());
+        constant.dims = {int64_t(constant.ints.size())};
+      } else {
+        continue;
+      }
       constants[n.output(0)] = std::move(constant);
     }
     if (!constants.count(n.output(0)))
       return "Constant node '" + n.name() +
-             "': only its 'value' tensor form is supported";
+             "': only its value, value_float(s) and value_int(s) forms are "
+             "supported";
   }
   // An Identity of a constant is that constant (PyTorch shares a mask
   // buffer between blocks so).
@@ -630,8 +706,9 @@ std::string GraphImporter::run() {
     if (n.op_type() == "Shape" || n.op_type() == "Size")
       continue; // a shape, the same for every example
     bool perExample = false;
-    for (const std::string &input : n.input())
-      perExample = perExample || perExampleNames.count(input);
+    for (int i = 0; i < n.input_size(); ++i) // CastLike reads input 1's type
+      perExample = perExample || (perExampleNames.count(n.input(i)) &&
+                                  !(n.op_type() == "CastLike" && i == 1));
     if (perExample)
       for (const std::string &output : n.output())
         perExampleNames.insert(output);
@@ -724,10 +801,18 @@ std::string gpipe::importOnnx(std::string_view bytes,
       opset = entry.version();
   if (opset < 0)
     return "the model imports no opset of the default ONNX domain";
-  if (opset > 17)
+  if (opset > kNewestOpset)
     return "the model uses opset " + std::to_string(opset) +
-           " of the default ONNX domain; gpipe reads opsets up to 17 (the "
-           "ONNX 1.12 library it is built with)";
+           " of the default ONNX domain; gpipe reads opsets up to " +
+           std::to_string(kNewestOpset);
+  if (model.ir_version() > kNewestIrVersion)
+    return "the model is of ONNX IR version " +
+           std::to_string(model.ir_version()) + "; gpipe reads versions up to " +
+           std::to_string(kNewestIrVersion);
+  // libonnx 1.12 knows the schemas of opsets up to 17 and IR versions up to
+  // 8; a newer model is checked by the importer's own checks alone (every
+  // operand, attribute and shape it reads), as the older one is too.
+  const bool libonnxReads = opset <= 17 && model.ir_version() <= 8;
   // Only models of the ops gpipe maps reach libonnx's checker and shape
   // inference: fuzzing found its shape inference of other ops crashing on
   // malformed attributes (ConvTranspose), and of Conv and the pools on zero
@@ -784,7 +869,8 @@ std::string gpipe::importOnnx(std::string_view bytes,
                  "; it must be " + (positive ? "positive" : "non-negative");
     }
   try {
-    onnx::checker::check_model(model);
+    if (libonnxReads)
+      onnx::checker::check_model(model);
   } catch (const std::exception &e) {
     return std::string("the ONNX checker rejects the model: ") + e.what();
   }
@@ -799,7 +885,8 @@ std::string gpipe::importOnnx(std::string_view bytes,
   // attribute it supports against the operands' ranks: libonnx's inference
   // reads an out-of-range axis out of bounds (found by fuzzing).
   try {
-    onnx::shape_inference::InferShapes(model);
+    if (libonnxReads)
+      onnx::shape_inference::InferShapes(model);
   } catch (const std::exception &e) {
     result = OnnxImport();
     return std::string("ONNX shape inference fails: ") + e.what();

@@ -27,7 +27,9 @@ const std::vector<std::string> &gpipe::supportedOnnxOps() {
     std::vector<std::string> all = {
         "Abs",         "Add",           "And",
         "AveragePool", "BatchNormalization", "Cast",
-        "Clip",        "Concat",        "Constant",
+        "CastLike",    "Clip",          "Concat",
+        "Constant",    "Gelu",          "SequenceAt",
+        "SplitToSequence",
         "Conv",        "Cos",           "Div",
         "Dropout",     "Equal",         "Erf",
         "Exp",         "Expand",        "Flatten",
@@ -152,8 +154,25 @@ std::string NodeConverter::run() {
     return logical(op == "And" ? "and" : op == "Or" ? "or" : "not");
   if (op == "Where")
     return where();
-  if (op == "Cast")
+  if (op == "Cast" || op == "CastLike")
     return cast();
+  if (op == "Gelu") {
+    const std::string approximate = g.stringAttr("approximate", "none");
+    if (approximate != "none" && approximate != "tanh")
+      return this->unsupported("attribute approximate = '" + approximate +
+                         "' is not supported (none or tanh)");
+    return unary(approximate == "none" ? "gelu_erf" : "gelu");
+  }
+  if (op == "SplitToSequence") {
+    // A sequence is not a tensor: each SequenceAt slices its part.
+    Value x;
+    if (!operand(0, x, false))
+      return error;
+    g.bind(n.output(0), x);
+    return {};
+  }
+  if (op == "SequenceAt")
+    return sequenceAt();
   if (op == "Clip")
     return clip();
   if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax")

@@ -43,7 +43,8 @@ std::string NodeConverter::reduce(const char *op) {
     return error;
   const int64_t rank = int64_t(x.shape.size());
   std::vector<int64_t> axes;
-  const bool fromInput = n.op_type() == "ReduceSum" ? g.opset >= 13 : false;
+  // ReduceSum takes its axes as an input from opset 13, the others from 18.
+  const bool fromInput = g.opset >= (n.op_type() == "ReduceSum" ? 13 : 18);
   if (fromInput) {
     if (!input(1).empty()) {
       const Constant *c = g.constant(input(1));
@@ -374,6 +375,11 @@ std::string NodeConverter::split() {
     sizes = g.intsAttr("split");
   }
   const int64_t parts = n.output_size(), extent = x.shape[size_t(axis)];
+  if (g.hasAttr("num_outputs") && g.intAttr("num_outputs", 0) != parts)
+    return unsupported("attribute num_outputs = " +
+                       std::to_string(g.intAttr("num_outputs", 0)) +
+                       " differs from its " + std::to_string(parts) +
+                       " outputs");
   if (!splitSizes(sizes, extent, parts))
     return unsupported("its sizes " + shapeText(sizes) + " do not split " +
                        std::to_string(extent) + " into " +
@@ -395,6 +401,90 @@ std::string NodeConverter::split() {
            tensorType(shape, true));
   }
   return {};
+}
+
+std::string NodeConverter::sequenceAt() {
+  const onnx::NodeProto *split = g.producerOf(input(0));
+  if (!split || split->op_type() != "SplitToSequence")
+    return unsupported("input 0 ('" + input(0) +
+                       "') must be a SplitToSequence's sequence");
+  const Constant *position = g.constant(input(1));
+  if (!position || position->isFloat || position->ints.size() != 1)
+    return unsupported("its position (input 1) must be an integer constant "
+                       "scalar");
+  Value x;
+  if (!plainOperand(0, x) || !asFloat(x))
+    return error;
+  const int64_t rank = int64_t(x.shape.size());
+  int64_t axis = 0, keepDims = 1;
+  for (const onnx::AttributeProto &a : split->attribute()) {
+    if (a.name() == "axis")
+      axis = a.i();
+    if (a.name() == "keepdims")
+      keepDims = a.i();
+  }
+  if (!normalizeAxis(axis, rank))
+    return unsupported("its sequence's " + axisError(axis, rank));
+  // The parts: sizes given, chunks of a scalar size (the last smaller), or
+  // every index alone (then squeezed unless keepdims).
+  const int64_t extent = x.shape[size_t(axis)];
+  std::vector<int64_t> sizes;
+  bool squeeze = false;
+  if (split->input_size() > 1 && !split->input(1).empty()) {
+    const Constant *c = g.constant(split->input(1));
+    if (!c || c->isFloat)
+      return unsupported("its sequence's split (input 1) must be an integer "
+                         "constant");
+    if (c->dims.empty()) {
+      const int64_t chunk = c->ints.empty() ? 0 : c->ints[0];
+      if (chunk <= 0)
+        return unsupported("its sequence's split size " +
+                           std::to_string(chunk) + " must be positive");
+      for (int64_t at = 0; at < extent; at += chunk)
+        sizes.push_back(std::min(chunk, extent - at));
+    } else {
+      sizes = c->ints;
+    }
+  } else {
+    sizes.assign(size_t(extent), 1);
+    squeeze = keepDims == 0;
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes)
+    total += size < 0 ? extent + 1 : size;
+  if (total != extent)
+    return unsupported("its sequence's sizes " + shapeText(sizes) +
+                       " do not split " + std::to_string(extent));
+  int64_t at = position->ints[0];
+  const int64_t parts = int64_t(sizes.size());
+  if (at < -parts || at >= parts)
+    return unsupported("its position " + std::to_string(at) +
+                       " is outside [" + std::to_string(-parts) + ", " +
+                       std::to_string(parts) + ")");
+  at += at < 0 ? parts : 0;
+  std::vector<int64_t> starts(size_t(rank), 0), steps(size_t(rank), 1);
+  for (int64_t p = 0; p < at; ++p)
+    starts[size_t(axis)] += sizes[size_t(p)];
+  std::vector<int64_t> shape = x.shape;
+  shape[size_t(axis)] = sizes[size_t(at)];
+  if (shape[size_t(axis)] == 0)
+    return unsupported("its part " + std::to_string(at) + " is empty");
+  if (!squeeze) {
+    std::string y = g.define(n.output(0), shape);
+    g.emit(y + " = gpipe.slice " + x.ssa + " starts " + listText(starts) +
+           " steps " + listText(steps) + " : " + typeOf(x) + " -> " +
+           tensorType(shape, true));
+    return {};
+  }
+  // The slice under a name of the importer's own (no ONNX value has '#').
+  std::string part = g.define(n.output(0) + "#part", shape);
+  g.emit(part + " = gpipe.slice " + x.ssa + " starts " + listText(starts) +
+         " steps " + listText(steps) + " : " + typeOf(x) + " -> " +
+         tensorType(shape, true));
+  Value sliced = *g.value(n.output(0) + "#part");
+  std::vector<int64_t> squeezed = shape;
+  squeezed.erase(squeezed.begin() + axis);
+  return emitReshape(sliced, squeezed, n.output(0));
 }
 
 std::string NodeConverter::concat() {

@@ -26,7 +26,7 @@ output computed by onnxruntime, or by numpy for gemm-trans, and compared with
 PyTorch's own forward) and <name>.initializers.txt.
 
 Error fixtures: not-onnx.onnx, truncated.onnx, unknown-op.onnx, unknown-ops.onnx,
-dynamic-shape.onnx, opset18.onnx, stray-mul.onnx, gelu-unhalved.onnx,
+dynamic-shape.onnx, opset22.onnx, stray-mul.onnx, gelu-unhalved.onnx,
 attention-scale.onnx (see README.md beside them).
 """
 
@@ -416,14 +416,14 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq"])],
         name="dynamic_shape"), os.path.join(out_dir, "dynamic-shape.onnx"))
 
-    # Opset 18 is newer than libonnx 1.12 knows: it fails that checker on purpose.
-    # onnx's own (newer) checker accepts it.
+    # Opset 22 is newer than the importer reads (up to 21); onnx's own (newer)
+    # checker accepts it.
     save_model(tiny_model(
         [helper.make_node("Relu", ["x"], ["y"], name="/relu/Relu")],
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
-        opset=18, name="opset18"), os.path.join(out_dir, "opset18.onnx"), valid=False)
-    onnx.checker.check_model(onnx.load(os.path.join(out_dir, "opset18.onnx")), full_check=True)
+        opset=22, name="opset22"), os.path.join(out_dir, "opset22.onnx"), valid=False)
+    onnx.checker.check_model(onnx.load(os.path.join(out_dir, "opset22.onnx")), full_check=True)
     # General ops outside the subgraphs the importer recognises (they were
     # errors before the general ops; now they import as such).
     two = helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])
@@ -499,7 +499,7 @@ def make_error_fixtures(out_dir):
     export_torch("attention-scale", attention, x, out_dir, "x")
     for suffix in (".input_0.pb", ".output_0.pb", ".initializers.txt"):
         os.remove(os.path.join(out_dir, "attention-scale" + suffix))
-    log("error fixtures: not-onnx, truncated, unknown-op, dynamic-shape, opset18, stray-mul, "
+    log("error fixtures: not-onnx, truncated, unknown-op, dynamic-shape, opset22, stray-mul, "
         "gelu-unhalved, attention-scale")
 
 
@@ -517,7 +517,7 @@ FIXTURES = [
     "residual.onnx", "residual.input_0.pb", "residual.output_0.pb",
     "residual.initializers.txt",
     "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "unknown-ops.onnx",
-    "dynamic-shape.onnx", "opset18.onnx", "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
+    "dynamic-shape.onnx", "opset22.onnx", "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
     "merged-parameters.onnx", "expand-huge.onnx", "tied-layouts.onnx",
     "slice-backwards.onnx", "reshape-computed.onnx",
 ]

@@ -253,8 +253,11 @@ class ResNet18Narrow(ResNet):
 def build_resnet18():
     torch.manual_seed(15)
     model = ResNet18Narrow(width=8, num_classes=10)
-    calibrate_batchnorm(model, (8, 3, 32, 32), 215)
-    x = torch.randn(BATCH, 3, 32, 32, generator=torch.Generator().manual_seed(115))
+    calibrate_batchnorm(model, (8, 3, 64, 64), 215)
+    # 64x64: the last stage's BatchNorm then sees 2x2 pixels of each example,
+    # and PyTorch's own training losses in float32 and float64 agree over all
+    # 10 steps (at 32x32, over 1 pixel, they part after 2).
+    x = torch.randn(BATCH, 3, 64, 64, generator=torch.Generator().manual_seed(115))
     return dict(
         module=model, x=x, input_name="x", classes=10,
         config="torchvision ResNet (BasicBlock, [2,2,2,2]) = ResNet-18 at stage widths "
@@ -474,7 +477,10 @@ def train_losses(module, x, labels, batchnorm, dtype):
     """Losses before each of STEPS Adam updates on one batch."""
     m = copy.deepcopy(module).to(dtype)
     x = x.to(dtype) if x.is_floating_point() else x
-    m.train(not batchnorm)   # no dropout anywhere; BatchNorm models use running stats
+    # No dropout anywhere. BatchNorm normalizes by the batch's statistics and
+    # updates its running ones, as gpipe's batch_norm trains (over the whole
+    # batch at M = 1).
+    m.train()
     opt = torch.optim.Adam(m.parameters(), lr=ADAM["lr"], betas=(ADAM["beta1"], ADAM["beta2"]),
                            eps=ADAM["eps"], weight_decay=ADAM["weight_decay"], foreach=False)
     losses = []
@@ -490,7 +496,9 @@ def train_losses(module, x, labels, batchnorm, dtype):
 def initializer_roles(module, model):
     """Which initializers are trained parameters and which are buffers
     (checked against the module's own names)."""
-    params = dict(module.named_parameters())
+    # A tied parameter has several names (remove_duplicate=False lists them
+    # all); an exporter names its initializer after one of them.
+    params = dict(module.named_parameters(remove_duplicate=False))
     buffers = dict(module.named_buffers())
     trainable, frozen, other = [], [], []
     for init in model.graph.initializer:
@@ -500,7 +508,8 @@ def initializer_roles(module, model):
             frozen.append(init.name)
         else:
             other.append(init.name)
-    missing = sorted(set(params) - set(trainable))
+    covered = {id(params[n]) for n in trainable}
+    missing = sorted(n for n, p in module.named_parameters() if id(p) not in covered)
     return trainable, frozen, other, missing
 
 
@@ -568,16 +577,18 @@ def make_model(name, out_dir, with_dynamo, info, fold=True):
 
     losses = train_losses(initial, x, labels, spec["batchnorm"], torch.float32)
     losses64 = train_losses(initial, x, labels, spec["batchnorm"], torch.float64)
-    assert abs(losses[0] - float(cross_entropy(ref, labels))) <= 1e-6 * max(1.0, losses[0]), name
+    if not spec["batchnorm"]:  # train mode is eval mode without BatchNorm
+        assert abs(losses[0] - float(cross_entropy(ref, labels))) <= 1e-6 * max(1.0, losses[0]), name
     record = dict(ADAM)
     record.update({
         "steps": STEPS,
         "loss": "F.cross_entropy(logits.reshape(-1, C), labels.reshape(-1)), mean; "
                 "losses[i] is the loss before update i+1",
-        "mode": "eval" if spec["batchnorm"] else "train (no dropout: same as eval)",
+        "mode": "train (no dropout: same as eval)",
     })
     if spec["batchnorm"]:
-        record["batchnorm"] = "eval"
+        record["mode"] = "train"
+        record["batchnorm"] = "batch statistics over the whole batch (gpipe: M = 1)"
     record.update({
         "input": f"{name}.input_0.pb",
         "labels": f"{name}.labels.pb",
@@ -586,6 +597,10 @@ def make_model(name, out_dir, with_dynamo, info, fold=True):
         "losses": losses,
         "losses_f64": losses64,
     })
+    dynamo = make_dynamo(name, module, x, input_name, ref_np, out_dir) if with_dynamo else None
+    if dynamo and "error" not in dynamo:
+        # The dynamo exporter names a tied parameter after its last use.
+        record["trainable_dynamo"] = dynamo.pop("trainable")
     write_bytes(os.path.join(out_dir, f"{name}.losses.json"),
                 (json.dumps(record, indent=1) + "\n").encode())
     log(f"{name}: losses f32 {losses[0]:.6f} .. {losses[-1]:.6f}; "
@@ -602,7 +617,7 @@ def make_model(name, out_dir, with_dynamo, info, fold=True):
         "losses": losses, "losses_f64": losses64,
     }
     if with_dynamo:
-        info[name]["dynamo"] = make_dynamo(name, module, x, input_name, ref_np, out_dir)
+        info[name]["dynamo"] = dynamo
 
 
 def make_dynamo(name, module, x, input_name, ref_np, out_dir):
@@ -616,9 +631,19 @@ def make_dynamo(name, module, x, input_name, ref_np, out_dir):
         with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(), quiet():
             warnings.simplefilter("ignore")
             tmp_path = os.path.join(tmp, f"{name}.onnx")
-            torch.onnx.export(module, (x,), tmp_path, dynamo=True, input_names=[input_name],
-                              output_names=["logits"], verbose=False)
+            # optimize=False: the exporter's optimizer folds parameters into
+            # new constants (BatchNorm into Conv, weight transposes, embedding
+            # lookups), which then no longer train as the module's.
+            torch.onnx.export(module, (x,), tmp_path, dynamo=True, optimize=False,
+                              input_names=[input_name], output_names=["logits"],
+                              verbose=False)
             model = onnx.load(tmp_path, load_external_data=True)
+        # Of each node's metadata only its module path (what gpipe groups
+        # layers by) is kept: the stack traces would triple the file.
+        for node in model.graph.node:
+            keep = [p for p in node.metadata_props if p.key == "pkg.torch.onnx.name_scopes"]
+            del node.metadata_props[:]
+            node.metadata_props.extend(keep)
         data = model.SerializeToString()
         if len(data) > SIZE_LIMIT:
             return {"error": f"exported, but {len(data)} bytes (over {SIZE_LIMIT}); not kept"}
@@ -638,8 +663,11 @@ def make_dynamo(name, module, x, input_name, ref_np, out_dir):
             f"({time.time() - t0:.1f} s)")
         names = set(module.state_dict())
         named = sum(1 for t in model.graph.initializer if t.name in names)
+        trainable, _, other, missing = initializer_roles(module, model)
+        assert not other and not missing, (name, other, missing)
         bn = sum(1 for n in model.graph.node if n.op_type == "BatchNormalization")
-        return {"opset": opset[0] if opset else None, "ir": model.ir_version, "ops": op_counts(model),
+        return {"trainable": trainable,
+                "opset": opset[0] if opset else None, "ir": model.ir_version, "ops": op_counts(model),
                 "inits": len(model.graph.initializer), "named": named, "bn": bn,
                 "nodes": len(model.graph.node), "diff": diff, "checker": checker,
                 "domains": domains, "functions": len(model.functions)}
@@ -750,24 +778,25 @@ def write_readme(out_dir, info, with_dynamo, verdicts):
         "  weight_decay=0, foreach=False)` on that one batch (losses[0] is the initial",
         "  model's), in float32; `losses_f64` the same with `model.double()` (and float64",
         "  pixels), to show how much is float32 rounding. `trainable` / `frozen` name the",
-        "  initializers that are parameters / buffers. Models without BatchNorm are trained",
-        "  in train mode (no dropout, so the same function as eval); mobilenet_v2 and",
-        "  resnet18 in eval mode (`\"batchnorm\": \"eval\"`): BatchNorm uses its running",
-        "  statistics, as the inference-form ONNX BatchNormalization computes, and they",
-        "  are not updated. Adam is dense: a row of an embedding table that got no",
-        "  gradient in a step still moves by its momentum.",
+        "  initializers that are parameters / buffers. Every model is trained in train",
+        "  mode. Without BatchNorm (and with no dropout) that is eval mode's function; in",
+        "  mobilenet_v2 and resnet18 BatchNorm normalizes by the batch's statistics and",
+        "  updates its running ones, as gpipe's batch_norm trains when one micro-batch",
+        "  holds the whole batch (M = 1). Adam is dense: a row of an embedding table that",
+        "  got no gradient in a step still moves by its momentum.",
     ]
     if with_dynamo:
         lines += [
-            "- `<name>.dynamo.onnx` (where listed): `torch.onnx.export(..., dynamo=True)` at its",
-            "  default opset, weights inlined (`onnx.save(..., save_as_external_data=False)`),",
-            "  kept only if it exports and is under 1 MiB. Not IR 8 / opset 17: libonnx 1.12",
-            "  does not read it; it is here to show what the newer exporter emits. Its optimizer",
-            "  folds parameters as constants (BatchNorm into Conv; weight transposes, BERT's",
-            "  position and token-type embedding lookups and ViT's expanded CLS token into new",
-            "  initializers named `val_<n>`, `embedding_<n>`, `expand`; a tied embedding into",
-            "  two copies) and shares equal-valued initializers, so it",
-            "  computes the same logits but is not the training graph `losses.json` describes.",
+            "- `<name>.dynamo.onnx` (where listed): `torch.onnx.export(..., dynamo=True,",
+            "  optimize=False)` at its default opset, weights inlined (`onnx.save(...,",
+            "  save_as_external_data=False)`), each node's metadata cut to its",
+            "  `pkg.torch.onnx.name_scopes` (the module path gpipe groups layers by; the stack",
+            "  traces would triple the file), kept only if it exports and is under 1 MiB.",
+            "  `optimize=False` because the exporter's optimizer folds parameters into new",
+            "  constants (BatchNorm into Conv; weight transposes, BERT's position and",
+            "  token-type embedding lookups into initializers named `val_<n>`,",
+            "  `embedding_<n>`): that file computes the same logits but no longer trains the",
+            "  module's parameters.",
         ]
     lines += ["", "## Models", "",
               "| model | config | input → output | bytes (.onnx) | params (trainable / frozen initializers) | export workaround | onnxruntime vs PyTorch | PyTorch f32 vs f64 |",

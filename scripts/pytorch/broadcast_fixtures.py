@@ -45,6 +45,8 @@ def cases():
                   .permute(0, 2, 1, 3).reshape(4, 3, 5), (5,), (3, 1)),
         "unit_axes": (lambda x, p, q: amax((x * p).reshape(4, 3, 1, 5), 2, True)
                       .mean(dim=2), (5,), (1,)),
+        "unit_axes_in_place": (lambda x, p, q: x.reshape(4, 3, 5, 1).permute(0, 1, 3, 2)
+                               .mean(dim=2, keepdim=True).reshape(4, 3, 5) * p, (5,), (1,)),
         "ties": (lambda x, p, q: amax(torch.minimum(x, q), (1, 2), True), (1,), (3, 1)),
         "rotate_half": (lambda x, p, q: (lambda a: torch.cat([-a[..., 2:], a[..., :2]], dim=2))(
             x * p), (5,), (1,)),

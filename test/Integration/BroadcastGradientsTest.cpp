@@ -356,6 +356,18 @@ std::vector<Case> cases() {
        "tensor<4x3x1x5xf32>\n"
        "%z = gpipe.reduce_mean %m axes [2] : tensor<4x3x1x5xf32> -> " + x,
        [](const T &x, const T &p, const T &) { return mul(x, p); }},
+      // The same after a transpose fused into the reduction's kernel, whose
+      // input buffer is free once it runs: the plan puts the output there,
+      // and the kernel runs in place.
+      {"unit_axes_in_place", {5}, {1}, kX, true, false,
+       "%h = gpipe.reshape %x : " + x + " -> tensor<4x3x5x1xf32>\n"
+       "%t = gpipe.transpose %h perm [0, 1, 3, 2] : tensor<4x3x5x1xf32> -> "
+       "tensor<4x3x1x5xf32>\n"
+       "%m = gpipe.reduce_mean %t axes [2] : tensor<4x3x1x5xf32> -> "
+       "tensor<4x3x1x5xf32>\n"
+       "%r = gpipe.reshape %m : tensor<4x3x1x5xf32> -> " + x + "\n"
+       "%z = gpipe.mul %r, %p : " + x + ", tensor<5xf32> -> " + x,
+       [](const T &x, const T &p, const T &) { return mul(x, p); }},
       {"ties", {1}, {3, 1}, {4, 1, 1}, false, true,
        "%t = gpipe.min %x, %q : " + x + ", tensor<3x1xf32> -> " + x + "\n"
        "%z = gpipe.reduce_max %t axes [1, 2] : " + x + " -> tensor<4x1x1xf32>",

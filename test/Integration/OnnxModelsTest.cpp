@@ -37,8 +37,12 @@ namespace {
 
 struct ModelCase {
   const char *name;
-  /// Trained by PyTorch with batch norm's running statistics.
+  /// Has batch norm: trained at M = 1, so that each step's statistics are
+  /// over the whole batch, as PyTorch's.
   bool batchNorm;
+  /// The exporter's file: ".onnx" (TorchScript, opset 17) or ".dynamo.onnx"
+  /// (dynamo, opset 20).
+  const char *exported = ".onnx";
 };
 
 /// The tied copies the importer declared: (copy, the parameter it copies).
@@ -73,13 +77,14 @@ Imported compileModel(const ModelCase &model, unsigned k, unsigned m,
   Imported out;
   const std::filesystem::path dir =
       std::filesystem::path(::testing::TempDir()) /
-      ("onnx-model-" + std::string(model.name) + "-" + std::to_string(k));
+      ("onnx-model-" + std::string(model.name) + model.exported + "-" +
+       std::to_string(k));
   std::filesystem::create_directories(dir);
   const std::string weights = (dir / "weights.safetensors").string();
   gpipe::OnnxImportOptions options;
   options.loss = "softmax-cross-entropy";
   options.weightsFile = weights;
-  std::string error = gpipe::importOnnx(readFile(modelFile(model, ".onnx")),
+  std::string error = gpipe::importOnnx(readFile(modelFile(model, model.exported)),
                                         options, out.import);
   EXPECT_EQ(error, "");
   if (!error.empty())
@@ -162,7 +167,7 @@ TEST_P(OnnxModels, TrainsTheParametersPyTorchTrains) {
   options.loss = "softmax-cross-entropy";
   options.weightsFile = "unused.safetensors";
   gpipe::OnnxImport imported;
-  ASSERT_EQ(gpipe::importOnnx(readFile(modelFile(model, ".onnx")), options,
+  ASSERT_EQ(gpipe::importOnnx(readFile(modelFile(model, model.exported)), options,
                               imported),
             "");
   // Batch norm's running statistics are its own state (PyTorch's buffers,
@@ -181,7 +186,10 @@ TEST_P(OnnxModels, TrainsTheParametersPyTorchTrains) {
       trained.insert(weight.name);
   llvm::json::Object losses = readLosses(model);
   std::set<std::string> want;
-  if (const llvm::json::Array *names = losses.getArray("trainable"))
+  // The dynamo exporter names a tied parameter after another of its uses.
+  const bool dynamo = std::string(model.exported) != ".onnx";
+  if (const llvm::json::Array *names =
+          losses.getArray(dynamo ? "trainable_dynamo" : "trainable"))
     for (const llvm::json::Value &name : *names)
       want.insert(name.getAsString()->str());
   EXPECT_EQ(trained, want);
@@ -196,18 +204,32 @@ TEST_P(OnnxModels, TrainsAsPyTorchAndAlikeAtK1To4) {
   adam.beta1 = float(*reference.getNumber("beta1"));
   adam.beta2 = float(*reference.getNumber("beta2"));
   adam.epsilon = float(*reference.getNumber("eps"));
-  std::vector<double> want;
+  std::vector<double> want, want64;
   for (const llvm::json::Value &loss : *reference.getArray("losses"))
     want.push_back(*loss.getAsNumber());
+  for (const llvm::json::Value &loss : *reference.getArray("losses_f64"))
+    want64.push_back(*loss.getAsNumber());
+  // The steps over which PyTorch's float32 losses agree with its float64
+  // ones (to 1e-4): past them float32 rounding alone decides the loss (batch
+  // statistics over a few values in MobileNetV2), and no float32 run can
+  // match PyTorch's.
+  size_t conditioned = 0;
+  while (conditioned < want.size() && conditioned < want64.size() &&
+         std::fabs(want[conditioned] - want64[conditioned]) <=
+             1e-4 * want64[conditioned])
+    ++conditioned;
+  ASSERT_GE(conditioned, 1u);
+  std::printf("%s%s: %zu of %zu steps compared with PyTorch\n", model.name,
+              model.exported, conditioned, want.size());
   std::map<std::string, std::vector<float>> atK1;
   for (unsigned k : {1u, 2u, 4u}) {
     SCOPED_TRACE("K=" + std::to_string(k));
-    Imported run = compileModel(model, k, 2, adam);
+    Imported run = compileModel(model, k, model.batchNorm ? 1 : 2, adam);
     ASSERT_TRUE(run.executor);
     for (size_t step = 0; step < want.size(); ++step) {
       rt::StepResult result = run.executor->trainStep(run.batch);
       ASSERT_TRUE(result.ok()) << result.error;
-      if (!model.batchNorm)
+      if (step < conditioned)
         EXPECT_NEAR(result.loss, want[step], 1e-3 * want[step])
             << "step " << step + 1;
     }
@@ -241,9 +263,16 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"mobilenet_v2", true},
                       ModelCase{"resnet18", true},
                       ModelCase{"gpt2", false},
-                      ModelCase{"llama", false}),
+                      ModelCase{"llama", false},
+                      ModelCase{"vit", false, ".dynamo.onnx"},
+                      ModelCase{"bert", false, ".dynamo.onnx"},
+                      ModelCase{"mobilenet_v2", true, ".dynamo.onnx"},
+                      ModelCase{"resnet18", true, ".dynamo.onnx"},
+                      ModelCase{"gpt2", false, ".dynamo.onnx"},
+                      ModelCase{"llama", false, ".dynamo.onnx"}),
     [](const ::testing::TestParamInfo<ModelCase> &info) {
-      return std::string(info.param.name);
+      return std::string(info.param.name) +
+             (std::string(info.param.exported) == ".onnx" ? "" : "_dynamo");
     });
 
 } // namespace
