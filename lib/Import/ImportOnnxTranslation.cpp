@@ -101,7 +101,7 @@ void gpipe::setImportOnnxOutput(llvm::StringRef path) {
 
 void gpipe::registerImportOnnxTranslation() {
   TranslateToMLIRRegistration registration(
-      "import-onnx", "import an ONNX model (opset <= 17) as a gpipe model",
+      "import-onnx", "import an ONNX model (opset <= 21) as a gpipe model",
       [](llvm::SourceMgr &sourceMgr,
          MLIRContext *context) -> OwningOpRef<Operation *> {
         const llvm::MemoryBuffer *input =

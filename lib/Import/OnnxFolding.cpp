@@ -191,18 +191,8 @@ bool Folder::arithmetic(
 
 bool Folder::cast(Tensor &out) {
   int64_t to = intAttr("to", 0);
-  if (n.op_type() == "CastLike") {
-    // The element type of input 1 (a computed value's or a constant's).
-    const Value *like = g.value(n.input(1));
-    const Constant *c = g.constant(n.input(1));
-    if (!like && !c)
-      return fail("input 1 ('" + n.input(1) + "') is never defined");
-    const bool isFloat = like ? like->isFloat : c->isFloat;
-    const bool isBool = like ? like->isBool : c->isBool;
-    to = isFloat  ? onnx::TensorProto::FLOAT
-         : isBool ? onnx::TensorProto::BOOL
-                  : onnx::TensorProto::INT64;
-  }
+  if (n.op_type() == "CastLike" && (to = g.elementTypeOf(n.input(1))) < 0)
+    return fail("input 1 ('" + n.input(1) + "') is never defined");
   switch (to) {
   case onnx::TensorProto::FLOAT:
   case onnx::TensorProto::DOUBLE:

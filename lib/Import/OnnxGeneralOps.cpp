@@ -365,18 +365,8 @@ std::string NodeConverter::cast() {
   if (!operand(0, x, false))
     return error;
   int64_t to = g.intAttr("to", 0);
-  if (n.op_type() == "CastLike") {
-    // The element type of input 1, whose values are not read.
-    const Value *like = g.value(input(1));
-    const Constant *c = g.constant(input(1));
-    if (!like && !c)
-      return unsupported("input 1 ('" + input(1) + "') is never defined");
-    const bool isFloat = like ? like->isFloat : c->isFloat;
-    const bool isBool = like ? like->isBool : c->isBool;
-    to = isFloat  ? onnx::TensorProto::FLOAT
-         : isBool ? onnx::TensorProto::BOOL
-                  : onnx::TensorProto::INT64;
-  }
+  if (n.op_type() == "CastLike" && (to = g.elementTypeOf(input(1))) < 0)
+    return unsupported("input 1 ('" + input(1) + "') is never defined");
   Value y = x;
   switch (to) {
   case onnx::TensorProto::FLOAT:

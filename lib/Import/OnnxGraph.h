@@ -173,6 +173,19 @@ public:
   /// (`onnx::...`, `inv_freq`, `position_ids`, running statistics). Constant
   /// nodes' values and folded values never are.
   bool isTrainable(const std::string &name) const;
+  /// The ONNX element type a CastLike reads from `name` (a computed value's
+  /// or a constant's: FLOAT, BOOL or INT64), or -1 where `name` is undefined.
+  int64_t elementTypeOf(const std::string &name) const {
+    const Value *v = value(name);
+    const Constant *c = constant(name);
+    if (!v && !c)
+      return -1;
+    const bool isFloat = v ? v->isFloat : c->isFloat;
+    const bool isBool = v ? v->isBool : c->isBool;
+    return isFloat  ? onnx::TensorProto::FLOAT
+           : isBool ? onnx::TensorProto::BOOL
+                    : onnx::TensorProto::INT64;
+  }
   /// Whether constant `name` is an initializer (not a Constant node's value
   /// nor a folded one).
   bool isInitializer(const std::string &name) const {
