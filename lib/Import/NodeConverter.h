@@ -123,6 +123,11 @@ private:
   /// its own where the batch would merge); "" or the error.
   std::string emitReshape(const Value &x, const std::vector<int64_t> &shape,
                           const std::string &name);
+  /// Writes the slice of `x` from `starts` by `steps`, shaped `shape`, as
+  /// ONNX value `name`.
+  void emitSlice(const Value &x, const std::vector<int64_t> &starts,
+                 const std::vector<int64_t> &steps,
+                 const std::vector<int64_t> &shape, const std::string &name);
   /// Writes `x` stretched to `shape` (over the batch where dimension 0 goes
   /// from 1 to it) as ONNX value `name`; its SSA text.
   std::string emitBroadcast(const Value &x, const std::vector<int64_t> &shape,

@@ -350,11 +350,19 @@ std::string NodeConverter::slice() {
   }
   if (!asFloat(x))
     return error;
-  std::string y = g.define(n.output(0), shape);
-  g.emit(y + " = gpipe.slice " + x.ssa + " starts " + listText(first) +
-         " steps " + listText(step) + " : " + typeOf(x) + " -> " +
-         tensorType(shape, true));
+  emitSlice(x, first, step, shape, n.output(0));
   return {};
+}
+
+void NodeConverter::emitSlice(const Value &x,
+                              const std::vector<int64_t> &starts,
+                              const std::vector<int64_t> &steps,
+                              const std::vector<int64_t> &shape,
+                              const std::string &name) {
+  std::string y = g.define(name, shape);
+  g.emit(y + " = gpipe.slice " + x.ssa + " starts " + listText(starts) +
+         " steps " + listText(steps) + " : " + typeOf(x) + " -> " +
+         tensorType(shape, true));
 }
 
 std::string NodeConverter::split() {
@@ -395,10 +403,7 @@ std::string NodeConverter::split() {
       continue;
     if (sizes[size_t(p)] == 0)
       return unsupported("its output " + std::to_string(p) + " is empty");
-    std::string y = g.define(n.output(int(p)), shape);
-    g.emit(y + " = gpipe.slice " + x.ssa + " starts " + listText(starts) +
-           " steps " + listText(steps) + " : " + typeOf(x) + " -> " +
-           tensorType(shape, true));
+    emitSlice(x, starts, steps, shape, n.output(int(p)));
   }
   return {};
 }
@@ -470,17 +475,11 @@ std::string NodeConverter::sequenceAt() {
   if (shape[size_t(axis)] == 0)
     return unsupported("its part " + std::to_string(at) + " is empty");
   if (!squeeze) {
-    std::string y = g.define(n.output(0), shape);
-    g.emit(y + " = gpipe.slice " + x.ssa + " starts " + listText(starts) +
-           " steps " + listText(steps) + " : " + typeOf(x) + " -> " +
-           tensorType(shape, true));
+    emitSlice(x, starts, steps, shape, n.output(0));
     return {};
   }
   // The slice under a name of the importer's own (no ONNX value has '#').
-  std::string part = g.define(n.output(0) + "#part", shape);
-  g.emit(part + " = gpipe.slice " + x.ssa + " starts " + listText(starts) +
-         " steps " + listText(steps) + " : " + typeOf(x) + " -> " +
-         tensorType(shape, true));
+  emitSlice(x, starts, steps, shape, n.output(0) + "#part");
   Value sliced = *g.value(n.output(0) + "#part");
   std::vector<int64_t> squeezed = shape;
   squeezed.erase(squeezed.begin() + axis);
