@@ -3,6 +3,7 @@
 #include "gpipe/runtime/backends/host/HostBackend.h"
 
 #include "gpipe/runtime/backends/HostWork.h"
+#include "gpipe/runtime/kernels/CpuKernels.h"
 
 #include <chrono>
 #include <cstring>
@@ -12,7 +13,12 @@
 using namespace gpipe::runtime::device;
 
 HostBackend::HostBackend(unsigned numDevices, uint64_t scheduleSeed)
-    : devices(numDevices), streams(2 * numDevices), random(scheduleSeed) {}
+    : devices(numDevices), streams(2 * numDevices), random(scheduleSeed) {
+  // OpenBLAS's pool waits for its threads with sched_yield: beside other busy
+  // processes a GEMM then took seconds, and a 3-step run of embed_train over
+  // a minute. The emulation checks ordering, not speed.
+  cpu::useSingleThreadedBlas();
+}
 
 HostBackend::~HostBackend() = default;
 
