@@ -27,7 +27,9 @@ PyTorch's own forward) and <name>.initializers.txt.
 
 Error fixtures: not-onnx.onnx, truncated.onnx, unknown-op.onnx, unknown-ops.onnx,
 dynamic-shape.onnx, opset22.onnx, stray-mul.onnx, gelu-unhalved.onnx,
-attention-scale.onnx (see README.md beside them).
+attention-scale.onnx, ir-version11.onnx, constant-outputs.onnx,
+constant-outputs-opset17.onnx, sequence-at-identity.onnx,
+sequence-at-computed.onnx, split-num-outputs.onnx (see README.md beside them).
 """
 
 import argparse
@@ -479,6 +481,61 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         name="reshape_computed"), os.path.join(out_dir, "reshape-computed.onnx"))
 
+    # Refusals of the importer's own checks. IR version 11 is newer than the
+    # importer reads (up to 10); onnx's own (newer) checker accepts it. The
+    # others are opset 18, which libonnx 1.12 does not check (at opset 17 its
+    # checker refuses a Constant of two outputs first, with its own message).
+    ir11 = tiny_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="/relu/Relu")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        name="ir_version11")
+    ir11.ir_version = 11
+    save_model(ir11, os.path.join(out_dir, "ir-version11.onnx"), valid=False)
+    onnx.checker.check_model(onnx.load(os.path.join(out_dir, "ir-version11.onnx")), full_check=True)
+    for opset, name in ((18, "constant-outputs.onnx"), (17, "constant-outputs-opset17.onnx")):
+        # A Constant of two outputs (onnx's checker refuses it: not checked here).
+        save_model(tiny_model(
+            [helper.make_node("Constant", [], ["two", "two_again"], name="/scale/Constant",
+                              value=helper.make_tensor("value", TensorProto.FLOAT, [], [2.0])),
+             helper.make_node("Mul", ["x", "two"], ["y"], name="/scale/Mul")],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+            opset=opset, name="constant_outputs"), os.path.join(out_dir, name), valid=False)
+    chunk = helper.make_tensor("chunk", TensorProto.INT64, [], [2])
+    first = helper.make_tensor("first", TensorProto.INT64, [], [0])
+    save_model(tiny_model(  # SequenceAt of an Identity of a SplitToSequence's sequence
+        [helper.make_node("SplitToSequence", ["x", "chunk"], ["parts"],
+                          name="/chunk/SplitToSequence", axis=1),
+         helper.make_node("Identity", ["parts"], ["parts_copy"], name="/chunk/Identity"),
+         helper.make_node("SequenceAt", ["parts_copy", "first"], ["y"],
+                          name="/chunk/SequenceAt")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+        [chunk, first], opset=18, name="sequence_at_identity"),
+        os.path.join(out_dir, "sequence-at-identity.onnx"), valid=False)
+    save_model(tiny_model(  # SequenceAt at a position computed from the input p
+        [helper.make_node("SplitToSequence", ["x", "chunk"], ["parts"],
+                          name="/chunk/SplitToSequence", axis=1),
+         helper.make_node("ReduceMax", ["p"], ["at"], name="/pick/ReduceMax", keepdims=0),
+         helper.make_node("SequenceAt", ["parts", "at"], ["y"], name="/chunk/SequenceAt")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("p", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+        [chunk], opset=18, name="sequence_at_computed"),
+        os.path.join(out_dir, "sequence-at-computed.onnx"), valid=False)
+    save_model(tiny_model(  # num_outputs = 3 on a Split of two outputs
+        [helper.make_node("Split", ["x"], ["left", "right"], name="/halves/Split",
+                          axis=1, num_outputs=3),
+         helper.make_node("Add", ["left", "right"], ["y"], name="/halves/Add")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+        opset=18, name="split_num_outputs"),
+        os.path.join(out_dir, "split-num-outputs.onnx"), valid=False)
+    for name in ("sequence-at-identity.onnx", "sequence-at-computed.onnx",
+                 "split-num-outputs.onnx"):  # onnx's own checker accepts them
+        onnx.checker.check_model(onnx.load(os.path.join(out_dir, name)), full_check=True)
+
     # Two parameters PyTorch's exporter merged (eval mode, equal values): the
     # second layer reads the first's initializer through an Identity named
     # after its own parameter.
@@ -500,7 +557,8 @@ def make_error_fixtures(out_dir):
     for suffix in (".input_0.pb", ".output_0.pb", ".initializers.txt"):
         os.remove(os.path.join(out_dir, "attention-scale" + suffix))
     log("error fixtures: not-onnx, truncated, unknown-op, dynamic-shape, opset22, stray-mul, "
-        "gelu-unhalved, attention-scale")
+        "gelu-unhalved, attention-scale, ir-version11, constant-outputs(-opset17), "
+        "sequence-at-identity, sequence-at-computed, split-num-outputs")
 
 
 FIXTURES = [
@@ -520,6 +578,8 @@ FIXTURES = [
     "dynamic-shape.onnx", "opset22.onnx", "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
     "merged-parameters.onnx", "expand-huge.onnx", "tied-layouts.onnx",
     "slice-backwards.onnx", "reshape-computed.onnx",
+    "ir-version11.onnx", "constant-outputs.onnx", "constant-outputs-opset17.onnx",
+    "sequence-at-identity.onnx", "sequence-at-computed.onnx", "split-num-outputs.onnx",
 ]
 
 
