@@ -132,6 +132,26 @@ private:
   /// from 1 to it) as ONNX value `name`; its SSA text.
   std::string emitBroadcast(const Value &x, const std::vector<int64_t> &shape,
                             const std::string &name);
+  // Values viewed through a Transpose that moves the batch (OnnxViews.cpp).
+  /// Whether the node reads a Viewed input as it is held; the others read
+  /// it in ONNX's layout (GraphImporter::unview).
+  bool readsViews();
+  /// Transpose, Reshape (to `target`) and Gather of one constant index
+  /// (along `axis`) of a Viewed or Rows value, or of a per-example one whose
+  /// batch a Transpose moves.
+  std::string viewTranspose(const Value &x, const std::vector<int64_t> &perm);
+  std::string viewReshape(const Value &x, const std::vector<int64_t> &target);
+  std::string viewGather(const Value &x, int64_t axis, int64_t index);
+  /// `x` (Viewed) held with its last ONNX dimension as its last dimension,
+  /// for a dense layer's columns; false with `error` set.
+  bool viewColumns(Value &x);
+  /// Constant operand `v` of an element-wise op held as `like` (Viewed) is:
+  /// false, `v` unchanged, where it varies along an ONNX dimension that is
+  /// not one held dimension (OnnxGeneralOps.cpp).
+  bool viewConstant(Value &v, const Value &like);
+  /// Whether trained weight `param` broadcasts against `like` (Viewed) as
+  /// it broadcasts against its ONNX value.
+  bool viewsAsHeld(const Value &param, const Value &like);
   std::string unary(const char *op);
   std::string dense(bool gemm);
   std::string add();

@@ -133,6 +133,7 @@ bool NodeConverter::operand(int i, Value &out, bool broadcasts) {
   if (g.isTrainable(input(i))) {
     out = Value();
     out.shape = c->dims;
+    out.isParam = true;
     out.ssa = param(i, c->dims, c->floats);
     return error.empty();
   }
@@ -182,6 +183,8 @@ bool NodeConverter::inLayout(Value &v, Layout layout, size_t onnxRank) {
     break;
   case Layout::Plain:
     return true;
+  case Layout::Viewed: // never shared: element-wise ops read it unviewed
+    return g.toOnnxLayout(v, error);
   }
   Constant c;
   c.isFloat = v.isFloat;
@@ -191,7 +194,87 @@ bool NodeConverter::inLayout(Value &v, Layout layout, size_t onnxRank) {
   return true;
 }
 
+bool NodeConverter::viewConstant(Value &v, const Value &like) {
+  const size_t rank = like.viewGroups.size();
+  std::vector<int64_t> dims = v.shape;
+  if (dims.size() > rank)
+    return false;
+  dims.insert(dims.begin(), rank - dims.size(), 1);
+  // Each ONNX dimension along which it varies is one held dimension.
+  std::vector<int64_t> held(like.shape.size(), 1), varying, atoms;
+  for (size_t j = 0; j < rank; ++j) {
+    if (dims[j] == 1)
+      continue;
+    int64_t atom = -1;
+    for (int64_t d : like.viewGroups[j])
+      if (like.shape[size_t(d)] != 1)
+        atom = atom < 0 ? d : -2;
+    if (atom < 0 || like.shape[size_t(atom)] != dims[j])
+      return false;
+    held[size_t(atom)] = dims[j];
+    varying.push_back(dims[j]);
+    atoms.push_back(atom);
+  }
+  std::vector<int64_t> perm(atoms.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    perm[i] = int64_t(i);
+  std::sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+    return atoms[size_t(a)] < atoms[size_t(b)];
+  });
+  std::vector<float> data =
+      varying.empty() ? v.constantData
+                      : permuted(v.constantData, varying, perm);
+  Constant c;
+  c.isFloat = v.isFloat;
+  c.isBool = v.isBool;
+  g.frozenConstant(v.constantName, c, held, std::move(data), v);
+  v.layout = Layout::Viewed;
+  v.viewGroups = like.viewGroups;
+  return true;
+}
+
+bool NodeConverter::viewsAsHeld(const Value &param, const Value &like) {
+  // Right-aligned to the held shape, each dimension of `param` that varies
+  // must sit on the held dimension its ONNX dimension is.
+  const size_t rank = like.viewGroups.size(), held = like.shape.size(),
+               r = param.shape.size();
+  if (r > rank || r > held)
+    return false;
+  for (size_t i = 0; i < r; ++i) {
+    if (param.shape[i] == 1)
+      continue;
+    const std::vector<int64_t> &group = like.viewGroups[rank - r + i];
+    if (group.size() != 1 || group[0] != int64_t(held - r + i))
+      return false;
+  }
+  return true;
+}
+
 bool NodeConverter::alignLayouts(std::vector<Value> &operands) {
+  // Values viewed alike (a Transpose moved their batch) with constants that
+  // vary along single held dimensions: computed as held.
+  const Value *like = nullptr;
+  bool viewed = true;
+  for (const Value &v : operands)
+    if (!v.isConstant && !v.isParam) {
+      viewed = viewed && v.layout == Layout::Viewed &&
+               (!like || (v.shape == like->shape &&
+                          v.viewGroups == like->viewGroups));
+      like = like ? like : &v;
+    }
+  if (like && viewed) {
+    std::vector<Value> held = operands;
+    bool all = true;
+    for (Value &v : held)
+      all = all && (v.isConstant ? viewConstant(v, *like)
+                    : v.isParam  ? viewsAsHeld(v, *like)
+                                 : true);
+    if (all) {
+      operands = std::move(held);
+      return true;
+    }
+  }
+
   // The layout the computed operands share, if they do and it is not Plain;
   // Plain for every operand otherwise.
   Layout shared = Layout::Plain;
@@ -230,8 +313,13 @@ std::string NodeConverter::emitBinary(const std::string &op, const Value &a,
   result.shape = shape;
   result.isFloat = !isBool;
   result.isBool = isBool;
-  result.layout = a.isConstant ? b.layout : a.layout;
+  // The layout of the computed operand (a constant or a weight is held
+  // as it).
+  const Value &lead = a.isConstant || a.isParam ? b : a;
+  result.layout = lead.layout;
   std::string y = g.define(name, shape, result.layout, !isBool, isBool);
+  if (result.layout == Layout::Viewed)
+    g.setView(name, lead.viewGroups);
   const bool oneType = a.shape == shape && b.shape == shape &&
                        typeOf(a) == typeOf(b) && typeOf(a) == typeOf(result);
   const std::string types =
@@ -260,6 +348,8 @@ std::string NodeConverter::elementwiseUnary(const char *op) {
   if (!operand(0, x, false) || !asFloat(x))
     return error;
   std::string y = g.define(n.output(0), x.shape, x.layout);
+  if (x.layout == Layout::Viewed)
+    g.setView(n.output(0), x.viewGroups);
   g.emit(y + " = gpipe." + op + " " + x.ssa + " : " + typeOf(x));
   return {};
 }

@@ -33,7 +33,16 @@ enum class Layout {
   /// Hugging Face's Conv1D runs its GEMM) held as [N, S, ...]: the batch
   /// stays dimension 0.
   Rows,
+  /// ONNX's value is the held one (the batch in dimension 0) transposed and
+  /// regrouped, as Value::viewGroups says: a Transpose that moves the batch
+  /// (PyTorch's nn.MultiheadAttention works in [S, N, D]) writes nothing
+  /// until an op needs the batch in front again (OnnxViews.cpp).
+  Viewed,
 };
+
+/// Per ONNX dimension of a Viewed value, the held dimensions it merges, in
+/// order (none for a dimension of size 1).
+using ViewGroups = std::vector<std::vector<int64_t>>;
 
 /// Whether gpipe holds the value as an [N, H, W, C] image.
 inline bool isImage(Layout layout) {
@@ -69,6 +78,8 @@ struct Value {
   /// An operand read from a constant (OnnxGeneralOps.cpp): its ONNX name and
   /// its values as the frozen parameter holds them.
   bool isConstant = false;
+  /// An operand that is a trained weight (a parameter, in ONNX's layout).
+  bool isParam = false;
   /// The ONNX (or the importer's) name of the value an operand reads, so
   /// that an op that passes it on unchanged names the same gpipe value.
   std::string origin;
@@ -77,6 +88,8 @@ struct Value {
   /// After a flatten of an NHWC image: the ONNX (C, H, W) index of each
   /// gpipe (H, W, C) column, for the weights that the columns meet.
   std::vector<int64_t> columnOrder;
+  /// Layout::Viewed: ONNX's dimensions as groups of the held ones.
+  ViewGroups viewGroups;
 };
 
 std::string tensorType(const std::vector<int64_t> &shape, bool isFloat);
@@ -201,6 +214,14 @@ public:
   /// A value of the current layer, in ONNX's layout, for `v` (the same value
   /// when it is held so already); false with `error` where it cannot be.
   bool toOnnxLayout(Value &v, std::string &error);
+  /// Rebinds ONNX value `name`, where it is Viewed, to the value in ONNX's
+  /// layout (Plain, or Rows where the batch stays merged); false with
+  /// `error` where the batch is not in front (OnnxViews.cpp).
+  bool unview(const std::string &name, std::string &error);
+  /// Gives value `name` (just defined or bound) the layout that `groups` of
+  /// its held dimensions make: Plain or Rows where they are those, Viewed
+  /// otherwise.
+  void setView(const std::string &name, ViewGroups groups);
   /// The SSA text of value `name` as the current layer sees it.
   std::string use(const std::string &name);
   const Value *value(const std::string &name) const;
@@ -270,6 +291,8 @@ private:
   /// where the fused op does not apply; "" or the error.
   std::string convertPatternOrItsNodes(const Pattern &pattern);
   std::string appendLoss(std::string &text, int &nextLayer);
+  /// toOnnxLayout of a Viewed value (OnnxViews.cpp).
+  bool materializeView(Value &v, std::string &error);
   std::string layerRef(int layer, const std::string &valueName);
 
   const onnx::ModelProto &model;

@@ -564,7 +564,9 @@ std::string GraphImporter::convertPatternOrItsNodes(const Pattern &pattern) {
   const auto savedParams = layerParams;
   const auto savedOwners = paramLayer;
   const auto savedCache = layerCache;
-  if (convertPattern(*this, pattern).empty())
+  std::string unviewError;
+  if (unview(pattern.input, unviewError) &&
+      convertPattern(*this, pattern).empty())
     return {};
   body = savedBody;
   result.weights.resize(savedWeights);

@@ -104,6 +104,10 @@ std::string NodeConverter::run() {
     return "op type '" + op +
            "' is evaluated only from constants and shapes, and an input of "
            "this node is computed from the model's inputs";
+  if (!readsViews())
+    for (int i = 0; i < n.input_size(); ++i)
+      if (!g.unview(input(i), error))
+        return error;
   if (op == "Relu")
     return unary("relu");
   if (op == "Tanh")
@@ -223,6 +227,8 @@ std::string NodeConverter::unary(const char *op) {
   if (ssa.empty())
     return error;
   std::string y = g.define(n.output(0), x->shape, x->layout);
+  if (x->layout == Layout::Viewed)
+    g.setView(n.output(0), x->viewGroups);
   g.emit(y + " = gpipe." + op + " " + ssa + " : " + tensorType(x->shape, true));
   return {};
 }
@@ -232,6 +238,15 @@ std::string NodeConverter::dense(bool gemm) {
   std::string xs = activation(0, x);
   if (xs.empty())
     return error;
+  Value viewed; // of the columns, where a Transpose moved the batch
+  if (x->layout == Layout::Viewed) {
+    viewed = *x;
+    viewed.ssa = xs;
+    if (!viewColumns(viewed))
+      return error;
+    x = &viewed;
+    xs = viewed.ssa;
+  }
   const Constant *b = weight(1);
   if (!b)
     return error;
@@ -313,6 +328,8 @@ std::string NodeConverter::dense(bool gemm) {
   shape.back() = width;
   std::string y = g.define(
       output, shape, x->layout == Layout::Rows ? Layout::Rows : Layout::Plain);
+  if (x->layout == Layout::Viewed)
+    g.setView(output, x->viewGroups);
   if (output != n.output(0))
     g.alias(n.output(0), output);
   g.emit(y + " = gpipe.dense " + operands + " : (" + types + ") -> " +
@@ -327,10 +344,12 @@ std::string NodeConverter::add() {
       return positionTable(i, *table);
   const Value *a = g.value(input(0)), *b = g.value(input(1));
   if (!a || !b || a->shape != b->shape || a->layout != b->layout ||
-      !a->isFloat || !b->isFloat)
+      a->viewGroups != b->viewGroups || !a->isFloat || !b->isFloat)
     return elementwiseBinary("add"); // broadcasting, or a constant operand
   std::string as = g.use(input(0)), bs = g.use(input(1));
   std::string y = g.define(n.output(0), a->shape, a->layout);
+  if (a->layout == Layout::Viewed)
+    g.setView(n.output(0), a->viewGroups);
   g.emit(y + " = gpipe.add " + as + ", " + bs + " : " +
          tensorType(a->shape, true));
   return {};

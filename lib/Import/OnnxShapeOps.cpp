@@ -94,6 +94,9 @@ std::string NodeConverter::emitReshape(const Value &x,
       g.bind(name, y);
       return {};
     }
+    if ((shape.empty() || shape[0] != held[0] * held[1]) &&
+        name == n.output(0) && n.op_type() != "Flatten")
+      return viewReshape(x, shape); // [N * H, S, D] to [N, H, S, D] and such
     if (shape.empty() || shape[0] != held[0] * held[1]) {
       error = "it reshapes " + shapeText(onnxShape(x)) + ", whose rows merge "
               "the batch with the next dimension, to " + shapeText(shape) +
@@ -132,7 +135,8 @@ std::string NodeConverter::reshape() {
   Value x;
   if (!operand(0, x, false))
     return error;
-  if (x.layout != Layout::Rows && !g.toOnnxLayout(x, error))
+  if (x.layout != Layout::Rows && x.layout != Layout::Viewed &&
+      !g.toOnnxLayout(x, error))
     return error;
   const std::vector<int64_t> from = onnxShape(x);
   const std::string &op = n.op_type();
@@ -188,6 +192,8 @@ std::string NodeConverter::reshape() {
     g.bind(n.output(0), x);
     return {};
   }
+  if (x.layout == Layout::Viewed)
+    return viewReshape(x, target);
   emitReshape(x, target, n.output(0));
   return error;
 }
@@ -207,15 +213,8 @@ std::string NodeConverter::transpose() {
       return unsupported("attribute perm " + shapeText(perm) +
                          " is not a permutation of " + std::to_string(rank) +
                          " axes");
-  if (perm[0] != 0 && g.isPerExample(input(0)))
-    return unsupported(
-        "it moves dimension 0, the batch of a value computed from the model's "
-        "inputs, to dimension " +
-        std::to_string(std::find(perm.begin(), perm.end(), 0) - perm.begin()) +
-        " (perm " + shapeText(perm) +
-        "); gpipe keeps each example's rows in dimension 0 (PyTorch's "
-        "nn.MultiheadAttention transposes its input to [S, N, D] even with "
-        "batch_first=True)");
+  if (x.layout == Layout::Viewed || x.layout == Layout::Rows)
+    return viewTranspose(x, perm);
   if (x.layout == Layout::Nhwc && perm == std::vector<int64_t>{0, 2, 3, 1}) {
     x.layout = Layout::Plain; // NCHW to NHWC: what gpipe holds
     g.bind(n.output(0), x);
@@ -223,6 +222,9 @@ std::string NodeConverter::transpose() {
   }
   if (!g.toOnnxLayout(x, error))
     return error;
+  // The batch moved (nn.MultiheadAttention's [S, N, D]): held as it is.
+  if (perm[0] != 0 && g.isPerExample(input(0)))
+    return viewTranspose(x, perm);
   std::vector<int64_t> shape;
   for (int64_t p : perm)
     shape.push_back(x.shape[size_t(p)]);
@@ -522,6 +524,24 @@ std::string NodeConverter::concat() {
 }
 
 std::string NodeConverter::generalGather() {
+  if (const Value *v = g.value(input(0)); v && v->layout == Layout::Viewed) {
+    // One constant index (readsViews): the held value sliced.
+    Value x;
+    if (!operand(0, x, false))
+      return error;
+    const int64_t rank = int64_t(onnxShape(x).size());
+    int64_t axis = g.intAttr("axis", 0);
+    if (!normalizeAxis(axis, rank))
+      return unsupported(axisError(axis, rank));
+    const int64_t extent = onnxShape(x)[size_t(axis)],
+                  index = g.constant(input(1))->ints.at(0);
+    if (index < -extent || index >= extent)
+      return unsupported("index " + std::to_string(index) + " is outside [" +
+                         std::to_string(-extent) + ", " +
+                         std::to_string(extent) + ") of axis " +
+                         std::to_string(axis));
+    return viewGather(x, axis, index);
+  }
   Value x;
   if (!plainOperand(0, x) || !asFloat(x))
     return error;
@@ -627,6 +647,25 @@ std::string NodeConverter::matmul() {
                          "(--untie-weights imports a copy per layer)");
     std::swap(b.shape[0], b.shape[1]); // as the product reads it
   }
+  // A value whose batch a Transpose moved, by a weight: its held columns.
+  Value viewed;
+  if (transposeRhs && operand(0, viewed, false) &&
+      viewed.layout == Layout::Viewed) {
+    if (!viewColumns(viewed))
+      return error;
+    if (viewed.layout == Layout::Viewed) {
+      std::vector<int64_t> shape = viewed.shape;
+      shape.back() = b.shape.back();
+      std::string y = g.define(n.output(0), shape, Layout::Viewed);
+      g.setView(n.output(0), viewed.viewGroups);
+      g.emit(y + " = gpipe.matmul " + viewed.ssa + ", " + b.ssa +
+             " transpose_rhs : (" + typeOf(viewed) + ", " +
+             tensorType({b.shape[1], b.shape[0]}, true) + ") -> " +
+             tensorType(shape, true));
+      return {};
+    }
+  }
+  error.clear();
   if (!plainOperand(0, a) || (!transposeRhs && !plainOperand(1, b)) ||
       !asFloat(a) || !asFloat(b))
     return error;

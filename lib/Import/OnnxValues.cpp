@@ -1,7 +1,7 @@
 //===- OnnxValues.cpp - How gpipe holds an ONNX value ---------------------===//
 //
 // A value's layout (images channels-last, a batch merged with the next
-// dimension), its conversion back to ONNX's layout where an op needs it,
+// dimension; a transposed batch is OnnxViews.cpp's), its conversion back to ONNX's layout where an op needs it,
 // and a constant operand as a frozen parameter of the layer that reads it.
 //
 //===----------------------------------------------------------------------===//
@@ -36,6 +36,16 @@ std::vector<int64_t> gpipe::onnx_import::onnxShape(const Value &v) {
     out.insert(out.end(), s.begin() + 2, s.end());
     return out;
   }
+  case Layout::Viewed: {
+    std::vector<int64_t> out;
+    for (const std::vector<int64_t> &group : v.viewGroups) {
+      int64_t size = 1;
+      for (int64_t d : group)
+        size *= s[size_t(d)];
+      out.push_back(size);
+    }
+    return out;
+  }
   }
   return s;
 }
@@ -47,6 +57,7 @@ void GraphImporter::bind(const std::string &name, const Value &v) {
     bound = values.at(v.origin);
     bound.shape = v.shape;
     bound.layout = v.layout;
+    bound.viewGroups = v.viewGroups;
     bound.columnOrder.clear();
   }
   values[name] = bound;
@@ -55,6 +66,8 @@ void GraphImporter::bind(const std::string &name, const Value &v) {
 bool GraphImporter::toOnnxLayout(Value &v, std::string &error) {
   if (v.layout == Layout::Plain)
     return true;
+  if (v.layout == Layout::Viewed)
+    return materializeView(v, error);
   if (v.layout == Layout::Rows) {
     error = "its input " + shapeText(onnxShape(v)) +
             " merges the batch with the next dimension (a Reshape to "

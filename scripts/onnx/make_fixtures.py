@@ -481,6 +481,20 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         name="reshape_computed"), os.path.join(out_dir, "reshape-computed.onnx"))
 
+    # A Softmax over a value whose batch a Transpose moved to dimension 1:
+    # Transposes, Reshapes, element-wise ops and dense layers read such a
+    # value as gpipe holds it, a Softmax needs the batch in front.
+    save_model(tiny_model(
+        [helper.make_node("Transpose", ["x"], ["/attn/Transpose_output_0"],
+                          name="/attn/Transpose", perm=[1, 0, 2]),
+         helper.make_node("Softmax", ["/attn/Transpose_output_0"], ["/attn/Softmax_output_0"],
+                          name="/attn/Softmax", axis=-1),
+         helper.make_node("Transpose", ["/attn/Softmax_output_0"], ["y"],
+                          name="/attn/Transpose_1", perm=[1, 0, 2])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 8])],
+        name="batch_moved"), os.path.join(out_dir, "batch-moved.onnx"))
+
     # Refusals of the importer's own checks. IR version 11 is newer than the
     # importer reads (up to 10); onnx's own (newer) checker accepts it. The
     # others are opset 18, which libonnx 1.12 does not check (at opset 17 its
@@ -577,7 +591,7 @@ FIXTURES = [
     "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "unknown-ops.onnx",
     "dynamic-shape.onnx", "opset22.onnx", "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
     "merged-parameters.onnx", "expand-huge.onnx", "tied-layouts.onnx",
-    "slice-backwards.onnx", "reshape-computed.onnx",
+    "slice-backwards.onnx", "reshape-computed.onnx", "batch-moved.onnx",
     "ir-version11.onnx", "constant-outputs.onnx", "constant-outputs-opset17.onnx",
     "sequence-at-identity.onnx", "sequence-at-computed.onnx", "split-num-outputs.onnx",
 ]

@@ -264,12 +264,14 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"resnet18", true},
                       ModelCase{"gpt2", false},
                       ModelCase{"llama", false},
+                      ModelCase{"transformer_encoder", false},
                       ModelCase{"vit", false, ".dynamo.onnx"},
                       ModelCase{"bert", false, ".dynamo.onnx"},
                       ModelCase{"mobilenet_v2", true, ".dynamo.onnx"},
                       ModelCase{"resnet18", true, ".dynamo.onnx"},
                       ModelCase{"gpt2", false, ".dynamo.onnx"},
-                      ModelCase{"llama", false, ".dynamo.onnx"}),
+                      ModelCase{"llama", false, ".dynamo.onnx"},
+                      ModelCase{"transformer_encoder", false, ".dynamo.onnx"}),
     [](const ::testing::TestParamInfo<ModelCase> &info) {
       return std::string(info.param.name) +
              (std::string(info.param.exported) == ".onnx" ? "" : "_dynamo");
