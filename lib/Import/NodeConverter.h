@@ -136,6 +136,9 @@ private:
   /// Whether the node reads a Viewed input as it is held; the others read
   /// it in ONNX's layout (GraphImporter::unview).
   bool readsViews();
+  /// Whether ONNX value `name` is a float matrix the same for every example
+  /// (a weight, a constant, a slice of a weight).
+  bool isMatrix(const std::string &name);
   /// Transpose, Reshape (to `target`) and Gather of one constant index
   /// (along `axis`) of a Viewed or Rows value, or of a per-example one whose
   /// batch a Transpose moves.

@@ -253,10 +253,17 @@ bool NodeConverter::viewsAsHeld(const Value &param, const Value &like) {
 bool NodeConverter::alignLayouts(std::vector<Value> &operands) {
   // Values viewed alike (a Transpose moved their batch) with constants that
   // vary along single held dimensions: computed as held.
+  // A weight, or a value computed from weights alone (a slice of one), is
+  // the same for every example: it broadcasts against the held value as it
+  // is where its dimensions sit where the view holds them.
+  auto weightLike = [&](const Value &v) {
+    return v.isParam || (!v.isConstant && v.layout == Layout::Plain &&
+                         !v.origin.empty() && !g.isPerExample(v.origin));
+  };
   const Value *like = nullptr;
   bool viewed = true;
   for (const Value &v : operands)
-    if (!v.isConstant && !v.isParam) {
+    if (!v.isConstant && !weightLike(v)) {
       viewed = viewed && v.layout == Layout::Viewed &&
                (!like || (v.shape == like->shape &&
                           v.viewGroups == like->viewGroups));
@@ -266,9 +273,9 @@ bool NodeConverter::alignLayouts(std::vector<Value> &operands) {
     std::vector<Value> held = operands;
     bool all = true;
     for (Value &v : held)
-      all = all && (v.isConstant ? viewConstant(v, *like)
-                    : v.isParam  ? viewsAsHeld(v, *like)
-                                 : true);
+      all = all && (v.isConstant    ? viewConstant(v, *like)
+                    : weightLike(v) ? viewsAsHeld(v, *like)
+                                    : true);
     if (all) {
       operands = std::move(held);
       return true;
@@ -315,7 +322,10 @@ std::string NodeConverter::emitBinary(const std::string &op, const Value &a,
   result.isBool = isBool;
   // The layout of the computed operand (a constant or a weight is held
   // as it).
-  const Value &lead = a.isConstant || a.isParam ? b : a;
+  const Value &lead = a.layout == Layout::Viewed   ? a
+                      : b.layout == Layout::Viewed ? b
+                      : a.isConstant || a.isParam  ? b
+                                                   : a;
   result.layout = lead.layout;
   std::string y = g.define(name, shape, result.layout, !isBool, isBool);
   if (result.layout == Layout::Viewed)

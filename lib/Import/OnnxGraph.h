@@ -293,6 +293,9 @@ private:
   std::string appendLoss(std::string &text, int &nextLayer);
   /// toOnnxLayout of a Viewed value (OnnxViews.cpp).
   bool materializeView(Value &v, std::string &error);
+  /// The graph's outputs computed so far that are Viewed, in ONNX's
+  /// layout; "" or the error (OnnxViews.cpp).
+  std::string unviewOutputs();
   std::string layerRef(int layer, const std::string &valueName);
 
   const onnx::ModelProto &model;

@@ -622,6 +622,8 @@ std::string GraphImporter::writeLayers(std::string &text) {
                "node '" + n.name() + "' (" + n.op_type() + ", opset " +
                std::to_string(opset) + "): " + error;
     }
+    if (std::string error = unviewOutputs(); !error.empty())
+      return error;
     // What this layer defined, with the outputs of the nodes it absorbed (a
     // MatMul's bias Add) and of its patterns.
     std::set<std::string> definedHere;

@@ -647,20 +647,25 @@ std::string NodeConverter::matmul() {
                          "(--untie-weights imports a copy per layer)");
     std::swap(b.shape[0], b.shape[1]); // as the product reads it
   }
-  // A value whose batch a Transpose moved, by a weight: its held columns.
+  // A value whose batch a Transpose moved, by a matrix (a weight, its
+  // Transpose, a constant): its held columns.
   Value viewed;
-  if (transposeRhs && operand(0, viewed, false) &&
+  const bool byMatrix = transposeRhs || isMatrix(input(1));
+  if (byMatrix && operand(0, viewed, false) &&
       viewed.layout == Layout::Viewed) {
-    if (!viewColumns(viewed))
+    if ((!transposeRhs && !operand(1, b, false)) || !viewColumns(viewed))
       return error;
     if (viewed.layout == Layout::Viewed) {
       std::vector<int64_t> shape = viewed.shape;
       shape.back() = b.shape.back();
+      std::vector<int64_t> stored = b.shape;
+      if (transposeRhs)
+        std::swap(stored[0], stored[1]);
       std::string y = g.define(n.output(0), shape, Layout::Viewed);
       g.setView(n.output(0), viewed.viewGroups);
       g.emit(y + " = gpipe.matmul " + viewed.ssa + ", " + b.ssa +
-             " transpose_rhs : (" + typeOf(viewed) + ", " +
-             tensorType({b.shape[1], b.shape[0]}, true) + ") -> " +
+             (transposeRhs ? " transpose_rhs" : "") + " : (" +
+             typeOf(viewed) + ", " + tensorType(stored, true) + ") -> " +
              tensorType(shape, true));
       return {};
     }

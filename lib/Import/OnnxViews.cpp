@@ -87,6 +87,19 @@ void splitHeld(ViewGroups &groups, int64_t d) {
   }
 }
 
+/// Where a Viewed value whose batch does not lead holds it, for messages.
+std::string batchPlace(const Value &v) {
+  size_t at = 0;
+  while (at < v.viewGroups.size() &&
+         std::find(v.viewGroups[at].begin(), v.viewGroups[at].end(), 0) ==
+             v.viewGroups[at].end())
+    ++at;
+  return at == 0 ? "holds the batch inside dimension 0, after another "
+                   "dimension (a Transpose moved it there)"
+                 : "holds the batch in dimension " + std::to_string(at) +
+                       " (a Transpose moved it there)";
+}
+
 } // namespace
 
 void GraphImporter::setView(const std::string &name, ViewGroups groups) {
@@ -137,17 +150,11 @@ bool GraphImporter::materializeView(Value &v, std::string &error) {
       batchLeads = v.shape[size_t(*d)] == 1;
   }
   if (!batchLeads) {
-    size_t at = 0;
-    while (at < groups.size() &&
-           std::find(groups[at].begin(), groups[at].end(), 0) ==
-               groups[at].end())
-      ++at;
-    error = "its input " + shapeText(onnx) +
-            " holds the batch in dimension " + std::to_string(at) +
-            " (a Transpose moved it there), and this op reads its input with "
+    error = "its input " + shapeText(onnx) + " " + batchPlace(v) +
+            ", and this op reads its input with "
             "the batch in dimension 0, as gpipe keeps it; only Transpose, "
             "Reshape, Squeeze, Unsqueeze, element-wise ops, Gather of one "
-            "index and MatMul or Gemm by a weight read it as it is";
+            "index and MatMul or Gemm by a matrix read it as it is";
     return false;
   }
   std::vector<int64_t> order = orderOf(groups);
@@ -198,6 +205,28 @@ bool GraphImporter::unview(const std::string &name, std::string &error) {
   return true;
 }
 
+std::string GraphImporter::unviewOutputs() {
+  for (const onnx::ValueInfoProto &output : graph.output()) {
+    const Value *v = value(output.name());
+    if (!v || v->layout != Layout::Viewed)
+      continue;
+    std::string error;
+    if (!unview(output.name(), error))
+      return "graph output '" + output.name() + "' " +
+             shapeText(onnxShape(*v)) + " " + batchPlace(*v) +
+             "; gpipe's outputs keep the batch in dimension 0";
+  }
+  return {};
+}
+
+bool NodeConverter::isMatrix(const std::string &name) {
+  if (const Constant *c = g.constant(name))
+    return c->isFloat && c->dims.size() == 2;
+  const Value *v = g.value(name); // computed from weights alone (a slice)
+  return v && !g.isPerExample(name) && v->layout == Layout::Plain &&
+         v->isFloat && v->shape.size() == 2;
+}
+
 bool NodeConverter::readsViews() {
   const std::string &op = n.op_type();
   // Element-wise ops (with constants that vary along single held
@@ -210,10 +239,10 @@ bool NodeConverter::readsViews() {
       op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
       op == "Gemm")
     return true;
-  if (op == "MatMul") { // by a weight (or its Transpose): a dense layer
+  if (op == "MatMul") { // by a matrix: a weight, its Transpose, a constant
     const onnx::NodeProto *transposed = g.producerOf(input(1));
     return g.value(input(0)) &&
-           (g.isTrainable(input(1)) ||
+           (isMatrix(input(1)) ||
             (transposed && g.isWeightTransposeForMatMuls(*transposed)));
   }
   if (op == "Gather") { // one constant index
