@@ -62,6 +62,11 @@ cp "$root"/test/Import/Onnx/Inputs/*.onnx "$work/onnx/"
 for f in "$root"/test/Import/Onnx/Inputs/models/*.onnx; do
   [ "$(stat -c %s "$f")" -le 300000 ] && cp "$f" "$work/onnx/model-$(basename "$f")"
 done
+# PyTorch's attention modules: values whose batch a Transpose moved.
+for d in "$root"/test/Import/Onnx/Inputs/attention-suite/node/*/; do
+  [ "$(stat -c %s "$d/model.onnx")" -le 300000 ] &&
+    cp "$d/model.onnx" "$work/onnx/attention-$(basename "$d").onnx"
+done
 for d in /usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d* \
          /usr/share/libonnx-testdata/data/node/test_gemm_* \
          /usr/share/libonnx-testdata/data/node/test_maxpool_2d_* \

@@ -247,7 +247,7 @@ bool NodeConverter::readsViews() {
   }
   if (op == "Gather") { // one constant index
     const Constant *c = g.constant(input(1));
-    return c && !c->isFloat && c->dims.empty();
+    return c && !c->isFloat && c->dims.empty() && c->ints.size() == 1;
   }
   return false;
 }
@@ -267,6 +267,14 @@ std::string NodeConverter::viewReshape(const Value &x,
                                        const std::vector<int64_t> &target) {
   ViewGroups groups = groupsOf(x);
   std::vector<int64_t> held = x.shape;
+  for (int64_t d : target)
+    if (d < 1)
+      return unsupported("its shape " + shapeText(target) +
+                         " has a dimension below 1");
+  for (int64_t d : held)
+    if (d < 1)
+      return unsupported("its input " + shapeText(onnxShape(x)) +
+                         " has no elements");
   // Each target dimension takes the next held dimensions (in ONNX's order)
   // whose sizes multiply to it; a held dimension that a target dimension
   // ends inside is split first. Held dimensions of size 1 (but the batch)
