@@ -251,11 +251,11 @@ bool NodeConverter::viewsAsHeld(const Value &param, const Value &like) {
 }
 
 bool NodeConverter::alignLayouts(std::vector<Value> &operands) {
-  // Values viewed alike (a Transpose moved their batch) with constants that
-  // vary along single held dimensions: computed as held.
-  // A weight, or a value computed from weights alone (a slice of one), is
-  // the same for every example: it broadcasts against the held value as it
-  // is where its dimensions sit where the view holds them.
+  // Values viewed alike (a Transpose moved their batch) are computed as
+  // held, with constants permuted to the held layout (where they vary along
+  // single held dimensions) and weights, or values computed from weights
+  // alone (a slice of one), that broadcast against the held value as they
+  // are.
   auto weightLike = [&](const Value &v) {
     return v.isParam || (!v.isConstant && v.layout == Layout::Plain &&
                          !v.origin.empty() && !g.isPerExample(v.origin));
@@ -327,9 +327,7 @@ std::string NodeConverter::emitBinary(const std::string &op, const Value &a,
                       : a.isConstant || a.isParam  ? b
                                                    : a;
   result.layout = lead.layout;
-  std::string y = g.define(name, shape, result.layout, !isBool, isBool);
-  if (result.layout == Layout::Viewed)
-    g.setView(name, lead.viewGroups);
+  std::string y = g.defineLike(name, shape, lead, !isBool, isBool);
   const bool oneType = a.shape == shape && b.shape == shape &&
                        typeOf(a) == typeOf(b) && typeOf(a) == typeOf(result);
   const std::string types =
@@ -357,9 +355,7 @@ std::string NodeConverter::elementwiseUnary(const char *op) {
   Value x;
   if (!operand(0, x, false) || !asFloat(x))
     return error;
-  std::string y = g.define(n.output(0), x.shape, x.layout);
-  if (x.layout == Layout::Viewed)
-    g.setView(n.output(0), x.viewGroups);
+  std::string y = g.defineLike(n.output(0), x.shape, x);
   g.emit(y + " = gpipe." + op + " " + x.ssa + " : " + typeOf(x));
   return {};
 }

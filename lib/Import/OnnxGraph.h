@@ -237,6 +237,11 @@ public:
   std::string define(const std::string &name, std::vector<int64_t> shape,
                      Layout layout = Layout::Plain, bool isFloat = true,
                      bool isBool = false);
+  /// A new value for ONNX output `name` held as `like` is (its layout, and
+  /// its groups where Viewed); its SSA text.
+  std::string defineLike(const std::string &name, std::vector<int64_t> shape,
+                         const Value &like, bool isFloat = true,
+                         bool isBool = false);
   /// Makes ONNX value `name` the value `v` of the current layer (an operand
   /// that is already there: a parameter, a constant).
   void bind(const std::string &name, const Value &v);

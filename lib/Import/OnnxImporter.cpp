@@ -515,6 +515,16 @@ std::string GraphImporter::define(const std::string &name,
   return v.ssa;
 }
 
+std::string GraphImporter::defineLike(const std::string &name,
+                                      std::vector<int64_t> shape,
+                                      const Value &like, bool isFloat,
+                                      bool isBool) {
+  std::string ssa = define(name, std::move(shape), like.layout, isFloat, isBool);
+  if (like.layout == Layout::Viewed)
+    setView(name, like.viewGroups);
+  return ssa;
+}
+
 void GraphImporter::alias(const std::string &alias, const std::string &of) {
   values[alias] = values.at(of);
 }

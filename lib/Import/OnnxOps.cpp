@@ -226,9 +226,7 @@ std::string NodeConverter::unary(const char *op) {
   std::string ssa = activation(0, x);
   if (ssa.empty())
     return error;
-  std::string y = g.define(n.output(0), x->shape, x->layout);
-  if (x->layout == Layout::Viewed)
-    g.setView(n.output(0), x->viewGroups);
+  std::string y = g.defineLike(n.output(0), x->shape, *x);
   g.emit(y + " = gpipe." + op + " " + ssa + " : " + tensorType(x->shape, true));
   return {};
 }
@@ -326,10 +324,10 @@ std::string NodeConverter::dense(bool gemm) {
   }
   std::vector<int64_t> shape = x->shape;
   shape.back() = width;
-  std::string y = g.define(
-      output, shape, x->layout == Layout::Rows ? Layout::Rows : Layout::Plain);
-  if (x->layout == Layout::Viewed)
-    g.setView(output, x->viewGroups);
+  // The rows stay as they are held (merged with the batch, or viewed).
+  std::string y = x->layout == Layout::Rows || x->layout == Layout::Viewed
+                      ? g.defineLike(output, shape, *x)
+                      : g.define(output, shape);
   if (output != n.output(0))
     g.alias(n.output(0), output);
   g.emit(y + " = gpipe.dense " + operands + " : (" + types + ") -> " +
@@ -347,9 +345,7 @@ std::string NodeConverter::add() {
       a->viewGroups != b->viewGroups || !a->isFloat || !b->isFloat)
     return elementwiseBinary("add"); // broadcasting, or a constant operand
   std::string as = g.use(input(0)), bs = g.use(input(1));
-  std::string y = g.define(n.output(0), a->shape, a->layout);
-  if (a->layout == Layout::Viewed)
-    g.setView(n.output(0), a->viewGroups);
+  std::string y = g.defineLike(n.output(0), a->shape, *a);
   g.emit(y + " = gpipe.add " + as + ", " + bs + " : " +
          tensorType(a->shape, true));
   return {};

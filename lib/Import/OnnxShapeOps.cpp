@@ -35,6 +35,12 @@ std::string axisError(int64_t axis, int64_t rank) {
 
 std::string listText(const std::vector<int64_t> &v) { return shapeText(v); }
 
+std::string indexOutside(int64_t index, int64_t extent, int64_t axis) {
+  return "index " + std::to_string(index) + " is outside [" +
+         std::to_string(-extent) + ", " + std::to_string(extent) +
+         ") of axis " + std::to_string(axis);
+}
+
 } // namespace
 
 std::string NodeConverter::reduce(const char *op) {
@@ -94,9 +100,6 @@ std::string NodeConverter::emitReshape(const Value &x,
       g.bind(name, y);
       return {};
     }
-    if ((shape.empty() || shape[0] != held[0] * held[1]) &&
-        name == n.output(0) && n.op_type() != "Flatten")
-      return viewReshape(x, shape); // [N * H, S, D] to [N, H, S, D] and such
     if (shape.empty() || shape[0] != held[0] * held[1]) {
       error = "it reshapes " + shapeText(onnxShape(x)) + ", whose rows merge "
               "the batch with the next dimension, to " + shapeText(shape) +
@@ -192,7 +195,11 @@ std::string NodeConverter::reshape() {
     g.bind(n.output(0), x);
     return {};
   }
-  if (x.layout == Layout::Viewed)
+  // Merged rows to other than the held shape or other rows ([N * H, S, D]
+  // to [N, H * S, D]), and a viewed value: regrouped.
+  if (x.layout == Layout::Viewed ||
+      (x.layout == Layout::Rows && target != x.shape &&
+       (target.empty() || target[0] != x.shape[0] * x.shape[1])))
     return viewReshape(x, target);
   emitReshape(x, target, n.output(0));
   return error;
@@ -536,10 +543,7 @@ std::string NodeConverter::generalGather() {
     const int64_t extent = onnxShape(x)[size_t(axis)],
                   index = g.constant(input(1))->ints.at(0);
     if (index < -extent || index >= extent)
-      return unsupported("index " + std::to_string(index) + " is outside [" +
-                         std::to_string(-extent) + ", " +
-                         std::to_string(extent) + ") of axis " +
-                         std::to_string(axis));
+      return unsupported(indexOutside(index, extent, axis));
     return viewGather(x, axis, index);
   }
   Value x;
@@ -569,10 +573,7 @@ std::string NodeConverter::generalGather() {
     fullIndexDims = c->dims;
     for (int64_t i : c->ints)
       if (i < -extent || i >= extent)
-        return unsupported("index " + std::to_string(i) + " is outside [" +
-                           std::to_string(-extent) + ", " +
-                           std::to_string(extent) + ") of axis " +
-                           std::to_string(axis));
+        return unsupported(indexOutside(i, extent, axis));
     g.frozenConstant(input(1), flat, flat.dims, std::move(values), indices);
   } else {
     if (!plainOperand(1, indices))
@@ -649,11 +650,12 @@ std::string NodeConverter::matmul() {
   }
   // A value whose batch a Transpose moved, by a matrix (a weight, its
   // Transpose, a constant): its held columns.
-  Value viewed;
-  const bool byMatrix = transposeRhs || isMatrix(input(1));
-  if (byMatrix && operand(0, viewed, false) &&
-      viewed.layout == Layout::Viewed) {
-    if ((!transposeRhs && !operand(1, b, false)) || !viewColumns(viewed))
+  const Value *held = g.value(input(0));
+  if ((transposeRhs || isMatrix(input(1))) && held &&
+      held->layout == Layout::Viewed) {
+    Value viewed;
+    if (!operand(0, viewed, false) ||
+        (!transposeRhs && !operand(1, b, false)) || !viewColumns(viewed))
       return error;
     if (viewed.layout == Layout::Viewed) {
       std::vector<int64_t> shape = viewed.shape;
@@ -661,8 +663,7 @@ std::string NodeConverter::matmul() {
       std::vector<int64_t> stored = b.shape;
       if (transposeRhs)
         std::swap(stored[0], stored[1]);
-      std::string y = g.define(n.output(0), shape, Layout::Viewed);
-      g.setView(n.output(0), viewed.viewGroups);
+      std::string y = g.defineLike(n.output(0), shape, viewed);
       g.emit(y + " = gpipe.matmul " + viewed.ssa + ", " + b.ssa +
              (transposeRhs ? " transpose_rhs" : "") + " : (" +
              typeOf(viewed) + ", " + tensorType(stored, true) + ") -> " +
@@ -670,7 +671,6 @@ std::string NodeConverter::matmul() {
       return {};
     }
   }
-  error.clear();
   if (!plainOperand(0, a) || (!transposeRhs && !plainOperand(1, b)) ||
       !asFloat(a) || !asFloat(b))
     return error;

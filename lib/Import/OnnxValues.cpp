@@ -1,8 +1,9 @@
 //===- OnnxValues.cpp - How gpipe holds an ONNX value ---------------------===//
 //
 // A value's layout (images channels-last, a batch merged with the next
-// dimension; a transposed batch is OnnxViews.cpp's), its conversion back to ONNX's layout where an op needs it,
-// and a constant operand as a frozen parameter of the layer that reads it.
+// dimension; a moved batch is OnnxViews.cpp's), its conversion back to ONNX's
+// layout where an op needs it, and a constant operand as a frozen parameter
+// of the layer that reads it.
 //
 //===----------------------------------------------------------------------===//
 
