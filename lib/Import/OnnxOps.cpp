@@ -121,7 +121,9 @@ std::string NodeConverter::run() {
     return add();
   if (op == "Softmax")
     return softmax();
-  if (op == "Identity") {
+  // A SplitToSequence's sequence is no tensor: each SequenceAt slices its
+  // part of the input, which the sequence names.
+  if (op == "Identity" || op == "SplitToSequence") {
     Value v;
     if (!operand(0, v, false))
       return error;
@@ -166,14 +168,6 @@ std::string NodeConverter::run() {
       return this->unsupported("attribute approximate = '" + approximate +
                          "' is not supported (none or tanh)");
     return unary(approximate == "none" ? "gelu_erf" : "gelu");
-  }
-  if (op == "SplitToSequence") {
-    // A sequence is not a tensor: each SequenceAt slices its part.
-    Value x;
-    if (!operand(0, x, false))
-      return error;
-    g.bind(n.output(0), x);
-    return {};
   }
   if (op == "SequenceAt")
     return sequenceAt();
