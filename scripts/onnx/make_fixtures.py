@@ -29,7 +29,9 @@ Error fixtures: not-onnx.onnx, truncated.onnx, unknown-op.onnx, unknown-ops.onnx
 dynamic-shape.onnx, opset22.onnx, stray-mul.onnx, gelu-unhalved.onnx,
 attention-scale.onnx, ir-version11.onnx, constant-outputs.onnx,
 constant-outputs-opset17.onnx, sequence-at-identity.onnx,
-sequence-at-computed.onnx, split-num-outputs.onnx (see README.md beside them).
+sequence-at-computed.onnx, split-num-outputs.onnx, batch-moved.onnx,
+output-batch-moved.onnx, reshape-splits-batch.onnx, reshape-cuts-across.onnx,
+dense-over-batch.onnx (see README.md beside them).
 """
 
 import argparse
@@ -495,6 +497,41 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 8])],
         name="batch_moved"), os.path.join(out_dir, "batch-moved.onnx"))
 
+    # More refusals of a moved batch: a graph output with the batch in
+    # dimension 1, a Reshape that splits the batch, one that cuts across the
+    # held dimensions, and a dense layer over a last dimension that is the
+    # batch.
+    def moved(name, x_shape, nodes, y_shape, initializers=()):
+        save_model(tiny_model(
+            nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
+            initializers, name=name.replace("-", "_")), os.path.join(out_dir, name + ".onnx"))
+
+    def shape(name, dims):
+        return helper.make_tensor(name, TensorProto.INT64, [len(dims)], dims)
+
+    moved("output-batch-moved", [2, 4, 8],
+          [helper.make_node("Transpose", ["x"], ["y"], name="/t/Transpose", perm=[1, 0, 2])],
+          [4, 2, 8])
+    moved("reshape-splits-batch", [4, 3, 8],
+          [helper.make_node("Transpose", ["x"], ["t"], name="/t/Transpose", perm=[1, 0, 2]),
+           helper.make_node("Reshape", ["t", "s"], ["r"], name="/t/Reshape"),
+           helper.make_node("Reshape", ["r", "back"], ["b"], name="/t/Reshape_1"),
+           helper.make_node("Transpose", ["b"], ["y"], name="/t/Transpose_1", perm=[1, 0, 2])],
+          [4, 3, 8], [shape("s", [3, 2, 2, 8]), shape("back", [3, 4, 8])])
+    moved("reshape-cuts-across", [2, 6, 4],
+          [helper.make_node("Transpose", ["x"], ["t"], name="/t/Transpose", perm=[1, 0, 2]),
+           helper.make_node("Reshape", ["t", "s"], ["r"], name="/t/Reshape"),
+           helper.make_node("Reshape", ["r", "back"], ["b"], name="/t/Reshape_1"),
+           helper.make_node("Transpose", ["b"], ["y"], name="/t/Transpose_1", perm=[1, 0, 2])],
+          [2, 6, 4], [shape("s", [4, 3, 4]), shape("back", [6, 2, 4])])
+    moved("dense-over-batch", [2, 4, 8],
+          [helper.make_node("Transpose", ["x"], ["t"], name="/t/Transpose", perm=[1, 2, 0]),
+           helper.make_node("MatMul", ["t", "w"], ["m"], name="/t/MatMul"),
+           helper.make_node("Transpose", ["m"], ["y"], name="/t/Transpose_1", perm=[2, 0, 1])],
+          [3, 4, 8], [numpy_helper.from_array(
+              np.arange(6, dtype=np.float32).reshape(2, 3) / 8, "w")])
+
     # Refusals of the importer's own checks. IR version 11 is newer than the
     # importer reads (up to 10); onnx's own (newer) checker accepts it. The
     # others are opset 18, which libonnx 1.12 does not check (at opset 17 its
@@ -572,7 +609,8 @@ def make_error_fixtures(out_dir):
         os.remove(os.path.join(out_dir, "attention-scale" + suffix))
     log("error fixtures: not-onnx, truncated, unknown-op, dynamic-shape, opset22, stray-mul, "
         "gelu-unhalved, attention-scale, ir-version11, constant-outputs(-opset17), "
-        "sequence-at-identity, sequence-at-computed, split-num-outputs")
+        "sequence-at-identity, sequence-at-computed, split-num-outputs, batch-moved, "
+        "output-batch-moved, reshape-splits-batch, reshape-cuts-across, dense-over-batch")
 
 
 FIXTURES = [
@@ -592,6 +630,8 @@ FIXTURES = [
     "dynamic-shape.onnx", "opset22.onnx", "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
     "merged-parameters.onnx", "expand-huge.onnx", "tied-layouts.onnx",
     "slice-backwards.onnx", "reshape-computed.onnx", "batch-moved.onnx",
+    "output-batch-moved.onnx", "reshape-splits-batch.onnx", "reshape-cuts-across.onnx",
+    "dense-over-batch.onnx",
     "ir-version11.onnx", "constant-outputs.onnx", "constant-outputs-opset17.onnx",
     "sequence-at-identity.onnx", "sequence-at-computed.onnx", "split-num-outputs.onnx",
 ]
