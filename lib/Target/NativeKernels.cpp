@@ -14,8 +14,9 @@
 //      a thread's chunk starts. sin, cos and pow call libm per element: its
 //      range reduction, and pow's IEEE cases (0^0, a negative base with an
 //      integer exponent), which the expansion as exp(b log a) gets wrong.
-//   -> the LLVM dialect with C-interface wrappers, LLVM IR, an optimized
-//      object for the variant's CPU level, a shared object.
+//   -> the LLVM dialect with C-interface wrappers, LLVM IR with only the
+//      packed entries external, an object for the variant's CPU level
+//      (-O2 without LLVM's own vectorizers and unroller), a shared object.
 // Kernels run in their own MLIRContext: the compiler's context is not
 // touched (nor its registered dialects) and diagnostics are forwarded.
 //
@@ -64,7 +65,6 @@
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/TransformOps/VectorTransformOps.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -75,10 +75,12 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -374,7 +376,48 @@ static void addPackedEntry(llvm::Module &module, const NamedKernel &kernel) {
   b.CreateRetVoid();
 }
 
-/// An object file for `variant`'s CPU level, optimized at -O3.
+/// Only the packed entries are the library's interface. With the bodies and
+/// their C-interface wrappers internal, each is inlined into its one caller
+/// and dropped: the optimizer and the code generator see every kernel once,
+/// not up to three times.
+static void internalizeAllButEntries(llvm::Module &module,
+                                     ArrayRef<NamedKernel> kernels) {
+  llvm::StringSet<> entries;
+  for (const NamedKernel &kernel : kernels)
+    entries.insert(kernel.symbol);
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() && !entries.contains(function.getName()))
+      function.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+/// LLVM's -O2 without its loop vectorizer, SLP vectorizer and loop unroller.
+/// The kernels arrive vectorized, in tiles of two registers, by the schedule
+/// above: those three passes only re-vectorized the scalar remainder loops
+/// and unrolled the tiles, and -O3 only added copies of the loop nests
+/// unswitched on whether a row has a full tile, with the same vector loops.
+/// With the internal bodies above, a kernel set compiles in a quarter to a
+/// third of its time at -O3 (docs/Benchmarks.md, "Compile time of the
+/// generated kernels").
+static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = false;
+  tuning.SLPVectorization = false;
+  tuning.LoopUnrolling = false;
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2)
+      .run(module, modules);
+}
+
+/// An object file for `variant`'s CPU level.
 static FailureOr<std::string> emitObject(llvm::Module &module,
                                          const IsaVariant &variant,
                                          std::string &error) {
@@ -395,11 +438,7 @@ static FailureOr<std::string> emitObject(llvm::Module &module,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   module.setTargetTriple(triple);
   module.setDataLayout(machine->createDataLayout());
-  if (llvm::Error err =
-          makeOptimizingTransformer(3, 0, machine.get())(&module)) {
-    error = llvm::toString(std::move(err));
-    return failure();
-  }
+  optimize(module, *machine);
   SmallString<0> object;
   llvm::raw_svector_ostream os(object);
   llvm::legacy::PassManager codegen;
@@ -516,6 +555,7 @@ static VariantResult compileVariant(ArrayRef<NamedKernel> kernels,
     return fail("translation to LLVM IR failed");
   for (const NamedKernel &kernel : kernels)
     addPackedEntry(*llvmModule, kernel);
+  internalizeAllButEntries(*llvmModule, kernels);
   std::string error;
   FailureOr<std::string> object = emitObject(*llvmModule, variant, error);
   if (failed(object))
