@@ -127,7 +127,7 @@ inline bool splitSizes(std::vector<int64_t> &sizes, int64_t extent,
   }
   int64_t total = 0;
   for (int64_t size : sizes) {
-    if (size < 0)
+    if (size < 0 || size > extent - total) // also no overflow
       return false;
     total += size;
   }

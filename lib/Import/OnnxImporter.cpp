@@ -805,10 +805,14 @@ std::string gpipe::importOnnx(std::string_view bytes,
   onnx::ModelProto model;
   if (bytes.size() > size_t(std::numeric_limits<int>::max()) ||
       !model.ParseFromArray(bytes.data(), int(bytes.size())) ||
-      !model.has_graph() || model.ir_version() <= 0)
+      !model.has_graph())
     return "not a complete ONNX model: the " + std::to_string(bytes.size()) +
            " bytes do not parse as an ONNX ModelProto (another format, or a "
            "truncated file)";
+  if (model.ir_version() <= 0)
+    return "the model's ONNX IR version is " +
+           std::to_string(model.ir_version()) +
+           "; a model's is at least 1 (the field is missing or damaged)";
   int64_t opset = -1;
   for (const onnx::OperatorSetIdProto &entry : model.opset_import())
     if (entry.domain().empty() || entry.domain() == "ai.onnx")

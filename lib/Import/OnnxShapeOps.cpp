@@ -384,6 +384,9 @@ std::string NodeConverter::split() {
     return unsupported(axisError(axis, rank));
   std::vector<int64_t> sizes;
   if (g.opset >= 13 && !input(1).empty()) {
+    if (g.hasAttr("num_outputs"))
+      return unsupported("it has both a split (input 1) and the attribute "
+                         "num_outputs; ONNX allows one of them");
     const Constant *c = g.constant(input(1));
     if (!c || c->isFloat)
       return unsupported("its split (input 1) must be an integer constant");
@@ -463,10 +466,7 @@ std::string NodeConverter::sequenceAt() {
     sizes.assign(size_t(extent), 1);
     squeeze = keepDims == 0;
   }
-  int64_t total = 0;
-  for (int64_t size : sizes)
-    total += size < 0 ? extent + 1 : size;
-  if (total != extent)
+  if (!splitSizes(sizes, extent, int64_t(sizes.size())))
     return unsupported("its sequence's sizes " + shapeText(sizes) +
                        " do not split " + std::to_string(extent));
   int64_t at = position->ints[0];

@@ -583,9 +583,34 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
         opset=18, name="split_num_outputs"),
         os.path.join(out_dir, "split-num-outputs.onnx"), valid=False)
+    halves = helper.make_tensor("halves", TensorProto.INT64, [2], [2, 2])
+    save_model(tiny_model(  # a split input and num_outputs both (ONNX allows one)
+        [helper.make_node("Split", ["x", "halves"], ["left", "right"], name="/halves/Split",
+                          axis=1, num_outputs=2),
+         helper.make_node("Add", ["left", "right"], ["y"], name="/halves/Add")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+        [halves], opset=18, name="split_sizes_and_num_outputs"),
+        os.path.join(out_dir, "split-sizes-and-num-outputs.onnx"), valid=False)
+    huge = helper.make_tensor("huge", TensorProto.INT64, [4], [2**62, 2**62, 2**62, 2**62 + 4])
+    save_model(tiny_model(  # sizes whose int64 sum wraps around to 4, the extent
+        [helper.make_node("SplitToSequence", ["x", "huge"], ["parts"],
+                          name="/chunk/SplitToSequence", axis=1),
+         helper.make_node("SequenceAt", ["parts", "first"], ["y"], name="/chunk/SequenceAt")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+        [huge, first], opset=18, name="sequence_sizes_wrap"),
+        os.path.join(out_dir, "sequence-sizes-wrap.onnx"), valid=False)
     for name in ("sequence-at-identity.onnx", "sequence-at-computed.onnx",
                  "split-num-outputs.onnx"):  # onnx's own checker accepts them
         onnx.checker.check_model(onnx.load(os.path.join(out_dir, name)), full_check=True)
+    no_version = tiny_model(  # IR version -1: a damaged header
+        [helper.make_node("Relu", ["x"], ["y"], name="/relu/Relu")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        name="ir_version_negative")
+    no_version.ir_version = -1
+    save_model(no_version, os.path.join(out_dir, "ir-version-negative.onnx"), valid=False)
 
     # Two parameters PyTorch's exporter merged (eval mode, equal values): the
     # second layer reads the first's initializer through an Identity named
