@@ -248,6 +248,9 @@ public:
   /// Makes ONNX value `alias` the same gpipe value as `of`.
   void alias(const std::string &alias, const std::string &of);
   void emit(const std::string &line) { body += "    " + line + "\n"; }
+  /// Drops the current layer's frozen constants (and integer casts of them)
+  /// that nothing reads, nor its `yielded` results, with their weights.
+  void dropUnusedConstants(const std::vector<std::string> &yielded);
   /// The integer attribute `name` of the current node, or `otherwise`.
   int64_t intAttr(const std::string &name, int64_t otherwise) const;
   float floatAttr(const std::string &name, float otherwise) const;

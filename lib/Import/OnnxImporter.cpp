@@ -600,6 +600,69 @@ std::string GraphImporter::convertPatternOrItsNodes(const Pattern &pattern) {
   return {};
 }
 
+/// Whether `text` reads the SSA value `ssa` (not one whose name extends it).
+static bool readsValue(const std::string &text, const std::string &ssa) {
+  for (size_t at = text.find(ssa); at != std::string::npos;
+       at = text.find(ssa, at + 1)) {
+    const size_t end = at + ssa.size();
+    if (end == text.size() || !(std::isalnum(uint8_t(text[end])) ||
+                                text[end] == '_' || text[end] == '#'))
+      return true;
+  }
+  return false;
+}
+
+void GraphImporter::dropUnusedConstants(
+    const std::vector<std::string> &yielded) {
+  // A constant read in another layout (permuted for a viewed operand) is
+  // declared again in that layout; the first declaration, and the cast of
+  // an integer one, may then be read by nothing. Lines go until none is
+  // unread, and the weights of constants no longer declared anywhere go
+  // with them.
+  std::set<std::string> dropped;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<std::string> lines;
+    for (size_t at = 0; at < body.size();) {
+      const size_t end = body.find('\n', at);
+      lines.push_back(body.substr(at, end - at + 1));
+      at = end + 1;
+    }
+    for (size_t i = 0; i < lines.size() && !changed; ++i) {
+      const std::string &line = lines[i];
+      const size_t eq = line.find(" = ");
+      const bool frozenParam = line.find(" = gpipe.param \"") != std::string::npos &&
+                               line.find(" frozen") != std::string::npos &&
+                               line.find(" tied ") == std::string::npos;
+      const bool cast = line.find(" = gpipe.cast ") != std::string::npos;
+      if (eq == std::string::npos || !(frozenParam || cast))
+        continue;
+      const std::string ssa = line.substr(line.find('%'), eq - line.find('%'));
+      std::string rest = body;
+      rest.erase(rest.find(line), line.size());
+      if (readsValue(rest, ssa) ||
+          std::find(yielded.begin(), yielded.end(), ssa) != yielded.end())
+        continue;
+      if (frozenParam) {
+        const size_t nameAt = line.find('"') + 1;
+        dropped.insert(line.substr(nameAt, line.find('"', nameAt) - nameAt));
+      }
+      body = std::move(rest);
+      changed = true;
+    }
+  }
+  for (const std::string &name : dropped) {
+    layerParams.erase(name);
+    paramLayer.erase(name);
+    result.weights.erase(
+        std::remove_if(result.weights.begin(), result.weights.end(),
+                       [&](const runtime::NamedTensor &t) {
+                         return t.name == name;
+                       }),
+        result.weights.end());
+  }
+}
+
 std::string GraphImporter::writeLayers(std::string &text) {
   const int numNodes = graph.node_size();
   for (int layer = 0; layer < int(layerNames.size()); ++layer) {
@@ -664,6 +727,7 @@ std::string GraphImporter::writeLayers(std::string &text) {
     }
     if (!lossValue.empty() && value(lossValue)->layer == layer)
       yieldValue(*value(lossValue));
+    dropUnusedConstants(out);
     if (out.empty() && body.empty())
       continue; // only aliases (an Identity, a Flatten of [N, C])
     std::string typeList;
