@@ -119,7 +119,7 @@ int run(int argc, char **argv, const mpi::MpiSession &session) {
   StatusOr<Bundle> bundle = loadBundle(path);
   if (!bundle.ok())
     return fail(bundle.status().message());
-  const unsigned k = bundle->stages.size();
+  const unsigned k = bundle->numDevices(); // stages / V when interleaved
   if (session.size() != int(k))
     return fail("the bundle has " + std::to_string(k) +
                 " devices: run it under mpirun -np " + std::to_string(k));

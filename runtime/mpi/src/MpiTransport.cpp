@@ -11,7 +11,10 @@
 #include "gpipe/runtime/backends/HostWork.h"
 
 #include <climits>
+#include <cstring>
+#include <map>
 #include <stdexcept>
+#include <vector>
 
 using namespace gpipe;
 using namespace gpipe::mpi;
@@ -34,6 +37,13 @@ public:
 
   std::string describe() const override { return group.describe(); }
 
+  ~MpiTransport() override {
+    // Only after a failed step can a send still be in flight.
+    for (auto &[key, slot] : staged)
+      if (slot.request != MPI_REQUEST_NULL)
+        MPI_Request_free(&slot.request);
+  }
+
   std::string send(StreamId stream, const TransferKey &key, const void *source,
                    int64_t bytes) override {
     return post(stream, key, const_cast<void *>(source), bytes, true);
@@ -41,6 +51,26 @@ public:
   std::string recv(StreamId stream, const TransferKey &key, void *destination,
                    int64_t bytes) override {
     return post(stream, key, destination, bytes, false);
+  }
+
+  int64_t stagingBytes(unsigned device) const override {
+    if (device != group.device())
+      return 0;
+    int64_t bytes = 0;
+    for (const auto &[key, slot] : staged)
+      bytes += int64_t(slot.buffer.size());
+    return bytes;
+  }
+
+  std::string completeSends() override {
+    for (auto &[key, slot] : staged)
+      if (slot.request != MPI_REQUEST_NULL) {
+        std::string error =
+            group.wait(MPI_SUCCESS, slot.request, slot.what, slot.peer);
+        if (!error.empty())
+          return error;
+      }
+    return {};
   }
 
   std::string averageOverReplicas(StreamId stream, unsigned, float *data,
@@ -96,21 +126,56 @@ private:
                        ") " + (sending ? "to " : "from ") + peer + " in " +
                        group.pass();
     MPI_Comm comm = group.pipeline();
+    if (!sending) {
+      backend.runInStreamOrder(stream, [=] {
+        MPI_Request request;
+        int code = MPI_Irecv(data, int(bytes), MPI_BYTE, int(peerDevice),
+                             int(tag), comm, &request);
+        std::string error = group.wait(code, request, what, peer);
+        if (!error.empty())
+          throw std::runtime_error(error);
+      });
+      return {};
+    }
+    // A buffered send: the value is copied to this transfer's staging
+    // buffer and posted, and the stream goes on computing. The copy lets the
+    // memory plan reuse the value at once, as it does; the message completes
+    // in the background and is awaited before the staging buffer is
+    // overwritten (the same transfer next step) and at the step's end
+    // (completeSends). The schedules the runtime accepts are proved
+    // deadlock-free for buffered sends (verifySchedule).
+    StagedSend *slot = &staged[key];
     backend.runInStreamOrder(stream, [=] {
-      MPI_Request request;
-      int code = sending ? MPI_Isend(data, int(bytes), MPI_BYTE,
-                                     int(peerDevice), int(tag), comm, &request)
-                         : MPI_Irecv(data, int(bytes), MPI_BYTE,
-                                     int(peerDevice), int(tag), comm, &request);
-      std::string error = group.wait(code, request, what, peer);
+      std::string error;
+      if (slot->request != MPI_REQUEST_NULL)
+        error = group.wait(MPI_SUCCESS, slot->request, slot->what, slot->peer);
+      if (error.empty()) {
+        slot->buffer.resize(size_t(bytes));
+        std::memcpy(slot->buffer.data(), data, size_t(bytes));
+        slot->what = what;
+        slot->peer = peer;
+        int code = MPI_Isend(slot->buffer.data(), int(bytes), MPI_BYTE,
+                             int(peerDevice), int(tag), comm, &slot->request);
+        if (code != MPI_SUCCESS)
+          error = group.who() + what + " failed: " + mpiErrorText(code);
+      }
       if (!error.empty())
         throw std::runtime_error(error);
     });
     return {};
   }
 
+  /// A transfer's staging buffer and its message in flight, if any.
+  struct StagedSend {
+    std::vector<char> buffer;
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::string what, peer;
+  };
+
   HostStreamBackend &backend;
   int64_t tagLimit = 32767;
+  /// By transfer; std::map: a slot stays where it is while others are made.
+  std::map<TransferKey, StagedSend> staged;
 };
 
 } // namespace

@@ -135,18 +135,16 @@ std::string paramName(const ::testing::TestParamInfo<Param> &info) {
 class MpiPipeline : public ::testing::TestWithParam<Param> {};
 class MpiDataParallel : public ::testing::TestWithParam<Param> {};
 
-// Every schedule: MPI's sends complete only when received (rendezvous), the
-// semantics under which the compiler proved the programs cannot deadlock.
-TEST_P(MpiPipeline, RanksGiveTheThreadedBits) {
-  ASSERT_EQ(session->size(), int(kRanks));
-  auto [transformer, remat, kind] = GetParam();
+/// A pipeline of `k` ranks against the same pipeline on threads: the same
+/// losses and parameters, bit for bit.
+void expectTheThreadedBits(const Param &param, unsigned k) {
+  auto [transformer, remat, kind] = param;
   const int64_t batch = 12;
   // 1F1B with M = 6 > K: warm-up, steady state and cool-down all occur.
   const unsigned m = kind == ScheduleKind::GPipe ? 4 : 6;
-  auto ranks =
-      executorFor(bundleFor(transformer, batch, kRanks, m, remat, kind), 1);
+  auto ranks = executorFor(bundleFor(transformer, batch, k, m, remat, kind), 1);
   auto threads =
-      executorFor(bundleFor(transformer, batch, kRanks, m, remat, kind), 0);
+      executorFor(bundleFor(transformer, batch, k, m, remat, kind), 0);
   ASSERT_TRUE(ranks && threads);
   EXPECT_TRUE(ranks->transport().spansProcesses());
   // The first device reads the features, the last the labels.
@@ -162,6 +160,24 @@ TEST_P(MpiPipeline, RanksGiveTheThreadedBits) {
         << expected.losses[s];
   for (const auto &[name, values] : expected.params)
     EXPECT_EQ(actual.params[name], values) << name;
+}
+
+// Every schedule: MPI's sends complete in the background (buffered) and its
+// receives block, the semantics under which the runtime proves the programs
+// cannot deadlock.
+TEST_P(MpiPipeline, RanksGiveTheThreadedBits) {
+  ASSERT_EQ(session->size(), int(kRanks));
+  expectTheThreadedBits(GetParam(), kRanks);
+}
+
+// The same on 2 ranks (ctest's MpiExecutorTwoRanks, `mpirun -np 2`), where
+// interleaving fits one pipeline: 2 devices running 2 stages each, a rank
+// sending to the same peer over two stage boundaries.
+class MpiPipelineOfTwo : public ::testing::TestWithParam<Param> {};
+TEST_P(MpiPipelineOfTwo, RanksGiveTheThreadedBits) {
+  if (session->size() != 2)
+    GTEST_SKIP() << "runs under mpirun -np 2";
+  expectTheThreadedBits(GetParam(), 2);
 }
 
 TEST_P(MpiDataParallel, GradientsMatchOnePipelineOnTheWholeBatch) {
@@ -211,6 +227,14 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(ScheduleKind::GPipe,
                                          ScheduleKind::OneFOneB,
                                          ScheduleKind::ZeroBubbleH1)),
+    paramName);
+INSTANTIATE_TEST_SUITE_P(
+    Models, MpiPipelineOfTwo,
+    ::testing::Combine(kModels, kRemats,
+                       ::testing::Values(ScheduleKind::GPipe,
+                                         ScheduleKind::OneFOneB,
+                                         ScheduleKind::ZeroBubbleH1,
+                                         ScheduleKind::Interleaved)),
     paramName);
 // Interleaving on 2 x 2 ranks: 4 ranks as one pipeline would need 8 stages.
 INSTANTIATE_TEST_SUITE_P(

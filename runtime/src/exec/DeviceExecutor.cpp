@@ -386,6 +386,8 @@ std::string DeviceExecutor::Impl::stageInputs(const Batch &batch) {
 
 std::string DeviceExecutor::Impl::synchronizePass() {
   std::string error = backend->synchronize(config.stepTimeout);
+  if (error.empty())
+    error = transport->completeSends();
   if (!error.empty()) {
     std::string stopped = transport->abandon();
     if (!stopped.empty())

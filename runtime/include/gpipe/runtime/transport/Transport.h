@@ -15,9 +15,13 @@
 //     sender's event; the schedule's proof orders every send before its
 //     receive;
 //   - MPI (runtime/mpi, MpiTransport.h): one process per pipeline device;
-//     the transfers are host work in stream order, each a point-to-point
-//     message that waits for its peer at most the peer timeout;
-//   - NCCL (grouped ncclSend/ncclRecv, rendezvous in stream order) is next.
+//     the transfers are host work in stream order. A send copies the value
+//     to a staging buffer of its transfer and posts it; the stream goes on,
+//     and the message completes in the background (completeSends awaits it
+//     at the step's end). A receive waits for its message, at most the peer
+//     timeout;
+//   - NCCL (runtime/mpi, NcclTransport.h): ncclSend/ncclRecv on the compute
+//     stream, which a send holds until its peer receives.
 // A transport across processes also says which devices this process runs
 // (the executor issues only theirs) and shares the host results that only
 // one process has (the losses, an evaluation's outputs, a parameter).
@@ -84,6 +88,11 @@ public:
   }
   /// What the transfers that follow belong to ("step 3"), for messages.
   virtual void beginPass(const std::string &name) { (void)name; }
+  /// Host-blocking, once the streams have finished a pass's work: waits
+  /// until every message this process sent has completed (a transport whose
+  /// sends complete in the background), at most the peer timeout. "" or an
+  /// error naming the send and the peer.
+  virtual std::string completeSends() { return {}; }
   /// After a step whose synchronize failed: stops what the transport still
   /// has in flight (NCCL: aborts its communicators, whose kernels would spin
   /// for a dead peer) and says so, or "" when there is nothing to stop.

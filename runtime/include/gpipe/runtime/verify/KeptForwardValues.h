@@ -93,7 +93,7 @@ keptForwardValues(const std::vector<Instr> &instrs, unsigned numStages,
 /// the recompute first and waits for the gradient after it. The buffers stay
 /// where the plan put them: the received one is allocated at the receive,
 /// only written later. No receive moves past another transfer: under
-/// rendezvous sends (MPI) that could make two devices wait on each other; a
+/// rendezvous sends (NCCL) that could make two devices wait on each other; a
 /// recompute waits on nobody.
 template <typename Instr, typename RoleOf, typename IsGradientRecv>
 std::vector<char>
