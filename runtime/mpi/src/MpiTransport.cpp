@@ -38,10 +38,13 @@ public:
   std::string describe() const override { return group.describe(); }
 
   ~MpiTransport() override {
-    // Only after a failed step can a send still be in flight.
+    // Only after a failed step can a send still be in flight. MPI may still
+    // read its buffer, so that buffer is left allocated (the job is ending).
     for (auto &[key, slot] : staged)
-      if (slot.request != MPI_REQUEST_NULL)
+      if (slot.request != MPI_REQUEST_NULL) {
         MPI_Request_free(&slot.request);
+        new std::vector<char>(std::move(slot.buffer));
+      }
   }
 
   std::string send(StreamId stream, const TransferKey &key, const void *source,

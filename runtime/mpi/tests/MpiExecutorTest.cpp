@@ -228,23 +228,13 @@ INSTANTIATE_TEST_SUITE_P(
                                          ScheduleKind::OneFOneB,
                                          ScheduleKind::ZeroBubbleH1)),
     paramName);
-INSTANTIATE_TEST_SUITE_P(
-    Models, MpiPipelineOfTwo,
-    ::testing::Combine(kModels, kRemats,
-                       ::testing::Values(ScheduleKind::GPipe,
-                                         ScheduleKind::OneFOneB,
-                                         ScheduleKind::ZeroBubbleH1,
-                                         ScheduleKind::Interleaved)),
-    paramName);
+const auto kEverySchedule = ::testing::Combine(
+    kModels, kRemats,
+    ::testing::Values(ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                      ScheduleKind::ZeroBubbleH1, ScheduleKind::Interleaved));
+INSTANTIATE_TEST_SUITE_P(Models, MpiPipelineOfTwo, kEverySchedule, paramName);
 // Interleaving on 2 x 2 ranks: 4 ranks as one pipeline would need 8 stages.
-INSTANTIATE_TEST_SUITE_P(
-    Models, MpiDataParallel,
-    ::testing::Combine(kModels, kRemats,
-                       ::testing::Values(ScheduleKind::GPipe,
-                                         ScheduleKind::OneFOneB,
-                                         ScheduleKind::ZeroBubbleH1,
-                                         ScheduleKind::Interleaved)),
-    paramName);
+INSTANTIATE_TEST_SUITE_P(Models, MpiDataParallel, kEverySchedule, paramName);
 
 TEST(MpiTransport, RefusesAJobOfTheWrongSize) {
   std::string error;
