@@ -600,67 +600,103 @@ std::string GraphImporter::convertPatternOrItsNodes(const Pattern &pattern) {
   return {};
 }
 
-/// Whether `text` reads the SSA value `ssa` (not one whose name extends it).
-static bool readsValue(const std::string &text, const std::string &ssa) {
-  for (size_t at = text.find(ssa); at != std::string::npos;
-       at = text.find(ssa, at + 1)) {
-    const size_t end = at + ssa.size();
-    if (end == text.size() || !(std::isalnum(uint8_t(text[end])) ||
-                                text[end] == '_' || text[end] == '#'))
-      return true;
+/// The SSA values a line of the body reads (after its " = "; outside quoted
+/// names, which may hold any character): "%v3" of "%v3#1" too.
+static std::vector<std::string> valuesRead(const std::string &line,
+                                           size_t from) {
+  std::vector<std::string> read;
+  bool quoted = false;
+  for (size_t i = from; i < line.size(); ++i) {
+    if (line[i] == '"' && (i == 0 || line[i - 1] != '\\'))
+      quoted = !quoted;
+    if (quoted || line[i] != '%')
+      continue;
+    size_t end = i + 1;
+    while (end < line.size() &&
+           (std::isalnum(uint8_t(line[end])) || line[end] == '_'))
+      ++end;
+    read.push_back(line.substr(i, end - i));
+    i = end - 1;
   }
-  return false;
+  return read;
 }
 
 void GraphImporter::dropUnusedConstants(
     const std::vector<std::string> &yielded) {
   // A constant read in another layout (permuted for a viewed operand) is
   // declared again in that layout; the first declaration, and the cast of
-  // an integer one, may then be read by nothing. Lines go until none is
-  // unread, and the weights of constants no longer declared anywhere go
-  // with them.
-  std::set<std::string> dropped;
-  for (bool changed = true; changed;) {
-    changed = false;
-    std::vector<std::string> lines;
-    for (size_t at = 0; at < body.size();) {
-      const size_t end = body.find('\n', at);
-      lines.push_back(body.substr(at, end - at + 1));
-      at = end + 1;
+  // an integer one, may then be read by nothing. Such lines go, and the
+  // lines that only they read after them (a cast's constant); the weights
+  // of constants no longer declared go with them. Linear in the body.
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < body.size();) {
+    const size_t end = std::min(body.find('\n', at), body.size() - 1);
+    lines.push_back(body.substr(at, end - at + 1));
+    at = end + 1;
+  }
+  std::map<std::string, size_t> definedBy;
+  std::map<std::string, int> reads;
+  std::vector<size_t> operandsAt(lines.size(), 0);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string &line = lines[i];
+    const size_t first = line.find_first_not_of(' ');
+    const size_t eq = line.find(" = ");
+    if (first != std::string::npos && line[first] == '%' &&
+        eq != std::string::npos) {
+      definedBy[line.substr(first, eq - first)] = i;
+      operandsAt[i] = eq + 3;
     }
-    for (size_t i = 0; i < lines.size() && !changed; ++i) {
-      const std::string &line = lines[i];
-      const size_t eq = line.find(" = ");
-      const bool frozenParam = line.find(" = gpipe.param \"") != std::string::npos &&
-                               line.find(" frozen") != std::string::npos &&
-                               line.find(" tied ") == std::string::npos;
-      const bool cast = line.find(" = gpipe.cast ") != std::string::npos;
-      if (eq == std::string::npos || !(frozenParam || cast))
-        continue;
-      const std::string ssa = line.substr(line.find('%'), eq - line.find('%'));
-      std::string rest = body;
-      rest.erase(rest.find(line), line.size());
-      if (readsValue(rest, ssa) ||
-          std::find(yielded.begin(), yielded.end(), ssa) != yielded.end())
-        continue;
-      if (frozenParam) {
-        const size_t nameAt = line.find('"') + 1;
-        dropped.insert(line.substr(nameAt, line.find('"', nameAt) - nameAt));
-      }
-      body = std::move(rest);
-      changed = true;
+    for (const std::string &value : valuesRead(line, operandsAt[i]))
+      ++reads[value];
+  }
+  for (const std::string &value : yielded)
+    ++reads[value];
+  auto droppable = [&](size_t i) {
+    const std::string &line = lines[i];
+    const bool frozenParam =
+        line.find(" = gpipe.param \"") != std::string::npos &&
+        line.find(" frozen") != std::string::npos &&
+        line.find(" tied ") == std::string::npos;
+    return frozenParam || line.find(" = gpipe.cast ") != std::string::npos;
+  };
+  std::vector<size_t> unread;
+  for (const auto &[value, i] : definedBy)
+    if (reads[value] == 0 && droppable(i))
+      unread.push_back(i);
+  std::vector<char> gone(lines.size(), 0);
+  std::set<std::string> dropped;
+  while (!unread.empty()) {
+    const size_t i = unread.back();
+    unread.pop_back();
+    if (gone[i])
+      continue;
+    gone[i] = 1;
+    const std::string &line = lines[i];
+    if (line.find(" = gpipe.param \"") != std::string::npos) {
+      const size_t nameAt = line.find('"') + 1;
+      dropped.insert(line.substr(nameAt, line.find('"', nameAt) - nameAt));
+    }
+    for (const std::string &value : valuesRead(line, operandsAt[i])) {
+      auto def = definedBy.find(value);
+      if (--reads[value] == 0 && def != definedBy.end() &&
+          droppable(def->second))
+        unread.push_back(def->second);
     }
   }
+  body.clear();
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (!gone[i])
+      body += lines[i];
   for (const std::string &name : dropped) {
     layerParams.erase(name);
     paramLayer.erase(name);
-    result.weights.erase(
-        std::remove_if(result.weights.begin(), result.weights.end(),
-                       [&](const runtime::NamedTensor &t) {
-                         return t.name == name;
-                       }),
-        result.weights.end());
   }
+  result.weights.erase(std::remove_if(result.weights.begin(),
+                                      result.weights.end(),
+                                      [&](const runtime::NamedTensor &t) {
+                                        return dropped.count(t.name) != 0;
+                                      }),
+                       result.weights.end());
 }
 
 std::string GraphImporter::writeLayers(std::string &text) {
