@@ -47,13 +47,58 @@ public:
       }
   }
 
+  // A buffered send: the value is copied to this transfer's staging buffer
+  // and posted, and the stream goes on computing. The copy lets the memory
+  // plan reuse the value at once, as it does; the message completes in the
+  // background and is awaited before the staging buffer is overwritten (the
+  // same transfer next step) and at the step's end (completeSends). The
+  // schedules the runtime accepts are proved deadlock-free for buffered
+  // sends (verifySchedule).
   std::string send(StreamId stream, const TransferKey &key, const void *source,
                    int64_t bytes) override {
-    return post(stream, key, const_cast<void *>(source), bytes, true);
+    Message message;
+    if (std::string error = prepare(key, bytes, true, message); !error.empty())
+      return error;
+    sent += bytes;
+    StagedSend *slot = &staged[key];
+    backend.runInStreamOrder(stream, [=] {
+      std::string error;
+      if (slot->request != MPI_REQUEST_NULL)
+        error = group.wait(MPI_SUCCESS, slot->request, slot->what, slot->peer);
+      if (error.empty()) {
+        slot->buffer.resize(size_t(bytes));
+        std::memcpy(slot->buffer.data(), source, size_t(bytes));
+        slot->what = message.what;
+        slot->peer = message.peer;
+        int code = MPI_Isend(slot->buffer.data(), int(bytes), MPI_BYTE,
+                             message.peerDevice, message.tag, group.pipeline(),
+                             &slot->request);
+        if (code != MPI_SUCCESS)
+          error = group.who() + message.what + " failed: " + mpiErrorText(code);
+      }
+      if (!error.empty())
+        throw std::runtime_error(error);
+    });
+    return {};
   }
+
+  // A receive: its message is posted and waited for in stream order.
   std::string recv(StreamId stream, const TransferKey &key, void *destination,
                    int64_t bytes) override {
-    return post(stream, key, destination, bytes, false);
+    Message message;
+    if (std::string error = prepare(key, bytes, false, message); !error.empty())
+      return error;
+    backend.runInStreamOrder(stream, [=] {
+      MPI_Request request;
+      int code = MPI_Irecv(destination, int(bytes), MPI_BYTE,
+                           message.peerDevice, message.tag, group.pipeline(),
+                           &request);
+      std::string error =
+          group.wait(code, request, message.what, message.peer);
+      if (!error.empty())
+        throw std::runtime_error(error);
+    });
+    return {};
   }
 
   int64_t stagingBytes(unsigned device) const override {
@@ -93,10 +138,16 @@ public:
   }
 
 private:
-  /// Queues the message of `key` on `stream`: a send to key.to or a receive
-  /// from key.from, then the wait for it.
-  std::string post(StreamId stream, const TransferKey &key, void *data,
-                   int64_t bytes, bool sending) {
+  /// A transfer's message: its peer, its tag, and its names in errors.
+  struct Message {
+    int peerDevice = 0, tag = 0;
+    std::string what, peer;
+  };
+
+  /// The message of `key` (a send to key.to or a receive from key.from), or
+  /// why it cannot be one.
+  std::string prepare(const TransferKey &key, int64_t bytes, bool sending,
+                      Message &message) const {
     const unsigned peerDevice = sending ? key.to : key.from;
     if (peerDevice >= group.devices())
       return "device " + std::to_string(peerDevice) +
@@ -119,52 +170,15 @@ private:
     if (bytes > INT_MAX)
       return "a transfer of " + std::to_string(bytes) +
              " bytes is past one MPI message's " + std::to_string(INT_MAX);
-    if (sending)
-      sent += bytes;
-    std::string peer = "rank " + std::to_string(group.rankOf(peerDevice));
-    std::string what = std::string(sending ? "send" : "recv") + " of the " +
-                       (key.direction == 0 ? "activation" : "gradient") +
-                       " (channel " + std::to_string(key.channel) +
-                       ", micro-batch " + std::to_string(key.microbatch) +
-                       ") " + (sending ? "to " : "from ") + peer + " in " +
-                       group.pass();
-    MPI_Comm comm = group.pipeline();
-    if (!sending) {
-      backend.runInStreamOrder(stream, [=] {
-        MPI_Request request;
-        int code = MPI_Irecv(data, int(bytes), MPI_BYTE, int(peerDevice),
-                             int(tag), comm, &request);
-        std::string error = group.wait(code, request, what, peer);
-        if (!error.empty())
-          throw std::runtime_error(error);
-      });
-      return {};
-    }
-    // A buffered send: the value is copied to this transfer's staging
-    // buffer and posted, and the stream goes on computing. The copy lets the
-    // memory plan reuse the value at once, as it does; the message completes
-    // in the background and is awaited before the staging buffer is
-    // overwritten (the same transfer next step) and at the step's end
-    // (completeSends). The schedules the runtime accepts are proved
-    // deadlock-free for buffered sends (verifySchedule).
-    StagedSend *slot = &staged[key];
-    backend.runInStreamOrder(stream, [=] {
-      std::string error;
-      if (slot->request != MPI_REQUEST_NULL)
-        error = group.wait(MPI_SUCCESS, slot->request, slot->what, slot->peer);
-      if (error.empty()) {
-        slot->buffer.resize(size_t(bytes));
-        std::memcpy(slot->buffer.data(), data, size_t(bytes));
-        slot->what = what;
-        slot->peer = peer;
-        int code = MPI_Isend(slot->buffer.data(), int(bytes), MPI_BYTE,
-                             int(peerDevice), int(tag), comm, &slot->request);
-        if (code != MPI_SUCCESS)
-          error = group.who() + what + " failed: " + mpiErrorText(code);
-      }
-      if (!error.empty())
-        throw std::runtime_error(error);
-    });
+    message.peerDevice = int(peerDevice);
+    message.tag = int(tag);
+    message.peer = "rank " + std::to_string(group.rankOf(peerDevice));
+    message.what = std::string(sending ? "send" : "recv") + " of the " +
+                   (key.direction == 0 ? "activation" : "gradient") +
+                   " (channel " + std::to_string(key.channel) +
+                   ", micro-batch " + std::to_string(key.microbatch) + ") " +
+                   (sending ? "to " : "from ") + message.peer + " in " +
+                   group.pass();
     return {};
   }
 
