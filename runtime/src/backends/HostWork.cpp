@@ -26,6 +26,11 @@ HostBlock gpipe::runtime::device::allocateHostBlock(int64_t bytes,
 }
 
 void gpipe::runtime::device::runGemmOnHost(const GemmBatch &g) {
+  runGemmOnHost(g, g.m);
+}
+
+void gpipe::runtime::device::runGemmOnHost(const GemmBatch &g,
+                                           int64_t wholeRows) {
   for (int64_t i = 0; i < g.count; ++i) {
     float *c = g.c + i * g.strideC;
     if (g.k == 0) { // cblas leaves C untouched for k = 0; beta still scales
@@ -35,7 +40,7 @@ void gpipe::runtime::device::runGemmOnHost(const GemmBatch &g) {
       continue;
     }
     const int64_t block =
-        cpu::blasSplitsColumns(g.m, g.n) ? cpu::kBlasColumnBlock : g.n;
+        cpu::blasSplitsColumns(wholeRows, g.n) ? cpu::kBlasColumnBlock : g.n;
     for (int64_t first = 0; first < g.n; first += block) {
       const float *b = g.b + i * g.strideB + (g.transB ? first * g.ldb : first);
       cpu::blas().sgemm(CblasRowMajor, g.transA ? CblasTrans : CblasNoTrans,

@@ -61,7 +61,7 @@ void gpipe::runtime::device::runGemmSplit(const GemmBatch &g,
       part.a += g.transA ? b : b * g.lda;
       part.c += b * g.ldc;
       part.m = e - b;
-      runGemmOnHost(part);
+      runGemmOnHost(part, g.m); // the whole product's column blocks: none
     });
   }
 }

@@ -34,6 +34,10 @@ HostBlock allocateHostBlock(int64_t bytes, int64_t alignment);
 /// Runs `call` with cblas_sgemm, one product per batch entry, in blocks of
 /// kBlasColumnBlock columns where blasSplitsColumns (BlasLibrary.h).
 void runGemmOnHost(const GemmBatch &call);
+/// The same for a part of a product of `wholeRows` rows, split by rows: its
+/// columns are blocked as the whole product's are, since OpenBLAS's
+/// Haswell/Zen kernels give other bits for a column split.
+void runGemmOnHost(const GemmBatch &call, int64_t wholeRows);
 
 /// The host's steady clock in microseconds (DeviceBackend::recordTime).
 double hostMicroseconds();
