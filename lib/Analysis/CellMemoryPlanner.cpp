@@ -29,6 +29,9 @@ PlannedInstrKind plannedKind(const schedule::Instr &instr) {
   case schedule::InstrKind::Recv:
     return activation ? PlannedInstrKind::RecvActivation
                       : PlannedInstrKind::RecvGradient;
+  case schedule::InstrKind::WaitSend:
+    return activation ? PlannedInstrKind::WaitSendActivation
+                      : PlannedInstrKind::WaitSendGradient;
   case schedule::InstrKind::OptimizerStep:
     return PlannedInstrKind::OptimizerStep;
   }
@@ -171,7 +174,7 @@ std::vector<std::vector<PlannedInstr>>
 gpipe::pipelineInstructions(const std::vector<PlannedStage> &stages,
                             int64_t batch, unsigned numMicrobatches,
                             schedule::ScheduleKind kind,
-                            unsigned numVirtualStages) {
+                            unsigned numVirtualStages, unsigned sendWindow) {
   schedule::MicrobatchSplit split =
       schedule::splitMicrobatches(batch, numMicrobatches);
   // No W instruction to plan yet (ScheduleKinds.h): no caller passes one.
@@ -200,6 +203,8 @@ gpipe::pipelineInstructions(const std::vector<PlannedStage> &stages,
   }
   std::vector<std::vector<PlannedInstr>> programs;
   schedule::Program program = schedule::buildSchedule(spec, kind);
+  if (sendWindow > 0)
+    schedule::placeSendWaits(program, sendWindow);
   const unsigned numDevices = program.devices.size();
   for (const schedule::DeviceProgram &device : program.devices) {
     std::vector<PlannedInstr> instrs;
@@ -246,7 +251,8 @@ std::string CellMemoryPlanner::plan(unsigned begin, unsigned end,
   pipeline.push_back(joinStages(layerStages, begin, end));
   pipeline.resize(pipeline.size() + after);
   std::vector<std::vector<PlannedInstr>> programs =
-      pipelineInstructions(pipeline, batch, numMicrobatches, cellSchedule.kind);
+      pipelineInstructions(pipeline, batch, numMicrobatches, cellSchedule.kind,
+                           1, placeBuffers ? cellSchedule.sendWindow : 0);
   if (programs.empty())
     return "the batch of " + std::to_string(batch) +
            " rows cannot be split into " + std::to_string(numMicrobatches) +

@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <map>
 #include <numeric>
+#include <set>
+#include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 using namespace gpipe;
 
@@ -126,6 +129,10 @@ const char *instrName(PlannedInstrKind kind) {
     return "send_gradient";
   case PlannedInstrKind::RecvGradient:
     return "recv_gradient";
+  case PlannedInstrKind::WaitSendActivation:
+    return "wait_send_activation";
+  case PlannedInstrKind::WaitSendGradient:
+    return "wait_send_gradient";
   case PlannedInstrKind::OptimizerStep:
     return "optimizer_step";
   }
@@ -150,6 +157,12 @@ public:
                     [](const PlannedInstr &in) {
                       return in.kind == PlannedInstrKind::BackwardWeights;
                     });
+    waitsForSends = std::any_of(
+        program.instrs.begin(), program.instrs.end(),
+        [](const PlannedInstr &in) {
+          return in.kind == PlannedInstrKind::WaitSendActivation ||
+                 in.kind == PlannedInstrKind::WaitSendGradient;
+        });
     states.reserve(program.stages.size());
     for (const PlannedStage &stage : program.stages) {
       StageState &s = states.emplace_back(stage);
@@ -207,6 +220,11 @@ public:
       for (auto &values : s.slots)
         for (int &slot : values)
           release(slot);
+    // The verifier proves every send waited for; a program that is not
+    // verified still ends with its buffers released.
+    for (auto &[send, buffer] : sendsInFlight)
+      unhold(buffer);
+    sendsInFlight.clear();
     plan.peakWhere = peakWhere.str();
     // Every offset and arena end is at most this sum, so it alone is checked.
     if (overflowed)
@@ -258,6 +276,8 @@ private:
       case PlannedInstrKind::BackwardWeights:
         count += stage.weights;
         break;
+      case PlannedInstrKind::WaitSendActivation:
+      case PlannedInstrKind::WaitSendGradient:
       case PlannedInstrKind::OptimizerStep:
         break;
       }
@@ -294,6 +314,9 @@ private:
     case PlannedInstrKind::SendActivation:
     case PlannedInstrKind::SendGradient:
       return send(in);
+    case PlannedInstrKind::WaitSendActivation:
+    case PlannedInstrKind::WaitSendGradient:
+      return waitSend(in);
     case PlannedInstrKind::Forward: {
       bool keep = state->kept[m];
       std::string error =
@@ -407,13 +430,51 @@ private:
     for (size_t c = 0; c < ids.size() && !needed; ++c)
       needed = c != in.channel && ids[c] == id && !sent[c];
     sent[in.channel] = 1;
-    if (needed) {
+    if (waitsForSends) {
+      // Zero-copy: the transport reads the value's own buffer until the
+      // wait, whatever frees the value meanwhile.
+      int buffer = state->slots[m][id];
+      ++holds[buffer];
+      sendsInFlight.emplace(sendKey(in), buffer);
+      if (!needed)
+        release(state->slots[m][id]);
+    } else if (needed) {
       int copy = allocate(plan.buffers[state->slots[m][id]].bytes, -1, id);
       release(copy);
     } else {
       release(state->slots[m][id]);
     }
     return {};
+  }
+
+  std::string waitSend(const PlannedInstr &in) {
+    auto it = sendsInFlight.find(sendKey(in));
+    if (it == sendsInFlight.end())
+      return "waits for a send that is not in flight";
+    unhold(it->second);
+    sendsInFlight.erase(it);
+    return {};
+  }
+
+  /// A send as its wait names it: direction, stage, micro-batch, channel.
+  using SendKey = std::tuple<bool, unsigned, unsigned, unsigned>;
+  static SendKey sendKey(const PlannedInstr &in) {
+    bool activation = in.kind == PlannedInstrKind::SendActivation ||
+                      in.kind == PlannedInstrKind::WaitSendActivation;
+    return {activation, in.stage, in.microbatch, in.channel};
+  }
+
+  /// Ends one send's hold on `buffer`: the buffer goes once the last hold
+  /// ends, if its value was freed meanwhile.
+  void unhold(int buffer) {
+    auto it = holds.find(buffer);
+    if (it == holds.end() || --it->second > 0)
+      return;
+    holds.erase(it);
+    if (heldOnly.erase(buffer)) {
+      sentHeld -= plan.buffers[buffer].bytes;
+      endBuffer(buffer);
+    }
   }
 
   /// Allocates value `id` of micro-batch m, replacing a live one.
@@ -456,12 +517,24 @@ private:
     return int(plan.buffers.size()) - 1;
   }
 
+  /// Frees a value's buffer, or, while a send still reads it, marks it to
+  /// go at the send's wait.
   void release(int &buffer) {
     if (buffer < 0)
       return;
+    if (holds.count(buffer)) {
+      heldOnly.insert(buffer);
+      sentHeld += plan.buffers[buffer].bytes;
+      plan.sendHeldBytes = std::max(plan.sendHeldBytes, sentHeld);
+    } else {
+      endBuffer(buffer);
+    }
+    buffer = -1;
+  }
+
+  void endBuffer(int buffer) {
     plan.buffers[buffer].end = now++;
     current -= plan.buffers[buffer].bytes;
-    buffer = -1;
   }
 
   /// The replay's state of one of the device's stages.
@@ -481,6 +554,13 @@ private:
   std::vector<StageState> states;
   StageState *state = nullptr; ///< the current instruction's stage
   bool splitsBackward = false; ///< the program has BackwardWeights
+  /// The program waits for its sends: a sent value stays in its buffer
+  /// until the wait, instead of a copy being made at the send.
+  bool waitsForSends = false;
+  std::map<SendKey, int> sendsInFlight; ///< send -> the buffer it reads
+  std::unordered_map<int, int> holds;   ///< buffer -> sends reading it
+  std::unordered_set<int> heldOnly;     ///< freed, kept for their sends
+  int64_t sentHeld = 0;                 ///< bytes of heldOnly
   int64_t now = 0;
   int64_t current = 0;
   /// Resident bytes plus every buffer's, checked; `overflowed` past int64.

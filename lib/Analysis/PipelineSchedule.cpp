@@ -13,6 +13,7 @@
 #include <cassert>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <utility>
 
 using namespace gpipe;
@@ -71,6 +72,10 @@ std::string schedule::describe(const Instr &instr) {
            std::to_string(instr.peer) + microbatch + ", channel " +
            std::to_string(instr.channel);
   }
+  case InstrKind::WaitSend:
+    return std::string("wait for the ") + directionName(instr.direction) +
+           " sent to device " + std::to_string(instr.peer) + microbatch +
+           ", channel " + std::to_string(instr.channel);
   case InstrKind::OptimizerStep:
     return "optimizer step";
   }
@@ -258,7 +263,12 @@ private:
   /// Returns true when every Send and Recv found its counterpart, which the
   /// deadlock simulation needs.
   bool checkTransfers();
+  /// Pairs each WaitSend with its Send (sendOfWait) and checks the window;
+  /// true when every Send has its wait, which the buffered simulation needs.
+  bool checkWaits(unsigned device);
   void checkDeadlock();
+  void checkDeadlockBuffered();
+  void reportBlocked(const std::vector<std::size_t> &pc);
 
   void report(unsigned device, std::size_t index, std::string message) {
     violations.push_back({device, index, std::move(message)});
@@ -304,6 +314,8 @@ private:
   /// partner[d][i]: for a matched Send/Recv i of device d, the index of its
   /// counterpart in the program of the peer device.
   std::vector<std::vector<std::size_t>> partner;
+  /// sendOfWait[d][i]: for a WaitSend i of device d, the index of its Send.
+  std::vector<std::vector<std::size_t>> sendOfWait;
 };
 } // namespace
 
@@ -590,6 +602,72 @@ bool ScheduleVerifier::checkTransfers() {
   return allPaired;
 }
 
+bool ScheduleVerifier::checkWaits(unsigned d) {
+  const std::vector<Instr> &instrs = program.devices[d].instrs;
+  sendOfWait.resize(program.devices.size());
+  sendOfWait[d].assign(instrs.size(), kNone);
+  const unsigned window = program.sendWindow;
+  // A send, as its wait names it.
+  using SendKey = std::tuple<Direction, unsigned, unsigned, unsigned, unsigned>;
+  auto keyOf = [](const Instr &instr) {
+    return SendKey{instr.direction, instr.stage, instr.microbatch,
+                   instr.channel, instr.peer};
+  };
+  std::map<SendKey, std::size_t> pending; // send -> its index, until awaited
+  std::map<unsigned, unsigned> inFlight;  // peer -> sends not yet awaited
+  bool complete = true;
+  std::size_t step = kNone;
+  for (std::size_t i = 0, e = instrs.size(); i != e; ++i) {
+    const Instr &instr = instrs[i];
+    if (instr.kind == InstrKind::OptimizerStep && step == kNone)
+      step = i;
+    if (instr.kind == InstrKind::Send && window > 0) {
+      pending[keyOf(instr)] = i;
+      unsigned count = ++inFlight[instr.peer];
+      if (count > window)
+        report(d, i,
+               prefix(d) + opAt(d, i) + " has " + std::to_string(count) +
+                   " sends to device " + std::to_string(instr.peer) +
+                   " in flight, more than the send window of " +
+                   std::to_string(window) + " the program was planned for");
+      continue;
+    }
+    if (instr.kind != InstrKind::WaitSend)
+      continue;
+    if (window == 0) {
+      complete = false;
+      report(d, i,
+             prefix(d) + opAt(d, i) +
+                 " waits for a send, but the program's sends complete as "
+                 "they are issued (it has no send window)");
+      continue;
+    }
+    auto it = pending.find(keyOf(instr));
+    if (it == pending.end()) {
+      complete = false;
+      report(d, i,
+             prefix(d) + opAt(d, i) +
+                 " has no send before it that it has not already waited for");
+      continue;
+    }
+    sendOfWait[d][i] = it->second;
+    pending.erase(it);
+    --inFlight[instr.peer];
+    if (step != kNone && step < i)
+      report(d, i,
+             prefix(d) + opAt(d, i) + " runs after " + opAt(d, step) +
+                 ", which needs every send complete");
+  }
+  for (const auto &[key, send] : pending) {
+    report(d, send,
+           prefix(d) + opAt(d, send) + " is never waited for: with a send "
+                                       "window, each send needs a wait_send "
+                                       "after it, before the optimizer step");
+    complete = false;
+  }
+  return complete;
+}
+
 void ScheduleVerifier::checkDeadlock() {
   // Simulates all devices under rendezvous semantics. A device runs until it
   // reaches a Send/Recv whose counterpart is not the peer's current op; the
@@ -620,7 +698,43 @@ void ScheduleVerifier::checkDeadlock() {
     }
   }
 
-  for (unsigned d = 0; d != numDevices; ++d) {
+  reportBlocked(pc);
+}
+
+void ScheduleVerifier::checkDeadlockBuffered() {
+  // Sends never block; a Recv waits until its Send has run, a WaitSend until
+  // the Recv of its Send has. Both conditions only become true as the peer
+  // advances, so running each device as far as it goes, and waking a peer
+  // whenever a transfer may have unblocked it, reaches every reachable
+  // point; linear in the program.
+  const std::size_t numDevices = program.devices.size();
+  std::vector<std::size_t> pc(numDevices, 0);
+  auto blocked = [&](unsigned d) {
+    const Instr &instr = instrAt(d, pc[d]);
+    if (instr.kind == InstrKind::Recv)
+      return pc[instr.peer] <= partner[d][pc[d]];
+    if (instr.kind == InstrKind::WaitSend)
+      return pc[instr.peer] <= partner[d][sendOfWait[d][pc[d]]];
+    return false;
+  };
+  std::vector<unsigned> worklist;
+  for (std::size_t d = numDevices; d-- > 0;)
+    worklist.push_back(static_cast<unsigned>(d));
+  while (!worklist.empty()) {
+    unsigned d = worklist.back();
+    worklist.pop_back();
+    const std::size_t size = program.devices[d].instrs.size();
+    while (pc[d] < size && !blocked(d)) {
+      const Instr &instr = instrAt(d, pc[d]++);
+      if (instr.kind == InstrKind::Send || instr.kind == InstrKind::Recv)
+        worklist.push_back(instr.peer);
+    }
+  }
+  reportBlocked(pc);
+}
+
+void ScheduleVerifier::reportBlocked(const std::vector<std::size_t> &pc) {
+  for (unsigned d = 0; d != numDevices(); ++d) {
     if (pc[d] >= program.devices[d].instrs.size())
       continue;
     unsigned peer = instrAt(d, pc[d]).peer;
@@ -644,8 +758,15 @@ std::vector<Violation> ScheduleVerifier::run() {
     checkDevice(static_cast<unsigned>(d));
   // Unpaired programs deadlock trivially; only simulate paired ones so that
   // a missing op is reported once.
-  if (checkTransfers())
-    checkDeadlock();
+  bool waited = true;
+  for (std::size_t d = 0, e = program.devices.size(); d != e; ++d)
+    waited &= checkWaits(static_cast<unsigned>(d));
+  if (checkTransfers() && waited) {
+    if (program.sendWindow == 0)
+      checkDeadlock();
+    else
+      checkDeadlockBuffered();
+  }
   std::stable_sort(violations.begin(), violations.end(),
                    [](const Violation &lhs, const Violation &rhs) {
                      return std::make_pair(lhs.device, lhs.instrIndex) <

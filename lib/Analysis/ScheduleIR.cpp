@@ -64,6 +64,7 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
   ScheduleInIR result;
   result.program.numMicrobatches = schedule.getMicrobatches();
   result.program.numVirtualStages = numLocal;
+  result.program.sendWindow = schedule.getSendWindow().value_or(0);
   result.program.devices.resize(numDevices);
   result.ops.resize(numDevices);
   result.programs.resize(numDevices);
@@ -138,6 +139,20 @@ FailureOr<ScheduleInIR> gpipe::readSchedule(ScheduleOp schedule,
                                 o.getMb(), o.getChannel(), o.getType(),
                                 o.getStage());
               })
+              .Case<WaitSendActivationOp, WaitSendGradientOp>(
+                  [&](auto wait) -> FailureOr<sched::Instr> {
+                    sched::Instr instr;
+                    instr.kind = sched::InstrKind::WaitSend;
+                    instr.direction =
+                        isa<WaitSendActivationOp>(wait.getOperation())
+                            ? sched::Direction::Activation
+                            : sched::Direction::Gradient;
+                    instr.peer = wait.getPeer();
+                    instr.microbatch = wait.getMb();
+                    instr.channel = wait.getChannel();
+                    instr.stage = wait.getStage().value_or(0);
+                    return instr;
+                  })
               .Case([&](OptimizerStepOp) {
                 sched::Instr instr;
                 instr.kind = sched::InstrKind::OptimizerStep;

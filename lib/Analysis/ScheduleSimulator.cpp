@@ -53,6 +53,8 @@ static const char *eventName(const Instr &instr) {
     return activation ? "send activation" : "send gradient";
   case InstrKind::Recv:
     return activation ? "recv activation" : "recv gradient";
+  case InstrKind::WaitSend:
+    return activation ? "wait send activation" : "wait send gradient";
   case InstrKind::OptimizerStep:
     return "optimizer step";
   }
@@ -86,9 +88,9 @@ namespace {
 using TransferKey =
     std::tuple<int, unsigned, unsigned, unsigned, unsigned, unsigned>;
 
-/// The stage that sends what `instr` (a Send or a Recv) carries.
+/// The stage that sends what `instr` (a Send, WaitSend or Recv) carries.
 unsigned senderStage(const Instr &instr) {
-  if (instr.kind == InstrKind::Send)
+  if (instr.kind != InstrKind::Recv)
     return instr.stage;
   return instr.direction == Direction::Activation ? instr.stage - 1
                                                   : instr.stage + 1;
@@ -244,6 +246,27 @@ private:
         device.readyAt = now;
         continue;
       }
+      if (instr.kind == InstrKind::WaitSend) {
+        // Until the peer has taken the message (sends complete in the
+        // background, each awaited here).
+        TransferKey key{int(instr.direction), d,
+                        instr.peer,           instr.microbatch,
+                        instr.channel,        senderStage(instr)};
+        auto taken = received.find(key);
+        if (taken == received.end()) {
+          waitingForReceipt[key] = d;
+          return;
+        }
+        if (taken->second > now) {
+          push(taken->second, d, /*finishes=*/false, false);
+          return;
+        }
+        if (taken->second > device.readyAt)
+          record(d, instr, device.readyAt, taken->second - device.readyAt);
+        ++device.next;
+        device.readyAt = now;
+        continue;
+      }
       const bool recomputeFirst =
           instr.kind == InstrKind::Recv &&
           device.recomputesWhileReceiving[device.next] &&
@@ -264,6 +287,12 @@ private:
         // The event spans the wait, as the runtime's timeline records it.
         double done = now + cost.recvFixed +
                       cost.recvPerByte * double(transferBytes(instr));
+        received[key] = done;
+        auto sender = waitingForReceipt.find(key);
+        if (sender != waitingForReceipt.end()) {
+          push(done, sender->second, /*finishes=*/false, false);
+          waitingForReceipt.erase(sender);
+        }
         record(d, instr, device.readyAt, done - device.readyAt);
         device.busy = true;
         push(done, d, /*finishes=*/true, false);
@@ -357,6 +386,7 @@ private:
     case InstrKind::OptimizerStep:
     case InstrKind::Send:
     case InstrKind::Recv:
+    case InstrKind::WaitSend:
       break;
     }
     return 0.0;
@@ -412,6 +442,9 @@ private:
   unsigned long sequence = 0;
   std::map<TransferKey, double> arrival;
   std::map<TransferKey, unsigned> waiting;
+  /// When each transfer's receive completed, and the sender waiting for it.
+  std::map<TransferKey, double> received;
+  std::map<TransferKey, unsigned> waitingForReceipt;
   SimulationResult result;
 };
 } // namespace

@@ -309,6 +309,8 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
                       {"params", std::move(params)},
                       {"stages", std::move(stageObjects)},
                       {"programs", std::move(*programs)}};
+  if (std::optional<uint64_t> window = schedule.getSendWindow())
+    bundle["send_window"] = int64_t(*window);
   FailureOr<json::Object> plan = emitMemoryPlan(model, schedule);
   if (failed(plan))
     return failure();

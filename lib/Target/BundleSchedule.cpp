@@ -59,7 +59,8 @@ FailureOr<json::Array> gpipe::bundle_detail::emitPrograms(ScheduleOp schedule,
                     {"mb", int64_t(o.getMb())}};
               })
               .Case<SendActivationOp, RecvActivationOp, SendGradientOp,
-                    RecvGradientOp>([](auto o) {
+                    RecvGradientOp, WaitSendActivationOp,
+                    WaitSendGradientOp>([](auto o) {
                 json::Object out{{"op", o->getName().stripDialect()},
                                  {"peer", int64_t(o.getPeer())},
                                  {"mb", int64_t(o.getMb())},

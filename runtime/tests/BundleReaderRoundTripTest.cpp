@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/bundle/BundleReader.h"
+#include "gpipe/runtime/verify/BundleValidation.h"
 #include "gpipe/runtime/bundle/BundleChecksum.h"
 
 #include "BundleReaderSupport.h"
@@ -202,6 +203,36 @@ TEST(BundleReaderTest, RoundTripsInterleavedStages) {
   EXPECT_EQ(Json::parse(writeBundle(plain))["programs"][1][0],
             Json::parse(R"({"op": "recv_activation", "peer": 0, "mb": 0,)"
                         R"( "channel": 0})"));
+}
+
+// A send window and the waits the compiler placed survive the round trip,
+// under interleaving too (each wait names its stage); a bundle without one
+// writes no send_window.
+TEST(BundleReaderTest, RoundTripsSendWindowsAndWaits) {
+  namespace rt = gpipe::runtime::testing;
+  for (unsigned window : {1u, 3u}) {
+    Bundle first =
+        rt::buildBundle(rt::mlpGraph(10), {0, 1, 2, 3}, 4, RematPolicy::Full,
+                        gpipe::schedule::ScheduleKind::Interleaved, 2, window);
+    std::string text = writeBundle(first);
+    StatusOr<Bundle> second = parseBundle(text, "window.json");
+    ASSERT_TRUE(second.ok()) << second.status().message();
+    expectEqual(first, *second);
+    EXPECT_EQ(second->sendWindow, window);
+    Json json = Json::parse(text);
+    EXPECT_EQ(json["send_window"], window);
+    size_t waits = 0;
+    for (const Json &program : json["programs"])
+      for (const Json &instr : program)
+        waits += instr["op"].get<std::string>().rfind("wait_send_", 0) == 0;
+    // Each device sends 4 micro-batches' activations and gradients over 3
+    // boundaries in all: one wait per send.
+    EXPECT_EQ(waits, 2u * 4u * 3u);
+    EXPECT_EQ(validateBundle(*second), "");
+  }
+  Bundle plain =
+      rt::buildBundle(rt::mlpGraph(10), rt::mlpSplit(2), 2, RematPolicy::Full);
+  EXPECT_FALSE(Json::parse(writeBundle(plain)).contains("send_window"));
 }
 
 // conv2d's stride, padding and groups and the pools' windows, forward and

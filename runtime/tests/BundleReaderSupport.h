@@ -270,6 +270,7 @@ inline void expectEqual(const Bundle &a, const Bundle &b) {
   ASSERT_EQ(a.stages.size(), b.stages.size());
   for (size_t s = 0; s < a.stages.size(); ++s)
     expectEqual(a.stages[s], b.stages[s], "stages[" + std::to_string(s) + "]");
+  EXPECT_EQ(a.sendWindow, b.sendWindow);
   ASSERT_EQ(a.programs.size(), b.programs.size());
   for (size_t d = 0; d < a.programs.size(); ++d) {
     ASSERT_EQ(a.programs[d].size(), b.programs[d].size()) << "program " << d;

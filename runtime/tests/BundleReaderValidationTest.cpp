@@ -8,6 +8,8 @@
 
 #include "gpipe/runtime/bundle/BundleReader.h"
 #include "gpipe/runtime/bundle/BundleChecksum.h"
+#include "gpipe/runtime/verify/BundleValidation.h"
+#include "gpipe/runtime/verify/ScheduleVerifier.h"
 
 #include "BundleReaderSupport.h"
 #include "TestBundles.h"
@@ -143,6 +145,29 @@ Json op(const char *name, std::vector<int> operands, std::vector<int> results) {
   return {{"op", name}, {"operands", operands}, {"results", results}};
 }
 
+/// Gives the bundle a send window: each program waits for all its sends,
+/// oldest first, just before its optimizer step (so that no buffer's
+/// defining instruction moves).
+void waitAtTheEnd(Json &j, int window) {
+  j["send_window"] = window;
+  for (Json &program : j["programs"]) {
+    Json waits = Json::array();
+    for (const Json &instr : program) {
+      std::string name = instr["op"];
+      if (name.rfind("send_", 0) == 0)
+        waits.push_back({{"op", "wait_" + name},
+                         {"peer", instr["peer"]},
+                         {"mb", instr["mb"]},
+                         {"channel", instr["channel"]}});
+    }
+    Json step = program.back();
+    program.erase(program.size() - 1);
+    for (Json &wait : waits)
+      program.push_back(std::move(wait));
+    program.push_back(std::move(step));
+  }
+}
+
 const ErrorCase kErrorCases[] = {
     // Format and version.
     {"NotAnObject", [](Json &j) { j = Json::array(); },
@@ -163,7 +188,7 @@ const ErrorCase kErrorCases[] = {
     {"UnknownTopLevelKey", [](Json &j) { j["schedule"] = "gpipe"; },
      "unknown key 'schedule'; expected one of format, version, model, batch, "
      "microbatch_rows, remat, inputs, params, weights, stages, programs, "
-     "memory_plan, code, checksum"},
+     "send_window, memory_plan, code, checksum"},
     // Top-level fields and counts.
     {"MissingBatch", [](Json &j) { j.erase("batch"); }, "missing key 'batch'"},
     {"ModelNotString", [](Json &j) { j["model"] = nullptr; },
@@ -438,7 +463,14 @@ const ErrorCase kErrorCases[] = {
     {"UnknownInstruction", [](Json &j) { j["programs"][0][1]["op"] = "fwd"; },
      "programs[0][1]: unknown instruction 'fwd'; expected one of load_input, "
      "forward, backward, backward_weights, send_activation, recv_activation, "
-     "send_gradient, recv_gradient, optimizer_step"},
+     "send_gradient, recv_gradient, wait_send_activation, wait_send_gradient, "
+     "optimizer_step"},
+    // Send windows: each send waited for, at most the window in flight.
+    {"SendWindowZero", [](Json &j) { j["send_window"] = 0; },
+     "expected a 'send_window' of at least 1 (or none, for sends that "
+     "complete as they are issued), found 0"},
+    {"SendWindowNotInteger", [](Json &j) { j["send_window"] = "2"; },
+     "expected an integer 'send_window', found a string"},
     {"InstrStageOutOfRange", [](Json &j) { j["programs"][1][2]["stage"] = 2; },
      "programs[1][2]: stage 2 out of range: the bundle has 2 stages"},
     {"InstrMicrobatchOutOfRange",
@@ -505,6 +537,47 @@ const ErrorCase kErrorCases[] = {
      "programs[1]: expected an array of instructions, found an object"},
 };
 
+/// Bundles that read well, refused by validateBundle (the executors' check
+/// at creation): the programs' waits against the send window.
+const ErrorCase kScheduleErrorCases[] = {
+    {"WaitWithoutWindow",
+     [](Json &j) {
+       waitAtTheEnd(j, 2);
+       j.erase("send_window");
+     },
+     "device 0: op #10 (wait for the activation sent to device 1, "
+     "micro-batch 0, channel 0): waits for a send, but the bundle's sends "
+     "complete as they are issued (it has no send_window)"},
+    {"WaitDeleted",
+     [](Json &j) {
+       waitAtTheEnd(j, 2);
+       j["programs"][0].erase(10);
+     },
+     "device 0: op #2 (send activation to device 1, micro-batch 0, channel "
+     "0): is never waited for: under the bundle's send window of 2 each send "
+     "needs a wait_send after it, before the optimizer step, up to which its "
+     "buffer is kept"},
+    {"SendsPastTheWindow", [](Json &j) { waitAtTheEnd(j, 1); },
+     "device 0: op #5 (send activation to device 1, micro-batch 1, channel "
+     "0): puts 2 sends to device 1 in flight, more than the bundle's send "
+     "window of 1"},
+    {"WaitAfterTheStep",
+     [](Json &j) {
+       waitAtTheEnd(j, 2);
+       Json &program = j["programs"][1];
+       std::swap(program[11], program[12]);
+     },
+     "device 1: op #11 (optimizer step): the optimizer step must be the last "
+     "instruction"},
+    {"WaitPeerWrong",
+     [](Json &j) {
+       waitAtTheEnd(j, 2);
+       j["programs"][0][10]["peer"] = 0;
+     },
+     "device 0: op #10 (wait for the activation sent to device 0, micro-batch "
+     "0, channel 0): expects peer device 1, got 0"},
+};
+
 void PrintTo(const ErrorCase &errorCase, std::ostream *os) {
   *os << errorCase.name;
 }
@@ -520,10 +593,105 @@ TEST_P(BundleReaderErrorTest, ExactMessage) {
             std::string("'m.bundle.json': ") + GetParam().message);
 }
 
+class BundleValidationErrorTest : public ::testing::TestWithParam<ErrorCase> {
+};
+
+// The edited bundle reads, and validateBundle refuses it with exactly the
+// expected message.
+TEST_P(BundleValidationErrorTest, ExactMessage) {
+  Json json = validJson();
+  GetParam().edit(json);
+  StatusOr<Bundle> load = parseJson(json);
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  EXPECT_EQ(validateBundle(*load), GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(SendWindow, BundleValidationErrorTest,
+                         ::testing::ValuesIn(kScheduleErrorCases),
+                         [](const ::testing::TestParamInfo<ErrorCase> &info) {
+                           return std::string(info.param.name);
+                         });
+
 INSTANTIATE_TEST_SUITE_P(Validation, BundleReaderErrorTest,
                          ::testing::ValuesIn(kErrorCases),
                          [](const ::testing::TestParamInfo<ErrorCase> &info) {
                            return std::string(info.param.name);
                          });
+
+/// The valid bundle's 2-device programs, with device 1 forwarding
+/// micro-batch 1 before micro-batch 0.
+Bundle withDevice1ForwardingBackwards() {
+  StatusOr<Bundle> read = parseJson(validJson());
+  EXPECT_TRUE(read.ok()) << read.status().message();
+  Bundle bundle = std::move(*read);
+  std::vector<Instr> &device1 = bundle.programs[1];
+  std::rotate(device1.begin(), device1.begin() + 3, device1.begin() + 6);
+  return bundle;
+}
+
+Instr waitFor(const Instr &send) {
+  Instr wait = send;
+  wait.kind = send.kind == InstrKind::SendActivation
+                  ? InstrKind::WaitSendActivation
+                  : InstrKind::WaitSendGradient;
+  return wait;
+}
+
+// The valid bundle with each program waiting for its sends at the end, under
+// a window that holds them all, reads, validates and writes back the same.
+TEST(ScheduleVerifierTest, WaitsUnderTheirWindowValidate) {
+  Json json = validJson();
+  waitAtTheEnd(json, 2);
+  StatusOr<Bundle> load = parseJson(json);
+  ASSERT_TRUE(load.ok()) << load.status().message();
+  EXPECT_EQ(load->sendWindow, 2u);
+  EXPECT_EQ(load->programs[0][10].kind, InstrKind::WaitSendActivation);
+  EXPECT_EQ(load->programs[1][11].kind, InstrKind::WaitSendGradient);
+  EXPECT_EQ(validateBundle(*load), "");
+}
+
+// Sends that never block run device 1's order; sends that hold their sender
+// until received (NCCL's) do not: device 0 sends micro-batch 0 first.
+TEST(ScheduleVerifierTest, RendezvousSendsWaitForTheirReceive) {
+  Bundle bundle = withDevice1ForwardingBackwards();
+  EXPECT_EQ(verifySchedule(bundle), "");
+  EXPECT_EQ(verifySchedule(bundle, nullptr, /*rendezvous=*/true),
+            "the schedule cannot go on: device 0 waits at op #2 (send "
+            "activation to device 1, micro-batch 0, channel 0); device 1 "
+            "waits at op #0 (recv activation from device 0, micro-batch 1, "
+            "channel 0)");
+  StatusOr<Bundle> valid = parseJson(validJson());
+  ASSERT_TRUE(valid.ok());
+  EXPECT_EQ(verifySchedule(*valid, nullptr, /*rendezvous=*/true), "");
+}
+
+// Under a send window of 1, device 0 waits for micro-batch 0's activation
+// to be taken before it sends micro-batch 1's, which device 1 wants first.
+TEST(ScheduleVerifierTest, AWaitForAReceiveThatCannotComeDeadlocks) {
+  Bundle bundle = withDevice1ForwardingBackwards();
+  bundle.sendWindow = 1;
+  std::vector<Instr> &device0 = bundle.programs[0];
+  // L0 F0 S0 L1 F1 [wait S0] S1 ... [wait S1] step.
+  Instr send0 = device0[2], send1 = device0[5];
+  device0.insert(device0.begin() + 5, waitFor(send0));
+  device0.insert(device0.end() - 1, waitFor(send1));
+  // Device 1's gradient sends, each awaited at once.
+  std::vector<Instr> &device1 = bundle.programs[1];
+  for (size_t i = 0; i < device1.size(); ++i)
+    if (device1[i].kind == InstrKind::SendGradient) {
+      Instr wait = waitFor(device1[i]);
+      device1.insert(device1.begin() + i + 1, wait);
+      ++i;
+    }
+  EXPECT_EQ(verifySchedule(bundle),
+            "the schedule cannot go on: device 0 waits at op #5 (wait for the "
+            "activation sent to device 1, micro-batch 0, channel 0); device 1 "
+            "waits at op #0 (recv activation from device 0, micro-batch 1, "
+            "channel 0)");
+  // With a window of 2, the wait comes after both sends.
+  bundle.sendWindow = 2;
+  std::rotate(device0.begin() + 5, device0.begin() + 6, device0.end() - 1);
+  EXPECT_EQ(verifySchedule(bundle), "");
+}
 
 } // namespace

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/exec/DeviceExecutor.h"
+#include "gpipe/Analysis/ScheduleKinds.h"
 #include "gpipe/runtime/verify/BundleValidation.h"
 #include "gpipe/runtime/exec/Executor.h"
 #include "gpipe/runtime/verify/ProgramAnalysis.h"
@@ -514,6 +515,43 @@ TEST(DeviceExecutor, ArenaIsTheCompilersAndFollowsRemat) {
   std::vector<int64_t> full = arenas(RematPolicy::Full);
   for (unsigned d = 0; d < 2; ++d)
     EXPECT_LT(full[d], none[d]) << "device " << d;
+}
+
+/// Sends that complete in the background, each awaited where the compiler
+/// placed its wait, change only when a sent buffer may be reused: the same
+/// bits as sends copied as issued, under every schedule and window, on the
+/// emulated streams and on threads.
+TEST(DeviceExecutor, SendWindowsGiveTheBitsOfCopiedSends) {
+  using gpipe::schedule::ScheduleKind;
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                            ScheduleKind::ZeroBubbleH1})
+    for (unsigned window : {1u, 2u, 5u}) {
+      SCOPED_TRACE(std::string(gpipe::schedule::scheduleKindName(kind)) +
+                   ", window " + std::to_string(window));
+      auto bundle = [&](unsigned sendWindow) {
+        return buildBundle(residualGraph(kBatch), residualSplit(4), 5,
+                           RematPolicy::Full, kind, 1, sendWindow);
+      };
+      Bundle copied = bundle(0), awaited = bundle(window);
+      EXPECT_EQ(awaited.sendWindow, window);
+      for (uint64_t scheduleSeed : {1u, 0u}) {
+        auto expected = makeDeviceExecutor(copied, scheduleSeed, {});
+        auto actual = makeDeviceExecutor(awaited, scheduleSeed, {});
+        ASSERT_TRUE(expected && actual);
+        for (uint64_t step = 1; step <= 2; ++step) {
+          Batch batch = batchOf(Model::Transformer, 200 + step);
+          StepResult a = actual->trainStep(batch), e = expected->trainStep(batch);
+          ASSERT_TRUE(a.ok() && e.ok()) << a.error << e.error;
+          EXPECT_EQ(a.loss, e.loss) << "step " << step;
+        }
+        for (const ParamSpec &spec : copied.params) {
+          std::vector<float> a, e;
+          ASSERT_EQ(actual->parameter(spec.name, a), "");
+          ASSERT_EQ(expected->parameter(spec.name, e), "");
+          EXPECT_EQ(a, e) << spec.name;
+        }
+      }
+    }
 }
 
 /// The executor plans nothing: a bundle whose placement lacks a buffer, or

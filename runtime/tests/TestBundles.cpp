@@ -379,7 +379,7 @@ Bundle testing::buildBundle(const ModelGraph &graph,
                             const std::vector<int> &firstLayers,
                             unsigned numMicrobatches, RematPolicy remat,
                             gpipe::schedule::ScheduleKind kind,
-                            unsigned numVirtualStages) {
+                            unsigned numVirtualStages, unsigned sendWindow) {
   const unsigned numStages = firstLayers.size();
   if (numStages == 0 || firstLayers[0] != 0)
     fatal("the first stage must start at layer 0");
@@ -489,7 +489,9 @@ Bundle testing::buildBundle(const ModelGraph &graph,
   if (gpipe::schedule::splitsBackward(kind))
     for (StageProgram &stage : bundle.stages)
       splitBackward(stage);
-  bundle.programs = schedulePrograms(bundle, kind, numVirtualStages);
+  bundle.programs =
+      schedulePrograms(bundle, kind, numVirtualStages, sendWindow);
+  bundle.sendWindow = sendWindow;
   placeBundle(bundle);
   return bundle;
 }
@@ -497,7 +499,7 @@ Bundle testing::buildBundle(const ModelGraph &graph,
 std::vector<std::vector<Instr>>
 testing::schedulePrograms(const Bundle &bundle,
                           gpipe::schedule::ScheduleKind kind,
-                          unsigned numVirtualStages) {
+                          unsigned numVirtualStages, unsigned sendWindow) {
   namespace sch = gpipe::schedule;
   const unsigned numStages = bundle.stages.size();
   std::string error =
@@ -521,6 +523,8 @@ testing::schedulePrograms(const Bundle &bundle,
         spec.stageInputs[s].push_back(input.inputName);
   }
   sch::Program schedule = sch::buildSchedule(spec, kind);
+  if (sendWindow > 0)
+    sch::placeSendWaits(schedule, sendWindow);
   std::vector<std::vector<Instr>> programs(schedule.devices.size());
   for (unsigned d = 0; d < programs.size(); ++d)
     for (const sch::Instr &from : schedule.devices[d].instrs) {
@@ -551,6 +555,10 @@ testing::schedulePrograms(const Bundle &bundle,
       case sch::InstrKind::Recv:
         instr.kind =
             activation ? InstrKind::RecvActivation : InstrKind::RecvGradient;
+        break;
+      case sch::InstrKind::WaitSend:
+        instr.kind = activation ? InstrKind::WaitSendActivation
+                                : InstrKind::WaitSendGradient;
         break;
       case sch::InstrKind::OptimizerStep:
         instr.kind = InstrKind::OptimizerStep;

@@ -79,13 +79,15 @@ private:
 /// (firstLayers[0] == 0, increasing), with `numMicrobatches` micro-batches
 /// (split as schedule::splitMicrobatches does), the schedule `kind` and the
 /// compiler's placement (TestPlacement.h). Interleaved schedules run the
-/// stages on stages / numVirtualStages devices, round-robin.
-/// Aborts the test program on an inconsistent request.
+/// stages on stages / numVirtualStages devices, round-robin. A send window
+/// of N >= 1 gives the programs the compiler's waits for their sends
+/// (schedule::placeSendWaits), and the plan keeps each sent value until its
+/// wait. Aborts the test program on an inconsistent request.
 Bundle buildBundle(
     const ModelGraph &graph, const std::vector<int> &firstLayers,
     unsigned numMicrobatches, RematPolicy remat,
     gpipe::schedule::ScheduleKind kind = gpipe::schedule::ScheduleKind::GPipe,
-    unsigned numVirtualStages = 1);
+    unsigned numVirtualStages = 1, unsigned sendWindow = 0);
 
 /// The programs of schedule `kind` (GPipe's fill-drain by default) for a
 /// bundle's stages and micro-batches (through gpipe::schedule::buildSchedule),
@@ -94,7 +96,7 @@ Bundle buildBundle(
 std::vector<std::vector<Instr>> schedulePrograms(
     const Bundle &bundle,
     gpipe::schedule::ScheduleKind kind = gpipe::schedule::ScheduleKind::GPipe,
-    unsigned numVirtualStages = 1);
+    unsigned numVirtualStages = 1, unsigned sendWindow = 0);
 
 } // namespace gpipe::runtime::testing
 

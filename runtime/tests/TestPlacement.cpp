@@ -123,7 +123,9 @@ gpipe::PlannedInstr describeInstr(const Instr &instr, unsigned numDevices) {
       gpipe::PlannedInstrKind::SendGradient,
       gpipe::PlannedInstrKind::RecvGradient,
       gpipe::PlannedInstrKind::OptimizerStep,
-      gpipe::PlannedInstrKind::BackwardWeights};
+      gpipe::PlannedInstrKind::BackwardWeights,
+      gpipe::PlannedInstrKind::WaitSendActivation,
+      gpipe::PlannedInstrKind::WaitSendGradient};
   return {kinds[int(instr.kind)], instr.stage / numDevices, instr.microbatch,
           instr.channel, instr.inputName};
 }

@@ -735,3 +735,168 @@ TEST(PipelineScheduleVerify, ReportsEveryViolation) {
         "#8) has no matching recv on device 1"},
        {2, 19, "device 2 has no optimizer step"}});
 }
+
+//===----------------------------------------------------------------------===//
+// Send windows: sends that complete in the background, each awaited
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The kinds of a device's program, one letter each: L(oad) F B W S R
+/// w(ait) O(ptimizer step).
+std::string kindsOf(const Program &program, unsigned device) {
+  std::string text;
+  for (const Instr &instr : program.devices[device].instrs)
+    text += "LFBWSRwO"[int(instr.kind)];
+  return text;
+}
+} // namespace
+
+TEST(PipelineScheduleSendWindow, WaitsComeBeforeTheSendPastTheWindow) {
+  // K=2, M=3. Device 0 sends three activations; with a window of 1 it waits
+  // for each before the next send, and for the last before its step.
+  Program program = generated(2, 3);
+  placeSendWaits(program, 1);
+  EXPECT_EQ(program.sendWindow, 1u);
+  EXPECT_EQ(kindsOf(program, 0), "LFSLFwSLFwSRBRBRBwO");
+  const std::vector<Instr> &device0 = instrsOf(program, 0);
+  EXPECT_EQ(describe(device0[5]),
+            "wait for the activation sent to device 1, micro-batch 0, "
+            "channel 0");
+  EXPECT_EQ(describe(device0[17]),
+            "wait for the activation sent to device 1, micro-batch 2, "
+            "channel 0");
+  // Device 1 sends gradients: the same, in the drain.
+  EXPECT_EQ(kindsOf(program, 1), "RLFRLFRLFBSBwSBwSwO");
+  EXPECT_EQ(dump(verifySchedule(program)), "");
+
+  // A window of 2 waits for the oldest before the third send.
+  Program wide = generated(2, 3);
+  placeSendWaits(wide, 2);
+  EXPECT_EQ(kindsOf(wide, 0), "LFSLFSLFwSRBRBRBwwO");
+  EXPECT_EQ(dump(verifySchedule(wide)), "");
+}
+
+TEST(PipelineScheduleSendWindow, GeneratedSchedulesVerifyCleanUnderEveryWindow) {
+  for (unsigned k : {1u, 2u, 3u, 4u})
+    for (unsigned m : {1u, 2u, 5u, 8u})
+      for (unsigned c : {1u, 3u})
+        for (unsigned window : {1u, 2u, 4u, 16u}) {
+          SCOPED_TRACE("K=" + std::to_string(k) + " M=" + std::to_string(m) +
+                       " channels=" + std::to_string(c) +
+                       " window=" + std::to_string(window));
+          Program program = generated(k, m, c);
+          placeSendWaits(program, window);
+          EXPECT_EQ(dump(verifySchedule(program)), "");
+        }
+}
+
+TEST(PipelineScheduleSendWindow, MoreInFlightThanTheWindowIsRefused) {
+  // Placed for a window of 2, declared 1: the second send to device 1 is
+  // one too many.
+  Program program = generated(2, 3);
+  placeSendWaits(program, 2);
+  program.sendWindow = 1;
+  auto tooMany = [](unsigned device, std::size_t op, const char *what,
+                    unsigned microbatch) {
+    unsigned peer = 1 - device;
+    return Violation{device, op,
+                     "device " + std::to_string(device) + ": send " + what +
+                         " to device " + std::to_string(peer) +
+                         ", micro-batch " + std::to_string(microbatch) +
+                         ", channel 0 (op #" + std::to_string(op) +
+                         ") has 2 sends to device " + std::to_string(peer) +
+                         " in flight, more than the send window of 1 the "
+                         "program was planned for"};
+  };
+  ASSERT_EQ(kindsOf(program, 1), "RLFRLFRLFBSBSBwSwwO");
+  expectViolations(program, {tooMany(0, 5, "activation", 1),
+                             tooMany(0, 9, "activation", 2),
+                             tooMany(1, 12, "gradient", 1),
+                             tooMany(1, 15, "gradient", 0)});
+}
+
+TEST(PipelineScheduleSendWindow, ASendWithoutItsWaitIsRefused) {
+  Program program = generated(2, 2);
+  placeSendWaits(program, 1);
+  std::vector<Instr> &device0 = instrsOf(program, 0);
+  ASSERT_EQ(device0[5].kind, InstrKind::WaitSend);
+  device0.erase(device0.begin() + 5);
+  expectViolations(
+      program, {{0, 2,
+                 "device 0: send activation to device 1, micro-batch 0, "
+                 "channel 0 (op #2) is never waited for: with a send window, "
+                 "each send needs a wait_send after it, before the optimizer "
+                 "step"},
+                {0, 5,
+                 "device 0: send activation to device 1, micro-batch 1, "
+                 "channel 0 (op #5) has 2 sends to device 1 in flight, more "
+                 "than the send window of 1 the program was planned for"}});
+}
+
+TEST(PipelineScheduleSendWindow, MisplacedWaitsAreRefused) {
+  // A wait before its send, a wait after the optimizer step, and a wait in
+  // a program whose sends complete as they are issued.
+  Program program = generated(2, 2);
+  placeSendWaits(program, 1);
+  ASSERT_EQ(kindsOf(program, 0), "LFSLFwSRBRBwO");
+  moveInstr(program, 0, 5, 1);  // the wait for micro-batch 0 before its send
+  moveInstr(program, 0, 11, 12); // the last wait after the step
+  expectViolations(
+      program,
+      {{0, 1,
+        "device 0: wait for the activation sent to device 1, micro-batch 0, "
+        "channel 0 (op #1) has no send before it that it has not already "
+        "waited for"},
+       {0, 3,
+        "device 0: send activation to device 1, micro-batch 0, channel 0 "
+        "(op #3) is never waited for: with a send window, each send needs a "
+        "wait_send after it, before the optimizer step"},
+       {0, 6,
+        "device 0: send activation to device 1, micro-batch 1, channel 0 "
+        "(op #6) has 2 sends to device 1 in flight, more than the send window "
+        "of 1 the program was planned for"},
+       {0, 12,
+        "device 0: wait for the activation sent to device 1, micro-batch 1, "
+        "channel 0 (op #12) runs after optimizer step (op #11), which needs "
+        "every send complete"}});
+
+  Program unwindowed = generated(2, 2);
+  placeSendWaits(unwindowed, 1);
+  unwindowed.sendWindow = 0;
+  std::vector<Violation> violations = verifySchedule(unwindowed);
+  ASSERT_FALSE(violations.empty());
+  EXPECT_EQ(violations.front().message,
+            "device 0: wait for the activation sent to device 1, micro-batch "
+            "0, channel 0 (op #5) waits for a send, but the program's sends "
+            "complete as they are issued (it has no send window)");
+}
+
+TEST(PipelineScheduleSendWindow, AWaitBeforeTheReceiveItNeedsDeadlocks) {
+  // Device 1 forwards micro-batch 1 before micro-batch 0. Device 0 waits
+  // for micro-batch 0's activation to be taken before it sends micro-batch
+  // 1's, which device 1 wants first: a cycle through the wait. Without
+  // that wait (a wider window) the same order runs.
+  auto reordered = [] {
+    Program program = generated(2, 2);
+    std::vector<Instr> &device1 = instrsOf(program, 1);
+    std::rotate(device1.begin(), device1.begin() + 3, device1.begin() + 6);
+    return program;
+  };
+  Program program = reordered();
+  placeSendWaits(program, 1);
+  ASSERT_EQ(kindsOf(program, 0), "LFSLFwSRBRBwO");
+  expectViolations(
+      program,
+      {{0, 5,
+        "deadlock: device 0 waits at op #5 (wait for the activation sent to "
+        "device 1, micro-batch 0, channel 0) while device 1 waits at op #0 "
+        "(recv activation from device 0, micro-batch 1, channel 0)"},
+       {1, 0,
+        "deadlock: device 1 waits at op #0 (recv activation from device 0, "
+        "micro-batch 1, channel 0) while device 0 waits at op #5 (wait for "
+        "the activation sent to device 1, micro-batch 0, channel 0)"}});
+
+  Program wide = reordered();
+  placeSendWaits(wide, 2);
+  EXPECT_EQ(dump(verifySchedule(wide)), "");
+}

@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <string>
 #include <vector>
 
@@ -107,6 +109,35 @@ TEST(ScheduleSimulator, InterleavedCutsTheBubbleByTheVirtualStages) {
         EXPECT_NEAR(simulation.bubbleFraction, idealBubbleFraction(k, m, v),
                     1e-12);
       }
+}
+
+// A wait for a send stalls its device only until the peer has received the
+// message: a wider window never makes the step longer, one that holds every
+// send to a peer gives the step of sends that never wait, and under GPipe,
+// whose receivers take each message as soon as it is produced, no window
+// costs anything.
+TEST(ScheduleSimulator, SendWindowsStallOnlyWhereTheReceiverIsBehind) {
+  for (ScheduleKind kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
+                            ScheduleKind::ZeroBubbleH1})
+    for (unsigned k : {2u, 4u}) {
+      SCOPED_TRACE(std::string(scheduleKindName(kind)) +
+                   " K=" + std::to_string(k));
+      const unsigned m = 8;
+      const SimulationCosts costs = balanced(k, 1, 2);
+      const double unbounded =
+          simulate(buildSchedule(makeSpec(k, m), kind), costs).makespanUs;
+      double previous = std::numeric_limits<double>::infinity();
+      for (unsigned window : {1u, 2u, 4u, 8u}) {
+        Program program = buildSchedule(makeSpec(k, m), kind);
+        placeSendWaits(program, window);
+        double step = simulate(program, costs).makespanUs;
+        EXPECT_GE(step, unbounded - 1e-9) << "window " << window;
+        EXPECT_LE(step, previous + 1e-9) << "window " << window;
+        if (kind == ScheduleKind::GPipe || window == m)
+          EXPECT_DOUBLE_EQ(step, unbounded) << "window " << window;
+        previous = step;
+      }
+    }
 }
 
 /// The compute events of a lane, in order: name and duration.

@@ -42,13 +42,14 @@ PlannedStage joinStages(const std::vector<PlannedStage> &stages,
 
 /// Each device's instructions under schedule `kind` for `stages` (stage s
 /// on device s, or on device s mod K when K = stages / numVirtualStages
-/// devices run them round-robin), `numMicrobatches` of `batch` rows. Returns
-/// an empty vector when the batch cannot be split that way.
+/// devices run them round-robin), `numMicrobatches` of `batch` rows, with
+/// the waits of a send window of `sendWindow` (0: none). Returns an empty
+/// vector when the batch cannot be split that way.
 std::vector<std::vector<PlannedInstr>> pipelineInstructions(
     const std::vector<PlannedStage> &stages, int64_t batch,
     unsigned numMicrobatches,
     schedule::ScheduleKind kind = schedule::ScheduleKind::GPipe,
-    unsigned numVirtualStages = 1);
+    unsigned numVirtualStages = 1, unsigned sendWindow = 0);
 
 /// The stages device `device` of `numDevices` runs, in the order of its
 /// programs' stage indices (stage d + vK is the v-th).
@@ -63,6 +64,9 @@ stagesOfDevice(const std::vector<PlannedStage> &stages, unsigned device,
 struct CellSchedule {
   schedule::ScheduleKind kind = schedule::ScheduleKind::GPipe;
   unsigned numStages = 1; ///< K of the pipeline the cell will be part of
+  /// The pipeline's send window (Program::sendWindow): its waits keep sent
+  /// values.
+  unsigned sendWindow = 0;
 };
 
 class CellMemoryPlanner {
@@ -77,15 +81,22 @@ public:
   int64_t batchSize() const { return batch; }
 
   /// The planned peak (resident bytes included) of the device that holds
-  /// layers [begin, end). Memoized. Returns UINT64_MAX and sets error() if
-  /// the cell cannot be planned.
+  /// layers [begin, end), sends completing as issued. Memoized. Returns
+  /// UINT64_MAX and sets error() if the cell cannot be planned. The
+  /// partitioner's search reads it; it leaves the send window out, since
+  /// what a cell keeps for its sends depends on the boundary it sends
+  /// across, not on its layers, and would make a cell's memory
+  /// non-monotone in its extent (the exact partitioner's reach needs it
+  /// monotone).
   uint64_t peakBytes(unsigned begin, unsigned end);
 
-  /// Its arena, as gpipe-plan-memory would plan it (>= the peak). Memoized.
+  /// Its arena, as gpipe-plan-memory would plan it (>= the peak), send
+  /// window included: partitionWithPlannedMemory tightens the search until
+  /// every cell's arena fits the cap. Memoized.
   uint64_t arenaBytes(unsigned begin, unsigned end);
 
   /// The full plan of that device (not memoized); `placeBuffers` false
-  /// leaves the offsets and arenaBytes out.
+  /// leaves the offsets, arenaBytes and the send window out (peakBytes).
   std::string plan(unsigned begin, unsigned end, DeviceMemoryPlan &plan,
                    bool placeBuffers = true) const;
 

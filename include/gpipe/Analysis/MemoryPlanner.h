@@ -91,6 +91,10 @@ enum class PlannedInstrKind {
   RecvActivation,
   SendGradient,
   RecvGradient,
+  /// The program's waits for its sends (a send window): a sent value's
+  /// buffer is kept until its wait.
+  WaitSendActivation,
+  WaitSendGradient,
   OptimizerStep
 };
 
@@ -147,6 +151,10 @@ struct DeviceMemoryPlan {
   /// The instruction at which the peak is reached and a description of it.
   size_t peakInstr = 0;
   std::string peakWhere;
+  /// The most bytes live at one time only because a send of theirs was not
+  /// yet waited for (a send window): what sends completing in the
+  /// background add to the plan, at most.
+  int64_t sendHeldBytes = 0;
   std::vector<PlannedBuffer> buffers;
   /// The first event of each instruction, and one past the last event.
   std::vector<int64_t> instrStart;

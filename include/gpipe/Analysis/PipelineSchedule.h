@@ -34,6 +34,10 @@ enum class InstrKind {
   BackwardWeights,
   Send, ///< send `direction` tensor `channel` of `microbatch` to `peer`
   Recv, ///< receive it from `peer`
+  /// Wait until `peer` has received the Send of this device with the same
+  /// `direction`, `stage`, `microbatch` and `channel`: until then the sent
+  /// value's buffer stays as it is (Program::sendWindow).
+  WaitSend,
   OptimizerStep, ///< apply the accumulated gradients once
 };
 
@@ -52,9 +56,9 @@ struct Instr {
   /// device runs more than one under interleaving (Program).
   unsigned stage = 0;
   unsigned microbatch = 0; ///< all but OptimizerStep
-  unsigned peer = 0;       ///< Send/Recv: the other device
-  unsigned channel = 0;    ///< Send/Recv: index of the boundary tensor
-  Direction direction = Direction::Activation; ///< Send/Recv
+  unsigned peer = 0;    ///< Send/Recv/WaitSend: the other device
+  unsigned channel = 0; ///< Send/Recv/WaitSend: index of the boundary tensor
+  Direction direction = Direction::Activation; ///< Send/Recv/WaitSend
   std::vector<int64_t> shape; ///< Send/Recv: the micro-batch tensor shape
   std::string elementType;    ///< Send/Recv: e.g. "f32"
   std::string inputName;      ///< LoadInput
@@ -77,6 +81,15 @@ struct DeviceProgram {
 struct Program {
   unsigned numMicrobatches = 0;
   unsigned numVirtualStages = 1;
+  /// How sends complete.
+  ///  - 0: a send is done when it is issued (the transport copies the value,
+  ///    or holds the sender until the peer receives it); no WaitSend.
+  ///  - N >= 1: a send only posts its value, and the device goes on. A
+  ///    WaitSend after it, on the same device and before the optimizer step,
+  ///    waits until the peer has received it; the value's buffer is kept
+  ///    until then (the memory plan counts it). At most N sends to one peer
+  ///    are posted and not yet awaited at any point of a program.
+  unsigned sendWindow = 0;
   std::vector<DeviceProgram> devices; ///< devices[d].device == d
 };
 
@@ -130,6 +143,15 @@ MicrobatchSplit splitMicrobatches(int64_t batchSize, unsigned numMicrobatches);
 /// must succeed.
 Program buildGPipeSchedule(const PipelineSpec &spec);
 
+/// Gives `program` (which has no WaitSend yet) sends that complete in the
+/// background, at most `window` >= 1 in flight to each peer: before a send
+/// that would exceed the window, a WaitSend for the oldest send still in
+/// flight to that peer; before the optimizer step (or at the end), one for
+/// each send still in flight, oldest first. A wait thus comes as late as the
+/// window allows, and each sent buffer is kept at most until `window` more
+/// values have gone to the same peer.
+void placeSendWaits(Program &program, unsigned window);
+
 struct Violation {
   unsigned device = 0;
   std::size_t instrIndex = 0; ///< index in that device's program
@@ -140,9 +162,15 @@ struct Violation {
 ///  - every Send has exactly one Recv with the same direction, endpoints,
 ///    micro-batch and channel, and they agree on shape and element type; a
 ///    Recv with no Send is reported too;
-///  - the program cannot deadlock, even when every send blocks until its
-///    receive is posted (rendezvous semantics, the strictest a transport may
-///    have); a deadlock names each blocked device and what it waits for;
+///  - the program cannot deadlock; a deadlock names each blocked device and
+///    what it waits for. Without a send window, even when every send blocks
+///    until its receive is posted (rendezvous semantics, the strictest a
+///    transport may have); with one, under its own semantics: sends never
+///    block, a receive waits for its send and a WaitSend for the receive;
+///  - with a send window, every Send has exactly one WaitSend after it and
+///    before the optimizer step, every WaitSend has its Send before it, and
+///    no point of a program has more sends in flight to one peer than the
+///    window; without one, no WaitSend;
 ///  - per device and stage, every micro-batch in [0, numMicrobatches) has
 ///    exactly one Forward and one Backward, the Forward first; a Forward
 ///    comes after the activation receives and input loads of its micro-batch,

@@ -76,6 +76,13 @@ static llvm::cl::opt<std::string> scheduleFile(
         "each device's order of forwards and backwards, one line per "
         "device ('device 0: F0 F1 B0 ...')"),
     llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
+static gpipe::Count sendWindow(
+    "send-window", llvm::cl::init(2),
+    llvm::cl::desc(
+        "sends complete in the background, at most this many in flight to "
+        "each peer, each awaited where the compiler places its wait (0: a "
+        "send is done when issued, copied or held until received)"),
+    llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
 static llvm::cl::opt<gpipe::PartitionObjective> objective(
     "objective", llvm::cl::desc("partition objective"),
     llvm::cl::init(gpipe::PartitionObjective::Variance),
@@ -190,6 +197,7 @@ inline void applyCompileFlags(CompilePipelineOptions &options) {
   options.schedule = scheduleKind;
   options.scheduleFile = scheduleFile;
   options.numVirtualStages = virtualStages;
+  options.sendWindow = sendWindow;
   // CUDA keeps the library's kernels by default; --codegen native there
   // also writes the generated kernels as PTX (code.cuda), which the CUDA
   // backend loads and launches.

@@ -39,7 +39,8 @@ public:
 
   ~MpiTransport() override {
     // Only after a failed step can a send still be in flight. MPI may still
-    // read its buffer, so that buffer is left allocated (the job is ending).
+    // read its buffer, so a staging buffer is left allocated (the job is
+    // ending; a posted send's buffer is the arena's).
     for (auto &[key, slot] : staged)
       if (slot.request != MPI_REQUEST_NULL) {
         MPI_Request_free(&slot.request);
@@ -76,6 +77,49 @@ public:
         if (code != MPI_SUCCESS)
           error = group.who() + message.what + " failed: " + mpiErrorText(code);
       }
+      if (!error.empty())
+        throw std::runtime_error(error);
+    });
+    return {};
+  }
+
+  // A send under a send window: MPI reads the value's own buffer, which the
+  // memory plan keeps until the compiler's wait_send for it (waitSend).
+  std::string postSend(StreamId stream, const TransferKey &key,
+                       const void *source, int64_t bytes) override {
+    Message message;
+    if (std::string error = prepare(key, bytes, true, message); !error.empty())
+      return error;
+    sent += bytes;
+    StagedSend *slot = &staged[key];
+    backend.runInStreamOrder(stream, [=] {
+      std::string error;
+      if (slot->request != MPI_REQUEST_NULL) // a failed step's
+        error = group.wait(MPI_SUCCESS, slot->request, slot->what, slot->peer);
+      if (error.empty()) {
+        slot->what = message.what;
+        slot->peer = message.peer;
+        int code = MPI_Isend(source, int(bytes), MPI_BYTE, message.peerDevice,
+                             message.tag, group.pipeline(), &slot->request);
+        if (code != MPI_SUCCESS)
+          error = group.who() + message.what + " failed: " + mpiErrorText(code);
+      }
+      if (!error.empty())
+        throw std::runtime_error(error);
+    });
+    return {};
+  }
+
+  std::string waitSend(StreamId stream, const TransferKey &key) override {
+    auto it = staged.find(key);
+    if (it == staged.end())
+      return "waits for a send that was never posted";
+    StagedSend *slot = &it->second;
+    backend.runInStreamOrder(stream, [=] {
+      if (slot->request == MPI_REQUEST_NULL)
+        return;
+      std::string error =
+          group.wait(MPI_SUCCESS, slot->request, slot->what, slot->peer);
       if (!error.empty())
         throw std::runtime_error(error);
     });
@@ -182,7 +226,8 @@ private:
     return {};
   }
 
-  /// A transfer's staging buffer and its message in flight, if any.
+  /// A transfer's message in flight, if any, and the staging buffer it
+  /// reads (empty for a posted send, which reads the value's own).
   struct StagedSend {
     std::vector<char> buffer;
     MPI_Request request = MPI_REQUEST_NULL;

@@ -44,6 +44,12 @@ public:
     return group.describe() + ", NCCL between GPUs";
   }
 
+  // NCCL does not promise that a send and a later receive progress at once,
+  // even on two streams or communicators, so a send keeps the compute
+  // stream until received, under a send window too (its wait is then
+  // already satisfied).
+  bool sendsAwaitTheirReceive() const override { return true; }
+
   std::string send(StreamId stream, const TransferKey &key, const void *source,
                    int64_t bytes) override {
     sent += bytes;

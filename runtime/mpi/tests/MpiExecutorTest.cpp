@@ -48,19 +48,22 @@ OptimizerConfig adam() {
 
 using gpipe::schedule::ScheduleKind;
 
-/// K devices; interleaved: 2 devices running 2 stages each.
+/// K devices; interleaved: 2 devices running 2 stages each. A send window
+/// of N >= 1: sends posted from the values' own buffers, each awaited where
+/// the compiler's placement puts its wait; 0: sends copied as issued.
 Bundle bundleFor(bool transformer, int64_t batch, unsigned k,
                  unsigned microbatches, RematPolicy remat,
-                 ScheduleKind kind = ScheduleKind::GPipe) {
+                 ScheduleKind kind = ScheduleKind::GPipe,
+                 unsigned sendWindow = 0) {
   if (kind == ScheduleKind::Interleaved)
     return buildBundle(transformer ? residualGraph(batch) : mlpGraph(batch),
                        transformer ? std::vector<int>{0, 2, 3, 5}
                                    : std::vector<int>{0, 1, 2, 3},
-                       microbatches, remat, kind, 2);
+                       microbatches, remat, kind, 2, sendWindow);
   return transformer ? buildBundle(residualGraph(batch), residualSplit(k),
-                                   microbatches, remat, kind)
+                                   microbatches, remat, kind, 1, sendWindow)
                      : buildBundle(mlpGraph(batch), mlpSplit(k), microbatches,
-                                   remat, kind);
+                                   remat, kind, 1, sendWindow);
 }
 
 Batch batchFor(bool transformer, int64_t rows, uint64_t seed) {
@@ -117,7 +120,8 @@ Trajectory train(device::DeviceExecutor &executor, bool transformer,
   return out;
 }
 
-using Param = std::tuple<bool, RematPolicy, ScheduleKind>;
+/// Model (transformer or MLP), remat, schedule, send window.
+using Param = std::tuple<bool, RematPolicy, ScheduleKind, unsigned>;
 
 std::string paramName(const ::testing::TestParamInfo<Param> &info) {
   RematPolicy remat = std::get<1>(info.param);
@@ -129,7 +133,8 @@ std::string paramName(const ::testing::TestParamInfo<Param> &info) {
           : std::get<2>(info.param) == ScheduleKind::OneFOneB ? "_onefoneb"
           : std::get<2>(info.param) == ScheduleKind::Interleaved
               ? "_interleaved"
-              : "_zbh1");
+              : "_zbh1") +
+         "_window" + std::to_string(std::get<3>(info.param));
 }
 
 class MpiPipeline : public ::testing::TestWithParam<Param> {};
@@ -138,13 +143,16 @@ class MpiDataParallel : public ::testing::TestWithParam<Param> {};
 /// A pipeline of `k` ranks against the same pipeline on threads: the same
 /// losses and parameters, bit for bit.
 void expectTheThreadedBits(const Param &param, unsigned k) {
-  auto [transformer, remat, kind] = param;
+  auto [transformer, remat, kind, window] = param;
   const int64_t batch = 12;
   // 1F1B with M = 6 > K: warm-up, steady state and cool-down all occur.
   const unsigned m = kind == ScheduleKind::GPipe ? 4 : 6;
-  auto ranks = executorFor(bundleFor(transformer, batch, k, m, remat, kind), 1);
+  auto ranks = executorFor(
+      bundleFor(transformer, batch, k, m, remat, kind, window), 1);
+  // The threads' sends copy, as issued: what the waits change is only when
+  // a buffer may be reused.
   auto threads =
-      executorFor(bundleFor(transformer, batch, k, m, remat, kind), 0);
+      executorFor(bundleFor(transformer, batch, k, m, remat, kind, 0), 0);
   ASSERT_TRUE(ranks && threads);
   EXPECT_TRUE(ranks->transport().spansProcesses());
   // The first device reads the features, the last the labels.
@@ -162,9 +170,10 @@ void expectTheThreadedBits(const Param &param, unsigned k) {
     EXPECT_EQ(actual.params[name], values) << name;
 }
 
-// Every schedule: MPI's sends complete in the background (buffered) and its
-// receives block, the semantics under which the runtime proves the programs
-// cannot deadlock.
+// Every schedule: MPI's sends complete in the background, from a staging
+// copy (no window) or from the value's own buffer up to its placed wait, and
+// its receives block: the semantics under which the runtime proves the
+// programs cannot deadlock.
 TEST_P(MpiPipeline, RanksGiveTheThreadedBits) {
   ASSERT_EQ(session->size(), int(kRanks));
   expectTheThreadedBits(GetParam(), kRanks);
@@ -182,7 +191,7 @@ TEST_P(MpiPipelineOfTwo, RanksGiveTheThreadedBits) {
 
 TEST_P(MpiDataParallel, GradientsMatchOnePipelineOnTheWholeBatch) {
   ASSERT_EQ(session->size(), int(kRanks));
-  auto [transformer, remat, kind] = GetParam();
+  auto [transformer, remat, kind, window] = GetParam();
   // Two replicas of 2 devices, each 2 micro-batches of 3 rows, against one
   // pipeline of 2 devices with 4 micro-batches of 3 rows: the same
   // micro-batches. Interleaved, each device runs 2 stages: a rank sends to
@@ -190,7 +199,8 @@ TEST_P(MpiDataParallel, GradientsMatchOnePipelineOnTheWholeBatch) {
   const unsigned replicas = 2, k = kRanks / replicas;
   const int64_t whole = 12;
   auto parallel = executorFor(
-      bundleFor(transformer, whole / replicas, k, 2, remat, kind), replicas);
+      bundleFor(transformer, whole / replicas, k, 2, remat, kind, window),
+      replicas);
   auto one = executorFor(bundleFor(transformer, whole, k, 4, remat, kind), 0);
   ASSERT_TRUE(parallel && one);
   EXPECT_EQ(parallel->transport().replicas(), replicas);
@@ -221,17 +231,21 @@ TEST_P(MpiDataParallel, GradientsMatchOnePipelineOnTheWholeBatch) {
 const auto kModels = ::testing::Bool();
 const auto kRemats = ::testing::Values(RematPolicy::None, RematPolicy::Full,
                                        RematPolicy::ExceptLast);
+// No window (staging copies), the tightest window and gpipe-compile's.
+const auto kWindows = ::testing::Values(0u, 1u, 2u);
 INSTANTIATE_TEST_SUITE_P(
     Models, MpiPipeline,
     ::testing::Combine(kModels, kRemats,
                        ::testing::Values(ScheduleKind::GPipe,
                                          ScheduleKind::OneFOneB,
-                                         ScheduleKind::ZeroBubbleH1)),
+                                         ScheduleKind::ZeroBubbleH1),
+                       kWindows),
     paramName);
 const auto kEverySchedule = ::testing::Combine(
     kModels, kRemats,
     ::testing::Values(ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                      ScheduleKind::ZeroBubbleH1, ScheduleKind::Interleaved));
+                      ScheduleKind::ZeroBubbleH1, ScheduleKind::Interleaved),
+    kWindows);
 INSTANTIATE_TEST_SUITE_P(Models, MpiPipelineOfTwo, kEverySchedule, paramName);
 // Interleaving on 2 x 2 ranks: 4 ranks as one pipeline would need 8 stages.
 INSTANTIATE_TEST_SUITE_P(Models, MpiDataParallel, kEverySchedule, paramName);

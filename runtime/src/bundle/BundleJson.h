@@ -65,6 +65,8 @@ inline constexpr InstrInfo kInstrs[] = {
     {InstrKind::RecvActivation, "recv_activation", kTransferFields},
     {InstrKind::SendGradient, "send_gradient", kTransferFields},
     {InstrKind::RecvGradient, "recv_gradient", kTransferFields},
+    {InstrKind::WaitSendActivation, "wait_send_activation", kTransferFields},
+    {InstrKind::WaitSendGradient, "wait_send_gradient", kTransferFields},
     {InstrKind::OptimizerStep, "optimizer_step", NoFields},
 };
 

@@ -64,7 +64,7 @@ bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
   if (!checkKeys(root, "",
                  {"format", "version", "model", "batch", "microbatch_rows",
                   "remat", "inputs", "params", "weights", "stages", "programs",
-                  "memory_plan", "code", "checksum"}) ||
+                  "send_window", "memory_plan", "code", "checksum"}) ||
       !verifyChecksum(root, text))
     return false;
 
@@ -133,6 +133,17 @@ bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
                    bundle.stages[s]))
       return false;
 
+  // Optional: a bundle without it waits for no send.
+  int64_t window = 0;
+  if (root.contains("send_window")) {
+    if (!getInt(root, "", "send_window", window))
+      return false;
+    if (window < 1 || window > int64_t(1) << 30)
+      return fail("", "expected a 'send_window' of at least 1 (or none, for "
+                      "sends that complete as they are issued), found " +
+                          std::to_string(window));
+  }
+  bundle.sendWindow = unsigned(window);
   bundle.programs.assign(programs->size(), {});
   for (size_t d = 0; d < programs->size(); ++d)
     if (!readProgram((*programs)[d], indexPath("programs", d), unsigned(d),

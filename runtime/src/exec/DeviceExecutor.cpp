@@ -217,6 +217,14 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
     s.transport = createInProcessTransport(*s.backend);
   }
   const Transport &transport = *s.transport;
+  if (transport.sendsAwaitTheirReceive()) {
+    error = verifySchedule(b, nullptr, /*rendezvous=*/true);
+    if (!error.empty()) {
+      error = "under " + transport.describe() +
+              ", whose sends wait for their receive: " + error;
+      return nullptr;
+    }
+  }
   // Pretrained values first, so that an error returns before any copy is in
   // flight; the file is read only if a parameter held here needs it, and
   // the tensors no parameter here takes are freed before the allocations.

@@ -181,8 +181,21 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
         activation ? 0 : 1, device,
         instr.peer,         m,
         instr.channel,      activation ? instr.stage : instr.stage - 1};
+    // An evaluation's programs have no waits: its sends complete at once.
+    if (bundle.sendWindow > 0 && !pass->evaluating)
+      return transfer->postSend(compute(device), key, value.data,
+                                value.numElements() * 4);
     return transfer->send(compute(device), key, value.data,
                           value.numElements() * 4);
+  }
+  case InstrKind::WaitSendActivation:
+  case InstrKind::WaitSendGradient: {
+    bool activation = instr.kind == InstrKind::WaitSendActivation;
+    TransferKey key{
+        activation ? 0 : 1, device,
+        instr.peer,         m,
+        instr.channel,      activation ? instr.stage : instr.stage - 1};
+    return transfer->waitSend(compute(device), key);
   }
   case InstrKind::Forward: {
     ++run.computeCount;

@@ -114,6 +114,7 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
       splits = true;
       break;
     case InstrKind::SendActivation:
+    case InstrKind::WaitSendActivation:
       if ((error = expectPeer(int(s) + 1)).empty())
         error = expectChannel(stage.outputs.size());
       break;
@@ -122,6 +123,7 @@ static std::string validateProgram(const Bundle &bundle, unsigned device) {
         error = expectChannel(numChannels);
       break;
     case InstrKind::SendGradient:
+    case InstrKind::WaitSendGradient:
       if ((error = expectPeer(int(s) - 1)).empty())
         error = expectChannel(stage.inputGrads.size());
       break;

@@ -23,6 +23,10 @@ const char *gpipe::runtime::instructionName(InstrKind kind) {
     return "send gradient";
   case InstrKind::RecvGradient:
     return "recv gradient";
+  case InstrKind::WaitSendActivation:
+    return "wait send activation";
+  case InstrKind::WaitSendGradient:
+    return "wait send gradient";
   case InstrKind::OptimizerStep:
     return "optimizer step";
   }
@@ -30,7 +34,9 @@ const char *gpipe::runtime::instructionName(InstrKind kind) {
 }
 
 static const char *directionWord(InstrKind kind) {
-  return kind == InstrKind::SendActivation || kind == InstrKind::RecvActivation
+  return kind == InstrKind::SendActivation ||
+                 kind == InstrKind::RecvActivation ||
+                 kind == InstrKind::WaitSendActivation
              ? "activation"
              : "gradient";
 }
@@ -58,6 +64,11 @@ std::string gpipe::runtime::describeInstruction(const Instr &instr,
     return std::string("recv ") + directionWord(instr.kind) + " from device " +
            std::to_string(instr.peer) + mb + ", channel " +
            std::to_string(instr.channel);
+  case InstrKind::WaitSendActivation:
+  case InstrKind::WaitSendGradient:
+    return std::string("wait for the ") + directionWord(instr.kind) +
+           " sent to device " + std::to_string(instr.peer) + mb +
+           ", channel " + std::to_string(instr.channel);
   case InstrKind::OptimizerStep:
     return "optimizer step";
   }

@@ -30,6 +30,7 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   partition.numMicrobatches = options.numMicrobatches;
   partition.remat = options.remat;
   partition.optimizerSlots = options.optimizerSlots;
+  partition.sendWindow = options.sendWindow;
   // A user order holds at most M micro-batches per device, as GPipe does:
   // GPipe's memory bounds it.
   partition.schedule = options.scheduleFile.empty()
@@ -47,6 +48,7 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
   unroll.schedule = options.schedule;
   unroll.scheduleFile = options.scheduleFile;
   unroll.numVirtualStages = options.numVirtualStages;
+  unroll.sendWindow = options.sendWindow;
   pm.addPass(createUnrollSchedulePass(unroll));
   pm.addPass(createVerifySchedulePass());
   PlanMemoryPassOptions plan;

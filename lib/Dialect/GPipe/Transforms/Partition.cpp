@@ -55,7 +55,9 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
                               errorHandler);
   }
 
-  CellSchedule cellSchedule() const { return {schedule, numStages}; }
+  CellSchedule cellSchedule() const {
+    return {schedule, numStages, sendWindow};
+  }
 
   void runOnOperation() override {
     std::optional<uint64_t> cap;
@@ -266,7 +268,7 @@ struct PartitionPass : public gpipe::impl::PartitionPassBase<PartitionPass> {
         for (ScheduleKind kind :
              {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
           CellMemoryPlanner other(planner.stages(), batch, unsigned(m), keep,
-                                  CellSchedule{kind, numStages});
+                                  CellSchedule{kind, numStages, sendWindow});
           PartitionOutcome fits = partitionWithPlannedMemory(problem, other);
           if (!fits.succeeded() || !other.error().empty())
             continue;

@@ -83,6 +83,8 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
               builder.getNamedAttr(
                   "num_buffers",
                   builder.getI64IntegerAttr(int64_t(plan.buffers.size()))),
+              builder.getNamedAttr("send_held_bytes", builder.getI64IntegerAttr(
+                                                          plan.sendHeldBytes)),
               builder.getNamedAttr("peak_op", builder.getI64IntegerAttr(
                                                   int64_t(plan.peakInstr))),
               builder.getNamedAttr("peak_at",
@@ -138,7 +140,8 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
     diag << " with remat " << rematNameOf(keep) << " and " << rows.size()
          << " micro-batches the smallest cap that fits is "
          << formatBytes(largest) << " (" << largest << " bytes)";
-    std::string fits = whatFits(model, stages, numLocal, cap);
+    std::string fits = whatFits(model, stages, numLocal, cap,
+                                schedule.getSendWindow().value_or(0));
     if (!fits.empty())
       diag << "; " << fits;
     else
@@ -151,7 +154,7 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
   /// The cheapest (remat, micro-batches) with these stages that fits `cap`;
   /// interleaved stages (numLocal > 1) stay interleaved.
   std::string whatFits(ModelOp model, ArrayRef<PlannedStage> stages,
-                       unsigned numLocal, uint64_t cap) {
+                       unsigned numLocal, uint64_t cap, unsigned sendWindow) {
     const int64_t batch = model.getBatch();
     using schedule::ScheduleKind;
     std::vector<ScheduleKind> kinds = {ScheduleKind::GPipe,
@@ -163,7 +166,7 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
       for (int64_t m = 1; m <= batch; m *= 2)
         for (ScheduleKind kind : kinds) {
           std::optional<int64_t> arena =
-              largestArena(stages, batch, m, keep, kind, numLocal);
+              largestArena(stages, batch, m, keep, kind, numLocal, sendWindow);
           if (!arena || uint64_t(*arena) > cap)
             continue;
           std::string withSchedule =
@@ -180,10 +183,10 @@ struct PlanMemoryPass : public gpipe::impl::PlanMemoryPassBase<PlanMemoryPass> {
   std::optional<int64_t> largestArena(ArrayRef<PlannedStage> stages,
                                       int64_t batch, int64_t m, KeepPolicy keep,
                                       schedule::ScheduleKind kind,
-                                      unsigned numLocal) {
+                                      unsigned numLocal, unsigned sendWindow) {
     std::vector<PlannedStage> pipeline(stages.begin(), stages.end());
-    std::vector<std::vector<PlannedInstr>> programs =
-        pipelineInstructions(pipeline, batch, unsigned(m), kind, numLocal);
+    std::vector<std::vector<PlannedInstr>> programs = pipelineInstructions(
+        pipeline, batch, unsigned(m), kind, numLocal, sendWindow);
     if (programs.empty())
       return std::nullopt;
     std::vector<int64_t> rows =

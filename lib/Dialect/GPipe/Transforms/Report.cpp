@@ -42,6 +42,8 @@ struct StageSummary {
 /// gpipe-plan-memory's plan of one device, when it ran.
 struct DevicePlan {
   std::optional<int64_t> residentBytes, peakBytes, arenaBytes;
+  /// The most bytes kept only for sends not yet waited for.
+  int64_t sendHeldBytes = 0;
   std::string peakAt;
 };
 
@@ -244,6 +246,7 @@ static FailureOr<ModelSummary> summarize(ModelOp model, ModuleOp module,
       stage.residentBytes = get("resident_bytes");
       stage.peakBytes = get("peak_bytes");
       stage.arenaBytes = get("arena_bytes");
+      stage.sendHeldBytes = get("send_held_bytes").value_or(0);
       if (auto at = plan.getAs<StringAttr>("peak_at"))
         stage.peakAt = at.str();
     }
@@ -411,15 +414,15 @@ static void printText(const ModelSummary &summary, llvm::raw_ostream &os) {
   if (!planned)
     return;
   os << "memory plan (per device, before anything runs):\n";
-  os << llvm::formatv("{0,-7} {1,11} {2,11} {3,11}  {4}\n", "device",
-                      "resident", "peak", "arena", "peak at");
+  os << llvm::formatv("{0,-7} {1,11} {2,11} {3,11} {4,11}  {5}\n", "device",
+                      "resident", "peak", "arena", "for sends", "peak at");
   for (auto [index, device] : llvm::enumerate(summary.devices))
     if (device.peakBytes)
-      os << llvm::formatv("{0,-7} {1,11} {2,11} {3,11}  {4}\n", index,
+      os << llvm::formatv("{0,-7} {1,11} {2,11} {3,11} {4,11}  {5}\n", index,
                           formatBytes(device.residentBytes.value_or(0)),
                           formatBytes(*device.peakBytes),
                           formatBytes(device.arenaBytes.value_or(0)),
-                          device.peakAt);
+                          formatBytes(device.sendHeldBytes), device.peakAt);
 }
 
 static llvm::json::Object planJson(const DevicePlan &device) {
@@ -427,6 +430,7 @@ static llvm::json::Object planJson(const DevicePlan &device) {
       {"resident_bytes", device.residentBytes.value_or(0)},
       {"peak_bytes", *device.peakBytes},
       {"arena_bytes", device.arenaBytes.value_or(0)},
+      {"send_held_bytes", device.sendHeldBytes},
       {"peak_at", device.peakAt}};
 }
 

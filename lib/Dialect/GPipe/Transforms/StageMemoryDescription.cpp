@@ -341,6 +341,14 @@ std::vector<PlannedInstr> gpipe::describeProgramMemory(ProgramOp program,
           instr = {PlannedInstrKind::RecvGradient, localOf(o.getStage()),
                    unsigned(o.getMb()), unsigned(o.getChannel()), ""};
         })
+        .Case([&](WaitSendActivationOp o) {
+          instr = {PlannedInstrKind::WaitSendActivation, localOf(o.getStage()),
+                   unsigned(o.getMb()), unsigned(o.getChannel()), ""};
+        })
+        .Case([&](WaitSendGradientOp o) {
+          instr = {PlannedInstrKind::WaitSendGradient, localOf(o.getStage()),
+                   unsigned(o.getMb()), unsigned(o.getChannel()), ""};
+        })
         .Case([&](OptimizerStepOp) {
           instr = {PlannedInstrKind::OptimizerStep, 0, 0, 0, ""};
         });

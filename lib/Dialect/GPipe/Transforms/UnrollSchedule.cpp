@@ -239,6 +239,8 @@ struct UnrollSchedulePass
       for (StageBackwardOp backward :
            model.getBody().front().getOps<StageBackwardOp>())
         splitStageBackward(backward);
+    if (sendWindow > 0)
+      sched::placeSendWaits(program, sendWindow);
     emitSchedule(model, stages, *channels, split.rows, program, symbols);
     return success();
   }
@@ -255,9 +257,12 @@ struct UnrollSchedulePass
     Location loc = model.getLoc();
     auto schedule = ScheduleOp::create(
         builder, loc, (model.getSymName() + "_schedule").str(),
-        model.getSymName(), numMicrobatches, rows, /*virtual_stages=*/nullptr);
+        model.getSymName(), numMicrobatches, rows, /*virtual_stages=*/nullptr,
+        /*send_window=*/nullptr);
     if (numVirtualStages > 1)
       schedule.setVirtualStages(numVirtualStages);
+    if (program.sendWindow > 0)
+      schedule.setSendWindow(program.sendWindow);
     symbols.insert(schedule); // uniques the name if it is taken
     builder.createBlock(&schedule.getBody());
     for (const sched::DeviceProgram &device : program.devices) {
@@ -322,6 +327,14 @@ struct UnrollSchedulePass
       else
         RecvGradientOp::create(builder, loc, instr.peer, instr.microbatch,
                                instr.channel, microbatchType(), servedStage);
+      return;
+    case sched::InstrKind::WaitSend:
+      if (instr.direction == sched::Direction::Activation)
+        WaitSendActivationOp::create(builder, loc, instr.peer, instr.microbatch,
+                                     instr.channel, servedStage);
+      else
+        WaitSendGradientOp::create(builder, loc, instr.peer, instr.microbatch,
+                                   instr.channel, servedStage);
       return;
     case sched::InstrKind::OptimizerStep:
       OptimizerStepOp::create(builder, loc);

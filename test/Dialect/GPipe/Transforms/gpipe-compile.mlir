@@ -14,7 +14,7 @@
 // CHECK: gpipe.stage @stage1 index 1 (%[[R]], %[[Y]])
 // CHECK: gpipe.layer "fc2"
 // CHECK: gpipe.layer "loss"
-// CHECK: gpipe.schedule @two_schedule model @two microbatches 3 rows [2, 2, 2] {
+// CHECK: gpipe.schedule @two_schedule model @two microbatches 3 rows [2, 2, 2] send_window 2 {
 // CHECK: gpipe.program device 0 attributes {gpipe.memory = {{{.*}}peak_bytes{{.*}}} {
 // CHECK-NEXT: gpipe.load_input "x" mb 0 rows 2
 // CHECK-NEXT: gpipe.forward @stage0 mb 0 rows 2
@@ -23,6 +23,8 @@
 // CHECK: gpipe.recv_gradient from 1 mb 2 channel 0 : tensor<2x4xf32>
 // CHECK-NEXT: gpipe.backward @stage0 mb 2 rows 2
 // CHECK-COUNT-2: gpipe.backward @stage0
+// CHECK-NEXT: gpipe.wait_send_activation to 1 mb 1 channel 0
+// CHECK-NEXT: gpipe.wait_send_activation to 1 mb 2 channel 0
 // CHECK-NEXT: gpipe.optimizer_step
 // CHECK: gpipe.program device 1 attributes {gpipe.memory = {{{.*}}peak_bytes{{.*}}} {
 // CHECK-NEXT: gpipe.recv_activation from 0 mb 0 channel 0 : tensor<2x4xf32>

@@ -15,7 +15,7 @@
 // micro-batch). fc1's input gradient (its input is the model's x) is neither
 // computed nor given a buffer: 7 buffers per micro-batch. The peak is at the first backward (micro-batch 1):
 // mb 0's 192 B + mb 1's 192 B + d(o) 48 B = 432 B, plus 512 resident = 944.
-// NONE: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 944 : i64, num_buffers = 14 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 944 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}
+// NONE: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 944 : i64, num_buffers = 14 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 944 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64, send_held_bytes = 0 : i64}
 // The placement for the runtime: [bytes, offset, start, end, instr, microbatch, value] per buffer, in the order the
 // program defines them. The first is x of micro-batch 0 (value 0), loaded by instruction 0: 48 B at offset 0.
 // NONE-SAME: gpipe.placement = array<i64: 48, 0, 0, {{[0-9]+}}, 0, 0, 0, {{([0-9]+, ){90}[0-9]+}}>
@@ -26,25 +26,26 @@
 // the first backward: mb 0's stash 96 + mb 1's 192 + d(o) 48 = 336 B, plus
 // 512 = 848, as when it recomputed. Micro-batch 0's recompute rebuilds h and o
 // but not the loss, which mse_loss_grad does not read: 2 buffers, 16 in all.
-// FULL: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 848 : i64, num_buffers = 16 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 848 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64}
+// FULL: gpipe.program device 0 attributes {gpipe.memory = {arena_bytes = 848 : i64, num_buffers = 16 : i64, optimizer_slots = 2 : i64, peak_at = "backward op 0 (mse_loss_grad) of micro-batch 1", peak_bytes = 848 : i64, peak_op = 6 : i64, resident_bytes = 512 : i64, send_held_bytes = 0 : i64}
 //
 // SGD keeps no optimizer slots: resident 2 x 64 B x 2 = 256 B.
-// SGD: gpipe.memory = {arena_bytes = 592 : i64, {{.*}} peak_bytes = 592 : i64, {{.*}} resident_bytes = 256 : i64}
+// SGD: gpipe.memory = {arena_bytes = 592 : i64, {{.*}} peak_bytes = 592 : i64, {{.*}} resident_bytes = 256 : i64, send_held_bytes = 0 : i64}
 //
 // Two devices: device 0 holds fc1 (resident 256 B) and stashes x; its output
 // h leaves with its send.
-// K2: gpipe.program device 0 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64}
-// K2: gpipe.program device 1 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64}
+// K2: gpipe.program device 0 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64, send_held_bytes = {{[0-9]+}} : i64}
+// K2: gpipe.program device 1 attributes {gpipe.memory = {{{.*}}resident_bytes = 256 : i64, send_held_bytes = {{[0-9]+}} : i64}
 //
 // gpipe-report prints the plan.
 // REPORT: memory plan (per device, before anything runs):
-// REPORT-NEXT: device resident peak arena peak at
-// REPORT-NEXT: 0 512 B 944 B 944 B backward op 0 (mse_loss_grad) of micro-batch 1
+// REPORT-NEXT: device resident peak arena for sends peak at
+// REPORT-NEXT: 0 512 B 944 B 944 B 0 B backward op 0 (mse_loss_grad) of micro-batch 1
 // JSON: "memory_plan": {
 // JSON-NEXT: "arena_bytes": 944,
 // JSON-NEXT: "peak_at": "backward op 0 (mse_loss_grad) of micro-batch 1",
 // JSON-NEXT: "peak_bytes": 944,
-// JSON-NEXT: "resident_bytes": 512
+// JSON-NEXT: "resident_bytes": 512,
+// JSON-NEXT: "send_held_bytes": 0
 
 gpipe.model @two batch 6 {
   %x = gpipe.input "x" : tensor<6x4xf32>

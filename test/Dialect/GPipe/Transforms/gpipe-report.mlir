@@ -78,13 +78,15 @@
 
 // TEXT: model @tiny: 2 stages, batch 4 in 2 micro-batches of rows [2, 2], objective variance
 // TEXT: stage       forward cost   share      params      memory    act. sent   grad. sent  layers
-// TEXT-NEXT: 0 0.000 MFLOP 60.0% 32 B 448 B 128 B 0 B a, b, c
+// TEXT-NEXT: 0 0.000 MFLOP 60.0% 32 B 512 B 128 B 0 B a, b, c
 // TEXT-NEXT: 1 0.000 MFLOP 40.0% 0 B 320 B 0 B 128 B d
 // TEXT-NEXT: imbalance (largest / mean stage cost): 1.200
 // TEXT-NEXT: bubble fraction: 0.333 for balanced stages (K-1)/(M+K-1), 0.375 predicted from the stage costs
-// TEXT: device resident peak arena peak at
-// TEXT-NEXT: 0 128 B 448 B 448 B
-// TEXT-NEXT: 1 0 B 320 B 320 B
+// Each device keeps its two sent tensors (64 B each: 2 rows x 8 floats) until
+// the waits before its optimizer step (gpipe-compile's send window of 2).
+// TEXT: device resident peak arena for sends peak at
+// TEXT-NEXT: 0 128 B 512 B 512 B 128 B
+// TEXT-NEXT: 1 0 B 320 B 320 B 128 B
 
 // JSON: "batch": 4,
 // JSON: "bubble_fraction_balanced": 0.33333333333333331,

@@ -28,6 +28,8 @@
 // CHECK-NEXT: gpipe.backward_weights @stage0 mb 0 rows 2
 // CHECK:      gpipe.backward @stage0 mb 1 rows 2
 // CHECK-NEXT: gpipe.backward_weights @stage0 mb 1 rows 2
+// CHECK-NEXT: gpipe.wait_send_activation to 1 mb 0 channel 0
+// CHECK-NEXT: gpipe.wait_send_activation to 1 mb 1 channel 0
 // CHECK-NEXT: gpipe.optimizer_step
 // CHECK-LABEL: gpipe.program device 1
 // CHECK:      gpipe.backward @stage1 mb 0 rows 2
@@ -35,6 +37,8 @@
 // CHECK-NEXT: gpipe.send_gradient to 0 mb 1
 // CHECK-NEXT: gpipe.backward_weights @stage1 mb 0 rows 2
 // CHECK-NEXT: gpipe.backward_weights @stage1 mb 1 rows 2
+// CHECK-NEXT: gpipe.wait_send_gradient to 0 mb 0 channel 0
+// CHECK-NEXT: gpipe.wait_send_gradient to 0 mb 1 channel 0
 // CHECK-NEXT: gpipe.optimizer_step
 
 // BUNDLE-COUNT-4: "op": "backward_weights",

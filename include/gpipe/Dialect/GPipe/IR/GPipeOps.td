@@ -594,6 +594,12 @@ def GPipe_ScheduleOp : GPipe_Op<"schedule", [
     device s mod K; its loads and transfers then name the stage they serve
     (`stage s`).
 
+    With `send_window N` sends complete in the background: each has a
+    `gpipe.wait_send_activation` or `gpipe.wait_send_gradient` after it, up
+    to which its value's buffer is kept, and no point of a program has more
+    than N sends to one peer not yet waited for. Without it a send is done
+    when it is issued, and programs have no waits.
+
     ```mlir
     gpipe.schedule @mlp_schedule model @mlp microbatches 2 rows [16, 16] {
       gpipe.program device 0 {
@@ -609,11 +615,13 @@ def GPipe_ScheduleOp : GPipe_Op<"schedule", [
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$model,
                        PosI64:$microbatches, DenseI64ArrayAttr:$rows,
-                       OptionalAttr<PosI64>:$virtual_stages);
+                       OptionalAttr<PosI64>:$virtual_stages,
+                       OptionalAttr<PosI64>:$send_window);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $sym_name `model` $model `microbatches` $microbatches `rows` $rows
-    (`virtual_stages` $virtual_stages^)? attr-dict-with-keyword $body
+    (`virtual_stages` $virtual_stages^)? (`send_window` $send_window^)?
+    attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
@@ -669,6 +677,24 @@ def GPipe_SendGradientOp : GPipe_TransferOp<"send_gradient", "to",
     "sends a micro-batch's input gradient to the previous device">;
 def GPipe_RecvGradientOp : GPipe_TransferOp<"recv_gradient", "from",
     "receives a micro-batch's output gradient from the next device">;
+
+class GPipe_WaitSendOp<string mnemonic, string text>
+    : GPipe_InstrOp<mnemonic> {
+  let summary = text;
+  let description = [{
+    Waits until the peer has received the send of this device with the same
+    peer, micro-batch, channel and stage; the sent value's buffer is kept
+    until then. Placed by `gpipe-unroll-schedule` under a send window.
+  }];
+  let arguments = (ins NonNegI64:$peer, NonNegI64:$mb, NonNegI64:$channel,
+                       OptionalAttr<NonNegI64>:$stage);
+  let assemblyFormat = "`to` $peer `mb` $mb `channel` $channel "
+                       "(`stage` $stage^)? attr-dict";
+}
+def GPipe_WaitSendActivationOp : GPipe_WaitSendOp<"wait_send_activation",
+    "waits until the next device has received an activation sent to it">;
+def GPipe_WaitSendGradientOp : GPipe_WaitSendOp<"wait_send_gradient",
+    "waits until the previous device has received a gradient sent to it">;
 
 def GPipe_OptimizerStepOp : GPipe_InstrOp<"optimizer_step"> {
   let summary = "applies the gradients accumulated over all micro-batches once";

@@ -151,6 +151,14 @@ struct CompilePipelineOptions
       llvm::cl::desc("read each device's order of forwards and backwards "
                      "from this file ('device 0: F0 F1 B0 ...')"),
       llvm::cl::init("")};
+  Option<unsigned, WholeParser<unsigned>> sendWindow{
+      *this, "send-window",
+      llvm::cl::desc("sends complete in the background, at most this many "
+                     "in flight to each peer, each awaited where the "
+                     "compiler places its wait_send (the sent buffer is kept "
+                     "until then); 0: a send is done when it is issued, "
+                     "copied or held until received"),
+      llvm::cl::init(2)};
   Option<unsigned, WholeParser<unsigned>> optimizerSlots{
       *this, "optimizer-slots",
       llvm::cl::desc("optimizer state tensors per parameter (Adam: 2, "

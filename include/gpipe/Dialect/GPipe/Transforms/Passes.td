@@ -148,6 +148,10 @@ def PartitionPass : Pass<"gpipe-partition", "::mlir::ModuleOp"> {
              clEnumValN(::gpipe::schedule::ScheduleKind::Interleaved,
                         "interleaved",
                         "1F1B over virtual-stages stages per device"))}]>,
+    Option<"sendWindow", "send-window", "unsigned", "0",
+           "the send window the schedule will have (gpipe-unroll-schedule's "
+           "send-window): the memory model keeps each sent value until its "
+           "wait">,
     Option<"memoryModel", "memory-model", "::gpipe::CellMemoryEstimate",
            "::gpipe::CellMemoryEstimate::Plan",
            "how a cell's memory is sized against memory-cap",
@@ -256,7 +260,11 @@ def UnrollSchedulePass : Pass<"gpipe-unroll-schedule", "::mlir::ModuleOp"> {
     transfers are placed by simulating the devices, so that the programs
     cannot deadlock even when every send blocks until it is received. A
     batch not divisible by M is split into micro-batches whose row counts
-    differ by at most one (the first batch % M get one more).
+    differ by at most one (the first batch % M get one more). With
+    `send-window=N` the sends complete in the background: before a send that
+    would put N + 1 sends to one peer in flight, the device waits for the
+    oldest of them (`gpipe.wait_send_activation`/`_gradient`), and before its
+    optimizer step for all that are left.
   }];
   let options = [
     Option<"numMicrobatches", "microbatches", "unsigned", "1",
@@ -285,6 +293,10 @@ def UnrollSchedulePass : Pass<"gpipe-unroll-schedule", "::mlir::ModuleOp"> {
            "stages)">,
     Option<"numVirtualStagesAlias", "num-virtual-stages", "unsigned", "0",
            "the old spelling of virtual-stages, still accepted">,
+    Option<"sendWindow", "send-window", "unsigned", "0",
+           "0: a send is done when issued; N >= 1: sends complete in the "
+           "background, each awaited by a placed wait_send, at most N in "
+           "flight to each peer">,
   ];
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }

@@ -168,7 +168,11 @@ enum class InstrKind {
   SendGradient,
   RecvGradient,
   OptimizerStep,
-  BackwardWeights ///< W of a split backward (StageProgram::weightsFrom)
+  BackwardWeights, ///< W of a split backward (StageProgram::weightsFrom)
+  /// Under a send window (Bundle::sendWindow): waits until the peer has
+  /// received this device's send of the same stage, micro-batch and channel.
+  WaitSendActivation,
+  WaitSendGradient,
 };
 
 /// K devices (one program each) run the stages round-robin: stage s on
@@ -368,6 +372,15 @@ struct Bundle {
   std::string weights;
   std::vector<StageProgram> stages;         ///< stage s runs on device s mod K
   std::vector<std::vector<Instr>> programs; ///< per device: K of them
+  /// How sends complete.
+  ///  - 0: when issued; the memory plan may reuse a sent value's buffer at
+  ///    once, so the transport copies it or holds the sender until the peer
+  ///    receives it. Programs have no waits.
+  ///  - N >= 1: a send posts the value's own buffer and the device goes on;
+  ///    the plan keeps the buffer until the WaitSend the compiler placed
+  ///    after it, before the optimizer step. At most N sends to one peer are
+  ///    in flight (posted, not yet waited for) at any point of a program.
+  unsigned sendWindow = 0;
   MemoryPlan memoryPlan; ///< every buffer's place: the runtime plans nothing
   /// The generated kernels and their native code (empty: none). Loading it
   /// runs the bundle's code: a bundle is as trusted as an executable.

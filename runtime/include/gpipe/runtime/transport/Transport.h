@@ -8,6 +8,11 @@
 //   - `recv` queues, on the receiver's compute stream, the writes into a
 //     buffer the receiver allocated at the receive. So the plan allocates a
 //     received value at its receive, as it does a loaded one.
+//   - Under a send window (Bundle::sendWindow) the executor calls
+//     `postSend` instead of `send`: the transport may read the sent buffer
+//     until `waitSend` of the same transfer, which the compiler placed where
+//     the plan lets the buffer go. A transport that copies or completes at
+//     the send keeps the defaults (a `send`, and nothing to wait for).
 // Implementations:
 //   - in-process (createInProcessTransport): the sender copies into a
 //     staging buffer the transport owns (one per transfer, on the receiving
@@ -15,13 +20,17 @@
 //     sender's event; the schedule's proof orders every send before its
 //     receive;
 //   - MPI (runtime/mpi, MpiTransport.h): one process per pipeline device;
-//     the transfers are host work in stream order. A send copies the value
-//     to a staging buffer of its transfer and posts it; the stream goes on,
-//     and the message completes in the background (completeSends awaits it
-//     at the step's end). A receive waits for its message, at most the peer
+//     the transfers are host work in stream order. A posted send hands MPI
+//     the value's own buffer and the stream goes on; its wait_send awaits
+//     it. A send without a window copies the value to a staging buffer of
+//     its transfer and posts that, awaited at the step's end
+//     (completeSends). A receive waits for its message, at most the peer
 //     timeout;
 //   - NCCL (runtime/mpi, NcclTransport.h): ncclSend/ncclRecv on the compute
-//     stream, which a send holds until its peer receives.
+//     stream, which a send holds until its peer receives (rendezvous, which
+//     the executor proves the schedule under too). NCCL does not promise
+//     that two of its operations progress concurrently, so a send on a
+//     stream of its own could still wait for a receive queued behind it.
 // A transport across processes also says which devices this process runs
 // (the executor issues only theirs) and shares the host results that only
 // one process has (the losses, an evaluation's outputs, a parameter).
@@ -57,10 +66,26 @@ public:
   /// "" or an error (e.g. staging memory that cannot be allocated).
   virtual std::string send(StreamId senderStream, const TransferKey &key,
                            const void *source, int64_t bytes) = 0;
+  /// Under a send window: as `send`, but the transport may go on reading
+  /// `source` until `waitSend(key)` is issued on the sender's stream.
+  virtual std::string postSend(StreamId senderStream, const TransferKey &key,
+                               const void *source, int64_t bytes) {
+    return send(senderStream, key, source, bytes);
+  }
+  /// In the sender stream's order: later work on it may overwrite the
+  /// buffer `postSend(key)` read. "" or an error at issue.
+  virtual std::string waitSend(StreamId senderStream, const TransferKey &key) {
+    (void)senderStream, (void)key;
+    return {};
+  }
   /// The send of `key` has been issued before (in-process) or is posted by
   /// the peer (across processes).
   virtual std::string recv(StreamId receiverStream, const TransferKey &key,
                            void *destination, int64_t bytes) = 0;
+  /// Whether a send holds its sender until the peer has received it
+  /// (rendezvous): the executor then also proves the schedule under those
+  /// semantics.
+  virtual bool sendsAwaitTheirReceive() const { return false; }
   /// Bytes of memory the transport holds on `device` (staging).
   virtual int64_t stagingBytes(unsigned device) const = 0;
   /// Bytes of the sends this process has issued so far (activations and

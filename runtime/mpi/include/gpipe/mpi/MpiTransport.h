@@ -4,13 +4,15 @@
 // pipeline device: rank r of MPI_COMM_WORLD runs device r % K of replica
 // r / K (data parallelism: R replicas, R * K ranks), on a backend
 // whose streams are host queues (CpuBackend). A send or a receive is host
-// work in its stream's order. A send is buffered: the value is copied to its
-// transfer's staging buffer and posted (MPI_Isend), and the stream goes on
-// computing; the message is awaited before that buffer is reused (the same
-// transfer, next step) and at the step's end. A receive posts its message
-// and waits for it. The runtime's schedule proof (verifySchedule) assumes
-// exactly that, buffered sends and blocking receives, so the programs cannot
-// deadlock; a peer that died or stalled ends a wait after the peer timeout
+// work in its stream's order. A send completes in the background: under a
+// send window it posts the value's own buffer (MPI_Isend), and the stream
+// goes on until the wait_send the compiler placed for it, which the memory
+// plan keeps the buffer for; without one, the value is copied to its
+// transfer's staging buffer and posted, and awaited before that buffer is
+// reused (the same transfer, next step) and at the step's end. A receive
+// posts its message and waits for it. The runtime's schedule proof
+// (verifySchedule) assumes exactly that, so the programs cannot deadlock;
+// a peer that died or stalled ends a wait after the peer timeout
 // with a message naming this rank, the peer, the transfer, its micro-batch
 // and the step.
 //
