@@ -33,6 +33,29 @@ ModelGraph mlpGraph(int64_t batch, int64_t hidden) {
   return g;
 }
 
+ModelGraph deepMlpGraph(int64_t batch, unsigned layers) {
+  ModelGraph g(batch);
+  int h = g.input("x", {batch, 12});
+  int labels = g.input("labels", {batch}, ElementType::I32);
+  int64_t width = 12;
+  for (unsigned l = 1; l <= layers; ++l) {
+    const bool last = l == layers;
+    const int64_t to = last ? 5 : 16;
+    std::string name = "l" + std::to_string(l);
+    int w = g.param(name + ".w", {width, to}, InitKind::GlorotUniform);
+    int b = g.param(name + ".b", {to}, InitKind::Uniform, 0.1);
+    h = g.dense(h, w, b);
+    if (last) {
+      g.softmaxCrossEntropy(h, labels);
+      break;
+    }
+    h = g.unary(OpKind::Tanh, h);
+    g.nextLayer();
+    width = to;
+  }
+  return g;
+}
+
 std::vector<int> mlpSplit(unsigned k) {
   static const std::vector<int> splits[] = {
       {0}, {0, 2}, {0, 1, 3}, {0, 1, 2, 3}};

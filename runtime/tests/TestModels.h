@@ -26,6 +26,10 @@ constexpr uint64_t kDropSeed = 7;
 ModelGraph mlpGraph(int64_t batch, int64_t hidden = 16);
 /// First layers of a K-stage split of mlpGraph (K = 1..4).
 std::vector<int> mlpSplit(unsigned k);
+/// 12 -> `layers` - 1 times dense 16 tanh -> dense 5, softmax cross-entropy;
+/// one layer per dense: deep enough for a stage per layer (interleaving 8
+/// stages on 4 devices).
+ModelGraph deepMlpGraph(int64_t batch, unsigned layers);
 
 /// Embedding, pre-norm causal attention with dropout and a residual whose
 /// skip value (the embedding) crosses stages, a pre-norm GELU feed-forward

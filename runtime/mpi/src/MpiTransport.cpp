@@ -48,66 +48,22 @@ public:
       }
   }
 
-  // A buffered send: the value is copied to this transfer's staging buffer
-  // and posted, and the stream goes on computing. The copy lets the memory
-  // plan reuse the value at once, as it does; the message completes in the
-  // background and is awaited before the staging buffer is overwritten (the
-  // same transfer next step) and at the step's end (completeSends). The
-  // schedules the runtime accepts are proved deadlock-free for buffered
-  // sends (verifySchedule).
+  // A send without a send window: the value is copied to this transfer's
+  // staging buffer and posted, and the stream goes on computing. The copy
+  // lets the memory plan reuse the value at once, as it does; the message
+  // completes in the background and is awaited before the staging buffer is
+  // overwritten (the same transfer next step) and at the step's end
+  // (completeSends).
   std::string send(StreamId stream, const TransferKey &key, const void *source,
                    int64_t bytes) override {
-    Message message;
-    if (std::string error = prepare(key, bytes, true, message); !error.empty())
-      return error;
-    sent += bytes;
-    StagedSend *slot = &staged[key];
-    backend.runInStreamOrder(stream, [=] {
-      std::string error;
-      if (slot->request != MPI_REQUEST_NULL)
-        error = group.wait(MPI_SUCCESS, slot->request, slot->what, slot->peer);
-      if (error.empty()) {
-        slot->buffer.resize(size_t(bytes));
-        std::memcpy(slot->buffer.data(), source, size_t(bytes));
-        slot->what = message.what;
-        slot->peer = message.peer;
-        int code = MPI_Isend(slot->buffer.data(), int(bytes), MPI_BYTE,
-                             message.peerDevice, message.tag, group.pipeline(),
-                             &slot->request);
-        if (code != MPI_SUCCESS)
-          error = group.who() + message.what + " failed: " + mpiErrorText(code);
-      }
-      if (!error.empty())
-        throw std::runtime_error(error);
-    });
-    return {};
+    return post(stream, key, source, bytes, /*copy=*/true);
   }
 
   // A send under a send window: MPI reads the value's own buffer, which the
   // memory plan keeps until the compiler's wait_send for it (waitSend).
   std::string postSend(StreamId stream, const TransferKey &key,
                        const void *source, int64_t bytes) override {
-    Message message;
-    if (std::string error = prepare(key, bytes, true, message); !error.empty())
-      return error;
-    sent += bytes;
-    StagedSend *slot = &staged[key];
-    backend.runInStreamOrder(stream, [=] {
-      std::string error;
-      if (slot->request != MPI_REQUEST_NULL) // a failed step's
-        error = group.wait(MPI_SUCCESS, slot->request, slot->what, slot->peer);
-      if (error.empty()) {
-        slot->what = message.what;
-        slot->peer = message.peer;
-        int code = MPI_Isend(source, int(bytes), MPI_BYTE, message.peerDevice,
-                             message.tag, group.pipeline(), &slot->request);
-        if (code != MPI_SUCCESS)
-          error = group.who() + message.what + " failed: " + mpiErrorText(code);
-      }
-      if (!error.empty())
-        throw std::runtime_error(error);
-    });
-    return {};
+    return post(stream, key, source, bytes, /*copy=*/false);
   }
 
   std::string waitSend(StreamId stream, const TransferKey &key) override {
@@ -187,6 +143,40 @@ private:
     int peerDevice = 0, tag = 0;
     std::string what, peer;
   };
+
+  /// In `stream`'s order: awaits the transfer's message still in flight (the
+  /// staging buffer's last, or a failed step's), then posts `bytes` at
+  /// `source`, or at a staging copy of them.
+  std::string post(StreamId stream, const TransferKey &key, const void *source,
+                   int64_t bytes, bool copy) {
+    Message message;
+    if (std::string error = prepare(key, bytes, true, message); !error.empty())
+      return error;
+    sent += bytes;
+    StagedSend *slot = &staged[key];
+    backend.runInStreamOrder(stream, [=] {
+      std::string error;
+      if (slot->request != MPI_REQUEST_NULL)
+        error = group.wait(MPI_SUCCESS, slot->request, slot->what, slot->peer);
+      if (error.empty()) {
+        const void *data = source;
+        if (copy) {
+          slot->buffer.resize(size_t(bytes));
+          std::memcpy(slot->buffer.data(), source, size_t(bytes));
+          data = slot->buffer.data();
+        }
+        slot->what = message.what;
+        slot->peer = message.peer;
+        int code = MPI_Isend(data, int(bytes), MPI_BYTE, message.peerDevice,
+                             message.tag, group.pipeline(), &slot->request);
+        if (code != MPI_SUCCESS)
+          error = group.who() + message.what + " failed: " + mpiErrorText(code);
+      }
+      if (!error.empty())
+        throw std::runtime_error(error);
+    });
+    return {};
+  }
 
   /// The message of `key` (a send to key.to or a receive from key.from), or
   /// why it cannot be one.

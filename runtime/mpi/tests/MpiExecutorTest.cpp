@@ -55,6 +55,10 @@ Bundle bundleFor(bool transformer, int64_t batch, unsigned k,
                  unsigned microbatches, RematPolicy remat,
                  ScheduleKind kind = ScheduleKind::GPipe,
                  unsigned sendWindow = 0) {
+  // Interleaving on 4 devices: 8 stages of an 8-layer MLP.
+  if (kind == ScheduleKind::Interleaved && k == 4)
+    return buildBundle(deepMlpGraph(batch, 8), {0, 1, 2, 3, 4, 5, 6, 7},
+                       microbatches, remat, kind, 2, sendWindow);
   if (kind == ScheduleKind::Interleaved)
     return buildBundle(transformer ? residualGraph(batch) : mlpGraph(batch),
                        transformer ? std::vector<int>{0, 2, 3, 5}
@@ -247,6 +251,12 @@ const auto kEverySchedule = ::testing::Combine(
                       ScheduleKind::ZeroBubbleH1, ScheduleKind::Interleaved),
     kWindows);
 INSTANTIATE_TEST_SUITE_P(Models, MpiPipelineOfTwo, kEverySchedule, paramName);
+// Interleaving on 4 ranks as one pipeline: the 8-layer MLP in 8 stages.
+INSTANTIATE_TEST_SUITE_P(
+    DeepMlp, MpiPipeline,
+    ::testing::Combine(::testing::Values(false), kRemats,
+                       ::testing::Values(ScheduleKind::Interleaved), kWindows),
+    paramName);
 // Interleaving on 2 x 2 ranks: 4 ranks as one pipeline would need 8 stages.
 INSTANTIATE_TEST_SUITE_P(Models, MpiDataParallel, kEverySchedule, paramName);
 
