@@ -96,6 +96,14 @@ unsigned senderStage(const Instr &instr) {
                                                   : instr.stage + 1;
 }
 
+/// The transfer `instr` (a Send, WaitSend or Recv of `device`) names.
+TransferKey transferOf(const Instr &instr, unsigned device) {
+  bool received = instr.kind == InstrKind::Recv;
+  return {int(instr.direction),    received ? instr.peer : device,
+          received ? device : instr.peer, instr.microbatch,
+          instr.channel,           senderStage(instr)};
+}
+
 /// Simulates the devices in time order. A device's compute stream runs one
 /// instruction at a time; with `processors` set, a load, forward, backward
 /// or optimizer step also needs one of them, taken first come, first served
@@ -231,9 +239,7 @@ private:
         double duration =
             cost.sendFixed + cost.sendPerByte * double(transferBytes(instr));
         device.copyClock = start + duration;
-        TransferKey key{int(instr.direction), d,
-                        instr.peer,           instr.microbatch,
-                        instr.channel,        senderStage(instr)};
+        TransferKey key = transferOf(instr, d);
         double arrives = start + duration + costs.latency;
         arrival[key] = arrives;
         auto waiter = waiting.find(key);
@@ -249,9 +255,7 @@ private:
       if (instr.kind == InstrKind::WaitSend) {
         // Until the peer has taken the message (sends complete in the
         // background, each awaited here).
-        TransferKey key{int(instr.direction), d,
-                        instr.peer,           instr.microbatch,
-                        instr.channel,        senderStage(instr)};
+        TransferKey key = transferOf(instr, d);
         auto taken = received.find(key);
         if (taken == received.end()) {
           waitingForReceipt[key] = d;
@@ -272,9 +276,7 @@ private:
           device.recomputesWhileReceiving[device.next] &&
           !device.recomputedAhead;
       if (instr.kind == InstrKind::Recv && !recomputeFirst) {
-        TransferKey key{
-            int(instr.direction), instr.peer,    d,
-            instr.microbatch,     instr.channel, senderStage(instr)};
+        TransferKey key = transferOf(instr, d);
         auto sent = arrival.find(key);
         if (sent == arrival.end()) {
           waiting[key] = d;

@@ -569,7 +569,16 @@ const ErrorCase kScheduleErrorCases[] = {
      },
      "device 1: op #11 (optimizer step): the optimizer step must be the last "
      "instruction"},
-    {"WaitPeerWrong",
+    {"WaitTwice",
+     [](Json &j) {
+       waitAtTheEnd(j, 2);
+       Json &program = j["programs"][0];
+       program.insert(program.begin() + 11, program[10]);
+     },
+     "device 0: op #11 (wait for the activation sent to device 1, micro-batch "
+     "0, channel 0): has no send before it that it has not already waited "
+     "for"},
+        {"WaitPeerWrong",
      [](Json &j) {
        waitAtTheEnd(j, 2);
        j["programs"][0][10]["peer"] = 0;

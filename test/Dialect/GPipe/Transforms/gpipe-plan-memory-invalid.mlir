@@ -10,6 +10,9 @@
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=1 num-microbatches=2 remat=none" | not gpipe-opt -gpipe-plan-memory="memory-cap=660" 2>&1 | FileCheck %s --check-prefix=NOFIT
 // RUN: not gpipe-opt %s -gpipe-plan-memory="memory-cap=lots" 2>&1 | FileCheck %s --check-prefix=BADCAP
 // RUN: gpipe-opt %s -gpipe-compile="num-stages=1 num-microbatches=2 remat=none" | sed '/load_input "x" mb 0/d' | not gpipe-opt -gpipe-plan-memory 2>&1 | FileCheck %s --check-prefix=NOTLIVE
+// A wait whose send was deleted after gpipe-compile: the plan cannot say how long the buffer lives.
+// RUN: gpipe-opt %s -gpipe-compile="num-stages=2 num-microbatches=2" | sed '0,/gpipe.send_activation to 1 mb 0/{/gpipe.send_activation to 1 mb 0/d}' | not gpipe-opt -gpipe-plan-memory 2>&1 | FileCheck %s --check-prefix=NOSEND
+// NOSEND: error: 'gpipe.program' op cannot be planned: op #{{[0-9]+}} (wait_send_activation): waits for a send that is not in flight
 
 // The plan needs 944 B (gpipe-plan-memory.mlir); the partitioner's cells are
 // sized by the same plan, so both refuse with the same figures. 1F1B on one
