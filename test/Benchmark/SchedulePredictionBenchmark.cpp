@@ -43,6 +43,7 @@ sched::Program programOf(const rt::Bundle &bundle) {
   sched::Program program;
   program.numMicrobatches = bundle.microbatchRows.size();
   program.numVirtualStages = bundle.stagesPerDevice();
+  program.sendWindow = bundle.sendWindow;
   for (unsigned d = 0; d < bundle.programs.size(); ++d) {
     sched::DeviceProgram &device = program.devices.emplace_back();
     device.device = d;
@@ -76,12 +77,17 @@ sched::Program programOf(const rt::Bundle &bundle) {
       case rt::InstrKind::RecvGradient:
         instr.kind = sched::InstrKind::Recv;
         break;
+      case rt::InstrKind::WaitSendActivation:
+      case rt::InstrKind::WaitSendGradient:
+        instr.kind = sched::InstrKind::WaitSend;
+        break;
       case rt::InstrKind::OptimizerStep:
         instr.kind = sched::InstrKind::OptimizerStep;
         break;
       }
       bool gradient = from.kind == rt::InstrKind::SendGradient ||
-                      from.kind == rt::InstrKind::RecvGradient;
+                      from.kind == rt::InstrKind::RecvGradient ||
+                      from.kind == rt::InstrKind::WaitSendGradient;
       instr.direction =
           gradient ? sched::Direction::Gradient : sched::Direction::Activation;
       device.instrs.push_back(std::move(instr));

@@ -7,6 +7,10 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <map>
+#include <utility>
+#include <vector>
+
 using namespace gpipe;
 using namespace gpipe::mpi;
 using namespace gpipe::runtime::device;
@@ -44,24 +48,89 @@ public:
     return group.describe() + ", NCCL between GPUs";
   }
 
-  // NCCL does not promise that a send and a later receive progress at once,
-  // even on two streams or communicators, so a send keeps the compute
-  // stream until received, under a send window too (its wait is then
-  // already satisfied).
+  // Every NCCL transfer of the device runs on its copy stream, in program
+  // order: NCCL does not promise that two of its operations progress
+  // concurrently, and one stream keeps them in the order whose rendezvous
+  // the executor proves. Compute goes on beside a send until its wait.
   bool sendsAwaitTheirReceive() const override { return true; }
 
   std::string send(StreamId stream, const TransferKey &key, const void *source,
                    int64_t bytes) override {
-    sent += bytes;
-    return check(ncclSend(source, size_t(bytes), ncclUint8, int(key.to),
-                          pipeline, cudaStream(stream)),
-                 "ncclSend to device " + std::to_string(key.to), key);
+    std::string error = postSend(stream, key, source, bytes);
+    if (!error.empty())
+      return error;
+    if (grouping) {
+      groupSends.back().second = true; // awaited at the group's end
+      return {};
+    }
+    return waitSend(stream, key);
   }
+
+  std::string postSend(StreamId stream, const TransferKey &key,
+                       const void *source, int64_t bytes) override {
+    const StreamId transfers = afterCompute(stream, key.from);
+    sent += bytes;
+    std::string error =
+        check(ncclSend(source, size_t(bytes), ncclUint8, int(key.to), pipeline,
+                       cudaStream(transfers)),
+              "ncclSend to device " + std::to_string(key.to), key);
+    if (!error.empty())
+      return error;
+    if (grouping)
+      groupSends.push_back({key, false}); // launched at the group's end
+    else
+      posted[key] = backend.recordEvent(transfers);
+    return {};
+  }
+
+  std::string waitSend(StreamId stream, const TransferKey &key) override {
+    auto it = posted.find(key);
+    if (it == posted.end())
+      return group.who() + "waits for a send to device " +
+             std::to_string(key.to) + " that was not posted (channel " +
+             std::to_string(key.channel) + ", micro-batch " +
+             std::to_string(key.microbatch) + ")";
+    backend.waitEvent(stream, it->second);
+    posted.erase(it);
+    return {};
+  }
+
+  std::string beginSendGroup(unsigned, unsigned peer) override {
+    grouping = true;
+    return check(ncclGroupStart(),
+                 "ncclGroupStart of the sends to device " + std::to_string(peer));
+  }
+
+  // The group's kernel is launched here, so its event is recorded here; a
+  // plain send of it (no window) makes compute wait for it now.
+  std::string endSendGroup(unsigned device, unsigned peer) override {
+    grouping = false;
+    std::string error =
+        check(ncclGroupEnd(),
+              "ncclGroupEnd of the sends to device " + std::to_string(peer));
+    const EventId done = backend.recordEvent(backend.copyStream(device));
+    bool awaitedNow = false;
+    for (const auto &[key, plain] : groupSends) {
+      awaitedNow |= plain;
+      if (!plain)
+        posted[key] = done;
+    }
+    if (awaitedNow)
+      backend.waitEvent(backend.computeStream(device), done);
+    groupSends.clear();
+    return error;
+  }
+
   std::string recv(StreamId stream, const TransferKey &key, void *destination,
                    int64_t bytes) override {
-    return check(ncclRecv(destination, size_t(bytes), ncclUint8, int(key.from),
-                          pipeline, cudaStream(stream)),
-                 "ncclRecv from device " + std::to_string(key.from), key);
+    const StreamId transfers = afterCompute(stream, key.to);
+    std::string error =
+        check(ncclRecv(destination, size_t(bytes), ncclUint8, int(key.from),
+                       pipeline, cudaStream(transfers)),
+              "ncclRecv from device " + std::to_string(key.from), key);
+    if (error.empty())
+      backend.waitEvent(stream, backend.recordEvent(transfers));
+    return error;
   }
 
   std::string averageOverReplicas(StreamId stream, unsigned, float *data,
@@ -97,6 +166,15 @@ public:
   }
 
 private:
+  /// `device`'s copy stream, which from now on runs after the work queued
+  /// so far on `compute` (what a send reads, what last used a receive's
+  /// buffer).
+  StreamId afterCompute(StreamId compute, unsigned device) {
+    const StreamId transfers = backend.copyStream(device);
+    backend.waitEvent(transfers, backend.recordEvent(compute));
+    return transfers;
+  }
+
   cudaStream_t cudaStream(StreamId s) {
     return static_cast<cudaStream_t>(backend.nativeStream(s));
   }
@@ -123,16 +201,26 @@ private:
 
   std::string check(ncclResult_t result, const std::string &what,
                     const TransferKey &key) {
+    return check(result, what + " (channel " + std::to_string(key.channel) +
+                             ", micro-batch " + std::to_string(key.microbatch) +
+                             ")");
+  }
+  std::string check(ncclResult_t result, const std::string &what) {
     if (result == ncclSuccess)
       return {};
-    return group.who() + what + " (channel " + std::to_string(key.channel) +
-           ", micro-batch " + std::to_string(key.microbatch) + ") in " +
-           group.pass() + ": " + ncclGetErrorString(result);
+    return group.who() + what + " in " + group.pass() + ": " +
+           ncclGetErrorString(result);
   }
 
   DeviceBackend &backend;
   ncclComm_t pipeline = nullptr, replicaGroup = nullptr;
   bool aborted = false;
+  /// Posted sends, by the event that ends each on the copy stream.
+  std::map<TransferKey, EventId> posted;
+  /// Between beginSendGroup and endSendGroup: the sends issued so far, and
+  /// whether each is a plain send (awaited at the group's end).
+  bool grouping = false;
+  std::vector<std::pair<TransferKey, bool>> groupSends;
 };
 
 } // namespace

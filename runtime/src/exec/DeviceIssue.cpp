@@ -283,6 +283,18 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
   return {};
 }
 
+static bool isSend(InstrKind kind) {
+  return kind == InstrKind::SendActivation || kind == InstrKind::SendGradient;
+}
+
+/// Whether `program`'s instructions `index` and `index + 1` are both sends to
+/// one peer.
+static bool sendsGroupedWith(const std::vector<Instr> &program, size_t index) {
+  return index + 1 < program.size() && isSend(program[index].kind) &&
+         isSend(program[index + 1].kind) &&
+         program[index].peer == program[index + 1].peer;
+}
+
 /// Issues one step: every device's program, in an order in which each send
 /// is issued before its receive; the optimizer steps once every device has
 /// reached its own.
@@ -353,10 +365,8 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
     }
     if (!transfer->runsDevice(step.device))
       continue; // another process issues it
-    StreamId stream = instr.kind == InstrKind::SendActivation ||
-                              instr.kind == InstrKind::SendGradient
-                          ? issue->copyStream(step.device)
-                          : compute(step.device);
+    StreamId stream =
+        isSend(instr.kind) ? issue->copyStream(step.device) : compute(step.device);
     DeviceRun &run = runs[step.device];
     run.planInstr = pass->planInstr.empty()
                         ? step.index
@@ -383,7 +393,24 @@ std::string DeviceExecutor::Impl::issueStep(const Batch *batch, bool dryRun) {
     TimelineMark mark;
     if (marked)
       mark = startMark(step.device, instr, stream);
+    // A boundary's sends to one peer go as one group.
+    const std::vector<Instr> &program = programs[step.device];
+    const bool groupedWithPrevious =
+        step.index > 0 && sendsGroupedWith(program, step.index - 1);
+    const bool groupedWithNext = sendsGroupedWith(program, step.index);
+    if (groupedWithNext && !groupedWithPrevious) {
+      std::string error = transfer->beginSendGroup(step.device, instr.peer);
+      if (!error.empty())
+        return failed(error);
+    }
     std::string error = issueInstr(step.device, instr, batch);
+    // A failed send closes its group too.
+    if ((groupedWithPrevious || groupedWithNext) &&
+        (!groupedWithNext || !error.empty())) {
+      std::string ended = transfer->endSendGroup(step.device, instr.peer);
+      if (error.empty())
+        error = ended;
+    }
     if (!error.empty())
       return failed(error);
     if (marked)

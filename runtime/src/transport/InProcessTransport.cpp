@@ -25,21 +25,22 @@ public:
 
   std::string send(StreamId stream, const TransferKey &key, const void *source,
                    int64_t bytes) override {
-    Slot &slot = slots[key];
-    if (slot.bytes < bytes) {
-      void *memory = nullptr;
-      std::string error = backend.allocate(key.to, bytes, &memory);
-      if (!error.empty())
-        return "staging the transfer to device " + std::to_string(key.to) +
-               ": " + error;
-      staged[key.to] += bytes - slot.bytes;
-      slot.data = memory;
-      slot.bytes = bytes;
-    }
-    backend.copyBetweenDevices(stream, slot.data, key.to, source, key.from,
-                               bytes);
-    sent += bytes;
-    slot.ready = backend.recordEvent(stream);
+    return stage(stream, key, source, bytes);
+  }
+
+  // The copy runs on the sender's copy stream, beside its compute.
+  std::string postSend(StreamId stream, const TransferKey &key,
+                       const void *source, int64_t bytes) override {
+    const StreamId copy = backend.copyStream(key.from);
+    backend.waitEvent(copy, backend.recordEvent(stream));
+    return stage(copy, key, source, bytes);
+  }
+
+  std::string waitSend(StreamId stream, const TransferKey &key) override {
+    auto it = slots.find(key);
+    if (it == slots.end())
+      return "waits for a send that was never posted";
+    backend.waitEvent(stream, it->second.ready);
     return {};
   }
 
@@ -61,6 +62,27 @@ public:
   }
 
 private:
+  /// Copies `source` into the transfer's staging buffer on `stream`.
+  std::string stage(StreamId stream, const TransferKey &key,
+                    const void *source, int64_t bytes) {
+    Slot &slot = slots[key];
+    if (slot.bytes < bytes) {
+      void *memory = nullptr;
+      std::string error = backend.allocate(key.to, bytes, &memory);
+      if (!error.empty())
+        return "staging the transfer to device " + std::to_string(key.to) +
+               ": " + error;
+      staged[key.to] += bytes - slot.bytes;
+      slot.data = memory;
+      slot.bytes = bytes;
+    }
+    backend.copyBetweenDevices(stream, slot.data, key.to, source, key.from,
+                               bytes);
+    sent += bytes;
+    slot.ready = backend.recordEvent(stream);
+    return {};
+  }
+
   struct Slot {
     void *data = nullptr;
     int64_t bytes = 0;

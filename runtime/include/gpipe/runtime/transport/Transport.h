@@ -13,12 +13,17 @@
 //     until `waitSend` of the same transfer, which the compiler placed where
 //     the plan lets the buffer go. A transport that copies or completes at
 //     the send keeps the defaults (a `send`, and nothing to wait for).
+//   - Consecutive sends of one device to one peer (a boundary's channels)
+//     are issued between `beginSendGroup` and `endSendGroup`, so that a
+//     transport may make them one operation.
 // Implementations:
 //   - in-process (createInProcessTransport): the sender copies into a
 //     staging buffer the transport owns (one per transfer, on the receiving
 //     device, reused every step), and the receiver copies it out after the
-//     sender's event; the schedule's proof orders every send before its
-//     receive;
+//     copy's event; the schedule's proof orders every send before its
+//     receive. A posted send copies on the sender's copy stream, after the
+//     compute stream's work so far, so compute goes on meanwhile; its
+//     wait_send makes the compute stream wait for the copy;
 //   - MPI (runtime/mpi, MpiTransport.h): one process per pipeline device;
 //     the transfers are host work in stream order. A posted send hands MPI
 //     the value's own buffer and the stream goes on; its wait_send awaits
@@ -26,11 +31,12 @@
 //     its transfer and posts that, awaited at the step's end
 //     (completeSends). A receive waits for its message, at most the peer
 //     timeout;
-//   - NCCL (runtime/mpi, NcclTransport.h): ncclSend/ncclRecv on the compute
-//     stream, which a send holds until its peer receives (rendezvous, which
-//     the executor proves the schedule under too). NCCL does not promise
-//     that two of its operations progress concurrently, so a send on a
-//     stream of its own could still wait for a receive queued behind it.
+//   - NCCL (runtime/mpi, NcclTransport.h): ncclSend/ncclRecv, every one of
+//     them on the device's copy stream in program order, ordered against
+//     compute by events. A send holds the copy stream until its peer
+//     receives (rendezvous, which the executor proves the schedule under
+//     too), while compute goes on to the send's wait; a receive makes
+//     compute wait for it. A send group is one ncclGroupStart/End.
 // A transport across processes also says which devices this process runs
 // (the executor issues only theirs) and shares the host results that only
 // one process has (the losses, an evaluation's outputs, a parameter).
@@ -76,6 +82,17 @@ public:
   /// buffer `postSend(key)` read. "" or an error at issue.
   virtual std::string waitSend(StreamId senderStream, const TransferKey &key) {
     (void)senderStream, (void)key;
+    return {};
+  }
+  /// Around a run of sends (`send` or `postSend`) of `device` to `peer`
+  /// with nothing of that device's between them; other devices' work may be
+  /// issued in between. "" or an error at issue.
+  virtual std::string beginSendGroup(unsigned device, unsigned peer) {
+    (void)device, (void)peer;
+    return {};
+  }
+  virtual std::string endSendGroup(unsigned device, unsigned peer) {
+    (void)device, (void)peer;
     return {};
   }
   /// The send of `key` has been issued before (in-process) or is posted by

@@ -4,7 +4,10 @@
 // The Transport for one process per pipeline device on GPUs (CudaBackend),
 // launched by MPI as MpiTransport is (rank = replica * K + device). Device
 // data never leaves the GPU: a send or a receive is an ncclSend/ncclRecv on
-// the device's stream (stream-ordered, the host does not wait), and the
+// the device's copy stream, in program order, after an event of the compute
+// stream (the host does not wait). Compute waits for a receive where it is,
+// and for a posted send at its wait_send (a plain send: at once). A
+// boundary's sends to one peer are one ncclGroupStart/End group. The
 // gradient mean over the replicas is an ncclAllReduce with ncclAvg, which
 // gives every replica the same bits (a ring reduces each chunk once). The
 // host-side results (losses, evaluation outputs, parameters) and the ranks'
