@@ -311,6 +311,9 @@ FailureOr<llvm::json::Value> gpipe::emitBundle(ModelOp model,
                       {"programs", std::move(*programs)}};
   if (std::optional<uint64_t> window = schedule.getSendWindow())
     bundle["send_window"] = int64_t(*window);
+  if (auto precision =
+          model->getAttrOfType<StringAttr>(ModelOp::kPrecisionAttrName))
+    bundle["precision"] = precision.getValue().str();
   FailureOr<json::Object> plan = emitMemoryPlan(model, schedule);
   if (failed(plan))
     return failure();

@@ -235,6 +235,24 @@ TEST(BundleReaderTest, RoundTripsSendWindowsAndWaits) {
   EXPECT_FALSE(Json::parse(writeBundle(plain)).contains("send_window"));
 }
 
+// The compiler's precision survives the round trip, and a bundle without
+// one still has none.
+TEST(BundleReaderTest, RoundTripsPrecision) {
+  namespace rt = gpipe::runtime::testing;
+  Bundle bundle =
+      rt::buildBundle(rt::mlpGraph(10), rt::mlpSplit(2), 2, RematPolicy::Full);
+  EXPECT_FALSE(Json::parse(writeBundle(bundle)).contains("precision"));
+  for (Precision precision :
+       {Precision::F32, Precision::TF32, Precision::BF16}) {
+    bundle.precision = precision;
+    std::string text = writeBundle(bundle);
+    EXPECT_EQ(Json::parse(text)["precision"], precisionName(precision));
+    StatusOr<Bundle> read = parseBundle(text, "precision.json");
+    ASSERT_TRUE(read.ok()) << read.status().message();
+    expectEqual(bundle, *read);
+  }
+}
+
 // conv2d's stride, padding and groups and the pools' windows, forward and
 // backward, survive the round trip.
 TEST(BundleReaderTest, RoundTripsImageOps) {

@@ -231,6 +231,7 @@ inline void expectEqual(const Bundle &a, const Bundle &b) {
   EXPECT_EQ(a.microbatchRows, b.microbatchRows);
   EXPECT_EQ(a.remat, b.remat);
   EXPECT_EQ(a.weights, b.weights);
+  EXPECT_EQ(a.precision, b.precision);
   ASSERT_EQ(a.inputs.size(), b.inputs.size());
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     EXPECT_EQ(a.inputs[i].name, b.inputs[i].name) << "input " << i;

@@ -188,7 +188,11 @@ const ErrorCase kErrorCases[] = {
     {"UnknownTopLevelKey", [](Json &j) { j["schedule"] = "gpipe"; },
      "unknown key 'schedule'; expected one of format, version, model, batch, "
      "microbatch_rows, remat, inputs, params, weights, stages, programs, "
-     "send_window, memory_plan, code, checksum"},
+     "send_window, precision, memory_plan, code, checksum"},
+    {"PrecisionUnknown", [](Json &j) { j["precision"] = "fp16"; },
+     "expected a 'precision' of f32, tf32 or bf16, found 'fp16'"},
+    {"PrecisionNotString", [](Json &j) { j["precision"] = 16; },
+     "expected a string 'precision', found a number"},
     // Top-level fields and counts.
     {"MissingBatch", [](Json &j) { j.erase("batch"); }, "missing key 'batch'"},
     {"ModelNotString", [](Json &j) { j["model"] = nullptr; },

@@ -45,7 +45,7 @@ static Count
 static Count evalBatches(
     "eval-batches", llvm::cl::init(8),
     llvm::cl::desc("text: validation batches per evaluation (0: every window)"),
-    llvm::cl::cat(dataCategory));
+    llvm::cl::Hidden, llvm::cl::cat(dataCategory));
 
 } // namespace gpipe::tools
 

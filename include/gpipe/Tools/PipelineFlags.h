@@ -119,6 +119,13 @@ static llvm::cl::opt<gpipe::KernelCodegen> codegen(
                    "element-wise ops (CPU and host emulation; PTX on "
                    "--device cuda)")),
     llvm::cl::Hidden, llvm::cl::cat(pipelineCategory));
+static llvm::cl::opt<std::string> precision(
+    "precision", llvm::cl::init(""),
+    llvm::cl::desc("f32, tf32 or bf16: the operands' precision in the "
+                   "products (dense, matmul, convolution, attention), which "
+                   "accumulate in f32 (default f32); --device cpu computes "
+                   "them in f32"),
+    llvm::cl::cat(pipelineCategory));
 static gpipe::Whole<int64_t>
     batchSize("batch-size", llvm::cl::init(0),
               llvm::cl::desc("mini-batch size (0: the model's own)"),
@@ -198,6 +205,7 @@ inline void applyCompileFlags(CompilePipelineOptions &options) {
   options.scheduleFile = scheduleFile;
   options.numVirtualStages = virtualStages;
   options.sendWindow = sendWindow;
+  options.precision = precision;
   // CUDA keeps the library's kernels by default; --codegen native there
   // also writes the generated kernels as PTX (code.cuda), which the CUDA
   // backend loads and launches.

@@ -102,6 +102,14 @@ public:
   /// The bundle's generated kernels as PTX (code.cuda), loaded on every GPU
   /// a pipeline device runs on; the CPU's variants are never run here.
   std::string loadGeneratedKernels(const GeneratedCode &code) override;
+  /// The bundle's precision replaces the options' for every GEMM.
+  std::string usePrecision(gpipe::runtime::Precision precision) override {
+    using gpipe::runtime::Precision;
+    options.precision = precision == Precision::BF16   ? GemmPrecision::BF16
+                        : precision == Precision::TF32 ? GemmPrecision::TF32
+                                                       : GemmPrecision::F32;
+    return {};
+  }
   /// One launch of the call's kernel (PtxKernels.h's ABI) on its stream.
   void generated(StreamId s, const GeneratedCall &call) override;
   std::string synchronize(std::chrono::milliseconds timeout) override;

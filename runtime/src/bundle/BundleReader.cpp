@@ -64,7 +64,8 @@ bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
   if (!checkKeys(root, "",
                  {"format", "version", "model", "batch", "microbatch_rows",
                   "remat", "inputs", "params", "weights", "stages", "programs",
-                  "send_window", "memory_plan", "code", "checksum"}) ||
+                  "send_window", "precision", "memory_plan", "code",
+                  "checksum"}) ||
       !verifyChecksum(root, text))
     return false;
 
@@ -144,6 +145,16 @@ bool Reader::read(const Json &root, std::string_view text, Bundle &bundle) {
                           std::to_string(window));
   }
   bundle.sendWindow = unsigned(window);
+  // Optional: a bundle without it leaves the precision to the backend.
+  if (root.contains("precision")) {
+    std::string name;
+    if (!getString(root, "", "precision", name))
+      return false;
+    bundle.precision = parsePrecision(name);
+    if (!bundle.precision)
+      return fail("", "expected a 'precision' of f32, tf32 or bf16, found '" +
+                          name + "'");
+  }
   bundle.programs.assign(programs->size(), {});
   for (size_t d = 0; d < programs->size(); ++d)
     if (!readProgram((*programs)[d], indexPath("programs", d), unsigned(d),

@@ -322,6 +322,8 @@ std::string gpipe::runtime::writeBundle(const Bundle &bundle) {
   root["programs"] = std::move(programs);
   if (bundle.sendWindow > 0) // optional: older bundles stay byte-identical
     root["send_window"] = bundle.sendWindow;
+  if (bundle.precision)
+    root["precision"] = precisionName(*bundle.precision);
   // Written even when empty: the reader then names what is missing.
   Json devices = Json::array();
   for (const PlannedDeviceMemory &device : bundle.memoryPlan.devices) {

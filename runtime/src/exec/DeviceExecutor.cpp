@@ -122,6 +122,13 @@ DeviceExecutor::create(Bundle bundle, std::unique_ptr<DeviceBackend> backend,
   error = loadGeneratedCode(bundle, *backend, s.code);
   if (!error.empty())
     return nullptr;
+  if (bundle.precision) {
+    error = backend->usePrecision(*bundle.precision);
+    if (!error.empty()) {
+      error = "the bundle's precision: " + error;
+      return nullptr;
+    }
+  }
   s.config = config;
   s.backend = std::move(backend);
   s.bundle = std::move(bundle);

@@ -6,6 +6,7 @@
 
 #include "gpipe/Dialect/GPipe/IR/GPipeOps.h"
 #include "OpVerification.h"
+#include "gpipe/runtime/bundle/Precision.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
@@ -178,6 +179,14 @@ LogicalResult ModelOp::verify() {
                            << " to be a non-empty string (the weights file), "
                               "got "
                            << weights;
+  }
+
+  if (Attribute precision = (*this)->getAttr(kPrecisionAttrName)) {
+    auto name = dyn_cast<StringAttr>(precision);
+    if (!name || !runtime::parsePrecision(name.getValue().str()))
+      return emitOpError() << "expects attribute " << kPrecisionAttrName
+                           << " to be \"f32\", \"tf32\" or \"bf16\", got "
+                           << precision;
   }
 
   llvm::StringSet<> inputNames, stageNames, layerNames, paramNames;

@@ -17,6 +17,11 @@ void gpipe::buildCompilePipeline(OpPassManager &pm,
     rebatch.replicas = options.dataParallel;
     pm.addPass(createSetBatchPass(rebatch));
   }
+  if (!options.precision.empty()) {
+    SetPrecisionPassOptions precision;
+    precision.precision = options.precision;
+    pm.addPass(createSetPrecisionPass(precision));
+  }
   pm.addPass(createEstimateCostPass());
   if (options.splitLayers)
     pm.addPass(createSplitLayersPass());

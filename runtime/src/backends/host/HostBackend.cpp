@@ -6,6 +6,7 @@
 #include "gpipe/runtime/kernels/CpuKernels.h"
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -25,6 +26,60 @@ HostBackend::~HostBackend() = default;
 std::string HostBackend::describe() const {
   return "host emulation of " + std::to_string(devices) +
          " devices (randomly interleaved streams)";
+}
+
+/// `x` with its low `dropped` mantissa bits rounded away, to nearest, ties
+/// to even (infinities and NaNs kept).
+static float roundMantissa(float x, unsigned dropped) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) == 0x7f800000u)
+    return x;
+  const uint32_t half = (1u << (dropped - 1)) - 1 + ((bits >> dropped) & 1u);
+  bits = (bits + half) & ~((1u << dropped) - 1);
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+/// The elements from `base` that a batch of `count` matrices of `rows` x
+/// `cols` with leading dimension `ld` and batch stride `stride` covers.
+static int64_t spanOf(int64_t count, int64_t stride, int64_t rows,
+                      int64_t cols, int64_t ld) {
+  if (count <= 0 || rows <= 0 || cols <= 0)
+    return 0;
+  return (count - 1) * stride + (rows - 1) * ld + cols;
+}
+
+std::string HostBackend::usePrecision(Precision p) {
+  precision = p;
+  return {};
+}
+
+void HostBackend::gemm(StreamId stream, const GemmBatch &call) {
+  if (precision == Precision::F32) {
+    HostStreamBackend::gemm(stream, call);
+    return;
+  }
+  const unsigned dropped = precision == Precision::BF16 ? 16 : 13;
+  enqueue(stream, [call, dropped] {
+    // Rounded when the GEMM runs: the operands' values of that moment.
+    auto rounded = [&](const float *from, int64_t count) {
+      std::vector<float> copy(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i)
+        copy[size_t(i)] = roundMantissa(from[i], dropped);
+      return copy;
+    };
+    std::vector<float> a = rounded(
+        call.a, spanOf(call.count, call.strideA, call.transA ? call.k : call.m,
+                       call.transA ? call.m : call.k, call.lda));
+    std::vector<float> b = rounded(
+        call.b, spanOf(call.count, call.strideB, call.transB ? call.n : call.k,
+                       call.transB ? call.k : call.n, call.ldb));
+    GemmBatch copy = call;
+    copy.a = a.data();
+    copy.b = b.data();
+    runGemmOnHost(copy);
+  });
 }
 
 std::string HostBackend::streamName(StreamId stream) const {

@@ -76,6 +76,11 @@ def GPipe_ModelOp : GPipe_Op<"model", [
     static constexpr ::llvm::StringLiteral kWeightsAttrName = "gpipe.weights";
     /// The weights file the model names, or "" when it names none.
     ::llvm::StringRef getWeightsFile();
+    /// The attribute of the precision its products read their operands in
+    /// ("f32", "tf32" or "bf16"; gpipe-set-precision), which the bundle
+    /// records; none: the runtime's choice.
+    static constexpr ::llvm::StringLiteral kPrecisionAttrName =
+        "gpipe.precision";
   }];
 }
 

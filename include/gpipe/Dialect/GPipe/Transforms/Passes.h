@@ -159,6 +159,12 @@ struct CompilePipelineOptions
                      "until then); 0: a send is done when it is issued, "
                      "copied or held until received"),
       llvm::cl::init(2)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("the precision the products read their operands in: "
+                     "f32, tf32 or bf16 (accumulation f32); the bundle "
+                     "records it (default: none, the runtime's f32)"),
+      llvm::cl::init("")};
   Option<unsigned, WholeParser<unsigned>> optimizerSlots{
       *this, "optimizer-slots",
       llvm::cl::desc("optimizer state tensors per parameter (Adam: 2, "

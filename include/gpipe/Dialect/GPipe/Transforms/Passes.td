@@ -32,6 +32,26 @@ def SetBatchPass : Pass<"gpipe-set-batch", "::mlir::ModuleOp"> {
   let dependentDialects = ["::gpipe::GPipeDialect"];
 }
 
+def SetPrecisionPass : Pass<"gpipe-set-precision", "::mlir::ModuleOp"> {
+  let summary = "records the precision the model's products read operands in";
+  let description = [{
+    Sets `gpipe.precision` on every `gpipe.model`: the precision in which
+    the GEMMs of dense layers, matmuls, convolutions and attention read
+    their operands, `f32`, `tf32` or `bf16` (accumulation is f32 in every
+    case). The bundle records it and the runtime computes in it: the CUDA
+    backend's cuBLAS GEMMs, the host emulation's operands rounded as the
+    GPU's, the CPU threads' in f32 (docs/Cuda.md).
+
+    After (`precision=bf16`):
+    `gpipe.model @mlp batch 64 attributes {gpipe.precision = "bf16"} { ... }`
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"f32\"",
+           "f32, tf32 or bf16">,
+  ];
+  let dependentDialects = ["::gpipe::GPipeDialect"];
+}
+
 def EstimateCostPass : Pass<"gpipe-estimate-cost", "::mlir::ModuleOp"> {
   let summary = "fills in the cost of every op and layer from shapes";
   let description = [{

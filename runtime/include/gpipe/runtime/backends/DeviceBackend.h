@@ -122,6 +122,16 @@ public:
            "with codegen=none";
   }
 
+  /// The bundle's precision for its GEMMs' operands (Precision.h), once,
+  /// before any is issued; "" or why the backend cannot compute in it. By
+  /// default f32 only.
+  virtual std::string usePrecision(Precision precision) {
+    if (precision == Precision::F32)
+      return {};
+    return describe() + " computes its products in f32 only, not " +
+           precisionName(precision);
+  }
+
   /// Bytes the backend holds on `device` beside the allocations (the CPU
   /// backend's packed parameter copies), as of the last synchronize.
   virtual int64_t workspaceBytes(unsigned device) const {

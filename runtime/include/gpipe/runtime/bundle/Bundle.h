@@ -52,6 +52,7 @@
 
 #include "gpipe/runtime/bundle/Initializers.h"
 #include "gpipe/runtime/bundle/OpTable.h"
+#include "gpipe/runtime/bundle/Precision.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -381,6 +382,9 @@ struct Bundle {
   ///    after it, before the optimizer step. At most N sends to one peer are
   ///    in flight (posted, not yet waited for) at any point of a program.
   unsigned sendWindow = 0;
+  /// The compiler's precision for the products' operands (Precision.h);
+  /// none: the backend's own (f32 unless its options say otherwise).
+  std::optional<Precision> precision;
   MemoryPlan memoryPlan; ///< every buffer's place: the runtime plans nothing
   /// The generated kernels and their native code (empty: none). Loading it
   /// runs the bundle's code: a bundle is as trusted as an executable.

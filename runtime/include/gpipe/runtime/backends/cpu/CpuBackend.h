@@ -91,6 +91,10 @@ public:
   void matmul(StreamId s, const MatmulCall &call) override;
   /// The packed copies of device `device`'s parameters (PackedGemm.h).
   int64_t workspaceBytes(unsigned device) const override;
+  /// Every precision: the GEMMs compute in f32 whatever the bundle asks
+  /// (no bf16 kernels here yet; docs/Cuda.md), which only narrows the
+  /// difference from f32 training.
+  std::string usePrecision(Precision) override { return {}; }
   /// Panels of device `device`'s parameters packed while it waited for a
   /// peer, since construction (PackedWeightCache::packAhead); any thread.
   int64_t panelsPackedAhead(unsigned device) const;

@@ -46,6 +46,11 @@ public:
   void waitEvent(StreamId stream, EventId event) override;
   std::string synchronize(std::chrono::milliseconds timeout) override;
   std::string error() const override { return firstError; }
+  /// TF32 and bf16 as the GPU computes them: every GEMM's operands rounded
+  /// (to nearest, ties to even) to that precision, then multiplied and
+  /// accumulated in f32.
+  std::string usePrecision(Precision precision) override;
+  void gemm(StreamId stream, const GemmBatch &call) override;
 
   /// Of the tasks the last `synchronize` ran, how many came from another
   /// stream than the task before: how much the run interleaved streams.
@@ -72,6 +77,7 @@ private:
   std::vector<HostBlock> allocations;
   std::vector<std::pair<const char *, int64_t>> stagingBlocks;
   std::mt19937_64 random;
+  Precision precision = Precision::F32;
   std::string firstError;
   int64_t switches = 0, ran = 0, unstaged = 0, staged = 0;
   int64_t pendingUnstaged = 0, pendingStaged = 0; ///< since the last sync
