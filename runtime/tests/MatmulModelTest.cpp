@@ -95,8 +95,9 @@ TEST_P(MatmulModel, LossAndGradientsMatchTheModelInDouble) {
       const Batch batch = matmulBatch(head, 5);
       std::vector<float> w, v;
       ASSERT_TRUE(engine->parameter("w", w).ok());
-      if (head)
+      if (head) {
         ASSERT_TRUE(engine->parameter("v", v).ok());
+      }
       const RefTensor x = tensorOf({kBatch, 4, 5}, batch.at("x").f32);
       const RefTensor t = tensorOf(batch.at("t").shape, batch.at("t").f32);
       RefTensor wd = tensorOf({1, 5, 3}, w), vd = tensorOf({12, 2}, v);

@@ -128,8 +128,9 @@ TEST(SideWork, AGradientNoBackwardWritesIsZeroedBeforeTheOptimizerSteps) {
     ASSERT_NE(step, lane.end());
     EXPECT_LE(zeroings[0].startUs + zeroings[0].durationUs, step->startUs);
     for (const TimelineEvent &event : lane)
-      if (event.name == "backward")
+      if (event.name == "backward") {
         EXPECT_LE(event.startUs + event.durationUs, zeroings[0].startUs);
+      }
     std::vector<float> gradient;
     ASSERT_EQ(executor->gradient("spare.w", gradient), "");
     ASSERT_EQ(gradient.size(), 12u);

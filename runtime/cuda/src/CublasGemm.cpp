@@ -201,8 +201,10 @@ CudaStatus CublasGemm::gemmStridedBatched(GemmPrecision precision,
         span(storedExtent(g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda),
              strideA);
     size_t bN =
-        span(storedExtent(g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb),
-             strideB);
+        g.bBf16 ? 0
+                : span(storedExtent(g.transB ? g.n : g.k, g.transB ? g.k : g.n,
+                                    g.ldb),
+                       strideB);
     size_t aPadded = (aN + 127) / 128 * 128; // keep B 256-byte aligned
     if (CudaStatus st = ensureScratch(aPadded + bN); !st.ok)
       return st;
@@ -211,8 +213,10 @@ CudaStatus CublasGemm::gemmStridedBatched(GemmPrecision precision,
     if ((err = detail::launchFloatToBf16(g.a, aBf, aN, stream)) !=
         cudaSuccess)
       return cudaFailure("cublas gemm: bf16 conversion of A", err);
-    if ((err = detail::launchFloatToBf16(g.b, bBf, bN, stream)) !=
-        cudaSuccess)
+    if (g.bBf16)
+      bBf = const_cast<void *>(g.bBf16);
+    else if ((err = detail::launchFloatToBf16(g.b, bBf, bN, stream)) !=
+             cudaSuccess)
       return cudaFailure("cublas gemm: bf16 conversion of B", err);
     aPtr = aBf;
     bPtr = bBf;

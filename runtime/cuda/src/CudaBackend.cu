@@ -2,6 +2,7 @@
 
 #include "gpipe/cuda/CudaBackend.h"
 
+#include "Bf16Convert.h"
 #include "CudaDriverApi.h"
 #include "GridKernels.cuh"
 
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -102,6 +104,14 @@ public:
   /// The bundle's generated kernels as PTX (code.cuda), loaded on every GPU
   /// a pipeline device runs on; the CPU's variants are never run here.
   std::string loadGeneratedKernels(const GeneratedCode &code) override;
+  /// The parameters' bf16 copies on `device` (BF16 GEMMs).
+  int64_t workspaceBytes(unsigned device) const override {
+    int64_t bytes = 0;
+    for (const auto &[param, copy] : bf16Params)
+      if (copy.data && copy.device == device)
+        bytes += int64_t(copy.elements) * 2;
+    return bytes;
+  }
   /// The bundle's precision replaces the options' for every GEMM.
   std::string usePrecision(gpipe::runtime::Precision precision) override {
     using gpipe::runtime::Precision;
@@ -177,6 +187,20 @@ private:
   std::vector<std::unique_ptr<CublasGemm>> blas; ///< per pipeline device
   std::vector<void *> allocations;
   std::vector<void *> stagingBlocks; ///< page-locked host memory
+  /// BF16: each parameter's bf16 copy (GemmBatch::bIsParameter), converted
+  /// by the step's first GEMM that reads it and reused by the others until
+  /// `synchronize`, after which the optimizer may have changed it: one
+  /// conversion per step instead of one per GEMM.
+  struct Bf16Copy {
+    void *data = nullptr;
+    size_t elements = 0;
+    unsigned device = 0;
+    bool current = false; ///< converted since the last synchronize
+  };
+  std::map<const float *, Bf16Copy> bf16Params;
+  /// `g.b`'s bf16 copy, converted on `s` if not yet this step; null where
+  /// it cannot be allocated (the GEMM then converts B itself).
+  const void *bf16CopyOf(StreamId s, const GemmBatch &g);
   /// Events recorded since the last synchronize, and the free ones, per GPU.
   std::vector<cudaEvent_t> events;
   std::vector<int> eventGpu;
@@ -211,6 +235,11 @@ CudaBackend::~CudaBackend() {
     }
   for (void *p : allocations)
     (void)cudaFree(p);
+  for (auto &[param, copy] : bf16Params)
+    if (copy.data) {
+      (void)cudaSetDevice(gpuOf[copy.device]);
+      (void)cudaFree(copy.data);
+    }
   for (void *p : stagingBlocks)
     (void)cudaFreeHost(p);
   for (size_t s = 0; s < streams.size(); ++s)
@@ -400,9 +429,40 @@ void CudaBackend::gemm(StreamId s, const GemmBatch &g) {
   args.a = g.a, args.lda = g.lda;
   args.b = g.b, args.ldb = g.ldb;
   args.c = g.c, args.ldc = g.ldc;
+  // A parameter is the same in every GEMM of a step: converted once.
+  if (options.precision == GemmPrecision::BF16 && g.bIsParameter &&
+      (g.count == 1 || g.strideB == 0))
+    args.bBf16 = bf16CopyOf(s, g);
   noteStatus(blas[s / 2]->gemmStridedBatched(options.precision, args, g.count,
                                              g.strideA, g.strideB, g.strideC),
              s);
+}
+
+const void *CudaBackend::bf16CopyOf(StreamId s, const GemmBatch &g) {
+  const int64_t rows = g.transB ? g.n : g.k, cols = g.transB ? g.k : g.n;
+  if (rows <= 0 || cols <= 0 || !setDevice(s))
+    return nullptr;
+  const size_t elements = size_t((rows - 1) * g.ldb + cols);
+  Bf16Copy &copy = bf16Params[g.b];
+  if (copy.elements < elements) {
+    // Freed with the backend: a GEMM issued earlier may still read it.
+    if (copy.data)
+      allocations.push_back(copy.data);
+    copy = Bf16Copy();
+    if (!note(cudaMalloc(&copy.data, elements * 2),
+              "cudaMalloc of a parameter's bf16 copy", s))
+      return nullptr;
+    copy.elements = elements;
+    copy.device = unsigned(s / 2);
+  }
+  if (!copy.current) {
+    if (!note(detail::launchFloatToBf16(g.b, copy.data, copy.elements,
+                                        streams[s]),
+              "the bf16 conversion of a parameter", s))
+      return nullptr;
+    copy.current = true;
+  }
+  return copy.data;
 }
 
 std::string CudaBackend::loadGeneratedKernels(const GeneratedCode &code) {
@@ -635,6 +695,9 @@ std::string CudaBackend::synchronize(std::chrono::milliseconds timeout) {
       spareEvents[eventGpu[e]].push_back(events[e]);
   events.clear();
   eventGpu.clear();
+  // The optimizer may change the parameters before the next GEMMs.
+  for (auto &[param, copy] : bf16Params)
+    copy.current = false;
   return firstError;
 }
 

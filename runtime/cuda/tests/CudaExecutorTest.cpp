@@ -150,10 +150,11 @@ void expectCudaMatchesCpu(const Bundle &bundle,
         << "step " << step;
     ASSERT_EQ(actual.gradientNorm.has_value(),
               expected.gradientNorm.has_value());
-    if (expected.gradientNorm)
+    if (expected.gradientNorm) {
       EXPECT_NEAR(*actual.gradientNorm, *expected.gradientNorm,
                   tol.atol + tol.rtol * *expected.gradientNorm)
           << "gradient norm, step " << step;
+    }
     for (const ParamSpec &spec : bundle.params) {
       std::vector<float> grad;
       ASSERT_EQ(gpu->gradient(spec.name, grad), "");
@@ -347,6 +348,43 @@ TEST(CudaDeterminism, TwoRunsGiveTheSameBits) {
       EXPECT_EQ(losses[0], losses[1]);
       EXPECT_EQ(params[0], params[1]);
     }
+  }
+}
+
+/// The bundle's precision (gpipe-compile precision=) replaces the backend
+/// options': each run gives the bits of the backend created with that
+/// precision, through the bf16 parameter copies too (M = 4).
+TEST(CudaPrecision, TheBundlesPrecisionReplacesTheOptions) {
+  std::string why;
+  if (!gpipe::cuda::gpuAvailable(&why))
+    GTEST_SKIP() << "no CUDA device: " << why;
+  const Bundle plain =
+      buildBundle(mlpGraph(kBatch), mlpSplit(2), 4, RematPolicy::Full);
+  auto run = [&](const Bundle &bundle, GemmPrecision options) {
+    DeviceExecutorConfig config;
+    config.seed = 42;
+    std::string error;
+    auto gpu = gpuExecutor(bundle, options, config, error);
+    EXPECT_TRUE(gpu) << error;
+    std::vector<double> losses;
+    for (uint64_t step = 1; gpu && step <= 3; ++step) {
+      StepResult result = gpu->trainStep(mlpBatch(kBatch, 100 + step));
+      EXPECT_TRUE(result.ok()) << result.error;
+      losses.push_back(result.loss);
+    }
+    return losses;
+  };
+  using gpipe::runtime::Precision;
+  for (auto [precision, gemm] :
+       {std::pair{Precision::F32, GemmPrecision::F32},
+        std::pair{Precision::TF32, GemmPrecision::TF32},
+        std::pair{Precision::BF16, GemmPrecision::BF16}}) {
+    SCOPED_TRACE(gpipe::runtime::precisionName(precision));
+    Bundle decided = plain;
+    decided.precision = precision;
+    const GemmPrecision other =
+        gemm == GemmPrecision::F32 ? GemmPrecision::BF16 : GemmPrecision::F32;
+    EXPECT_EQ(run(decided, other), run(plain, gemm));
   }
 }
 

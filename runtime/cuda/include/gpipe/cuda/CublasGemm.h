@@ -43,6 +43,9 @@ struct GemmArgs {
   float beta = 0.0f;
   float *c = nullptr;
   int64_t ldc = 0;
+  /// BF16 only: B already converted to bf16 in B's layout (a parameter's
+  /// copy, converted once per step), or null to convert it here.
+  const void *bBf16 = nullptr;
 };
 
 /// Shape / stride validation (no CUDA calls): sizes >= 0, leading dimensions
