@@ -96,9 +96,11 @@ public:
   }
 
   std::string beginSendGroup(unsigned, unsigned peer) override {
-    grouping = true;
-    return check(ncclGroupStart(),
-                 "ncclGroupStart of the sends to device " + std::to_string(peer));
+    std::string error = check(ncclGroupStart(),
+                              "ncclGroupStart of the sends to device " +
+                                  std::to_string(peer));
+    grouping = error.empty();
+    return error;
   }
 
   // The group's kernel is launched here, so its event is recorded here; a
