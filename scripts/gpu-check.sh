@@ -201,8 +201,8 @@ if wants profile && [ "$gpu" = yes ] && [ -x "$ncu" ] && [ -x "$build/bin/gpipe-
   say '```'
 fi
 
-# The same model in PyTorch eager (the image's python3 has torch): the
-# comparison the step times above are read against.
+# The same model in PyTorch eager and torch.compile (the image's python3 has
+# torch): the comparison the step times above are read against.
 if wants torch && [ "$gpu" = yes ] && python3 -c "import torch" 2>/dev/null; then
   torch_bench="$root/scripts/gpu/torch_transformer_bench.py"
   step "PyTorch eager, the same Transformer stack" "$logs/torch.log" \
@@ -211,8 +211,12 @@ if wants torch && [ "$gpu" = yes ] && python3 -c "import torch" 2>/dev/null; the
     python3 "$torch_bench" --layers 8 24 --precision bf16 --sdpa
   step "PyTorch eager, tf32 and f32" "$logs/torch-f32.log" \
     python3 "$torch_bench" --layers 8 --precision tf32 f32
+  step "PyTorch eager at d_model 2048 (bigger GEMMs)" "$logs/torch-2048.log" \
+    python3 "$torch_bench" --layers 8 --width 2048 --precision bf16 --sdpa
+  step "torch.compile, fused attention (sdpa)" "$logs/torch-compile.log" \
+    python3 "$torch_bench" --layers 8 24 --precision bf16 --sdpa --compile
   say '```'
-  cat "$logs"/torch*.log | grep '^torch eager' | tee -a "$report"
+  cat "$logs"/torch*.log | grep -E '^torch (eager|\.compile)' | tee -a "$report"
   say '```'
 fi
 

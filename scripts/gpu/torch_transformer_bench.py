@@ -3,8 +3,9 @@
 
 The same model and step, so that their times compare side by side on one GPU
 (scripts/gpu-check.sh runs both): token embedding (vocabulary 256), L pre-norm
-blocks -- layer norm, causal multi-head attention (d_model 1024, 16 heads, a
-fused qkv projection without bias, an output projection without bias), a
+blocks -- layer norm, causal multi-head attention (d_model 1024 or --width,
+heads of 64 features, a fused qkv projection without bias, an output
+projection without bias), a
 residual, layer norm, dense 4d + bias, tanh-approximated GELU, dense d + bias,
 a residual -- then a projection to the vocabulary with bias and the softmax
 cross-entropy; sequence 1024, M micro-batches of R sequences whose gradients
@@ -13,7 +14,9 @@ PyTorch keeps activations, which only makes it faster).
 
 Attention is written out (matmul, mask, softmax, matmul) as gpipe computes it;
 --sdpa uses torch's fused scaled_dot_product_attention instead, the faster
-baseline a user would reach for. GEMM precision: f32, tf32 (f32 tensors,
+baseline a user would reach for; --compile runs the model through
+torch.compile (its first steps compile, outside the timing). GEMM precision:
+f32, tf32 (f32 tensors,
 TF32 tensor cores) or bf16 (autocast to bf16, f32 master weights and
 accumulation).
 
@@ -29,24 +32,24 @@ import statistics
 import torch
 import torch.nn.functional as F
 
-WIDTH, HEADS, SEQ, VOCAB = 1024, 16, 1024, 256
+HEAD_WIDTH, SEQ, VOCAB = 64, 1024, 256
 
 
 class Block(torch.nn.Module):
-    def __init__(self, sdpa):
+    def __init__(self, width, sdpa):
         super().__init__()
-        self.ln1 = torch.nn.LayerNorm(WIDTH)
-        self.qkv = torch.nn.Linear(WIDTH, 3 * WIDTH, bias=False)
-        self.out = torch.nn.Linear(WIDTH, WIDTH, bias=False)
-        self.ln2 = torch.nn.LayerNorm(WIDTH)
-        self.fc1 = torch.nn.Linear(WIDTH, 4 * WIDTH)
-        self.fc2 = torch.nn.Linear(4 * WIDTH, WIDTH)
+        self.ln1 = torch.nn.LayerNorm(width)
+        self.qkv = torch.nn.Linear(width, 3 * width, bias=False)
+        self.out = torch.nn.Linear(width, width, bias=False)
+        self.ln2 = torch.nn.LayerNorm(width)
+        self.fc1 = torch.nn.Linear(width, 4 * width)
+        self.fc2 = torch.nn.Linear(4 * width, width)
         self.sdpa = sdpa
 
     def attention(self, x):
         b, s, d = x.shape
-        dh = d // HEADS
-        q, k, v = self.qkv(x).view(b, s, 3, HEADS, dh).permute(2, 0, 3, 1, 4)
+        heads, dh = d // HEAD_WIDTH, HEAD_WIDTH
+        q, k, v = self.qkv(x).view(b, s, 3, heads, dh).permute(2, 0, 3, 1, 4)
         if self.sdpa:
             ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
@@ -61,11 +64,12 @@ class Block(torch.nn.Module):
 
 
 class Stack(torch.nn.Module):
-    def __init__(self, layers, sdpa):
+    def __init__(self, layers, width, sdpa):
         super().__init__()
-        self.embed = torch.nn.Embedding(VOCAB, WIDTH)
-        self.blocks = torch.nn.ModuleList(Block(sdpa) for _ in range(layers))
-        self.head = torch.nn.Linear(WIDTH, VOCAB)
+        self.embed = torch.nn.Embedding(VOCAB, width)
+        self.blocks = torch.nn.ModuleList(
+            Block(width, sdpa) for _ in range(layers))
+        self.head = torch.nn.Linear(width, VOCAB)
 
     def forward(self, ids, labels):
         x = self.embed(ids)
@@ -75,17 +79,19 @@ class Stack(torch.nn.Module):
         return F.cross_entropy(logits.view(-1, VOCAB).float(), labels.view(-1))
 
 
-def model_flops(rows, layers):
-    tokens, d = rows * SEQ, WIDTH
+def model_flops(rows, layers, width):
+    tokens, d = rows * SEQ, width
     return 6.0 * tokens * (12.0 * layers * d * d + d * VOCAB) + \
         12.0 * layers * rows * SEQ * SEQ * d
 
 
-def run(layers, precision, microbatches, rows, steps, sdpa, peak, device):
+def run(layers, width, precision, microbatches, rows, steps, sdpa, compiled,
+        peak, device):
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     torch.manual_seed(1)
-    model = Stack(layers, sdpa).to(device)
+    model = Stack(layers, width, sdpa).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    forward = torch.compile(model) if compiled else model
     ids = torch.randint(0, VOCAB, (microbatches, rows, SEQ), device=device)
     labels = torch.randint(0, VOCAB, (microbatches, rows, SEQ), device=device)
 
@@ -94,7 +100,7 @@ def run(layers, precision, microbatches, rows, steps, sdpa, peak, device):
         for m in range(microbatches):
             with torch.autocast(device.type, dtype=torch.bfloat16,
                                 enabled=precision == "bf16"):
-                loss = model(ids[m], labels[m]) / microbatches
+                loss = forward(ids[m], labels[m]) / microbatches
             loss.backward()
         optimizer.step()
 
@@ -117,8 +123,10 @@ def run(layers, precision, microbatches, rows, steps, sdpa, peak, device):
             timings.append(ms)
     ms = statistics.median(timings)
     total_rows = microbatches * rows
-    tflops = model_flops(total_rows, layers) / (ms * 1e-3) / 1e12
-    print(f"torch eager{' sdpa' if sdpa else ''} L={layers} M={microbatches} "
+    tflops = model_flops(total_rows, layers, width) / (ms * 1e-3) / 1e12
+    mode = "torch.compile" if compiled else "torch eager"
+    print(f"{mode}{' sdpa' if sdpa else ''} L={layers} d={width} "
+          f"M={microbatches} "
           f"rows/mb={rows} {precision}: {ms:.1f} ms/step, "
           f"{total_rows * SEQ / (ms * 1e-3):.0f} tokens/s, "
           f"{tflops:.1f} TFLOP/s, MFU {tflops / peak:.3f}", flush=True)
@@ -133,7 +141,11 @@ def main():
     parser.add_argument("--rows", type=int, default=2,
                         help="sequences per micro-batch")
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--width", type=int, nargs="+", default=[1024],
+                        help="d_model (heads of 64 features)")
     parser.add_argument("--sdpa", action="store_true")
+    parser.add_argument("--compile", action="store_true",
+                        help="torch.compile the model")
     parser.add_argument("--peak-tflops", type=float, default=989.4)
     parser.add_argument("--device", default="cuda")
     args = parser.parse_args()
@@ -141,9 +153,11 @@ def main():
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.exit(2, "torch_transformer_bench: no CUDA device\n")
     for precision in args.precision:
-        for layers in args.layers:
-            run(layers, precision, args.microbatches, args.rows, args.steps,
-                args.sdpa, args.peak_tflops, device)
+        for width in args.width:
+            for layers in args.layers:
+                run(layers, width, precision, args.microbatches, args.rows,
+                    args.steps, args.sdpa, args.compile, args.peak_tflops,
+                    device)
 
 
 if __name__ == "__main__":
