@@ -151,6 +151,27 @@ TEST(GeneratedExtents, AWholeCallHasTheOwnSizesToo) {
   expectSeen(1, base + 1000, {5}, {1});
 }
 
+// Dimension 0 reduced, no extent along the output's dimension 1: a range of
+// columns starts at its first column of each memref with the whole memrefs'
+// strides; the transposed input's part is its rows [1, 3).
+TEST(GeneratedExtents, AColumnRangeOfADim0ReductionIsStrided) {
+  std::vector<float> memory(4000);
+  float *base = memory.data();
+  GeneratedCall call = recordingCall({4, 5}, {{0, 1}, {1, 0}, {1}},
+                                     {{-1, -1}, {-1, -1}, {-1}}, base);
+  EXPECT_FALSE(call.splitsRows());
+  EXPECT_EQ(call.splitDimension(), 1);
+  EXPECT_EQ(call.workPerIndex(1), 4);
+  runGeneratedRange(call, call.inputs.data(), 1, 3);
+  expectSeen(0, base + 1, {4, 2}, {5, 1});
+  expectSeen(1, base + 1000 + 1 * 4, {2, 4}, {4, 1});
+  expectSeen(2, base + 2000 + 1, {2}, {1});
+  // A whole call on the host: the whole columns.
+  runGeneratedOnHost(call);
+  expectSeen(0, base, {4, 5}, {5, 1});
+  expectSeen(2, base + 2000, {5}, {1});
+}
+
 /// A call of the stand-in `kernel` of extentKernelCode() over `space`, its
 /// inputs at `inputAt` and output at `outputAt` of `memory` (not run).
 GeneratedCall extentCall(int kernel, std::vector<int64_t> space, float *memory,

@@ -19,6 +19,7 @@
 
 #include "gpipe/Target/NativeKernels.h"
 #include "gpipe/runtime/backends/GeneratedCode.h"
+#include "gpipe/runtime/backends/cpu/CpuBackend.h"
 #include "gpipe/runtime/kernels/CpuKernels.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -433,6 +434,49 @@ BENCHMARK(BM_Library_gelu)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_Generated_gelu)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_Library_tanh)->Arg(1 << 16)->Arg(1 << 22);
 BENCHMARK(BM_Generated_tanh)->Arg(1 << 16)->Arg(1 << 22);
+
+/// A bias gradient: dy [4096, 1024] summed over its rows, dimension 0
+/// reduced, through the CPU backend with 1 or 2 threads, which split the
+/// output's columns (GeneratedCall::splitDimension).
+void BM_Generated_column_sum(benchmark::State &state) {
+  const int64_t rows = 4096, width = 1024;
+  KernelSpec spec;
+  spec.rank = 2;
+  spec.numInputs = 1;
+  spec.inputDims = {{0, 1}};
+  spec.outputDims = {1};
+  spec.steps = {{"reduce_sum", {0}}};
+  static std::unique_ptr<dev::LoadedCode> code =
+      compileAndLoad({{"gpipe_bench_column_sum", spec}});
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> dy(rows * width), db(width);
+  for (float &v : dy)
+    v = u(rng);
+  dev::CpuThreading threading;
+  threading.threadsPerDevice = unsigned(state.range(0));
+  dev::CpuBackend backend(1, threading);
+  dev::GeneratedCall c;
+  c.entry = code->entry(0);
+  c.inputs = {dy.data()};
+  c.output = db.data();
+  c.space = {rows, width};
+  c.inputDims = {{0, 1}};
+  c.outputDims = {1};
+  for (auto _ : state) {
+    backend.generated(backend.computeStream(0), c);
+    if (!backend.synchronize(std::chrono::seconds(60)).empty())
+      state.SkipWithError("the CPU backend failed");
+    benchmark::DoNotOptimize(db.data());
+  }
+  state.counters["elements/s"] = benchmark::Counter(
+      double(rows * width) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Generated_column_sum)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->UseRealTime();
 
 GPIPE_GENERATED_BENCHMARK(rope)
 GPIPE_GENERATED_BENCHMARK(swiglu)

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -249,6 +250,56 @@ TEST(BroadcastKernels, MatchLoopsOnEveryVariantThisCpuRuns) {
     }
   }
   EXPECT_GE(variantsRun, 1u);
+}
+
+// The CPU backend splits a reduction over dimension 0 (a bias gradient) by
+// its output's columns: each part is a call whose memrefs start at the
+// part's first column, with the part's size there and the whole memrefs'
+// strides (GeneratedCall.h). Every part, wherever it starts, gives each
+// column the bits of the whole call.
+TEST(BroadcastKernels, AColumnPartOfADim0ReductionHasTheWholeCallsBits) {
+  const KernelSpec spec = kernel(2, {{0, 1}, {0, 1}}, {1},
+                                 {{"mul", {0, 1}}, {"reduce_sum", {2}}});
+  Compiled compiled = compile({{"gpipe_test_column_sum", spec}});
+  ASSERT_FALSE(compiled.variants.empty()) << compiled.diagnostics;
+  const int64_t rows = 37, cols = 70;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  std::vector<float> dy(rows * cols), x(rows * cols);
+  for (float &v : dy)
+    v = uniform(rng);
+  for (float &v : x)
+    v = uniform(rng);
+  for (const NativeCodeVariant &variant : compiled.variants) {
+    if (!cpuRuns(variant.isa))
+      continue;
+    Library library(variant.sharedObject);
+    ASSERT_TRUE(library.handle) << library.error;
+    Entry entry = library.entry("gpipe_test_column_sum");
+    auto call = [&](int64_t begin, int64_t end, float *out) {
+      MemRefND in[2];
+      float *data[2] = {dy.data(), x.data()};
+      for (int k = 0; k < 2; ++k)
+        in[k] = {data[k] + begin, data[k] + begin, 0,
+                 {rows, end - begin, cols, 1}};
+      MemRefND result{out + begin, out + begin, 0, {end - begin, 1}};
+      void *args[] = {&in[0], &in[1], &result};
+      entry(args);
+    };
+    std::vector<float> whole(cols, -1.0f);
+    call(0, cols, whole.data());
+    for (int64_t begin : {0, 1, 5, 16, 17, 33, 64})
+      for (int64_t end : {begin + 1, begin + 6, cols}) {
+        if (end > cols)
+          continue;
+        std::vector<float> part(cols, -1.0f);
+        call(begin, end, part.data());
+        for (int64_t c = begin; c < end; ++c)
+          ASSERT_EQ(std::memcmp(&part[c], &whole[c], 4), 0)
+              << variant.isa << ": column " << c << " of part [" << begin
+              << ", " << end << ")";
+      }
+  }
 }
 
 // The maximum propagates NaN, as torch.amax; a row without NaN is

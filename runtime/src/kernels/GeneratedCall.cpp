@@ -45,48 +45,66 @@ int64_t GeneratedCall::elementsOf(size_t memref) const {
   return n;
 }
 
-int64_t GeneratedCall::rowWork() const {
+int GeneratedCall::splitDimension() const {
+  if (splitsRows())
+    return 0;
+  if (outputDims.empty() || outputDims[0] == 0)
+    return -1; // dimension 0 is kept, but some input has it transposed
+  const unsigned dim = outputDims[0];
+  for (size_t memref = 0; memref <= inputDims.size(); ++memref)
+    for (size_t i = 0; i < dimsOf(memref).size(); ++i)
+      if (dimsOf(memref)[i] == dim && extentOf(memref, i) >= 0)
+        return -1;
+  return int(dim);
+}
+
+int64_t GeneratedCall::workPerIndex(unsigned dim) const {
   int64_t n = 1;
-  for (size_t d = 1; d < space.size(); ++d)
-    n *= space[d];
+  for (size_t d = 0; d < space.size(); ++d)
+    if (d != dim)
+      n *= space[d];
   return n;
 }
 
 void gpipe::runtime::device::runGeneratedRange(const GeneratedCall &call,
                                                const float *const *inputs,
                                                int64_t begin, int64_t end) {
-  const bool split = call.splitsRows();
+  const int dim = call.splitDimension();
+  const bool split = dim >= 0;
   if (split && end <= begin)
     return;
   const size_t count = call.inputs.size();
-  const unsigned rank = unsigned(call.space.size());
+  [[maybe_unused]] const unsigned rank = unsigned(call.space.size());
   assert(count >= 1 && count <= kMaxKernelInputs);
   assert(rank >= 1 && rank <= kMaxKernelRank);
   assert(call.inputDims.size() == count);
   assert(call.extents.empty() || call.extents.size() == count + 1);
   assert(split || (begin == 0 && end == call.space[0]));
-  // Each memref with dimension 0 starts at row `begin`: the kernel sees its
-  // range as a call of its own, so that it never learns where the others
-  // start. Its own sizes are the space's but where an extent fixes them
-  // (never along dimension 0).
+  // Each memref with the split dimension starts at index `begin` of it: the
+  // kernel sees its range as a call of its own, so that it never learns
+  // where the others start. Its own sizes are the space's but where an
+  // extent fixes them (never along the split dimension), its strides the
+  // whole memref's: a part along dimension 0 stays contiguous, one along
+  // another dimension is strided.
   MemRefDescriptor descriptors[kMaxKernelInputs + 1];
   void *args[kMaxKernelInputs + 1];
   for (size_t k = 0; k <= count; ++k) {
     const std::vector<unsigned> &dims = call.dimsOf(k);
+    const unsigned rankOf = unsigned(dims.size());
     float *base = k < count ? const_cast<float *>(inputs[k]) : call.output;
     int64_t sizes[kMaxKernelRank];
-    for (size_t i = 0; i < dims.size(); ++i)
+    for (size_t i = 0; i < rankOf; ++i)
       sizes[i] = call.sizeOf(k, i);
-    if (split && !dims.empty() && dims[0] == 0) {
-      assert(call.extentOf(k, 0) < 0);
-      int64_t stride0 = 1;
-      for (size_t i = 1; i < dims.size(); ++i)
-        stride0 *= sizes[i];
-      base += begin * stride0;
-      sizes[0] = end - begin;
+    MemRefDescriptor &memref = descriptors[k] =
+        contiguousMemRef(base, sizes, rankOf);
+    for (size_t i = 0; split && i < rankOf; ++i) {
+      if (dims[i] != unsigned(dim))
+        continue;
+      assert(call.extentOf(k, i) < 0);
+      memref.allocated = memref.aligned = base + begin * memref.rest[rankOf + i];
+      memref.rest[i] = end - begin;
     }
-    descriptors[k] = contiguousMemRef(base, sizes, unsigned(dims.size()));
-    args[k] = &descriptors[k];
+    args[k] = &memref;
   }
   call.entry(args);
 }
@@ -142,5 +160,6 @@ std::vector<const float *> gpipe::runtime::device::separateOverlaps(
 void gpipe::runtime::device::runGeneratedOnHost(const GeneratedCall &call) {
   std::vector<std::vector<float>> copies;
   std::vector<const float *> inputs = separateOverlaps(call, copies);
-  runGeneratedRange(call, inputs.data(), 0, call.space[0]);
+  const int dim = call.splitDimension();
+  runGeneratedRange(call, inputs.data(), 0, call.space[dim < 0 ? 0 : dim]);
 }

@@ -333,14 +333,20 @@ void CpuBackend::generated(StreamId s, const GeneratedCall &call) {
     std::vector<std::vector<float>> copies;
     std::vector<const float *> inputs = separateOverlaps(call, copies);
     // Rows of dimension 0 as splitRows splits a row-wise op's; a kernel
-    // that reduces dimension 0 runs whole.
-    if (!call.splitsRows()) {
+    // that reduces dimension 0 by its output's columns; each output element
+    // is computed as by the whole call.
+    const int dim = call.splitDimension();
+    if (dim < 0) {
       runGeneratedRange(call, inputs.data(), 0, call.space[0]);
       return;
     }
-    const int64_t grain = std::max<int64_t>(
-        1, kElementGrain / std::max<int64_t>(call.rowWork(), 1));
-    pool->parallelFor(call.space[0], grain, [&](int64_t b, int64_t e) {
+    int64_t grain = std::max<int64_t>(
+        1, kElementGrain /
+               std::max<int64_t>(call.workPerIndex(unsigned(dim)), 1));
+    // Columns in whole vector tiles (the widest variant's is 32).
+    if (dim > 0)
+      grain = (grain + kColumnGrain - 1) / kColumnGrain * kColumnGrain;
+    pool->parallelFor(call.space[dim], grain, [&](int64_t b, int64_t e) {
       runGeneratedRange(call, inputs.data(), b, e);
     });
   });

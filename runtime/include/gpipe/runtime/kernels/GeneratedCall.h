@@ -35,7 +35,12 @@
 // range's first row (allocated = aligned = base + begin * the product of
 // their own other sizes, sizes[0] = the range's rows), the others whole
 // (no extent is ever fixed on dimension 0). A kernel that reduces
-// dimension 0 runs whole, on one thread. An element-wise kernel (no
+// dimension 0 (a bias gradient) splits its output's first dimension s
+// instead, where no memref has an extent along s: each memref with s starts
+// at the range's first index along it (base + begin * its stride there),
+// with the range's size there and the whole memref's strides, so an input
+// part is strided, not contiguous; each output element is computed as in
+// the whole call. Other kernels run whole. An element-wise kernel (no
 // dimension reduced) may write in place: its output IS an input with the
 // output's dimensions and extents. Any other input that overlaps the
 // output's bytes would read elements the kernel has already written, or
@@ -143,15 +148,19 @@ struct GeneratedCall {
   }
   /// Whether a dimension is reduced (the output lacks it).
   bool reduces() const { return outputDims.size() < space.size(); }
-  /// The iterations of one index of dimension 0: the product of the other
-  /// sizes (a row's work, for splitting).
-  int64_t rowWork() const;
+  /// The dimension whose ranges may run apart (runGeneratedRange): 0 where
+  /// rows split, the output's first dimension where dimension 0 is reduced
+  /// and no memref has an extent along it, or -1 (the call runs whole).
+  int splitDimension() const;
+  /// The iterations of one index of dimension `dim`: the product of the
+  /// other sizes (an index's work, for splitting).
+  int64_t workPerIndex(unsigned dim) const;
 };
 
-/// Runs rows [begin, end) of dimension 0 of `call` on this thread, reading
-/// its inputs from `inputs` (call.inputs, or copies of them:
-/// separateOverlaps). A call that does not split rows (splitsRows()) takes
-/// only the whole range [0, space[0]).
+/// Runs indices [begin, end) of dimension splitDimension() of `call` on this
+/// thread, reading its inputs from `inputs` (call.inputs, or copies of them:
+/// separateOverlaps). A call that does not split (splitDimension() < 0)
+/// takes only the whole range [0, space[0]).
 void runGeneratedRange(const GeneratedCall &call, const float *const *inputs,
                        int64_t begin, int64_t end);
 
