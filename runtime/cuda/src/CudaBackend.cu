@@ -2,7 +2,7 @@
 
 #include "gpipe/cuda/CudaBackend.h"
 
-#include "Bf16Convert.h"
+#include "Bf16ParameterCopies.h"
 #include "CudaDriverApi.h"
 #include "GridKernels.cuh"
 
@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -106,11 +105,7 @@ public:
   std::string loadGeneratedKernels(const GeneratedCode &code) override;
   /// The parameters' bf16 copies on `device` (BF16 GEMMs).
   int64_t workspaceBytes(unsigned device) const override {
-    int64_t bytes = 0;
-    for (const auto &[param, copy] : bf16Params)
-      if (copy.data && copy.device == device)
-        bytes += int64_t(copy.elements) * 2;
-    return bytes;
+    return bf16Params.bytesOn(device);
   }
   /// The bundle's precision replaces the options' for every GEMM.
   std::string usePrecision(gpipe::runtime::Precision precision) override {
@@ -187,19 +182,10 @@ private:
   std::vector<std::unique_ptr<CublasGemm>> blas; ///< per pipeline device
   std::vector<void *> allocations;
   std::vector<void *> stagingBlocks; ///< page-locked host memory
-  /// BF16: each parameter's bf16 copy (GemmBatch::bIsParameter), converted
-  /// by the step's first GEMM that reads it and reused by the others until
-  /// `synchronize`, after which the optimizer may have changed it: one
-  /// conversion per step instead of one per GEMM.
-  struct Bf16Copy {
-    void *data = nullptr;
-    size_t elements = 0;
-    unsigned device = 0;
-    bool current = false; ///< converted since the last synchronize
-  };
-  std::map<const float *, Bf16Copy> bf16Params;
+  /// BF16: each parameter's bf16 copy, converted once per step.
+  detail::Bf16ParameterCopies bf16Params;
   /// `g.b`'s bf16 copy, converted on `s` if not yet this step; null where
-  /// it cannot be allocated (the GEMM then converts B itself).
+  /// it cannot be made (the GEMM then converts B itself).
   const void *bf16CopyOf(StreamId s, const GemmBatch &g);
   /// Events recorded since the last synchronize, and the free ones, per GPU.
   std::vector<cudaEvent_t> events;
@@ -235,11 +221,6 @@ CudaBackend::~CudaBackend() {
     }
   for (void *p : allocations)
     (void)cudaFree(p);
-  for (auto &[param, copy] : bf16Params)
-    if (copy.data) {
-      (void)cudaSetDevice(gpuOf[copy.device]);
-      (void)cudaFree(copy.data);
-    }
   for (void *p : stagingBlocks)
     (void)cudaFreeHost(p);
   for (size_t s = 0; s < streams.size(); ++s)
@@ -442,27 +423,13 @@ const void *CudaBackend::bf16CopyOf(StreamId s, const GemmBatch &g) {
   const int64_t rows = g.transB ? g.n : g.k, cols = g.transB ? g.k : g.n;
   if (rows <= 0 || cols <= 0 || !setDevice(s))
     return nullptr;
-  const size_t elements = size_t((rows - 1) * g.ldb + cols);
-  Bf16Copy &copy = bf16Params[g.b];
-  if (copy.elements < elements) {
-    // Freed with the backend: a GEMM issued earlier may still read it.
-    if (copy.data)
-      allocations.push_back(copy.data);
-    copy = Bf16Copy();
-    if (!note(cudaMalloc(&copy.data, elements * 2),
-              "cudaMalloc of a parameter's bf16 copy", s))
-      return nullptr;
-    copy.elements = elements;
-    copy.device = unsigned(s / 2);
-  }
-  if (!copy.current) {
-    if (!note(detail::launchFloatToBf16(g.b, copy.data, copy.elements,
-                                        streams[s]),
-              "the bf16 conversion of a parameter", s))
-      return nullptr;
-    copy.current = true;
-  }
-  return copy.data;
+  const void *copy = nullptr;
+  const char *what = "";
+  note(bf16Params.copyOf(g.b, size_t((rows - 1) * g.ldb + cols),
+                         unsigned(s / 2), gpuOfStream(s), streams[s], &copy,
+                         &what),
+       what, s);
+  return copy;
 }
 
 std::string CudaBackend::loadGeneratedKernels(const GeneratedCode &code) {
@@ -696,8 +663,7 @@ std::string CudaBackend::synchronize(std::chrono::milliseconds timeout) {
   events.clear();
   eventGpu.clear();
   // The optimizer may change the parameters before the next GEMMs.
-  for (auto &[param, copy] : bf16Params)
-    copy.current = false;
+  bf16Params.stepEnded();
   return firstError;
 }
 
