@@ -11,6 +11,7 @@
 #include "gpipe/runtime/backends/host/HostBackend.h"
 #include "gpipe/runtime/exec/DeviceExecutor.h"
 
+#include "DeviceOnlyBackend.h"
 #include "TestBundles.h"
 #include "TestModels.h"
 
@@ -135,4 +136,21 @@ TEST(Precision, ReducedPrecisionTrainsCloseToF32) {
     // The CPU threads compute a bf16 bundle's products in f32: its bits.
     EXPECT_EQ(train(reduced, std::make_unique<CpuBackend>(2)), cpu);
   }
+}
+
+/// A backend without reduced-precision products (DeviceBackend's default)
+/// refuses a TF32 or bf16 bundle at creation, and takes an f32 one.
+TEST(Precision, ABackendInF32OnlyRefusesAReducedPrecisionBundle) {
+  Bundle bundle = buildBundle(mlpGraph(8), {0}, 1, RematPolicy::Full);
+  for (Precision precision : {Precision::TF32, Precision::BF16}) {
+    bundle.precision = precision;
+    std::string error;
+    auto executor = DeviceExecutor::create(
+        bundle, std::make_unique<DeviceOnlyBackend>(), {}, error);
+    EXPECT_FALSE(executor);
+    EXPECT_EQ(error, std::string("the bundle's precision: a device computes "
+                                 "its products in f32 only, not ") +
+                         precisionName(precision));
+  }
+  EXPECT_EQ(DeviceOnlyBackend().usePrecision(Precision::F32), "");
 }
