@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
     auto wqkv = randomFloats(width * 3 * width, 0.05f),
          wo = randomFloats(width * width, 0.05f);
     std::vector<float> qkv(tokens * 3 * width),
-        probs(batch * heads * seq * seq), context(tokens * width),
+        lse(batch * heads * seq), context(tokens * width),
         dwqkv(width * 3 * width), dwo(width * width),
         scratch(4 * tokens * width);
     double projFlops = 2.0 * tokens * width * 4 * width;
@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
     report(causal ? "attention fwd (causal)" : "attention fwd",
            secondsPerCall([&] {
              cpu::attentionForward(x.data(), wqkv.data(), wo.data(), nullptr,
-                                   nullptr, y.data(), qkv.data(), probs.data(),
+                                   nullptr, y.data(), qkv.data(), lse.data(),
                                    context.data(), batch, seq, width, heads,
                                    causal);
            }),
@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
     report(causal ? "attention bwd (causal)" : "attention bwd",
            secondsPerCall([&] {
              cpu::attentionBackward(dy.data(), x.data(), wqkv.data(), wo.data(),
-                                    qkv.data(), probs.data(), context.data(),
+                                    qkv.data(), lse.data(), context.data(),
                                     dx.data(), dwqkv.data(), dwo.data(),
                                     nullptr, nullptr, scratch.data(), batch,
                                     seq, width, heads, causal);

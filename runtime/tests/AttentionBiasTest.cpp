@@ -139,22 +139,23 @@ struct Operands {
 /// The saved buffers and gradients of one call, the parameter gradients
 /// starting at random values (they accumulate).
 struct Buffers {
-  Floats y, qkv, probs, context, dx, dwqkv, dwo, dbqkv, dbo;
+  Floats y, qkv, lse, context, dx, dwqkv, dwo, dbqkv, dbo;
   Floats dwqkv0, dwo0, dbqkv0, dbo0, scratch;
   Buffers(std::mt19937_64 &rng, const Shape &s)
       : y(s.tokens() * s.width), qkv(s.tokens() * 3 * s.width),
-        probs(s.batch * s.heads * s.seq * s.seq), context(y.size()),
+        lse(s.batch * s.heads * s.seq), context(y.size()),
         dx(y.size(), 1e30f), dwqkv0(randomFloats(rng, 3 * s.width * s.width)),
         dwo0(randomFloats(rng, s.width * s.width)),
         dbqkv0(randomFloats(rng, 3 * s.width)),
         dbo0(randomFloats(rng, s.width)),
-        scratch(4 * s.tokens() * s.width + s.heads * s.seq * s.seq, 1e30f) {
+        scratch(4 * s.tokens() * s.width + 2 * s.heads * s.seq * s.seq, 1e30f) {
     dwqkv = dwqkv0, dwo = dwo0, dbqkv = dbqkv0, dbo = dbo0;
   }
   void expectMatches(const ref::AttentionResult &r,
                      const ref::AttentionGrads &g) const {
     EXPECT_TRUE(allClose(y, r.y, 1e-4, 1e-5));
     EXPECT_TRUE(allClose(qkv, r.qkv, 1e-4, 1e-5));
+    EXPECT_TRUE(allClose(lse, r.lse, 1e-4, 1e-5));
     EXPECT_TRUE(allClose(context, r.context, 1e-4, 1e-5));
     EXPECT_TRUE(allClose(dx, g.dx, 1e-4, 1e-4));
     EXPECT_TRUE(allClose(added(dwqkv, dwqkv0), g.dwqkv, 1e-4, 1e-4));
@@ -176,11 +177,11 @@ TEST(KernelBackward, BiasedAttention) {
       Buffers out(rng, s);
       cpu::attentionForward(
           in.x.data(), in.wqkv.data(), in.wo.data(), in.bqkv.data(),
-          in.bo.data(), out.y.data(), out.qkv.data(), out.probs.data(),
+          in.bo.data(), out.y.data(), out.qkv.data(), out.lse.data(),
           out.context.data(), s.batch, s.seq, s.width, s.heads, causal);
       cpu::attentionBackward(
           in.dy.data(), in.x.data(), in.wqkv.data(), in.wo.data(),
-          out.qkv.data(), out.probs.data(), out.context.data(), out.dx.data(),
+          out.qkv.data(), out.lse.data(), out.context.data(), out.dx.data(),
           out.dwqkv.data(), out.dwo.data(), out.dbqkv.data(), out.dbo.data(),
           out.scratch.data(), s.batch, s.seq, s.width, s.heads, causal);
       out.expectMatches(in.forward(s, causal), in.backward(s, causal));
@@ -195,10 +196,10 @@ TEST(KernelBackward, BiasedAttentionBiasGradientsAlone) {
   Buffers out(rng, s);
   cpu::attentionForward(in.x.data(), in.wqkv.data(), in.wo.data(),
                         in.bqkv.data(), in.bo.data(), out.y.data(),
-                        out.qkv.data(), out.probs.data(), out.context.data(),
+                        out.qkv.data(), out.lse.data(), out.context.data(),
                         s.batch, s.seq, s.width, s.heads, true);
   cpu::attentionBackward(in.dy.data(), in.x.data(), in.wqkv.data(),
-                         in.wo.data(), out.qkv.data(), out.probs.data(),
+                         in.wo.data(), out.qkv.data(), out.lse.data(),
                          out.context.data(), nullptr, nullptr, nullptr,
                          out.dbqkv.data(), out.dbo.data(), out.scratch.data(),
                          s.batch, s.seq, s.width, s.heads, true);
@@ -213,15 +214,19 @@ void runCalls(device::DeviceBackend &backend, const Operands &in, Buffers &out,
   device::AttentionCall f;
   f.x = in.x.data(), f.wqkv = in.wqkv.data(), f.wo = in.wo.data();
   f.qkvBias = in.bqkv.data(), f.outBias = in.bo.data();
-  f.y = out.y.data(), f.qkv = out.qkv.data(), f.probs = out.probs.data();
+  f.y = out.y.data(), f.qkv = out.qkv.data(), f.lse = out.lse.data();
   f.context = out.context.data();
   f.batch = s.batch, f.seq = s.seq, f.width = s.width, f.heads = s.heads;
   f.causal = causal;
+  Floats scores(
+      size_t(backend.attentionScratch(s.batch, s.seq, s.width, s.heads)),
+      1e30f);
+  f.scratch = scores.data();
   device::StreamId stream = backend.computeStream(0);
   backend.attention(stream, f);
   device::AttentionGradCall g;
   g.dy = in.dy.data(), g.x = in.x.data(), g.wqkv = in.wqkv.data();
-  g.wo = in.wo.data(), g.qkv = f.qkv, g.probs = f.probs;
+  g.wo = in.wo.data(), g.qkv = f.qkv, g.lse = f.lse;
   g.context = f.context, g.dx = out.dx.data(), g.dwqkv = out.dwqkv.data();
   g.dwo = out.dwo.data(), g.dqkvBias = out.dbqkv.data();
   g.doutBias = out.dbo.data();

@@ -91,9 +91,12 @@ struct AttentionShape {
 };
 // Includes long sequences (130, 300) so that kernels working on blocks of
 // the score matrix are checked across block boundaries.
-const AttentionShape kAttentionShapes[] = {{2, 4, 8, 2},   {1, 5, 12, 3},
-                                           {3, 16, 32, 4}, {1, 1, 4, 1},
-                                           {2, 130, 8, 2}, {1, 300, 16, 2}};
+// Past CpuAttention.cpp's tiles: 130 and 300 queries span tiles of 128
+// queries and of 128 keys, 600 two strips of 512 queries in the backward.
+const AttentionShape kAttentionShapes[] = {
+    {2, 4, 8, 2},   {1, 5, 12, 3},    {3, 16, 32, 4},
+    {1, 1, 4, 1},   {2, 130, 8, 2},   {1, 300, 16, 2},
+    {1, 600, 8, 2}};
 
 } // namespace
 
@@ -413,8 +416,8 @@ TEST(KernelEmbedding, ForwardAndBackward) {
 
 //===-- attention --------------------------------------------------------===//
 
-// attention forward, causal and not: y and the saved qkv, probs (0 where
-// masked) and context within rtol 1e-4, atol 1e-5.
+// attention forward, causal and not: y and the saved qkv, lse (each query's
+// log-sum-exp of its scores) and context within rtol 1e-4, atol 1e-5.
 TEST(KernelForward, Attention) {
   std::mt19937_64 rng(251);
   for (AttentionShape s : kAttentionShapes)
@@ -425,17 +428,17 @@ TEST(KernelForward, Attention) {
              wqkv = randomFloats(rng, s.width * 3 * s.width),
              wo = randomFloats(rng, s.width * s.width);
       Floats y(tokens * s.width, kGarbage), qkv(tokens * 3 * s.width, kGarbage),
-          probs(s.batch * s.heads * s.seq * s.seq, kGarbage),
+          lse(s.batch * s.heads * s.seq, kGarbage),
           context(tokens * s.width, kGarbage);
       cpu::attentionForward(x.data(), wqkv.data(), wo.data(), nullptr, nullptr,
-                            y.data(), qkv.data(), probs.data(), context.data(),
+                            y.data(), qkv.data(), lse.data(), context.data(),
                             s.batch, s.seq, s.width, s.heads, causal);
       ref::AttentionResult r =
           ref::attentionForward(toDouble(x), toDouble(wqkv), toDouble(wo),
                                 s.batch, s.seq, s.width, s.heads, causal);
       EXPECT_TRUE(allClose(y, r.y, 1e-4, 1e-5));
       EXPECT_TRUE(allClose(qkv, r.qkv, 1e-4, 1e-5));
-      EXPECT_TRUE(allClose(probs, r.probs, 1e-4, 1e-5));
+      EXPECT_TRUE(allClose(lse, r.lse, 1e-4, 1e-5));
       EXPECT_TRUE(allClose(context, r.context, 1e-4, 1e-5));
     }
 }
@@ -454,16 +457,16 @@ TEST(KernelBackward, Attention) {
              wo = randomFloats(rng, s.width * s.width),
              dy = randomFloats(rng, tokens * s.width);
       Floats y(tokens * s.width), qkv(tokens * 3 * s.width),
-          probs(s.batch * s.heads * s.seq * s.seq), context(tokens * s.width);
+          lse(s.batch * s.heads * s.seq), context(tokens * s.width);
       cpu::attentionForward(x.data(), wqkv.data(), wo.data(), nullptr, nullptr,
-                            y.data(), qkv.data(), probs.data(), context.data(),
+                            y.data(), qkv.data(), lse.data(), context.data(),
                             s.batch, s.seq, s.width, s.heads, causal);
       Floats dx(tokens * s.width, kGarbage);
       Floats dwqkv0 = randomFloats(rng, wqkv.size()), dwqkv = dwqkv0;
       Floats dwo0 = randomFloats(rng, wo.size()), dwo = dwo0;
       Floats scratch(4 * tokens * s.width, kGarbage);
       cpu::attentionBackward(
-          dy.data(), x.data(), wqkv.data(), wo.data(), qkv.data(), probs.data(),
+          dy.data(), x.data(), wqkv.data(), wo.data(), qkv.data(), lse.data(),
           context.data(), dx.data(), dwqkv.data(), dwo.data(), nullptr, nullptr,
           scratch.data(), s.batch, s.seq, s.width, s.heads, causal);
       ref::AttentionGrads g = ref::attentionBackward(
@@ -486,14 +489,14 @@ TEST(KernelBackward, AttentionNullDx) {
          wo = randomFloats(rng, s.width * s.width),
          dy = randomFloats(rng, tokens * s.width);
   Floats y(tokens * s.width), qkv(tokens * 3 * s.width),
-      probs(s.batch * s.heads * s.seq * s.seq), context(tokens * s.width);
+      lse(s.batch * s.heads * s.seq), context(tokens * s.width);
   cpu::attentionForward(x.data(), wqkv.data(), wo.data(), nullptr, nullptr,
-                        y.data(), qkv.data(), probs.data(), context.data(),
+                        y.data(), qkv.data(), lse.data(), context.data(),
                         s.batch, s.seq, s.width, s.heads, causal);
   Floats dwqkv(wqkv.size(), 0.0f), dwo(wo.size(), 0.0f);
   Floats scratch(4 * tokens * s.width, kGarbage);
   cpu::attentionBackward(
-      dy.data(), x.data(), wqkv.data(), wo.data(), qkv.data(), probs.data(),
+      dy.data(), x.data(), wqkv.data(), wo.data(), qkv.data(), lse.data(),
       context.data(), nullptr, dwqkv.data(), dwo.data(), nullptr, nullptr,
       scratch.data(), s.batch, s.seq, s.width, s.heads, causal);
   ref::AttentionGrads g = ref::attentionBackward(

@@ -216,7 +216,9 @@ TEST(CpuBackendThreads, KernelsGiveTheBitsOfOneThread) {
 }
 
 TEST(CpuBackendThreads, AttentionGivesTheBitsOfOneThread) {
-  const int64_t batch = 4, seq = 32, width = 64, heads = 4;
+  // Past a tile of queries (64) and of keys (256): CpuAttention.cpp's tiles
+  // split over the threads.
+  const int64_t batch = 2, seq = 300, width = 32, heads = 2;
   const int64_t tokens = batch * seq;
   const std::vector<float> x = randomFloats(tokens * width, 11),
                            wqkv = randomFloats(width * 3 * width, 12),
@@ -235,14 +237,14 @@ TEST(CpuBackendThreads, AttentionGivesTheBitsOfOneThread) {
         f.qkvBias = bqkv.data(), f.outBias = bo.data();
       f.y = out.add(tokens * width).data();
       f.qkv = out.add(tokens * 3 * width).data();
-      f.probs = out.add(batch * heads * seq * seq).data();
+      f.lse = out.add(batch * heads * seq).data();
       f.context = out.add(tokens * width).data();
       f.batch = batch, f.seq = seq, f.width = width, f.heads = heads;
       f.causal = causal;
       b.attention(s, f);
       AttentionGradCall g;
       g.dy = dy.data(), g.x = x.data(), g.wqkv = wqkv.data(), g.wo = wo.data();
-      g.qkv = f.qkv, g.probs = f.probs, g.context = f.context;
+      g.qkv = f.qkv, g.lse = f.lse, g.context = f.context;
       g.dx = out.add(tokens * width).data();
       g.dwqkv = out.add(width * 3 * width).data();
       g.dwo = out.add(width * width).data();

@@ -178,13 +178,13 @@ TEST(KernelNaN, Attention) {
          wo = randomFloats(rng, width * width);
   x[4 * width + 3] = kNaN; // token 4 of sequence 0
   Floats y(tokens * width), qkv(tokens * 3 * width),
-      probs(batch * heads * seq * seq), context(tokens * width);
+      lse(batch * heads * seq), context(tokens * width);
   cpu::attentionForward(x.data(), wqkv.data(), wo.data(), nullptr, nullptr,
-                        y.data(), qkv.data(), probs.data(), context.data(),
+                        y.data(), qkv.data(), lse.data(), context.data(),
                         batch, seq, width, heads, false);
   EXPECT_TRUE(nanWhere(y, [&](size_t i) { return int64_t(i) < seq * width; }));
-  EXPECT_TRUE(nanWhere(
-      probs, [&](size_t i) { return int64_t(i) < heads * seq * seq; }));
+  EXPECT_TRUE(
+      nanWhere(lse, [&](size_t i) { return int64_t(i) < heads * seq; }));
 }
 
 TEST(KernelNaN, LayerNormAndMse) {

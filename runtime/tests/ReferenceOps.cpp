@@ -297,6 +297,7 @@ AttentionResult attentionForward(const Vec &x, const Vec &wqkv, const Vec &wo,
       denseForward(x, wqkv, qkvBias.empty() ? Vec(3 * width, 0.0) : qkvBias,
                    tokens, width, 3 * width);
   result.probs.assign(batch * heads * seq * seq, 0.0);
+  result.lse.assign(batch * heads * seq, 0.0);
   result.context.assign(tokens * width, 0.0);
   const Vec &qkv = result.qkv;
   double scale = 1.0 / std::sqrt(static_cast<double>(shape.headWidth));
@@ -324,6 +325,8 @@ AttentionResult attentionForward(const Vec &x, const Vec &wqkv, const Vec &wo,
           if (shape.allowed(i, j))
             result.probs[shape.probIndex(b, h, i, j)] =
                 std::exp(scores[j] - maxScore) / denominator;
+        result.lse[(b * heads + h) * seq + i] =
+            maxScore + std::log(denominator);
         // Weighted sum of the values.
         for (int64_t e = 0; e < shape.headWidth; ++e) {
           double sum = 0;

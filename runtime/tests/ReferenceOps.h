@@ -94,6 +94,7 @@ struct AttentionResult {
   Vec y;       // [b, s, d]
   Vec qkv;     // [b, s, 3d]
   Vec probs;   // [b, heads, s, s], 0 where masked
+  Vec lse;     // [b, heads, s], log of the sum of exp(score) over the keys
   Vec context; // [b, s, d], heads concatenated, before the projection
 };
 AttentionResult attentionForward(const Vec &x, const Vec &wqkv, const Vec &wo,

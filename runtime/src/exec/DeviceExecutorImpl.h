@@ -58,7 +58,7 @@ struct DeviceValue {
   char *data = nullptr;
   /// A view of a parameter's own storage (unchanged within a pass).
   bool parameter = false;
-  /// Layer norm: mean, rstd. Attention: qkv, probs, context. Cross-entropy:
+  /// Layer norm: mean, rstd. Attention: qkv, lse, context. Cross-entropy:
   /// probs. Dropout: the mask (bytes) in saved[0].
   char *saved[3] = {nullptr, nullptr, nullptr};
 

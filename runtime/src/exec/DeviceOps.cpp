@@ -151,10 +151,20 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     if (in.size() == 5) // the biases come together
       call.qkvBias = f(3), call.outBias = f(4);
     call.qkv = reinterpret_cast<float *>(result->saved[0]);
-    call.probs = reinterpret_cast<float *>(result->saved[1]);
+    call.lse = reinterpret_cast<float *>(result->saved[1]);
     call.context = reinterpret_cast<float *>(result->saved[2]);
     call.batch = x0.shape[0], call.seq = x0.shape[1], call.width = x0.shape[2];
     call.heads = op.heads, call.causal = op.causal;
+    // A composed attention's scores, outside the plan (a fused one needs
+    // none), as attention_grad's workspace below.
+    const int64_t needed =
+        4 * b.attentionScratch(call.batch, call.seq, call.width, call.heads);
+    if (needed > 0) {
+      std::string error = reserveWorkspace(device, needed);
+      if (!error.empty())
+        return error;
+      call.scratch = reinterpret_cast<float *>(workspace[device]);
+    }
     b.attention(s, call);
     break;
   }
@@ -303,7 +313,7 @@ std::string DeviceExecutor::Impl::issueOp(unsigned device, unsigned m,
     AttentionGradCall call;
     call.dy = f(0), call.x = f(2), call.wqkv = f(3), call.wo = f(4);
     call.qkv = reinterpret_cast<const float *>(forward.saved[0]);
-    call.probs = reinterpret_cast<const float *>(forward.saved[1]);
+    call.lse = reinterpret_cast<const float *>(forward.saved[1]);
     call.context = reinterpret_cast<const float *>(forward.saved[2]);
     call.dx = out[0], call.dwqkv = out[1], call.dwo = out[2];
     if (out.size() == 5)

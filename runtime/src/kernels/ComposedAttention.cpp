@@ -2,7 +2,10 @@
 //
 // KernelApi's default attention: per example, the heads' products as one
 // strided GEMM batch each, and the row softmax with attention's causal mask.
-// The biases are addRowVector after the two projections, and their
+// The forward saves each query's log-sum-exp, not the probabilities; the
+// backward recomputes the scores and takes the probabilities from them
+// (softmaxFromLse), so an example's [heads, seq, seq] lives only in the
+// scratch. The biases are addRowVector after the two projections, and their
 // gradients columnSums of dy and of dqkv (in the scratch). Backends with a
 // fused attention kernel override it. Pointers may be null in the executor's
 // placement check at creation (nothing runs then), so offsets are taken only
@@ -32,7 +35,7 @@ void KernelApi::attention(StreamId s, const AttentionCall &c) {
     addRowVector(s, c.qkvBias, c.qkv, batch * seq, 3 * d);
   for (int64_t e = 0; e < batch; ++e) {
     const float *q = at(c.qkv, e * seq * 3 * d);
-    float *p = at(c.probs, e * heads * seq * seq);
+    float *p = c.scratch; // this example's scores, then probabilities
     GemmBatch scores; // per head: q k^T / sqrt(dh)
     scores.transB = true;
     scores.m = seq, scores.n = seq, scores.k = dh;
@@ -42,7 +45,8 @@ void KernelApi::attention(StreamId s, const AttentionCall &c) {
     scores.c = p, scores.ldc = seq, scores.strideC = seq * seq;
     scores.count = heads;
     gemm(s, scores);
-    softmax(s, p, p, heads * seq, seq, c.causal ? seq : 0);
+    softmaxWithLse(s, p, p, at(c.lse, e * heads * seq), heads * seq, seq,
+                   c.causal ? seq : 0);
     GemmBatch mix; // context_h = probs_h v_h
     mix.m = seq, mix.n = dh, mix.k = seq;
     mix.a = p, mix.lda = seq, mix.strideA = seq * seq;
@@ -59,10 +63,16 @@ void KernelApi::attention(StreamId s, const AttentionCall &c) {
     addRowVector(s, c.outBias, c.y, batch * seq, d);
 }
 
+int64_t KernelApi::attentionScratch(int64_t, int64_t seq, int64_t,
+                                    int64_t heads) const {
+  return heads * seq * seq; // one example's scores [heads, s, s]
+}
+
 int64_t KernelApi::attentionGradScratch(int64_t batch, int64_t seq,
                                         int64_t width, int64_t heads) const {
-  // dqkv [b s, 3d], dcontext [b s, d], one example's dscores [heads, s, s].
-  return 4 * batch * seq * width + heads * seq * seq;
+  // dqkv [b s, 3d], dcontext [b s, d], one example's dscores and probs
+  // [heads, s, s] each.
+  return 4 * batch * seq * width + 2 * heads * seq * seq;
 }
 
 void KernelApi::attentionGrad(StreamId s, const AttentionGradCall &c) {
@@ -72,6 +82,7 @@ void KernelApi::attentionGrad(StreamId s, const AttentionGradCall &c) {
   float *dqkv = c.scratch;
   float *dctx = at(c.scratch, 3 * batch * seq * d);
   float *dscores = at(c.scratch, 4 * batch * seq * d);
+  float *probs = at(dscores, heads * seq * seq);
   GemmBatch g; // dcontext = dy wo^T
   g.transB = true;
   g.m = batch * seq, g.n = d, g.k = d;
@@ -87,9 +98,19 @@ void KernelApi::attentionGrad(StreamId s, const AttentionGradCall &c) {
     columnSums(s, c.dy, c.doutBias, batch * seq, d);
   for (int64_t e = 0; e < batch; ++e) {
     const float *q = at(c.qkv, e * seq * 3 * d);
-    const float *p = at(c.probs, e * heads * seq * seq);
     const float *dc = at(static_cast<const float *>(dctx), e * seq * d);
     float *dq = at(dqkv, e * seq * 3 * d);
+    GemmBatch scores; // the forward's scores again, then its probabilities
+    scores.transB = true;
+    scores.m = seq, scores.n = seq, scores.k = dh, scores.alpha = alpha;
+    scores.a = q, scores.lda = 3 * d, scores.strideA = dh;
+    scores.b = at(q, d), scores.ldb = 3 * d, scores.strideB = dh;
+    scores.c = probs, scores.ldc = seq, scores.strideC = seq * seq;
+    scores.count = heads;
+    gemm(s, scores);
+    softmaxFromLse(s, probs, at(c.lse, e * heads * seq), probs, heads * seq,
+                   seq, c.causal ? seq : 0);
+    const float *p = probs;
     GemmBatch dp; // dprobs_h = dcontext_h v_h^T
     dp.transB = true;
     dp.m = seq, dp.n = seq, dp.k = dh, dp.count = heads;

@@ -8,15 +8,14 @@
 // (independent dependency chains, and a smaller rounding error than one running
 // sum) and, for the losses and layer norm's mean, double precision.
 //
-// Attention's backward never materializes a [seq, seq] gradient: the softmax
-// row term sum_j P_ij dP_ij equals dContext_i . context_i, so dP and dScores
-// are produced one fixed-size tile at a time, on the stack.
+// Attention is in CpuAttention.cpp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/kernels/CpuKernels.h"
 #include "gpipe/runtime/kernels/BlasLibrary.h"
 
+#include "kernels/CpuLinearAlgebra.h"
 #include "kernels/CpuVectorMath.h"
 
 #include <cblas.h>
@@ -28,75 +27,14 @@
 
 using namespace gpipe::runtime;
 using namespace gpipe::runtime::cpu::simd;
+using gpipe::runtime::cpu::linalg::dot;
+using gpipe::runtime::cpu::linalg::gemm;
 
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// Row-major sgemm: C = alpha op(A) op(B) + beta C, with op(A) [m, k] and
-/// op(B) [k, n], through the process's BLAS (BlasLibrary.h); sizes are
-/// CBLAS's 32-bit ints.
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          float alpha, const float *a, int64_t lda, const float *b,
-          int64_t ldb, float beta, float *c, int64_t ldc) {
-  if (m == 0 || n == 0)
-    return;
-  cpu::blas().sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-                    transB ? CblasTrans : CblasNoTrans, int(m), int(n), int(k),
-                    alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
-
-/// Multiply-adds under which a product runs on one thread.
-constexpr int64_t kSplitWork = int64_t(1) << 18;
-
-/// `parallel` over [0, n), or the caller alone without one.
-void forRange(const cpu::ParallelFor &parallel, int64_t n, int64_t grain,
-              const std::function<void(int64_t, int64_t)> &body) {
-  if (parallel)
-    parallel(n, grain, body);
-  else if (n > 0)
-    body(0, n);
-}
-
-/// gemm with C's rows (or columns, where there are more) split by
-/// `parallel`: each element is the same dot product over k.
-void gemmSplit(const cpu::ParallelFor &parallel, bool transA, bool transB,
-               int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-               int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-               int64_t ldc) {
-  // Rows only, in whole cpu::kBlasRowGrain parts: the bits of one call.
-  if (!parallel || m * n * k < kSplitWork || m < 2 * cpu::kBlasRowGrain) {
-    gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return;
-  }
-  parallel(m, cpu::kBlasRowGrain, [&](int64_t r0, int64_t r1) {
-    gemm(transA, transB, r1 - r0, n, k, alpha, transA ? a + r0 : a + r0 * lda,
-         lda, b, ldb, beta, c + r0 * ldc, ldc);
-  });
-}
-
-/// Copies `bias` [cols] into every row of y [rows, cols] (nothing for a null
-/// bias): a GEMM with beta = 1 then adds onto it.
-void seedRows(const float *bias, float *y, int64_t rows, int64_t cols) {
-  if (bias)
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(y + r * cols, bias, cols * sizeof(float));
-}
-
-/// sums[c] += sum over rows of x[r, c], rows in order, each column on one
-/// thread: the bits do not depend on the thread count.
-void addColumnSums(const cpu::ParallelFor &parallel, const float *x,
-                   float *sums, int64_t rows, int64_t cols) {
-  forRange(parallel, cols, 64, [&](int64_t c0, int64_t c1) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float *row = x + r * cols;
-      for (int64_t c = c0; c < c1; ++c)
-        sums[c] += row[c];
-    }
-  });
-}
 
 /// Number of partial sums of the reductions below: enough independent chains
 /// to hide the add latency, and the inner loop vectorizes as one register.
@@ -113,21 +51,6 @@ double sumAsDouble(const float *x, int64_t n) {
   double total = 0.0;
   for (; i < n; ++i)
     total += x[i];
-  for (int64_t l = 0; l < kLanes; ++l)
-    total += acc[l];
-  return total;
-}
-
-/// Dot product of x[0, n) and y[0, n).
-float dot(const float *x, const float *y, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l)
-      acc[l] += x[i + l] * y[i + l];
-  float total = 0.0f;
-  for (; i < n; ++i)
-    total += x[i] * y[i];
   for (int64_t l = 0; l < kLanes; ++l)
     total += acc[l];
   return total;
@@ -168,16 +91,9 @@ float maxOf(const float *x, int64_t n) {
   return m;
 }
 
-/// acc += e four lanes at a time, in e's lane order: softmax's sum has the
-/// same bits on eight lanes as on four.
-GPIPE_VECTOR_INLINE void addInFours(Float4 &acc, Float4 e) { acc += e; }
 // Float8 stays inside the inlined kernels (CpuVectorMath.h); GCC reports
 // the ABI note where it emits the lambdas, at the end of the file.
 #pragma GCC diagnostic ignored "-Wpsabi"
-GPIPE_VECTOR_INLINE void addInFours(Float4 &acc, Float8 e) {
-  acc += __builtin_shufflevector(e, e, 0, 1, 2, 3);
-  acc += __builtin_shufflevector(e, e, 4, 5, 6, 7);
-}
 
 /// y[0, n) = softmax(x[0, n)), max-shifted; x and y may be the same buffer.
 /// Returns log(sum(exp(x - max))) + max, the log-partition of the row.
@@ -205,71 +121,6 @@ GPIPE_AVX2 float softmaxRowAvx2(const float *x, float *y, int64_t n) {
 }
 #endif
 
-/// Attention's probabilities, in place: row i of p [rows, seq] becomes the
-/// softmax of its first n = seq entries (n = i + 1 when causal: the keys it
-/// sees) and zeros after them. As softmaxRowOn without the log-partition,
-/// and the lanes of a block past n count as -inf (an exact 0 after exp)
-/// instead of a partial load: the same bits without a memcpy per row.
-template <class F>
-GPIPE_VECTOR_INLINE void attentionSoftmaxOn(float *p, int64_t rows,
-                                            int64_t firstRow, int64_t seq,
-                                            bool causal) {
-  using I = typename IntOf<F>::type;
-  constexpr int64_t kL = kLanesOf<F>;
-  const float inf = std::numeric_limits<float>::infinity();
-  I lane;
-  for (int64_t l = 0; l < kL; ++l)
-    lane[l] = int32_t(l);
-  for (int64_t r = 0; r < rows; ++r) {
-    float *row = p + r * seq;
-    const int64_t n = causal ? std::min(firstRow + r + 1, seq) : seq;
-    auto block = [&](int64_t j) GPIPE_LAMBDA_INLINE {
-      F v = j + kL <= seq ? load<F>(row + j, kL)
-                          : load<F>(row + j, seq - j, -inf);
-      return lane + int32_t(j) < int32_t(n) ? v : F{} - inf;
-    };
-    auto put = [&](int64_t j, F v) GPIPE_LAMBDA_INLINE {
-      store<F>(row + j, v, j + kL <= seq ? kL : seq - j);
-    };
-    F top = F{} - inf;
-    for (int64_t j = 0; j < n; j += kL) {
-      F v = block(j);
-      top = v > top ? v : top;
-    }
-    float m = -inf;
-    for (int64_t l = 0; l < kL; ++l)
-      m = top[l] > m ? top[l] : m;
-    Float4 acc = {};
-    for (int64_t j = 0; j < n; j += kL) {
-      F e = fastExp(block(j) - m);
-      addInFours(acc, e);
-      put(j, e);
-    }
-    float inv = 1.0f / ((acc[0] + acc[1]) + (acc[2] + acc[3]));
-    int64_t j = 0;
-    for (; j < n; j += kL)
-      put(j, load<F>(row + j, std::min(kL, seq - j)) * inv);
-    for (; j < seq; ++j)
-      row[j] = 0.0f;
-  }
-}
-
-#if defined(GPIPE_AVX2)
-GPIPE_AVX2 void attentionSoftmaxAvx2(float *p, int64_t rows, int64_t firstRow,
-                                     int64_t seq, bool causal) {
-  attentionSoftmaxOn<Float8>(p, rows, firstRow, seq, causal);
-}
-#endif
-
-void attentionSoftmax(float *p, int64_t rows, int64_t firstRow, int64_t seq,
-                      bool causal) {
-#if defined(GPIPE_AVX2)
-  if (hasAvx2())
-    return attentionSoftmaxAvx2(p, rows, firstRow, seq, causal);
-#endif
-  attentionSoftmaxOn<Float4>(p, rows, firstRow, seq, causal);
-}
-
 /// softmaxRowOn on eight lanes where the CPU has AVX2 (the same bits).
 float softmaxRow(const float *x, float *y, int64_t n) {
 #if defined(GPIPE_AVX2)
@@ -278,13 +129,6 @@ float softmaxRow(const float *x, float *y, int64_t n) {
 #endif
   return softmaxRowOn<Float4>(x, y, n);
 }
-
-//===-- attention tiling ---------------------------------------------------===//
-
-/// Tile of the [seq, seq] score gradient that attention's backward holds at a
-/// time (64 KiB of stack), and the row block of the causal forward.
-constexpr int64_t kTileRows = 64;
-constexpr int64_t kTileCols = 256;
 
 } // namespace
 
@@ -437,156 +281,6 @@ void cpu::embeddingBackward(const int32_t *ids, const float *dy,
     for (int64_t j = 0; j < width; ++j)
       row[j] += dyr[j];
   }
-}
-
-//===-- attention ----------------------------------------------------------===//
-
-void cpu::attentionForward(const float *x, const float *wqkv, const float *wo,
-                           const float *qkvBias, const float *outBias, float *y,
-                           float *qkv, float *probs, float *context,
-                           int64_t batch, int64_t seq, int64_t width,
-                           int64_t heads, bool causal,
-                           const ParallelFor &parallel) {
-  const int64_t tokens = batch * seq;
-  const int64_t ldQkv = 3 * width;
-  const int64_t dh = width / heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-
-  // As dense: the bias seeds qkv, which the GEMM adds onto (beta = 1).
-  seedRows(qkvBias, qkv, tokens, ldQkv);
-  gemmSplit(parallel, false, false, tokens, ldQkv, width, 1.0f, x, width, wqkv,
-            ldQkv, qkvBias ? 1.0f : 0.0f, qkv, ldQkv);
-
-  // Each (sequence, head) pair writes its own probabilities and context.
-  forRange(parallel, batch * heads, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t bh = begin; bh < end; ++bh) {
-      const int64_t b = bh / heads, h = bh % heads;
-      const float *q = qkv + b * seq * ldQkv + h * dh;
-      const float *k = q + width;
-      const float *v = q + 2 * width;
-      float *p = probs + (b * heads + h) * seq * seq;
-      float *c = context + b * seq * width + h * dh;
-      if (!causal) {
-        gemm(false, true, seq, seq, dh, scale, q, ldQkv, k, ldQkv, 0.0f, p,
-             seq);
-        attentionSoftmax(p, seq, 0, seq, false);
-        gemm(false, false, seq, dh, seq, 1.0f, p, seq, v, ldQkv, 0.0f, c,
-             width);
-        continue;
-      }
-      // Causal: a block of rows [i0, i1) only sees keys [0, i1), which skips
-      // about half of both products.
-      for (int64_t i0 = 0; i0 < seq; i0 += kTileRows) {
-        int64_t i1 = std::min(i0 + kTileRows, seq);
-        float *pBlock = p + i0 * seq;
-        gemm(false, true, i1 - i0, i1, dh, scale, q + i0 * ldQkv, ldQkv, k,
-             ldQkv, 0.0f, pBlock, seq);
-        attentionSoftmax(pBlock, i1 - i0, i0, seq, true);
-        gemm(false, false, i1 - i0, dh, i1, 1.0f, pBlock, seq, v, ldQkv, 0.0f,
-             c + i0 * width, width);
-      }
-    }
-  });
-
-  seedRows(outBias, y, tokens, width);
-  gemmSplit(parallel, false, false, tokens, width, width, 1.0f, context, width,
-            wo, width, outBias ? 1.0f : 0.0f, y, width);
-}
-
-void cpu::attentionBackward(const float *dy, const float *x, const float *wqkv,
-                            const float *wo, const float *qkv,
-                            const float *probs, const float *context, float *dx,
-                            float *dwqkv, float *dwo, float *dqkvBias,
-                            float *doutBias, float *scratch, int64_t batch,
-                            int64_t seq, int64_t width, int64_t heads,
-                            bool causal, const ParallelFor &parallel) {
-  const int64_t tokens = batch * seq;
-  const int64_t ldQkv = 3 * width;
-  const int64_t dh = width / heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-
-  if (dwo)
-    gemmSplit(parallel, true, false, width, width, tokens, 1.0f, context, width,
-              dy, width, 1.0f, dwo, width);
-  if (doutBias)
-    addColumnSums(parallel, dy, doutBias, tokens, width);
-  if (!dx && !dwqkv && !dqkvBias)
-    return;
-
-  float *dqkv = scratch;
-  float *dcontext = scratch + tokens * ldQkv;
-  gemmSplit(parallel, false, true, tokens, width, width, 1.0f, dy, width, wo,
-            width, 0.0f, dcontext, width);
-  // dq and dk accumulate over tiles of keys and queries.
-  std::fill(dqkv, dqkv + tokens * ldQkv, 0.0f);
-
-  // Each (sequence, head) pair writes only its own columns of dqkv.
-  forRange(parallel, batch * heads, 1, [&](int64_t begin, int64_t end) {
-    float tile[kTileRows * kTileCols];
-    float rowTerm[kTileRows];
-    for (int64_t bh = begin; bh < end; ++bh) {
-      const int64_t b = bh / heads, h = bh % heads;
-      const float *q = qkv + b * seq * ldQkv + h * dh;
-      const float *k = q + width;
-      const float *v = q + 2 * width;
-      float *dq = dqkv + b * seq * ldQkv + h * dh;
-      float *dk = dq + width;
-      float *dv = dq + 2 * width;
-      const float *p = probs + (b * heads + h) * seq * seq;
-      const float *c = context + b * seq * width + h * dh;
-      const float *dc = dcontext + b * seq * width + h * dh;
-
-      // dv = p^T dc. Causal: row j of dv only gets queries i >= j.
-      if (!causal) {
-        gemm(true, false, seq, dh, seq, 1.0f, p, seq, dc, width, 0.0f, dv,
-             ldQkv);
-      } else {
-        for (int64_t j0 = 0; j0 < seq; j0 += kTileRows) {
-          int64_t j1 = std::min(j0 + kTileRows, seq);
-          gemm(true, false, j1 - j0, dh, seq - j0, 1.0f, p + j0 * seq + j0,
-               seq, dc + j0 * width, width, 0.0f, dv + j0 * ldQkv, ldQkv);
-        }
-      }
-
-      for (int64_t i0 = 0; i0 < seq; i0 += kTileRows) {
-        int64_t i1 = std::min(i0 + kTileRows, seq);
-        int64_t rows = i1 - i0;
-        // sum_j p_ij dp_ij = dc_i . c_i, since c_i = sum_j p_ij v_j.
-        for (int64_t i = 0; i < rows; ++i)
-          rowTerm[i] = dot(dc + (i0 + i) * width, c + (i0 + i) * width, dh);
-        int64_t keyEnd = causal ? i1 : seq;
-        for (int64_t j0 = 0; j0 < keyEnd; j0 += kTileCols) {
-          int64_t j1 = std::min(j0 + kTileCols, keyEnd);
-          int64_t cols = j1 - j0;
-          // tile = dp = dc v^T, then the scaled score gradient
-          // scale * p (dp - rowTerm); masked probabilities are 0, so are their
-          // gradients.
-          gemm(false, true, rows, cols, dh, 1.0f, dc + i0 * width, width,
-               v + j0 * ldQkv, ldQkv, 0.0f, tile, cols);
-          for (int64_t i = 0; i < rows; ++i) {
-            const float *pRow = p + (i0 + i) * seq + j0;
-            float *tRow = tile + i * cols;
-            float term = rowTerm[i];
-            for (int64_t j = 0; j < cols; ++j)
-              tRow[j] = scale * pRow[j] * (tRow[j] - term);
-          }
-          gemm(false, false, rows, dh, cols, 1.0f, tile, cols, k + j0 * ldQkv,
-               ldQkv, 1.0f, dq + i0 * ldQkv, ldQkv);
-          gemm(true, false, cols, dh, rows, 1.0f, tile, cols, q + i0 * ldQkv,
-               ldQkv, 1.0f, dk + j0 * ldQkv, ldQkv);
-        }
-      }
-    }
-  });
-
-  if (dx)
-    gemmSplit(parallel, false, true, tokens, width, ldQkv, 1.0f, dqkv, ldQkv,
-              wqkv, ldQkv, 0.0f, dx, width);
-  if (dwqkv)
-    gemmSplit(parallel, true, false, width, ldQkv, tokens, 1.0f, x, width, dqkv,
-              ldQkv, 1.0f, dwqkv, ldQkv);
-  if (dqkvBias)
-    addColumnSums(parallel, dqkv, dqkvBias, tokens, ldQkv);
 }
 
 //===-- losses -------------------------------------------------------------===//

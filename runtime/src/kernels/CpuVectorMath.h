@@ -104,6 +104,14 @@ GPIPE_VECTOR_INLINE void forEachBlock4(int64_t n, Body body) {
   forEachBlock<Float4>(n, body);
 }
 
+/// acc += e four lanes at a time, in e's lane order: a sum has the same
+/// bits on eight lanes as on four.
+GPIPE_VECTOR_INLINE void addInFours(Float4 &acc, Float4 e) { acc += e; }
+GPIPE_VECTOR_INLINE void addInFours(Float4 &acc, Float8 e) {
+  acc += __builtin_shufflevector(e, e, 0, 1, 2, 3);
+  acc += __builtin_shufflevector(e, e, 4, 5, 6, 7);
+}
+
 /// exp(x): 2^n * p(r) with x = n ln2 + r, |r| <= ln2 / 2. Underflows to 0
 /// below ln(2^-126) (so exp(-inf) = 0); saturates at exp(88.37) (callers
 /// never go that high); NaN stays NaN, so that a diverging run shows.

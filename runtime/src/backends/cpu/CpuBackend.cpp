@@ -641,18 +641,22 @@ void CpuBackend::attention(StreamId s, const AttentionCall &c) {
   IntraOpPool *pool = poolOf(s);
   enqueue(s, [c, pool] {
     cpu::attentionForward(c.x, c.wqkv, c.wo, c.qkvBias, c.outBias, c.y, c.qkv,
-                          c.probs, c.context, c.batch, c.seq, c.width, c.heads,
+                          c.lse, c.context, c.batch, c.seq, c.width, c.heads,
                           c.causal, parallelOn(pool));
   });
 }
 void CpuBackend::attentionGrad(StreamId s, const AttentionGradCall &c) {
   IntraOpPool *pool = poolOf(s);
   enqueue(s, [c, pool] {
-    cpu::attentionBackward(c.dy, c.x, c.wqkv, c.wo, c.qkv, c.probs, c.context,
+    cpu::attentionBackward(c.dy, c.x, c.wqkv, c.wo, c.qkv, c.lse, c.context,
                            c.dx, c.dwqkv, c.dwo, c.dqkvBias, c.doutBias,
                            c.scratch, c.batch, c.seq, c.width, c.heads,
                            c.causal, parallelOn(pool));
   });
+}
+int64_t CpuBackend::attentionScratch(int64_t, int64_t, int64_t,
+                                     int64_t) const {
+  return 0; // its tiles are on the stack (CpuAttention.cpp)
 }
 int64_t CpuBackend::attentionGradScratch(int64_t batch, int64_t seq,
                                          int64_t width, int64_t) const {

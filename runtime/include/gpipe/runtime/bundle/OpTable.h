@@ -103,7 +103,9 @@ inline std::optional<OpKind> opKindNamed(std::string_view name) {
 
 /// The buffers a forward op saves with its result for its gradient op, in
 /// bytes, for a first operand of shape `shape` (`rank` dimensions): layer
-/// norm's mean and rstd per row; attention's qkv, probabilities and context;
+/// norm's mean and rstd per row; attention's qkv, each query row's
+/// log-sum-exp of its scores (the backward recomputes the probabilities from
+/// it, as FlashAttention does: O(seq) per head, not O(seq^2)) and context;
 /// dropout's mask (a byte per element); cross-entropy's softmax; batch
 /// norm's mean and rstd per channel and its gradient's two column sums. The
 /// compiler's memory plan and every executor size them here.
@@ -134,7 +136,7 @@ inline SavedState savedStateOf(OpKind kind, const int64_t *shape, size_t rank,
     int64_t b = shape[0], s = shape[1], d = shape[2];
     state.count = 3;
     state.bytes[0] = b * s * 3 * d * 4;
-    state.bytes[1] = b * heads * s * s * 4;
+    state.bytes[1] = b * heads * s * 4;
     state.bytes[2] = b * s * d * 4;
     break;
   }

@@ -99,20 +99,22 @@ using ParallelFor = std::function<void(
 /// d / heads); wo[d, d]; qkvBias[3d] and outBias[d] added to the two
 /// projections (null: none). Scores are q k^T / sqrt(d / heads); with
 /// `causal`, position i attends to positions <= i. Saves qkv[b, s, 3d] (with
-/// its bias), probs[b, heads, s, s] and context[b, s, d] (the concatenated
-/// heads before the output projection).
+/// its bias), lse[b, heads, s] (the log-sum-exp of each query's scores) and
+/// context[b, s, d] (the concatenated heads before the output projection).
+/// Fused as FlashAttention-2 (CpuAttention.cpp): no [s, s] buffer.
 void attentionForward(const float *x, const float *wqkv, const float *wo,
                       const float *qkvBias, const float *outBias, float *y,
-                      float *qkv, float *probs, float *context, int64_t batch,
+                      float *qkv, float *lse, float *context, int64_t batch,
                       int64_t seq, int64_t width, int64_t heads, bool causal,
                       const ParallelFor &parallel = {});
 /// Needs `scratch` of 3 * batch * seq * width + batch * seq * width floats.
 /// dqkvBias and doutBias (null: none) accumulate the column sums of dqkv and
-/// dy. With `parallel`, both split their products by rows (kBlasRowGrain)
+/// dy. The probabilities are recomputed from the scores and lse, a tile at a
+/// time. With `parallel`, both split their products by rows (kBlasRowGrain)
 /// and the heads of each sequence over the threads; every element is still
 /// computed by one thread in the same order, so the bits do not change.
 void attentionBackward(const float *dy, const float *x, const float *wqkv,
-                       const float *wo, const float *qkv, const float *probs,
+                       const float *wo, const float *qkv, const float *lse,
                        const float *context, float *dx, float *dwqkv,
                        float *dwo, float *dqkvBias, float *doutBias,
                        float *scratch, int64_t batch, int64_t seq,

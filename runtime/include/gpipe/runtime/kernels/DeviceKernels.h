@@ -277,13 +277,25 @@ template <class F> inline void runRowOnHost(const F &f, int64_t row) {
     f.finish(row, l, done);
 }
 
-/// Softmax of each row, max-shifted. With causalSeq > 0, row r only sees
-/// columns [0, r % causalSeq] and the rest get probability 0. x and y may be
-/// the same buffer. A NaN the row sees makes the whole row NaN (see rowMax).
+/// The columns row r sees: all `cols`, or with causalSeq > 0 (attention's
+/// mask) [0, r % causalSeq].
+GPIPE_HD inline int64_t visibleColumns(int64_t r, int64_t cols,
+                                       int64_t causalSeq) {
+  if (causalSeq <= 0)
+    return cols;
+  int64_t seen = r % causalSeq + 1;
+  return seen < cols ? seen : cols;
+}
+
+/// Softmax of each row, max-shifted, over the columns it sees
+/// (visibleColumns); the rest get probability 0. x and y may be the same
+/// buffer. A NaN the row sees makes the whole row NaN (see rowMax). With
+/// `lse`, lse[r] = max + log(sum of exp(x - max)), the row's log-sum-exp.
 struct Softmax {
   const float *x;
   float *y;
   int64_t cols, causalSeq;
+  float *lse = nullptr;
 
   using Value = float;
   static constexpr int kPasses = 2; // the max, then the sum of exponentials
@@ -291,10 +303,7 @@ struct Softmax {
     return pass == 0 ? Combine::Max : Combine::Sum;
   }
   GPIPE_HD int64_t visible(int64_t r) const {
-    if (causalSeq <= 0)
-      return cols;
-    int64_t seen = r % causalSeq + 1;
-    return seen < cols ? seen : cols;
+    return visibleColumns(r, cols, causalSeq);
   }
   GPIPE_HD float partial(int pass, int64_t r, int lane,
                          const float *done) const {
@@ -318,6 +327,22 @@ struct Softmax {
     const float inv = 1.0f / done[1];
     for (int64_t j = lane; j < cols; j += kRowLanes)
       yr[j] = j < n ? ::expf(xr[j] - done[0]) * inv : 0.0f;
+    if (lse && lane == 0)
+      lse[r] = done[0] + ::logf(done[1]);
+  }
+};
+
+/// y = exp(x - lse[row]) where the row sees the column (visibleColumns),
+/// else 0: Softmax's probabilities again from its saved log-sum-exp. y may
+/// be x.
+struct SoftmaxFromLse {
+  const float *x, *lse;
+  float *y;
+  int64_t cols, causalSeq;
+  GPIPE_HD void operator()(int64_t i) const {
+    const int64_t r = i / cols, j = i % cols;
+    y[i] = j < visibleColumns(r, cols, causalSeq) ? ::expf(x[i] - lse[r])
+                                                  : 0.0f;
   }
 };
 

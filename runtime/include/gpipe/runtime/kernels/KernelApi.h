@@ -53,24 +53,27 @@ struct GemmBatch {
 };
 
 /// Multi-head self-attention of x[batch, seq, width] (CpuKernels.h's
-/// attentionForward): saves qkv (with its bias), probs and context for the
-/// gradient. qkvBias [3 width] and outBias [width] are added to the two
-/// projections; null: no bias.
+/// attentionForward): saves qkv (with its bias), lse [batch, heads, seq] (the
+/// log-sum-exp of each query's scores) and context for the gradient.
+/// qkvBias [3 width] and outBias [width] are added to the two projections;
+/// null: no bias. `scratch` holds attentionScratch(...) floats.
 struct AttentionCall {
   const float *x = nullptr, *wqkv = nullptr, *wo = nullptr;
   const float *qkvBias = nullptr, *outBias = nullptr;
-  float *y = nullptr, *qkv = nullptr, *probs = nullptr, *context = nullptr;
+  float *y = nullptr, *qkv = nullptr, *lse = nullptr, *context = nullptr;
+  float *scratch = nullptr;
   int64_t batch = 0, seq = 0, width = 0, heads = 1;
   bool causal = false;
 };
 
 /// Its gradient: dx (overwritten; may be null), dwqkv and dwo (accumulate),
-/// from dy and the forward's saved qkv, probs and context; dqkvBias and
-/// doutBias (accumulate the column sums of dqkv and dy; null: no bias);
-/// `scratch` holds attentionGradScratch(...) floats.
+/// from dy and the forward's saved qkv, lse and context (the probabilities
+/// are recomputed from the scores and lse); dqkvBias and doutBias
+/// (accumulate the column sums of dqkv and dy; null: no bias); `scratch`
+/// holds attentionGradScratch(...) floats.
 struct AttentionGradCall {
   const float *dy = nullptr, *x = nullptr, *wqkv = nullptr, *wo = nullptr;
-  const float *qkv = nullptr, *probs = nullptr, *context = nullptr;
+  const float *qkv = nullptr, *lse = nullptr, *context = nullptr;
   float *dx = nullptr, *dwqkv = nullptr, *dwo = nullptr, *scratch = nullptr;
   float *dqkvBias = nullptr, *doutBias = nullptr;
   int64_t batch = 0, seq = 0, width = 0, heads = 1;
@@ -135,6 +138,17 @@ public:
   /// and column j > r % causalSeq gets probability 0 (attention's mask).
   virtual void softmax(StreamId s, const float *x, float *y, int64_t rows,
                        int64_t cols, int64_t causalSeq) = 0;
+  /// softmax, and lse[r] = log(sum of exp(x[r, j]) over the columns row r
+  /// sees), max-shifted: attention saves it instead of the probabilities.
+  virtual void softmaxWithLse(StreamId s, const float *x, float *y,
+                              float *lse, int64_t rows, int64_t cols,
+                              int64_t causalSeq) = 0;
+  /// y[r, j] = exp(x[r, j] - lse[r]) where row r sees column j (as softmax's
+  /// causalSeq), else 0: softmaxWithLse's probabilities again, from the
+  /// scores and the saved lse. y may alias x.
+  virtual void softmaxFromLse(StreamId s, const float *x, const float *lse,
+                              float *y, int64_t rows, int64_t cols,
+                              int64_t causalSeq) = 0;
   /// dx = y (dy - sum(dy y)) per row; dx may alias dy.
   virtual void softmaxGrad(StreamId s, const float *y, const float *dy,
                            float *dx, int64_t rows, int64_t cols) = 0;
@@ -254,9 +268,13 @@ public:
                                  int64_t channels) = 0;
 
   //===-- attention: by default composed of gemm and softmax above; a backend
-  //     with a fused kernel overrides all three -------------------------===//
+  //     with a fused kernel overrides all four ------------------------===//
   virtual void attention(StreamId s, const AttentionCall &call);
   virtual void attentionGrad(StreamId s, const AttentionGradCall &call);
+  /// Floats of scratch attention needs (the composed one: an example's
+  /// scores, heads x seq x seq; a fused kernel: none).
+  virtual int64_t attentionScratch(int64_t batch, int64_t seq, int64_t width,
+                                   int64_t heads) const;
   /// Floats of scratch attentionGrad needs.
   virtual int64_t attentionGradScratch(int64_t batch, int64_t seq,
                                        int64_t width, int64_t heads) const;

@@ -104,6 +104,17 @@ public:
     if (cols > 0)
       launchRows(s, rows, kernels::Softmax{x, y, cols, causalSeq});
   }
+  void softmaxWithLse(StreamId s, const float *x, float *y, float *lse,
+                      int64_t rows, int64_t cols,
+                      int64_t causalSeq) override {
+    if (cols > 0)
+      launchRows(s, rows, kernels::Softmax{x, y, cols, causalSeq, lse});
+  }
+  void softmaxFromLse(StreamId s, const float *x, const float *lse, float *y,
+                      int64_t rows, int64_t cols,
+                      int64_t causalSeq) override {
+    launch(s, rows * cols, kernels::SoftmaxFromLse{x, lse, y, cols, causalSeq});
+  }
   void softmaxGrad(StreamId s, const float *y, const float *dy, float *dx,
                    int64_t rows, int64_t cols) override {
     if (cols > 0)

@@ -181,6 +181,8 @@ public:
                      int64_t step) override;
   void attention(StreamId s, const AttentionCall &call) override;
   void attentionGrad(StreamId s, const AttentionGradCall &call) override;
+  int64_t attentionScratch(int64_t batch, int64_t seq, int64_t width,
+                           int64_t heads) const override;
   int64_t attentionGradScratch(int64_t batch, int64_t seq, int64_t width,
                                int64_t heads) const override;
   /// Split over the device's threads as relu is: element-wise code runs
