@@ -456,7 +456,8 @@ gpipe::onnx_import::reshaped(const std::vector<int64_t> &from,
                              bool allowZero) {
   int64_t total = 1, known = 1, infer = -1;
   for (int64_t d : from)
-    total *= d;
+    if (__builtin_mul_overflow(total, d, &total))
+      return {}; // no tensor has that many elements
   std::vector<int64_t> shape = target;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0 && !allowZero) {

@@ -141,6 +141,9 @@ TEST(CpuBackendThreads, KernelsGiveTheBitsOfOneThread) {
   std::vector<int32_t> ids(rows);
   for (int64_t r = 0; r < rows; ++r)
     ids[r] = int32_t((r * 11 + 5) % vocab);
+  OptimizerConfig adam;
+  adam.kind = OptimizerKind::Adam;
+  const StepScalars firstStep = stepScalarsOf(adam, 1); // read at run time
   auto kernels = [&](CpuBackend &b, StreamId s, Outputs &out) {
     b.embedding(s, ids.data(), table.data(), out.add(n).data(), rows, cols);
     b.relu(s, x.data(), out.add(n).data(), n);
@@ -191,12 +194,10 @@ TEST(CpuBackendThreads, KernelsGiveTheBitsOfOneThread) {
     auto *mask = reinterpret_cast<uint8_t *>(maskBytes.data());
     b.dropout(s, x.data(), masked.data(), mask, rows, cols, 0.25f, 7, 3, 11);
     b.dropoutGrad(s, mask, dy.data(), out.add(n).data(), n, 0.25f);
-    OptimizerConfig adam;
-    adam.kind = OptimizerKind::Adam;
     std::vector<float> &params = out.add(n), &m = out.add(n), &v = out.add(n);
     params = x;
     float *slots[2] = {m.data(), v.data()};
-    b.optimizerStep(s, adam, params.data(), dy.data(), slots, n, 1);
+    b.optimizerStep(s, adam, params.data(), dy.data(), slots, n, &firstStep);
   };
   Outputs one = runOn(1, kernels), three = runOn(3, kernels);
   ASSERT_EQ(one.buffers.size(), three.buffers.size());

@@ -58,8 +58,9 @@ std::vector<float> firstMomentAfterStep(bool flushDenormals) {
   OptimizerConfig config;
   config.kind = OptimizerKind::Adam;
   float *slots[2] = {first.data(), second.data()};
+  const StepScalars step = stepScalarsOf(config, 900);
   backend.optimizerStep(backend.computeStream(0), config, params.data(),
-                        grads.data(), slots, n, /*step=*/900);
+                        grads.data(), slots, n, &step);
   EXPECT_EQ(backend.synchronize(std::chrono::seconds(60)), "");
   return first;
 }

@@ -389,8 +389,9 @@ TEST(DeviceExecutor, StepsInterleaveTheStreams) {
 
 // Every input copy of a step reads the backend's staging memory (page-locked
 // on CUDA), not the caller's batch: on a GPU a copy from pageable memory
-// would stall the one thread that issues all devices' programs. Evaluation
-// on more rows than the training batch grows the staging.
+// would stall the one thread that issues all devices' programs. So does each
+// device's copy of the step's scalars (StepScalars). Evaluation on more rows
+// than the training batch grows the staging.
 TEST(DeviceExecutor, InputsAreCopiedFromStagingMemory) {
   const unsigned m = 4;
   auto executor =
@@ -401,7 +402,8 @@ TEST(DeviceExecutor, InputsAreCopiedFromStagingMemory) {
     StepResult step = executor->trainStep(batchOf(Model::Mlp, seed));
     ASSERT_TRUE(step.ok()) << step.error;
     EXPECT_EQ(backend.unstagedCopies(), 0);
-    EXPECT_EQ(backend.stagedCopies(), 2 * m) << "images and labels";
+    EXPECT_EQ(backend.stagedCopies(), 2 * m + 2)
+        << "images and labels, and the two devices' step scalars";
   }
   EvalResult eval =
       executor->evaluate(batchOf(Model::Mlp, 3 * kBatch, 9), 3 * kBatch);

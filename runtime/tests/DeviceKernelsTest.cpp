@@ -633,8 +633,9 @@ TEST(DeviceKernels, OptimizerStepMatchesApplyOptimizer) {
       ImmediateKernels k;
       for (int64_t step = 1; step <= 3; ++step) {
         Floats grads = randomFloats(rng, n);
+        const StepScalars scalars = stepScalarsOf(config, step);
         k.optimizerStep(kStream, config, params.data(), grads.data(),
-                        slotPtrs.data(), n, step);
+                        slotPtrs.data(), n, &scalars);
         applyOptimizer(config, paramsRef.data(), grads.data(),
                        slotRefPtrs.data(), n, step);
         std::string name = std::string(optimizerKindName(kind));
@@ -683,7 +684,7 @@ TEST(DeviceKernels, EmptyCallsLaunchNothingButTheLossMeans) {
   k.mseGrad(kStream, nullptr, nullptr, 1.0f, nullptr, 0);
   OptimizerConfig adam;
   adam.kind = OptimizerKind::Adam;
-  k.optimizerStep(kStream, adam, nullptr, nullptr, nullptr, 0, 1);
+  k.optimizerStep(kStream, adam, nullptr, nullptr, nullptr, 0, nullptr);
   EXPECT_EQ(k.launches, 0);
 
   float ce = -1.0f, mse = -1.0f;

@@ -77,3 +77,20 @@ TEST(HostBackend, WaitOnAnEventNeverRecordedIsAnError) {
             "device 1's compute stream waits for event 7, which was never "
             "recorded");
 }
+
+// An update reads its step's learning rate and gradient scale from device
+// memory when it runs, not when it is issued: what lets a captured step be
+// replayed with the next step's values.
+TEST(HostBackend, AnUpdateReadsItsStepScalarsWhenItRuns) {
+  HostBackend backend(1, 7);
+  std::vector<float> params(8, 1.0f), grads(8, 2.0f);
+  gpipe::runtime::StepScalars step;
+  step.learningRate = 1.0f;
+  gpipe::runtime::OptimizerConfig sgd; // Sgd
+  backend.optimizerStep(backend.computeStream(0), sgd, params.data(),
+                        grads.data(), nullptr, 8, &step);
+  step.learningRate = 0.25f, step.gradientScale = 0.5f;
+  ASSERT_EQ(backend.synchronize(std::chrono::seconds(10)), "");
+  for (float p : params)
+    EXPECT_EQ(p, 1.0f - 0.25f * (0.5f * 2.0f));
+}

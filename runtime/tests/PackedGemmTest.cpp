@@ -326,9 +326,10 @@ std::vector<float> productAfterAWait(CpuBackend &backend, const Operands &o,
                                      bool stepFirst) {
   const StreamId s0 = backend.computeStream(0), s1 = backend.computeStream(1);
   std::vector<float> param(16, 1.0f), grad(16, 1.0f);
+  const StepScalars step = stepScalarsOf(OptimizerConfig{}, 1);
   if (stepFirst)
     backend.optimizerStep(s1, OptimizerConfig{}, param.data(), grad.data(),
-                          nullptr, 16, 1);
+                          nullptr, 16, &step);
   backend.runInStreamOrder(s0, [&backend, panels, patience] {
     auto until = std::chrono::steady_clock::now() + patience;
     while (backend.panelsPackedAhead(1) < panels &&

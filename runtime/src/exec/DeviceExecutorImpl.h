@@ -362,6 +362,10 @@ struct DeviceExecutor::Impl {
   char *scratchBuffer(unsigned device, int64_t bytes);
   /// At least `bytes` of workspace on `device` (kept for later steps).
   std::string reserveWorkspace(unsigned device, int64_t bytes);
+  /// Copies this step's StepScalars under `optimizer` into `device`'s memory
+  /// on stream `s` (allocated at the first step); the updates read them.
+  std::string writeStepScalars(unsigned device, StreamId s,
+                               const OptimizerConfig &optimizer);
   /// The first mismatch between the program and the compiler's placement.
   std::string placementError;
   /// Per device, room for kernels that need more scratch than the plan's.
@@ -430,6 +434,13 @@ struct DeviceExecutor::Impl {
   /// each device's gate (device memory, allocated at the first use).
   DeviceGating *decidingGating = nullptr;
   std::vector<StepGate *> gates;
+  /// Each device's StepScalars (device memory, allocated at the first step)
+  /// and the host values they are copied from (staging memory, or
+  /// ownStepScalars), written as each step issues its updates and read by
+  /// the copy before the step's synchronize.
+  std::vector<StepScalars *> stepScalars;
+  StepScalars *hostStepScalars = nullptr;
+  std::vector<StepScalars> ownStepScalars;
   /// Where the devices decide and the guard is on: per device, the
   /// kUpdated* flags of each parameter of paramsOf[d] that its update
   /// raises (device memory), and their host copy (the check after the

@@ -72,6 +72,39 @@ char *DeviceExecutor::Impl::scratchBuffer(unsigned device, int64_t bytes) {
   return run.base ? run.base + buffers.scratch[index]->offset : nullptr;
 }
 
+std::string
+DeviceExecutor::Impl::writeStepScalars(unsigned device, StreamId s,
+                                       const OptimizerConfig &optimizer) {
+  if (issue != backend.get())
+    return {}; // the dry run needs no memory
+  const unsigned numDevices = bundle.numDevices();
+  if (stepScalars.empty()) {
+    // Copied from staging memory, as the inputs (page-locked on CUDA);
+    // backends without it copy from the executor's own.
+    void *staged = nullptr;
+    std::string error = backend->allocateStaging(
+        int64_t(numDevices * sizeof(StepScalars)), &staged);
+    if (!error.empty())
+      return "the step's learning rate and gradient scale: " + error;
+    ownStepScalars.resize(staged ? 0 : numDevices);
+    hostStepScalars = staged ? static_cast<StepScalars *>(staged)
+                             : ownStepScalars.data();
+    stepScalars.resize(numDevices, nullptr);
+  }
+  if (!stepScalars[device]) {
+    void *memory = nullptr;
+    std::string error =
+        backend->allocate(device, sizeof(StepScalars), &memory);
+    if (!error.empty())
+      return "the step's learning rate and gradient scale: " + error;
+    stepScalars[device] = static_cast<StepScalars *>(memory);
+  }
+  hostStepScalars[device] = stepScalarsOf(optimizer, steps + 1);
+  issue->copyToDevice(s, stepScalars[device], &hostStepScalars[device],
+                      sizeof(StepScalars));
+  return {};
+}
+
 std::string DeviceExecutor::Impl::reserveWorkspace(unsigned device,
                                                    int64_t bytes) {
   workspace.resize(bundle.numDevices(), nullptr);
@@ -249,6 +282,11 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
     }
     OptimizerConfig optimizer = config.optimizer;
     optimizer.gradientScale = gradientScale; // clipping
+    std::string error = writeStepScalars(device, s, optimizer);
+    if (!error.empty())
+      return error;
+    const StepScalars *scalars =
+        stepScalars.empty() ? nullptr : stepScalars[device];
     // Decided on the devices: each update reads its device's gate.
     const StepGate *gate = decidingGating ? gates[device] : nullptr;
     for (DeviceParameter *param : paramsOf[device]) {
@@ -258,10 +296,10 @@ std::string DeviceExecutor::Impl::issueInstr(unsigned device,
       if (gate)
         decidingGating->gatedOptimizerStep(
             s, optimizer, param->value, param->grad, param->slots, param->size,
-            steps + 1, gate, updatedFlagsOf(device, param));
+            scalars, gate, updatedFlagsOf(device, param));
       else
         issue->optimizerStep(s, optimizer, param->value, param->grad,
-                             param->slots, param->size, steps + 1);
+                             param->slots, param->size, scalars);
     }
     // Batch norms: once per mini-batch, from its micro-batches' sums.
     for (const DeviceRunningStatistics &stats : runningStatistics[device]) {

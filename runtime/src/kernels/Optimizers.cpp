@@ -88,14 +88,38 @@ float gpipe::runtime::clipScale(double norm, float maxNorm) {
   return scale >= 1.0 ? 1.0f : float(scale);
 }
 
+StepScalars gpipe::runtime::stepScalarsOf(const OptimizerConfig &config,
+                                          int64_t step) {
+  assert(step >= 1 && "optimizer steps count from 1");
+  StepScalars scalars;
+  scalars.learningRate = config.learningRate;
+  scalars.gradientScale = config.gradientScale;
+  if (config.kind == OptimizerKind::Adam ||
+      config.kind == OptimizerKind::AdamW) {
+    scalars.correction1 = static_cast<float>(
+        1.0 - std::pow(static_cast<double>(config.beta1),
+                       static_cast<double>(step)));
+    scalars.correction2 = static_cast<float>(
+        1.0 - std::pow(static_cast<double>(config.beta2),
+                       static_cast<double>(step)));
+  }
+  return scalars;
+}
+
 void gpipe::runtime::applyOptimizer(const OptimizerConfig &config,
                                     float *params, const float *grads,
                                     float *const *slots, int64_t n,
                                     int64_t step) {
-  assert(step >= 1 && "optimizer steps count from 1");
-  const float lr = config.learningRate;
+  applyOptimizer(config, stepScalarsOf(config, step), params, grads, slots, n);
+}
+
+void gpipe::runtime::applyOptimizer(const OptimizerConfig &config,
+                                    const StepScalars &scalars, float *params,
+                                    const float *grads, float *const *slots,
+                                    int64_t n) {
   assert(checkOptimizerConfig(config).empty() && "checkOptimizerConfig");
-  const float scale = config.gradientScale, l2 = config.weightDecay;
+  const float lr = scalars.learningRate;
+  const float scale = scalars.gradientScale, l2 = config.weightDecay;
   // The gradient the rule reads: clipped, plus L2 for Sgd and Momentum.
   auto gradient = [&](int64_t i) { return scale * grads[i] + l2 * params[i]; };
   switch (config.kind) {
@@ -134,12 +158,8 @@ void gpipe::runtime::applyOptimizer(const OptimizerConfig &config,
     // Decoupled: AdamW's decay is outside the normalised step.
     const float decoupled =
         config.kind == OptimizerKind::AdamW ? config.weightDecay : 0.0f;
-    // The bias corrections in double: beta^t underflows gracefully and
-    // 1 - beta2^t keeps its precision for small t.
-    const float correction1 = static_cast<float>(
-        1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step)));
-    const float correction2 = static_cast<float>(
-        1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step)));
+    const float correction1 = scalars.correction1;
+    const float correction2 = scalars.correction2;
     for (int64_t i = 0; i < n; ++i) {
       float g = scale * grads[i];
       m[i] = beta1 * m[i] + (1.0f - beta1) * g;

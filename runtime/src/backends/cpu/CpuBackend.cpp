@@ -610,7 +610,8 @@ void CpuBackend::embeddingGrad(StreamId s, const int32_t *ids, const float *dy,
 }
 void CpuBackend::optimizerStep(StreamId s, const OptimizerConfig &config,
                                float *params, const float *grads,
-                               float *const *slots, int64_t n, int64_t step) {
+                               float *const *slots, int64_t n,
+                               const StepScalars *step) {
   if (n <= 0)
     return;
   if (!impl->packed.empty())
@@ -621,7 +622,7 @@ void CpuBackend::optimizerStep(StreamId s, const OptimizerConfig &config,
   split(s, n, [=](int64_t b, int64_t e) {
     float *slotsAt[2] = {slotCopy[0] ? slotCopy[0] + b : nullptr,
                          slotCopy[1] ? slotCopy[1] + b : nullptr};
-    applyOptimizer(config, params + b, grads + b, slotsAt, e - b, step);
+    applyOptimizer(config, *step, params + b, grads + b, slotsAt, e - b);
   });
 }
 

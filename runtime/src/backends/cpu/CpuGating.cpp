@@ -48,8 +48,8 @@ static void raise(int32_t *flags, int32_t raised) {
 void CpuBackend::gatedOptimizerStep(StreamId s, const OptimizerConfig &config,
                                     float *params, const float *grads,
                                     float *const *slots, int64_t n,
-                                    int64_t step, const StepGate *gate,
-                                    int32_t *nonFinite) {
+                                    const StepScalars *step,
+                                    const StepGate *gate, int32_t *nonFinite) {
   if (n <= 0)
     return;
   // `slots` is read now, as optimizerStep does.
@@ -60,12 +60,12 @@ void CpuBackend::gatedOptimizerStep(StreamId s, const OptimizerConfig &config,
   enqueue(s, [=] {
     if (!gate->apply)
       return;
-    OptimizerConfig scaled = config;
+    StepScalars scaled = *step;
     scaled.gradientScale = gate->scale;
     pool->parallelFor(n, kElementGrain, [&](int64_t b, int64_t e) {
       float *slotsAt[2] = {slotCopy[0] ? slotCopy[0] + b : nullptr,
                            slotCopy[1] ? slotCopy[1] + b : nullptr};
-      applyOptimizer(scaled, params + b, grads + b, slotsAt, e - b, step);
+      applyOptimizer(config, scaled, params + b, grads + b, slotsAt, e - b);
       // The chunk just written is still in cache.
       if (nonFinite)
         raise(nonFinite, nonFiniteFlags(params + b, e - b));

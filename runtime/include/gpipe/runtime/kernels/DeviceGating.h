@@ -69,15 +69,16 @@ public:
   virtual void decide(StreamId s, const GateRequest &request,
                       StepGate *gate) = 0;
   /// KernelApi::optimizerStep with the gradients scaled by gate->scale, or
-  /// nothing where gate->apply is 0 (config.gradientScale is ignored).
+  /// nothing where gate->apply is 0 (step->gradientScale is ignored).
   /// Where `nonFinite` (device memory) is not null, the update also ORs
   /// kUpdatedInf into it if a parameter it wrote is +-inf, kUpdatedNan if
   /// one is nan: the guard's check after the update, made while the values
   /// are at hand instead of in another pass.
   virtual void gatedOptimizerStep(StreamId s, const OptimizerConfig &config,
                                   float *params, const float *grads,
-                                  float *const *slots, int64_t n, int64_t step,
-                                  const StepGate *gate, int32_t *nonFinite) = 0;
+                                  float *const *slots, int64_t n,
+                                  const StepScalars *step, const StepGate *gate,
+                                  int32_t *nonFinite) = 0;
   /// KernelApi::batchNormRunningUpdate, or nothing where gate->apply is 0:
   /// a stopped step leaves the running statistics too as they were. Flags
   /// what it wrote into meanNonFinite and varNonFinite, where not null, as

@@ -29,6 +29,7 @@
 #define GPIPE_RUNTIME_DEVICE_DEVICEKERNELS_H
 
 #include "gpipe/runtime/kernels/DropoutHash.h" // also defines GPIPE_HD
+#include "gpipe/runtime/kernels/Optimizers.h"
 
 #include <cmath>
 #include <cstdint>
@@ -612,12 +613,18 @@ struct MseGrad {
 // Every rule reads g = scale * grad (clipping), plus l2 * p for Sgd and
 // Momentum (weight decay), in applyOptimizer's order of operations.
 
+// The updates read the step's learning rate, gradient scale and bias
+// corrections from device memory (StepScalars), the rest of the rule from
+// their own arguments.
+
 struct SgdStep {
   float *params;
   const float *grads;
-  float lr, scale, l2;
+  const StepScalars *step;
+  float l2;
   GPIPE_HD void operator()(int64_t i) const {
-    params[i] -= lr * (scale * grads[i] + l2 * params[i]);
+    params[i] -=
+        step->learningRate * (step->gradientScale * grads[i] + l2 * params[i]);
   }
 };
 
@@ -625,11 +632,13 @@ struct MomentumStep {
   float *params;
   const float *grads;
   float *velocity;
-  float lr, momentum, scale, l2;
+  const StepScalars *step;
+  float momentum, l2;
   GPIPE_HD void operator()(int64_t i) const {
-    float v = momentum * velocity[i] + (scale * grads[i] + l2 * params[i]);
+    float v = momentum * velocity[i] +
+              (step->gradientScale * grads[i] + l2 * params[i]);
     velocity[i] = v;
-    params[i] -= lr * v;
+    params[i] -= step->learningRate * v;
   }
 };
 
@@ -637,11 +646,12 @@ struct RmsPropStep {
   float *params;
   const float *grads;
   float *meanSquare, *mom;
-  float lr, decay, momentum, epsilon, scale;
+  const StepScalars *step;
+  float decay, momentum, epsilon;
   GPIPE_HD void operator()(int64_t i) const {
-    float g = scale * grads[i];
+    float g = step->gradientScale * grads[i];
     float ms = decay * meanSquare[i] + (1.0f - decay) * g * g;
-    float m = momentum * mom[i] + lr * g / ::sqrtf(ms + epsilon);
+    float m = momentum * mom[i] + step->learningRate * g / ::sqrtf(ms + epsilon);
     meanSquare[i] = ms;
     mom[i] = m;
     params[i] -= m;
@@ -655,16 +665,18 @@ struct AdamStep {
   float *params;
   const float *grads;
   float *m, *v;
-  float lr, beta1, beta2, epsilon, correction1, correction2, scale, decoupled;
+  const StepScalars *step;
+  float beta1, beta2, epsilon, decoupled;
   GPIPE_HD void operator()(int64_t i) const {
-    float g = scale * grads[i];
+    float g = step->gradientScale * grads[i];
     float mi = beta1 * m[i] + (1.0f - beta1) * g;
     float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
     m[i] = mi;
     v[i] = vi;
-    params[i] -=
-        lr * ((mi / correction1) / (::sqrtf(vi / correction2) + epsilon) +
-              decoupled * params[i]);
+    params[i] -= step->learningRate *
+                 ((mi / step->correction1) /
+                      (::sqrtf(vi / step->correction2) + epsilon) +
+                  decoupled * params[i]);
   }
 };
 

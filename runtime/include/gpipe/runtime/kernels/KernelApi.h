@@ -286,10 +286,12 @@ public:
 
   //===-- optimizer: applyOptimizer (Optimizers.h) on the device ----------===//
   /// slots: a host array of optimizerSlots(config.kind) device pointers (n
-  /// floats each), read during the call.
+  /// floats each), read during the call. `step` (device memory) is read when
+  /// the update runs: its learning rate and gradient scale replace config's.
   virtual void optimizerStep(StreamId s, const OptimizerConfig &config,
                              float *params, const float *grads,
-                             float *const *slots, int64_t n, int64_t step) = 0;
+                             float *const *slots, int64_t n,
+                             const StepScalars *step) = 0;
 
   //===-- generated code: the bundle's own kernels (GeneratedCall.h) ------===//
   /// Runs `call` (its entry is native code of the host CPU): a backend whose

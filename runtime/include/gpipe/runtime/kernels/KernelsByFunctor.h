@@ -320,42 +320,33 @@ public:
   /// the buffers it points to must outlive the call.
   void optimizerStep(StreamId s, const OptimizerConfig &config, float *params,
                      const float *grads, float *const *slots, int64_t n,
-                     int64_t step) override {
-    assert(step >= 1 && "optimizer steps count from 1");
+                     const StepScalars *step) override {
     if (n <= 0)
       return; // slots may be null then
-    const float lr = config.learningRate, scale = config.gradientScale;
     const float l2 = config.weightDecay;
     switch (config.kind) {
     case OptimizerKind::Sgd:
-      launch(s, n, kernels::SgdStep{params, grads, lr, scale, l2});
+      launch(s, n, kernels::SgdStep{params, grads, step, l2});
       return;
     case OptimizerKind::Momentum:
       launch(s, n,
-             kernels::MomentumStep{params, grads, slots[0], lr, config.momentum,
-                                   scale, l2});
+             kernels::MomentumStep{params, grads, slots[0], step,
+                                   config.momentum, l2});
       return;
     case OptimizerKind::RmsProp:
       launch(s, n,
-             kernels::RmsPropStep{params, grads, slots[0], slots[1], lr,
-                                  config.decay, config.momentum, config.epsilon,
-                                  scale});
+             kernels::RmsPropStep{params, grads, slots[0], slots[1], step,
+                                  config.decay, config.momentum,
+                                  config.epsilon});
       return;
     case OptimizerKind::Adam:
     case OptimizerKind::AdamW: {
-      // The bias corrections in double, as applyOptimizer.
-      const float correction1 =
-          static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta1),
-                                            static_cast<double>(step)));
-      const float correction2 =
-          static_cast<float>(1.0 - std::pow(static_cast<double>(config.beta2),
-                                            static_cast<double>(step)));
       const float decoupled =
           config.kind == OptimizerKind::AdamW ? config.weightDecay : 0.0f;
       launch(s, n,
-             kernels::AdamStep{params, grads, slots[0], slots[1], lr,
+             kernels::AdamStep{params, grads, slots[0], slots[1], step,
                                config.beta1, config.beta2, config.epsilon,
-                               correction1, correction2, scale, decoupled});
+                               decoupled});
       return;
     }
     }

@@ -79,6 +79,23 @@ std::string checkOptimizerConfig(const OptimizerConfig &config);
 /// maxNorm is 0 (no clipping).
 float clipScale(double norm, float maxNorm);
 
+/// What an update reads that changes from step to step. The device updates
+/// read it from device memory, which the executor writes before each step's
+/// updates, so that a step's kernels keep the same arguments from step to
+/// step (what a captured CUDA graph needs to be replayed).
+struct StepScalars {
+  float learningRate = 0.01f;
+  /// OptimizerConfig::gradientScale (the clipping factor).
+  float gradientScale = 1.0f;
+  /// Adam's and AdamW's bias corrections 1 - beta1^t and 1 - beta2^t,
+  /// computed in double (beta^t underflows gracefully, and 1 - beta2^t keeps
+  /// its precision for small t); 1 for the other rules.
+  float correction1 = 1.0f, correction2 = 1.0f;
+};
+
+/// The scalars of step `step` (from 1) under `config`.
+StepScalars stepScalarsOf(const OptimizerConfig &config, int64_t step);
+
 /// The number of state buffers, each the size of the parameter, that `kind`
 /// keeps per parameter: Sgd 0, Momentum 1, RmsProp 2, Adam 2, AdamW 2.
 unsigned optimizerSlots(OptimizerKind kind);
@@ -90,6 +107,11 @@ unsigned optimizerSlots(OptimizerKind kind);
 void applyOptimizer(const OptimizerConfig &config, float *params,
                     const float *grads, float *const *slots, int64_t n,
                     int64_t step);
+/// The same update with the step's scalars given (their learning rate and
+/// gradient scale replace config's): what the device kernels run.
+void applyOptimizer(const OptimizerConfig &config, const StepScalars &scalars,
+                    float *params, const float *grads, float *const *slots,
+                    int64_t n);
 
 /// The slot whose values the update rule takes the square root of (a mean
 /// of squared gradients: RMSProp's ms, Adam's and AdamW's v), or -1.

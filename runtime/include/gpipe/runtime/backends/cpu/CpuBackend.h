@@ -178,7 +178,7 @@ public:
               const WindowGeometry &g) override;
   void optimizerStep(StreamId s, const OptimizerConfig &config, float *params,
                      const float *grads, float *const *slots, int64_t n,
-                     int64_t step) override;
+                     const StepScalars *step) override;
   void attention(StreamId s, const AttentionCall &call) override;
   void attentionGrad(StreamId s, const AttentionGradCall &call) override;
   int64_t attentionScratch(int64_t batch, int64_t seq, int64_t width,
@@ -198,8 +198,9 @@ public:
   void decide(StreamId s, const GateRequest &request, StepGate *gate) override;
   void gatedOptimizerStep(StreamId s, const OptimizerConfig &config,
                           float *params, const float *grads,
-                          float *const *slots, int64_t n, int64_t step,
-                          const StepGate *gate, int32_t *nonFinite) override;
+                          float *const *slots, int64_t n,
+                          const StepScalars *step, const StepGate *gate,
+                          int32_t *nonFinite) override;
   void gatedBatchNormRunningUpdate(StreamId s, float *runningMean,
                                    float *runningVar, const float *sum,
                                    const float *squares, int64_t cols,
