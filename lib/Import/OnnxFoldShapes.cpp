@@ -29,7 +29,8 @@ bool Folder::shape(std::vector<Tensor> &out) {
   if (n.op_type() == "Size") {
     int64_t total = 1;
     for (int64_t d : dims)
-      total *= d;
+      if (__builtin_mul_overflow(total, d, &total))
+        return fail("its input's element count overflows int64");
     t.v = {(long double)total};
     out.push_back(t);
     return true;
