@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "gpipe/runtime/kernels/Optimizers.h"
-#include "gpipe/runtime/kernels/DeviceKernels.h"
+#include "gpipe/runtime/kernels/OptimizerKernels.h"
 #include "gpipe/runtime/backends/cpu/IntraOpPool.h"
 
 #include <benchmark/benchmark.h>

@@ -19,6 +19,9 @@
 // themselves, each from every device's sums, and the host checks the same
 // sums after the step's one synchronize (checkDecisions).
 //
+// The step's scalars the updates read (StepScalars: the learning rate, the
+// factor and Adam's bias corrections) are written to each device here too.
+//
 //===----------------------------------------------------------------------===//
 
 #include "exec/DeviceExecutorImpl.h"
@@ -328,5 +331,38 @@ std::string DeviceExecutor::Impl::checkParameters() {
              placeOf(spec.stage, param->device);
     }
   }
+  return {};
+}
+
+std::string
+DeviceExecutor::Impl::writeStepScalars(unsigned device, StreamId s,
+                                       const OptimizerConfig &optimizer) {
+  if (issue != backend.get())
+    return {}; // the dry run needs no memory
+  const unsigned numDevices = bundle.numDevices();
+  if (stepScalars.empty()) {
+    // Copied from staging memory, as the inputs (page-locked on CUDA);
+    // backends without it copy from the executor's own.
+    void *staged = nullptr;
+    std::string error = backend->allocateStaging(
+        int64_t(numDevices * sizeof(StepScalars)), &staged);
+    if (!error.empty())
+      return "the step's learning rate and gradient scale: " + error;
+    ownStepScalars.resize(staged ? 0 : numDevices);
+    hostStepScalars = staged ? static_cast<StepScalars *>(staged)
+                             : ownStepScalars.data();
+    stepScalars.resize(numDevices, nullptr);
+  }
+  if (!stepScalars[device]) {
+    void *memory = nullptr;
+    std::string error =
+        backend->allocate(device, sizeof(StepScalars), &memory);
+    if (!error.empty())
+      return "the step's learning rate and gradient scale: " + error;
+    stepScalars[device] = static_cast<StepScalars *>(memory);
+  }
+  hostStepScalars[device] = stepScalarsOf(optimizer, steps + 1);
+  issue->copyToDevice(s, stepScalars[device], &hostStepScalars[device],
+                      sizeof(StepScalars));
   return {};
 }

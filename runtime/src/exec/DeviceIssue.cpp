@@ -72,39 +72,6 @@ char *DeviceExecutor::Impl::scratchBuffer(unsigned device, int64_t bytes) {
   return run.base ? run.base + buffers.scratch[index]->offset : nullptr;
 }
 
-std::string
-DeviceExecutor::Impl::writeStepScalars(unsigned device, StreamId s,
-                                       const OptimizerConfig &optimizer) {
-  if (issue != backend.get())
-    return {}; // the dry run needs no memory
-  const unsigned numDevices = bundle.numDevices();
-  if (stepScalars.empty()) {
-    // Copied from staging memory, as the inputs (page-locked on CUDA);
-    // backends without it copy from the executor's own.
-    void *staged = nullptr;
-    std::string error = backend->allocateStaging(
-        int64_t(numDevices * sizeof(StepScalars)), &staged);
-    if (!error.empty())
-      return "the step's learning rate and gradient scale: " + error;
-    ownStepScalars.resize(staged ? 0 : numDevices);
-    hostStepScalars = staged ? static_cast<StepScalars *>(staged)
-                             : ownStepScalars.data();
-    stepScalars.resize(numDevices, nullptr);
-  }
-  if (!stepScalars[device]) {
-    void *memory = nullptr;
-    std::string error =
-        backend->allocate(device, sizeof(StepScalars), &memory);
-    if (!error.empty())
-      return "the step's learning rate and gradient scale: " + error;
-    stepScalars[device] = static_cast<StepScalars *>(memory);
-  }
-  hostStepScalars[device] = stepScalarsOf(optimizer, steps + 1);
-  issue->copyToDevice(s, stepScalars[device], &hostStepScalars[device],
-                      sizeof(StepScalars));
-  return {};
-}
-
 std::string DeviceExecutor::Impl::reserveWorkspace(unsigned device,
                                                    int64_t bytes) {
   workspace.resize(bundle.numDevices(), nullptr);

@@ -37,6 +37,7 @@
 #include "gpipe/runtime/kernels/DeviceKernels.h"
 #include "gpipe/runtime/kernels/ImageKernels.h"
 #include "gpipe/runtime/kernels/KernelApi.h"
+#include "gpipe/runtime/kernels/OptimizerKernels.h"
 
 #include <cassert>
 #include <cmath>
