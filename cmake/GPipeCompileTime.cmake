@@ -1,0 +1,61 @@
+# Compile time. CI builds gpipe three times on two cores (Release, then
+# ASan+UBSan with the fuzzers, then TSan), so what a TU costs to compile is
+# most of CI's time (docs/Testing.md, "What CI's time goes to").
+#
+# 1. The tests' own sources need no -O3: what they test (the libraries) keeps
+#    the build type's flags, and so do the reference computations
+#    (GPipeTestReferences). At -O1, gcc compiles a test TU in about 30% less
+#    time; the sanitizer build uses -O0 (half the time under ASan).
+# 2. MLIR's headers are precompiled per target: they are half of an MLIR TU's
+#    time (a pass: 6.4 s of 11.3 s at -O3, an integration test: 11.7 of 20.9).
+set(GPIPE_TEST_OPTIMIZATION "-O1" CACHE STRING
+  "Optimization flag of the test binaries' own sources (empty: the build type's)")
+option(GPIPE_PRECOMPILE_HEADERS
+  "Precompile MLIR's headers for the compiler's libraries and tests" ON)
+
+# The test binary `target`'s own sources at GPIPE_TEST_OPTIMIZATION (it comes
+# after the build type's flag, so it wins).
+function(gpipe_test_optimization target)
+  if(GPIPE_TEST_OPTIMIZATION)
+    target_compile_options(${target} PRIVATE ${GPIPE_TEST_OPTIMIZATION})
+  endif()
+endfunction()
+
+# The headers most of the compiler's TUs include: MLIR's IR and passes, and
+# the gpipe dialect's ops.
+set(GPIPE_MLIR_PRECOMPILED_HEADERS
+  <algorithm> <map> <memory> <optional> <string> <vector>
+  <llvm/ADT/DenseMap.h> <llvm/ADT/SmallVector.h> <llvm/ADT/StringRef.h>
+  <llvm/Support/FormatVariadic.h> <llvm/Support/JSON.h>
+  <llvm/Support/raw_ostream.h>
+  <mlir/IR/Builders.h> <mlir/IR/BuiltinOps.h> <mlir/IR/Diagnostics.h>
+  <mlir/IR/MLIRContext.h> <mlir/IR/PatternMatch.h>
+  <mlir/Pass/Pass.h> <mlir/Pass/PassManager.h>
+  <mlir/Dialect/Arith/IR/Arith.h>
+  <gpipe/Dialect/GPipe/IR/GPipeOps.h>)
+
+# Precompiles those headers for `target`, or with REUSE_FROM, uses those of
+# another target compiled with the same flags (a precompiled header costs
+# about 20 s, more than a target of four TUs saves). An add_mlir_library's
+# objects are compiled by obj.<name>. A precompiled header that does not match
+# a TU's flags is ignored (-Winvalid-pch says so), never wrong: gcc refuses
+# one made with other -D macros, so the test binaries, each with its own
+# paths defined, cannot share one. The target reused from must be defined
+# first.
+function(gpipe_precompile_mlir_headers target)
+  cmake_parse_arguments(ARG "" "REUSE_FROM" "" ${ARGN})
+  if(NOT GPIPE_PRECOMPILE_HEADERS)
+    return()
+  endif()
+  if(TARGET obj.${target})
+    set(target obj.${target})
+  endif()
+  if(ARG_REUSE_FROM)
+    if(TARGET obj.${ARG_REUSE_FROM})
+      set(ARG_REUSE_FROM obj.${ARG_REUSE_FROM})
+    endif()
+    target_precompile_headers(${target} REUSE_FROM ${ARG_REUSE_FROM})
+  else()
+    target_precompile_headers(${target} PRIVATE ${GPIPE_MLIR_PRECOMPILED_HEADERS})
+  endif()
+endfunction()
