@@ -1,11 +1,13 @@
 # Compile time. CI builds gpipe three times on two cores (Release, then
 # ASan+UBSan with the fuzzers, then TSan), so what a TU costs to compile is
-# most of CI's time (docs/Testing.md, "What CI's time goes to").
+# most of CI's time (docs/Reliability.md, "CI's time").
 #
 # 1. The tests' own sources need no -O3: what they test (the libraries) keeps
 #    the build type's flags, and so do the reference computations
 #    (GPipeTestReferences). At -O1, gcc compiles a test TU in about 30% less
-#    time; the sanitizer build uses -O0 (half the time under ASan).
+#    time. Not -O0: the linker may keep a test object's copy of a template
+#    the libraries instantiate too (libstdc++'s, nlohmann-json's), and under
+#    ASan the bundle reader's tests ran 8x slower with -O0 copies.
 # 2. MLIR's headers are precompiled per target: they are half of an MLIR TU's
 #    time (a pass: 6.4 s of 11.3 s at -O3, an integration test: 11.7 of 20.9).
 set(GPIPE_TEST_OPTIMIZATION "-O1" CACHE STRING

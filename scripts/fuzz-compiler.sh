@@ -1,35 +1,19 @@
 #!/usr/bin/env bash
 # The compiler under AddressSanitizer and UndefinedBehaviorSanitizer, fuzzed:
-# builds tools/fuzz/FuzzCompile with clang-22 (the compiler of LLVM/MLIR 22)
-# in build-fuzz-compiler/ -- only the libraries it needs; LLVM and MLIR
-# themselves are Debian's, uninstrumented -- and runs it for
-# GPIPE_FUZZ_SECONDS seconds (default 60) from the lit tests' models and the
-# examples, printing how long it ran; alongside it (each one thread),
-# FuzzOnnxImport, the ONNX importer's core, for GPIPE_FUZZ_ONNX_SECONDS
-# (default 30) from the ONNX fixtures. A crash, or a bundle the compiler writes
-# that the runtime refuses, fails the script and leaves the input in
-# build-fuzz-compiler/fuzz/.
+# builds tools/fuzz/FuzzCompile in the sanitizer build scripts/sanitize.sh
+# shares (build-sanitize/, scripts/configure-sanitizers.sh; only the libraries
+# it needs) and runs it for GPIPE_FUZZ_SECONDS seconds (default 60) from the
+# lit tests' models and the examples, printing how long it ran; alongside it
+# (each one thread), FuzzOnnxImport, the ONNX importer's core, for
+# GPIPE_FUZZ_ONNX_SECONDS (default 30) from the ONNX fixtures. A crash, or a
+# bundle the compiler writes that the runtime refuses, fails the script and
+# leaves the input in build-sanitize/fuzz/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
-build="${GPIPE_FUZZ_BUILD_DIR:-$root/build-fuzz-compiler}"
+build="${GPIPE_SANITIZE_BUILD_DIR:-$root/build-sanitize}"
 seconds="${GPIPE_FUZZ_SECONDS:-60}"
-# -O1 with line tables: what the sanitizers' stack traces need, and about
-# 15-20% less compile time than -O2 -g (the sanitizer builds are most of CI's).
-optimize="-O1 -gline-tables-only -DNDEBUG"
-flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -fsanitize=fuzzer-no-link"
-if [ ! -f "$build/build.ninja" ]; then
-  CC=clang-22 CXX=clang++-22 cmake -G Ninja -S "$root" -B "$build" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimize" \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimize" \
-    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DGPIPE_BUILD_CUDA=OFF -DGPIPE_BUILD_BENCHMARKS=OFF \
-    -DGPIPE_BUILD_FUZZERS=ON \
-    -DCMAKE_CXX_FLAGS="$flags" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
-fi
+"$root/scripts/configure-sanitizers.sh" "$build"
 ninja -C "$build" -j"${GPIPE_JOBS:-2}" FuzzCompile FuzzOnnxImport
 
 work="$build/fuzz"

@@ -1,37 +1,25 @@
 #!/usr/bin/env bash
-# The runtime under AddressSanitizer and UndefinedBehaviorSanitizer, built by
-# clang without the compiler (GPIPE_BUILD_COMPILER=OFF) in build-sanitize/:
-# runs the runtime's unit tests (any report fails them: UBSan does not
-# recover, ASan and LeakSanitizer exit non-zero), then each libFuzzer target
-# (runtime/fuzz) for GPIPE_FUZZ_SECONDS seconds (default 60) from its seed
-# corpus, two at a time, printing how long each ran. A crash fails the script and leaves the
-# input in build-sanitize/fuzz-<target>/. Then the C API's contract tests
-# (the conformance table and the concurrent readers) under ThreadSanitizer,
-# built alone in build-tsan/.
+# The runtime under AddressSanitizer and UndefinedBehaviorSanitizer, in the
+# sanitizer build scripts/fuzz-compiler.sh shares (build-sanitize/,
+# scripts/configure-sanitizers.sh): builds what runtime/ holds and runs its
+# tests (any report fails them: UBSan does not recover, ASan and
+# LeakSanitizer exit non-zero), then each libFuzzer target (runtime/fuzz) for
+# GPIPE_FUZZ_SECONDS seconds (default 60) from its seed corpus, two at a time,
+# printing how long each ran. A crash fails the script and leaves the input in
+# build-sanitize/fuzz-<target>/. Then the C API's contract tests (the
+# conformance table and the concurrent readers) under ThreadSanitizer, built
+# alone in build-tsan/.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 build="${GPIPE_SANITIZE_BUILD_DIR:-$root/build-sanitize}"
 seconds="${GPIPE_FUZZ_SECONDS:-60}"
-# -O1 with line tables: what the sanitizers' stack traces need, and about
-# 15-20% less compile time than -O2 -g (the sanitizer builds are most of CI's).
-optimize="-O1 -gline-tables-only -DNDEBUG"
-flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -fsanitize=fuzzer-no-link"
-if [ ! -f "$build/build.ninja" ]; then
-  CC=clang CXX=clang++ cmake -G Ninja -S "$root" -B "$build" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimize" \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimize" \
-    -DGPIPE_BUILD_COMPILER=OFF -DGPIPE_BUILD_CUDA=OFF \
-    -DGPIPE_BUILD_BENCHMARKS=OFF -DGPIPE_BUILD_FUZZERS=ON \
-    -DCMAKE_CXX_FLAGS="$flags" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
-fi
-ninja -C "$build" -j"${GPIPE_JOBS:-2}"
+"$root/scripts/configure-sanitizers.sh" "$build"
+ninja -C "$build" -j"${GPIPE_JOBS:-2}" runtime/all
 # A device allocation that cannot be met must come back as an error (a
 # test asks for 2^61 bytes), as it does without ASan.
 export ASAN_OPTIONS="allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-(cd "$build" && ctest --output-on-failure -j2)
+(cd "$build/runtime" && ctest --output-on-failure -j2)
 
 # One target for $seconds seconds; 1 if it crashed.
 fuzz_target() {
@@ -81,6 +69,7 @@ fi
 # runs under ASan above). OpenBLAS is not instrumented: one thread, so that
 # it starts no pool of its own.
 tsan="${GPIPE_TSAN_BUILD_DIR:-$root/build-tsan}"
+optimize="-O1 -gline-tables-only -DNDEBUG"
 if [ ! -f "$tsan/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -G Ninja -S "$root" -B "$tsan" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
