@@ -5,15 +5,14 @@
 # is compiled under ASan once: clang-22 (the compiler of LLVM/MLIR 22; LLVM and
 # MLIR themselves are Debian's, uninstrumented) in $1.
 #
-# -O1 with line tables is what the sanitizers' stack traces need, at 15-20%
-# less compile time than -O2 -g; the tests' own sources too. (At -O0 they
-# compile in half the time, but their unoptimized copies of the templates
-# they share with the libraries -- libstdc++'s, nlohmann-json's -- are the
-# copies the linker keeps, and the bundle reader's tests ran 8x slower.)
-# The C sources (the C
-# API's C client, the stand-in generated kernels' shared objects) are not
-# instrumented: LLVM's options link shared objects with -z defs, which the
-# sanitizers' runtime symbols would fail.
+# Everything, the tests' own sources included, is at -O1 with line tables:
+# what the sanitizers' stack traces need, at 15-20% less compile time than
+# -O2 -g. (The tests at -O0 compile in half the time, but the linker keeps
+# their unoptimized copies of the templates they share with the libraries --
+# libstdc++'s, nlohmann-json's -- and the bundle reader's tests ran 8x
+# slower.) The C sources (the C API's C client, the stand-in generated
+# kernels' shared objects) are not instrumented: LLVM's options link shared
+# objects with -z defs, which the sanitizers' runtime symbols would fail.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$1"
