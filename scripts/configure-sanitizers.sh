@@ -10,7 +10,11 @@
 # -O2 -g. (The tests at -O0 compile in half the time, but the linker keeps
 # their unoptimized copies of the templates they share with the libraries --
 # libstdc++'s, nlohmann-json's -- and the bundle reader's tests ran 8x
-# slower.) The C sources (the C API's C client, the stand-in generated
+# slower.) The tests' own sources keep ASan but go without UBSan and without
+# the fuzzers' coverage counters: the code they test has both, and a test TU
+# compiles in 45% less time. Each test binary runs as four processes
+# (GPIPE_TEST_SHARDS), not one per test: an ASan process costs 0.12 s to start
+# and end. The C sources (the C API's C client, the stand-in generated
 # kernels' shared objects) are not instrumented: LLVM's options link shared
 # objects with -z defs, which the sanitizers' runtime symbols would fail.
 set -euo pipefail
@@ -23,7 +27,8 @@ CC=clang-22 CXX=clang++-22 cmake -G Ninja -S "$root" -B "$build" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimize" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimize" \
-  -DGPIPE_TEST_OPTIMIZATION= \
+  -DGPIPE_TEST_COMPILE_OPTIONS="-fno-sanitize=undefined;-fno-sanitize=fuzzer-no-link" \
+  -DGPIPE_TEST_SHARDS=4 \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
   -DGPIPE_BUILD_CUDA=OFF -DGPIPE_BUILD_BENCHMARKS=OFF \

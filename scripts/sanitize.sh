@@ -71,7 +71,7 @@ fi
 tsan="${GPIPE_TSAN_BUILD_DIR:-$root/build-tsan}"
 optimize="-O1 -gline-tables-only -DNDEBUG"
 if [ ! -f "$tsan/build.ninja" ]; then
-  CC=clang CXX=clang++ cmake -G Ninja -S "$root" -B "$tsan" \
+  CC=clang-22 CXX=clang++-22 cmake -G Ninja -S "$root" -B "$tsan" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="$optimize" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimize" \
