@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 using namespace gpipe;
@@ -78,6 +79,16 @@ bool Folder::range(Tensor &out) {
   if (delta == 0)
     return fail("its delta is 0");
   const long double steps = std::ceil((limit - start) / delta);
+  // Checked before the conversion to int64, which a NaN (from infinite
+  // bounds) or a count past int64's range would make undefined.
+  if (std::isnan(steps))
+    return fail("its start, limit and delta give no number of elements");
+  if (steps > (long double)kMaxFolded) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.4Lg", steps);
+    return fail(std::string("its result [") + count +
+                "] is larger than the importer folds (2^26 elements)");
+  }
   const int64_t count = steps > 0 ? int64_t(steps) : 0;
   if (!checkSize({count}))
     return false;
@@ -358,7 +369,7 @@ bool Folder::gatherElements(Tensor &out) {
     for (int64_t d = 0; d < x.rank(); ++d) {
       int64_t at = index[size_t(d)];
       if (d == axis) {
-        at = int64_t(indices.v[e]);
+        at = toInt64(indices.v[e]);
         if (at < -extent || at >= extent)
           return fail("index " + std::to_string(at) + " is outside [" +
                       std::to_string(-extent) + ", " +
@@ -422,7 +433,7 @@ bool Folder::gatherND(Tensor &out) {
       int64_t source = base;
       for (int64_t k = 0; k < depth; ++k) {
         const int64_t extent = x.dims[size_t(batchDims + k)];
-        int64_t at = int64_t(indices.v[size_t((b * tuples + t) * depth + k)]);
+        int64_t at = toInt64(indices.v[size_t((b * tuples + t) * depth + k)]);
         if (at < -extent || at >= extent)
           return fail("index " + std::to_string(at) + " is outside [" +
                       std::to_string(-extent) + ", " +

@@ -43,6 +43,12 @@ Constant toConstant(const Tensor &t);
 /// `x` as an element of `kind`: f32 rounding, truncation toward zero
 /// (saturating, NaN 0), or x != 0.
 long double convert(long double x, Kind kind);
+/// `x` as an index or a size: truncated, saturated at int64's ends, NaN as 0
+/// (a float tensor read as integers may hold any value, and converting one
+/// outside int64's range is undefined); the checks that follow refuse it.
+inline int64_t toInt64(long double x) {
+  return int64_t(convert(x, Kind::Int));
+}
 /// Row-major strides of `dims`.
 std::vector<int64_t> strides(const std::vector<int64_t> &dims);
 /// For each element of `out`, the element of `in` (right-aligned, size-1
@@ -83,7 +89,7 @@ private:
   std::vector<int64_t> ints(int i) const {
     std::vector<int64_t> out;
     for (long double x : in[size_t(i)].v)
-      out.push_back(int64_t(x));
+      out.push_back(toInt64(x));
     return out;
   }
   /// `axis` in [-rank, rank) as [0, rank); false with `error` otherwise.

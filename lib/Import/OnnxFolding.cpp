@@ -78,7 +78,7 @@ Constant folding::toConstant(const Tensor &t) {
     if (c.isFloat)
       c.floats.push_back(float(x));
     else
-      c.ints.push_back(int64_t(x));
+      c.ints.push_back(toInt64(x));
   }
   return c;
 }

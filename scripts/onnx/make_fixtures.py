@@ -458,6 +458,21 @@ def make_error_fixtures(out_dir):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
         [huge, one], name="expand_huge"), os.path.join(out_dir, "expand-huge.onnx"))
 
+    # A Range of about 1e30 elements and one from infinite bounds: refused
+    # before the count is converted to int64 (FuzzOnnxImport found UBSan's
+    # float-cast-overflow there).
+    for name, start, limit in (("range-huge", 0.0, 1e30),
+                               ("range-infinite", float("inf"), float("inf"))):
+        bounds = [helper.make_tensor("start", TensorProto.FLOAT, [], [start]),
+                  helper.make_tensor("limit", TensorProto.FLOAT, [], [limit]),
+                  helper.make_tensor("delta", TensorProto.FLOAT, [], [1.0])]
+        save_model(tiny_model(
+            [helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="/pos/Range"),
+             helper.make_node("Add", ["x", "x"], ["y"], name="/out/Add")],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+            bounds, name=name.replace("-", "_")), os.path.join(out_dir, name + ".onnx"))
+
     # Errors of the general ops: a weight two layers read in different
     # layouts (a Gemm's transposed B, a MatMul's B), a Slice with a negative
     # step, a Reshape to a shape computed from an input.
@@ -653,7 +668,8 @@ FIXTURES = [
     "residual.initializers.txt",
     "not-onnx.onnx", "truncated.onnx", "unknown-op.onnx", "unknown-ops.onnx",
     "dynamic-shape.onnx", "opset22.onnx", "stray-mul.onnx", "gelu-unhalved.onnx", "attention-scale.onnx",
-    "merged-parameters.onnx", "expand-huge.onnx", "tied-layouts.onnx",
+    "merged-parameters.onnx", "expand-huge.onnx", "range-huge.onnx", "range-infinite.onnx",
+    "tied-layouts.onnx",
     "slice-backwards.onnx", "reshape-computed.onnx", "batch-moved.onnx",
     "output-batch-moved.onnx", "reshape-splits-batch.onnx", "reshape-cuts-across.onnx",
     "dense-over-batch.onnx",
