@@ -80,6 +80,49 @@ TEST(Training, ImageLoopLearnsTheRuleOnEveryEngine) {
   }
 }
 
+// testBatches bounds each epoch's accuracy to the test set's first batches:
+// the report counts those examples and the accuracy is theirs, recounted here
+// from the engine's predictions; more batches than the set holds read all of
+// it, and a negative count is refused.
+TEST(Training, TestBatchesBoundTheAccuracyToTheFirstBatches) {
+  ImageDataset train = brightestPixelSet(40, 1), test = brightestPixelSet(97, 2);
+  auto engine = createEngine(
+      buildBundle(mlpGraph(20), mlpSplit(2), 4, RematPolicy::Full), {});
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  StatusOr<ImageInputs> inputs = bindImageInputs((*engine)->bundle(), 12);
+  ASSERT_TRUE(inputs.ok()) << inputs.status().message();
+  ImageTrainingOptions training;
+  training.epochs = 2;
+  training.testBatches = 3;
+  Recorder recorder;
+  std::vector<int64_t> peak;
+  Status status = trainImageClassifier(**engine, train, test, *inputs,
+                                       training, recorder, peak);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(recorder.epochs.size(), 2u);
+  EXPECT_EQ(recorder.epochs.back().testExamples, 60);
+  EXPECT_EQ(recorder.epochs.back().testSetExamples, 97);
+
+  EvalResult eval = (*engine)->evaluate(
+      {{inputs->images, HostTensor::floats({97, 12}, test.images)},
+       {inputs->labels, HostTensor::ints({97}, test.labels)}},
+      97);
+  ASSERT_TRUE(eval.ok()) << eval.error;
+  int64_t correct = 0;
+  for (int64_t r = 0; r < 60; ++r) {
+    const float *logits = eval.prediction.f32.data() + r * 5;
+    correct += std::max_element(logits, logits + 5) - logits == test.labels[r];
+  }
+  EXPECT_DOUBLE_EQ(recorder.epochs.back().testAccuracy, correct / 60.0);
+
+  EXPECT_EQ(testExamplesRead(**engine, test, 4), 80);
+  EXPECT_EQ(testExamplesRead(**engine, test, 5), 97);
+  EXPECT_EQ(testExamplesRead(**engine, test, 0), 97);
+  training.testBatches = -1;
+  EXPECT_EQ(checkOptions(training).message(),
+            "expected at least 0 test batches (0: the whole test set), got -1");
+}
+
 TEST(Training, BindingNamesWhatItFound) {
   Bundle bundle = buildBundle(mlpGraph(4), mlpSplit(1), 1, RematPolicy::Full);
   EXPECT_EQ(bindImageInputs(bundle, 784).status().message(),

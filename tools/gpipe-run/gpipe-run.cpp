@@ -172,6 +172,8 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
     rt::ImageRun run{title, tools::dataDir, {}, tracePath, profilePath, &stop};
     run.options.epochs = tools::epochs;
     run.options.maxStepsPerEpoch = tools::maxSteps;
+    if (tools::evalBatches.getNumOccurrences())
+      run.options.testBatches = int64_t(tools::evalBatches);
     run.options.learningRate = tools::learningRate;
     run.options.schedule = tools::lrSchedule;
     run.options.warmupSteps = tools::warmupSteps;

@@ -44,7 +44,9 @@ static Count
               llvm::cl::cat(dataCategory));
 static Count evalBatches(
     "eval-batches", llvm::cl::init(8),
-    llvm::cl::desc("text: validation batches per evaluation (0: every window)"),
+    llvm::cl::desc("text: validation batches per evaluation (0: every window); "
+                   "images, where given: test batches per epoch's accuracy "
+                   "(default: the whole test set)"),
     llvm::cl::Hidden, llvm::cl::cat(dataCategory));
 
 } // namespace gpipe::tools

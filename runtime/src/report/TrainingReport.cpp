@@ -140,11 +140,16 @@ void ConsoleReporter::onStep(const StepProgress &p) {
 
 void ConsoleReporter::onEpoch(const EpochReport &r) {
   clearProgress();
+  // A bounded evaluation says so: its accuracy is not the test set's.
+  std::string share;
+  if (r.testExamples < r.testSetExamples)
+    share = " (first " + std::to_string(r.testExamples) + " of " +
+            std::to_string(r.testSetExamples) + " test examples)";
   std::fprintf(out,
-               "epoch %u/%u: train loss %.4f, test accuracy %.2f%%, %.0f "
+               "epoch %u/%u: train loss %.4f, test accuracy %.2f%%%s, %.0f "
                "samples/s, bubble %.3f, peak memory per device [%s]\n",
                r.epoch, r.epochs, r.trainLoss, 100.0 * r.testAccuracy,
-               r.samplesPerSecond, r.bubble,
+               share.c_str(), r.samplesPerSecond, r.bubble,
                formatBytesList(r.peakMemoryBytes).c_str());
   std::fflush(out);
 }
@@ -210,6 +215,7 @@ void MetricsWriter::onEpoch(const EpochReport &r) {
       {"epoch", r.epoch},
       {"train_loss", number(r.trainLoss)},
       {"test_accuracy", number(r.testAccuracy)},
+      {"test_examples", r.testExamples},
       {"samples_per_second", number(r.samplesPerSecond)},
       {"bubble", number(r.bubble)},
       {"peak_memory_bytes", r.peakMemoryBytes}};

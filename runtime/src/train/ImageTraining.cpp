@@ -36,6 +36,9 @@ Status gpipe::runtime::checkOptions(const ImageTrainingOptions &options) {
             std::to_string(options.maxStepsPerEpoch);
   if (error.empty() && options.warmupSteps < 0)
     error = checkWarmup(options.warmupSteps, 0);
+  if (error.empty() && options.testBatches < 0)
+    error = "expected at least 0 test batches (0: the whole test set), got " +
+            std::to_string(options.testBatches);
   return error.empty() ? Status() : Status(StatusCode::InvalidArgument, error);
 }
 
@@ -143,15 +146,26 @@ static Batch imageBatch(const ImageDataset &data,
   return batch;
 }
 
+int64_t gpipe::runtime::testExamplesRead(const Engine &engine,
+                                         const ImageDataset &test,
+                                         int64_t maxBatches) {
+  const int64_t batch = engine.bundle().batch;
+  if (maxBatches <= 0 || maxBatches > test.count / batch)
+    return test.count;
+  return maxBatches * batch;
+}
+
 StatusOr<double> gpipe::runtime::testAccuracy(Engine &engine,
                                               const ImageDataset &test,
-                                              const ImageInputs &inputs) {
+                                              const ImageInputs &inputs,
+                                              int64_t maxBatches) {
   const Bundle &bundle = engine.bundle();
-  std::vector<int64_t> order(test.count);
+  const int64_t count = testExamplesRead(engine, test, maxBatches);
+  std::vector<int64_t> order(count);
   std::iota(order.begin(), order.end(), 0);
   int64_t correct = 0;
-  for (int64_t first = 0; first < test.count; first += bundle.batch) {
-    int64_t rows = std::min<int64_t>(bundle.batch, test.count - first);
+  for (int64_t first = 0; first < count; first += bundle.batch) {
+    int64_t rows = std::min<int64_t>(bundle.batch, count - first);
     EvalResult result = engine.evaluate(
         imageBatch(test, order, first, rows, bundle, inputs), rows);
     if (!result.ok())
@@ -165,7 +179,7 @@ StatusOr<double> gpipe::runtime::testAccuracy(Engine &engine,
       correct += best == test.labels[first + r];
     }
   }
-  return double(correct) / double(test.count);
+  return double(correct) / double(count);
 }
 
 int64_t
@@ -296,7 +310,8 @@ Status gpipe::runtime::trainImageClassifier(
     }
     double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();
-    StatusOr<double> accuracy = testAccuracy(engine, test, inputs);
+    StatusOr<double> accuracy =
+        testAccuracy(engine, test, inputs, options.testBatches);
     if (!accuracy.ok())
       return accuracy.status();
     EpochReport report;
@@ -306,6 +321,8 @@ Status gpipe::runtime::trainImageClassifier(
     report.steps = stepsPerEpoch;
     report.trainLoss = ran ? lossSum / double(ran) : 0;
     report.testAccuracy = *accuracy;
+    report.testExamples = testExamplesRead(engine, test, options.testBatches);
+    report.testSetExamples = test.count;
     report.samplesPerSecond = seconds > 0 ? double(ran * batch) / seconds : 0;
     report.bubble = ran ? bubbleSum / double(ran) : 0;
     report.peakMemoryBytes = peakMemoryBytes;

@@ -59,6 +59,8 @@ struct EpochReport {
   int64_t steps = 0;
   double trainLoss = 0, testAccuracy = 0, samplesPerSecond = 0, bubble = 0;
   std::vector<int64_t> peakMemoryBytes; ///< per device, so far
+  /// The test examples the accuracy counts, of the test set's.
+  int64_t testExamples = 0, testSetExamples = 0;
 };
 
 struct TextEvaluation {
@@ -115,6 +117,9 @@ struct ImageTrainingOptions {
   int64_t warmupSteps = 0; ///< linear warmup before the schedule
   uint64_t shuffleSeed = 1;
   CheckpointOptions checkpoints;
+  /// Batches of the test set, from its start, that each epoch's accuracy
+  /// reads; 0: the whole test set.
+  int64_t testBatches = 0;
 };
 
 /// InvalidArgument naming the option that cannot train: a learning rate
@@ -127,9 +132,14 @@ int64_t imageStepsPerEpoch(const Engine &engine, const ImageDataset &train,
                            const ImageTrainingOptions &options);
 
 /// The share of `test` whose largest logit is the label, in batches of the
-/// engine's batch.
+/// engine's batch: of its first `maxBatches` batches (0: of all of it).
 StatusOr<double> testAccuracy(Engine &engine, const ImageDataset &test,
-                              const ImageInputs &inputs);
+                              const ImageInputs &inputs,
+                              int64_t maxBatches = 0);
+
+/// The test examples that `maxBatches` batches of the engine's read.
+int64_t testExamplesRead(const Engine &engine, const ImageDataset &test,
+                         int64_t maxBatches);
 
 /// "" or why `warmupSteps` cannot start a run of `totalSteps` steps: negative,
 /// or every step of the run (the schedule would never reach its peak).
