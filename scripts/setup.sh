@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libbenchmark-dev libopenblas-dev zlib1g-dev nlohmann-json3-dev
   dataset-fashion-mnist fortunes
   python3 python3-psutil
-  clang-22 libclang-rt-22-dev
+  clang-22 libclang-rt-22-dev lld-22
   libopenmpi-dev openmpi-bin
   libonnx-dev libprotobuf-dev libonnx-testdata
   pkgconf libzstd-dev

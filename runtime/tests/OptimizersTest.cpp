@@ -173,6 +173,7 @@ TEST_P(Convergence, MinimisesAQuadratic) {
     config.learningRate = 0.005f;
     break;
   case OptimizerKind::Adam:
+  case OptimizerKind::AdamW:
     config.learningRate = 0.05f;
     break;
   }
@@ -196,7 +197,8 @@ TEST_P(Convergence, MinimisesAQuadratic) {
 INSTANTIATE_TEST_SUITE_P(
     AllKinds, Convergence,
     ::testing::Values(OptimizerKind::Sgd, OptimizerKind::Momentum,
-                      OptimizerKind::RmsProp, OptimizerKind::Adam),
+                      OptimizerKind::RmsProp, OptimizerKind::Adam,
+                      OptimizerKind::AdamW),
     [](const ::testing::TestParamInfo<OptimizerKind> &info) {
       return std::string(optimizerKindName(info.param));
     });

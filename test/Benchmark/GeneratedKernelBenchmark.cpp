@@ -82,9 +82,11 @@ compileAndLoad(const std::vector<NamedKernel> &kernels) {
     std::abort();
   gpipe::runtime::GeneratedCode code;
   for (const NamedKernel &kernel : kernels) {
-    gpipe::runtime::GeneratedKernelSpec spec{
-        kernel.symbol, kernel.spec.numInputs, kernel.spec.describe(),
-        kernel.spec.rank};
+    gpipe::runtime::GeneratedKernelSpec spec;
+    spec.symbol = kernel.symbol;
+    spec.inputs = kernel.spec.numInputs;
+    spec.ops = kernel.spec.describe();
+    spec.rank = kernel.spec.rank;
     for (const auto &dims : kernel.spec.inputDims)
       spec.inputDims.emplace_back(dims.begin(), dims.end());
     spec.outputDims.assign(kernel.spec.outputDims.begin(),

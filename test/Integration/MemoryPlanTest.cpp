@@ -46,6 +46,7 @@ unsigned slotsOf(rt::OptimizerKind kind) {
   case rt::OptimizerKind::RmsProp:
     return 1;
   case rt::OptimizerKind::Adam:
+  case rt::OptimizerKind::AdamW:
     return 2;
   }
   return 2;

@@ -84,8 +84,6 @@ struct Case {
   }
 };
 
-void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
-
 std::vector<Case> cases() {
   // Repeats, negative positions, one past each end.
   const std::vector<int32_t> six = {6, -1, 0, 7, -7, -8};

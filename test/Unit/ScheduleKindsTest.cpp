@@ -74,6 +74,9 @@ std::string shorthand(const DeviceProgram &device) {
     case InstrKind::Recv:
       text += "<" + std::string(tensor) + m;
       break;
+    case InstrKind::WaitSend:
+      text += "w" + std::string(tensor) + m;
+      break;
     case InstrKind::OptimizerStep:
       text += "step";
       break;

@@ -159,6 +159,8 @@ int main(int argc, char **argv) {
   int unclaimed = 0, suitesFound = 0;
   std::stringstream list(suites);
   for (std::string suite; std::getline(list, suite, ',');) {
+    if (suite.empty())
+      continue;
     const std::string base = root + "/" + suite;
     std::error_code ec;
     std::vector<std::string> tests;
@@ -222,6 +224,12 @@ int main(int argc, char **argv) {
     }
   }
   (void)llvm::sys::fs::remove_directories(scratch);
+  if (suitesFound == 0) {
+    llvm::errs() << "gpipe-onnx-conformance: error: --suites names no suite "
+                    "(expected subdirectories of DIR, comma-separated, such "
+                    "as node,pytorch-converted)\n";
+    return 2;
+  }
   int passed = 0, failed = 0, skipped = 0;
   llvm::outs() << "| op | tests | passed | failed | skipped |\n"
                << "|---|---:|---:|---:|---:|\n";

@@ -151,8 +151,12 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
   std::string title = "gpipe-run: " + modelPath;
   rt::Status status;
   if (text) {
-    rt::TextRun run{title,     tools::corpusPath, {},
-                    tracePath, profilePath,       &stop};
+    rt::TextRun run;
+    run.title = title;
+    run.corpusPath = tools::corpusPath;
+    run.tracePath = tracePath;
+    run.profilePath = profilePath;
+    run.stop = &stop;
     run.options.steps = tools::maxSteps > 0 ? int64_t(tools::maxSteps) : 1000;
     run.options.evalEvery = tools::evalEvery;
     run.options.evalBatches = tools::evalBatches;
@@ -169,7 +173,12 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
     status = rt::runTextTraining(**engine, *seq, run, processes.out(stdout),
                                  processes.out(stderr));
   } else {
-    rt::ImageRun run{title, tools::dataDir, {}, tracePath, profilePath, &stop};
+    rt::ImageRun run;
+    run.title = title;
+    run.dataDir = tools::dataDir;
+    run.tracePath = tracePath;
+    run.profilePath = profilePath;
+    run.stop = &stop;
     run.options.epochs = tools::epochs;
     run.options.maxStepsPerEpoch = tools::maxSteps;
     if (tools::evalBatches.getNumOccurrences())
