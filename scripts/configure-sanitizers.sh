@@ -29,6 +29,7 @@ CC=clang-22 CXX=clang++-22 cmake -G Ninja -S "$root" -B "$build" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimize" \
   -DGPIPE_TEST_COMPILE_OPTIONS="-fno-sanitize=undefined;-fno-sanitize=fuzzer-no-link" \
   -DGPIPE_TEST_SHARDS=4 \
+  -DLLVM_USE_LINKER=lld \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
   -DGPIPE_BUILD_CUDA=OFF -DGPIPE_BUILD_BENCHMARKS=OFF \

@@ -67,9 +67,11 @@ fi
 
 # ThreadSanitizer: the runtime and the C API's contract tests only (the rest
 # runs under ASan above). OpenBLAS is not instrumented: one thread, so that
-# it starts no pool of its own.
+# it starts no pool of its own. At -O0, which instruments every access the
+# source makes: the build takes 141 s rather than 175 s at -O1, the tests 5 s
+# rather than 3.
 tsan="${GPIPE_TSAN_BUILD_DIR:-$root/build-tsan}"
-optimize="-O1 -gline-tables-only -DNDEBUG"
+optimize="-O0 -gline-tables-only -DNDEBUG"
 if [ ! -f "$tsan/build.ninja" ]; then
   CC=clang-22 CXX=clang++-22 cmake -G Ninja -S "$root" -B "$tsan" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -79,7 +81,8 @@ if [ ! -f "$tsan/build.ninja" ]; then
     -DGPIPE_BUILD_BENCHMARKS=OFF \
     -DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
     -DCMAKE_CXX_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread"
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread -fuse-ld=lld" \
+    -DCMAKE_SHARED_LINKER_FLAGS="-fuse-ld=lld"
 fi
 ninja -C "$tsan" -j"${GPIPE_JOBS:-2}" GPipeCApiContractTests
 start=$(date +%s)
