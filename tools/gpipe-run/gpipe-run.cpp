@@ -150,47 +150,41 @@ static int run(rt::EngineOptions &engineOptions, tools::Processes &processes,
                     : rt::kExitInternal);
   std::string title = "gpipe-run: " + modelPath;
   rt::Status status;
-  if (text) {
-    rt::TextRun run;
+  // What a text run and an image run take alike from the flags.
+  auto fillCommon = [&](auto &run) {
     run.title = title;
-    run.corpusPath = tools::corpusPath;
     run.tracePath = tracePath;
     run.profilePath = profilePath;
     run.stop = &stop;
-    run.options.steps = tools::maxSteps > 0 ? int64_t(tools::maxSteps) : 1000;
-    run.options.evalEvery = tools::evalEvery;
-    run.options.evalBatches = tools::evalBatches;
     run.options.learningRate = tools::learningRate;
     run.options.schedule = tools::lrSchedule;
     run.options.warmupSteps = tools::warmupSteps;
-    run.options.seed = tools::seed;
     run.options.checkpoints = tools::checkpointOptionsFromFlags();
     run.metricsPath = tools::metricsPath;
     run.logEvery = tools::logEvery;
     run.reportPath = reportPath;
+  };
+  if (text) {
+    rt::TextRun run;
+    fillCommon(run);
+    run.corpusPath = tools::corpusPath;
+    run.options.steps = tools::maxSteps > 0 ? int64_t(tools::maxSteps) : 1000;
+    run.options.evalEvery = tools::evalEvery;
+    run.options.evalBatches = tools::evalBatches;
+    run.options.seed = tools::seed;
     if (rt::Status valid = rt::checkOptions(run.options); !valid.ok())
       return fail(valid);
     status = rt::runTextTraining(**engine, *seq, run, processes.out(stdout),
                                  processes.out(stderr));
   } else {
     rt::ImageRun run;
-    run.title = title;
+    fillCommon(run);
     run.dataDir = tools::dataDir;
-    run.tracePath = tracePath;
-    run.profilePath = profilePath;
-    run.stop = &stop;
     run.options.epochs = tools::epochs;
     run.options.maxStepsPerEpoch = tools::maxSteps;
     if (tools::evalBatches.getNumOccurrences())
       run.options.testBatches = int64_t(tools::evalBatches);
-    run.options.learningRate = tools::learningRate;
-    run.options.schedule = tools::lrSchedule;
-    run.options.warmupSteps = tools::warmupSteps;
     run.options.shuffleSeed = tools::seed;
-    run.options.checkpoints = tools::checkpointOptionsFromFlags();
-    run.metricsPath = tools::metricsPath;
-    run.logEvery = tools::logEvery;
-    run.reportPath = reportPath;
     rt::Status valid = rt::checkOptions(run.options);
     // The epochs' steps bound the run's (the data set may hold fewer).
     if (valid.ok() && tools::maxSteps > 0)
